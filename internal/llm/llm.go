@@ -1,0 +1,48 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// ErrInvalidReply means the model's replies could not be turned into the
+// requested structure, even after repair and retries.
+var ErrInvalidReply = errors.New("llm: invalid reply")
+
+// Client is the seam to a chat model. The OpenAI implementation (go-openai)
+// is the only production one; tests drive it against the fake server in
+// internal/fakellm over real HTTP.
+type Client interface {
+	// Structured sends the conversation and asks for a reply object matching
+	// schema (Contract 3: json_schema with strict mode, falling back to
+	// json_object with the schema in the system message). It returns the
+	// validated JSON object, the assistant's raw reply and the token usage of
+	// every call it made (retries included).
+	Structured(ctx context.Context, req StructuredRequest) (StructuredReply, error)
+}
+
+// StructuredRequest is one structured call.
+type StructuredRequest struct {
+	Model    string
+	Messages []messages.ChatMessage // system/user/assistant
+	Schema   Schema
+	// MaxTokens caps the reply; zero means the server's default.
+	MaxTokens int
+}
+
+// Schema names a reply structure (one of the names of Contract 3) and gives
+// its JSON Schema.
+type Schema struct {
+	Name   string
+	Schema json.RawMessage
+}
+
+// StructuredReply is a validated reply.
+type StructuredReply struct {
+	JSON  json.RawMessage // the reply object, validated against the schema's required fields
+	Raw   string          // the assistant message as received (last attempt)
+	Usage messages.Usage  // all calls, retries included
+}

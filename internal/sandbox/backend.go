@@ -1,0 +1,94 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrInvalidPackage is wrapped by Build errors when a package does not exist
+// in the index (pip) or the distribution (apt). Use errors.As with *InvalidPackageError.
+var ErrInvalidPackage = errors.New("sandbox: invalid package")
+
+// InvalidPackageError names the packages a build could not find.
+type InvalidPackageError struct {
+	Packages []string
+	Log      string
+}
+
+func (e *InvalidPackageError) Error() string {
+	return "sandbox: invalid package(s) " + joinComma(e.Packages)
+}
+
+func (e *InvalidPackageError) Unwrap() error { return ErrInvalidPackage }
+
+// Backend is a place to run untrusted Python: the process backend
+// (bubblewrap) on one machine, the Docker backend on a fleet.
+type Backend interface {
+	// Name is "process" or "docker".
+	Name() string
+	// Build makes (or reuses) an environment with the given packages and
+	// returns its reference. Identical specs give the same Env.ID.
+	Build(ctx context.Context, spec EnvSpec) (Env, error)
+	// Run runs one command in a fresh sandbox of the environment.
+	Run(ctx context.Context, spec RunSpec) (RunResult, error)
+	// Close releases the backend's resources.
+	Close() error
+}
+
+// EnvSpec is the set of packages an environment needs.
+type EnvSpec struct {
+	Packages       []string // pip requirement names (validated PEP 508 names)
+	SystemPackages []string // apt package names (docker backend only)
+}
+
+// Env is a built environment.
+type Env struct {
+	ID  string // image name (docker) or environment hash (process)
+	Log string // build log, trimmed
+}
+
+// RunSpec describes one sandboxed run. The working directory is /workspace,
+// populated with Files; Inputs are mounted read-only under /var/inputs;
+// /var/outputs is empty and writable; /tmp is a size-capped tmpfs.
+type RunSpec struct {
+	Env     string            // Env.ID from Build
+	Files   map[string][]byte // relative path under /workspace -> content
+	Inputs  map[string]string // file name under /var/inputs -> host path
+	Argv    []string          // e.g. ["python", "-m", "pytest", ...]; "python" is the env's interpreter
+	EnvVars map[string]string // the only environment the sandbox sees (besides PATH, HOME, LANG)
+	Timeout time.Duration     // wall clock; the whole process tree is killed after it (zero: 60s)
+	Memory  int64             // bytes; zero: 512 MiB
+	CPUs    float64           // zero: 1
+	// OutputLimit caps stdout and stderr each; the head and tail are kept. Zero: 1 MiB.
+	OutputLimit int
+	// Collect lists files to return after the run, relative to /workspace
+	// (e.g. ".harness/junit.xml"); missing ones are left out.
+	Collect []string
+	// CollectOutputs returns everything under /var/outputs (capped at 64 MiB).
+	CollectOutputs bool
+}
+
+// RunResult is what a run produced.
+type RunResult struct {
+	ExitCode  int
+	TimedOut  bool
+	Stdout    []byte
+	Stderr    []byte
+	Truncated bool              // stdout or stderr was cut
+	Files     map[string][]byte // collected workspace files
+	Outputs   map[string][]byte // /var/outputs contents, by relative path ("name" or "dir/file")
+	OutputDirs []string         // directories found under /var/outputs, relative
+	Duration  time.Duration
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}

@@ -1,0 +1,225 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// SubmitJob is published to submit a job. Spec.Samples must be object
+// references (sha256:<hex>[.ext]) of objects already in the samples object store.
+type SubmitJob struct {
+	V     int     `json:"v"`
+	JobID string  `json:"job_id"`
+	Spec  JobSpec `json:"spec"`
+}
+
+// JobStatus is where a job is.
+type JobStatus string
+
+const (
+	StatusRunning   JobStatus = "running"
+	StatusSucceeded JobStatus = "succeeded"
+	StatusFailed    JobStatus = "failed"
+)
+
+// EventType names a progress event.
+type EventType string
+
+const (
+	EventJobStarted    EventType = "job_started"
+	EventStageStarted  EventType = "stage_started"
+	EventStageFinished EventType = "stage_finished"
+	EventJobFinished   EventType = "job_finished"
+)
+
+// Event is a progress event, published on the job's event subject.
+type Event struct {
+	V         int       `json:"v"`
+	JobID     string    `json:"job_id"`
+	Type      EventType `json:"type"`
+	Stage     Stage     `json:"stage,omitempty"`
+	Seq       int       `json:"seq,omitempty"`
+	Iteration int       `json:"iteration,omitempty"`
+	Cached    bool      `json:"cached,omitempty"`
+	Outcome   string    `json:"outcome,omitempty"`
+	Message   string    `json:"message,omitempty"`
+	Success   *bool     `json:"success,omitempty"` // on job_finished
+	Time      time.Time `json:"time"`
+}
+
+// StageRecord is one stage on the result object.
+type StageRecord struct {
+	Name       Stage     `json:"name"`
+	Seq        int       `json:"seq"`
+	Iteration  int       `json:"iteration"`
+	StartedAt  time.Time `json:"started_at"`
+	DurationMS int64     `json:"duration_ms"`
+	Cached     bool      `json:"cached"`
+	Outcome    string    `json:"outcome"`
+	Usage      Usage     `json:"usage"`
+}
+
+// Result is the result object (Contract 5).
+type Result struct {
+	V                      int               `json:"v"`
+	JobID                  string            `json:"job_id"`
+	Status                 JobStatus         `json:"status"`
+	Success                bool              `json:"success"`
+	Attempts               int               `json:"attempts"`
+	Outputs                map[string]any    `json:"outputs"`
+	Plan                   *Plan             `json:"plan"`
+	Solution               *Solution         `json:"solution"`
+	Tests                  string            `json:"tests"`
+	Output                 string            `json:"output"`
+	ExitCode               int               `json:"exit_code"`
+	Error                  string            `json:"error"`
+	Image                  string            `json:"image"`
+	DetectedPackages       []string          `json:"detected_packages"`
+	DetectedSystemPackages []string          `json:"detected_system_packages"`
+	GeneratedSchemas       map[string]string `json:"generated_schemas"`
+	DataContext            string            `json:"data_context"`
+	TotalInputTokens       int               `json:"total_input_tokens"`
+	TotalOutputTokens      int               `json:"total_output_tokens"`
+	LLMCalls               int               `json:"llm_calls"`
+	CacheHits              int               `json:"cache_hits"`
+	Stages                 []StageRecord     `json:"stages"`
+	ConversationHistory    []ChatMessage     `json:"conversation_history"`
+	SkippedTests           bool              `json:"skipped_tests,omitempty"`
+	Spec                   *JobSpec          `json:"spec,omitempty"`
+	SubmittedAt            time.Time         `json:"submitted_at"`
+	FinishedAt             *time.Time        `json:"finished_at,omitempty"`
+}
+
+// DecodeJobSpecJSON decodes a JSON JobSpec strictly: unknown fields and wrong
+// types are errors that name the field (as *FieldError). It validates the spec.
+func DecodeJobSpecJSON(data []byte) (*JobSpec, error) {
+	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+		return nil, &FieldError{"", "job spec is not UTF-8 text"}
+	}
+	var raw any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, &FieldError{"", "malformed JSON: " + err.Error()}
+	}
+	if err := CheckKnownFields(raw); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var spec JobSpec
+	if err := dec.Decode(&spec); err != nil {
+		return nil, jsonFieldError(err)
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	return &spec, nil
+}
+
+// known lists the fields of each object in a JobSpec, by dotted path.
+var known = map[string][]string{
+	"":                  {"name", "prompt", "schema", "constraints", "samples", "inputs", "outputs", "options"},
+	"options":           {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget"},
+	"options.resources": {"cpu", "memory"},
+}
+
+// CheckKnownFields walks a generic decoded spec (maps from JSON or YAML) and
+// reports the first unknown field or object of the wrong kind, by path.
+func CheckKnownFields(raw any) error {
+	top, ok := raw.(map[string]any)
+	if !ok {
+		return &FieldError{"", fmt.Sprintf("job spec must be a mapping of fields, not %s", kindOf(raw))}
+	}
+	var walk func(path string, m map[string]any) error
+	walk = func(path string, m map[string]any) error {
+		allowed := known[path]
+		for _, k := range sortedKeys(m) {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if !contains(allowed, k) {
+				return &FieldError{p, "unknown field"}
+			}
+			if _, nested := known[p]; nested && m[k] != nil {
+				sub, ok := m[k].(map[string]any)
+				if !ok {
+					return &FieldError{p, fmt.Sprintf("must be a mapping, not %s", kindOf(m[k]))}
+				}
+				if err := walk(p, sub); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk("", top)
+}
+
+func jsonFieldError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "spec"
+		}
+		return &FieldError{field, fmt.Sprintf("must be %s, not %s", goTypeWord(te.Type.Kind().String()), te.Value)}
+	}
+	msg := err.Error()
+	// Errors from a field's own UnmarshalJSON (e.g. Duration) carry no path.
+	if strings.Contains(msg, "duration") {
+		return &FieldError{"options.timeout", msg}
+	}
+	return &FieldError{"", "invalid job spec: " + msg}
+}
+
+func goTypeWord(kind string) string {
+	switch kind {
+	case "int", "int64":
+		return "an integer"
+	case "float64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "string":
+		return "a string"
+	case "map":
+		return "a mapping"
+	case "slice":
+		return "a list"
+	case "struct":
+		return "a mapping"
+	}
+	return kind
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case float64, int, int64, uint64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,372 @@
+package messages
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Stage names one step of the loop. The coordinator sends a StageCommand for
+// it; a worker answers with a StageResult.
+type Stage string
+
+// LLM stages, handled by llm-workers.
+const (
+	StagePlan       Stage = "plan"
+	StageCode       Stage = "code"
+	StageTests      Stage = "tests"
+	StagePackages   Stage = "packages" // model fallback for imports the static scan cannot map
+	StageDiagnose   Stage = "diagnose"
+	StageFix        Stage = "fix"
+	StagePatchTests Stage = "patch_tests"
+	StageVerify     Stage = "verify"
+)
+
+// Sandbox stages, handled by sandbox-workers.
+const (
+	StageProfile    Stage = "profile"
+	StageBuild      Stage = "build"
+	StageRunTests   Stage = "run_tests"
+	StageAcceptance Stage = "acceptance"
+	StageRun        Stage = "run" // a generated script run on new data (submit run)
+)
+
+// Worker kinds: which pool a stage goes to.
+const (
+	PoolLLM     = "llm"
+	PoolSandbox = "sandbox"
+)
+
+// Pool returns the worker pool that handles the stage.
+func (s Stage) Pool() string {
+	switch s {
+	case StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun:
+		return PoolSandbox
+	}
+	return PoolLLM
+}
+
+// StageCommand asks a worker to do one stage of one job. Input holds the
+// stage's input struct (PlanInput, CodeInput, ...) as JSON.
+type StageCommand struct {
+	V         int             `json:"v"`
+	JobID     string          `json:"job_id"`
+	Seq       int             `json:"seq"` // unique within the job; results are matched by it
+	Stage     Stage           `json:"stage"`
+	Iteration int             `json:"iteration"`
+	Model     string          `json:"model,omitempty"`
+	Cache     CacheMode       `json:"cache,omitempty"`
+	Input     json.RawMessage `json:"input"`
+}
+
+// ErrorKind classifies a failed stage.
+type ErrorKind string
+
+const (
+	// ErrorPermanent: retrying the same command cannot help (bad input, the
+	// model refused, an invalid package name).
+	ErrorPermanent ErrorKind = "permanent"
+	// ErrorInfra: the stage could not be done after the worker's retries
+	// (model endpoint down, sandbox backend broken).
+	ErrorInfra ErrorKind = "infra"
+)
+
+// StageResult is a worker's answer to a StageCommand. Exactly one of Output
+// and Error is set.
+type StageResult struct {
+	V          int             `json:"v"`
+	JobID      string          `json:"job_id"`
+	Seq        int             `json:"seq"`
+	Stage      Stage           `json:"stage"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	ErrorKind  ErrorKind       `json:"error_kind,omitempty"`
+	Cached     bool            `json:"cached,omitempty"`
+	Usage      Usage           `json:"usage"`
+	StartedAt  time.Time       `json:"started_at"`
+	DurationMS int64           `json:"duration_ms"`
+	Worker     string          `json:"worker,omitempty"`
+	// Messages is the model conversation of an LLM stage, for conversation_history.
+	Messages []ChatMessage `json:"messages,omitempty"`
+}
+
+// Usage counts model tokens and calls.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	Calls        int `json:"calls"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.Calls + o.Calls}
+}
+
+// ChatMessage is one message of a model conversation.
+type ChatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	Stage   Stage  `json:"stage,omitempty"`
+}
+
+// TaskSpec is the part of a JobSpec that prompts need: what to build, with
+// samples given by their file names under /var/inputs.
+type TaskSpec struct {
+	Prompt      string            `json:"prompt"`
+	Schema      string            `json:"schema,omitempty"`
+	Constraints []string          `json:"constraints,omitempty"`
+	Samples     map[string]string `json:"samples,omitempty"` // name -> file name under /var/inputs
+	Inputs      map[string]Type   `json:"inputs,omitempty"`
+	Outputs     map[string]Type   `json:"outputs,omitempty"`
+}
+
+// ---- LLM stage inputs and outputs (Contract 3 shapes) ----
+
+// PlanInput is the input of StagePlan.
+type PlanInput struct {
+	Task        TaskSpec `json:"task"`
+	DataContext string   `json:"data_context,omitempty"`
+}
+
+// Plan is the `plan` structured reply.
+type Plan struct {
+	Description string `json:"description"`
+	Approach    string `json:"approach"`
+}
+
+// CodeInput is the input of StageCode.
+type CodeInput struct {
+	Task         TaskSpec `json:"task"`
+	DataContext  string   `json:"data_context,omitempty"`
+	Plan         Plan     `json:"plan"`
+	BasePackages []string `json:"base_packages,omitempty"`
+}
+
+// Solution is the `solution` structured reply.
+type Solution struct {
+	Language       string   `json:"language"`
+	Code           string   `json:"code"`
+	Packages       []string `json:"packages"`
+	SystemPackages []string `json:"system_packages"`
+}
+
+// TestsInput is the input of StageTests. Tests depend on the task and plan,
+// not on the code, so they are generated concurrently with it.
+type TestsInput struct {
+	Task        TaskSpec `json:"task"`
+	DataContext string   `json:"data_context,omitempty"`
+	Plan        Plan     `json:"plan"`
+}
+
+// Tests is the `tests` structured reply.
+type Tests struct {
+	Code string `json:"code"`
+}
+
+// PackagesInput is the input of StagePackages: imports the static scan could not map.
+type PackagesInput struct {
+	Imports []string `json:"imports"`
+}
+
+// Packages is the `packages` structured reply.
+type Packages struct {
+	Packages []string `json:"packages"`
+}
+
+// DiagnoseInput is the input of StageDiagnose.
+type DiagnoseInput struct {
+	Task     TaskSpec   `json:"task"`
+	Plan     Plan       `json:"plan"`
+	Code     string     `json:"code"`
+	Tests    string     `json:"tests"`
+	Report   TestReport `json:"report"`
+	Packages []string   `json:"packages,omitempty"`
+	// Hints carries notes from earlier iterations (e.g. "test_x failed again after a test patch").
+	Hints []string `json:"hints,omitempty"`
+}
+
+// ErrorType is the diagnosis of one failing test.
+type ErrorType string
+
+const (
+	ErrorLogic       ErrorType = "logic"       // the solution is wrong: fix the code
+	ErrorEnvironment ErrorType = "environment" // a package is missing: rebuild the image
+	ErrorTestError   ErrorType = "test_error"  // the test is wrong: patch the test
+)
+
+// Failure is one diagnosed failing test.
+type Failure struct {
+	TestName         string    `json:"test_name"`
+	ErrorMessage     string    `json:"error_message"`
+	ExpectedBehavior string    `json:"expected_behavior"`
+	ActualBehavior   string    `json:"actual_behavior"`
+	RootCause        string    `json:"root_cause"`
+	SuggestedFix     string    `json:"suggested_fix"`
+	ErrorType        ErrorType `json:"error_type"`
+}
+
+// Diagnosis is the `diagnosis` structured reply.
+type Diagnosis struct {
+	Failures            []Failure `json:"failures"`
+	NeedsPackages       []string  `json:"needs_packages"`
+	NeedsSystemPackages []string  `json:"needs_system_packages"`
+}
+
+// FixInput is the input of StageFix: the code and the logic failures to fix.
+type FixInput struct {
+	Task     TaskSpec  `json:"task"`
+	Plan     Plan      `json:"plan"`
+	Code     string    `json:"code"`
+	Tests    string    `json:"tests"`
+	Failures []Failure `json:"failures"`
+	Packages []string  `json:"packages,omitempty"`
+	// Escalation is 0 on a first attempt; higher when earlier fixes were not applied.
+	Escalation int      `json:"escalation,omitempty"`
+	Missing    []string `json:"missing,omitempty"` // fixes a verification found missing
+}
+
+// PatchTestsInput is the input of StagePatchTests.
+type PatchTestsInput struct {
+	Task     TaskSpec  `json:"task"`
+	Code     string    `json:"code"`
+	Tests    string    `json:"tests"`
+	Failures []Failure `json:"failures"`
+}
+
+// TestPatch replaces one test function.
+type TestPatch struct {
+	TestName  string `json:"test_name"`
+	FixedCode string `json:"fixed_code"`
+}
+
+// TestPatches is the `test_patches` structured reply.
+type TestPatches struct {
+	Patches []TestPatch `json:"patches"`
+}
+
+// PatchTestsOutput is the result of StagePatchTests: the model's patches and
+// the test file with them spliced in.
+type PatchTestsOutput struct {
+	Patches []TestPatch `json:"patches"`
+	Tests   string      `json:"tests"`
+	// Unapplied names patches whose test function was not found.
+	Unapplied []string `json:"unapplied,omitempty"`
+}
+
+// VerifyInput is the input of StageVerify.
+type VerifyInput struct {
+	OldCode  string    `json:"old_code"`
+	NewCode  string    `json:"new_code"`
+	Failures []Failure `json:"failures"`
+}
+
+// FixVerification is the `fix_verification` structured reply.
+type FixVerification struct {
+	AllFixesApplied bool     `json:"all_fixes_applied"`
+	MissingFixes    []string `json:"missing_fixes"`
+	Explanation     string   `json:"explanation"`
+}
+
+// ---- Sandbox stage inputs and outputs ----
+
+// SampleRef is a sample as a sandbox-worker sees it.
+type SampleRef struct {
+	Name     string `json:"name"`
+	Object   string `json:"object"`    // ObjectRef wire form: sha256:<hex>[.ext]
+	FileName string `json:"file_name"` // under /var/inputs, e.g. sales.csv
+	Size     int64  `json:"size,omitempty"`
+}
+
+// ProfileInput is the input of StageProfile.
+type ProfileInput struct {
+	Samples       []SampleRef `json:"samples"`
+	MaxSampleRows int         `json:"max_sample_rows"`
+	Constraints   []string    `json:"constraints,omitempty"`
+}
+
+// ProfileOutput is the output of StageProfile.
+type ProfileOutput struct {
+	DataContext      string            `json:"data_context"`
+	GeneratedSchemas map[string]string `json:"generated_schemas,omitempty"`
+}
+
+// BuildInput is the input of StageBuild.
+type BuildInput struct {
+	Packages       []string `json:"packages"`
+	SystemPackages []string `json:"system_packages"`
+}
+
+// BuildOutput is the output of StageBuild.
+type BuildOutput struct {
+	Image string `json:"image"` // backend-specific environment reference
+	Log   string `json:"log,omitempty"`
+	// InvalidPackages lists packages the index or apt could not find; the build failed.
+	InvalidPackages []string `json:"invalid_packages,omitempty"`
+}
+
+// RunTestsInput is the input of StageRunTests.
+type RunTestsInput struct {
+	Image     string      `json:"image"`
+	Code      string      `json:"code"`
+	Tests     string      `json:"tests"`
+	Samples   []SampleRef `json:"samples,omitempty"`
+	Timeout   Duration    `json:"timeout"`
+	Resources Resources   `json:"resources"`
+}
+
+// TestOutcome is the outcome of one test case.
+type TestOutcome string
+
+const (
+	OutcomePassed  TestOutcome = "passed"
+	OutcomeFailed  TestOutcome = "failed"
+	OutcomeError   TestOutcome = "error"
+	OutcomeSkipped TestOutcome = "skipped"
+)
+
+// TestCase is one test from the JUnit XML report.
+type TestCase struct {
+	Name      string      `json:"name"`
+	ClassName string      `json:"classname,omitempty"`
+	Outcome   TestOutcome `json:"outcome"`
+	Message   string      `json:"message,omitempty"`
+	Details   string      `json:"details,omitempty"` // trimmed traceback
+}
+
+// TestReport is the output of StageRunTests.
+type TestReport struct {
+	Passed   int        `json:"passed"`
+	Failed   int        `json:"failed"`
+	Errors   int        `json:"errors"`
+	Skipped  int        `json:"skipped"`
+	Cases    []TestCase `json:"cases,omitempty"`
+	ExitCode int        `json:"exit_code"`
+	TimedOut bool       `json:"timed_out,omitempty"`
+	// Output is pytest's stdout and stderr, trimmed to the head and tail.
+	Output string `json:"output,omitempty"`
+}
+
+// OK reports whether every test passed and at least one ran.
+func (r TestReport) OK() bool {
+	return r.ExitCode == 0 && !r.TimedOut && r.Failed == 0 && r.Errors == 0 && r.Passed > 0
+}
+
+// AcceptanceInput is the input of StageAcceptance and StageRun.
+type AcceptanceInput struct {
+	Image     string            `json:"image"`
+	Code      string            `json:"code"`
+	Samples   []SampleRef       `json:"samples,omitempty"`
+	Args      map[string]string `json:"args,omitempty"` // non-file inputs, passed as --name value
+	Outputs   map[string]Type   `json:"outputs,omitempty"`
+	Timeout   Duration          `json:"timeout"`
+	Resources Resources         `json:"resources"`
+}
+
+// AcceptanceOutput is the output of StageAcceptance and StageRun.
+type AcceptanceOutput struct {
+	OK       bool           `json:"ok"`
+	Outputs  map[string]any `json:"outputs,omitempty"` // typed values
+	Problems []string       `json:"problems,omitempty"`
+	ExitCode int            `json:"exit_code"`
+	Output   string         `json:"output,omitempty"` // trimmed stdout+stderr
+	TimedOut bool           `json:"timed_out,omitempty"`
+}
