@@ -24,7 +24,8 @@ type JobStatus string
 const (
 	StatusRunning   JobStatus = "running"
 	StatusSucceeded JobStatus = "succeeded"
-	StatusFailed    JobStatus = "failed"
+	StatusFailed    JobStatus = "failed"  // finished without passing tests (or bad input found late)
+	StatusErrored   JobStatus = "errored" // infrastructure failure: a stage could not be done
 )
 
 // EventType names a progress event.

@@ -1,0 +1,168 @@
+package jobfile
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// MaxSpecBytes bounds a job file: a spec is a page of text, not data.
+const MaxSpecBytes = 1 << 20
+
+// Load reads a job file (YAML or JSON, by content), decodes it strictly and
+// validates it. Relative sample paths are resolved against the file's folder,
+// and every sample must be a readable regular file.
+func Load(path string) (*messages.JobSpec, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("job file: %w", err)
+	}
+	if fi.Size() > MaxSpecBytes {
+		return nil, fmt.Errorf("job file %s: larger than %d bytes", path, MaxSpecBytes)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("job file: %w", err)
+	}
+	spec, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("job file %s: %w", path, err)
+	}
+	ResolveSamples(spec, filepath.Dir(path))
+	if err := CheckSamples(spec); err != nil {
+		return nil, fmt.Errorf("job file %s: %w", path, err)
+	}
+	return spec, nil
+}
+
+// Decode decodes a YAML or JSON job spec strictly: unknown fields, wrong
+// types and bad values are errors that name the field.
+func Decode(data []byte) (*messages.JobSpec, error) {
+	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+		return nil, &messages.FieldError{Msg: "not a job spec: the file is not UTF-8 text"}
+	}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, &messages.FieldError{Msg: "job spec is empty"}
+	}
+	if trimmed[0] == '{' {
+		return messages.DecodeJobSpecJSON(trimmed)
+	}
+	var raw any
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return nil, &messages.FieldError{Msg: "malformed YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	raw, err := jsonable(raw, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := messages.CheckKnownFields(raw); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, &messages.FieldError{Msg: "job spec: " + err.Error()}
+	}
+	return messages.DecodeJobSpecJSON(b)
+}
+
+// jsonable turns YAML's decoded values into what encoding/json accepts:
+// mappings with string keys only.
+func jsonable(v any, path string) (any, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			c, err := jsonable(e, join(path, k))
+			if err != nil {
+				return nil, err
+			}
+			x[k] = c
+		}
+		return x, nil
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			ks, ok := k.(string)
+			if !ok {
+				return nil, &messages.FieldError{Field: path, Msg: fmt.Sprintf("key %v must be a string", k)}
+			}
+			c, err := jsonable(e, join(path, ks))
+			if err != nil {
+				return nil, err
+			}
+			m[ks] = c
+		}
+		return m, nil
+	case []any:
+		for i, e := range x {
+			c, err := jsonable(e, fmt.Sprintf("%s[%d]", path, i))
+			if err != nil {
+				return nil, err
+			}
+			x[i] = c
+		}
+		return x, nil
+	}
+	return v, nil
+}
+
+func join(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+// ResolveSamples makes relative sample paths relative to dir.
+func ResolveSamples(spec *messages.JobSpec, dir string) {
+	for name, p := range spec.Samples {
+		if _, isRef := messages.ParseObjectRef(p); isRef || filepath.IsAbs(p) {
+			continue
+		}
+		spec.Samples[name] = filepath.Join(dir, p)
+	}
+}
+
+// CheckSamples reports the first sample path that is not a readable regular file.
+func CheckSamples(spec *messages.JobSpec) error {
+	for _, name := range sortedKeys(spec.Samples) {
+		p := spec.Samples[name]
+		if _, isRef := messages.ParseObjectRef(p); isRef {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return &messages.FieldError{Field: "samples." + name, Msg: fmt.Sprintf("sample file %s not found", p)}
+		}
+		if !fi.Mode().IsRegular() {
+			return &messages.FieldError{Field: "samples." + name, Msg: fmt.Sprintf("%s is not a regular file", p)}
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return &messages.FieldError{Field: "samples." + name, Msg: fmt.Sprintf("cannot read %s: %v", p, err)}
+		}
+		f.Close()
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}

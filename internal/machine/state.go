@@ -1,0 +1,119 @@
+package machine
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// Phase is where a job is in the loop.
+type Phase string
+
+const (
+	PhaseProfiling  Phase = "profiling"
+	PhasePlanning   Phase = "planning"
+	PhaseGenerating Phase = "generating" // code and tests, concurrently
+	PhasePackages   Phase = "packages"   // the model maps imports the scan could not
+	PhaseBuilding   Phase = "building"
+	PhaseTesting    Phase = "testing"
+	PhaseDiagnosing Phase = "diagnosing"
+	PhaseRepairing  Phase = "repairing" // fix, test patches and rebuilds, concurrently
+	PhaseAccepting  Phase = "accepting"
+	PhaseDone       Phase = "done"
+)
+
+// Pending is a dispatched stage whose result has not arrived.
+type Pending struct {
+	Stage        messages.Stage `json:"stage"`
+	Iteration    int            `json:"iteration"`
+	DispatchedAt time.Time      `json:"dispatched_at"`
+}
+
+// State is everything the coordinator knows about one job. It is stored as
+// JSON in the job-state KV bucket and only ever changed by Step.
+type State struct {
+	JobID       string               `json:"job_id"`
+	Spec        messages.JobSpec     `json:"spec"` // normalised; samples are object refs
+	Task        messages.TaskSpec    `json:"task"`
+	Samples     []messages.SampleRef `json:"samples,omitempty"`
+	Phase       Phase                `json:"phase"`
+	NextSeq     int                  `json:"next_seq"`
+	Pending     map[int]Pending      `json:"pending,omitempty"`
+	Iteration   int                  `json:"iteration"` // test runs started
+	SubmittedAt time.Time            `json:"submitted_at"`
+	FinishedAt  *time.Time           `json:"finished_at,omitempty"`
+
+	DataContext      string                     `json:"data_context,omitempty"`
+	GeneratedSchemas map[string]string          `json:"generated_schemas,omitempty"`
+	Plan             *messages.Plan             `json:"plan,omitempty"`
+	Solution         *messages.Solution         `json:"solution,omitempty"`
+	Tests            *messages.Tests            `json:"tests,omitempty"`
+	Packages         []string                   `json:"packages,omitempty"`        // detected + declared + added
+	SystemPackages   []string                   `json:"system_packages,omitempty"` // declared + added
+	BuiltPackages    []string                   `json:"built_packages,omitempty"`  // the set Image was built for
+	Image            string                     `json:"image,omitempty"`
+	LastReport       *messages.TestReport       `json:"last_report,omitempty"`
+	Diagnosis        *messages.Diagnosis        `json:"diagnosis,omitempty"`
+	Acceptance       *messages.AcceptanceOutput `json:"acceptance,omitempty"`
+	InvalidPackages  []string                   `json:"invalid_packages,omitempty"`
+	AskedImports     []string                   `json:"asked_imports,omitempty"` // imports the model was asked to map, once each
+
+	Stages    []messages.StageRecord `json:"stages,omitempty"`
+	Usage     messages.Usage         `json:"usage"`
+	CacheHits int                    `json:"cache_hits"`
+	History   []messages.ChatMessage `json:"history,omitempty"`
+	Notes     []string               `json:"notes,omitempty"` // why the loop did what it did
+
+	Status messages.JobStatus `json:"status"`
+	Error  string             `json:"error,omitempty"`
+}
+
+// Clone returns a deep copy, so Step never changes the state it was given.
+func (s State) Clone() State {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic("machine: state does not marshal: " + err.Error()) // only plain data: cannot happen
+	}
+	var out State
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic("machine: state does not unmarshal: " + err.Error())
+	}
+	return out
+}
+
+// Done reports whether the job has finished.
+func (s *State) Done() bool { return s.Phase == PhaseDone }
+
+// EventKind says what happened.
+type EventKind string
+
+const (
+	EventSubmitted   EventKind = "submitted"
+	EventStageResult EventKind = "stage_result"
+	EventCancel      EventKind = "cancel"
+)
+
+// Event is an input of Step. Time is the coordinator's clock when the event
+// was taken: Step itself never reads a clock.
+type Event struct {
+	Kind   EventKind             `json:"kind"`
+	Time   time.Time             `json:"time"`
+	Submit *Submission           `json:"submit,omitempty"`
+	Result *messages.StageResult `json:"result,omitempty"`
+	Reason string                `json:"reason,omitempty"` // cancel
+}
+
+// Submission starts a job.
+type Submission struct {
+	JobID   string               `json:"job_id"`
+	Spec    messages.JobSpec     `json:"spec"` // normalised, samples as object refs
+	Samples []messages.SampleRef `json:"samples,omitempty"`
+}
+
+// Command is an output of Step: exactly one field is set.
+type Command struct {
+	Dispatch *messages.StageCommand `json:"dispatch,omitempty"` // send to a worker pool
+	Emit     *messages.Event        `json:"emit,omitempty"`     // progress event
+	Finish   *messages.Result       `json:"finish,omitempty"`   // the job is over: store its result
+}
