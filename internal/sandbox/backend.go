@@ -10,6 +10,19 @@ import (
 // in the index (pip) or the distribution (apt). Use errors.As with *InvalidPackageError.
 var ErrInvalidPackage = errors.New("sandbox: invalid package")
 
+// ErrEnvNotFound is returned by Run for an Env.ID this backend has not built
+// (e.g. it was built by another worker's backend): build it again.
+var ErrEnvNotFound = errors.New("sandbox: environment not found")
+
+// ErrBuildFailed is wrapped by Build errors that retrying cannot fix: the
+// package installer ran and failed (a conflict, a failed compile), or the
+// backend cannot provide what the spec asks for. Network and other
+// infrastructure failures do not wrap it.
+var ErrBuildFailed = errors.New("sandbox: build failed")
+
+// ErrClosed is returned by a Backend after Close.
+var ErrClosed = errors.New("sandbox: backend closed")
+
 // InvalidPackageError names the packages a build could not find.
 type InvalidPackageError struct {
 	Packages []string
@@ -71,15 +84,18 @@ type RunSpec struct {
 
 // RunResult is what a run produced.
 type RunResult struct {
-	ExitCode  int
-	TimedOut  bool
-	Stdout    []byte
-	Stderr    []byte
-	Truncated bool              // stdout or stderr was cut
-	Files     map[string][]byte // collected workspace files
-	Outputs   map[string][]byte // /var/outputs contents, by relative path ("name" or "dir/file")
-	OutputDirs []string         // directories found under /var/outputs, relative
-	Duration  time.Duration
+	ExitCode   int
+	TimedOut   bool
+	Stdout     []byte
+	Stderr     []byte
+	Truncated  bool              // stdout or stderr was cut
+	Files      map[string][]byte // collected workspace files
+	Outputs    map[string][]byte // /var/outputs contents, by relative path ("name" or "dir/file")
+	OutputDirs []string          // directories found under /var/outputs, relative
+	// OutputsOmitted lists files under /var/outputs that were left out of
+	// Outputs: past the 64 MiB cap, or not regular files (symlinks, FIFOs).
+	OutputsOmitted []string
+	Duration       time.Duration
 }
 
 func joinComma(s []string) string {

@@ -4,7 +4,20 @@
 // identical LLM call, image build or test run is found again across crashes
 // and jobs; all keys live under "autocoder:v1:".
 //
-//	c, err := cache.OpenRedis(ctx, "redis://localhost:6379/0")
-//	key := cache.Key("stage", "plan", "v3", inputJSON)
+//	c, err := cache.OpenRedis(ctx, "redis://localhost:6379/0") // or cache.OpenDir(stateDir + "/cache")
+//	key := cache.Key("stage", []byte("plan"), []byte("v3"), inputJSON)
 //	if v, err := c.Get(ctx, key); err == nil { ... }
+//
+// Locks are leases: they keep two workers from paying for the same result at
+// once, and expire on their own if a holder dies. Release them with a context
+// that outlives the work, or a cancelled job leaves its lock for the full ttl:
+//
+//	tok, err := c.TryLock(ctx, "build/"+key, 10*time.Minute)
+//	if errors.Is(err, cache.ErrLockHeld) { /* someone else is computing it */ }
+//	defer c.Unlock(context.WithoutCancel(ctx), "build/"+key, tok)
+//
+// Both implementations pass the conformance suite in package cachetest, which
+// also pins down what the interface leaves open: an empty value is a hit, a
+// negative ttl (or a lock ttl that is not positive) is an error, a done context
+// changes nothing, and every method fails after Close.
 package cache

@@ -1,0 +1,53 @@
+// Package bus is the NATS JetStream plumbing every autocoder process uses:
+// the names of every stream, subject, consumer, bucket and object store
+// (names.go), an embedded NATS server for the single-machine default,
+// idempotent provisioning, a publisher with de-duplication and retries, and
+// Worker, the consumer runtime that coordinators and workers run handlers in.
+//
+// Topology (see names.go):
+//
+//	autocoder.jobs.submit               AUTOCODER_JOBS          work queue  -> coordinator
+//	autocoder.stage.<pool>.<stage>      AUTOCODER_STAGE_<POOL>  work queue  -> <pool>-workers
+//	autocoder.results.<job_id>          AUTOCODER_RESULTS       work queue  -> coordinator
+//	autocoder.events.<job_id>           AUTOCODER_EVENTS        limits, 24h -> live views
+//	KV autocoder_job_state, autocoder_job_results; objects autocoder_samples, autocoder_outputs
+//
+// A handler decides a message's fate by its error: nil acks it, Permanent(err)
+// terminates it, RetryAfter(err, d) redelivers it after d, and any other
+// error redelivers it with exponential backoff until MaxDeliver. A Worker
+// pulls only as many messages as it has free slots, heartbeats running
+// handlers, recovers panics, and shuts down in two phases.
+//
+// Embedded, in one process:
+//
+//	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: dir, Logger: logger})
+//	if err != nil { ... }
+//	defer srv.Shutdown()
+//	nc, err := srv.Connect()
+//	if err != nil { ... }
+//	defer nc.Close()
+//	js, err := jetstream.New(nc)
+//	res, err := bus.Provision(ctx, js, bus.ProvisionConfig{})
+//
+//	pub := bus.NewPublisher(js, bus.PublisherConfig{Logger: logger})
+//	cmd := messages.StageCommand{V: messages.SchemaVersion, JobID: id, Seq: 3, Stage: messages.StagePlan}
+//	err = pub.PublishJSON(ctx, bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(id, 3))
+//
+//	h := bus.Chain(bus.HandlerFunc(func(ctx context.Context, m *bus.Message) error {
+//		var cmd messages.StageCommand
+//		if err := m.DecodeJSON(&cmd); err != nil {
+//			return bus.Permanent(err) // retrying cannot fix a malformed message
+//		}
+//		return runStage(ctx, cmd)
+//	}), bus.Logging(logger), bus.Recover(logger))
+//	w := bus.NewWorker(res.StageConsumers[messages.PoolLLM], h, bus.WorkerConfig{Concurrency: 4, Logger: logger})
+//	err = w.Run(ctx) // until ctx is cancelled
+//
+// Metrics: WorkerConfig.Metrics takes any Metrics; PrometheusMetrics
+// (metrics_prometheus.go) registers autocoder_bus_messages_total,
+// autocoder_bus_handle_seconds and autocoder_bus_in_flight on a registry.
+//
+// Distributed: bus.Connect(ctx, url, "llm-worker", logger) instead of the
+// embedded server, and bus.Open instead of Provision in processes that do not
+// own the configuration.
+package bus

@@ -1,0 +1,130 @@
+package bus
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// Every stream, subject, consumer, bucket, object store and header name that
+// autocoder uses on NATS is built here and nowhere else (asynq's
+// base.PendingKey idea), so a rename is one edit and a grep finds every user.
+
+// Subjects. Everything autocoder publishes lives under "autocoder.>".
+const (
+	subjectRoot = "autocoder"
+
+	// SubjectJobsSubmit carries messages.SubmitJob.
+	SubjectJobsSubmit = subjectRoot + ".jobs.submit"
+	// SubjectJobsAll matches every job subject (the jobs stream's subjects).
+	SubjectJobsAll = subjectRoot + ".jobs.>"
+	// SubjectResultsAll matches every job's stage results.
+	SubjectResultsAll = subjectRoot + ".results.>"
+	// SubjectEventsAll matches every job's progress events.
+	SubjectEventsAll = subjectRoot + ".events.>"
+)
+
+// Streams.
+const (
+	// StreamJobs holds job submissions until the coordinator takes them (work queue).
+	StreamJobs = "AUTOCODER_JOBS"
+	// StreamResults holds stage results until a coordinator takes them (work queue).
+	StreamResults = "AUTOCODER_RESULTS"
+	// StreamEvents keeps progress events for live views and `submit events` (limits, max age).
+	StreamEvents = "AUTOCODER_EVENTS"
+)
+
+// Durable consumers that are not per pool.
+const (
+	// ConsumerCoordinator is the durable pull consumer coordinators share, on
+	// StreamJobs and on StreamResults (consumer names are per stream).
+	ConsumerCoordinator = "coordinator"
+)
+
+// KV buckets and object stores. Bucket names allow [A-Za-z0-9_-] only.
+const (
+	// BucketJobState holds each job's state machine, keyed by job ID (history 1, CAS on revision).
+	BucketJobState = "autocoder_job_state"
+	// BucketJobResults holds each job's result object (Contract 5), keyed by job ID.
+	BucketJobResults = "autocoder_job_results"
+	// ObjectStoreSamples holds sample files, named by messages.ObjectRef.ObjectName.
+	ObjectStoreSamples = "autocoder_samples"
+	// ObjectStoreOutputs holds File/Dir outputs of acceptance and script runs.
+	ObjectStoreOutputs = "autocoder_outputs"
+)
+
+// Headers set by Publisher on messages it knows (see Publisher.PublishJSON),
+// read by the Logging middleware and Message.JobID / Message.Stage.
+const (
+	HeaderJobID = "Autocoder-Job-Id"
+	HeaderStage = "Autocoder-Stage"
+)
+
+// Pools lists the worker pools that have a stage stream and consumer.
+func Pools() []string { return []string{messages.PoolLLM, messages.PoolSandbox} }
+
+// StageSubject is where the coordinator publishes a command for stage:
+// autocoder.stage.<pool>.<stage>.
+func StageSubject(stage messages.Stage) string {
+	return subjectRoot + ".stage." + stage.Pool() + "." + string(stage)
+}
+
+// StageSubjects matches every stage command of one pool: autocoder.stage.<pool>.>.
+func StageSubjects(pool string) string { return subjectRoot + ".stage." + pool + ".>" }
+
+// StageStream is the work-queue stream of one pool's stage commands, e.g. AUTOCODER_STAGE_LLM.
+func StageStream(pool string) string { return "AUTOCODER_STAGE_" + strings.ToUpper(pool) }
+
+// StageConsumer is the durable pull consumer a pool's workers share, e.g. "llm-workers".
+func StageConsumer(pool string) string { return pool + "-workers" }
+
+// ResultSubject is where workers publish stage results of one job:
+// autocoder.results.<job_id>. jobID must satisfy ValidJobID.
+func ResultSubject(jobID string) string { return subjectRoot + ".results." + jobID }
+
+// EventSubject is where progress events of one job go: autocoder.events.<job_id>.
+// jobID must satisfy ValidJobID.
+func EventSubject(jobID string) string { return subjectRoot + ".events." + jobID }
+
+// JobIDFromSubject returns the job ID of a result or event subject.
+func JobIDFromSubject(subject string) (string, bool) {
+	for _, prefix := range []string{subjectRoot + ".results.", subjectRoot + ".events."} {
+		if id, ok := strings.CutPrefix(subject, prefix); ok && ValidJobID(id) {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+// Msg-Id values for JetStream de-duplication. The same logical message always
+// gets the same ID, so a coordinator that replays a command (or a worker that
+// re-publishes a result after a redelivery) inside the stream's duplicate
+// window is dropped by the server.
+
+// SubmitMsgID is the Nats-Msg-Id of a job submission.
+func SubmitMsgID(jobID string) string { return "submit." + jobID }
+
+// StageMsgID is the Nats-Msg-Id of a stage command; seq is unique within the job.
+func StageMsgID(jobID string, seq int) string { return "stage." + jobID + "." + strconv.Itoa(seq) }
+
+// ResultMsgID is the Nats-Msg-Id of the result of stage command seq.
+func ResultMsgID(jobID string, seq int) string { return "result." + jobID + "." + strconv.Itoa(seq) }
+
+// JobKey is the key of a job in BucketJobState and BucketJobResults.
+func JobKey(jobID string) string { return jobID }
+
+// MaxJobIDLen bounds a job ID: it appears in subjects, KV keys and Msg-Ids.
+const MaxJobIDLen = 128
+
+var jobIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// ValidJobID reports whether id can be used as one subject token and KV key:
+// 1 to MaxJobIDLen characters from [A-Za-z0-9_-]. Dots, wildcards ('*', '>')
+// and whitespace are what it keeps out: any of them would change which
+// subjects a job's messages land on. Validate at the edge (submit, HTTP API),
+// before building subjects.
+func ValidJobID(id string) bool {
+	return len(id) > 0 && len(id) <= MaxJobIDLen && jobIDRe.MatchString(id)
+}

@@ -1,0 +1,150 @@
+package bus_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/pkg/messages"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestNames(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"plan subject", bus.StageSubject(messages.StagePlan), "autocoder.stage.llm.plan"},
+		{"run_tests subject", bus.StageSubject(messages.StageRunTests), "autocoder.stage.sandbox.run_tests"},
+		{"llm subjects", bus.StageSubjects(messages.PoolLLM), "autocoder.stage.llm.>"},
+		{"llm stream", bus.StageStream(messages.PoolLLM), "AUTOCODER_STAGE_LLM"},
+		{"sandbox stream", bus.StageStream(messages.PoolSandbox), "AUTOCODER_STAGE_SANDBOX"},
+		{"llm consumer", bus.StageConsumer(messages.PoolLLM), "llm-workers"},
+		{"sandbox consumer", bus.StageConsumer(messages.PoolSandbox), "sandbox-workers"},
+		{"result subject", bus.ResultSubject("j1"), "autocoder.results.j1"},
+		{"event subject", bus.EventSubject("j1"), "autocoder.events.j1"},
+		{"submit msg id", bus.SubmitMsgID("j1"), "submit.j1"},
+		{"stage msg id", bus.StageMsgID("j1", 7), "stage.j1.7"},
+		{"result msg id", bus.ResultMsgID("j1", 7), "result.j1.7"},
+		{"job key", bus.JobKey("j1"), "j1"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s = %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+	if diff := cmp.Diff([]string{"llm", "sandbox"}, bus.Pools()); diff != "" {
+		t.Errorf("Pools() (-want +got):\n%s", diff)
+	}
+	// Every subject autocoder uses is under autocoder.>.
+	for _, s := range []string{bus.SubjectJobsSubmit, bus.SubjectJobsAll, bus.SubjectResultsAll, bus.SubjectEventsAll} {
+		if !strings.HasPrefix(s, "autocoder.") {
+			t.Errorf("subject %q is not under autocoder.>", s)
+		}
+	}
+}
+
+func TestValidJobID(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		id   string
+		want bool
+	}{
+		{"01J8ZK3M4Q", true},
+		{"job_1-a", true},
+		{strings.Repeat("a", bus.MaxJobIDLen), true},
+		{"", false},
+		{strings.Repeat("a", bus.MaxJobIDLen+1), false},
+		{"a.b", false},
+		{"a*", false},
+		{">", false},
+		{"a b", false},
+		{"a\tb", false},
+		{"ä", false},
+		{"a/b", false},
+	}
+	for _, tt := range tests {
+		if got := bus.ValidJobID(tt.id); got != tt.want {
+			t.Errorf("ValidJobID(%q) = %v, want %v", tt.id, got, tt.want)
+		}
+	}
+}
+
+func TestJobIDFromSubject(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		subject string
+		id      string
+		ok      bool
+	}{
+		{bus.ResultSubject("j1"), "j1", true},
+		{bus.EventSubject("j-2"), "j-2", true},
+		{"autocoder.results.a.b", "", false},
+		{"autocoder.results.", "", false},
+		{bus.SubjectJobsSubmit, "", false},
+		{"other.results.j1", "", false},
+	}
+	for _, tt := range tests {
+		id, ok := bus.JobIDFromSubject(tt.subject)
+		if id != tt.id || ok != tt.ok {
+			t.Errorf("JobIDFromSubject(%q) = %q, %v; want %q, %v", tt.subject, id, ok, tt.id, tt.ok)
+		}
+	}
+}
+
+func TestErrorOutcomes(t *testing.T) {
+	t.Parallel()
+	base := errors.New("boom")
+	if bus.Permanent(nil) != nil || bus.RetryAfter(nil, time.Second) != nil {
+		t.Error("Permanent(nil) and RetryAfter(nil, d) must be nil")
+	}
+	perm := fmt.Errorf("stage plan: %w", bus.Permanent(base))
+	if !bus.IsPermanent(perm) || !errors.Is(perm, base) {
+		t.Errorf("wrapped Permanent: IsPermanent=%v Is(base)=%v", bus.IsPermanent(perm), errors.Is(perm, base))
+	}
+	if bus.IsPermanent(base) {
+		t.Error("IsPermanent(plain error) = true")
+	}
+	ra := fmt.Errorf("call model: %w", bus.RetryAfter(base, 3*time.Second))
+	if d, ok := bus.RetryDelayOf(ra); !ok || d != 3*time.Second || !errors.Is(ra, base) {
+		t.Errorf("RetryDelayOf = %s, %v; Is(base)=%v", d, ok, errors.Is(ra, base))
+	}
+	if _, ok := bus.RetryDelayOf(base); ok {
+		t.Error("RetryDelayOf(plain error) reported a delay")
+	}
+	pe := &bus.PanicError{Value: base}
+	if !errors.Is(pe, base) {
+		t.Error("PanicError does not unwrap an error panic value")
+	}
+}
+
+func TestDefaultRetryDelay(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		n    uint64
+		want time.Duration
+	}{
+		{0, time.Second},
+		{1, time.Second},
+		{2, 2 * time.Second},
+		{3, 4 * time.Second},
+		{9, 256 * time.Second},
+		{10, 5 * time.Minute},
+		{1000, 5 * time.Minute},
+	}
+	for _, tt := range tests {
+		for range 20 { // jitter
+			got := bus.DefaultRetryDelay(tt.n)
+			lo, hi := tt.want*9/10, tt.want*11/10
+			if got < lo || got > hi {
+				t.Errorf("DefaultRetryDelay(%d) = %s, want %s ±10%%", tt.n, got, tt.want)
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package bus_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/pkg/messages"
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestProvisionIsIdempotent(t *testing.T) {
+	t.Parallel()
+	_, js := newBus(t)
+	ctx := ctxT(t)
+
+	if _, err := bus.Open(ctx, js); !errors.Is(err, bus.ErrNotProvisioned) {
+		t.Fatalf("Open before Provision: err = %v, want ErrNotProvisioned", err)
+	}
+
+	cfg := bus.ProvisionConfig{AckWait: 10 * time.Second, MaxDeliver: 3}
+	first, err := bus.Provision(ctx, js, cfg)
+	if err != nil {
+		t.Fatalf("first Provision: %v", err)
+	}
+	second, err := bus.Provision(ctx, js, cfg)
+	if err != nil {
+		t.Fatalf("second Provision: %v", err)
+	}
+	if diff := cmp.Diff(configs(t, first), configs(t, second)); diff != "" {
+		t.Errorf("second Provision changed configuration (-first +second):\n%s", diff)
+	}
+
+	// What the workers and coordinator rely on.
+	llm := second.StageConsumers[messages.PoolLLM].CachedInfo()
+	if llm.Name != "llm-workers" || llm.Config.AckWait != 10*time.Second || llm.Config.MaxDeliver != 3 ||
+		llm.Config.AckPolicy != jetstream.AckExplicitPolicy || llm.Config.FilterSubject != "autocoder.stage.llm.>" {
+		t.Errorf("llm consumer config = %+v", llm.Config)
+	}
+	for name, s := range map[string]jetstream.Stream{
+		"jobs": second.Jobs, "results": second.Results,
+		"llm": second.Stages[messages.PoolLLM], "sandbox": second.Stages[messages.PoolSandbox],
+	} {
+		c := s.CachedInfo().Config
+		if c.Retention != jetstream.WorkQueuePolicy || c.Duplicates != bus.DefaultDuplicateWindow {
+			t.Errorf("%s stream: retention %v, duplicate window %s; want work queue, %s", name, c.Retention, c.Duplicates, bus.DefaultDuplicateWindow)
+		}
+	}
+	ev := second.Events.CachedInfo().Config
+	if ev.Retention != jetstream.LimitsPolicy || ev.MaxAge != 24*time.Hour || ev.MaxMsgsPerSubject != bus.DefaultEventsPerJob {
+		t.Errorf("events stream config = %+v", ev)
+	}
+	st, err := second.JobState.Status(ctx)
+	if err != nil || st.History() != 1 {
+		t.Errorf("job state bucket: history %d, err %v; want 1", st.History(), err)
+	}
+
+	// A changed setting is applied in place.
+	cfg.AckWait = 20 * time.Second
+	third, err := bus.Provision(ctx, js, cfg)
+	if err != nil {
+		t.Fatalf("Provision with a new AckWait: %v", err)
+	}
+	if got := third.ResultsConsumer.CachedInfo().Config.AckWait; got != 20*time.Second {
+		t.Errorf("coordinator AckWait after update = %s, want 20s", got)
+	}
+
+	opened, err := bus.Open(ctx, js)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if opened.StageConsumers[messages.PoolSandbox].CachedInfo().Name != "sandbox-workers" || opened.Samples == nil || opened.Outputs == nil {
+		t.Errorf("Open returned incomplete resources: %+v", opened)
+	}
+}
+
+func TestProvisionRejectsBadConfig(t *testing.T) {
+	t.Parallel()
+	_, js := newBus(t)
+	for _, cfg := range []bus.ProvisionConfig{{Replicas: 7}, {MaxDeliver: -2}, {AckWait: -time.Second}} {
+		if _, err := bus.Provision(ctxT(t), js, cfg); err == nil {
+			t.Errorf("Provision(%+v) succeeded", cfg)
+		}
+	}
+}
+
+// configs collects the configuration of everything provisioned.
+func configs(t *testing.T, r *bus.Resources) map[string]any {
+	t.Helper()
+	ctx := ctxT(t)
+	out := map[string]any{}
+	streams := map[string]jetstream.Stream{"jobs": r.Jobs, "results": r.Results, "events": r.Events}
+	for pool, s := range r.Stages {
+		streams[pool] = s
+	}
+	for name, s := range streams {
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatalf("stream info %s: %v", name, err)
+		}
+		out["stream "+name] = info.Config
+	}
+	consumers := map[string]jetstream.Consumer{"jobs": r.JobsConsumer, "results": r.ResultsConsumer}
+	for pool, c := range r.StageConsumers {
+		consumers[pool] = c
+	}
+	for name, c := range consumers {
+		info, err := c.Info(ctx)
+		if err != nil {
+			t.Fatalf("consumer info %s: %v", name, err)
+		}
+		out["consumer "+name] = info.Config
+	}
+	for name, kv := range map[string]jetstream.KeyValue{"state": r.JobState, "results": r.JobResults} {
+		st, err := kv.Status(ctx)
+		if err != nil {
+			t.Fatalf("kv status %s: %v", name, err)
+		}
+		out["kv "+name] = st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config
+	}
+	return out
+}

@@ -1,0 +1,236 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// EmbeddedConfig configures an in-process NATS server with JetStream. The
+// zero value of every field but StoreDir means its default.
+type EmbeddedConfig struct {
+	// StoreDir is where JetStream keeps streams, KV buckets and object stores.
+	// Required. Data survives a restart with the same StoreDir.
+	StoreDir string
+	// Listen is the client address other processes connect to, e.g.
+	// "127.0.0.1:4222"; port -1 or 0 picks a free port (see ClientURL).
+	// Default "": no TCP listener, in-process connections only.
+	Listen string
+	// ServerName names the server in logs and monitoring. Default "autocoder-embedded".
+	ServerName string
+	// Logger receives the server's log, notices at Info, warnings at Warn,
+	// errors and fatals at Error, debug at Debug (trace is never enabled).
+	// Default nil: the server logs nothing.
+	Logger *slog.Logger
+	// ReadyTimeout bounds how long StartEmbedded waits for the server to
+	// accept connections (JetStream recovery of a large StoreDir counts).
+	// Default 30s.
+	ReadyTimeout time.Duration
+}
+
+// Embedded is a running in-process NATS server.
+type Embedded struct {
+	srv    *server.Server
+	listen bool
+}
+
+// StartEmbedded starts an in-process NATS server with JetStream and waits
+// until it is ready for connections.
+func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+	if cfg.StoreDir == "" {
+		return nil, errors.New("bus: embedded server: StoreDir is required")
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = "autocoder-embedded"
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 30 * time.Second
+	}
+	opts := &server.Options{
+		ServerName: cfg.ServerName,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		// A library must not install signal handlers; the binary owns signals.
+		NoSigs: true,
+		NoLog:  cfg.Logger == nil,
+	}
+	if cfg.Listen == "" {
+		opts.DontListen = true
+	} else {
+		host, port, err := splitListen(cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("bus: embedded server: listen %q: %w", cfg.Listen, err)
+		}
+		opts.Host, opts.Port = host, port
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("bus: embedded server: %w", err)
+	}
+	if cfg.Logger != nil {
+		debug := cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
+		srv.SetLoggerV2(&serverLogger{l: cfg.Logger}, debug, false, false)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(cfg.ReadyTimeout) {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return nil, fmt.Errorf("bus: embedded server not ready after %s (store %s)", cfg.ReadyTimeout, cfg.StoreDir)
+	}
+	return &Embedded{srv: srv, listen: !opts.DontListen}, nil
+}
+
+// splitListen parses "host:port". Port 0 means a free port: nats-server reads
+// 0 as "the default 4222", so it becomes server.RANDOM_PORT.
+func splitListen(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < -1 || port > 65535 {
+		return "", 0, fmt.Errorf("invalid port %q", p)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	return host, port, nil
+}
+
+// Connect returns a client connection to the embedded server. It is always
+// in-process (a net.Pipe, no TCP) since the server lives in this process;
+// opts are applied after the defaults, so they can override the name.
+func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
+	all := append([]nats.Option{nats.Name("autocoder-embedded-client"), nats.InProcessServer(e.srv)}, opts...)
+	nc, err := nats.Connect("", all...)
+	if err != nil {
+		return nil, fmt.Errorf("bus: connect to embedded server: %w", err)
+	}
+	return nc, nil
+}
+
+// ClientURL is the URL other processes use to connect, with the real port
+// when the listener picked a free one. It is "" when there is no listener.
+func (e *Embedded) ClientURL() string {
+	if !e.listen {
+		return ""
+	}
+	return e.srv.ClientURL()
+}
+
+// Shutdown stops the server and waits until it has stopped and flushed its
+// store. Connections made by Connect are closed by the server.
+func (e *Embedded) Shutdown() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+}
+
+// Connect connects to a remote NATS at natsURL (comma-separated URLs for a
+// cluster). The initial connection is retried with backoff until it works or
+// ctx is done, so processes can start before NATS does; give ctx a deadline
+// where waiting forever is wrong (a CLI). After that, the client reconnects
+// forever and buffers publishes while disconnected; disconnects, reconnects
+// and async errors are logged. opts are applied after the defaults.
+func Connect(ctx context.Context, natsURL, name string, logger *slog.Logger, opts ...nats.Option) (*nats.Conn, error) {
+	if logger == nil {
+		logger = discardLogger()
+	}
+	logger = logger.With("nats_url", redactURL(natsURL))
+	all := append([]nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(2 * time.Second),
+		nats.ReconnectJitter(500*time.Millisecond, 2*time.Second),
+		nats.Timeout(5 * time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				logger.Warn("nats disconnected", "error", err)
+				return
+			}
+			logger.Info("nats disconnected")
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			logger.Info("nats reconnected", "server", nc.ConnectedUrlRedacted())
+		}),
+		nats.ClosedHandler(func(*nats.Conn) { logger.Info("nats connection closed") }),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if sub != nil {
+				logger.Error("nats async error", "subject", sub.Subject, "error", err)
+				return
+			}
+			logger.Error("nats async error", "error", err)
+		}),
+	}, opts...)
+
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("bus: connect to %s: %w", redactURL(natsURL), err)
+		}
+		nc, err := nats.Connect(natsURL, all...)
+		if err == nil {
+			logger.Info("nats connected", "server", nc.ConnectedUrlRedacted())
+			return nc, nil
+		}
+		if !retryableConnectError(err) {
+			return nil, fmt.Errorf("bus: connect to %s: %w", redactURL(natsURL), err)
+		}
+		logger.Warn("nats not reachable, retrying", "attempt", attempt, "retry_in", wait, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("bus: connect to %s: %w (last error: %v)", redactURL(natsURL), ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// retryableConnectError is true for "nothing answers there yet"; bad
+// credentials or a malformed URL fail at once.
+func retryableConnectError(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || errors.As(err, &netErr)
+}
+
+// redactURL hides credentials (user:password or a token) in NATS URLs
+// before they are logged or put in errors.
+func redactURL(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		u, err := url.Parse(strings.TrimSpace(p))
+		if err != nil || u.User == nil {
+			continue
+		}
+		u.User = url.User("redacted")
+		parts[i] = u.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// serverLogger routes nats-server's printf-style log to slog.
+type serverLogger struct{ l *slog.Logger }
+
+var _ server.Logger = (*serverLogger)(nil)
+
+func (s *serverLogger) Noticef(format string, v ...any) { s.l.Info(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Errorf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Tracef(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
+
+// Fatalf logs at Error and does not exit: nats-server calls it for fatal
+// errors of its own, and a library must not end the process.
+func (s *serverLogger) Fatalf(format string, v ...any) {
+	s.l.Error(fmt.Sprintf(format, v...), "fatal", true)
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,165 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/coordinator"
+	"github.com/autocoder/autocoder/internal/machine"
+	"github.com/autocoder/autocoder/internal/samples"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// ErrNotFound means no job with that ID is known.
+var ErrNotFound = errors.New("client: job not found")
+
+// Publisher publishes JSON on JetStream with a de-duplication ID.
+type Publisher interface {
+	PublishJSON(ctx context.Context, subject string, v any, msgID string) error
+}
+
+// Client submits jobs and follows them, as the submit CLI and tests do.
+type Client struct {
+	js      jetstream.JetStream
+	res     *bus.Resources
+	pub     Publisher
+	samples *samples.Store
+}
+
+// New returns a client over provisioned resources. sampleDir caches downloads.
+func New(js jetstream.JetStream, res *bus.Resources, pub Publisher, sampleDir string) (*Client, error) {
+	st, err := samples.New(res.Samples, sampleDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{js: js, res: res, pub: pub, samples: st}, nil
+}
+
+// NewJobID returns a fresh job ID: time-ordered, then random.
+func NewJobID() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return "job-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// Submit uploads the spec's sample files to the object store, replaces their
+// paths with object references, and publishes the job. The spec must be valid.
+func (c *Client) Submit(ctx context.Context, jobID string, spec messages.JobSpec) error {
+	if !bus.ValidJobID(jobID) {
+		return fmt.Errorf("invalid job id %q", jobID)
+	}
+	wire := spec
+	wire.Samples = map[string]string{}
+	for name, path := range spec.Samples {
+		if _, isRef := messages.ParseObjectRef(path); isRef {
+			wire.Samples[name] = path
+			continue
+		}
+		ref, err := c.samples.Put(ctx, name, path)
+		if err != nil {
+			return err
+		}
+		wire.Samples[name] = ref.Object
+	}
+	sub := messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Spec: wire}
+	if err := c.pub.PublishJSON(ctx, bus.SubjectJobsSubmit, sub, bus.SubmitMsgID(jobID)); err != nil {
+		return fmt.Errorf("submit job: %w", err)
+	}
+	return nil
+}
+
+// Result returns a finished job's result, or ErrNotFound while it runs or if
+// it is unknown.
+func (c *Client) Result(ctx context.Context, jobID string) (*messages.Result, error) {
+	e, err := c.res.JobResults.Get(ctx, bus.JobKey(jobID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r messages.Result
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return nil, fmt.Errorf("decode result: %w", err)
+	}
+	return &r, nil
+}
+
+// Status returns the result object of a job so far: the stored result when
+// it is finished, else one built from its running state.
+func (c *Client) Status(ctx context.Context, jobID string) (*messages.Result, error) {
+	if r, err := c.Result(ctx, jobID); err == nil || !errors.Is(err, ErrNotFound) {
+		return r, err
+	}
+	s, err := coordinator.LoadState(ctx, c.res.JobState, jobID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := machine.ResultOf(s)
+	return &r, nil
+}
+
+// Watch calls fn for each progress event of the job, from the first, until
+// the job finishes (then it returns the result), fn returns an error, or ctx ends.
+func (c *Client) Watch(ctx context.Context, jobID string, fn func(messages.Event) error) (*messages.Result, error) {
+	cons, err := c.js.OrderedConsumer(ctx, bus.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{bus.EventSubject(jobID)},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch job %s: %w", jobID, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("watch job %s: %w", jobID, err)
+	}
+	stop := context.AfterFunc(ctx, it.Stop) // unblocks Next when ctx ends
+	defer stop()
+	defer it.Stop()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("watch job %s: %w", jobID, err)
+		}
+		var ev messages.Event
+		if json.Unmarshal(msg.Data(), &ev) != nil {
+			continue
+		}
+		if fn != nil {
+			if err := fn(ev); err != nil {
+				return nil, err
+			}
+		}
+		if ev.Type == messages.EventJobFinished {
+			return c.waitResult(ctx, jobID)
+		}
+	}
+}
+
+func (c *Client) waitResult(ctx context.Context, jobID string) (*messages.Result, error) {
+	for {
+		r, err := c.Result(ctx, jobID)
+		if !errors.Is(err, ErrNotFound) {
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,8 @@
+// Package config reads Contract 6's settings from the environment and lets
+// every binary override them with flags of the same meaning.
+//
+//	cfg := config.FromEnv()
+//	cfg.Register(flag.CommandLine)
+//	flag.Parse()
+//	if err := cfg.Validate(); err != nil { ... }
+package config

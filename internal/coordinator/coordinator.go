@@ -1,0 +1,271 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/machine"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// Publisher publishes JSON on JetStream with a de-duplication ID.
+type Publisher interface {
+	PublishJSON(ctx context.Context, subject string, v any, msgID string) error
+}
+
+// Config configures a Coordinator. Zero values mean the documented defaults.
+type Config struct {
+	States    jetstream.KeyValue // job state bucket (bus.BucketJobState)
+	Results   jetstream.KeyValue // result bucket (bus.BucketJobResults)
+	Publisher Publisher
+	Logger    *slog.Logger     // nil: discard
+	Now       func() time.Time // clock; default time.Now
+	Metrics   *Metrics         // nil: none
+	// DefaultModel fills JobSpec.Options.Model when a submission has none.
+	DefaultModel string
+}
+
+// Coordinator owns the job state machines: it applies each submission and
+// stage result to the job's state with compare-and-set on the KV revision,
+// and carries out the commands Step returns.
+type Coordinator struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New validates cfg and returns a Coordinator.
+func New(cfg Config) (*Coordinator, error) {
+	if cfg.States == nil || cfg.Results == nil || cfg.Publisher == nil {
+		return nil, errors.New("coordinator: States, Results and Publisher are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Coordinator{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// record is what the state bucket holds: the state and the commands of the
+// last step not yet known to be published (an outbox). Commands are
+// published after the state is stored, so a crash in between loses nothing:
+// the next step, or Recover, publishes the outbox again, and JetStream's
+// Msg-Id de-duplication drops the copies.
+type record struct {
+	State  machine.State     `json:"state"`
+	Outbox []machine.Command `json:"outbox,omitempty"`
+}
+
+// HandleSubmit is the bus.Handler for job submissions.
+func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error {
+	var sub messages.SubmitJob
+	if err := json.Unmarshal(msg.Data(), &sub); err != nil {
+		return bus.Permanent(fmt.Errorf("decode submission: %w", err))
+	}
+	if !bus.ValidJobID(sub.JobID) {
+		return bus.Permanent(fmt.Errorf("submission has an invalid job id %q", sub.JobID))
+	}
+	spec := sub.Spec
+	if err := spec.Validate(); err != nil {
+		return c.reject(ctx, sub.JobID, err)
+	}
+	var refs []messages.SampleRef
+	for _, name := range sortedKeys(spec.Samples) {
+		ref, ok := messages.ParseObjectRef(spec.Samples[name])
+		if !ok {
+			return c.reject(ctx, sub.JobID, &messages.FieldError{Field: "samples." + name, Msg: "must be an object reference (sha256:<hex>[.ext]) on the wire"})
+		}
+		refs = append(refs, messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext})
+	}
+	spec.Normalize(c.cfg.DefaultModel)
+	ev := machine.Event{Kind: machine.EventSubmitted, Time: c.cfg.Now(), Submit: &machine.Submission{JobID: sub.JobID, Spec: spec, Samples: refs}}
+	return c.apply(ctx, sub.JobID, ev)
+}
+
+// reject finishes a job whose submission is invalid, so a waiting client
+// hears why instead of waiting forever.
+func (c *Coordinator) reject(ctx context.Context, jobID string, err error) error {
+	now := c.cfg.Now()
+	res := messages.Result{V: messages.SchemaVersion, JobID: jobID, Status: messages.StatusFailed, Error: "invalid job spec: " + err.Error(),
+		SubmittedAt: now, FinishedAt: &now, Outputs: map[string]any{}, Stages: []messages.StageRecord{}}
+	f := false
+	cmds := []machine.Command{{Finish: &res}, {Emit: &messages.Event{V: messages.SchemaVersion, JobID: jobID, Type: messages.EventJobFinished, Success: &f, Message: res.Error, Time: now}}}
+	return c.publish(ctx, cmds)
+}
+
+// HandleResult is the bus.Handler for stage results.
+func (c *Coordinator) HandleResult(ctx context.Context, msg *bus.Message) error {
+	var res messages.StageResult
+	if err := json.Unmarshal(msg.Data(), &res); err != nil {
+		return bus.Permanent(fmt.Errorf("decode stage result: %w", err))
+	}
+	if !bus.ValidJobID(res.JobID) {
+		return bus.Permanent(fmt.Errorf("stage result has an invalid job id %q", res.JobID))
+	}
+	return c.apply(ctx, res.JobID, machine.Event{Kind: machine.EventStageResult, Time: c.cfg.Now(), Result: &res})
+}
+
+// Cancel cancels a running job.
+func (c *Coordinator) Cancel(ctx context.Context, jobID, reason string) error {
+	return c.apply(ctx, jobID, machine.Event{Kind: machine.EventCancel, Time: c.cfg.Now(), Reason: reason})
+}
+
+// maxCASAttempts bounds retries when coordinators race on one job.
+const maxCASAttempts = 50
+
+// apply loads the job's state, steps the machine and stores the new state
+// with compare-and-set; on a lost race it starts again from the fresh state.
+func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Event) error {
+	key := bus.JobKey(jobID)
+	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+		var rec record
+		var rev uint64
+		entry, err := c.cfg.States.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			if ev.Kind != machine.EventSubmitted {
+				c.log.Warn("event for unknown job dropped", "job_id", jobID, "kind", ev.Kind)
+				return nil
+			}
+		case err != nil:
+			return fmt.Errorf("load job %s: %w", jobID, err)
+		default:
+			if err := json.Unmarshal(entry.Value(), &rec); err != nil {
+				return bus.Permanent(fmt.Errorf("job %s: corrupt state: %w", jobID, err))
+			}
+			rev = entry.Revision()
+		}
+		if len(rec.Outbox) > 0 {
+			// The previous step's commands may not have gone out.
+			if err := c.publish(ctx, rec.Outbox); err != nil {
+				return err
+			}
+		}
+		next, cmds := machine.Step(rec.State, ev)
+		if len(cmds) == 0 {
+			return nil // stale or duplicate event: nothing changes
+		}
+		b, err := json.Marshal(record{State: next, Outbox: cmds})
+		if err != nil {
+			return fmt.Errorf("marshal job %s: %w", jobID, err)
+		}
+		if rev == 0 {
+			rev, err = c.cfg.States.Create(ctx, key, b)
+		} else {
+			rev, err = c.cfg.States.Update(ctx, key, b, rev)
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			c.cfg.Metrics.casConflict()
+			continue // another coordinator moved the job: step again on its state
+		}
+		if err != nil {
+			return fmt.Errorf("store job %s: %w", jobID, err)
+		}
+		if err := c.publish(ctx, cmds); err != nil {
+			return err // the outbox holds them; redelivery of this event retries
+		}
+		c.cfg.Metrics.step(ev, next)
+		// Clear the outbox; losing this race only means a harmless re-publish.
+		if cb, err := json.Marshal(record{State: next}); err == nil {
+			if _, err := c.cfg.States.Update(ctx, key, cb, rev); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+				c.log.Warn("clear outbox", "job_id", jobID, "err", err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("job %s: gave up after %d compare-and-set conflicts", jobID, maxCASAttempts)
+}
+
+// publish carries out commands. Each is idempotent: stage commands carry a
+// Msg-Id, results are puts, events are progress notes.
+func (c *Coordinator) publish(ctx context.Context, cmds []machine.Command) error {
+	for _, cmd := range cmds {
+		switch {
+		case cmd.Dispatch != nil:
+			d := cmd.Dispatch
+			if err := c.cfg.Publisher.PublishJSON(ctx, bus.StageSubject(d.Stage), d, bus.StageMsgID(d.JobID, d.Seq)); err != nil {
+				return fmt.Errorf("dispatch %s for job %s: %w", d.Stage, d.JobID, err)
+			}
+		case cmd.Finish != nil:
+			b, err := json.Marshal(cmd.Finish)
+			if err != nil {
+				return fmt.Errorf("marshal result: %w", err)
+			}
+			if _, err := c.cfg.Results.Put(ctx, bus.JobKey(cmd.Finish.JobID), b); err != nil {
+				return fmt.Errorf("store result of job %s: %w", cmd.Finish.JobID, err)
+			}
+			c.cfg.Metrics.finished(cmd.Finish)
+		case cmd.Emit != nil:
+			e := cmd.Emit
+			id := fmt.Sprintf("event.%s.%s.%d.%s", e.JobID, e.Type, e.Seq, e.Stage)
+			if err := c.cfg.Publisher.PublishJSON(ctx, bus.EventSubject(e.JobID), e, id); err != nil {
+				return fmt.Errorf("emit event for job %s: %w", e.JobID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Recover publishes the outboxes of every stored job, for a coordinator
+// that starts after a crash between storing a state and publishing its commands.
+func (c *Coordinator) Recover(ctx context.Context) error {
+	lister, err := c.cfg.States.ListKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("list jobs: %w", err)
+	}
+	defer lister.Stop()
+	for key := range lister.Keys() {
+		entry, err := c.cfg.States.Get(ctx, key)
+		if err != nil {
+			continue
+		}
+		var rec record
+		if json.Unmarshal(entry.Value(), &rec) != nil || len(rec.Outbox) == 0 {
+			continue
+		}
+		c.log.Info("re-publishing outbox", "job_id", key, "commands", len(rec.Outbox))
+		if err := c.publish(ctx, rec.Outbox); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// State returns a job's current state.
+func (c *Coordinator) State(ctx context.Context, jobID string) (machine.State, error) {
+	return LoadState(ctx, c.cfg.States, jobID)
+}
+
+// LoadState reads a job's state from the state bucket.
+func LoadState(ctx context.Context, kv jetstream.KeyValue, jobID string) (machine.State, error) {
+	entry, err := kv.Get(ctx, bus.JobKey(jobID))
+	if err != nil {
+		return machine.State{}, err
+	}
+	var rec record
+	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
+		return machine.State{}, fmt.Errorf("job %s: corrupt state: %w", jobID, err)
+	}
+	return rec.State, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}

@@ -1,0 +1,11 @@
+// Package coordinator applies job submissions and stage results to each
+// job's state machine (internal/machine), stored in a JetStream KV bucket and
+// updated by compare-and-set on the revision, and carries out the commands:
+// stage commands to the worker pools, progress events, results. Any number of
+// coordinators may share the work: a lost race re-steps on the fresh state,
+// and an outbox in the stored record makes publishing crash-safe.
+//
+//	c, _ := coordinator.New(coordinator.Config{States: kv, Results: results, Publisher: pub})
+//	go bus.NewWorker(jobsConsumer, bus.HandlerFunc(c.HandleSubmit), cfg).Run(ctx)
+//	go bus.NewWorker(resultsConsumer, bus.HandlerFunc(c.HandleResult), cfg).Run(ctx)
+package coordinator

@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/fakellm"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// TestServerBinariesAsSeparateProcesses runs coordinator --embedded,
+// llm-worker and sandbox-worker as three processes on one NATS, and the
+// submit binary as a fourth that joins it over TCP.
+func TestServerBinariesAsSeparateProcesses(t *testing.T) {
+	requireSandboxTools(t)
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin, "./cmd/...")
+	build.Dir = repoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	fake := fakellm.New()
+	defer fake.Close()
+	scriptBasics(fake, sol(code("6 * 7")))
+
+	port := freePort(t)
+	natsURL := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	base := cleanEnv()
+	start := func(name string, env []string, args ...string) *exec.Cmd {
+		cmd := exec.Command(filepath.Join(bin, name), args...)
+		cmd.Env = append(append([]string{}, base...), env...)
+		cmd.Env = append(cmd.Env, "AUTOCODER_STATE_DIR="+t.TempDir(), "AUTOCODER_LOG_LEVEL=warn")
+		var logs bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start %s: %v", name, err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("%s exited with %v after SIGTERM\n%s", name, err, logs.String())
+				}
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				t.Errorf("%s did not stop within 30s of SIGTERM\n%s", name, logs.String())
+			}
+		})
+		return cmd
+	}
+	start("coordinator", []string{fmt.Sprintf("AUTOCODER_NATS_LISTEN=127.0.0.1:%d", port), "AUTOCODER_HTTP_LISTEN=127.0.0.1:0"}, "--embedded")
+	waitListening(t, port)
+	start("llm-worker", []string{"AUTOCODER_NATS_URL=" + natsURL, "OPENAI_BASE_URL=" + fake.URL(), "OPENAI_API_KEY=test"})
+	start("sandbox-worker", []string{"AUTOCODER_NATS_URL=" + natsURL, "AUTOCODER_PYTHON=" + python, "AUTOCODER_SANDBOX=process"})
+
+	job := filepath.Join(t.TempDir(), "job.yaml")
+	os.WriteFile(job, []byte("prompt: Compute the answer (42) and write it as the output answer.\noutputs: {answer: int}\n"), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	submit := exec.CommandContext(ctx, filepath.Join(bin, "submit"), "--json", job)
+	submit.Env = append(append([]string{}, base...), "AUTOCODER_NATS_URL="+natsURL, "AUTOCODER_STATE_DIR="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	submit.Stdout, submit.Stderr = &stdout, &stderr
+	err := submit.Run()
+	if err != nil {
+		t.Fatalf("submit: %v\nstderr:\n%s", err, stderr.String())
+	}
+	var res messages.Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("result: %v\n%s", err, stdout.String())
+	}
+	if !res.Success || res.Outputs["answer"] != float64(42) {
+		t.Fatalf("result: success %v, outputs %v, error %s", res.Success, res.Outputs, res.Error)
+	}
+	workers := map[string]bool{}
+	for _, s := range res.Stages {
+		workers[string(s.Name)] = true
+	}
+	if !workers["plan"] || !workers["run_tests"] {
+		t.Errorf("stages %v", stageNames(&res))
+	}
+}
+
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "OPENAI_") || strings.HasPrefix(kv, "AUTOCODER_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func waitListening(t testing.TB, port int) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on port %d after 30s", port)
+}

@@ -1,0 +1,102 @@
+package fakellm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Transcript is a scripted model: replies per schema name, loaded from JSON.
+// It is how the README demo runs offline, so it carries a label saying so.
+//
+//	{
+//	  "label": "scripted demo: summarize-sales",
+//	  "delay_ms": 200,
+//	  "replies": {
+//	    "plan":     [{"description": "...", "approach": "..."}],
+//	    "solution": [{"language": "python", "code": "...", "packages": [], "system_packages": []}],
+//	    "tests":    ["```json\n{\"code\": \"...\"}\n```"]
+//	  }
+//	}
+//
+// Each reply is a JSON object, sent as the message content, or a string,
+// sent verbatim (for fenced or broken replies). As with Server.On, the last
+// reply for a name repeats once the others are used up.
+type Transcript struct {
+	Label string `json:"label"`
+	// DelayMS is a latency added to every reply, in milliseconds.
+	DelayMS int                          `json:"delay_ms,omitempty"`
+	Replies map[string][]json.RawMessage `json:"replies"`
+}
+
+// LoadTranscript reads a transcript, rejecting unknown fields, a missing
+// label and replies that are neither objects nor strings.
+func LoadTranscript(r io.Reader) (*Transcript, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var t Transcript
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("fakellm: transcript: %w", err)
+	}
+	if t.Label == "" {
+		return nil, errors.New("fakellm: transcript: label is required (say that the replies are scripted)")
+	}
+	if t.DelayMS < 0 {
+		return nil, errors.New("fakellm: transcript: delay_ms is negative")
+	}
+	if len(t.Replies) == 0 {
+		return nil, errors.New("fakellm: transcript: replies is empty")
+	}
+	for name, rs := range t.Replies {
+		if len(rs) == 0 {
+			return nil, fmt.Errorf("fakellm: transcript: replies.%s is empty", name)
+		}
+		for i, raw := range rs {
+			if c := firstByte(raw); c != '{' && c != '"' {
+				return nil, fmt.Errorf("fakellm: transcript: replies.%s[%d]: want an object or a string", name, i)
+			}
+		}
+	}
+	return &t, nil
+}
+
+// Play queues the transcript's replies on the server, as On does.
+func (s *Server) Play(t *Transcript) {
+	names := make([]string, 0, len(t.Replies))
+	for name := range t.Replies {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	delay := time.Duration(t.DelayMS) * time.Millisecond
+	for _, name := range names {
+		replies := make([]Reply, 0, len(t.Replies[name]))
+		for _, raw := range t.Replies[name] {
+			var r Reply
+			var text string
+			if json.Unmarshal(raw, &text) == nil {
+				r = Text(text)
+			} else {
+				var buf bytes.Buffer
+				if err := json.Compact(&buf, raw); err != nil {
+					r = Text(string(raw))
+				} else {
+					r = Text(buf.String())
+				}
+			}
+			replies = append(replies, r.Delay(delay))
+		}
+		s.On(name, replies...)
+	}
+}
+
+func firstByte(raw json.RawMessage) byte {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}

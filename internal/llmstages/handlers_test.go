@@ -1,0 +1,634 @@
+package llmstages
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// fakeClient answers each structured call with the canned JSON for its
+// schema name. Real HTTP is tested with the llm package's fake server; here
+// only the stage logic matters.
+type fakeClient struct {
+	replies map[string]string
+	err     error
+
+	mu   sync.Mutex
+	reqs []llm.StructuredRequest
+}
+
+var _ llm.Client = (*fakeClient)(nil)
+
+func (f *fakeClient) Structured(_ context.Context, req llm.StructuredRequest) (llm.StructuredReply, error) {
+	f.mu.Lock()
+	f.reqs = append(f.reqs, req)
+	f.mu.Unlock()
+	usage := messages.Usage{InputTokens: 100, OutputTokens: 20, Calls: 1}
+	if f.err != nil {
+		return llm.StructuredReply{Usage: usage}, f.err
+	}
+	js, ok := f.replies[req.Schema.Name]
+	if !ok {
+		return llm.StructuredReply{}, fmt.Errorf("fake: no reply for schema %q", req.Schema.Name)
+	}
+	return llm.StructuredReply{JSON: json.RawMessage(js), Raw: js, Usage: usage}, nil
+}
+
+func (f *fakeClient) calls() []llm.StructuredRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]llm.StructuredRequest(nil), f.reqs...)
+}
+
+func command(t *testing.T, stage messages.Stage, in any) *messages.StageCommand {
+	t.Helper()
+	raw, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: stage, Input: raw}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var task = messages.TaskSpec{
+	Prompt:  "Sum the quantity column.",
+	Samples: map[string]string{"sales": "sales.csv"},
+	Outputs: map[string]messages.Type{"total": messages.TypeInt},
+}
+
+func TestPlan(t *testing.T) {
+	t.Parallel()
+	fc := &fakeClient{replies: map[string]string{"plan": `{"description":" Sums. ","approach":"1. total(path) -> dict"}`}}
+	h := New(fc, Options{})
+	out, err := h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: task}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(messages.Plan{Description: "Sums.", Approach: "1. total(path) -> dict"}, out.Value); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(messages.Usage{InputTokens: 100, OutputTokens: 20, Calls: 1}, out.Usage); diff != "" {
+		t.Errorf("usage (-want +got):\n%s", diff)
+	}
+	if len(out.Messages) != 3 || out.Messages[2].Role != "assistant" || !strings.Contains(out.Messages[2].Content, "Sums.") {
+		t.Fatalf("messages = %+v", out.Messages)
+	}
+	for _, m := range out.Messages {
+		if m.Stage != messages.StagePlan {
+			t.Errorf("message %s has stage %q", m.Role, m.Stage)
+		}
+	}
+	reqs := fc.calls()
+	if len(reqs) != 1 || reqs[0].Model != messages.DefaultModel || reqs[0].Schema.Name != llm.PlanSchema.Name {
+		t.Errorf("request = %+v", reqs)
+	}
+}
+
+func TestModelAndMaxTokens(t *testing.T) {
+	t.Parallel()
+	fc := &fakeClient{replies: map[string]string{"plan": `{"description":"d","approach":"a"}`}}
+	h := New(fc, Options{Model: "worker-default", MaxTokens: 777})
+	cmd := command(t, messages.StagePlan, messages.PlanInput{Task: task})
+	if _, err := h.Handle(context.Background(), cmd); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Model = "job-model"
+	if _, err := h.Handle(context.Background(), cmd); err != nil {
+		t.Fatal(err)
+	}
+	reqs := fc.calls()
+	if reqs[0].Model != "worker-default" || reqs[1].Model != "job-model" || reqs[0].MaxTokens != 777 {
+		t.Errorf("models = %q, %q; max tokens %d", reqs[0].Model, reqs[1].Model, reqs[0].MaxTokens)
+	}
+}
+
+func TestCodeNormalisation(t *testing.T) {
+	t.Parallel()
+	reply := mustJSON(t, messages.Solution{
+		Language:       "Python3",
+		Code:           "```python\nimport pandas as pd\n\ndef main(argv=None, out_dir='/var/outputs'):\n    return 0\n```",
+		Packages:       []string{"pandas", "sklearn", "json", "requests; rm -rf /", "numpy>=1.24", "Pandas", " ", "git+https://x/y", "PIL==10.0"},
+		SystemPackages: []string{"libgl1", "Bad Name", "libgl1"},
+	})
+	h := New(&fakeClient{replies: map[string]string{"solution": reply}}, Options{})
+	out, err := h.Handle(context.Background(), command(t, messages.StageCode, messages.CodeInput{Task: task, BasePackages: []string{"numpy"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := messages.Solution{
+		Language:       "python",
+		Code:           "import pandas as pd\n\ndef main(argv=None, out_dir='/var/outputs'):\n    return 0\n",
+		Packages:       []string{"pandas", "scikit-learn", "numpy>=1.24", "Pillow==10.0"},
+		SystemPackages: []string{"libgl1"},
+	}
+	if diff := cmp.Diff(want, out.Value); diff != "" {
+		t.Errorf("solution (-want +got):\n%s", diff)
+	}
+	notes := strings.Join(out.Notes, "\n")
+	for _, w := range []string{`language "Python3"`, "fence", `"requests; rm -rf /"`, `"git+https://x/y"`, `"json"`, `"Bad Name"`, `using distribution "scikit-learn"`} {
+		if !strings.Contains(notes, w) {
+			t.Errorf("notes lack %q:\n%s", w, notes)
+		}
+	}
+}
+
+func TestCodeEmptyIsInvalidReply(t *testing.T) {
+	t.Parallel()
+	h := New(&fakeClient{replies: map[string]string{"solution": `{"language":"python","code":"` + "```\\n```" + `","packages":[],"system_packages":[]}`}}, Options{})
+	out, err := h.Handle(context.Background(), command(t, messages.StageCode, messages.CodeInput{Task: task}))
+	if !errors.Is(err, llm.ErrInvalidReply) || errors.Is(err, ErrBadInput) {
+		t.Fatalf("err = %v, want llm.ErrInvalidReply", err)
+	}
+	if out.Usage.Calls != 1 {
+		t.Errorf("usage not reported on error: %+v", out.Usage)
+	}
+}
+
+func TestFixKeepsInstalledPackages(t *testing.T) {
+	t.Parallel()
+	reply := `{"language":"python","code":"x = 1\n","packages":["scipy"],"system_packages":[]}`
+	fc := &fakeClient{replies: map[string]string{"solution": reply}}
+	h := New(fc, Options{})
+	in := messages.FixInput{Task: task, Code: "x = 0\n", Tests: "def test_x(): pass\n", Packages: []string{"pandas", "scipy"},
+		Failures: []messages.Failure{{TestName: "test_x", ErrorType: messages.ErrorLogic}}, Escalation: 1, Missing: []string{"test_x: set x"}}
+	out, err := h.Handle(context.Background(), command(t, messages.StageFix, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"pandas", "scipy"}, out.Value.(messages.Solution).Packages); diff != "" {
+		t.Errorf("packages (-want +got):\n%s", diff)
+	}
+	if user := fc.calls()[0].Messages[1].Content; !strings.Contains(user, "The previous fix did not apply these changes") {
+		t.Error("fix prompt lacks the escalation")
+	}
+}
+
+func TestTests(t *testing.T) {
+	t.Parallel()
+	h := New(&fakeClient{replies: map[string]string{"tests": `{"code":"` + "```python\\nfrom solution import total\\n\\ndef test_total():\\n    assert total([]) == 0\\n```" + `"}`}}, Options{})
+	out, err := h.Handle(context.Background(), command(t, messages.StageTests, messages.TestsInput{Task: task}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := messages.Tests{Code: "from solution import total\n\ndef test_total():\n    assert total([]) == 0\n"}
+	if diff := cmp.Diff(want, out.Value); diff != "" {
+		t.Errorf("tests (-want +got):\n%s", diff)
+	}
+
+	h = New(&fakeClient{replies: map[string]string{"tests": `{"code":"def test_x():\n    assert True\n"}`}}, Options{})
+	out, err = h.Handle(context.Background(), command(t, messages.StageTests, messages.TestsInput{Task: task}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(out.Notes, "\n"), "do not import from solution") {
+		t.Errorf("notes = %v", out.Notes)
+	}
+}
+
+func TestPackagesStatic(t *testing.T) {
+	t.Parallel()
+	fc := &fakeClient{}
+	h := New(fc, Options{})
+	out, err := h.Handle(context.Background(), command(t, messages.StagePackages, messages.PackagesInput{Imports: []string{"yaml", "os", "sklearn", "solution"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(messages.Packages{Packages: []string{"PyYAML", "scikit-learn"}}, out.Value); diff != "" {
+		t.Errorf("packages (-want +got):\n%s", diff)
+	}
+	if len(fc.calls()) != 0 || out.Messages != nil || out.Usage != (messages.Usage{}) {
+		t.Errorf("static resolution called the model: %d calls", len(fc.calls()))
+	}
+}
+
+func TestPackagesAsksOnlyUnknown(t *testing.T) {
+	t.Parallel()
+	fc := &fakeClient{replies: map[string]string{"packages": `{"packages":["frobnicate-py","google-cloud-spanner","os","bad name"]}`}}
+	h := New(fc, Options{})
+	out, err := h.Handle(context.Background(), command(t, messages.StagePackages, messages.PackagesInput{Imports: []string{"numpy", "frobnicate", "google.cloud.spanner", "x; rm"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(messages.Packages{Packages: []string{"numpy", "frobnicate-py", "google-cloud-spanner"}}, out.Value); diff != "" {
+		t.Errorf("packages (-want +got):\n%s", diff)
+	}
+	user := fc.calls()[0].Messages[1].Content
+	if !strings.Contains(user, "frobnicate\ngoogle.cloud.spanner\n") || strings.Contains(user, "numpy") || strings.Contains(user, "rm") {
+		t.Errorf("packages prompt should list only the unknown imports:\n%s", user)
+	}
+}
+
+func TestPackagesEmptyInput(t *testing.T) {
+	t.Parallel()
+	h := New(&fakeClient{}, Options{})
+	out, err := h.Handle(context.Background(), command(t, messages.StagePackages, messages.PackagesInput{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(messages.Packages{Packages: []string{}}, out.Value); diff != "" {
+		t.Errorf("packages (-want +got):\n%s", diff)
+	}
+}
+
+func failingReport(cases ...messages.TestCase) messages.TestReport {
+	r := messages.TestReport{ExitCode: 1}
+	for _, c := range cases {
+		switch c.Outcome {
+		case messages.OutcomePassed:
+			r.Passed++
+		case messages.OutcomeFailed:
+			r.Failed++
+		case messages.OutcomeError:
+			r.Errors++
+		}
+	}
+	r.Cases = cases
+	return r
+}
+
+func tc(name, class string, outcome messages.TestOutcome, msg string) messages.TestCase {
+	return messages.TestCase{Name: name, ClassName: class, Outcome: outcome, Message: msg}
+}
+
+func TestDiagnoseNormalisation(t *testing.T) {
+	t.Parallel()
+	logic := func(name string) messages.Failure {
+		return messages.Failure{TestName: name, ErrorMessage: "m", ExpectedBehavior: "e", ActualBehavior: "a", RootCause: "r", SuggestedFix: "s", ErrorType: messages.ErrorLogic}
+	}
+	with := func(f messages.Failure, mod func(*messages.Failure)) messages.Failure { mod(&f); return f }
+	tests := []struct {
+		name      string
+		report    messages.TestReport
+		reply     messages.Diagnosis
+		want      messages.Diagnosis
+		wantNotes []string
+	}{
+		{
+			name:   "unknown error type is logic; passing and unknown tests dropped",
+			report: failingReport(tc("test_ok", "test_solution", messages.OutcomePassed, ""), tc("test_a", "test_solution", messages.OutcomeFailed, "assert 1 == 2")),
+			reply: messages.Diagnosis{Failures: []messages.Failure{
+				with(logic("test_a"), func(f *messages.Failure) { f.ErrorType = "weird" }),
+				logic("test_ok"),
+				logic("test_ghost"),
+			}},
+			want:      messages.Diagnosis{Failures: []messages.Failure{logic("test_a")}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
+			wantNotes: []string{`error_type "weird"`, `"test_ok": not a failing test`, `"test_ghost": not a failing test`},
+		},
+		{
+			name:   "forgotten failing test gets a default, in report order",
+			report: failingReport(tc("test_a", "test_solution", messages.OutcomeFailed, "assert 1 == 2\nmore"), tc("test_b", "test_solution", messages.OutcomeError, "boom")),
+			reply:  messages.Diagnosis{Failures: []messages.Failure{logic("test_b")}},
+			want: messages.Diagnosis{Failures: []messages.Failure{
+				{TestName: "test_a", ErrorMessage: "assert 1 == 2", ExpectedBehavior: "the test passes", ActualBehavior: "assert 1 == 2\nmore", RootCause: "not diagnosed by the model", SuggestedFix: "make solution.py satisfy test_a: assert 1 == 2", ErrorType: messages.ErrorLogic},
+				logic("test_b"),
+			}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
+			wantNotes: []string{"did not diagnose test_a"},
+		},
+		{
+			name:      "empty diagnosis of a failing report is not empty",
+			report:    failingReport(tc("test_a", "test_solution", messages.OutcomeFailed, "x")),
+			reply:     messages.Diagnosis{},
+			want:      messages.Diagnosis{Failures: []messages.Failure{{TestName: "test_a", ErrorMessage: "x", ExpectedBehavior: "the test passes", ActualBehavior: "x", RootCause: "not diagnosed by the model", SuggestedFix: "make solution.py satisfy test_a: x", ErrorType: messages.ErrorLogic}}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
+			wantNotes: []string{"did not diagnose test_a"},
+		},
+		{
+			name:   "names matched across spellings; parametrised failure covers each case",
+			report: failingReport(tc("test_m", "test_solution.TestMain", messages.OutcomeFailed, "x"), tc("test_p[1]", "test_solution", messages.OutcomeFailed, "x"), tc("test_p[2]", "test_solution", messages.OutcomeFailed, "x")),
+			reply:  messages.Diagnosis{Failures: []messages.Failure{logic("test_solution.py::TestMain::test_m"), logic("test_p")}},
+			want: messages.Diagnosis{Failures: []messages.Failure{
+				logic("TestMain::test_m"), logic("test_p[1]"), logic("test_p[2]"),
+			}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
+		},
+		{
+			name:   "duplicate diagnosis dropped",
+			report: failingReport(tc("test_a", "test_solution", messages.OutcomeFailed, "x")),
+			reply: messages.Diagnosis{Failures: []messages.Failure{logic("test_a"),
+				with(logic("test_a"), func(f *messages.Failure) { f.RootCause = "second" })}},
+			want:      messages.Diagnosis{Failures: []messages.Failure{logic("test_a")}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
+			wantNotes: []string{"second diagnosis"},
+		},
+		{
+			name:   "environment failure: packages cleaned and added from the error",
+			report: failingReport(tc("test_solution", "", messages.OutcomeError, "ModuleNotFoundError: No module named 'yaml'")),
+			reply: messages.Diagnosis{
+				Failures:            []messages.Failure{with(logic("test_solution"), func(f *messages.Failure) { f.ErrorType = "environment" })},
+				NeedsPackages:       []string{"numpy", "pip install foo"},
+				NeedsSystemPackages: []string{"libxml2", "; reboot"},
+			},
+			want: messages.Diagnosis{
+				Failures:            []messages.Failure{with(logic("test_solution"), func(f *messages.Failure) { f.ErrorType = messages.ErrorEnvironment })},
+				NeedsPackages:       []string{"numpy", "PyYAML"},
+				NeedsSystemPackages: []string{"libxml2"},
+			},
+			wantNotes: []string{`"pip install foo"`, `"; reboot"`, `added needed package "PyYAML"`},
+		},
+		{
+			name:   "environment failure with nothing to install becomes logic",
+			report: failingReport(tc("test_a", "test_solution", messages.OutcomeFailed, "ImportError: cannot import name 'total' from 'solution'")),
+			reply:  messages.Diagnosis{Failures: []messages.Failure{with(logic("test_a"), func(f *messages.Failure) { f.ErrorType = "env" })}},
+			want: messages.Diagnosis{Failures: []messages.Failure{with(logic("test_a"), func(f *messages.Failure) {
+				f.RootCause = "r (reclassified as logic: the diagnosis names nothing to install)"
+			})}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
+			wantNotes: []string{"reclassified as logic"},
+		},
+		{
+			name:   "missing solution module is not an environment problem",
+			report: failingReport(tc("test_solution", "", messages.OutcomeError, "No module named 'solution'")),
+			reply:  messages.Diagnosis{},
+			want: messages.Diagnosis{Failures: []messages.Failure{{
+				TestName: "test_solution", ErrorMessage: "No module named 'solution'", ExpectedBehavior: "the test passes",
+				ActualBehavior: "No module named 'solution'", RootCause: "module solution is not installed (reclassified as logic: the diagnosis names nothing to install)",
+				SuggestedFix: "install the distribution that provides solution", ErrorType: messages.ErrorLogic,
+			}}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
+		},
+		{
+			name:   "timeout without cases and without diagnosis",
+			report: messages.TestReport{TimedOut: true, ExitCode: -1, Output: "...."},
+			reply:  messages.Diagnosis{},
+			want: messages.Diagnosis{Failures: []messages.Failure{{
+				TestName: prompts.SessionTest, ErrorMessage: "the test run timed out", ExpectedBehavior: "pytest collects and passes every test",
+				ActualBehavior: "....", RootCause: "not diagnosed by the model",
+				SuggestedFix: "make solution.py finish quickly on small inputs: look for infinite loops, blocking reads of stdin or network access", ErrorType: messages.ErrorLogic,
+			}}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
+		},
+		{
+			name:   "no tests collected",
+			report: messages.TestReport{ExitCode: 5},
+			reply:  messages.Diagnosis{},
+			want: messages.Diagnosis{Failures: []messages.Failure{{
+				TestName: prompts.SessionTest, ErrorMessage: "pytest collected no tests", ExpectedBehavior: "pytest collects and passes every test",
+				RootCause: "not diagnosed by the model", SuggestedFix: "define test functions named test_* at module level in test_solution.py", ErrorType: messages.ErrorTestError,
+			}}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
+		},
+		{
+			name:   "session failure diagnosed by the model is kept",
+			report: messages.TestReport{ExitCode: 2, Output: "SyntaxError"},
+			reply:  messages.Diagnosis{Failures: []messages.Failure{with(logic(""), func(f *messages.Failure) { f.ErrorType = "test_error" })}},
+			want: messages.Diagnosis{Failures: []messages.Failure{with(logic(prompts.SessionTest), func(f *messages.Failure) { f.ErrorType = messages.ErrorTestError })},
+				NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fc := &fakeClient{replies: map[string]string{"diagnosis": mustJSON(t, tt.reply)}}
+			h := New(fc, Options{})
+			in := messages.DiagnoseInput{Task: task, Code: "x = 1\n", Tests: "def test_a(): pass\n", Report: tt.report}
+			out, err := h.Handle(context.Background(), command(t, messages.StageDiagnose, in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, out.Value); diff != "" {
+				t.Errorf("diagnosis (-want +got):\n%s", diff)
+			}
+			notes := strings.Join(out.Notes, "\n")
+			for _, w := range tt.wantNotes {
+				if !strings.Contains(notes, w) {
+					t.Errorf("notes lack %q:\n%s", w, notes)
+				}
+			}
+		})
+	}
+}
+
+func TestDiagnosePassingReportNoCall(t *testing.T) {
+	t.Parallel()
+	fc := &fakeClient{}
+	h := New(fc, Options{})
+	in := messages.DiagnoseInput{Task: task, Code: "x", Tests: "y", Report: messages.TestReport{Passed: 3}}
+	out, err := h.Handle(context.Background(), command(t, messages.StageDiagnose, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fc.calls()) != 0 || len(out.Value.(messages.Diagnosis).Failures) != 0 {
+		t.Errorf("passing report: %d calls, value %+v", len(fc.calls()), out.Value)
+	}
+}
+
+func TestPatchTests(t *testing.T) {
+	t.Parallel()
+	reply := mustJSON(t, messages.TestPatches{Patches: []messages.TestPatch{
+		{TestName: "test_a", FixedCode: "```python\ndef test_a():\n    assert total([1, 2]) == 3\n```"},
+		{TestName: "TestX::test_gone", FixedCode: "def test_gone(self):\n    pass\n"},
+	}})
+	h := New(&fakeClient{replies: map[string]string{"test_patches": reply}}, Options{})
+	in := messages.PatchTestsInput{Task: task, Code: "def total(x): return sum(x)\n",
+		Tests:    "from solution import total\n\n\ndef test_a():\n    assert total([1, 2]) == 4\n",
+		Failures: []messages.Failure{{TestName: "test_a", ErrorType: messages.ErrorTestError}}}
+	out, err := h.Handle(context.Background(), command(t, messages.StagePatchTests, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := messages.PatchTestsOutput{
+		Patches: []messages.TestPatch{
+			{TestName: "test_a", FixedCode: "def test_a():\n    assert total([1, 2]) == 3\n"},
+			{TestName: "TestX::test_gone", FixedCode: "def test_gone(self):\n    pass\n"},
+		},
+		Tests:     "from solution import total\n\n\ndef test_a():\n    assert total([1, 2]) == 3\n",
+		Unapplied: []string{"TestX::test_gone"},
+	}
+	if diff := cmp.Diff(want, out.Value); diff != "" {
+		t.Errorf("patch output (-want +got):\n%s", diff)
+	}
+}
+
+func TestVerify(t *testing.T) {
+	t.Parallel()
+	failures := []messages.Failure{{TestName: "test_a", SuggestedFix: "sum all rows"}, {TestName: "test_b", ErrorMessage: "boom\ntrace"}}
+	tests := []struct {
+		name      string
+		in        messages.VerifyInput
+		reply     string
+		want      messages.FixVerification
+		wantCalls int
+	}{
+		{
+			name:      "unchanged code needs no call",
+			in:        messages.VerifyInput{OldCode: "x = 1\n", NewCode: "x = 1", Failures: failures},
+			want:      messages.FixVerification{MissingFixes: []string{"test_a: sum all rows", "test_b: fix boom"}, Explanation: "The code did not change, so none of the fixes was applied."},
+			wantCalls: 0,
+		},
+		{
+			name:      "applied",
+			in:        messages.VerifyInput{OldCode: "x = 1", NewCode: "x = 2", Failures: failures},
+			reply:     `{"all_fixes_applied":true,"missing_fixes":[" "],"explanation":"ok"}`,
+			want:      messages.FixVerification{AllFixesApplied: true, MissingFixes: []string{}, Explanation: "ok"},
+			wantCalls: 1,
+		},
+		{
+			name:      "true with missing fixes is false",
+			in:        messages.VerifyInput{OldCode: "x = 1", NewCode: "x = 2", Failures: failures},
+			reply:     `{"all_fixes_applied":true,"missing_fixes":["test_b: still raises"],"explanation":"partly"}`,
+			want:      messages.FixVerification{MissingFixes: []string{"test_b: still raises"}, Explanation: "partly"},
+			wantCalls: 1,
+		},
+		{
+			name:      "false without missing fixes lists every fix",
+			in:        messages.VerifyInput{OldCode: "x = 1", NewCode: "x = 2", Failures: failures},
+			reply:     `{"all_fixes_applied":false,"missing_fixes":[],"explanation":"no"}`,
+			want:      messages.FixVerification{MissingFixes: []string{"test_a: sum all rows", "test_b: fix boom"}, Explanation: "no"},
+			wantCalls: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fc := &fakeClient{replies: map[string]string{"fix_verification": tt.reply}}
+			out, err := New(fc, Options{}).Handle(context.Background(), command(t, messages.StageVerify, tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, out.Value); diff != "" {
+				t.Errorf("verification (-want +got):\n%s", diff)
+			}
+			if n := len(fc.calls()); n != tt.wantCalls {
+				t.Errorf("%d calls, want %d", n, tt.wantCalls)
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	raw := func(stage messages.Stage, input string) *messages.StageCommand {
+		return &messages.StageCommand{V: messages.SchemaVersion, Stage: stage, Input: json.RawMessage(input)}
+	}
+	newer := raw(messages.StagePlan, `{"task":{"prompt":"x"}}`)
+	newer.V = messages.SchemaVersion + 1
+	failures := []messages.Failure{{TestName: "test_a"}}
+	tests := []struct {
+		name string
+		cmd  *messages.StageCommand
+	}{
+		{"nil command", nil},
+		{"malformed JSON", raw(messages.StagePlan, `{"task":`)},
+		{"wrong type", raw(messages.StageCode, `{"task":{"prompt":42}}`)},
+		{"null input", raw(messages.StageTests, `null`)},
+		{"empty input", raw(messages.StageDiagnose, ``)},
+		{"unknown stage", raw("dance", `{}`)},
+		{"sandbox stage", raw(messages.StageBuild, `{}`)},
+		{"newer schema", newer},
+		{"plan without prompt", command(t, messages.StagePlan, messages.PlanInput{})},
+		{"fix without failures", command(t, messages.StageFix, messages.FixInput{Code: "x"})},
+		{"fix without code", command(t, messages.StageFix, messages.FixInput{Failures: failures})},
+		{"patch without tests", command(t, messages.StagePatchTests, messages.PatchTestsInput{Failures: failures})},
+		{"verify without failures", command(t, messages.StageVerify, messages.VerifyInput{NewCode: "x"})},
+		{"diagnose without code", command(t, messages.StageDiagnose, messages.DiagnoseInput{Report: messages.TestReport{Failed: 1}})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fc := &fakeClient{}
+			_, err := New(fc, Options{}).Handle(context.Background(), tt.cmd)
+			if !errors.Is(err, ErrBadInput) {
+				t.Errorf("err = %v, want ErrBadInput", err)
+			}
+			if n := len(fc.calls()); n != 0 {
+				t.Errorf("bad input made %d model calls", n)
+			}
+		})
+	}
+}
+
+func TestClientErrorWrapped(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("endpoint down")
+	out, err := New(&fakeClient{err: boom}, Options{}).Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: task}))
+	if !errors.Is(err, boom) || errors.Is(err, ErrBadInput) {
+		t.Errorf("err = %v", err)
+	}
+	if out.Usage.Calls != 1 {
+		t.Errorf("usage lost on error: %+v", out.Usage)
+	}
+}
+
+func TestReplyOfWrongShape(t *testing.T) {
+	t.Parallel()
+	h := New(&fakeClient{replies: map[string]string{"plan": `{"description": 5}`}}, Options{})
+	_, err := h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: task}))
+	if !errors.Is(err, llm.ErrInvalidReply) {
+		t.Errorf("err = %v, want llm.ErrInvalidReply", err)
+	}
+}
+
+func TestStageVersion(t *testing.T) {
+	t.Parallel()
+	seen := map[string]messages.Stage{}
+	for _, s := range []messages.Stage{messages.StagePlan, messages.StageCode, messages.StageTests, messages.StagePackages,
+		messages.StageDiagnose, messages.StageFix, messages.StagePatchTests, messages.StageVerify} {
+		v := StageVersion(s)
+		if v == "" || !strings.Contains(v, "prompts"+prompts.Version) {
+			t.Errorf("StageVersion(%s) = %q", s, v)
+		}
+		if prev, dup := seen[v]; dup {
+			t.Errorf("StageVersion(%s) = StageVersion(%s) = %q", s, prev, v)
+		}
+		seen[v] = s
+	}
+	if v := StageVersion(messages.StageBuild); v != "" {
+		t.Errorf("StageVersion(build) = %q, want empty", v)
+	}
+}
+
+// TestConcurrentHandle runs every stage at once on one Handlers, for -race.
+func TestConcurrentHandle(t *testing.T) {
+	t.Parallel()
+	fc := &fakeClient{replies: map[string]string{
+		"plan":             `{"description":"d","approach":"a"}`,
+		"solution":         `{"language":"python","code":"x = 1\n","packages":["numpy"],"system_packages":[]}`,
+		"tests":            `{"code":"from solution import x\n"}`,
+		"packages":         `{"packages":["frob"]}`,
+		"diagnosis":        `{"failures":[],"needs_packages":[],"needs_system_packages":[]}`,
+		"test_patches":     `{"patches":[]}`,
+		"fix_verification": `{"all_fixes_applied":true,"missing_fixes":[],"explanation":"ok"}`,
+	}}
+	h := New(fc, Options{})
+	failures := []messages.Failure{{TestName: "test_a", ErrorType: messages.ErrorLogic}}
+	cmds := []*messages.StageCommand{
+		command(t, messages.StagePlan, messages.PlanInput{Task: task}),
+		command(t, messages.StageCode, messages.CodeInput{Task: task}),
+		command(t, messages.StageTests, messages.TestsInput{Task: task}),
+		command(t, messages.StagePackages, messages.PackagesInput{Imports: []string{"frob"}}),
+		command(t, messages.StageDiagnose, messages.DiagnoseInput{Task: task, Code: "x", Tests: "y", Report: failingReport(tc("test_a", "test_solution", messages.OutcomeFailed, "m"))}),
+		command(t, messages.StageFix, messages.FixInput{Task: task, Code: "x", Failures: failures}),
+		command(t, messages.StagePatchTests, messages.PatchTestsInput{Task: task, Tests: "def test_a(): pass\n", Failures: failures}),
+		command(t, messages.StageVerify, messages.VerifyInput{OldCode: "a", NewCode: "b", Failures: failures}),
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(cmds)*4)
+	for i := 0; i < 4; i++ {
+		for _, cmd := range cmds {
+			wg.Go(func() {
+				if _, err := h.Handle(context.Background(), cmd); err != nil {
+					errs <- fmt.Errorf("%s: %w", cmd.Stage, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := len(fc.calls()); n != len(cmds)*4 {
+		t.Errorf("%d calls, want %d", n, len(cmds)*4)
+	}
+}

@@ -1,0 +1,327 @@
+package llmstages
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/pyscan"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// pyFile is Python source as lines, for textual edits. Line kinds come from
+// pyscan's tokenizer, so a "def" inside a docstring or a bracket is never
+// taken for a definition.
+type pyFile struct {
+	lines []string // without line endings
+	kinds []pyscan.LineKind
+	crlf  bool
+}
+
+func parsePy(src string) *pyFile {
+	crlf := strings.Contains(src, "\r\n")
+	src = strings.ReplaceAll(src, "\r\n", "\n")
+	return &pyFile{lines: strings.Split(src, "\n"), kinds: pyscan.LineKinds(src), crlf: crlf}
+}
+
+func (f *pyFile) String() string {
+	s := strings.Join(f.lines, "\n")
+	if f.crlf {
+		s = strings.ReplaceAll(s, "\n", "\r\n")
+	}
+	return s
+}
+
+// indentWidth measures leading whitespace, a tab advancing to the next multiple of 8 as in CPython.
+func indentWidth(line string) int {
+	w := 0
+	for _, c := range line {
+		switch c {
+		case ' ':
+			w++
+		case '\t':
+			w = w/8*8 + 8
+		default:
+			return w
+		}
+	}
+	return w
+}
+
+func leadingSpace(line string) string {
+	return line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+}
+
+// span is a definition in a pyFile: lines [start, end), with its header
+// (the def or class line) at hdr and decorators from start.
+type span struct{ start, hdr, end int }
+
+func headerRe(kw, name string) *regexp.Regexp {
+	if kw == "class" {
+		return regexp.MustCompile(`^[ \t]*class[ \t]+` + regexp.QuoteMeta(name) + `[ \t]*[(:\[]`)
+	}
+	return regexp.MustCompile(`^[ \t]*(?:async[ \t]+)?def[ \t]+` + regexp.QuoteMeta(name) + `[ \t]*[(\[]`)
+}
+
+// find locates `def name` or `class name` at exactly indent within lines
+// [lo, hi). When the name is defined twice, the last one wins, as in Python.
+func (f *pyFile) find(kw, name string, lo, hi, indent int) (span, bool) {
+	re := headerRe(kw, name)
+	hdr := -1
+	for i := lo; i < hi; i++ {
+		if f.kinds[i] == pyscan.Statement && indentWidth(f.lines[i]) == indent && re.MatchString(f.lines[i]) {
+			hdr = i
+		}
+	}
+	if hdr < 0 {
+		return span{}, false
+	}
+	return span{start: f.decoratorsStart(hdr, lo), hdr: hdr, end: f.blockEnd(hdr, hi)}, true
+}
+
+// blockEnd returns the line after the last one of the block headed at hdr:
+// the body runs until a statement at the header's indentation or less.
+// Trailing blank lines and shallower comments belong to what follows.
+func (f *pyFile) blockEnd(hdr, hi int) int {
+	ind := indentWidth(f.lines[hdr])
+	last := hdr
+	for j := hdr + 1; j < hi; j++ {
+		switch f.kinds[j] {
+		case pyscan.Statement:
+			if indentWidth(f.lines[j]) <= ind {
+				return last + 1
+			}
+			last = j
+		case pyscan.Continuation:
+			last = j
+		case pyscan.Blank:
+			if strings.TrimSpace(f.lines[j]) != "" && indentWidth(f.lines[j]) > ind {
+				last = j // an indented comment inside the body
+			}
+		}
+	}
+	return last + 1
+}
+
+// decoratorsStart walks up from a header over its decorators (which may span
+// lines, and may have blank or comment lines between them).
+func (f *pyFile) decoratorsStart(hdr, lo int) int {
+	ind := indentWidth(f.lines[hdr])
+	start := hdr
+	for p := hdr - 1; p >= lo; p-- {
+		if f.kinds[p] != pyscan.Statement {
+			continue
+		}
+		if indentWidth(f.lines[p]) != ind || !strings.HasPrefix(strings.TrimSpace(f.lines[p]), "@") {
+			break
+		}
+		start = p
+	}
+	return start
+}
+
+// bodyIndent returns the indentation of the first statement in the block
+// s, or the header's plus four spaces for an empty or one-line body.
+func (f *pyFile) bodyIndent(s span) (int, string) {
+	for j := s.hdr + 1; j < s.end; j++ {
+		if f.kinds[j] == pyscan.Statement {
+			return indentWidth(f.lines[j]), leadingSpace(f.lines[j])
+		}
+	}
+	ws := leadingSpace(f.lines[s.hdr]) + "    "
+	return indentWidth(ws), ws
+}
+
+// replace puts repl in place of lines [start, end).
+func (f *pyFile) replace(start, end int, repl []string) {
+	lines := make([]string, 0, len(f.lines)-(end-start)+len(repl))
+	lines = append(lines, f.lines[:start]...)
+	lines = append(lines, repl...)
+	lines = append(lines, f.lines[end:]...)
+	f.lines = lines
+}
+
+// appendTop adds a top-level block at the end, two blank lines after the
+// last non-blank line, and ends the file with a newline.
+func (f *pyFile) appendTop(block []string) {
+	n := len(f.lines)
+	for n > 0 && strings.TrimSpace(f.lines[n-1]) == "" {
+		n--
+	}
+	lines := append([]string(nil), f.lines[:n]...)
+	if n > 0 {
+		lines = append(lines, "", "")
+	}
+	lines = append(lines, block...)
+	f.lines = append(lines, "")
+}
+
+// patchLines prepares a model's fixed_code: fences stripped, line endings
+// normalised, blank edges trimmed and the common indentation removed.
+func patchLines(code string) []string {
+	code = strings.ReplaceAll(stripFences(code), "\r\n", "\n")
+	lines := strings.Split(code, "\n")
+	for len(lines) > 0 && strings.TrimSpace(lines[0]) == "" {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	// Like textwrap.dedent: the longest whitespace prefix common to all non-blank lines.
+	prefix, first := "", true
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		ws := leadingSpace(l)
+		if first {
+			prefix, first = ws, false
+			continue
+		}
+		for !strings.HasPrefix(ws, prefix) {
+			prefix = prefix[:len(prefix)-1]
+		}
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			out[i] = ""
+		} else {
+			out[i] = strings.TrimPrefix(l, prefix)
+		}
+	}
+	return out
+}
+
+func indentLines(lines []string, ws string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if l != "" {
+			out[i] = ws + l
+		}
+	}
+	return out
+}
+
+// defines reports whether the dedented patch defines kw name at top level.
+func defines(lines []string, kw, name string) bool {
+	p := parsePy(strings.Join(lines, "\n"))
+	_, ok := p.find(kw, name, 0, len(p.lines), 0)
+	return ok
+}
+
+var (
+	identRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	firstDefRe = regexp.MustCompile(`^(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)`)
+)
+
+// parseTestName splits a test name as the model may write it
+// ("test_x", "TestA::test_x", "test_solution.py::TestA::test_x[1]",
+// "TestA.test_x") into its classes and function. ok is false when it is not
+// a test function path.
+func parseTestName(name string) (classes []string, fn string, ok bool) {
+	n := strings.TrimSpace(name)
+	if i := strings.IndexByte(n, '['); i >= 0 {
+		n = n[:i]
+	}
+	var parts []string
+	for _, p := range strings.Split(n, "::") {
+		if p = strings.TrimSpace(p); p != "" && p != "()" && !strings.HasSuffix(p, ".py") {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 1 && strings.Contains(parts[0], ".") {
+		parts = strings.Split(parts[0], ".")
+		if parts[0] == "test_solution" {
+			parts = parts[1:]
+		}
+	}
+	if len(parts) == 0 {
+		return nil, "", false
+	}
+	for _, p := range parts {
+		if !identRe.MatchString(p) {
+			return nil, "", false
+		}
+	}
+	return parts[:len(parts)-1], parts[len(parts)-1], true
+}
+
+// splice applies patches to the test file in order, each replacing the
+// definition it names (decorators included) and keeping the file's line
+// endings. A patch whose test is missing is appended when it defines that
+// test (into its class, when the class exists); anything else is returned
+// in unapplied, by the patch's test name.
+func splice(tests string, patches []messages.TestPatch) (string, []string) {
+	var unapplied []string
+	for _, p := range patches {
+		next, ok := spliceOne(tests, p)
+		if !ok {
+			unapplied = append(unapplied, p.TestName)
+			continue
+		}
+		tests = next
+	}
+	return tests, unapplied
+}
+
+func spliceOne(tests string, p messages.TestPatch) (string, bool) {
+	lines := patchLines(p.FixedCode)
+	if len(lines) == 0 {
+		return "", false
+	}
+	classes, fn, ok := parseTestName(p.TestName)
+	if !ok && strings.TrimSpace(p.TestName) == "" {
+		// No name: take the first top-level function the patch defines.
+		for _, l := range lines {
+			if m := firstDefRe.FindStringSubmatch(l); m != nil {
+				fn, ok = m[1], true
+				break
+			}
+		}
+	}
+	if !ok {
+		return "", false
+	}
+	f := parsePy(tests)
+
+	if defines(lines, "def", fn) {
+		lo, hi, indent, ws := 0, len(f.lines), 0, ""
+		var cls span
+		for _, c := range classes {
+			s, found := f.find("class", c, lo, hi, indent)
+			if !found {
+				// A method without its class cannot become a top-level test:
+				// pytest would ask for a fixture named self.
+				return replaceClass(f, classes, lines)
+			}
+			cls = s
+			indent, ws = f.bodyIndent(s)
+			lo, hi = s.hdr+1, s.end
+		}
+		if s, found := f.find("def", fn, lo, hi, indent); found {
+			f.replace(s.start, s.end, indentLines(lines, ws))
+			return f.String(), true
+		}
+		if len(classes) == 0 {
+			f.appendTop(lines)
+			return f.String(), true
+		}
+		f.replace(cls.end, cls.end, append([]string{""}, indentLines(lines, ws)...))
+		return f.String(), true
+	}
+	return replaceClass(f, classes, lines)
+}
+
+// replaceClass handles a patch that redefines the whole outermost test
+// class: it replaces the class, or appends it when the file lacks it.
+func replaceClass(f *pyFile, classes []string, lines []string) (string, bool) {
+	if len(classes) == 0 || !defines(lines, "class", classes[0]) {
+		return "", false
+	}
+	if s, found := f.find("class", classes[0], 0, len(f.lines), 0); found {
+		f.replace(s.start, s.end, lines)
+	} else {
+		f.appendTop(lines)
+	}
+	return f.String(), true
+}

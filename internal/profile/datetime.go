@@ -1,0 +1,449 @@
+package profile
+
+// Datetime detection. A hand-written parser rather than time.Parse over a
+// list of layouts: a date column is read once per cell at a few tens of
+// nanoseconds, and one pass learns every layout a value fits (01/02/2006
+// fits month-first and day-first), which is what ambiguity needs.
+
+// datePat is the date part of a layout.
+type datePat uint8
+
+const (
+	patISO        datePat = iota // 2006-01-02
+	patYMDSlash                  // 2006/01/02
+	patMDYSlash                  // 01/02/2006 (pandas' reading of an ambiguous slash date)
+	patDMYSlash                  // 02/01/2006
+	patMDYDash                   // 01-02-2006
+	patDMYDash                   // 02-01-2006
+	patDMYDot                    // 02.01.2006
+	patDMonY                     // 02-Jan-2006
+	patDMonYSpace                // 2 Jan 2006
+	patMonDY                     // Jan 2, 2006
+	numDatePats
+)
+
+// datePats are the Go and strftime spellings of each date part.
+var datePats = [numDatePats]struct{ layout, strftime string }{
+	patISO:        {"2006-01-02", "%Y-%m-%d"},
+	patYMDSlash:   {"2006/01/02", "%Y/%m/%d"},
+	patMDYSlash:   {"01/02/2006", "%m/%d/%Y"},
+	patDMYSlash:   {"02/01/2006", "%d/%m/%Y"},
+	patMDYDash:    {"01-02-2006", "%m-%d-%Y"},
+	patDMYDash:    {"02-01-2006", "%d-%m-%Y"},
+	patDMYDot:     {"02.01.2006", "%d.%m.%Y"},
+	patDMonY:      {"02-Jan-2006", "%d-%b-%Y"},
+	patDMonYSpace: {"2 Jan 2006", "%d %b %Y"},
+	patMonDY:      {"Jan 2, 2006", "%b %d, %Y"},
+}
+
+// timeShape is the time-of-day part of a layout, as bits.
+type timeShape uint8
+
+const (
+	tsTime      timeShape = 1 << iota // a time of day follows the date
+	tsT                               // separated by 'T' (else a space)
+	tsSec                             // with seconds
+	tsFrac                            // with fractional seconds (optional: not part of the shape key)
+	tsZone                            // with "Z", a UTC offset, or " UTC"
+	tsAMPM                            // 12-hour clock with AM/PM
+	tsFullMonth                       // month names spelled out
+	numShapes   = 1 << 7
+)
+
+// layoutOf spells a date part and time shape as a Go layout and a strftime format.
+func layoutOf(p datePat, s timeShape) (goLayout, strftime string) {
+	goLayout, strftime = datePats[p].layout, datePats[p].strftime
+	if s&tsFullMonth != 0 {
+		goLayout = replaceOnce(goLayout, "Jan", "January")
+		strftime = replaceOnce(strftime, "%b", "%B")
+	}
+	if s&tsTime == 0 {
+		return goLayout, strftime
+	}
+	sep := " "
+	if s&tsT != 0 {
+		sep = "T"
+	}
+	goLayout += sep
+	strftime += sep
+	if s&tsAMPM != 0 {
+		goLayout += "3:04"
+		strftime += "%I:%M"
+	} else {
+		goLayout += "15:04"
+		strftime += "%H:%M"
+	}
+	if s&tsSec != 0 {
+		goLayout += ":05"
+		strftime += ":%S"
+	}
+	if s&tsFrac != 0 {
+		goLayout += ".999999999"
+		strftime += ".%f"
+	}
+	if s&tsAMPM != 0 {
+		goLayout += " PM"
+		strftime += " %p"
+	}
+	if s&tsZone != 0 {
+		goLayout += "Z07:00"
+		strftime += "%z"
+	}
+	return goLayout, strftime
+}
+
+func replaceOnce(s, old, repl string) string {
+	for i := 0; i+len(old) <= len(s); i++ {
+		if s[i:i+len(old)] == old {
+			return s[:i] + repl + s[i+len(old):]
+		}
+	}
+	return s
+}
+
+// instant is a point in time, comparable without time.Time's weight.
+type instant struct {
+	sec  int64 // seconds since 1970-01-01 UTC (offsets applied)
+	nsec int32
+}
+
+func (a instant) before(b instant) bool {
+	return a.sec < b.sec || (a.sec == b.sec && a.nsec < b.nsec)
+}
+
+// dtParse is the result of parseDatetime: up to two readings of the date
+// part (day-first and month-first) and one time part.
+type dtParse struct {
+	n     int
+	pats  [2]datePat
+	at    [2]instant
+	shape timeShape
+}
+
+// parseDatetime reads s under every supported layout at once.
+func parseDatetime(s string, r *dtParse) bool {
+	if len(s) < 6 || len(s) > 48 {
+		return false
+	}
+	*r = dtParse{}
+	type reading struct {
+		pat     datePat
+		y, m, d int
+	}
+	var rd [2]reading
+	nr := 0
+	i := 0
+	c := s[0]
+	switch {
+	case isDigit(c):
+		a, j, ok := num(s, 0, 1, 4)
+		if !ok || j >= len(s) {
+			return false
+		}
+		if j == 4 { // year first
+			sep := s[4]
+			if sep != '-' && sep != '/' {
+				return false
+			}
+			m, k, ok := num(s, 5, 1, 2)
+			if !ok || k >= len(s) || s[k] != sep {
+				return false
+			}
+			d, k, ok := num(s, k+1, 1, 2)
+			if !ok {
+				return false
+			}
+			pat := patISO
+			if sep == '/' {
+				pat = patYMDSlash
+			}
+			rd[0], nr, i = reading{pat, a, m, d}, 1, k
+			break
+		}
+		if j > 2 {
+			return false
+		}
+		sep := s[j]
+		switch sep {
+		case '/', '-', '.':
+			if sep == '-' && j+1 < len(s) && isLetter(s[j+1]) { // 02-Jan-2006
+				mon, k, full, ok := monthName(s, j+1)
+				if !ok || k >= len(s) || s[k] != '-' {
+					return false
+				}
+				y, k, ok := num(s, k+1, 4, 4)
+				if !ok {
+					return false
+				}
+				if full {
+					r.shape |= tsFullMonth
+				}
+				rd[0], nr, i = reading{patDMonY, y, mon, a}, 1, k
+				break
+			}
+			b, k, ok := num(s, j+1, 1, 2)
+			if !ok || k >= len(s) || s[k] != sep {
+				return false
+			}
+			y, k, ok := num(s, k+1, 4, 4)
+			if !ok {
+				return false
+			}
+			i = k
+			switch sep {
+			case '/':
+				rd[0], rd[1], nr = reading{patMDYSlash, y, a, b}, reading{patDMYSlash, y, b, a}, 2
+			case '-':
+				rd[0], rd[1], nr = reading{patMDYDash, y, a, b}, reading{patDMYDash, y, b, a}, 2
+			default:
+				rd[0], nr = reading{patDMYDot, y, b, a}, 1
+			}
+		case ' ': // 2 Jan 2006
+			mon, k, full, ok := monthName(s, j+1)
+			if !ok || k >= len(s) || s[k] != ' ' {
+				return false
+			}
+			y, k, ok := num(s, k+1, 4, 4)
+			if !ok {
+				return false
+			}
+			if full {
+				r.shape |= tsFullMonth
+			}
+			rd[0], nr, i = reading{patDMonYSpace, y, mon, a}, 1, k
+		default:
+			return false
+		}
+	case isLetter(c): // Jan 2, 2006
+		mon, k, full, ok := monthName(s, 0)
+		if !ok || k >= len(s) || s[k] != ' ' {
+			return false
+		}
+		d, k, ok := num(s, k+1, 1, 2)
+		if !ok || k+1 >= len(s) || s[k] != ',' || s[k+1] != ' ' {
+			return false
+		}
+		y, k, ok := num(s, k+2, 4, 4)
+		if !ok {
+			return false
+		}
+		if full {
+			r.shape |= tsFullMonth
+		}
+		rd[0], nr, i = reading{patMonDY, y, mon, d}, 1, k
+	default:
+		return false
+	}
+	secOfDay, nsec, off, ok := parseClock(s, i, r)
+	if !ok {
+		return false
+	}
+	for _, x := range rd[:nr] {
+		if x.y < 1 || x.m < 1 || x.m > 12 || x.d < 1 || x.d > daysIn(x.y, x.m) {
+			continue
+		}
+		r.pats[r.n] = x.pat
+		r.at[r.n] = instant{sec: daysFromCivil(x.y, x.m, x.d)*86400 + secOfDay - off, nsec: nsec}
+		r.n++
+	}
+	return r.n > 0
+}
+
+// parseClock reads an optional time of day at s[i:] to the end of s.
+func parseClock(s string, i int, r *dtParse) (secOfDay int64, nsec int32, off int64, ok bool) {
+	if i == len(s) {
+		return 0, 0, 0, true
+	}
+	switch s[i] {
+	case 'T':
+		r.shape |= tsTime | tsT
+	case ' ':
+		r.shape |= tsTime
+	default:
+		return 0, 0, 0, false
+	}
+	h, j, ok := num(s, i+1, 1, 2)
+	if !ok || j >= len(s) || s[j] != ':' {
+		return 0, 0, 0, false
+	}
+	m, j, ok := num(s, j+1, 2, 2)
+	if !ok || m > 59 {
+		return 0, 0, 0, false
+	}
+	sec := 0
+	if j < len(s) && s[j] == ':' {
+		if sec, j, ok = num(s, j+1, 2, 2); !ok || sec > 60 {
+			return 0, 0, 0, false
+		}
+		r.shape |= tsSec
+		if j < len(s) && (s[j] == '.' || s[j] == ',') {
+			k := j + 1
+			var f, digits int32
+			for k < len(s) && isDigit(s[k]) && digits < 9 {
+				f = f*10 + int32(s[k]-'0')
+				digits++
+				k++
+			}
+			if digits == 0 {
+				return 0, 0, 0, false
+			}
+			for k < len(s) && isDigit(s[k]) { // beyond nanoseconds: dropped
+				k++
+			}
+			for d := digits; d < 9; d++ {
+				f *= 10
+			}
+			nsec, j = f, k
+			r.shape |= tsFrac
+		}
+	}
+	// 12-hour clock: "3:04 PM", "3:04PM".
+	k := j
+	if k < len(s) && s[k] == ' ' {
+		k++
+	}
+	if k+2 <= len(s) && (s[k+1] == 'M' || s[k+1] == 'm') && (s[k] == 'A' || s[k] == 'a' || s[k] == 'P' || s[k] == 'p') {
+		if h < 1 || h > 12 {
+			return 0, 0, 0, false
+		}
+		pm := s[k] == 'P' || s[k] == 'p'
+		h %= 12
+		if pm {
+			h += 12
+		}
+		r.shape |= tsAMPM
+		j = k + 2
+	}
+	if h > 23 {
+		return 0, 0, 0, false
+	}
+	// Zone: "Z", "+07:00", "+0700", "+07", optionally after a space, or " UTC".
+	if j < len(s) {
+		k := j
+		if s[k] == ' ' {
+			k++
+		}
+		switch {
+		case k < len(s) && s[k] == 'Z' && k == j:
+			j = k + 1
+		case k < len(s) && (s[k] == '+' || s[k] == '-'):
+			oh, e, ok := num(s, k+1, 2, 2)
+			if !ok || oh > 23 {
+				return 0, 0, 0, false
+			}
+			om := 0
+			if e < len(s) && s[e] == ':' {
+				e++
+			}
+			if e < len(s) {
+				if om, e, ok = num(s, e, 2, 2); !ok || om > 59 {
+					return 0, 0, 0, false
+				}
+			}
+			off = int64(oh*3600 + om*60)
+			if s[k] == '-' {
+				off = -off
+			}
+			j = e
+		case s[k:] == "UTC" || s[k:] == "GMT":
+			j = len(s)
+		default:
+			return 0, 0, 0, false
+		}
+		r.shape |= tsZone
+	}
+	if j != len(s) {
+		return 0, 0, 0, false
+	}
+	return int64(h*3600 + m*60 + sec), nsec, off, true
+}
+
+// num reads between minD and maxD decimal digits at s[i:]; the digit after
+// them, if any, must not be a digit.
+func num(s string, i, minD, maxD int) (v, j int, ok bool) {
+	j = i
+	for j < len(s) && j-i < maxD && isDigit(s[j]) {
+		v = v*10 + int(s[j]-'0')
+		j++
+	}
+	if j-i < minD || (j < len(s) && isDigit(s[j])) {
+		return 0, j, false
+	}
+	return v, j, true
+}
+
+var monthNames = [12]string{"january", "february", "march", "april", "may", "june",
+	"july", "august", "september", "october", "november", "december"}
+
+// monthName reads an English month name, abbreviated ("Jan", "Sept") or in
+// full, in any case, at s[i:].
+func monthName(s string, i int) (month, j int, full, ok bool) {
+	j = i
+	for j < len(s) && isLetter(s[j]) {
+		j++
+	}
+	w := s[i:j]
+	if len(w) < 3 {
+		return 0, j, false, false
+	}
+	for m, name := range monthNames {
+		if !equalFoldASCII(w[:3], name[:3]) {
+			continue
+		}
+		switch {
+		case len(w) == 3:
+			return m + 1, j, false, true
+		case equalFoldASCII(w, name):
+			return m + 1, j, len(name) > 3, true
+		case m == 8 && equalFoldASCII(w, "sept"):
+			return 9, j, false, true
+		}
+	}
+	return 0, j, false, false
+}
+
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i]|0x20, b[i]|0x20
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
+func isLetter(c byte) bool { return (c|0x20) >= 'a' && (c|0x20) <= 'z' }
+
+func daysIn(y, m int) int {
+	switch m {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil is days since 1970-01-01 of a proleptic Gregorian date
+// (H. Hinnant's algorithm).
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
+}

@@ -1,0 +1,256 @@
+package profile
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// PanderaSchemas returns, per tabular sample (keyed by sample name), Python
+// source that defines `schema = pa.DataFrameSchema({...})`: one pa.Column
+// per column with the dtype pandas will give it when reading the file with
+// its defaults, nullable as observed, and the checks of every parsed
+// constraint whose column the sample has. Datetime columns are coerced
+// from text with the detected format.
+func (r *Report) PanderaSchemas() map[string]string {
+	out := map[string]string{}
+	for _, sp := range r.Samples {
+		if !sp.Format.Tabular() || len(sp.Columns) == 0 {
+			continue
+		}
+		out[sp.Name] = sp.panderaSchema(r.Checks)
+	}
+	return out
+}
+
+func (sp *SampleProfile) panderaSchema(checks []Check) string {
+	var cols strings.Builder
+	needEngine := false
+	for _, c := range sp.Columns {
+		dtype, kwargs, comment := c.panderaType()
+		if strings.HasPrefix(dtype, "pandas_engine.") {
+			needEngine = true
+		}
+		nullable := c.Nulls > 0 || c.Count == 0
+		unique := false
+		var pyChecks, notes []string
+		for _, ch := range checks {
+			if !sameColumn(ch.Column, c.Name) {
+				continue
+			}
+			switch ch.Type {
+			case CheckNotNull:
+				nullable = false
+				if c.Nulls > 0 {
+					notes = append(notes, fmt.Sprintf("required, though the sample has %s", plural(c.Nulls, "null")))
+				}
+			case CheckUnique:
+				unique = true
+			default:
+				if py := ch.python(c); py != "" {
+					pyChecks = append(pyChecks, py)
+				}
+			}
+			notes = append(notes, "constraint: "+oneLine(ch.Text))
+		}
+		args := []string{}
+		if dtype != "" {
+			args = append(args, dtype)
+		}
+		if len(pyChecks) > 0 {
+			args = append(args, "checks=["+strings.Join(pyChecks, ", ")+"]")
+		}
+		args = append(args, "nullable="+pyBool(nullable))
+		if unique {
+			args = append(args, "unique=True")
+		}
+		args = append(args, kwargs...)
+		line := fmt.Sprintf("        %s: pa.Column(%s),", pyString(c.Name), strings.Join(args, ", "))
+		if comment != "" {
+			notes = append([]string{comment}, notes...)
+		}
+		if len(notes) > 0 {
+			line += "  # " + strings.Join(notes, "; ")
+		}
+		cols.WriteString(line + "\n")
+	}
+	var b strings.Builder
+	scope := "every row"
+	if sp.Truncated {
+		scope = fmt.Sprintf("the first %d rows", sp.Rows)
+	}
+	fmt.Fprintf(&b, "# Pandera schema for sample %s (%s), inferred from %s;\n", oneLine(strconv.Quote(sp.Name)), oneLine(sp.InputPath()), scope)
+	b.WriteString("# dtypes are what pandas reads by default; checks come from the job's constraints.\n")
+	b.WriteString("try:\n    import pandera.pandas as pa\nexcept ImportError:  # pandera < 0.24\n    import pandera as pa\n")
+	if needEngine {
+		b.WriteString("from pandera.engines import pandas_engine\n")
+	}
+	b.WriteString("\nschema = pa.DataFrameSchema(\n    {\n")
+	b.WriteString(cols.String())
+	b.WriteString("    },\n    strict=False,\n)\n")
+	return b.String()
+}
+
+// panderaType is the dtype argument, extra keyword arguments and a comment.
+func (c *ColumnProfile) panderaType() (dtype string, kwargs []string, comment string) {
+	switch c.Type {
+	case TypeInt:
+		if c.Nulls > 0 {
+			return `"float64"`, nil, "integers with missing values: pandas reads them as float64"
+		}
+		return `"int64"`, nil, ""
+	case TypeFloat:
+		return `"float64"`, nil, ""
+	case TypeBool:
+		if c.Nulls > 0 {
+			return "object", nil, "True/False with missing values: pandas reads them as object"
+		}
+		return `"bool"`, nil, ""
+	case TypeDatetime:
+		t := c.Time
+		coerce := []string{"coerce=True"}
+		switch {
+		case len(t.Mixed) > 0:
+			return `pandas_engine.DateTime(to_datetime_kwargs={"format": "mixed"})`, coerce, "dates in mixed formats (pandas >= 2)"
+		case t.Zoned:
+			return `pandas_engine.DateTime(tz="UTC", to_datetime_kwargs={"utc": True})`, coerce, "timestamps with UTC offsets, as UTC"
+		case t.ISO:
+			return `"datetime64[ns]"`, coerce, "ISO 8601 text, parsed on validation"
+		}
+		comment := "dates as " + t.Strftime
+		if len(t.Ambiguous) > 0 {
+			comment += " (ambiguous with day-first; month-first assumed)"
+		}
+		return fmt.Sprintf(`pandas_engine.DateTime(to_datetime_kwargs={"format": %s})`, pyString(t.Strftime)), coerce, comment
+	case TypeString:
+		if c.DecimalComma {
+			return "object", nil, `numbers with a decimal comma: pandas reads them as text unless decimal=","`
+		}
+		if len(c.Kinds) > 1 {
+			return "object", nil, "mixed values: " + kindsText(c)
+		}
+		if c.Nested {
+			return "object", nil, "JSON objects or arrays"
+		}
+		return "str", nil, ""
+	}
+	return "", nil, "no values in the sample"
+}
+
+// python is the pa.Check expression for a check on column c, or "".
+func (ch Check) python(c *ColumnProfile) string {
+	switch ch.Type {
+	case CheckGreaterThan:
+		if ch.Inclusive {
+			return "pa.Check.ge(" + pyNumber(ch.Value) + ")"
+		}
+		return "pa.Check.gt(" + pyNumber(ch.Value) + ")"
+	case CheckLessThan:
+		if ch.Inclusive {
+			return "pa.Check.le(" + pyNumber(ch.Value) + ")"
+		}
+		return "pa.Check.lt(" + pyNumber(ch.Value) + ")"
+	case CheckBetween:
+		if ch.Inclusive {
+			return fmt.Sprintf("pa.Check.in_range(%s, %s)", pyNumber(ch.Min), pyNumber(ch.Max))
+		}
+		return fmt.Sprintf("pa.Check.in_range(%s, %s, include_min=False, include_max=False)", pyNumber(ch.Min), pyNumber(ch.Max))
+	case CheckRegex:
+		return "pa.Check.str_matches(" + pyRegex(ch.Pattern) + ")"
+	case CheckIsin:
+		vals := make([]string, len(ch.Values))
+		for i, v := range ch.Values {
+			vals[i] = pyLiteralFor(c.Type, v)
+		}
+		return "pa.Check.isin([" + strings.Join(vals, ", ") + "])"
+	}
+	return ""
+}
+
+// sameColumn compares column names as the constraint parser does.
+func sameColumn(a, b string) bool {
+	norm := func(s string) string {
+		return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return r == '_' || r == ' ' || r == '-' }), " ")
+	}
+	return norm(a) == norm(b)
+}
+
+// pyLiteralFor writes v as a literal of the column's type when it reads as
+// one, else as a string.
+func pyLiteralFor(t ColumnType, v string) string {
+	switch t {
+	case TypeInt:
+		if n, ok := parseInt(v); ok {
+			return strconv.FormatInt(n, 10)
+		}
+	case TypeFloat:
+		if f, ok := parseFloat(v); ok {
+			return pyNumber(f)
+		}
+	case TypeBool:
+		switch strings.ToLower(v) {
+		case "true":
+			return "True"
+		case "false":
+			return "False"
+		}
+	}
+	return pyString(v)
+}
+
+func pyNumber(f float64) string {
+	s := fmtFloat(f)
+	if strings.Contains(s, "Inf") || strings.Contains(s, "NaN") {
+		return fmt.Sprintf("float(%q)", s)
+	}
+	return s
+}
+
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+// pyString is a Python string literal for any text (escapes quotes,
+// backslashes and control characters; other Unicode is kept as is).
+func pyString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range clean(s) {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r == 0x2028 || r == 0x2029:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// pyRegex prefers a raw string, which keeps the pattern readable.
+func pyRegex(p string) string {
+	trailing := len(p) - len(strings.TrimRight(p, `\`))
+	if !strings.ContainsAny(p, "\"\n\r") && trailing%2 == 0 && clean(p) == p {
+		return `r"` + p + `"`
+	}
+	return pyString(p)
+}
+
+// oneLine keeps user text inside a Python comment.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\u2028", " ", "\u2029", " ").Replace(clean(s))
+}

@@ -1,0 +1,230 @@
+package profile
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// table accumulates rows of any tabular format.
+type table struct {
+	sc     *scanner
+	cols   []*colAcc
+	rows   int
+	hashes []uint64 // one per row, for duplicate rows
+	res    *rowReservoir
+	// cells is the current row as text, for hashing and the sample rows.
+	cells               []string
+	shortRows, longRows int
+}
+
+func (sc *scanner) newTable(names []string) *table {
+	t := &table{sc: sc, res: newRowReservoir(sc.opts.MaxSampleRows, sc.opts.Seed)}
+	names, renamed := pandasNames(names)
+	if renamed {
+		sc.sp.Notes = append(sc.sp.Notes, "empty or repeated header names are renamed as pandas does (\"Unnamed: 3\", \"name.1\")")
+	}
+	for _, n := range names {
+		t.addColumn(n)
+	}
+	return t
+}
+
+// storeLimit is each column's share of the stored-values budget, given the
+// columns known when the table starts (JSON may add more later).
+func (t *table) storeLimit() int {
+	return max(minStoredPerColumn, storedValuesBudget/max(1, len(t.cols)+1))
+}
+
+func (t *table) addColumn(name string) int {
+	i := len(t.cols)
+	c := newColAcc(name, t.storeLimit(), t.sc.opts.Seed, i)
+	c.nulls = t.rows // a JSON key first seen now was missing before
+	t.cols = append(t.cols, c)
+	t.cells = append(t.cells, "")
+	return i
+}
+
+// full reports whether the row or byte cap is reached.
+func (t *table) full() bool {
+	return t.rows >= t.sc.opts.MaxScanRows || t.sc.raw.n >= t.sc.opts.MaxScanBytes
+}
+
+// textRow adds a row of text cells (CSV, TSV, Excel). rec may be reused by
+// the caller after the call. Each cell is hashed once, for its column's
+// distinct count and for the row's duplicate check.
+func (t *table) textRow(rec []string) {
+	n := len(t.cols)
+	switch {
+	case len(rec) < n:
+		t.shortRows++
+	case len(rec) > n:
+		t.longRows++
+		rec = rec[:n]
+	}
+	rh := uint64(len(rec))
+	for i, s := range rec {
+		h := xxhash.Sum64String(s)
+		rh = mixRowHash(rh, h)
+		t.cols[i].addText(s, h)
+	}
+	for i := len(rec); i < n; i++ {
+		t.cols[i].addNull()
+	}
+	t.addRow(rh, rec)
+}
+
+// endRow ends a row whose cells were added value by value (JSON, Parquet).
+func (t *table) endRow(cells []string) {
+	rh := uint64(len(cells))
+	for _, s := range cells {
+		rh = mixRowHash(rh, xxhash.Sum64String(s))
+	}
+	t.addRow(rh, cells)
+}
+
+func mixRowHash(rh, h uint64) uint64 {
+	return bits.RotateLeft64((rh^h)*0x9e3779b97f4a7c15, 29)
+}
+
+// addRow records the row's hash and offers it to the reservoir.
+func (t *table) addRow(rh uint64, cells []string) {
+	t.hashes = append(t.hashes, rh)
+	if t.res.want(t.rows) {
+		row := make([]string, len(t.cols))
+		copy(row, cells)
+		t.res.put(t.rows, row)
+	}
+	t.rows++
+}
+
+// finish fills the sample profile. truncated: rows remain past the cap.
+func (t *table) finish(truncated bool) {
+	sp := t.sc.sp
+	sp.Rows = t.rows
+	sp.Truncated = truncated
+	sp.ScannedBytes = t.sc.raw.n
+	sp.RaggedShort, sp.RaggedLong = t.shortRows, t.longRows
+	slices.Sort(t.hashes)
+	for i := 1; i < len(t.hashes); i++ {
+		if t.hashes[i] == t.hashes[i-1] {
+			sp.DuplicateRows++
+		}
+	}
+	t.hashes = nil
+	for _, c := range t.cols {
+		sp.Columns = append(sp.Columns, c.profile())
+	}
+	sp.SampleRows, sp.SampleRowNumbers = t.res.sorted()
+	// Pad rows taken before a late JSON key appeared.
+	for i, r := range sp.SampleRows {
+		for len(r) < len(sp.Columns) {
+			r = append(r, "")
+		}
+		sp.SampleRows[i] = r
+	}
+	if truncated {
+		sp.Notes = append(sp.Notes, fmt.Sprintf("statistics cover the first %d rows (%s of %s read); the file continues", t.rows, sizeText(sp.ScannedBytes), sizeText(sp.SizeBytes)))
+	}
+	if t.shortRows > 0 {
+		sp.Notes = append(sp.Notes, fmt.Sprintf("%s fewer fields than the header; the missing cells count as null", rowsHave(t.shortRows)))
+	}
+	if t.longRows > 0 {
+		sp.Notes = append(sp.Notes, fmt.Sprintf("%s more fields than the header; the extra cells are ignored here, and pandas.read_csv raises on them unless on_bad_lines='skip' (or 'warn')", rowsHave(t.longRows)))
+	}
+	if n := t.sc.limit.invalid(); n > 0 {
+		sp.Notes = append(sp.Notes, fmt.Sprintf("%s past the first 64 KiB (shown as U+FFFD); pandas may need encoding='latin-1' or encoding_errors='replace'", plural(n, "invalid UTF-8 sequence")))
+	}
+	for _, c := range sp.Columns {
+		if c.Type == TypeString && len(c.Kinds) > 1 {
+			sp.Notes = append(sp.Notes, fmt.Sprintf("column %s has mixed values (%s): typed as string", strconv.Quote(c.Name), kindsText(c)))
+		}
+	}
+	if t.sc.sp.Format == FormatCSV || t.sc.sp.Format == FormatTSV {
+		if headerLooksLikeData(sp.Columns) {
+			sp.Notes = append(sp.Notes, "the first row looks like data, not a header (every name parses as a number or date): it may need header=None")
+		}
+	}
+}
+
+func rowsHave(n int) string {
+	if n == 1 {
+		return "1 row has"
+	}
+	return strconv.Itoa(n) + " rows have"
+}
+
+// kindsText is "950 int, 50 string", in a fixed order.
+func kindsText(c *ColumnProfile) string {
+	var parts []string
+	for _, ty := range kindTypes {
+		if n := c.Kinds[ty]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, ty))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func headerLooksLikeData(cols []*ColumnProfile) bool {
+	if len(cols) == 0 {
+		return false
+	}
+	var p dtParse
+	for _, c := range cols {
+		n := strings.TrimSpace(c.Name)
+		if n == "" {
+			return false
+		}
+		_, isInt := parseInt(n)
+		_, isFloat := parseFloat(n)
+		if !isInt && !isFloat && !parseDatetime(n, &p) {
+			return false
+		}
+	}
+	return true
+}
+
+// pandasNames renames empty and repeated header names the way
+// pandas.read_csv does, so schemas name the columns a DataFrame will have.
+func pandasNames(names []string) ([]string, bool) {
+	out := make([]string, len(names))
+	seen := make(map[string]int, len(names))
+	for _, n := range names {
+		seen[n]++
+	}
+	used := make(map[string]bool, len(names))
+	renamed := false
+	for i, n := range names {
+		if n == "" {
+			n = fmt.Sprintf("Unnamed: %d", i)
+			renamed = true
+		}
+		if used[n] {
+			k := 1
+			for used[fmt.Sprintf("%s.%d", n, k)] || (seen[fmt.Sprintf("%s.%d", n, k)] > 0) {
+				k++
+			}
+			n = fmt.Sprintf("%s.%d", n, k)
+			renamed = true
+		}
+		used[n] = true
+		out[i] = strings.Clone(n)
+	}
+	return out, renamed
+}
+
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}

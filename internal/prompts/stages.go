@@ -1,0 +1,253 @@
+package prompts
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// Plan builds the plan stage's conversation (reply: llm.PlanSchema).
+func Plan(in messages.PlanInput) []messages.ChatMessage {
+	system := preamble + `
+
+Your job now: plan solution.py for the task. The code and its tests are then written separately and at the same time from this plan, so the names and signatures in it are binding for both.
+
+` + scriptProtocol(in.Task) + `
+Reply fields:
+- description: what the script does, in two to four sentences.
+- approach: numbered steps. Name every public function of solution.py besides main and write_outputs, with its parameters, their types and the return value, including at least one core function that takes already-loaded data or paths and returns the results as a dict keyed by output name, without writing files. Say how each input and sample file is read and validated, how each output is computed and formatted, how edge cases are handled (empty data, missing values, rows that violate a constraint), and which third-party packages are used.`
+
+	var b strings.Builder
+	renderTask(&b, in.Task)
+	renderDataContext(&b, in.DataContext)
+	b.WriteString("\nWrite the plan now.\n")
+	return chat(system, b.String())
+}
+
+// Code builds the code stage's conversation (reply: llm.SolutionSchema).
+func Code(in messages.CodeInput) []messages.ChatMessage {
+	system := preamble + `
+
+Your job now: write solution.py following the plan and the script protocol. Implement every function the plan names, with exactly the names and signatures it gives: the tests are written from the plan without seeing your code.
+
+` + scriptProtocol(in.Task) + `
+` + solutionFields(in.BasePackages)
+
+	var b strings.Builder
+	renderTask(&b, in.Task)
+	renderDataContext(&b, in.DataContext)
+	renderPlan(&b, in.Plan)
+	b.WriteString("\nWrite solution.py now.\n")
+	return chat(system, b.String())
+}
+
+// solutionFields describes the `solution` reply.
+func solutionFields(installed []string) string {
+	s := `Reply fields:
+- language: "python".
+- code: the complete contents of solution.py as plain source, without Markdown fences.
+- packages: the pip distribution name of every third-party package the code imports (for example "scikit-learn" for sklearn, "PyYAML" for yaml, "Pillow" for PIL), and nothing from the standard library. Pin a version only when the code needs one.`
+	if len(installed) > 0 {
+		s += " Already installed: " + strings.Join(quoteAll(installed), ", ") + "."
+	}
+	return s + `
+- system_packages: Debian packages the code needs beyond Python itself; usually an empty list.`
+}
+
+// Tests builds the tests stage's conversation (reply: llm.TestsSchema).
+// Tests are written from the task and the plan only, concurrently with the code.
+func Tests(in messages.TestsInput) []messages.ChatMessage {
+	system := preamble + `
+
+Your job now: write test_solution.py for the script that the task and the plan describe. The code is being written at the same time from the same plan and you do not see it: rely only on the names and behaviour that the plan and the script protocol define.
+
+` + scriptProtocol(in.Task) + `
+` + testProtocol(in.Task) + `
+Reply fields:
+- code: the complete contents of test_solution.py as plain source, without Markdown fences.`
+
+	var b strings.Builder
+	renderTask(&b, in.Task)
+	renderDataContext(&b, in.DataContext)
+	renderPlan(&b, in.Plan)
+	b.WriteString("\nWrite test_solution.py now.\n")
+	return chat(system, b.String())
+}
+
+// Packages builds the packages stage's conversation (reply:
+// llm.PackagesSchema) for imports the static scan could not map.
+func Packages(in messages.PackagesInput) []messages.ChatMessage {
+	system := preamble + `
+
+Your job now: name the pip distributions that provide some Python imports. A static scan found these top-level import names (or dotted names under a namespace package such as google) in solution.py and test_solution.py and could not map them itself.
+
+Reply fields:
+- packages: the pip distribution name (as on PyPI) for each import that needs one, for example "scikit-learn" for sklearn or "google-cloud-storage" for google.cloud.storage. Leave out names from the Python 3.11 standard library and names you cannot identify with confidence: never guess a similar-sounding name. No version pins, URLs or options.`
+
+	var b strings.Builder
+	b.WriteString(data("Import names", "text", strings.Join(in.Imports, "\n")))
+	b.WriteString("\nName the distributions now.\n")
+	return chat(system, b.String())
+}
+
+// Diagnose builds the diagnose stage's conversation (reply:
+// llm.DiagnosisSchema). Test output is capped at TestOutputBudget bytes and
+// tracebacks share a budget of their own, whatever the caller sent.
+func Diagnose(in messages.DiagnoseInput) []messages.ChatMessage {
+	failing := FailingTests(in.Report)
+	system := preamble + `
+
+Your job now: diagnose why tests failed. For each failing test, decide where the fault lies:
+- environment: a package or system library is missing or broken in the sandbox (ModuleNotFoundError or ImportError for a third-party module, a missing shared library or command). Put the pip distribution names to install in needs_packages (for example "PyYAML" for yaml) and Debian packages in needs_system_packages.
+- test_error: the test itself is wrong and a correct solution would fail it: its expected value is miscalculated, it contradicts the task, the plan or the protocols, it uses pytest or the standard library wrongly, or it writes under /var/outputs or /var/inputs.
+- logic: solution.py is wrong or incomplete. When in doubt between logic and test_error, choose logic unless the test clearly contradicts the task.
+
+` + scriptProtocol(in.Task) + `
+` + testProtocol(in.Task) + `
+Reply fields:
+- failures: one entry per failing test, with test_name exactly as listed under "Failing tests" (including any Class:: prefix or [parameters]), error_message (the key line of the error), expected_behavior, actual_behavior, root_cause (specific: name the function and the faulty step), suggested_fix (a concrete change to the code or the test) and error_type (logic, environment or test_error).
+- needs_packages: pip distributions to add (empty if none).
+- needs_system_packages: Debian packages to add (empty if none).`
+
+	var b strings.Builder
+	renderTask(&b, in.Task)
+	renderPlan(&b, in.Plan)
+	b.WriteString("\n## Code under test\n\n")
+	renderCode(&b, "solution.py", in.Code)
+	b.WriteString("\n")
+	renderCode(&b, "test_solution.py", in.Tests)
+	renderPackages(&b, in.Packages)
+	renderReport(&b, in.Report, failing)
+	if len(in.Hints) > 0 {
+		b.WriteString("\n")
+		b.WriteString(data("Notes from earlier iterations", "text", "- "+strings.Join(in.Hints, "\n- ")))
+	}
+	b.WriteString("\nDiagnose every failing test now.\n")
+	return chat(system, b.String())
+}
+
+// renderReport writes the test run: counts, failing test IDs, tracebacks
+// and pytest's output.
+func renderReport(b *strings.Builder, r messages.TestReport, failing []string) {
+	fmt.Fprintf(b, "\n## Test run\n\npassed %d, failed %d, errors %d, skipped %d; pytest exit code %d", r.Passed, r.Failed, r.Errors, r.Skipped, r.ExitCode)
+	if r.TimedOut {
+		b.WriteString("; the run TIMED OUT and was killed")
+	}
+	b.WriteString("\n\n")
+	if len(failing) == 0 {
+		b.WriteString("No individual test case failed: the run as a whole failed. Name the failure \"" + SessionTest + "\".\n")
+	} else {
+		b.WriteString(data("Failing tests (copy these names exactly as test_name)", "text", strings.Join(failing, "\n")))
+	}
+	var cases []messages.TestCase
+	for _, c := range r.Cases {
+		if Failing(c) {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) > 0 {
+		per := max(caseMinBudget, caseDetailsBudget/len(cases))
+		var s strings.Builder
+		for _, c := range cases {
+			fmt.Fprintf(&s, "=== %s (%s)\n", TestID(c), c.Outcome)
+			if c.Message != "" {
+				s.WriteString(Trim(c.Message, fieldBudget) + "\n")
+			}
+			if c.Details != "" {
+				s.WriteString(Trim(c.Details, per) + "\n")
+			}
+		}
+		b.WriteString("\n")
+		b.WriteString(data("Failures and tracebacks", "text", s.String()))
+	}
+	if strings.TrimSpace(r.Output) != "" {
+		b.WriteString("\n")
+		b.WriteString(data("pytest output (trimmed)", "text", Trim(r.Output, TestOutputBudget)))
+	}
+}
+
+// Fix builds the fix stage's conversation (reply: llm.SolutionSchema). With
+// Escalation 1 it names the changes a previous fix failed to apply; from 2 it
+// demands a rewrite of every affected function.
+func Fix(in messages.FixInput) []messages.ChatMessage {
+	system := preamble + `
+
+Your job now: fix solution.py so that the failing tests pass. The tests are correct: change the code, not the tests. Keep everything that works, keep the names and signatures the plan and the tests use, and follow the script protocol.
+
+` + scriptProtocol(in.Task) + `
+` + solutionFields(in.Packages)
+
+	var b strings.Builder
+	renderTask(&b, in.Task)
+	renderPlan(&b, in.Plan)
+	b.WriteString("\n## Current code\n\n")
+	renderCode(&b, "solution.py (to fix)", in.Code)
+	b.WriteString("\n")
+	renderCode(&b, "test_solution.py (read-only: the tests the code must pass)", in.Tests)
+	b.WriteString("\n## Diagnosed failures\n\n")
+	renderFailures(&b, "Failures to fix", in.Failures)
+	switch {
+	case in.Escalation == 1:
+		b.WriteString("\n## The previous fix was incomplete\n\n")
+		if len(in.Missing) > 0 {
+			b.WriteString(data("The previous fix did not apply these changes", "text", "- "+strings.Join(in.Missing, "\n- ")))
+		} else {
+			b.WriteString("The previous fix did not resolve these failures.\n")
+		}
+		b.WriteString("Apply every one of them this time, and check each suggested fix against your code before you reply.\n")
+	case in.Escalation >= 2:
+		b.WriteString("\n## Earlier fixes did not work\n\n")
+		if len(in.Missing) > 0 {
+			b.WriteString(data("These changes are still missing", "text", "- "+strings.Join(in.Missing, "\n- ")))
+		}
+		b.WriteString("Small edits have not worked. Rewrite every function involved in these failures completely, from scratch, instead of editing it; keep the other functions, the names and signatures the tests use, and the script protocol. Before you reply, go through the failures one by one and confirm that your new code handles each.\n")
+	}
+	b.WriteString("\nReturn the complete fixed solution.py now.\n")
+	return chat(system, b.String())
+}
+
+// PatchTests builds the patch_tests stage's conversation (reply:
+// llm.TestPatchesSchema) for failures diagnosed as test_error.
+func PatchTests(in messages.PatchTestsInput) []messages.ChatMessage {
+	system := preamble + `
+
+Your job now: correct tests in test_solution.py that were diagnosed as wrong: for these failures the test, not solution.py, is at fault. Make each test agree with the task, the plan and the protocols; when an exact expected value is uncertain, assert a property that must hold instead. Do not weaken a test until it checks nothing.
+
+` + testProtocol(in.Task) + `
+Reply fields:
+- patches: one entry per test to correct, with test_name exactly as listed (for a method of a test class, "TestClass::test_name") and fixed_code: the complete corrected definition of that one test function, including its decorators, starting at column 0 (for a method, the method alone, not the class). Put any extra import inside the function. Do not return the whole file.`
+
+	var b strings.Builder
+	renderTask(&b, in.Task)
+	b.WriteString("\n## Code\n\n")
+	renderCode(&b, "solution.py (read-only reference)", in.Code)
+	b.WriteString("\n")
+	renderCode(&b, "test_solution.py (to correct)", in.Tests)
+	b.WriteString("\n## Tests diagnosed as wrong\n\n")
+	renderFailures(&b, "Failures", in.Failures)
+	b.WriteString("\nReturn the corrected test functions now.\n")
+	return chat(system, b.String())
+}
+
+// Verify builds the verify stage's conversation (reply:
+// llm.FixVerificationSchema): did the new code apply each suggested fix?
+func Verify(in messages.VerifyInput) []messages.ChatMessage {
+	system := preamble + `
+
+Your job now: check whether a fix was applied. You get the diagnosed failures with their suggested fixes, the code before the fix and the code after it. For each failure, decide whether the new code makes the suggested change, or an equivalent change that removes the root cause. Judge the code only; do not run it.
+
+Reply fields:
+- all_fixes_applied: true only if every failure's fix is applied.
+- missing_fixes: for each fix not applied, one entry "test_name: what is still missing"; empty when all are applied.
+- explanation: two or three sentences on what changed and what did not.`
+
+	var b strings.Builder
+	renderFailures(&b, "Failures and their suggested fixes", in.Failures)
+	b.WriteString("\n")
+	renderCode(&b, "solution.py before the fix", in.OldCode)
+	b.WriteString("\n")
+	renderCode(&b, "solution.py after the fix", in.NewCode)
+	b.WriteString("\nVerify the fix now.\n")
+	return chat(system, b.String())
+}

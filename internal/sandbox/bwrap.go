@@ -1,0 +1,493 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// innerUID is the uid inside the sandbox when bubblewrap maps one user
+// namespace uid to the (non-root) worker's uid.
+const innerUID = 1000
+
+// hostEtc are the /etc entries a sandbox sees: what the dynamic linker,
+// Python and common libraries read, and nothing with secrets or host
+// identity. passwd, group, hosts and nsswitch.conf are synthesized.
+var hostEtc = []string{
+	"alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
+	"python3", "python3.9", "python3.10", "python3.11", "python3.12", "python3.13", "python3.14",
+	"matplotlibrc", "fonts", "mime.types", "magic", "magic.mime", "mailcap", "protocols", "services",
+	"ssl", "pki", "ca-certificates", "ca-certificates.conf", "xml", "os-release", "debian_version",
+	"lsb-release", "gai.conf", "ImageMagick-6", "ImageMagick-7", "R",
+}
+
+// buildEtc are the extra /etc entries a build sees: it has the network.
+var buildEtc = []string{"resolv.conf", "hosts", "host.conf", "nsswitch.conf", "pip.conf", "xdg/pip"}
+
+// topLevel are the root entries that are symlinks into /usr on merged-/usr
+// systems and directories elsewhere.
+var topLevel = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
+
+// mount is one bind mount into the sandbox.
+type mount struct {
+	src, dst string
+	rw       bool
+}
+
+// limits are the rlimits of the sandboxed command; zero leaves one alone.
+type limits struct {
+	as, nproc, fsize, nofile, cpu int64
+}
+
+// sandboxSpec is one bubblewrap invocation: a run, a build step or the
+// startup probe.
+type sandboxSpec struct {
+	argv        []string
+	env         map[string]string // besides PATH, HOME and LANG
+	network     bool              // builds only
+	envDir      string            // host venv bound at /opt/venv ("" none)
+	envRW       bool              // builds write the venv
+	workspace   string            // bound read-write at /workspace ("" none)
+	outputs     string            // bound read-write at /var/outputs ("" none)
+	inputs      []mount           // under /var/inputs, read-only
+	tmpDir      string            // disk-backed /tmp for builds ("" = size-capped tmpfs)
+	etcDir      string            // passwd, group, hosts, nsswitch.conf
+	extraEtc    []string          // more /etc entries (builds)
+	extraRO     []string          // more host paths, read-only at the same place
+	uid         uint32            // host uid in root mode
+	limits      limits
+	timeout     time.Duration
+	outputLimit int
+}
+
+// execResult is what one bubblewrap invocation produced.
+type execResult struct {
+	exitCode       int
+	timedOut       bool
+	stdout, stderr []byte
+	truncated      bool
+	duration       time.Duration
+}
+
+// runLimits are the rlimits of a run.
+func (p *Process) runLimits(memory int64, timeout time.Duration, cpus float64) limits {
+	nproc := int64(p.cfg.MaxProcs)
+	if !p.root {
+		// RLIMIT_NPROC counts every task of the real uid; leave the worker's
+		// own processes and threads out of the sandbox's budget.
+		nproc += int64(countUserTasks(os.Getuid()))
+	}
+	// CPU seconds: the wall-clock budget times the cores granted, so a
+	// multi-threaded run cannot burn more than its share before the timeout.
+	cpu := int64(math.Ceil(timeout.Seconds()*cpus)) + 1
+	return limits{as: memory, nproc: nproc, fsize: p.cfg.MaxFileSize, nofile: 4096, cpu: cpu}
+}
+
+// args builds bubblewrap's options. Order matters: mounts are made in
+// order, and / is made read-only after everything is in place.
+func (p *Process) args(s *sandboxSpec) []string {
+	a := []string{}
+	if p.root {
+		// No user namespace: the command then runs as a real, unprivileged
+		// host uid (setpriv below), which is what makes RLIMIT_NPROC hold;
+		// a namespace would map it back to host root, which the kernel
+		// exempts. The other namespaces are --unshare-all's.
+		a = append(a, "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try")
+		if !s.network {
+			a = append(a, "--unshare-net")
+		}
+	} else {
+		a = append(a, "--unshare-all", "--disable-userns",
+			"--uid", strconv.Itoa(innerUID), "--gid", strconv.Itoa(innerUID))
+		if s.network {
+			a = append(a, "--share-net")
+		}
+	}
+	a = append(a, "--hostname", "sandbox", "--die-with-parent", "--new-session", "--info-fd", "3", "--clearenv")
+	for _, kv := range sandboxEnv(s.env) {
+		k, v, _ := strings.Cut(kv, "=")
+		a = append(a, "--setenv", k, v)
+	}
+
+	// Mount points bubblewrap creates on its own are mode 0700 when it runs
+	// as root, which the run's uid could not traverse: create parents first.
+	made := map[string]bool{"/": true}
+	mkdirs := func(path string) {
+		var parents []string
+		for d := filepath.Dir(path); !made[d] && !underSystemDirs(d); d = filepath.Dir(d) {
+			parents = append(parents, d)
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			a = append(a, "--perms", "0755", "--dir", parents[i])
+			made[parents[i]] = true
+		}
+	}
+
+	a = append(a, "--ro-bind", "/usr", "/usr")
+	for _, name := range topLevel {
+		host := "/" + name
+		fi, err := os.Lstat(host)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(host); err == nil {
+				a = append(a, "--symlink", target, host)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", host, host)
+		}
+	}
+	for _, e := range append(append([]string{}, hostEtc...), s.extraEtc...) {
+		mkdirs("/etc/" + e)
+		a = append(a, "--ro-bind-try", "/etc/"+e, "/etc/"+e)
+	}
+	if s.etcDir != "" {
+		for _, f := range []string{"passwd", "group", "hosts", "nsswitch.conf"} {
+			if s.network && (f == "hosts" || f == "nsswitch.conf") {
+				continue // a build resolves names like the host does
+			}
+			a = append(a, "--ro-bind", filepath.Join(s.etcDir, f), "/etc/"+f)
+		}
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev")
+	a = append(a, "--perms", "1777", "--size", strconv.FormatInt(min(p.cfg.TmpSize, 64<<20), 10), "--tmpfs", "/dev/shm")
+	if s.tmpDir != "" {
+		a = append(a, "--bind", s.tmpDir, "/tmp")
+	} else {
+		a = append(a, "--perms", "1777", "--size", strconv.FormatInt(p.cfg.TmpSize, 10), "--tmpfs", "/tmp")
+	}
+	// After /tmp, so that a path under /tmp is not hidden by its mount.
+	for _, prefix := range p.py.Prefixes {
+		if !underSystemDirs(prefix) {
+			mkdirs(prefix)
+			a = append(a, "--ro-bind", prefix, prefix)
+		}
+	}
+	for _, path := range append(append([]string{}, p.cfg.ExtraReadOnly...), s.extraRO...) {
+		mkdirs(path)
+		a = append(a, "--ro-bind-try", path, path)
+	}
+	if s.envDir != "" {
+		mkdirs(envMount)
+		if s.envRW {
+			a = append(a, "--bind", s.envDir, envMount)
+		} else {
+			a = append(a, "--ro-bind", s.envDir, envMount)
+		}
+	}
+	if s.outputs != "" || len(s.inputs) > 0 {
+		mkdirs(inputsMount + "/x")
+		for _, m := range s.inputs {
+			a = append(a, "--ro-bind", m.src, m.dst)
+		}
+		if s.outputs != "" {
+			a = append(a, "--bind", s.outputs, outputsMount)
+		}
+	}
+	if s.workspace != "" {
+		a = append(a, "--bind", s.workspace, workspaceMount, "--chdir", workspaceMount)
+	} else {
+		a = append(a, "--chdir", "/")
+	}
+	a = append(a, "--remount-ro", "/")
+	a = append(a, "--cap-drop", "ALL")
+	if p.root {
+		// setpriv needs these to switch to the run's uid; it then drops
+		// every capability, bounding set included.
+		a = append(a, "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP")
+	}
+	return a
+}
+
+// command is what bubblewrap runs: prlimit, then (as root) setpriv, then
+// the argv.
+func (p *Process) command(s *sandboxSpec) []string {
+	a := []string{p.tools.prlimit, "--core=0"}
+	l := s.limits
+	for _, r := range []struct {
+		flag string
+		v    int64
+	}{{"--as", l.as}, {"--nproc", l.nproc}, {"--fsize", l.fsize}, {"--nofile", l.nofile}} {
+		if r.v > 0 {
+			a = append(a, r.flag+"="+strconv.FormatInt(r.v, 10))
+		}
+	}
+	if l.cpu > 0 {
+		// SIGXCPU at the soft limit, SIGKILL a second later.
+		a = append(a, fmt.Sprintf("--cpu=%d:%d", l.cpu, l.cpu+1))
+	}
+	a = append(a, "--")
+	if p.root {
+		id := strconv.FormatUint(uint64(s.uid), 10)
+		a = append(a, p.tools.setpriv, "--reuid="+id, "--regid="+id, "--clear-groups",
+			"--inh-caps=-all", "--bounding-set=-all", "--")
+	}
+	argv := s.argv
+	if len(argv) > 0 && (argv[0] == "python" || argv[0] == "python3") && s.envDir != "" {
+		argv = append([]string{sandboxPython}, argv[1:]...)
+	}
+	return append(a, argv...)
+}
+
+// sandboxEnv is the whole environment of a sandbox, sorted: PATH, HOME and
+// LANG, thread counts that keep numeric libraries within the CPU share and
+// the address-space limit, then the caller's variables, which win.
+func sandboxEnv(extra map[string]string) []string {
+	env := map[string]string{"PATH": sandboxPATH, "HOME": "/tmp", "LANG": "C.UTF-8"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// threadEnv caps the thread pools of OpenBLAS, MKL, OpenMP and numexpr at
+// the CPUs granted. Without it, OpenBLAS starts one thread (and buffer) per
+// host core, which can exceed the memory limit on a large machine at import.
+func threadEnv(cpus float64) map[string]string {
+	n := strconv.Itoa(max(int(math.Ceil(cpus)), 1))
+	return map[string]string{
+		"OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n, "MKL_NUM_THREADS": n, "NUMEXPR_MAX_THREADS": n,
+	}
+}
+
+func underSystemDirs(path string) bool {
+	return path == "/usr" || strings.HasPrefix(path, "/usr/")
+}
+
+// exec runs one sandbox to completion, the timeout, or ctx's end. On the
+// timeout or cancellation it kills the whole tree: bubblewrap's process
+// group, and the sandbox's pid namespace through its init process (when
+// a pid namespace's init dies, the kernel kills everything in it). It
+// returns only once every process of the sandbox is gone.
+func (p *Process) exec(ctx context.Context, s *sandboxSpec) (execResult, error) {
+	var res execResult
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return res, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	defer infoR.Close()
+
+	// The options go through a pipe (--args), not argv: the sandbox can
+	// read its init's /proc/1/cmdline, which would show host paths.
+	argsR, argsW, err := os.Pipe()
+	if err != nil {
+		infoW.Close()
+		return res, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	defer argsR.Close()
+	var args bytes.Buffer
+	for _, a := range p.args(s) {
+		args.WriteString(a)
+		args.WriteByte(0)
+	}
+
+	stdout, stderr := NewHeadTailBuffer(s.outputLimit), NewHeadTailBuffer(s.outputLimit)
+	cmd := exec.Command(p.bwrap, append([]string{"--args", "4", "--"}, p.command(s)...)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap needs nothing of the worker's environment
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.ExtraFiles = []*os.File{infoW, argsR} // fd 3: --info-fd, fd 4: --args
+	// Pdeathsig: a worker that dies takes its sandboxes with it
+	// (bubblewrap's --die-with-parent does the rest).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = 5 * time.Second
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		infoW.Close()
+		argsW.Close()
+		return res, fmt.Errorf("sandbox: start %s: %w", p.bwrap, err)
+	}
+	infoW.Close()
+	argsR.Close()
+	// bwrap reads all arguments before it writes the info report, so this
+	// write finishes (or fails, if bwrap died) before sandboxInit returns.
+	writeDone := make(chan struct{})
+	go func() {
+		defer close(writeDone)
+		_, _ = argsW.Write(args.Bytes())
+		argsW.Close()
+	}()
+	defer func() { <-writeDone }()
+	pidfd := sandboxInit(infoR)
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+	}
+
+	waitc := make(chan error, 1)
+	go func() { waitc <- cmd.Wait() }()
+	// A timer, not an injected clock: this bounds a real process.
+	timer := time.NewTimer(s.timeout)
+	defer timer.Stop()
+	kill := func() {
+		if pidfd >= 0 {
+			_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+		}
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	var waitErr error
+	cancelled := false
+	select {
+	case waitErr = <-waitc:
+	case <-timer.C:
+		res.timedOut = true
+		kill()
+		waitErr = <-waitc
+	case <-ctx.Done():
+		cancelled = true
+		kill()
+		waitErr = <-waitc
+	}
+	if !p.reap(pidfd) {
+		p.log.Error("sandbox processes outlived their sandbox", "pid", cmd.Process.Pid)
+	}
+	res.duration = time.Since(start)
+	res.stdout, res.stderr = stdout.Bytes(), stderr.Bytes()
+	res.truncated = stdout.Truncated() || stderr.Truncated()
+	res.exitCode = -1
+	if cmd.ProcessState != nil {
+		res.exitCode = cmd.ProcessState.ExitCode()
+	}
+	if cancelled {
+		return res, fmt.Errorf("sandbox: run cancelled: %w", context.Cause(ctx))
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case waitErr == nil, errors.As(waitErr, &exitErr):
+	case errors.Is(waitErr, exec.ErrWaitDelay):
+		// The tree is dead (reap) but something kept a pipe open a while;
+		// what was read is the output.
+		p.log.Warn("sandbox output pipes stayed open after exit")
+	default:
+		return res, fmt.Errorf("sandbox: wait for %s: %w", p.bwrap, waitErr)
+	}
+	if !res.timedOut && setupFailed(res) {
+		return res, fmt.Errorf("sandbox: bubblewrap could not set up the sandbox: %s", firstLine(string(res.stderr)))
+	}
+	return res, nil
+}
+
+// sandboxInit reads bubblewrap's --info-fd report and returns a pidfd for
+// the sandbox's init process (-1 when it is already gone). A pidfd cannot
+// be confused with a later process that reuses the pid.
+func sandboxInit(info *os.File) int {
+	_ = info.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var v struct {
+		ChildPID int `json:"child-pid"`
+	}
+	// Decode one value: the fd may stay open as long as the sandbox runs.
+	if err := json.NewDecoder(info).Decode(&v); err != nil || v.ChildPID <= 0 {
+		return -1
+	}
+	fd, err := unix.PidfdOpen(v.ChildPID, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// reap kills the sandbox's init (a no-op when it has exited) and waits up
+// to 10s for it to be gone, which means every process of its pid namespace
+// is gone too.
+func (p *Process) reap(pidfd int) bool {
+	if pidfd < 0 {
+		return true
+	}
+	_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ms := int(time.Until(deadline).Milliseconds())
+		if ms <= 0 {
+			return false
+		}
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, ms)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0
+	}
+}
+
+// setupFailed tells bubblewrap's and prlimit's own failures (the sandbox
+// never ran) from the command's. Their messages are prefixed with the
+// tool's name; the command itself has not started when they print.
+func setupFailed(r execResult) bool {
+	if r.exitCode == 0 {
+		return false
+	}
+	s := string(r.stderr)
+	return strings.HasPrefix(s, "bwrap: ") || strings.HasPrefix(s, "prlimit: ") ||
+		strings.HasPrefix(s, "setpriv: setres") || strings.HasPrefix(s, "setpriv: setgroups")
+}
+
+// writeEtc writes the synthesized /etc files into dir.
+func writeEtc(dir string, uid uint32) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	id := strconv.FormatUint(uint64(uid), 10)
+	files := map[string]string{
+		"passwd":        "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:" + id + ":" + id + ":sandbox:/tmp:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"group":         "root:x:0:\nsandbox:x:" + id + ":\nnogroup:x:65534:\n",
+		"hosts":         "127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost ip6-loopback\n",
+		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countUserTasks counts the processes and threads of uid (best effort).
+func countUserTasks(uid int) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	want := strconv.Itoa(uid)
+	n := 0
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		var realUID string
+		threads := 1
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+				if f := strings.Fields(v); len(f) > 0 {
+					realUID = f[0]
+				}
+			} else if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+				threads, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+		if realUID == want {
+			n += threads
+		}
+	}
+	return n
+}

@@ -1,0 +1,108 @@
+package sandbox
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestFlightGroupSharesOneCall(t *testing.T) {
+	var g flightGroup
+	var calls atomic.Int32
+	release := make(chan struct{})
+	started := make(chan struct{})
+	fn := func(context.Context) (Env, error) {
+		if calls.Add(1) == 1 {
+			close(started)
+		}
+		<-release
+		return Env{ID: "x"}, nil
+	}
+	var wg sync.WaitGroup
+	results := make([]Env, 5)
+	wg.Add(1)
+	go func() { defer wg.Done(); results[0], _ = g.do(t.Context(), "k", fn) }()
+	<-started
+	for i := 1; i < 5; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); results[i], _ = g.do(t.Context(), "k", fn) }()
+	}
+	// The waiters are blocked on the running call; let it finish.
+	close(release)
+	wg.Wait()
+	for i, r := range results {
+		if r.ID != "x" {
+			t.Errorf("result %d = %+v", i, r)
+		}
+	}
+	// Late callers may start a second call once the first is done, never a
+	// concurrent one; 5 callers means at most a few calls.
+	if n := calls.Load(); n < 1 || n > 5 {
+		t.Errorf("calls = %d", n)
+	}
+}
+
+func TestFlightGroupWaiterCancels(t *testing.T) {
+	var g flightGroup
+	release := make(chan struct{})
+	started := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = g.do(context.Background(), "k", func(context.Context) (Env, error) {
+			close(started)
+			<-release
+			return Env{ID: "x"}, nil
+		})
+	}()
+	<-started
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := g.do(ctx, "k", nil); err != context.Canceled {
+		t.Errorf("cancelled waiter: err = %v", err)
+	}
+	close(release)
+	<-done
+}
+
+func TestFlightGroupRetriesAfterStarterCancelled(t *testing.T) {
+	var g flightGroup
+	starterCtx, cancelStarter := context.WithCancel(t.Context())
+	started := make(chan struct{})
+	go func() {
+		_, _ = g.do(starterCtx, "k", func(ctx context.Context) (Env, error) {
+			close(started)
+			<-ctx.Done()
+			return Env{}, ctx.Err()
+		})
+	}()
+	<-started
+	result := make(chan Env, 1)
+	go func() {
+		env, _ := g.do(t.Context(), "k", func(context.Context) (Env, error) { return Env{ID: "second"}, nil })
+		result <- env
+	}()
+	cancelStarter()
+	if env := <-result; env.ID != "second" {
+		t.Errorf("waiter got %+v, want its own retry's result", env)
+	}
+}
+
+func TestUIDPool(t *testing.T) {
+	p := &uidPool{base: 5000, count: 64}
+	seen := map[uint32]bool{}
+	for i := 0; i < 64; i++ {
+		uid := p.get()
+		if uid < 5000 || uid >= 5064 || seen[uid] {
+			t.Fatalf("uid %d out of range or repeated", uid)
+		}
+		seen[uid] = true
+	}
+	for uid := range seen {
+		p.put(uid)
+	}
+	if len(p.used) != 0 {
+		t.Errorf("used = %v after put", p.used)
+	}
+}

@@ -1,0 +1,380 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Run runs spec.Argv in a fresh sandbox of the environment spec.Env.
+//
+// The sandbox sees /usr (and the /bin, /lib links into it), a short list of
+// /etc entries, the environment at /opt/venv, /workspace (a fresh copy of
+// spec.Files), spec.Inputs read-only under /var/inputs, an empty
+// /var/outputs, and size-capped tmpfs mounts at /tmp and /dev/shm. It has
+// no network, no capabilities, and no environment but PATH, HOME, LANG,
+// thread-count caps and spec.EnvVars. A non-zero exit is a result; an error
+// means the sandbox could not run, or ctx ended (the tree is killed first).
+func (p *Process) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
+	if p.isClosed() {
+		return RunResult{}, ErrClosed
+	}
+	if err := validateRunSpec(spec); err != nil {
+		return RunResult{}, err
+	}
+	envDir, err := p.envDir(spec.Env)
+	if err != nil {
+		return RunResult{}, err
+	}
+	timeout := cmpOr(spec.Timeout, DefaultRunTimeout)
+	memory := cmpOr(spec.Memory, DefaultMemory)
+	cpus := cmpOr(spec.CPUs, DefaultCPUs)
+	outputLimit := cmpOr(spec.OutputLimit, DefaultOutputLimit)
+
+	uid := p.takeUID()
+	defer p.releaseUID(uid)
+	runDir, err := os.MkdirTemp(p.runsDir, "run-")
+	if err != nil {
+		return RunResult{}, fmt.Errorf("sandbox: create run dir: %w", err)
+	}
+	defer func() {
+		if err := os.RemoveAll(runDir); err != nil {
+			p.log.Warn("remove run dir", "path", runDir, "err", err)
+		}
+	}()
+	ws, outs, etc := filepath.Join(runDir, "workspace"), filepath.Join(runDir, "outputs"), filepath.Join(runDir, "etc")
+	if err := prepareRunDir(ws, outs, spec.Files); err != nil {
+		return RunResult{}, err
+	}
+	if err := writeEtc(etc, p.sandboxUID(uid)); err != nil {
+		return RunResult{}, fmt.Errorf("sandbox: write /etc files: %w", err)
+	}
+	if err := p.chownTree(ws, uid); err != nil {
+		return RunResult{}, fmt.Errorf("sandbox: chown workspace: %w", err)
+	}
+	if err := p.chownTree(outs, uid); err != nil {
+		return RunResult{}, fmt.Errorf("sandbox: chown outputs: %w", err)
+	}
+	inputs, err := p.prepareInputs(runDir, spec.Inputs)
+	if err != nil {
+		return RunResult{}, err
+	}
+
+	env := threadEnv(cpus)
+	for k, v := range spec.EnvVars {
+		env[k] = v
+	}
+	res, err := p.exec(ctx, &sandboxSpec{
+		argv:        spec.Argv,
+		env:         env,
+		envDir:      envDir,
+		workspace:   ws,
+		outputs:     outs,
+		inputs:      inputs,
+		etcDir:      etc,
+		uid:         uid,
+		limits:      p.runLimits(memory, timeout, cpus),
+		timeout:     timeout,
+		outputLimit: outputLimit,
+	})
+	out := RunResult{
+		ExitCode: res.exitCode, TimedOut: res.timedOut, Stdout: res.stdout, Stderr: res.stderr,
+		Truncated: res.truncated, Duration: res.duration,
+	}
+	p.log.Debug("sandbox run", "env", spec.Env, "argv0", spec.Argv[0], "exit_code", out.ExitCode,
+		"timed_out", out.TimedOut, "duration", out.Duration, "err", err)
+	if err != nil {
+		return out, err
+	}
+	// Nothing of the sandbox runs any more, so what it left cannot change
+	// under us; it can still be hostile (symlinks, FIFOs), which collect
+	// handles.
+	if out.Files, err = collectFiles(ws, spec.Collect); err != nil {
+		return out, err
+	}
+	if spec.CollectOutputs {
+		if out.Outputs, out.OutputDirs, out.OutputsOmitted, err = collectTree(outs, MaxCollected); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func validateRunSpec(s RunSpec) error {
+	if len(s.Argv) == 0 || s.Argv[0] == "" {
+		return errors.New("sandbox: RunSpec.Argv is empty")
+	}
+	for _, a := range s.Argv {
+		if strings.ContainsRune(a, 0) {
+			return errors.New("sandbox: RunSpec.Argv contains a NUL byte")
+		}
+	}
+	switch {
+	case s.Timeout < 0:
+		return errors.New("sandbox: RunSpec.Timeout is negative")
+	case s.Memory < 0 || (s.Memory > 0 && s.Memory < 16<<20):
+		return errors.New("sandbox: RunSpec.Memory must be at least 16 MiB")
+	case s.CPUs < 0:
+		return errors.New("sandbox: RunSpec.CPUs is negative")
+	case s.OutputLimit < 0:
+		return errors.New("sandbox: RunSpec.OutputLimit is negative")
+	}
+	for name := range s.Files {
+		if !filepath.IsLocal(name) || strings.ContainsRune(name, 0) {
+			return fmt.Errorf("sandbox: RunSpec.Files: %q is not a relative path inside /workspace", name)
+		}
+	}
+	for _, name := range s.Collect {
+		if !filepath.IsLocal(name) || strings.ContainsRune(name, 0) {
+			return fmt.Errorf("sandbox: RunSpec.Collect: %q is not a relative path inside /workspace", name)
+		}
+	}
+	for name, path := range s.Inputs {
+		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+			return fmt.Errorf("sandbox: RunSpec.Inputs: %q is not a file name", name)
+		}
+		if path == "" || strings.ContainsRune(path, 0) {
+			return fmt.Errorf("sandbox: RunSpec.Inputs[%q]: empty host path", name)
+		}
+	}
+	for k, v := range s.EnvVars {
+		if !envNameRe.MatchString(k) || strings.ContainsRune(v, 0) {
+			return fmt.Errorf("sandbox: RunSpec.EnvVars: invalid variable %q", k)
+		}
+	}
+	return nil
+}
+
+// prepareRunDir creates the workspace with the files and an empty outputs dir.
+func prepareRunDir(ws, outs string, files map[string][]byte) error {
+	for _, d := range []string{ws, outs} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return fmt.Errorf("sandbox: create run dir: %w", err)
+		}
+	}
+	for name, data := range files {
+		path := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("sandbox: write %s: %w", name, err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return fmt.Errorf("sandbox: write %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// prepareInputs returns the mounts of the inputs. In root mode an input the
+// run's uid could not read (not world-readable) is copied, world-readable,
+// into the run dir; everything else is bound in place.
+func (p *Process) prepareInputs(runDir string, inputs map[string]string) ([]mount, error) {
+	names := make([]string, 0, len(inputs))
+	for name := range inputs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var mounts []mount
+	for _, name := range names {
+		src, err := filepath.Abs(inputs[name])
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: input %s: %w", name, err)
+		}
+		if _, err := os.Stat(src); err != nil {
+			return nil, fmt.Errorf("sandbox: input %s: %w", name, err)
+		}
+		if p.root && !worldReadable(src) {
+			dst := filepath.Join(runDir, "inputs", name)
+			if err := copyTree(src, dst); err != nil {
+				return nil, fmt.Errorf("sandbox: copy input %s: %w", name, err)
+			}
+			src = dst
+		}
+		mounts = append(mounts, mount{src: src, dst: inputsMount + "/" + name})
+	}
+	return mounts, nil
+}
+
+// worldReadable reports whether everything in the tree at path can be read
+// by a uid that owns none of it.
+func worldReadable(path string) bool {
+	ok := true
+	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			ok = false
+			return fs.SkipAll
+		}
+		fi, err := os.Stat(p) // through symlinks, as the sandbox will read
+		if err != nil {
+			return nil // a dangling link: nothing to read either way
+		}
+		need := fs.FileMode(0o004)
+		if fi.IsDir() {
+			need = 0o005
+		}
+		if fi.Mode().Perm()&need != need {
+			ok = false
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return ok
+}
+
+// copyTree copies regular files and directories (following symlinks at
+// the top only), world-readable.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil
+		}
+		switch {
+		case fi.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case fi.Mode().IsRegular():
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return err
+			}
+			return copyFile(path, target)
+		}
+		return nil
+	})
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// collectFiles reads the named workspace files. It never follows a symlink
+// out of the workspace (the sandbox may have planted one pointing at a host
+// secret), never blocks on a FIFO, and leaves out what is missing or not a
+// regular file.
+func collectFiles(ws string, names []string) (map[string][]byte, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: open workspace: %w", err)
+	}
+	defer root.Close()
+	out := map[string][]byte{}
+	budget := int64(MaxCollected)
+	for _, name := range names {
+		data, ok := readRegular(root, name, budget)
+		if !ok {
+			continue
+		}
+		budget -= int64(len(data))
+		out[name] = data
+	}
+	return out, nil
+}
+
+// readRegular reads name under root if it is a regular file of at most
+// limit bytes.
+func readRegular(root *os.Root, name string, limit int64) ([]byte, bool) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > limit {
+		return nil, false
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil || int64(len(data)) > limit {
+		return nil, false
+	}
+	return data, true
+}
+
+// collectTree reads every regular file under dir, up to limit bytes in all,
+// and lists its directories. Symlinks and special files are omitted, as
+// are files past the cap.
+func collectTree(dir string, limit int64) (files map[string][]byte, dirs, omitted []string, err error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("sandbox: open outputs: %w", err)
+	}
+	defer root.Close()
+	files = map[string][]byte{}
+	budget := limit
+	const maxEntries = 10000
+	n := 0
+	err = fs.WalkDir(root.FS(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			omitted = append(omitted, path)
+			return nil
+		}
+		if path == "." {
+			return nil
+		}
+		if n++; n > maxEntries {
+			omitted = append(omitted, path)
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		switch {
+		case d.IsDir():
+			dirs = append(dirs, path)
+		case d.Type().IsRegular():
+			data, ok := readRegular(root, path, budget)
+			if !ok {
+				omitted = append(omitted, path)
+				return nil
+			}
+			budget -= int64(len(data))
+			files[path] = data
+		default:
+			omitted = append(omitted, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("sandbox: collect outputs: %w", err)
+	}
+	return files, dirs, omitted, nil
+}

@@ -1,0 +1,145 @@
+package sandboxstages
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/autocoder/autocoder/internal/profile"
+	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// Version of the sandbox stages; bump when what a stage computes changes.
+const Version = "sandbox-stages-1"
+
+// SampleFetcher gives local paths for samples (internal/samples.Store).
+type SampleFetcher interface {
+	FetchAll(ctx context.Context, refs []messages.SampleRef) (map[string]string, error)
+}
+
+// Handlers does the sandbox pool's stages on a sandbox.Backend.
+type Handlers struct {
+	backend sandbox.Backend
+	samples SampleFetcher
+}
+
+var _ stagework.Handler = (*Handlers)(nil)
+
+// New returns the handlers.
+func New(b sandbox.Backend, s SampleFetcher) *Handlers { return &Handlers{backend: b, samples: s} }
+
+// Version implements stagework.Handler. The backend is part of it: an image
+// built by Docker is not an environment the process backend can run.
+func (h *Handlers) Version(stage messages.Stage) string {
+	return Version + "/" + h.backend.Name()
+}
+
+// Handle implements stagework.Handler.
+func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (stagework.Output, error) {
+	switch cmd.Stage {
+	case messages.StageProfile:
+		var in messages.ProfileInput
+		if err := decode(cmd, &in); err != nil {
+			return stagework.Output{}, err
+		}
+		return h.profile(ctx, in)
+	case messages.StageBuild:
+		var in messages.BuildInput
+		if err := decode(cmd, &in); err != nil {
+			return stagework.Output{}, err
+		}
+		return h.build(ctx, in)
+	case messages.StageRunTests:
+		var in messages.RunTestsInput
+		if err := decode(cmd, &in); err != nil {
+			return stagework.Output{}, err
+		}
+		return h.runTests(ctx, in)
+	case messages.StageAcceptance, messages.StageRun:
+		var in messages.AcceptanceInput
+		if err := decode(cmd, &in); err != nil {
+			return stagework.Output{}, err
+		}
+		return h.runScript(ctx, in)
+	}
+	return stagework.Output{}, stagework.Permanent(fmt.Errorf("sandbox worker cannot do stage %q", cmd.Stage))
+}
+
+func decode(cmd *messages.StageCommand, v any) error {
+	if err := json.Unmarshal(cmd.Input, v); err != nil {
+		return stagework.Permanent(fmt.Errorf("decode %s input: %w", cmd.Stage, err))
+	}
+	return nil
+}
+
+func (h *Handlers) profile(ctx context.Context, in messages.ProfileInput) (stagework.Output, error) {
+	paths, err := h.samples.FetchAll(ctx, in.Samples)
+	if err != nil {
+		return stagework.Output{}, err
+	}
+	var ss []profile.Sample
+	for _, r := range in.Samples {
+		ss = append(ss, profile.Sample{Name: r.Name, FileName: r.FileName, Path: paths[r.FileName]})
+	}
+	rep, err := profile.Profile(ctx, ss, profile.Options{MaxSampleRows: in.MaxSampleRows, Constraints: in.Constraints})
+	if err != nil {
+		return stagework.Output{}, stagework.Permanent(fmt.Errorf("profile samples: %w", err))
+	}
+	return stagework.Output{Value: messages.ProfileOutput{DataContext: rep.DataContext(), GeneratedSchemas: rep.PanderaSchemas()}}, nil
+}
+
+func (h *Handlers) build(ctx context.Context, in messages.BuildInput) (stagework.Output, error) {
+	env, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: in.Packages, SystemPackages: in.SystemPackages})
+	var inv *sandbox.InvalidPackageError
+	if errors.As(err, &inv) {
+		// Not a failed stage: the coordinator acts on the names.
+		return stagework.Output{Value: messages.BuildOutput{InvalidPackages: inv.Packages, Log: inv.Log}}, nil
+	}
+	if err != nil {
+		return stagework.Output{}, fmt.Errorf("build environment: %w", err)
+	}
+	return stagework.Output{Value: messages.BuildOutput{Image: env.ID, Log: env.Log}}, nil
+}
+
+func (h *Handlers) runTests(ctx context.Context, in messages.RunTestsInput) (stagework.Output, error) {
+	inputs, err := h.samples.FetchAll(ctx, in.Samples)
+	if err != nil {
+		return stagework.Output{}, err
+	}
+	mem, cpus := limits(in.Resources)
+	rep, err := sandbox.RunTests(ctx, h.backend, sandbox.TestRun{
+		Env: in.Image, Code: in.Code, Tests: in.Tests, Inputs: inputs,
+		Timeout: in.Timeout.Std(), Memory: mem, CPUs: cpus,
+	})
+	if err != nil {
+		return stagework.Output{}, fmt.Errorf("run tests: %w", err)
+	}
+	return stagework.Output{Value: rep}, nil
+}
+
+func (h *Handlers) runScript(ctx context.Context, in messages.AcceptanceInput) (stagework.Output, error) {
+	inputs, err := h.samples.FetchAll(ctx, in.Samples)
+	if err != nil {
+		return stagework.Output{}, err
+	}
+	mem, cpus := limits(in.Resources)
+	out, err := sandbox.RunScript(ctx, h.backend, sandbox.ScriptRun{
+		Env: in.Image, Code: in.Code, Inputs: inputs, Args: in.Args, Outputs: in.Outputs,
+		Timeout: in.Timeout.Std(), Memory: mem, CPUs: cpus,
+	})
+	if err != nil {
+		return stagework.Output{}, fmt.Errorf("run script: %w", err)
+	}
+	return stagework.Output{Value: out}, nil
+}
+
+func limits(r messages.Resources) (int64, float64) {
+	var mem int64
+	if r.Memory != "" {
+		mem, _ = messages.ParseQuantity(r.Memory) // validated at submit
+	}
+	return mem, r.CPU
+}

@@ -1,0 +1,54 @@
+package submit
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// progress prints stage progress to Stderr: on a terminal, the stages in
+// flight are redrawn on one status line; elsewhere, one line per finished stage.
+type progress struct {
+	io      IO
+	start   time.Time
+	running map[int]messages.Stage
+}
+
+func newProgress(io IO) *progress {
+	return &progress{io: io, start: time.Now(), running: map[int]messages.Stage{}}
+}
+
+func (p *progress) event(e messages.Event) error {
+	w := p.io.Stderr
+	switch e.Type {
+	case messages.EventStageStarted:
+		p.running[e.Seq] = e.Stage
+	case messages.EventStageFinished:
+		delete(p.running, e.Seq)
+		p.clear()
+		cached := ""
+		if e.Cached {
+			cached = " (cached)"
+		}
+		fmt.Fprintf(w, "  %-12s iteration %d  %s%s  [%s]\n", e.Stage, e.Iteration, e.Outcome, cached, time.Since(p.start).Round(100*time.Millisecond))
+	case messages.EventJobFinished:
+		p.clear()
+		return nil
+	}
+	if p.io.Terminal && len(p.running) > 0 {
+		fmt.Fprintf(w, "\r\033[K  running:")
+		for _, s := range p.running {
+			fmt.Fprintf(w, " %s", s)
+		}
+	}
+	return nil
+}
+
+func (p *progress) clear() {
+	if p.io.Terminal {
+		fmt.Fprint(p.io.Stderr, "\r\033[K")
+	}
+}
+
+func (p *progress) done() { p.clear() }

@@ -1,0 +1,159 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var _ Cache = (*Redis)(nil)
+
+// redisPingTimeout bounds how long OpenRedis waits for the first PING, so a
+// wrong address fails at startup rather than on the first stage.
+const redisPingTimeout = 5 * time.Second
+
+// unlockScript deletes the lock only if it still holds the caller's token.
+// GET and DEL must be one atomic step: otherwise a lock that expired and was
+// taken by another worker between them would be deleted under its new holder.
+const unlockScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("DEL", KEYS[1])
+end
+return 0`
+
+// Redis is a Cache on a Redis server, shared by every worker of a fleet.
+// Locks are single-instance Redis locks (SET NX PX plus a compare-and-delete
+// script), which is all a cache needs: a lost lock costs a duplicate
+// computation, never a wrong result.
+type Redis struct {
+	client *redis.Client
+	unlock *redis.Script
+	addr   string // for error messages; the URL may hold a password
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// OpenRedis connects to the Redis server at url ("redis://[:password@]host:port/db",
+// "rediss://..." for TLS, or "unix:///path"; go-redis's query options such as
+// dial_timeout and read_timeout are honoured) and checks that it answers a PING.
+func OpenRedis(ctx context.Context, url string) (*Redis, error) {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("cache: redis url: %w", err)
+	}
+	// Without this, go-redis ignores ctx deadlines on the socket and a caller's
+	// timeout would not cut a read from a wedged server short.
+	opts.ContextTimeoutEnabled = true
+
+	client := redis.NewClient(opts)
+	pingCtx, cancel := context.WithTimeout(ctx, redisPingTimeout)
+	defer cancel()
+	if err := client.Ping(pingCtx).Err(); err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("cache: redis at %s unreachable: %w", opts.Addr, err)
+	}
+	return &Redis{
+		client: client,
+		unlock: redis.NewScript(unlockScript),
+		addr:   opts.Addr,
+	}, nil
+}
+
+// Get implements Cache.
+func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cache: redis get: %w", err)
+	}
+	v, err := r.client.Get(ctx, key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrMiss
+	}
+	if err != nil {
+		return nil, r.wrap("get", err)
+	}
+	return v, nil
+}
+
+// Set implements Cache.
+func (r *Redis) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if err := checkSetTTL(ttl); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cache: redis set: %w", err)
+	}
+	// A plain SET (no KEEPTTL) also clears an older entry's ttl when ttl is 0.
+	if err := r.client.Set(ctx, key, value, ttl).Err(); err != nil {
+		return r.wrap("set", err)
+	}
+	return nil
+}
+
+// Delete implements Cache.
+func (r *Redis) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cache: redis delete: %w", err)
+	}
+	if err := r.client.Del(ctx, key).Err(); err != nil {
+		return r.wrap("delete", err)
+	}
+	return nil
+}
+
+// TryLock implements Cache.
+func (r *Redis) TryLock(ctx context.Context, name string, ttl time.Duration) (string, error) {
+	if err := checkLockTTL(ttl); err != nil {
+		return "", err
+	}
+	// Checked here so that a cancelled caller never ends up holding a lock it
+	// cannot know about.
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("cache: redis lock: %w", err)
+	}
+	token, err := newToken()
+	if err != nil {
+		return "", err
+	}
+	err = r.client.SetArgs(ctx, lockKey(name), token, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
+	if errors.Is(err, redis.Nil) {
+		return "", ErrLockHeld
+	}
+	if err != nil {
+		return "", r.wrap("lock", err)
+	}
+	return token, nil
+}
+
+// Unlock implements Cache.
+func (r *Redis) Unlock(ctx context.Context, name, token string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cache: redis unlock: %w", err)
+	}
+	if err := r.unlock.Run(ctx, r.client, []string{lockKey(name)}, token).Err(); err != nil {
+		return r.wrap("unlock", err)
+	}
+	return nil
+}
+
+// Close closes the connection pool. It is safe to call more than once.
+func (r *Redis) Close() error {
+	r.closeOnce.Do(func() {
+		if err := r.client.Close(); err != nil {
+			r.closeErr = fmt.Errorf("cache: redis close: %w", err)
+		}
+	})
+	return r.closeErr
+}
+
+// wrap names the operation and the server: "connection refused" alone does
+// not say which of a worker's dependencies is down.
+func (r *Redis) wrap(op string, err error) error {
+	if errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("cache: redis %s: %w (%w)", op, errClosed, err)
+	}
+	return fmt.Errorf("cache: redis %s at %s: %w", op, r.addr, err)
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what autocoder's tests and its embedded defaults need on a fresh
+# Debian 12 machine. Idempotent: a second run changes nothing and is fast.
+set -euo pipefail
+
+packages=(
+  bubblewrap       # the process sandbox
+  redis-server     # the Redis cache tests start their own server from it
+  python3          # the sandbox interpreter (/usr/bin/python3)
+  python3-pytest   # runs generated tests
+  python3-pandas   # data tasks and the sales example
+  python3-numpy
+  python3-pip      # installs packages into sandbox environments
+  python3-venv
+  util-linux       # prlimit
+  ca-certificates
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Fail loudly here rather than let a test skip.
+command -v go >/dev/null || { echo "setup: Go is not installed (need 1.26+)"; exit 1; }
+command -v bwrap >/dev/null || { echo "setup: bwrap missing after install"; exit 1; }
+command -v redis-server >/dev/null || { echo "setup: redis-server missing after install"; exit 1; }
+/usr/bin/python3 -c 'import pytest, pandas' || { echo "setup: /usr/bin/python3 lacks pytest or pandas"; exit 1; }
+bwrap --unshare-all --die-with-parent --ro-bind / / true || { echo "setup: bubblewrap cannot create a sandbox here"; exit 1; }
+echo "setup: ok"
