@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // ctxCheckRows is how often (in rows) a scan looks at ctx.
@@ -39,34 +41,113 @@ func (sc *scanner) scanCSV(delim rune) error {
 		return fmt.Errorf("read header: %w", err)
 	}
 	t := sc.newTable(slices.Clone(header))
-	truncated := false
-	for {
-		if t.full() {
-			sc.limit.reset()
-			_, err := r.Read()
-			truncated = err == nil
-			break
-		}
-		if t.rows%ctxCheckRows == 0 {
-			if err := sc.ctx.Err(); err != nil {
-				return err
-			}
-		}
+	r.ReuseRecord = false // records cross to another goroutine
+	truncated, err := t.pipeline(func() ([]string, error) {
 		sc.limit.reset()
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("row %d: %w", t.rows+1, err)
-		}
-		t.textRow(rec)
+		return r.Read()
+	})
+	if err != nil {
+		return err
 	}
 	t.finish(truncated)
 	if t.rows == 0 {
 		sp.Notes = append(sp.Notes, fmt.Sprintf("header only: %d columns, no data rows", len(t.cols)))
 	}
 	return nil
+}
+
+// Rows travel from the reading goroutine to the statistics one in batches.
+const (
+	batchRows    = 1024
+	batchesAlive = 4 // bounds the rows in flight
+)
+
+type rowBatch struct {
+	recs   [][]string
+	hashes []uint64 // cell hashes, row-major, len(table columns) per row
+}
+
+// pipeline runs a text-row scan on two goroutines, for two cores: this one
+// reads and parses (next returns io.EOF at the end), hashes cells and rows,
+// counts ragged rows and picks the sample rows; the other feeds each cell
+// to its column. Each side owns its fields of the table, and every column
+// still sees the rows in file order, so results do not depend on timing.
+// It returns whether rows remain past the caps.
+func (t *table) pipeline(next func() ([]string, error)) (truncated bool, err error) {
+	n := len(t.cols)
+	free := make(chan *rowBatch, batchesAlive)
+	full := make(chan *rowBatch, batchesAlive)
+	for range batchesAlive {
+		free <- &rowBatch{recs: make([][]string, 0, batchRows), hashes: make([]uint64, 0, batchRows*n)}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for b := range full {
+			for i, rec := range b.recs {
+				hs := b.hashes[i*n : (i+1)*n]
+				for j, s := range rec {
+					t.cols[j].addText(s, hs[j])
+				}
+				for j := len(rec); j < n; j++ {
+					t.cols[j].addNull()
+				}
+			}
+			free <- b
+		}
+	}()
+	defer func() {
+		close(full)
+		<-done
+	}()
+	b := <-free
+	b.recs, b.hashes = b.recs[:0], b.hashes[:0]
+	for {
+		if t.full() {
+			_, err := next()
+			truncated = err == nil
+			break
+		}
+		if t.rows%ctxCheckRows == 0 {
+			if err := t.sc.ctx.Err(); err != nil {
+				return false, err
+			}
+		}
+		rec, err := next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return false, fmt.Errorf("row %d: %w", t.rows+1, err)
+		}
+		switch {
+		case len(rec) < n:
+			t.shortRows++
+		case len(rec) > n:
+			t.longRows++
+			rec = rec[:n]
+		}
+		rh := uint64(len(rec))
+		for _, s := range rec {
+			h := xxhash.Sum64String(s)
+			rh = mixRowHash(rh, h)
+			b.hashes = append(b.hashes, h)
+		}
+		for j := len(rec); j < n; j++ {
+			b.hashes = append(b.hashes, 0)
+		}
+		b.recs = append(b.recs, rec)
+		t.addRow(rh, rec)
+		if len(b.recs) == batchRows {
+			full <- b
+			b = <-free
+			b.recs, b.hashes = b.recs[:0], b.hashes[:0]
+		}
+	}
+	if len(b.recs) > 0 {
+		full <- b
+	}
+	return truncated, nil
 }
 
 // scanText is the fallback for anything that is text but not a table: line

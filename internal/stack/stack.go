@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -69,6 +70,8 @@ type Stack struct {
 	errOnce     sync.Once
 	metricsOnce sync.Once
 	metrics     bus.Metrics
+	stageOnce   sync.Once
+	stageHook   func(messages.Stage, bool, string, time.Duration)
 	err         error
 	closers     []func() error
 }
@@ -164,9 +167,9 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 				return nil, err
 			}
 		}
-		h := llmHandler{h: llmstages.New(client, llmstages.Options{})}
+		h := llmHandler{h: llmstages.New(client, llmstages.Options{Logger: log.With("component", "llm-stages")})}
 		r, err := stagework.NewRunner(stagework.Config{Handler: h, Publisher: st.Publisher, Cache: st.Cache,
-			Logger: log.With("component", "llm-worker"), Worker: cfg.WorkerName})
+			Logger: log.With("component", "llm-worker"), Worker: cfg.WorkerName, OnResult: st.stageMetrics(o.Registry)})
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +191,7 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 			return nil, err
 		}
 		r, err := stagework.NewRunner(stagework.Config{Handler: sandboxstages.New(st.Backend, store), Publisher: st.Publisher,
-			Cache: st.Cache, Logger: log.With("component", "sandbox-worker"), Worker: cfg.WorkerName})
+			Cache: st.Cache, Logger: log.With("component", "sandbox-worker"), Worker: cfg.WorkerName, OnResult: st.stageMetrics(o.Registry)})
 		if err != nil {
 			return nil, err
 		}
@@ -283,4 +286,20 @@ func (st *Stack) busMetrics(reg *prometheus.Registry) bus.Metrics {
 		st.metrics = m
 	})
 	return st.metrics
+}
+
+// stageMetrics returns the shared stage-metrics hook, registering it once; nil without a registry.
+func (st *Stack) stageMetrics(reg *prometheus.Registry) func(messages.Stage, bool, string, time.Duration) {
+	if reg == nil {
+		return nil
+	}
+	st.stageOnce.Do(func() {
+		h, err := stagework.NewMetrics(reg)
+		if err != nil {
+			st.log.Warn("stage metrics", "err", err)
+			return
+		}
+		st.stageHook = h
+	})
+	return st.stageHook
 }
