@@ -107,7 +107,7 @@ func buildWheel(t testing.TB, dir, dist, module, source string) {
 	t.Helper()
 	norm := dist // already a valid wheel name component in the tests
 	files := map[string]string{
-		module + "/__init__.py": source,
+		module + "/__init__.py":          source,
 		norm + "-1.0.dist-info/METADATA": fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: 1.0\n", dist),
 		norm + "-1.0.dist-info/WHEEL":    "Wheel-Version: 1.0\nGenerator: autocoder-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
 	}
