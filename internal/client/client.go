@@ -113,6 +113,19 @@ func (c *Client) Status(ctx context.Context, jobID string) (*messages.Result, er
 // Watch calls fn for each progress event of the job, from the first, until
 // the job finishes (then it returns the result), fn returns an error, or ctx ends.
 func (c *Client) Watch(ctx context.Context, jobID string, fn func(messages.Event) error) (*messages.Result, error) {
+	// A finished job whose events have all aged out of the events stream
+	// (EventsMaxAge) would never send the job_finished this waits for.
+	if r, err := c.Result(ctx, jobID); err == nil {
+		info, err := c.res.Events.Info(ctx, jetstream.WithSubjectFilter(bus.EventSubject(jobID)))
+		if err != nil {
+			return nil, fmt.Errorf("watch job %s: %w", jobID, err)
+		}
+		if info.State.Subjects[bus.EventSubject(jobID)] == 0 {
+			return r, nil
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("watch job %s: %w", jobID, err)
+	}
 	cons, err := c.js.OrderedConsumer(ctx, bus.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{bus.EventSubject(jobID)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,

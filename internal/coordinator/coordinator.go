@@ -66,14 +66,23 @@ type record struct {
 
 // HandleSubmit is the bus.Handler for job submissions.
 func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error {
-	var sub messages.SubmitJob
+	// The envelope first: with a job ID to answer to, a spec that does not
+	// decode (a wrong type, not an object) finishes the job with the reason
+	// instead of being dropped while the client waits.
+	var sub struct {
+		JobID string          `json:"job_id"`
+		Spec  json.RawMessage `json:"spec"`
+	}
 	if err := json.Unmarshal(msg.Data(), &sub); err != nil {
 		return bus.Permanent(fmt.Errorf("decode submission: %w", err))
 	}
 	if !bus.ValidJobID(sub.JobID) {
 		return bus.Permanent(fmt.Errorf("submission has an invalid job id %q", sub.JobID))
 	}
-	spec := sub.Spec
+	var spec messages.JobSpec
+	if err := json.Unmarshal(sub.Spec, &spec); err != nil {
+		return c.reject(ctx, sub.JobID, fmt.Errorf("spec: %w", err))
+	}
 	if err := spec.Validate(); err != nil {
 		return c.reject(ctx, sub.JobID, err)
 	}
@@ -91,8 +100,16 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 }
 
 // reject finishes a job whose submission is invalid, so a waiting client
-// hears why instead of waiting forever.
+// hears why instead of waiting forever. A job that already exists under that
+// ID is left alone: an invalid duplicate must not overwrite its result.
 func (c *Coordinator) reject(ctx context.Context, jobID string, err error) error {
+	switch _, gerr := c.cfg.States.Get(ctx, bus.JobKey(jobID)); {
+	case gerr == nil:
+		c.log.Warn("invalid submission for an existing job dropped", "job_id", jobID, "err", err)
+		return nil
+	case !errors.Is(gerr, jetstream.ErrKeyNotFound):
+		return fmt.Errorf("load job %s: %w", jobID, gerr)
+	}
 	now := c.cfg.Now()
 	res := messages.Result{V: messages.SchemaVersion, JobID: jobID, Status: messages.StatusFailed, Error: "invalid job spec: " + err.Error(),
 		SubmittedAt: now, FinishedAt: &now, Outputs: map[string]any{}, Stages: []messages.StageRecord{}}
@@ -185,9 +202,22 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Event)
 }
 
 // publish carries out commands. Each is idempotent: stage commands carry a
-// Msg-Id, results are puts, events are progress notes.
+// Msg-Id, results are puts, events are progress notes. Events go last, so
+// what they announce is already stored: a client that reads the result as
+// soon as it sees job_finished finds it.
 func (c *Coordinator) publish(ctx context.Context, cmds []machine.Command) error {
+	ordered := make([]machine.Command, 0, len(cmds))
 	for _, cmd := range cmds {
+		if cmd.Emit == nil {
+			ordered = append(ordered, cmd)
+		}
+	}
+	for _, cmd := range cmds {
+		if cmd.Emit != nil {
+			ordered = append(ordered, cmd)
+		}
+	}
+	for _, cmd := range ordered {
 		switch {
 		case cmd.Dispatch != nil:
 			d := cmd.Dispatch

@@ -6,4 +6,15 @@
 //
 //	s, cmds := machine.Step(machine.State{}, machine.Event{Kind: machine.EventSubmitted, Time: now, Submit: sub})
 //	for _, c := range cmds { ... publish c.Dispatch, c.Emit; store c.Finish ... }
+//
+// The loop: profile the samples, plan, then write the code and the tests
+// concurrently (the tests depend on the plan, not the code). Packages come
+// from a static import scan (the model maps only the imports the tables
+// cannot), and the environment is built as soon as the code's packages are
+// known, overlapping the test generation (advance, env.go). Then the tests
+// run; failures are diagnosed, routed, repaired and verified (repair.go);
+// a loop that stops making progress changes strategy or stops. With
+// options.candidates several solutions race in the first round
+// (candidates.go). Every part of the state that grows with the job is
+// bounded (budget.go), since the state is one KV value.
 package machine

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/pyscan"
+	"github.com/autocoder/autocoder/internal/prompts"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -38,11 +38,22 @@ func Step(prev State, ev Event) (State, []Command) {
 		}
 		delete(s.Pending, r.Seq)
 		m.record(p, r)
-		if r.Error != "" {
-			m.stageFailed(r)
-			break
+		switch {
+		case p.Orphan:
+			// A losing candidate's stage: counted and listed, nothing more,
+			// except that an image is worth keeping.
+			var out messages.BuildOutput
+			if r.Stage == messages.StageBuild && r.Error == "" && p.Env != "" && json.Unmarshal(r.Output, &out) == nil && out.Image != "" {
+				if s.Images == nil {
+					s.Images = map[string]string{}
+				}
+				s.Images[p.Env] = out.Image
+			}
+		case r.Error != "":
+			m.stageFailed(p, r)
+		default:
+			m.result(p, r)
 		}
-		m.result(r)
 	case EventCancel:
 		if s.Done() || s.JobID == "" {
 			return prev, nil
@@ -98,14 +109,31 @@ func (m *stepper) plan() {
 	m.dispatch(messages.StagePlan, messages.PlanInput{Task: m.s.Task, DataContext: m.s.DataContext})
 }
 
-// result routes a successful stage result.
-func (m *stepper) result(r *messages.StageResult) {
+// generate starts code and tests at once: tests depend on the task and the
+// plan, not on the code. With options.candidates k > 1 it asks for k
+// independent solutions (see candidates.go).
+func (m *stepper) generate() {
 	s := m.s
-	s.Usage = s.Usage.Add(r.Usage)
-	if r.Cached {
-		s.CacheHits++
+	s.Phase = PhaseGenerating
+	in := messages.CodeInput{Task: s.Task, DataContext: s.DataContext, Plan: planOf(s), BasePackages: s.Spec.Options.BasePackages}
+	k := s.Spec.Options.Candidates
+	if k > 1 && s.Spec.Options.SkipTests {
+		m.note(fmt.Sprintf("skip_tests: there are no tests to choose among %d candidates, so one solution is written", k))
+		k = 1
 	}
-	s.History = append(s.History, r.Messages...)
+	if k > 1 {
+		m.startCandidates(in, k)
+	} else {
+		m.dispatch(messages.StageCode, in)
+	}
+	if !s.Spec.Options.SkipTests {
+		m.dispatch(messages.StageTests, messages.TestsInput{Task: s.Task, DataContext: s.DataContext, Plan: planOf(s)})
+	}
+}
+
+// result routes a successful stage result.
+func (m *stepper) result(p Pending, r *messages.StageResult) {
+	s := m.s
 	switch r.Stage {
 	case messages.StageProfile:
 		var out messages.ProfileOutput
@@ -122,20 +150,36 @@ func (m *stepper) result(r *messages.StageResult) {
 			return
 		}
 		s.Plan = &out
-		s.Phase = PhaseGenerating
-		// Tests depend on the task and plan, not on the code: generate both at once.
-		m.dispatch(messages.StageCode, messages.CodeInput{Task: s.Task, DataContext: s.DataContext, Plan: out, BasePackages: s.Spec.Options.BasePackages})
-		if !s.Spec.Options.SkipTests {
-			m.dispatch(messages.StageTests, messages.TestsInput{Task: s.Task, DataContext: s.DataContext, Plan: out})
-		}
+		m.generate()
 
-	case messages.StageCode, messages.StageFix:
+	case messages.StageCode:
+		var out messages.Solution
+		if !m.decode(r, &out) {
+			return
+		}
+		if p.Candidate > 0 {
+			if c := m.candidate(p.Candidate); c != nil {
+				c.Solution = &out
+			}
+		} else {
+			s.Solution = &out
+		}
+		m.advance()
+
+	case messages.StageFix:
 		var out messages.Solution
 		if !m.decode(r, &out) {
 			return
 		}
 		s.Solution = &out
-		m.afterGeneration()
+		m.fixArrived()
+
+	case messages.StageVerify:
+		var out messages.FixVerification
+		if !m.decode(r, &out) {
+			return
+		}
+		m.verified(out)
 
 	case messages.StageTests:
 		var out messages.Tests
@@ -143,66 +187,52 @@ func (m *stepper) result(r *messages.StageResult) {
 			return
 		}
 		s.Tests = &out
-		m.afterGeneration()
+		m.advance()
 
 	case messages.StagePatchTests:
 		var out messages.PatchTestsOutput
 		if !m.decode(r, &out) {
 			return
 		}
-		s.Tests = &messages.Tests{Code: out.Tests}
-		if len(out.Unapplied) > 0 {
-			m.note("test patches not applied: " + strings.Join(out.Unapplied, ", "))
-		}
-		m.afterGeneration()
+		m.patched(out)
 
 	case messages.StagePackages:
 		var out messages.Packages
 		if !m.decode(r, &out) {
 			return
 		}
-		s.Packages = normPackages(append(s.Packages, validPackages(out.Packages)...))
-		m.afterGeneration()
+		if p.Candidate > 0 {
+			if c := m.candidate(p.Candidate); c != nil {
+				c.Packages = normPackages(append(c.Packages, validPackages(out.Packages)...))
+			}
+		} else {
+			s.Packages = normPackages(append(s.Packages, validPackages(out.Packages)...))
+		}
+		m.advance()
 
 	case messages.StageBuild:
 		var out messages.BuildOutput
 		if !m.decode(r, &out) {
 			return
 		}
-		if len(out.InvalidPackages) > 0 {
-			m.invalidPackages(out.InvalidPackages)
-			return
-		}
-		s.Image = out.Image
-		s.BuiltPackages = append([]string(nil), s.Packages...)
-		m.afterGeneration()
+		m.built(p, out)
 
 	case messages.StageRunTests:
 		var out messages.TestReport
 		if !m.decode(r, &out) {
 			return
 		}
-		s.LastReport = &out
-		if out.OK() {
-			m.accept()
+		if p.Candidate > 0 {
+			m.candidateReport(p.Candidate, out)
 			return
 		}
-		if s.Iteration >= s.Spec.Options.MaxIterations {
-			m.finish(messages.StatusFailed, fmt.Sprintf("tests still failing after %d iterations (max_iterations): %s", s.Iteration, reportSummary(out)))
-			return
-		}
-		s.Phase = PhaseDiagnosing
-		m.dispatch(messages.StageDiagnose, messages.DiagnoseInput{
-			Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: s.Tests.Code,
-			Report: out, Packages: s.Packages, Hints: lastNotes(s.Notes, 5),
-		})
+		m.report(out)
 
 	case messages.StageDiagnose:
 		var out messages.Diagnosis
 		if !m.decode(r, &out) {
 			return
 		}
-		s.Diagnosis = &out
 		m.route(out)
 
 	case messages.StageAcceptance:
@@ -210,100 +240,104 @@ func (m *stepper) result(r *messages.StageResult) {
 		if !m.decode(r, &out) {
 			return
 		}
-		s.Acceptance = &out
-		if out.OK {
-			m.finish(messages.StatusSucceeded, "")
-			return
-		}
-		// The tests passed but the script fails on the real samples: that is
-		// a logic failure the tests missed. Fix the code against it.
-		if s.Iteration >= s.Spec.Options.MaxIterations {
-			m.finish(messages.StatusFailed, "acceptance run failed after max_iterations: "+strings.Join(out.Problems, "; "))
-			return
-		}
-		s.Phase = PhaseRepairing
-		m.note("acceptance run on the samples failed: " + strings.Join(out.Problems, "; "))
-		m.dispatch(messages.StageFix, messages.FixInput{
-			Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: testsOf(s), Packages: s.Packages,
-			Failures: []messages.Failure{{
-				TestName:         "acceptance_run",
-				ErrorMessage:     strings.Join(out.Problems, "; "),
-				ActualBehavior:   out.Output,
-				ExpectedBehavior: "the script runs on the samples in /var/inputs and writes every declared output to /var/outputs/<name>",
-				RootCause:        "the script fails on the real sample data",
-				SuggestedFix:     "make the __main__ block read the samples and write each declared output",
-				ErrorType:        messages.ErrorLogic,
-			}},
-		})
+		m.accepted(out)
 	}
 }
 
-// afterGeneration runs whenever code, tests, packages or an image arrive: once
-// nothing is pending it moves the job to the next thing it needs.
-func (m *stepper) afterGeneration() {
+// advance moves the job towards its next test run whenever code, tests,
+// packages or an image arrive. It is level-triggered: it looks at what the
+// state has and what is pending, and dispatches what is missing. That is
+// what lets builds overlap model calls: the environment for the code is
+// built as soon as the code's packages are known, while the tests (or a fix,
+// or a test patch) are still being written; tests that import more packages
+// cause a second build, nothing else does. The test run starts when code,
+// tests and the image for their packages are all there.
+func (m *stepper) advance() {
 	s := m.s
-	if len(s.Pending) > 0 {
-		return // wait for the rest of this phase
-	}
-	if s.Solution == nil || (!s.Spec.Options.SkipTests && s.Tests == nil) {
-		m.finish(messages.StatusErrored, "internal: generation finished without code or tests")
+	if s.Done() {
 		return
 	}
-	// Packages: a static scan first; the model only for imports it cannot map.
-	if s.Phase != PhasePackages {
-		dists, unknown := m.scan()
-		s.Packages = normPackages(append(s.Packages, dists...))
-		if len(unknown) > 0 {
-			s.AskedImports = append(s.AskedImports, unknown...)
-			s.Phase = PhasePackages
-			m.dispatch(messages.StagePackages, messages.PackagesInput{Imports: unknown})
-			return
+	switch s.Phase {
+	case PhaseGenerating, PhaseRepairing, PhasePackages, PhaseBuilding:
+	default:
+		return // testing, diagnosing, accepting: a late build only registered its image
+	}
+	if len(s.Candidates) > 0 {
+		m.advanceCandidates()
+		return
+	}
+	if s.Solution == nil {
+		if !m.busy(0, messages.StageCode) {
+			m.finish(messages.StatusErrored, "internal: generation finished without code")
 		}
-	}
-	if s.Image == "" || !sameSet(s.BuiltPackages, s.Packages) {
-		s.Phase = PhaseBuilding
-		m.dispatch(messages.StageBuild, messages.BuildInput{Packages: s.Packages, SystemPackages: s.SystemPackages})
 		return
 	}
+	codeBusy := m.busy(0, messages.StageCode, messages.StageFix, messages.StageVerify)
+	testsBusy := m.busy(0, messages.StageTests, messages.StagePatchTests)
+	img, set, ready := m.env(0, codeBusy)
+	if s.Done() {
+		return
+	}
+	if codeBusy || testsBusy || !ready {
+		if !codeBusy && !testsBusy {
+			s.Phase = PhaseBuilding
+			if m.busy(0, messages.StagePackages) {
+				s.Phase = PhasePackages
+			}
+		}
+		return
+	}
+	s.Image, s.BuiltPackages = img, set
 	if s.Spec.Options.SkipTests {
 		m.note("skip_tests: no tests were generated or run")
 		m.finish(messages.StatusSucceeded, "")
 		return
 	}
+	if s.Tests == nil {
+		m.finish(messages.StatusErrored, "internal: generation finished without tests")
+		return
+	}
 	m.runTests()
-}
-
-func (m *stepper) scan() (dists, unknown []string) {
-	s := m.s
-	imports := pyscan.Imports(s.Solution.Code)
-	if s.Tests != nil {
-		imports = append(imports, pyscan.Imports(s.Tests.Code)...)
-	}
-	dists, unknown = pyscan.Distributions(imports, nil)
-	dists = append(dists, validPackages(s.Solution.Packages)...)
-	dists = removePackages(dists, s.InvalidPackages) // the index said no: never ask again
-	s.SystemPackages = normPackages(append(s.SystemPackages, s.Solution.SystemPackages...))
-	// Imports the model already asked for by a matching package name are not unknown.
-	have := map[string]bool{}
-	for _, p := range append(append(dists, s.Packages...), s.AskedImports...) {
-		have[canonical(p)] = true
-	}
-	var still []string
-	for _, u := range unknown {
-		if !have[canonical(u)] {
-			still = append(still, u)
-		}
-	}
-	return dists, still
 }
 
 func (m *stepper) runTests() {
 	s := m.s
+	m.endRound()
 	s.Iteration++
 	s.Phase = PhaseTesting
 	m.dispatch(messages.StageRunTests, messages.RunTestsInput{
-		Image: s.Image, Code: s.Solution.Code, Tests: s.Tests.Code, Samples: s.Samples,
+		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
+		Code: s.Solution.Code, Tests: s.Tests.Code, Samples: s.Samples,
 		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
+	})
+}
+
+// report handles the job's own test run (not a candidate's).
+func (m *stepper) report(out messages.TestReport) {
+	s := m.s
+	rep := trimReport(out)
+	s.LastReport = &rep
+	if rep.OK() {
+		if len(s.Tracks) > 0 {
+			m.note(fmt.Sprintf("iteration %d: every test passes", s.Iteration))
+		}
+		s.Tracks = nil
+		m.accept()
+		return
+	}
+	sigs := m.observe(rep)
+	if s.Iteration >= s.Spec.Options.MaxIterations {
+		m.finish(messages.StatusFailed, fmt.Sprintf("tests still failing after %d iterations (max_iterations): %s", s.Iteration, reportSummary(rep)))
+		return
+	}
+	fp := fingerprint(s.Solution.Code, testsOf(s), envKey(s.BuiltPackages, s.SystemPackages), sigs)
+	if m.repeated(fp, "the same code, tests, packages and failures") {
+		return
+	}
+	s.Phase = PhaseDiagnosing
+	m.dispatch(messages.StageDiagnose, messages.DiagnoseInput{
+		Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: s.Tests.Code,
+		Report: rep, Packages: s.Packages, Hints: m.diagnoseHints(),
 	})
 }
 
@@ -317,76 +351,81 @@ func (m *stepper) accept() {
 	}
 	s.Phase = PhaseAccepting
 	m.dispatch(messages.StageAcceptance, messages.AcceptanceInput{
-		Image: s.Image, Code: s.Solution.Code, Samples: s.Samples, Outputs: s.Spec.Outputs,
+		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
+		Code: s.Solution.Code, Samples: s.Samples, Outputs: s.Spec.Outputs,
 		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
 	})
 }
 
-// route sends each diagnosed failure to its fix. Mixed diagnoses are handled
-// together in one repair round: code fixes, test patches and package rebuilds
-// run concurrently, and the tests run once all of them are in. A failure
-// class with nothing to act on falls back to fixing the code, so the loop
-// never repeats itself without a change.
-func (m *stepper) route(d messages.Diagnosis) {
+// accepted handles the acceptance run. The tests passed but the script may
+// still fail on the real samples: that is a logic failure the tests missed,
+// fixed like one (the next acceptance run is its verification).
+func (m *stepper) accepted(out messages.AcceptanceOutput) {
 	s := m.s
-	var logic, testErrs, env []messages.Failure
-	for _, f := range d.Failures {
-		switch f.ErrorType {
-		case messages.ErrorTestError:
-			testErrs = append(testErrs, f)
-		case messages.ErrorEnvironment:
-			env = append(env, f)
-		default:
-			logic = append(logic, f)
-		}
-	}
-	added := newPackages(s.Packages, validPackages(d.NeedsPackages))
-	s.SystemPackages = normPackages(append(s.SystemPackages, d.NeedsSystemPackages...))
-	if len(env) > 0 && len(added) == 0 {
-		// An environment failure with no package to add cannot be fixed by a
-		// rebuild: treat it as a code problem instead of looping.
-		m.note("environment failures without a new package were routed to a code fix")
-		logic = append(logic, env...)
-	}
-	if len(logic) == 0 && len(testErrs) == 0 && len(added) == 0 {
-		// Nothing actionable came back: fix the code against the raw report.
-		logic = failuresFromReport(s.LastReport)
-	}
-	s.Phase = PhaseRepairing
-	if len(added) > 0 {
-		s.Packages = normPackages(append(s.Packages, added...))
-		m.note("adding packages: " + strings.Join(added, ", "))
-	}
-	if len(logic) > 0 {
-		m.dispatch(messages.StageFix, messages.FixInput{
-			Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: testsOf(s), Failures: logic, Packages: s.Packages,
-		})
-	}
-	if len(testErrs) > 0 {
-		m.dispatch(messages.StagePatchTests, messages.PatchTestsInput{
-			Task: s.Task, Code: s.Solution.Code, Tests: testsOf(s), Failures: testErrs,
-		})
-	}
-	if len(s.Pending) == 0 {
-		m.afterGeneration() // packages only: rebuild and rerun
-	}
-}
-
-func (m *stepper) invalidPackages(bad []string) {
-	s := m.s
-	s.InvalidPackages = normPackages(append(s.InvalidPackages, bad...))
-	remaining := removePackages(s.Packages, bad)
-	if len(remaining) == len(s.Packages) {
-		m.finish(messages.StatusFailed, "image build failed: invalid packages "+strings.Join(bad, ", "))
+	out.Output = prompts.Trim(out.Output, reportOutputBudget)
+	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
+	s.Acceptance = &out
+	if out.OK {
+		m.finish(messages.StatusSucceeded, "")
 		return
 	}
-	m.note("dropped packages the index does not have: " + strings.Join(bad, ", "))
-	s.Packages = remaining
-	s.Phase = PhaseBuilding
-	m.dispatch(messages.StageBuild, messages.BuildInput{Packages: s.Packages, SystemPackages: s.SystemPackages})
+	problems := strings.Join(out.Problems, "; ")
+	if s.Iteration >= s.Spec.Options.MaxIterations {
+		m.finish(messages.StatusFailed, "acceptance run failed after max_iterations: "+problems)
+		return
+	}
+	fp := fingerprint(s.Solution.Code, testsOf(s), envKey(s.BuiltPackages, s.SystemPackages),
+		map[string]string{"acceptance_run": normaliseError(problems)})
+	if m.repeated(fp, "the same code, tests and acceptance failure") {
+		return
+	}
+	s.Phase = PhaseRepairing
+	m.note("acceptance run on the samples failed: " + problems)
+	s.Round = &Round{Iteration: s.Iteration, Acceptance: true, BaseCode: s.Solution.Code, BaseTests: testsOf(s),
+		Logic: []messages.Failure{trimFailure(messages.Failure{
+			TestName:         "acceptance_run",
+			ErrorMessage:     problems,
+			ActualBehavior:   out.Output,
+			ExpectedBehavior: "the script runs on the samples in /var/inputs and writes every declared output to /var/outputs/<name>",
+			RootCause:        "the script fails on the real sample data",
+			SuggestedFix:     "make the __main__ block read the samples and write each declared output",
+			ErrorType:        messages.ErrorLogic,
+		})}}
+	m.dispatchFix(nil)
 }
 
-func (m *stepper) stageFailed(r *messages.StageResult) {
+// built registers an image, or drops the packages the index does not have.
+func (m *stepper) built(p Pending, out messages.BuildOutput) {
+	s := m.s
+	if len(out.InvalidPackages) > 0 {
+		s.InvalidPackages = normPackages(append(s.InvalidPackages, out.InvalidPackages...))
+		if p.Env != "" && !contains(s.FailedEnvs, p.Env) {
+			s.FailedEnvs = append(s.FailedEnvs, p.Env)
+		}
+		m.note("dropped packages the index does not have: " + strings.Join(out.InvalidPackages, ", "))
+		m.advance() // rebuilds without them, or fails the line if that changes nothing
+		return
+	}
+	if s.Images == nil {
+		s.Images = map[string]string{}
+	}
+	if p.Env != "" {
+		s.Images[p.Env] = out.Image
+	}
+	m.advance()
+}
+
+// stageFailed ends the job on a failed stage, except for a candidate's
+// stage: that candidate is out, and the others go on.
+func (m *stepper) stageFailed(p Pending, r *messages.StageResult) {
+	if p.Candidate > 0 {
+		if c := m.candidate(p.Candidate); c != nil {
+			c.Failed = fmt.Sprintf("stage %s failed: %s", r.Stage, firstLine(r.Error))
+			m.note(fmt.Sprintf("candidate %d is out: %s", c.Index, c.Failed))
+			m.advance()
+		}
+		return
+	}
 	status := messages.StatusErrored
 	if r.ErrorKind == messages.ErrorPermanent {
 		status = messages.StatusFailed
@@ -402,7 +441,21 @@ func (m *stepper) decode(r *messages.StageResult, v any) bool {
 	return true
 }
 
+// record counts a result's usage (per stage too), keeps its conversation and
+// lists it on the result object, whatever becomes of it.
 func (m *stepper) record(p Pending, r *messages.StageResult) {
+	s := m.s
+	s.Usage = s.Usage.Add(r.Usage)
+	if r.Usage != (messages.Usage{}) {
+		if s.StageUsage == nil {
+			s.StageUsage = map[messages.Stage]messages.Usage{}
+		}
+		s.StageUsage[r.Stage] = s.StageUsage[r.Stage].Add(r.Usage)
+	}
+	if r.Cached {
+		s.CacheHits++
+	}
+	m.appendHistory(r.Messages)
 	outcome := "ok"
 	if r.Error != "" {
 		outcome = "error: " + firstLine(r.Error)
@@ -412,29 +465,72 @@ func (m *stepper) record(p Pending, r *messages.StageResult) {
 			outcome = reportSummary(rep)
 		}
 	}
-	m.s.Stages = append(m.s.Stages, messages.StageRecord{
+	if p.Candidate > 0 {
+		outcome = fmt.Sprintf("candidate %d: %s", p.Candidate, outcome)
+	}
+	if p.Orphan {
+		outcome += " (ignored: another candidate passed first)"
+	}
+	s.Stages = append(s.Stages, messages.StageRecord{
 		Name: r.Stage, Seq: r.Seq, Iteration: p.Iteration, StartedAt: r.StartedAt,
 		DurationMS: r.DurationMS, Cached: r.Cached, Outcome: outcome, Usage: r.Usage,
 	})
+	if len(s.Stages) > maxStageRecords {
+		s.Stages = append([]messages.StageRecord(nil), s.Stages[len(s.Stages)-maxStageRecords:]...)
+	}
 	m.emit(messages.Event{Type: messages.EventStageFinished, Stage: r.Stage, Seq: r.Seq,
 		Iteration: p.Iteration, Cached: r.Cached, Outcome: outcome})
 }
 
-func (m *stepper) dispatch(stage messages.Stage, input any) {
+func (m *stepper) dispatch(stage messages.Stage, input any) bool {
+	return m.dispatchWith(stage, input, Pending{})
+}
+
+// dispatchWith sends a stage command; p carries the candidate and the
+// environment key. Once the job is done it sends nothing, and a model call
+// over options.token_budget ends the job instead (the budget is checked
+// before every model call, so sandbox stages already paid for can finish).
+func (m *stepper) dispatchWith(stage messages.Stage, input any, p Pending) bool {
 	s := m.s
+	if s.Done() {
+		return false
+	}
+	if stage.Pool() == messages.PoolLLM && overBudget(s) {
+		m.finish(messages.StatusFailed, fmt.Sprintf("token budget exceeded: %d tokens used, options.token_budget is %d (stopped before the %s stage)",
+			tokensUsed(s), s.Spec.Options.TokenBudget, stage))
+		return false
+	}
 	b, err := json.Marshal(input)
 	if err != nil {
 		m.finish(messages.StatusErrored, "internal: marshal "+string(stage)+" input: "+err.Error())
-		return
+		return false
 	}
 	s.NextSeq++
 	seq := s.NextSeq
-	s.Pending[seq] = Pending{Stage: stage, Iteration: s.Iteration, DispatchedAt: m.now.Time}
+	p.Stage, p.Iteration, p.DispatchedAt = stage, s.Iteration, m.now.Time
+	s.Pending[seq] = p
 	m.cmds = append(m.cmds, Command{Dispatch: &messages.StageCommand{
 		V: messages.SchemaVersion, JobID: s.JobID, Seq: seq, Stage: stage, Iteration: s.Iteration,
 		Model: s.Spec.Options.Model, Cache: s.Spec.Options.Cache, Input: b,
 	}})
 	m.emit(messages.Event{Type: messages.EventStageStarted, Stage: stage, Seq: seq, Iteration: s.Iteration})
+	return true
+}
+
+// busy reports whether a stage of the given kinds is pending for line c
+// (0: the job's own line; else a candidate). Orphans do not count.
+func (m *stepper) busy(c int, stages ...messages.Stage) bool {
+	for _, p := range m.s.Pending {
+		if p.Candidate != c || p.Orphan {
+			continue
+		}
+		for _, st := range stages {
+			if p.Stage == st {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (m *stepper) emit(e messages.Event) {
@@ -444,16 +540,19 @@ func (m *stepper) emit(e messages.Event) {
 	m.cmds = append(m.cmds, Command{Emit: &e})
 }
 
-func (m *stepper) note(n string) { m.s.Notes = append(m.s.Notes, n) }
-
 func (m *stepper) finish(status messages.JobStatus, reason string) {
 	s := m.s
+	if s.Done() {
+		return
+	}
 	s.Phase = PhaseDone
 	s.Status = status
 	s.Error = reason
 	t := m.now.Time
 	s.FinishedAt = &t
 	s.Pending = map[int]Pending{} // results still in flight are now stale
+	s.Candidates = nil
+	s.Round = nil
 	res := ResultOf(*s)
 	success := status == messages.StatusSucceeded
 	msg := "tests passed"
@@ -476,6 +575,7 @@ func ResultOf(s State) messages.Result {
 		LLMCalls: s.Usage.Calls, CacheHits: s.CacheHits, Stages: s.Stages,
 		ConversationHistory: s.History, SkippedTests: s.Spec.Options.SkipTests,
 		SubmittedAt: s.SubmittedAt, FinishedAt: s.FinishedAt,
+		UsageByStage: s.StageUsage, Notes: s.Notes,
 	}
 	spec := s.Spec
 	r.Spec = &spec
@@ -524,20 +624,23 @@ func testsOf(s *State) string {
 	return s.Tests.Code
 }
 
+// failuresFromReport stands in for an empty diagnosis: every failing case
+// as a logic failure, or the run as a whole. It never returns nothing, so
+// an empty diagnosis still changes the code.
 func failuresFromReport(r *messages.TestReport) []messages.Failure {
 	var out []messages.Failure
 	if r == nil {
-		return out
+		r = &messages.TestReport{}
 	}
 	for _, c := range r.Cases {
-		if c.Outcome == messages.OutcomeFailed || c.Outcome == messages.OutcomeError {
-			out = append(out, messages.Failure{TestName: c.Name, ErrorMessage: c.Message, ActualBehavior: c.Details, ErrorType: messages.ErrorLogic})
+		if prompts.Failing(c) {
+			out = append(out, messages.Failure{TestName: prompts.TestID(c), ErrorMessage: c.Message, ActualBehavior: c.Details, ErrorType: messages.ErrorLogic})
 		}
 	}
 	if len(out) == 0 {
 		out = append(out, messages.Failure{TestName: "pytest", ErrorMessage: firstLine(r.Output), ActualBehavior: r.Output, ErrorType: messages.ErrorLogic})
 	}
-	return out
+	return trimFailures(out)
 }
 
 func reportSummary(r messages.TestReport) string {
@@ -613,9 +716,9 @@ func newPackages(have, want []string) []string {
 	}
 	var out []string
 	for _, p := range want {
-		if !h[canonical(p)] {
-			h[canonical(p)] = true
-			out = append(out, p)
+		if c := canonical(p); c != "" && !h[c] {
+			h[c] = true
+			out = append(out, strings.TrimSpace(p))
 		}
 	}
 	return out
@@ -635,22 +738,18 @@ func removePackages(ps, bad []string) []string {
 	return out
 }
 
-func sameSet(a, b []string) bool {
-	a, b = normPackages(a), normPackages(b)
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if canonical(a[i]) != canonical(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
 	}
 	return s
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }

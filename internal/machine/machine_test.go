@@ -27,6 +27,9 @@ type world struct {
 	answers map[messages.Stage][]any // consumed in order; the last repeats
 	errs    map[messages.Stage]messages.ErrorKind
 	calls   map[messages.Stage]int
+	// fn answers a stage from its command when set (n counts its calls);
+	// returning nil falls back to answers.
+	fn map[messages.Stage]func(c *messages.StageCommand, n int) any
 }
 
 func newWorld(t *testing.T) *world {
@@ -38,7 +41,8 @@ func newWorld(t *testing.T) *world {
 		messages.StageRunTests:   {pass(3)},
 		messages.StageProfile:    {messages.ProfileOutput{DataContext: "ctx", GeneratedSchemas: map[string]string{"sales": "schema"}}},
 		messages.StageAcceptance: {messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"row_count": 3}}},
-	}, errs: map[messages.Stage]messages.ErrorKind{}, calls: map[messages.Stage]int{}}
+	}, errs: map[messages.Stage]messages.ErrorKind{}, calls: map[messages.Stage]int{},
+		fn: map[messages.Stage]func(*messages.StageCommand, int) any{}}
 }
 
 func pass(n int) messages.TestReport { return messages.TestReport{Passed: n} }
@@ -60,13 +64,23 @@ func (w *world) answer(c *messages.StageCommand) *messages.StageResult {
 		r.Error, r.ErrorKind = "boom", k
 		return r
 	}
-	as := w.answers[c.Stage]
-	if len(as) == 0 {
-		w.t.Fatalf("no answer scripted for stage %s", c.Stage)
+	var a any
+	if f := w.fn[c.Stage]; f != nil {
+		a = f(c, n)
 	}
-	a := as[len(as)-1]
-	if n < len(as) {
-		a = as[n]
+	if k, ok := a.(messages.ErrorKind); ok {
+		r.Error, r.ErrorKind = "boom", k
+		return r
+	}
+	if a == nil {
+		as := w.answers[c.Stage]
+		if len(as) == 0 {
+			w.t.Fatalf("no answer scripted for stage %s", c.Stage)
+		}
+		a = as[len(as)-1]
+		if n < len(as) {
+			a = as[n]
+		}
 	}
 	b, err := json.Marshal(a)
 	if err != nil {
@@ -471,14 +485,11 @@ func TestRandomEventsKeepInvariants(t *testing.T) {
 	}
 }
 
-// TestReplay replays a recorded event log and compares the final state with
-// the recorded one, as Temporal's replayer does: a change to Step that would
-// change the outcome of a recorded job shows up here.
-func TestReplay(t *testing.T) {
-	t.Parallel()
-	logs, _ := filepath.Glob("testdata/*.events.jsonl")
-	if *update {
-		w := newWorld(t)
+// replayScenarios record the event logs in testdata (go test -update):
+// each scripts a world, a spec and samples.
+var replayScenarios = map[string]func(w *world) (messages.JobSpec, []messages.SampleRef){
+	// A test patch that does not help, a logic fix with a package, acceptance.
+	"repair": func(w *world) (messages.JobSpec, []messages.SampleRef) {
 		w.answers[messages.StageRunTests] = []any{fail("test_f"), fail("test_f"), pass(3)}
 		w.answers[messages.StageDiagnose] = []any{
 			messages.Diagnosis{Failures: []messages.Failure{{TestName: "test_f", ErrorType: messages.ErrorTestError}}},
@@ -487,14 +498,45 @@ func TestReplay(t *testing.T) {
 		w.answers[messages.StageFix] = []any{messages.Solution{Language: "python", Code: "import pandas\n"}}
 		spec := baseSpec()
 		spec.Outputs = map[string]messages.Type{"n": messages.TypeInt}
-		samples := []messages.SampleRef{{Name: "s", Object: "sha256:" + strings.Repeat("b", 64) + ".csv", FileName: "s.csv"}}
-		final, events, _ := run(t, w, spec, samples)
-		writeLog(t, "testdata/repair.events.jsonl", events)
-		writeJSON(t, "testdata/repair.final.json", final)
-		logs = []string{"testdata/repair.events.jsonl"}
+		return spec, []messages.SampleRef{{Name: "s", Object: "sha256:" + strings.Repeat("b", 64) + ".csv", FileName: "s.csv"}}
+	},
+	// A mixed round whose fix is not applied at first (escalation), whose
+	// wrong test is then moved to logic after its patch did not help.
+	"converge": func(w *world) (messages.JobSpec, []messages.SampleRef) {
+		convergeWorld(w)
+		return baseSpec(), nil
+	},
+	// A loop that makes no progress: regenerations, then a stop.
+	"stuck": func(w *world) (messages.JobSpec, []messages.SampleRef) {
+		stuckWorld(w)
+		return baseSpec(), nil
+	},
+	// Three candidates; the second passes.
+	"candidates": func(w *world) (messages.JobSpec, []messages.SampleRef) {
+		candidatesWorld(w, 2)
+		spec := baseSpec()
+		spec.Options.Candidates = 3
+		return spec, nil
+	},
+}
+
+// TestReplay replays recorded event logs and compares the final states with
+// the recorded ones, as Temporal's replayer does: a change to Step that would
+// change the outcome of a recorded job shows up here.
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	if *update {
+		for name, scenario := range replayScenarios {
+			w := newWorld(t)
+			spec, samples := scenario(w)
+			final, events, _ := run(t, w, spec, samples)
+			writeLog(t, "testdata/"+name+".events.jsonl", events)
+			writeJSON(t, "testdata/"+name+".final.json", final)
+		}
 	}
-	if len(logs) == 0 {
-		t.Fatal("no recorded event logs in testdata (run with -update)")
+	logs, _ := filepath.Glob("testdata/*.events.jsonl")
+	if len(logs) < len(replayScenarios) {
+		t.Fatalf("%d recorded event logs in testdata, want %d (run with -update)", len(logs), len(replayScenarios))
 	}
 	for _, path := range logs {
 		var s State
@@ -553,13 +595,4 @@ func equalJSON(a, b State) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

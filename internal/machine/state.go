@@ -28,6 +28,11 @@ type Pending struct {
 	Stage        messages.Stage `json:"stage"`
 	Iteration    int            `json:"iteration"`
 	DispatchedAt time.Time      `json:"dispatched_at"`
+	Candidate    int            `json:"candidate,omitempty"` // 1-based candidate of the candidate round; 0 for the job's own line
+	Env          string         `json:"env,omitempty"`       // builds: the environment key (see envKey)
+	// Orphan marks a losing candidate's stage: its result is recorded
+	// (usage, stage list) but acted on no further.
+	Orphan bool `json:"orphan,omitempty"`
 }
 
 // State is everything the coordinator knows about one job. It is stored as
@@ -58,6 +63,17 @@ type State struct {
 	Acceptance       *messages.AcceptanceOutput `json:"acceptance,omitempty"`
 	InvalidPackages  []string                   `json:"invalid_packages,omitempty"`
 	AskedImports     []string                   `json:"asked_imports,omitempty"` // imports the model was asked to map, once each
+
+	// Repair bookkeeping (see repair.go). Everything here is bounded, so the
+	// state stays far below the KV value limit whatever the job does.
+	Images        map[string]string                 `json:"images,omitempty"`      // env key -> image, every successful build
+	FailedEnvs    []string                          `json:"failed_envs,omitempty"` // env keys whose build named invalid packages
+	Candidates    []Candidate                       `json:"candidates,omitempty"`  // the candidate round (options.candidates > 1)
+	Tracks        []Track                           `json:"tracks,omitempty"`      // failing tests of the last run, across iterations
+	Seen          []Fingerprint                     `json:"seen,omitempty"`        // failing states already tested (stuck detection)
+	Round         *Round                            `json:"round,omitempty"`       // the repair round in progress
+	Regenerations int                               `json:"regenerations,omitempty"`
+	StageUsage    map[messages.Stage]messages.Usage `json:"stage_usage,omitempty"` // exact, even when old stage records are dropped
 
 	Stages    []messages.StageRecord `json:"stages,omitempty"`
 	Usage     messages.Usage         `json:"usage"`
@@ -117,3 +133,82 @@ type Command struct {
 	Emit     *messages.Event        `json:"emit,omitempty"`     // progress event
 	Finish   *messages.Result       `json:"finish,omitempty"`   // the job is over: store its result
 }
+
+// Route is the repair a failing test got in a round.
+type Route string
+
+const (
+	RouteFix        Route = "fix"        // logic: a code fix
+	RoutePatch      Route = "patch"      // test_error: a patch of the test function
+	RoutePackages   Route = "packages"   // environment: packages added, image rebuilt
+	RouteRegenerate Route = "regenerate" // the loop was stuck: code written again from the plan
+)
+
+// Track follows one failing test across iterations, so the loop can tell a
+// failure that survived its repair from a new one.
+type Track struct {
+	Test      string             `json:"test"`      // prompts.TestID form
+	Signature string             `json:"signature"` // normalised error (see Signature)
+	Since     int                `json:"since"`     // iteration in which this signature first appeared
+	Runs      int                `json:"runs"`      // consecutive runs with this signature
+	// Survived: the signature is the one the test had before the last
+	// round, which applied LastRepair to it (verified if LastApplied).
+	Survived    bool  `json:"survived,omitempty"`
+	LastRepair  Route `json:"last_repair,omitempty"`
+	LastApplied bool  `json:"last_applied,omitempty"`
+	// Class and Repair are what the current round decided for it.
+	Class  messages.ErrorType `json:"class,omitempty"`
+	Repair Route              `json:"repair,omitempty"`
+	// Applied is set when the round ends: its repair was verified as applied.
+	Applied bool     `json:"applied,omitempty"`
+	Flips   []string `json:"flips,omitempty"` // reclassifications, "test_error->logic"
+	Fixes   int      `json:"fixes,omitempty"` // repairs tried on it, for the failure history
+	Patches int      `json:"patches,omitempty"`
+}
+
+// Fingerprint identifies a failing state: code, tests, environment and
+// failure signatures. The same fingerprint twice means no progress.
+type Fingerprint struct {
+	Iteration int    `json:"iteration"`
+	Hash      string `json:"hash"`
+}
+
+// Round is one repair round: the fixes, test patches and rebuilds that one
+// diagnosis (or acceptance failure) asked for, with their verification.
+type Round struct {
+	Iteration  int                `json:"iteration"`
+	Acceptance bool               `json:"acceptance,omitempty"` // repairing an acceptance failure
+	BaseCode   string             `json:"base_code"`            // before the fix, for verification
+	BaseTests  string             `json:"base_tests,omitempty"` // before the patch, for verification
+	Logic      []messages.Failure `json:"logic,omitempty"`      // routed to the code fix
+	TestErrors []messages.Failure `json:"test_errors,omitempty"`
+	// Attempts so far; attempt n is sent with escalation n-1.
+	FixAttempts   int    `json:"fix_attempts,omitempty"`
+	PatchAttempts int    `json:"patch_attempts,omitempty"`
+	Fix           string `json:"fix,omitempty"`   // pending, verifying, applied, assumed or unverified
+	Patch         string `json:"patch,omitempty"` // pending, applied or unverified
+}
+
+// Round outcomes of a fix or patch.
+const (
+	repairPending    = "pending"
+	repairVerifying  = "verifying"
+	repairApplied    = "applied"    // verified: the check or the verify stage found the fix
+	repairAssumed    = "assumed"    // the code changed and nothing specific could be checked
+	repairUnverified = "unverified" // still missing after the last attempt
+)
+
+// Candidate is one of options.candidates independent solutions of the
+// first round. Each is built and tested on its own; the first that passes
+// becomes the job's solution.
+type Candidate struct {
+	Index    int                  `json:"index"` // 1-based
+	Solution *messages.Solution   `json:"solution,omitempty"`
+	Packages []string             `json:"packages,omitempty"`
+	Asked    []string             `json:"asked,omitempty"` // imports the model was asked to map
+	Image    string               `json:"image,omitempty"`
+	Report   *messages.TestReport `json:"report,omitempty"`
+	Failed   string               `json:"failed,omitempty"` // why it could not be tested
+}
+
+func (c *Candidate) done() bool { return c.Report != nil || c.Failed != "" }

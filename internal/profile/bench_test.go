@@ -99,7 +99,7 @@ func BenchmarkProfileCSV(b *testing.B) {
 	}
 }
 
-// startHeapSampler samples HeapInuse every few milliseconds until the
+// startHeapSampler samples HeapInuse every 25 ms until the
 // returned function is called, which returns the peak seen.
 func startHeapSampler() (stop func() uint64) {
 	var (
@@ -118,7 +118,7 @@ func startHeapSampler() (stop func() uint64) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(5 * time.Millisecond)
+		t := time.NewTicker(25 * time.Millisecond) // ReadMemStats stops the world: not too often
 		defer t.Stop()
 		for {
 			select {

@@ -68,7 +68,7 @@ var (
 	betweenRe = regexp.MustCompile(`\b(?:between|from|range(?:\s+of)?|in\s+the\s+range(?:\s+of)?|in\s+range(?:\s+of)?|within)\s*[\[(]?\s*(` + numberRe + `)\s*(?:and|to|-|–|,|\.\.)\s*(` + numberRe + `)\s*([\])])?`)
 	chainRe   = regexp.MustCompile(`(` + numberRe + `)\s*(<=|<|≤)\s*(<=|<|≤)\s*(` + numberRe + `)`)
 
-	isinKeyRe = regexp.MustCompile(`\b(?:one of|any of|either|among|only|allowed values(?: are)?|valid values(?: are)?|possible values(?: are)?|values?(?: are)?(?: limited to)?|in)\s*:?\s*([\[({].*|.*)$`)
+	isinKeyRe  = regexp.MustCompile(`\b(?:one of|any of|either|among|only|allowed values(?: are)?|valid values(?: are)?|possible values(?: are)?|values?(?: are)?(?: limited to)?|in)\s*:?\s*([\[({].*|.*)$`)
 	isinListRe = regexp.MustCompile(`\b(?:one of|any of|either|among|allowed values|valid values|possible values|limited to)\b|\bin\s*[\[({]|\bonly\s+["'\x60]`)
 
 	regexKeyRe = regexp.MustCompile(`\b(?:match|matches|matching|pattern|regex|regexp|regular expression|format)\b`)

@@ -1,5 +1,10 @@
 package profile
 
+import (
+	"slices"
+	"strings"
+)
+
 // Datetime detection. A hand-written parser rather than time.Parse over a
 // list of layouts: a date column is read once per cell at a few tens of
 // nanoseconds, and one pass learns every layout a value fits (01/02/2006
@@ -446,4 +451,97 @@ func daysFromCivil(y, m, d int) int64 {
 	doy := (153*mp+2)/5 + d - 1
 	doe := yoe*365 + yoe/4 - yoe/100 + doy
 	return int64(era)*146097 + int64(doe) - 719468
+}
+
+// dtAcc accumulates datetime readings.
+type dtAcc struct {
+	n       int
+	fit     [numDatePats]int // values each date part reads
+	first   [numDatePats]int // values whose preferred reading is this date part
+	min     [numDatePats]instant
+	max     [numDatePats]instant
+	minText [numDatePats]string
+	maxText [numDatePats]string
+	shapes  [numShapes]int
+	frac    bool
+	// Range over every value's preferred reading, for mixed formats.
+	gmin, gmax         instant
+	gminText, gmaxText string
+}
+
+func (d *dtAcc) add(p dtParse, text string) {
+	d.n++
+	d.first[p.pats[0]]++
+	if d.n == 1 || p.at[0].before(d.gmin) {
+		d.gmin, d.gminText = p.at[0], strings.Clone(text)
+	}
+	if d.n == 1 || d.gmax.before(p.at[0]) {
+		d.gmax, d.gmaxText = p.at[0], strings.Clone(text)
+	}
+	key := p.shape &^ tsFrac
+	d.shapes[key]++
+	if p.shape&tsFrac != 0 {
+		d.frac = true
+	}
+	for i := 0; i < p.n; i++ {
+		pat, at := p.pats[i], p.at[i]
+		d.fit[pat]++
+		if d.fit[pat] == 1 || at.before(d.min[pat]) {
+			d.min[pat], d.minText[pat] = at, strings.Clone(text)
+		}
+		if d.fit[pat] == 1 || d.max[pat].before(at) {
+			d.max[pat], d.maxText[pat] = at, strings.Clone(text)
+		}
+	}
+}
+
+func (d *dtAcc) stats() *DatetimeStats {
+	if d.n == 0 {
+		return nil
+	}
+	// The most common time shape; fractions are optional within it.
+	shape := timeShape(0)
+	for s, n := range d.shapes {
+		if n > d.shapes[shape] {
+			shape = timeShape(s)
+		}
+	}
+	if d.frac {
+		shape |= tsFrac
+	}
+	st := &DatetimeStats{Zoned: shape&tsZone != 0}
+	var full []datePat
+	for p := datePat(0); p < numDatePats; p++ {
+		if d.fit[p] == d.n {
+			full = append(full, p)
+		}
+	}
+	if len(full) > 0 {
+		p := full[0] // table order puts pandas' default reading first
+		st.Layout, st.Strftime = layoutOf(p, shape)
+		st.ISO = p == patISO && (shape&tsTime == 0 || shape&tsAMPM == 0)
+		for _, q := range full[1:] {
+			l, _ := layoutOf(q, shape)
+			st.Ambiguous = append(st.Ambiguous, l)
+		}
+		st.Min, st.Max = d.minText[p], d.maxText[p]
+		return st
+	}
+	// No single date part reads every value: report each with its count,
+	// and the range under each value's preferred reading.
+	var best datePat
+	for p := datePat(0); p < numDatePats; p++ {
+		if d.first[p] == 0 {
+			continue
+		}
+		l, f := layoutOf(p, shape)
+		st.Mixed = append(st.Mixed, LayoutCount{Layout: l, Strftime: f, Count: d.first[p]})
+		if d.first[p] > d.first[best] {
+			best = p
+		}
+	}
+	slices.SortStableFunc(st.Mixed, func(a, b LayoutCount) int { return b.Count - a.Count })
+	st.Layout, st.Strftime = layoutOf(best, shape)
+	st.Min, st.Max = d.gminText, d.gmaxText
+	return st
 }

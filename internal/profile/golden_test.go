@@ -25,8 +25,8 @@ var goldenConstraints = map[string][]string{
 		"note must be one of 'first', 'third'",
 		"the totals must balance across regions",
 	},
-	"sales.tsv": {"units must be positive", "revenue <= 1000", "region in ('north', 'south', 'east', 'west')"},
-	"dates.csv": {"iso_date is required"},
+	"sales.tsv":    {"units must be positive", "revenue <= 1000", "region in ('north', 'south', 'east', 'west')"},
+	"dates.csv":    {"iso_date is required", "iso_datetime greater than 5"},
 	"records.json": {"score at least 0", "name must not be null"},
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/parquet-go/parquet-go"
 	"github.com/xuri/excelize/v2"
 )
@@ -147,7 +148,7 @@ func writeLargeCSV(tb testing.TB, dir string, size int64) (string, int) {
 		buf = append(buf, ',')
 		buf = d.AppendFormat(buf, "2006-01-02")
 		buf = append(buf, ',')
-		buf = d.Add(time.Duration(rng.IntN(86400*3)) * time.Second).AppendFormat(buf, time.RFC3339)
+		buf = d.Add(time.Duration(rng.IntN(86400*3))*time.Second).AppendFormat(buf, time.RFC3339)
 		buf = append(buf, ',')
 		buf = strconv.AppendBool(buf, rng.IntN(4) > 0)
 		buf = append(buf, ',')
@@ -167,4 +168,15 @@ func writeLargeCSV(tb testing.TB, dir string, size int64) (string, int) {
 		tb.Fatal(err)
 	}
 	return p, rows
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func xxhashString(s string) uint64 { return xxhash.Sum64String(s) }
+
+func timeParse(layout, s string) (time.Time, error) {
+	if strings.HasSuffix(s, " UTC") {
+		s = strings.TrimSuffix(s, " UTC") + "Z"
+	}
+	return time.Parse(layout, s)
 }

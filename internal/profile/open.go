@@ -99,7 +99,7 @@ func (sc *scanner) run() error {
 	case bytes.HasPrefix(head, []byte("\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")):
 		return fmt.Errorf("%w: %s is a legacy Office file (.xls); save it as .xlsx or CSV", ErrUnsupported, sp.FileName)
 	case sc.ext == ".parquet" || sc.ext == ".pq":
-		return fmt.Errorf("%w: %s is named .parquet but has no Parquet magic number", ErrNotText, sp.FileName)
+		return fmt.Errorf("%w: %s is named .parquet but has no Parquet magic number", ErrUnsupported, sp.FileName)
 	case sc.ext == ".xlsx" || sc.ext == ".xlsm":
 		return fmt.Errorf("%w: %s is named %s but is not a zip-based Excel file", ErrUnsupported, sp.FileName, sc.ext)
 	case sc.ext == ".xls":

@@ -47,6 +47,10 @@ func (sp *SampleProfile) panderaSchema(checks []Check) string {
 			case CheckUnique:
 				unique = true
 			default:
+				if why := ch.misfit(c); why != "" {
+					notes = append(notes, "constraint not applied ("+why+"): "+oneLine(ch.Text))
+					continue
+				}
 				if py := ch.python(c); py != "" {
 					pyChecks = append(pyChecks, py)
 				}
@@ -135,6 +139,22 @@ func (c *ColumnProfile) panderaType() (dtype string, kwargs []string, comment st
 		return "str", nil, ""
 	}
 	return "", nil, "no values in the sample"
+}
+
+// misfit says why a check cannot apply to the column as pandas reads it
+// (a numeric bound on text, a pattern on numbers), or "".
+func (ch Check) misfit(c *ColumnProfile) string {
+	switch ch.Type {
+	case CheckGreaterThan, CheckLessThan, CheckBetween:
+		if c.Type != TypeInt && c.Type != TypeFloat && c.Type != TypeNull {
+			return "a numeric bound on a " + string(c.Type) + " column"
+		}
+	case CheckRegex:
+		if c.Type != TypeString && c.Type != TypeNull {
+			return "a pattern on a " + string(c.Type) + " column"
+		}
+	}
+	return ""
 }
 
 // python is the pa.Check expression for a check on column c, or "".

@@ -183,6 +183,7 @@ type NumericStats struct {
 	// (seeded) of MedianSample values, accurate to about 1/sqrt(n) in rank.
 	MedianExact  bool
 	MedianSample int
+	distinct     int // exact distinct values when every value was kept, else 0
 }
 
 // DatetimeStats describe a datetime column.

@@ -337,5 +337,3 @@ func twosComplement(b []byte) []byte {
 	}
 	return out
 }
-
-

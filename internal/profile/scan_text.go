@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -56,49 +59,67 @@ func (sc *scanner) scanCSV(delim rune) error {
 	return nil
 }
 
-// Rows travel from the reading goroutine to the statistics one in batches.
+// Rows travel from the reading goroutine to the column workers in batches.
 const (
 	batchRows    = 1024
 	batchesAlive = 4 // bounds the rows in flight
 )
 
 type rowBatch struct {
-	recs   [][]string
-	hashes []uint64 // cell hashes, row-major, len(table columns) per row
+	recs    [][]string
+	hashes  []uint64     // cell hashes, row-major, len(table columns) per row
+	pending atomic.Int32 // column workers yet to finish with the batch
 }
 
-// pipeline runs a text-row scan on two goroutines, for two cores: this one
-// reads and parses (next returns io.EOF at the end), hashes cells and rows,
-// counts ragged rows and picks the sample rows; the other feeds each cell
-// to its column. Each side owns its fields of the table, and every column
-// still sees the rows in file order, so results do not depend on timing.
-// It returns whether rows remain past the caps.
+// pipeline runs a text-row scan on several goroutines: this one reads and
+// parses (next returns io.EOF at the end), hashes cells and rows, counts
+// ragged rows and picks the sample rows; column workers, one per core up
+// to four, each feed their share of the columns. Every column still sees
+// the rows in file order and each side owns its fields of the table, so
+// results do not depend on timing. It returns whether rows remain past
+// the caps.
 func (t *table) pipeline(next func() ([]string, error)) (truncated bool, err error) {
 	n := len(t.cols)
+	workers := max(1, min(n, runtime.GOMAXPROCS(0), 4))
 	free := make(chan *rowBatch, batchesAlive)
-	full := make(chan *rowBatch, batchesAlive)
 	for range batchesAlive {
 		free <- &rowBatch{recs: make([][]string, 0, batchRows), hashes: make([]uint64, 0, batchRows*n)}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for b := range full {
-			for i, rec := range b.recs {
-				hs := b.hashes[i*n : (i+1)*n]
-				for j, s := range rec {
-					t.cols[j].addText(s, hs[j])
+	fulls := make([]chan *rowBatch, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		fulls[w] = make(chan *rowBatch, batchesAlive)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range fulls[w] {
+				for i, rec := range b.recs {
+					hs := b.hashes[i*n : (i+1)*n]
+					for j := w; j < n; j += workers {
+						if j < len(rec) {
+							t.cols[j].addText(rec[j], hs[j])
+						} else {
+							t.cols[j].addNull()
+						}
+					}
 				}
-				for j := len(rec); j < n; j++ {
-					t.cols[j].addNull()
+				if b.pending.Add(-1) == 0 {
+					free <- b
 				}
 			}
-			free <- b
+		}()
+	}
+	send := func(b *rowBatch) {
+		b.pending.Store(int32(workers))
+		for _, c := range fulls {
+			c <- b
 		}
-	}()
+	}
 	defer func() {
-		close(full)
-		<-done
+		for _, c := range fulls {
+			close(c)
+		}
+		wg.Wait()
 	}()
 	b := <-free
 	b.recs, b.hashes = b.recs[:0], b.hashes[:0]
@@ -139,13 +160,13 @@ func (t *table) pipeline(next func() ([]string, error)) (truncated bool, err err
 		b.recs = append(b.recs, rec)
 		t.addRow(rh, rec)
 		if len(b.recs) == batchRows {
-			full <- b
+			send(b)
 			b = <-free
 			b.recs, b.hashes = b.recs[:0], b.hashes[:0]
 		}
 	}
 	if len(b.recs) > 0 {
-		full <- b
+		send(b)
 	}
 	return truncated, nil
 }

@@ -3,9 +3,11 @@ package profile
 import (
 	"fmt"
 	"math/bits"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -109,16 +111,39 @@ func (t *table) finish(truncated bool) {
 	sp.Truncated = truncated
 	sp.ScannedBytes = t.sc.raw.n
 	sp.RaggedShort, sp.RaggedLong = t.shortRows, t.longRows
-	slices.Sort(t.hashes)
-	for i := 1; i < len(t.hashes); i++ {
-		if t.hashes[i] == t.hashes[i-1] {
-			sp.DuplicateRows++
+	// Sorting the row hashes and each column's values are independent:
+	// spread them over the cores.
+	sp.Columns = make([]*ColumnProfile, len(t.cols))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		slices.Sort(t.hashes)
+		for i := 1; i < len(t.hashes); i++ {
+			if t.hashes[i] == t.hashes[i-1] {
+				sp.DuplicateRows++
+			}
 		}
+		t.hashes = nil
+		for i := range jobs {
+			sp.Columns[i] = t.cols[i].profile()
+		}
+	}()
+	for range max(1, min(len(t.cols), runtime.GOMAXPROCS(0))-1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				sp.Columns[i] = t.cols[i].profile()
+			}
+		}()
 	}
-	t.hashes = nil
-	for _, c := range t.cols {
-		sp.Columns = append(sp.Columns, c.profile())
+	for i := range t.cols {
+		jobs <- i
 	}
+	close(jobs)
+	wg.Wait()
 	sp.SampleRows, sp.SampleRowNumbers = t.res.sorted()
 	// Pad rows taken before a late JSON key appeared.
 	for i, r := range sp.SampleRows {

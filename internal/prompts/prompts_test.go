@@ -57,16 +57,19 @@ var failures = []messages.Failure{{
 // files and structure tests run over all of them.
 func builders() map[string][]messages.ChatMessage {
 	return map[string][]messages.ChatMessage{
-		"plan":        Plan(messages.PlanInput{Task: task, DataContext: "sales.csv: 3 rows"}),
-		"code":        Code(messages.CodeInput{Task: task, DataContext: "sales.csv: 3 rows", Plan: plan, BasePackages: []string{"numpy"}}),
-		"tests":       Tests(messages.TestsInput{Task: task, DataContext: "sales.csv: 3 rows", Plan: plan}),
-		"packages":    Packages(messages.PackagesInput{Imports: []string{"frobnicate", "google.cloud.spanner"}}),
-		"diagnose":    Diagnose(messages.DiagnoseInput{Task: task, Plan: plan, Code: "def f(): pass\n", Tests: "def test_totals(): pass\n", Report: report, Packages: []string{"pandas"}, Hints: []string{"test_totals failed again after a fix"}}),
-		"fix":         Fix(messages.FixInput{Task: task, Plan: plan, Code: "def f(): pass\n", Tests: "def test_totals(): pass\n", Failures: failures, Packages: []string{"pandas"}}),
-		"fix_esc1":    Fix(messages.FixInput{Task: task, Plan: plan, Code: "x", Tests: "y", Failures: failures, Escalation: 1, Missing: []string{"test_totals: sum all rows"}}),
-		"fix_esc2":    Fix(messages.FixInput{Task: task, Plan: plan, Code: "x", Tests: "y", Failures: failures, Escalation: 2, Missing: []string{"test_totals: sum all rows"}}),
-		"patch_tests": PatchTests(messages.PatchTestsInput{Task: task, Code: "def f(): pass\n", Tests: "def test_totals(): pass\n", Failures: failures}),
-		"verify":      Verify(messages.VerifyInput{OldCode: "a = 1\n", NewCode: "a = 2\n", Failures: failures}),
+		"plan":             Plan(messages.PlanInput{Task: task, DataContext: "sales.csv: 3 rows"}),
+		"code":             Code(messages.CodeInput{Task: task, DataContext: "sales.csv: 3 rows", Plan: plan, BasePackages: []string{"numpy"}}),
+		"tests":            Tests(messages.TestsInput{Task: task, DataContext: "sales.csv: 3 rows", Plan: plan}),
+		"packages":         Packages(messages.PackagesInput{Imports: []string{"frobnicate", "google.cloud.spanner"}}),
+		"diagnose":         Diagnose(messages.DiagnoseInput{Task: task, Plan: plan, Code: "def f(): pass\n", Tests: "def test_totals(): pass\n", Report: report, Packages: []string{"pandas"}, Hints: []string{"test_totals failed again after a fix"}}),
+		"fix":              Fix(messages.FixInput{Task: task, Plan: plan, Code: "def f(): pass\n", Tests: "def test_totals(): pass\n", Failures: failures, Packages: []string{"pandas"}}),
+		"fix_esc1":         Fix(messages.FixInput{Task: task, Plan: plan, Code: "x", Tests: "y", Failures: failures, Escalation: 1, Missing: []string{"test_totals: sum all rows"}}),
+		"fix_esc2":         Fix(messages.FixInput{Task: task, Plan: plan, Code: "x", Tests: "y", Failures: failures, Escalation: 2, Missing: []string{"test_totals: sum all rows"}}),
+		"code_candidate":   Code(messages.CodeInput{Task: task, Plan: plan, Candidate: 2, Candidates: 3}),
+		"code_regen":       Code(messages.CodeInput{Task: task, Plan: plan, Attempt: 1, Hints: []string{"test_totals: AssertionError: assert 3 == 4 (failing since iteration 1; tried: code fix x2)"}}),
+		"patch_tests_esc1": PatchTests(messages.PatchTestsInput{Task: task, Code: "x", Tests: "y", Failures: failures, Escalation: 1, Missing: []string{"test_totals"}}),
+		"patch_tests":      PatchTests(messages.PatchTestsInput{Task: task, Code: "def f(): pass\n", Tests: "def test_totals(): pass\n", Failures: failures}),
+		"verify":           Verify(messages.VerifyInput{OldCode: "a = 1\n", NewCode: "a = 2\n", Failures: failures}),
 	}
 }
 

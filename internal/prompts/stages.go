@@ -38,8 +38,31 @@ Your job now: write solution.py following the plan and the script protocol. Impl
 	renderTask(&b, in.Task)
 	renderDataContext(&b, in.DataContext)
 	renderPlan(&b, in.Plan)
+	if in.Candidates > 1 {
+		fmt.Fprintf(&b, "\n## Candidate %d of %d\n\n%d solutions are written independently from this plan and the first one that passes the tests is kept. Write yours without regard to the others: a correct, simple solution is what counts.\n", in.Candidate, in.Candidates, in.Candidates)
+	}
+	if len(in.Hints) > 0 || in.Attempt > 0 {
+		b.WriteString("\n## Earlier attempts failed\n\n")
+		b.WriteString("Earlier solutions written from this plan kept failing the tests, and patching them did not help, so solution.py is being written again from scratch")
+		if in.Attempt > 0 {
+			fmt.Fprintf(&b, " (attempt %d)", in.Attempt+1)
+		}
+		b.WriteString(". Do not repeat their mistakes.\n")
+		if len(in.Hints) > 0 {
+			b.WriteString(data("Failure history of the earlier solutions", "text", "- "+strings.Join(trimAll(in.Hints, fieldBudget), "\n- ")))
+		}
+	}
 	b.WriteString("\nWrite solution.py now.\n")
 	return chat(system, b.String())
+}
+
+// trimAll trims each string to budget bytes.
+func trimAll(ss []string, budget int) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = Trim(s, budget)
+	}
+	return out
 }
 
 // solutionFields describes the `solution` reply.
@@ -226,6 +249,13 @@ Reply fields:
 	renderCode(&b, "test_solution.py (to correct)", in.Tests)
 	b.WriteString("\n## Tests diagnosed as wrong\n\n")
 	renderFailures(&b, "Failures", in.Failures)
+	if in.Escalation > 0 {
+		b.WriteString("\n## The previous patch was incomplete\n\n")
+		if len(in.Missing) > 0 {
+			b.WriteString(data("These test functions were not corrected", "text", "- "+strings.Join(trimAll(in.Missing, fieldBudget), "\n- ")))
+		}
+		b.WriteString("Return a patch for every one of them this time, each named exactly as listed and defining that test function, and change what makes it fail.\n")
+	}
 	b.WriteString("\nReturn the corrected test functions now.\n")
 	return chat(system, b.String())
 }

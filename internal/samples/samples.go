@@ -27,7 +27,18 @@ const MaxSampleBytes = 2 << 30
 type Store struct {
 	obj jetstream.ObjectStore
 	dir string
-	mu  sync.Mutex // serialises downloads of the same object within the process
+
+	mu    sync.Mutex
+	locks map[string]*objectLock // by content hash, while a fetch of it runs
+}
+
+// objectLock serialises downloads of one object within the process, so
+// concurrent fetches of a sample download it once, while fetches of
+// different samples go on in parallel (one large sample must not hold up
+// every other stage on the worker).
+type objectLock struct {
+	mu   sync.Mutex
+	refs int // fetches holding or waiting for mu; guarded by Store.mu
 }
 
 // New returns a store over the object store, caching downloads under dir.
@@ -35,7 +46,28 @@ func New(obj jetstream.ObjectStore, dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("samples: %w", err)
 	}
-	return &Store{obj: obj, dir: dir}, nil
+	return &Store{obj: obj, dir: dir, locks: map[string]*objectLock{}}, nil
+}
+
+// lock takes the download lock of one object; the returned func releases it.
+func (s *Store) lock(sha string) (unlock func()) {
+	s.mu.Lock()
+	l := s.locks[sha]
+	if l == nil {
+		l = &objectLock{}
+		s.locks[sha] = l
+	}
+	l.refs++
+	s.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(s.locks, sha)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // Put uploads the file at path (unless an object with its hash is already
@@ -79,8 +111,7 @@ func (s *Store) Fetch(ctx context.Context, r messages.SampleRef) (string, error)
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock(ref.SHA256)()
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
@@ -124,12 +155,13 @@ func (s *Store) download(ctx context.Context, name string, w io.Writer) error {
 func (s *Store) FetchAll(ctx context.Context, refs []messages.SampleRef) (map[string]string, error) {
 	out := make(map[string]string, len(refs))
 	for _, r := range refs {
+		// The name first: a sample that cannot be placed is not worth downloading.
+		if r.FileName == "" || strings.ContainsAny(r.FileName, "/\\") || strings.HasPrefix(r.FileName, ".") {
+			return nil, fmt.Errorf("sample %s: bad file name %q", r.Name, r.FileName)
+		}
 		p, err := s.Fetch(ctx, r)
 		if err != nil {
 			return nil, err
-		}
-		if r.FileName == "" || strings.ContainsAny(r.FileName, "/\\") || strings.HasPrefix(r.FileName, ".") {
-			return nil, fmt.Errorf("sample %s: bad file name %q", r.Name, r.FileName)
 		}
 		out[r.FileName] = p
 	}

@@ -59,6 +59,9 @@ func (p *Process) Build(ctx context.Context, spec EnvSpec) (Env, error) {
 	if err != nil {
 		return Env{}, err
 	}
+	if err := ctx.Err(); err != nil {
+		return Env{}, fmt.Errorf("sandbox: build: %w", err)
+	}
 	if err := checkSystemPackages(ctx, spec.SystemPackages); err != nil {
 		return Env{}, err
 	}

@@ -110,7 +110,7 @@ func (p *Process) args(s *sandboxSpec) []string {
 			a = append(a, "--unshare-net")
 		}
 	} else {
-		a = append(a, "--unshare-all", "--disable-userns",
+		a = append(a, "--unshare-all", "--unshare-user", "--disable-userns",
 			"--uid", strconv.Itoa(innerUID), "--gid", strconv.Itoa(innerUID))
 		if s.network {
 			a = append(a, "--share-net")
@@ -122,19 +122,21 @@ func (p *Process) args(s *sandboxSpec) []string {
 		a = append(a, "--setenv", k, v)
 	}
 
-	// Mount points bubblewrap creates on its own are mode 0700 when it runs
-	// as root, which the run's uid could not traverse: create parents first.
+	// Directories bubblewrap creates on its own for mount points are mode
+	// 0700 when it runs as root, which the run's uid could not traverse:
+	// create each mount point's parents first, world-traversable.
 	made := map[string]bool{"/": true}
-	mkdirs := func(path string) {
-		var parents []string
-		for d := filepath.Dir(path); !made[d] && !underSystemDirs(d); d = filepath.Dir(d) {
-			parents = append(parents, d)
+	mkdirAll := func(dir string) {
+		var missing []string
+		for d := dir; !made[d] && !underSystemDirs(d); d = filepath.Dir(d) {
+			missing = append(missing, d)
 		}
-		for i := len(parents) - 1; i >= 0; i-- {
-			a = append(a, "--perms", "0755", "--dir", parents[i])
-			made[parents[i]] = true
+		for i := len(missing) - 1; i >= 0; i-- {
+			a = append(a, "--perms", "0755", "--dir", missing[i])
+			made[missing[i]] = true
 		}
 	}
+	bindParents := func(target string) { mkdirAll(filepath.Dir(target)) }
 
 	a = append(a, "--ro-bind", "/usr", "/usr")
 	for _, name := range topLevel {
@@ -151,7 +153,7 @@ func (p *Process) args(s *sandboxSpec) []string {
 		}
 	}
 	for _, e := range append(append([]string{}, hostEtc...), s.extraEtc...) {
-		mkdirs("/etc/" + e)
+		bindParents("/etc/" + e)
 		a = append(a, "--ro-bind-try", "/etc/"+e, "/etc/"+e)
 	}
 	if s.etcDir != "" {
@@ -172,16 +174,16 @@ func (p *Process) args(s *sandboxSpec) []string {
 	// After /tmp, so that a path under /tmp is not hidden by its mount.
 	for _, prefix := range p.py.Prefixes {
 		if !underSystemDirs(prefix) {
-			mkdirs(prefix)
+			bindParents(prefix)
 			a = append(a, "--ro-bind", prefix, prefix)
 		}
 	}
 	for _, path := range append(append([]string{}, p.cfg.ExtraReadOnly...), s.extraRO...) {
-		mkdirs(path)
+		bindParents(path)
 		a = append(a, "--ro-bind-try", path, path)
 	}
 	if s.envDir != "" {
-		mkdirs(envMount)
+		bindParents(envMount)
 		if s.envRW {
 			a = append(a, "--bind", s.envDir, envMount)
 		} else {
@@ -189,7 +191,7 @@ func (p *Process) args(s *sandboxSpec) []string {
 		}
 	}
 	if s.outputs != "" || len(s.inputs) > 0 {
-		mkdirs(inputsMount + "/x")
+		mkdirAll(inputsMount)
 		for _, m := range s.inputs {
 			a = append(a, "--ro-bind", m.src, m.dst)
 		}
@@ -243,8 +245,7 @@ func (p *Process) command(s *sandboxSpec) []string {
 }
 
 // sandboxEnv is the whole environment of a sandbox, sorted: PATH, HOME and
-// LANG, thread counts that keep numeric libraries within the CPU share and
-// the address-space limit, then the caller's variables, which win.
+// LANG, then extra, which wins.
 func sandboxEnv(extra map[string]string) []string {
 	env := map[string]string{"PATH": sandboxPATH, "HOME": "/tmp", "LANG": "C.UTF-8"}
 	for k, v := range extra {
@@ -426,16 +427,22 @@ func (p *Process) reap(pidfd int) bool {
 	}
 }
 
-// setupFailed tells bubblewrap's and prlimit's own failures (the sandbox
-// never ran) from the command's. Their messages are prefixed with the
-// tool's name; the command itself has not started when they print.
+// setupFailed tells the failures of bubblewrap, prlimit and setpriv (the
+// sandbox never ran) from the command's. Their messages are prefixed with
+// the tool's name, and the command has not started when they print. That
+// the command itself cannot be executed ("failed to execute", exit 126 or
+// 127) is the command's failure, as in a shell.
 func setupFailed(r execResult) bool {
 	if r.exitCode == 0 {
 		return false
 	}
 	s := string(r.stderr)
-	return strings.HasPrefix(s, "bwrap: ") || strings.HasPrefix(s, "prlimit: ") ||
-		strings.HasPrefix(s, "setpriv: setres") || strings.HasPrefix(s, "setpriv: setgroups")
+	for _, tool := range []string{"bwrap: ", "prlimit: ", "setpriv: "} {
+		if strings.HasPrefix(s, tool) && !strings.HasPrefix(s, tool+"failed to execute") {
+			return true
+		}
+	}
+	return false
 }
 
 // writeEtc writes the synthesized /etc files into dir.

@@ -30,6 +30,9 @@ func (p *Process) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 	if err := validateRunSpec(spec); err != nil {
 		return RunResult{}, err
 	}
+	if err := ctx.Err(); err != nil {
+		return RunResult{}, fmt.Errorf("sandbox: run: %w", err)
+	}
 	envDir, err := p.envDir(spec.Env)
 	if err != nil {
 		return RunResult{}, err

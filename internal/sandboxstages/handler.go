@@ -109,9 +109,13 @@ func (h *Handlers) runTests(ctx context.Context, in messages.RunTestsInput) (sta
 	if err != nil {
 		return stagework.Output{}, err
 	}
+	image, err := h.ensureEnv(ctx, in.Image, in.Env)
+	if err != nil {
+		return stagework.Output{}, err
+	}
 	mem, cpus := limits(in.Resources)
 	rep, err := sandbox.RunTests(ctx, h.backend, sandbox.TestRun{
-		Env: in.Image, Code: in.Code, Tests: in.Tests, Inputs: inputs,
+		Env: image, Code: in.Code, Tests: in.Tests, Inputs: inputs,
 		Timeout: in.Timeout.Std(), Memory: mem, CPUs: cpus,
 	})
 	if err != nil {
@@ -125,15 +129,36 @@ func (h *Handlers) runScript(ctx context.Context, in messages.AcceptanceInput) (
 	if err != nil {
 		return stagework.Output{}, err
 	}
+	image, err := h.ensureEnv(ctx, in.Image, in.Env)
+	if err != nil {
+		return stagework.Output{}, err
+	}
 	mem, cpus := limits(in.Resources)
 	out, err := sandbox.RunScript(ctx, h.backend, sandbox.ScriptRun{
-		Env: in.Image, Code: in.Code, Inputs: inputs, Args: in.Args, Outputs: in.Outputs,
+		Env: image, Code: in.Code, Inputs: inputs, Args: in.Args, Outputs: in.Outputs,
 		Timeout: in.Timeout.Std(), Memory: mem, CPUs: cpus,
 	})
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("run script: %w", err)
 	}
 	return stagework.Output{Value: out}, nil
+}
+
+// ensureEnv makes sure this worker has the environment: with many
+// sandbox-workers, the one that built it may not be the one that runs the
+// tests. Build is idempotent and returns at once when the environment exists,
+// so it is simply asked again.
+func (h *Handlers) ensureEnv(ctx context.Context, image string, env messages.BuildInput) (string, error) {
+	if image == "" && len(env.Packages) == 0 && len(env.SystemPackages) == 0 {
+		return "", stagework.Permanent(errors.New("no environment to run in"))
+	}
+	e, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: env.Packages, SystemPackages: env.SystemPackages})
+	if err != nil {
+		return "", fmt.Errorf("prepare environment: %w", err)
+	}
+	// The package set is what matters: if another backend or builder
+	// version built the recorded image, this one's own build is used.
+	return e.ID, nil
 }
 
 func limits(r messages.Resources) (int64, float64) {

@@ -22,6 +22,7 @@ import (
 	"github.com/autocoder/autocoder/internal/llmstages"
 	"github.com/autocoder/autocoder/internal/samples"
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/docker"
 	"github.com/autocoder/autocoder/internal/sandboxstages"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/cache"
@@ -179,7 +180,7 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 	if o.SandboxWorker {
 		st.Backend = o.Backend
 		if st.Backend == nil {
-			st.Backend, err = OpenBackend(ctx, cfg, log)
+			st.Backend, err = OpenBackend(ctx, cfg, log, st.Cache)
 			if err != nil {
 				return nil, err
 			}
@@ -247,15 +248,50 @@ func OpenCache(ctx context.Context, cfg config.Config) (cache.Cache, error) {
 	return cache.OpenDir(filepath.Join(cfg.StateDir, "cache"))
 }
 
-// OpenBackend opens the sandbox backend the configuration asks for.
-func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger) (sandbox.Backend, error) {
+// OpenBackend opens the sandbox backend the configuration asks for
+// (Contract 6): AUTOCODER_SANDBOX=docker or process; unset, docker when an
+// engine answers at DOCKER_HOST within a second, else process. c (may be
+// nil) holds the docker backend's cross-worker build lock.
+func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache) (sandbox.Backend, error) {
+	log = log.With("component", "sandbox")
 	switch cfg.Sandbox {
-	case "", "process":
-		// The Docker backend is selected explicitly until it lands (issue 3).
-		return sandbox.NewProcess(sandbox.ProcessConfig{Python: cfg.Python, StateDir: filepath.Join(cfg.StateDir, "envs"),
-			PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(), Logger: log.With("component", "sandbox")})
+	case "process":
+		return openProcess(cfg, log)
+	case "docker":
+		return openDocker(ctx, cfg, log, c)
+	case "":
+	default:
+		return nil, fmt.Errorf("sandbox backend %q is not docker or process", cfg.Sandbox)
 	}
-	return nil, fmt.Errorf("sandbox backend %q is not available in this build", cfg.Sandbox)
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	pingErr := docker.Ping(pctx, cfg.DockerHost)
+	cancel()
+	if pingErr == nil {
+		b, err := openDocker(ctx, cfg, log, c)
+		if err == nil {
+			return b, nil
+		}
+		log.Warn("a Docker engine answers but the docker sandbox cannot start; using the process sandbox", "err", err)
+		pingErr = err
+	}
+	b, err := openProcess(cfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("no sandbox backend can run here: docker: %v; process: %w "+
+			"(start Docker or podman system service and set DOCKER_HOST, or install bubblewrap; see docs/docker.md)", pingErr, err)
+	}
+	log.Info("sandbox backend: process", "docker", pingErr.Error())
+	return b, nil
+}
+
+func openProcess(cfg config.Config, log *slog.Logger) (sandbox.Backend, error) {
+	return sandbox.NewProcess(sandbox.ProcessConfig{Python: cfg.Python, StateDir: filepath.Join(cfg.StateDir, "envs"),
+		PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(), Logger: log})
+}
+
+func openDocker(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache) (sandbox.Backend, error) {
+	return docker.New(ctx, docker.Config{Host: cfg.DockerHost, BaseImage: cfg.DockerBaseImage, Runtime: cfg.DockerRuntime,
+		Worker: cfg.WorkerName, Cache: c, PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(),
+		PoolSize: cfg.DockerPoolSize, Logger: log})
 }
 
 // llmHandler adapts llmstages to stagework.

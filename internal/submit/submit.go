@@ -290,17 +290,45 @@ func fromFlags(prompt string, samples, inputs, outputs, cons, options multi) (*m
 		raw["constraints"] = []string(cons)
 	}
 	if len(options) > 0 {
-		o, err := kv(options, "option")
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range o {
-			o[k] = guessScalar(v.(string))
+		o := map[string]any{}
+		for _, s := range options {
+			k, v, ok := strings.Cut(s, "=")
+			if !ok || k == "" {
+				return nil, usagef("--option %q: want name=value", s)
+			}
+			var val any = guessScalar(v)
+			if listOptions[k] {
+				val = splitList(v) // one package is a list of one
+			}
+			// A dotted key sets a nested option: resources.memory=1Gi.
+			m, path := o, strings.Split(k, ".")
+			for _, p := range path[:len(path)-1] {
+				sub, ok := m[p].(map[string]any)
+				if !ok {
+					sub = map[string]any{}
+					m[p] = sub
+				}
+				m = sub
+			}
+			m[path[len(path)-1]] = val
 		}
 		raw["options"] = o
 	}
 	b, _ := json.Marshal(raw)
 	return messages.DecodeJobSpecJSON(b)
+}
+
+// listOptions are the options whose value is a list, given comma separated.
+var listOptions = map[string]bool{"base_packages": true}
+
+func splitList(s string) []string {
+	out := []string{}
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // guessScalar reads a flag value as a number or boolean when it is one.

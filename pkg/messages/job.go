@@ -94,6 +94,8 @@ type Result struct {
 	Spec                   *JobSpec          `json:"spec,omitempty"`
 	SubmittedAt            time.Time         `json:"submitted_at"`
 	FinishedAt             *time.Time        `json:"finished_at,omitempty"`
+	UsageByStage           map[Stage]Usage   `json:"usage_by_stage,omitempty"` // Usage summed per stage; cached stages cost nothing
+	Notes                  []string          `json:"notes,omitempty"`          // why the loop did what it did (the most recent)
 }
 
 // DecodeJobSpecJSON decodes a JSON JobSpec strictly: unknown fields and wrong

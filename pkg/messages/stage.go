@@ -139,6 +139,14 @@ type CodeInput struct {
 	DataContext  string   `json:"data_context,omitempty"`
 	Plan         Plan     `json:"plan"`
 	BasePackages []string `json:"base_packages,omitempty"`
+	// Candidate (1-based) of Candidates is set when options.candidates asks
+	// for several independent solutions; each has its own cache key.
+	Candidate  int `json:"candidate,omitempty"`
+	Candidates int `json:"candidates,omitempty"`
+	// Attempt counts regenerations: the loop was stuck, so the code is
+	// written again from the plan, with Hints (the failure history) to avoid.
+	Attempt int      `json:"attempt,omitempty"`
+	Hints   []string `json:"hints,omitempty"`
 }
 
 // Solution is the `solution` structured reply.
@@ -230,6 +238,10 @@ type PatchTestsInput struct {
 	Code     string    `json:"code"`
 	Tests    string    `json:"tests"`
 	Failures []Failure `json:"failures"`
+	// Escalation is 0 on a first attempt; higher when an earlier patch left
+	// failing test functions unchanged. Missing names them.
+	Escalation int      `json:"escalation,omitempty"`
+	Missing    []string `json:"missing,omitempty"`
 }
 
 // TestPatch replaces one test function.
@@ -305,7 +317,10 @@ type BuildOutput struct {
 
 // RunTestsInput is the input of StageRunTests.
 type RunTestsInput struct {
-	Image     string      `json:"image"`
+	Image string `json:"image"`
+	// Env is the package set Image was built for: a worker that does not
+	// have the environment (another machine built it) builds it again.
+	Env       BuildInput  `json:"env"`
 	Code      string      `json:"code"`
 	Tests     string      `json:"tests"`
 	Samples   []SampleRef `json:"samples,omitempty"`
@@ -353,6 +368,7 @@ func (r TestReport) OK() bool {
 // AcceptanceInput is the input of StageAcceptance and StageRun.
 type AcceptanceInput struct {
 	Image     string            `json:"image"`
+	Env       BuildInput        `json:"env"` // as in RunTestsInput
 	Code      string            `json:"code"`
 	Samples   []SampleRef       `json:"samples,omitempty"`
 	Args      map[string]string `json:"args,omitempty"` // non-file inputs, passed as --name value

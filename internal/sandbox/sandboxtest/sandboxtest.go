@@ -83,6 +83,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend) {
 		{"ForkBombContained", testForkBomb},
 		{"MemoryBombContained", testMemoryBomb},
 		{"TmpCapped", testTmpCapped},
+		{"GiantOutputContained", testGiantOutput},
+		{"KillParentAndKillAllContained", testKillParentAndAll},
+		{"HostSecretsUnreadable", testHostSecrets},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -254,11 +257,20 @@ func testWorkerEnvironment(t *testing.T, f *fixture) {
 	t.Setenv("AUTOCODER_SANDBOXTEST_SECRET", secret)
 	t.Setenv("OPENAI_API_KEY", "sk-"+secret)
 	res := f.python(t, `
-import json, os
+import json, os, sys
 print(json.dumps(dict(os.environ)))
 print(open("/proc/self/environ").read())
 print(open("/proc/1/environ").read() if os.access("/proc/1/environ", os.R_OK) else "")
-`, func(s *sandbox.RunSpec) { s.EnvVars = map[string]string{"GIVEN_VAR": "given-value"} })
+# The worker's own pid, as the host numbers it: another process, or none,
+# in the sandbox's pid namespace.
+try:
+    print(open("/proc/%s/environ" % sys.argv[1]).read())
+except OSError as e:
+    print("worker environ blocked", type(e).__name__)
+`, func(s *sandbox.RunSpec) {
+		s.EnvVars = map[string]string{"GIVEN_VAR": "given-value"}
+		s.Argv = append(s.Argv, strconv.Itoa(os.Getpid()))
+	})
 	if res.ExitCode != 0 {
 		t.Fatalf("run failed: %s", dump(res))
 	}
@@ -737,6 +749,7 @@ func testTimeoutSpinner(t *testing.T, f *fixture) {
 		t.Errorf("Run took %s with a 2s timeout", d)
 	}
 	assertNoLeftovers(t, tok)
+	assertServes(t, f)
 }
 
 // treeScript starts children that try to outlive the run: plain children,
@@ -1041,5 +1054,135 @@ print("total", total >> 20, "err", err)
 	t.Logf("/tmp: %s", strings.TrimSpace(out))
 	if !strings.Contains(out, "err ENOSPC") && !strings.Contains(out, "err EFBIG") && !strings.Contains(out, "err EDQUOT") {
 		t.Errorf("/tmp took 1 GiB without running out of space:\n%s", out)
+	}
+	assertServes(t, f)
+}
+
+// testGiantOutput writes 1 GiB to stdout: the run ends (normally, or at its
+// timeout), what it returns stays within the output limit with its head and
+// tail, and the worker serves the next run.
+func testGiantOutput(t *testing.T, f *fixture) {
+	const limit = 64 << 10
+	start := time.Now()
+	res := f.python(t, `
+import sys
+out = sys.stdout.buffer
+out.write(b"BEGIN\n")
+chunk = b"y" * ((1 << 20) - 1) + b"\n"
+for _ in range(1024):
+    out.write(chunk)
+out.write(b"END\n")
+`, func(s *sandbox.RunSpec) {
+		s.OutputLimit = limit
+		s.Timeout = 120 * time.Second
+	})
+	t.Logf("1 GiB of output: exit %d, timed out %v, %s", res.ExitCode, res.TimedOut, time.Since(start))
+	if !res.Truncated {
+		t.Errorf("Truncated = false after 1 GiB of output")
+	}
+	if len(res.Stdout) > limit+1024 || len(res.Stderr) > limit+1024 {
+		t.Errorf("len(stdout)=%d len(stderr)=%d, want at most about %d", len(res.Stdout), len(res.Stderr), limit)
+	}
+	if !strings.HasPrefix(string(res.Stdout), "BEGIN\n") {
+		t.Errorf("stdout lost its head: %q", res.Stdout[:min(20, len(res.Stdout))])
+	}
+	if !res.TimedOut && (res.ExitCode != 0 || !strings.HasSuffix(string(res.Stdout), "END\n")) {
+		t.Errorf("the run finished but lost its tail: %s", dump(res))
+	}
+	assertServes(t, f)
+}
+
+// testKillParentAndAll kills its parent, then kill(-1, SIGKILL)s every
+// process it may signal, while a sibling run is in progress: the sibling
+// finishes normally, no process of the run outlives it, and the worker
+// serves the next run.
+func testKillParentAndAll(t *testing.T, f *fixture) {
+	tok := token(t)
+	type outcome struct {
+		res sandbox.RunResult
+		err error
+	}
+	sibling := make(chan outcome, 1)
+	go func() {
+		res, err := f.b.Run(t.Context(), sandbox.RunSpec{Env: f.env, Timeout: 60 * time.Second,
+			Argv: []string{"python", "-c", "import time\nprint('sibling-started', flush=True)\ntime.sleep(8)\nprint('sibling-alive')\n"}})
+		sibling <- outcome{res, err}
+	}()
+	time.Sleep(2 * time.Second) // let the sibling start; its own result shows if it had not
+	start := time.Now()
+	res := f.python(t, `
+import os, signal, sys, time
+print("ppid", os.getppid(), flush=True)
+try:
+    os.kill(os.getppid(), signal.SIGKILL)
+    print("killed parent", flush=True)
+except OSError as e:
+    print("kill parent blocked", e.errno, flush=True)
+time.sleep(0.5)
+pid = os.fork()
+if pid == 0:
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError as e:
+        print("kill -1 failed", e.errno, flush=True)
+    time.sleep(0.5)
+    os._exit(0)
+time.sleep(2)
+print("survived kill -1", flush=True)
+`, func(s *sandbox.RunSpec) {
+		s.Argv = append(s.Argv, tok)
+		s.Timeout = 30 * time.Second
+	})
+	t.Logf("kill parent, kill -1: exit %d after %s: %s", res.ExitCode, time.Since(start), strings.TrimSpace(string(res.Stdout)))
+	if res.TimedOut {
+		t.Errorf("the run hung until its timeout: %s", dump(res))
+	}
+	assertNoLeftovers(t, tok)
+	sib := <-sibling
+	if sib.err != nil {
+		t.Fatalf("sibling run: %v", sib.err)
+	}
+	if sib.res.ExitCode != 0 || !strings.Contains(string(sib.res.Stdout), "sibling-alive") {
+		t.Errorf("kill -1 in one sandbox reached another: %s", dump(sib.res))
+	}
+	assertServes(t, f)
+}
+
+// testHostSecrets looks for the host's secrets where hostile code would:
+// credential files, the host's process table and environment, and the
+// worker's temporary directory.
+func testHostSecrets(t *testing.T, f *fixture) {
+	secret := token(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "credentials"), "aws_secret_access_key="+secret, 0o644)
+	_ = os.Chmod(dir, 0o755)
+	res := f.python(t, fmt.Sprintf(`
+import glob, os, sys
+found = []
+for pattern in [%q, "/root/*", "/root/.*/*", "/home/*/.*", "/etc/shadow", "/proc/*/environ", "/proc/*/cmdline",
+                "/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock", "/run/autocoder/*"]:
+    for p in glob.glob(pattern):
+        try:
+            with open(p, "rb") as fh:
+                data = fh.read(1 << 20)
+            found.append((p, data))
+        except OSError:
+            pass
+# The secret arrives in two halves, so this run's own command line does not hold it.
+needle = (sys.argv[1] + sys.argv[2]).encode()
+leaks = [p for p, data in found if needle in data]
+print("readable", len(found), "leaks", leaks)
+socks = [p for p in ("/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock", "/run/autocoder/podman.sock") if os.path.exists(p)]
+print("engine sockets", socks)
+`, filepath.Join(dir, "*")), func(s *sandbox.RunSpec) { s.Argv = append(s.Argv, secret[:10], secret[10:]) })
+	if res.ExitCode != 0 {
+		t.Fatalf("run failed: %s", dump(res))
+	}
+	out := string(res.Stdout)
+	if strings.Contains(out, secret) || !strings.Contains(out, "leaks []") {
+		t.Errorf("the sandbox read a host secret:\n%s", out)
+	}
+	if !strings.Contains(out, "engine sockets []") {
+		t.Errorf("the sandbox sees a container engine socket:\n%s", out)
 	}
 }

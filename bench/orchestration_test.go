@@ -1,0 +1,436 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/internal/client"
+	"github.com/autocoder/autocoder/internal/config"
+	"github.com/autocoder/autocoder/internal/fakellm"
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+const python = "/usr/bin/python3"
+
+// BenchmarkStageHop measures what the distributed loop costs per stage hop
+// (coordinator -> stage stream -> worker -> result stream -> coordinator,
+// with the KV compare-and-set, the outbox and the progress events), on the
+// real stack on embedded defaults. The model answers at once (a fake
+// OpenAI server over HTTP) and the sandbox is instantBackend, so almost all
+// of a job's time is orchestration; what the workers' own calls took is
+// measured and subtracted anyway.
+//
+// ns/op is one first-pass job as a client sees it (submit to result).
+// ns/hop is the coordinator's time from taking the submission to taking the
+// last result, minus the time the workers spent in the model and the
+// sandbox, divided by the sequential hops (coordinator steps that dispatched
+// stages: code and tests go out together and count once). ns/stage divides
+// the same by every stage result. rtt-ns is the baseline, measured in the
+// same run on the same server: one JetStream publish (with its ack) to a
+// waiting pull consumer that double-acks it. hop/rtt is the ratio.
+func BenchmarkStageHop(b *testing.B) {
+	r := newRig(b, 0, instantBackend{})
+	rtt := roundTrip(b, r.st.JS, 500)
+	r.job(b) // warm-up: connections, consumers, first allocations
+
+	var sum jobRun
+	n := 0
+	for b.Loop() {
+		sum.add(r.job(b))
+		n++
+	}
+	overhead := sum.coord - sum.busy
+	perHop := float64(overhead.Nanoseconds()) / float64(sum.rounds)
+	b.ReportMetric(perHop, "ns/hop")
+	b.ReportMetric(float64(overhead.Nanoseconds())/float64(sum.stages), "ns/stage")
+	b.ReportMetric(float64(rtt.Nanoseconds()), "rtt-ns")
+	b.ReportMetric(perHop/float64(rtt.Nanoseconds()), "hop/rtt")
+	b.ReportMetric(float64(sum.rounds)/float64(n), "hops/job")
+	b.ReportMetric(float64(sum.busy.Nanoseconds())/float64(n), "work-ns/job")
+}
+
+// BenchmarkFirstPassWall measures a first-pass-success job through the full
+// pipeline, with the real process (bubblewrap) sandbox running pytest and
+// the acceptance run, and every model call held at latency L.
+//
+// ns/op is the job's wall time as a client sees it. wall/L is the same in
+// units of L; model/L is the part that is not sandbox work, in units of L
+// (plan, then code and tests concurrently: expect a little over 2).
+// seqref/L is the sequential reference computed in the same iteration:
+// the reference system's order, plan, code, packages and tests one model
+// call each (the same fake model, called 4 times in a row), plus the same
+// sandbox time as this job. ref/wall is how many times faster the pipeline
+// is than that reference.
+func BenchmarkFirstPassWall(b *testing.B) {
+	const L = 200 * time.Millisecond
+	requireSandboxTools(b)
+	r := newRig(b, L, nil)
+	r.job(b) // warm-up: builds the base environment once
+
+	var sum jobRun
+	var ref, modelCalls time.Duration
+	n := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j := r.job(b)
+		sum.add(j)
+		n++
+		b.StopTimer()
+		seq := r.sequentialModelCalls(b)
+		modelCalls += seq
+		ref += seq + j.sandbox
+		b.StartTimer()
+	}
+	per := func(d time.Duration) float64 { return float64(d) / float64(n) / float64(L) }
+	b.ReportMetric(per(sum.wall), "wall/L")
+	b.ReportMetric(per(sum.wall-sum.sandbox), "model/L")
+	b.ReportMetric(per(ref), "seqref/L")
+	b.ReportMetric(float64(ref)/float64(sum.wall), "ref/wall")
+	b.ReportMetric(float64(sum.sandbox.Milliseconds())/float64(n), "sandbox-ms")
+	b.ReportMetric(float64(modelCalls.Milliseconds())/float64(4*n), "call-ms")
+	b.ReportMetric(float64((sum.wall-sum.busy).Milliseconds())/float64(n), "orch-ms")
+}
+
+// rig is a whole stack on embedded defaults, in this process, with the
+// workers' model calls and sandbox calls timed.
+type rig struct {
+	st      *stack.Stack
+	model   llm.Client // the fake model, untimed, for the sequential reference
+	llmWork *spans
+	boxWork *spans
+}
+
+// newRig starts the stack with a fake model answering every call after
+// delay; backend nil means the real process backend.
+func newRig(b *testing.B, delay time.Duration, backend sandbox.Backend) *rig {
+	b.Helper()
+	fake := fakellm.New()
+	b.Cleanup(fake.Close)
+	fake.On("plan", fakellm.JSON(messages.Plan{Description: "return 42", Approach: "a function and a main block"}).Delay(delay))
+	fake.On("solution", fakellm.JSON(messages.Solution{Language: "python", Code: answerCode, Packages: []string{}, SystemPackages: []string{}}).Delay(delay))
+	fake.On("tests", fakellm.JSON(messages.Tests{Code: answerTests}).Delay(delay))
+	fake.On("packages", fakellm.JSON(messages.Packages{Packages: []string{}}).Delay(delay))
+	model, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: fake.URL(), APIKey: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	cfg := config.FromEnv()
+	cfg.StateDir = b.TempDir()
+	cfg.NATSURL, cfg.RedisURL = "", ""
+	cfg.OpenAIBaseURL, cfg.OpenAIAPIKey = fake.URL(), "bench"
+	cfg.Sandbox, cfg.Python, cfg.LogLevel, cfg.Concurrency = "process", python, "warn", 0
+
+	if backend == nil {
+		// What stack.OpenBackend opens for AUTOCODER_SANDBOX=process.
+		backend, err = sandbox.NewProcess(sandbox.ProcessConfig{Python: python, StateDir: filepath.Join(cfg.StateDir, "envs"),
+			Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatalf("process backend: %v (run scripts/setup.sh)", err)
+		}
+		b.Cleanup(func() { backend.Close() })
+	}
+	r := &rig{model: model, llmWork: &spans{}, boxWork: &spans{}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r.st, err = stack.Start(ctx, stack.Options{Config: cfg, Coordinator: true, LLMWorker: true, SandboxWorker: true,
+		LLM: timedLLM{model, r.llmWork}, Backend: timedBackend{backend, r.boxWork}})
+	if err != nil {
+		b.Fatalf("start stack: %v", err)
+	}
+	b.Cleanup(func() { r.st.Close() })
+	return r
+}
+
+// jobRun is what one job took.
+type jobRun struct {
+	wall    time.Duration // client: Submit called to result returned by Watch
+	coord   time.Duration // coordinator: submission taken to last result taken
+	busy    time.Duration // workers' own work: union of model and sandbox calls
+	sandbox time.Duration // union of sandbox calls
+	stages  int           // stage results applied
+	rounds  int           // coordinator steps that dispatched stages
+}
+
+func (s *jobRun) add(o jobRun) {
+	s.wall += o.wall
+	s.coord += o.coord
+	s.busy += o.busy
+	s.sandbox += o.sandbox
+	s.stages += o.stages
+	s.rounds += o.rounds
+}
+
+// job runs one first-pass job and measures it.
+func (r *rig) job(b *testing.B) jobRun {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r.llmWork.take()
+	r.boxWork.take()
+	id := client.NewJobID()
+	// Events of one coordinator step carry that step's time: the distinct
+	// times of stage_started events are the sequential hops.
+	steps := map[time.Time]bool{}
+	start := time.Now()
+	if err := r.st.Client.Submit(ctx, id, answerSpec()); err != nil {
+		b.Fatalf("submit: %v", err)
+	}
+	res, err := r.st.Client.Watch(ctx, id, func(e messages.Event) error {
+		if e.Type == messages.EventStageStarted {
+			steps[e.Time] = true
+		}
+		return nil
+	})
+	wall := time.Since(start)
+	if err != nil {
+		b.Fatalf("watch: %v", err)
+	}
+	if !res.Success || res.Attempts != 1 || res.FinishedAt == nil {
+		b.Fatalf("not a first-pass success: status %s attempts %d error %q", res.Status, res.Attempts, res.Error)
+	}
+	llmSpans, boxSpans := r.llmWork.take(), r.boxWork.take()
+	return jobRun{
+		wall:    wall,
+		coord:   res.FinishedAt.Sub(res.SubmittedAt),
+		busy:    union(append(llmSpans, boxSpans...)),
+		sandbox: union(boxSpans),
+		stages:  len(res.Stages),
+		rounds:  len(steps),
+	}
+}
+
+// sequentialModelCalls is the model part of the sequential reference: plan,
+// code, packages and tests, one call each, one after the other.
+func (r *rig) sequentialModelCalls(b *testing.B) time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	for _, s := range []llm.Schema{llm.PlanSchema, llm.SolutionSchema, llm.PackagesSchema, llm.TestsSchema} {
+		_, err := r.model.Structured(ctx, llm.StructuredRequest{Model: messages.DefaultModel, Schema: s,
+			Messages: []messages.ChatMessage{{Role: "system", Content: "You write Python."}, {Role: "user", Content: answerSpec().Prompt}}})
+		if err != nil {
+			b.Fatalf("reference %s call: %v", s.Name, err)
+		}
+	}
+	return time.Since(start)
+}
+
+// roundTrip is the baseline: the mean time of n sequential round trips of
+// one 1 KiB message (about a stage command) published on a file-backed
+// work-queue stream, as the stack's are, to a waiting pull consumer that
+// double-acks it, as bus.Worker does.
+func roundTrip(b *testing.B, js jetstream.JetStream, n int) time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "BENCH_RTT", Subjects: []string{"bench.rtt"},
+		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage}); err != nil {
+		b.Fatal(err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, "BENCH_RTT", jetstream.ConsumerConfig{Durable: "rtt", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	acked := make(chan error)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			m, err := it.Next()
+			if err != nil {
+				return // stopped
+			}
+			acked <- m.DoubleAck(ctx)
+		}
+	}()
+	payload := make([]byte, 1024)
+	var total time.Duration
+	for range n {
+		start := time.Now()
+		if _, err := js.Publish(ctx, "bench.rtt", payload); err != nil {
+			b.Fatal(err)
+		}
+		if err := <-acked; err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+	}
+	it.Stop()
+	<-done
+	if err := js.DeleteStream(ctx, "BENCH_RTT"); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		b.Fatal(err)
+	}
+	return total / time.Duration(n)
+}
+
+// spans records when the workers' own work ran.
+type spans struct {
+	mu sync.Mutex
+	s  [][2]time.Time
+}
+
+func (r *spans) record(start time.Time) {
+	end := time.Now()
+	r.mu.Lock()
+	r.s = append(r.s, [2]time.Time{start, end})
+	r.mu.Unlock()
+}
+
+// take returns the spans recorded so far and forgets them.
+func (r *spans) take() [][2]time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.s
+	r.s = nil
+	return s
+}
+
+// union is the time covered by at least one span: concurrent calls (code
+// and tests) count once.
+func union(s [][2]time.Time) time.Duration {
+	s = slices.Clone(s)
+	slices.SortFunc(s, func(a, b [2]time.Time) int { return a[0].Compare(b[0]) })
+	var total time.Duration
+	var cur [2]time.Time
+	for i, sp := range s {
+		switch {
+		case i == 0:
+			cur = sp
+		case sp[0].After(cur[1]):
+			total += cur[1].Sub(cur[0])
+			cur = sp
+		case sp[1].After(cur[1]):
+			cur[1] = sp[1]
+		}
+	}
+	if len(s) > 0 {
+		total += cur[1].Sub(cur[0])
+	}
+	return total
+}
+
+// timedLLM records how long each model call takes.
+type timedLLM struct {
+	inner llm.Client
+	spans *spans
+}
+
+var _ llm.Client = timedLLM{}
+
+func (c timedLLM) Structured(ctx context.Context, req llm.StructuredRequest) (llm.StructuredReply, error) {
+	defer c.spans.record(time.Now())
+	return c.inner.Structured(ctx, req)
+}
+
+// timedBackend records how long each sandbox build and run takes.
+type timedBackend struct {
+	sandbox.Backend
+	spans *spans
+}
+
+func (t timedBackend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env, error) {
+	defer t.spans.record(time.Now())
+	return t.Backend.Build(ctx, spec)
+}
+
+func (t timedBackend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
+	defer t.spans.record(time.Now())
+	return t.Backend.Run(ctx, spec)
+}
+
+// Close does nothing: the rig closes the backend it opened.
+func (t timedBackend) Close() error { return nil }
+
+// instantBackend is a sandbox that does nothing and answers at once, as a
+// first-pass run of answerCode and answerTests would: pytest reports two
+// passing tests, the script writes answer = 42.
+type instantBackend struct{}
+
+var _ sandbox.Backend = instantBackend{}
+
+const instantJUnit = `<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" tests="2">` +
+	`<testcase classname="test_solution" name="test_answer" time="0.001"/>` +
+	`<testcase classname="test_solution" name="test_type" time="0.001"/></testsuite></testsuites>`
+
+func (instantBackend) Name() string { return "instant" }
+func (instantBackend) Close() error { return nil }
+
+func (instantBackend) Build(context.Context, sandbox.EnvSpec) (sandbox.Env, error) {
+	return sandbox.Env{ID: "instant"}, nil
+}
+
+func (instantBackend) Run(_ context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
+	if slices.Contains(spec.Argv, "pytest") {
+		return sandbox.RunResult{Files: map[string][]byte{sandbox.JUnitFile: []byte(instantJUnit)}}, nil
+	}
+	return sandbox.RunResult{Outputs: map[string][]byte{"answer": []byte("42")}}, nil
+}
+
+func answerSpec() messages.JobSpec {
+	return messages.JobSpec{
+		Prompt:  "Compute the answer to everything (42) and write it as the output answer.",
+		Outputs: map[string]messages.Type{"answer": messages.TypeInt},
+		// Every iteration does the work: no stage is answered from the cache.
+		Options: messages.Options{MaxIterations: 2, Cache: messages.CacheDisable},
+	}
+}
+
+const answerCode = `import argparse
+import os
+
+
+def answer():
+    return 6 * 7
+
+
+def main(argv=None):
+    argparse.ArgumentParser(description="the answer").parse_args(argv)
+    os.makedirs("/var/outputs", exist_ok=True)
+    with open("/var/outputs/answer", "w") as f:
+        f.write(str(answer()))
+
+
+if __name__ == "__main__":
+    main()
+`
+
+const answerTests = `from solution import answer
+
+
+def test_answer():
+    assert answer() == 42
+
+
+def test_type():
+    assert isinstance(answer(), int)
+`
+
+// requireSandboxTools fails (never skips) when the machine lacks what the
+// process backend needs: scripts/setup.sh installs it.
+func requireSandboxTools(b *testing.B) {
+	b.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		b.Fatal("bwrap not found: run scripts/setup.sh")
+	}
+	if out, err := exec.Command(python, "-c", "import pytest").CombinedOutput(); err != nil {
+		b.Fatalf("%s cannot import pytest (%v: %s): run scripts/setup.sh", python, err, out)
+	}
+}

@@ -1,0 +1,160 @@
+package machine
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// Candidates (options.candidates: k > 1).
+//
+// The first round writes k solutions at once, from the same plan, each with
+// its own CodeInput (Candidate i of k, so each has its own cache key and a
+// model sees that it is one of several). One test file is written for all
+// of them, concurrently. Each candidate then goes its own way: its packages
+// are scanned, its environment built (candidates with the same package set
+// share one build) and, once the tests are there, it is tested. This is one
+// iteration, whatever k is.
+//
+// The first candidate whose tests pass wins: it becomes the job's solution
+// and the job goes on to acceptance. The other candidates' stages still in
+// flight become orphans: their results are counted (tokens, stage list)
+// when they arrive before the job ends, and otherwise ignored. A candidate
+// whose stage fails is out; the job fails only when all are.
+//
+// When every candidate has been tested and none passed, the one with the
+// fewest failing tests (then the most passing, then the lowest index) is
+// kept and repaired as a single solution would be; the others are dropped.
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func (m *stepper) startCandidates(in messages.CodeInput, k int) {
+	s := m.s
+	s.Candidates = make([]Candidate, k)
+	for i := range s.Candidates {
+		s.Candidates[i] = Candidate{Index: i + 1, Packages: append([]string(nil), s.Packages...)}
+		ci := in
+		ci.Candidate, ci.Candidates = i+1, k
+		m.dispatchWith(messages.StageCode, ci, Pending{Candidate: i + 1})
+	}
+}
+
+func (m *stepper) candidate(i int) *Candidate {
+	for j := range m.s.Candidates {
+		if m.s.Candidates[j].Index == i {
+			return &m.s.Candidates[j]
+		}
+	}
+	return nil
+}
+
+// advanceCandidates moves every candidate towards its test run, then
+// concludes the round when all have a result.
+func (m *stepper) advanceCandidates() {
+	s := m.s
+	for i := range s.Candidates {
+		c := &s.Candidates[i]
+		if c.done() || c.Solution == nil || m.busy(c.Index, messages.StageRunTests) {
+			continue
+		}
+		img, _, ready := m.env(c.Index, false)
+		if s.Done() {
+			return
+		}
+		if !ready || s.Tests == nil || m.busy(0, messages.StageTests) {
+			continue
+		}
+		c.Image = img
+		if s.Iteration == 0 {
+			s.Iteration = 1 // the candidate round is one iteration
+		}
+		m.dispatchWith(messages.StageRunTests, messages.RunTestsInput{
+			Image: img, Code: c.Solution.Code, Tests: s.Tests.Code, Samples: s.Samples,
+			Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
+		}, Pending{Candidate: c.Index})
+	}
+	m.concludeCandidates()
+}
+
+func (m *stepper) candidateReport(i int, out messages.TestReport) {
+	s := m.s
+	c := m.candidate(i)
+	if c == nil {
+		return
+	}
+	rep := trimReport(out)
+	c.Report = &rep
+	if rep.OK() {
+		m.adopt(c)
+		m.note(fmt.Sprintf("candidate %d of %d passed first; the other candidates' results are ignored", i, len(s.Candidates)))
+		m.orphanCandidates()
+		s.Candidates = nil
+		s.LastReport = c.Report
+		m.accept()
+		return
+	}
+	m.concludeCandidates()
+}
+
+// concludeCandidates ends the candidate round once every candidate has a
+// result and none passed: the best one is repaired as the job's solution.
+func (m *stepper) concludeCandidates() {
+	s := m.s
+	if s.Done() || len(s.Candidates) == 0 {
+		return
+	}
+	var best *Candidate
+	for i := range s.Candidates {
+		c := &s.Candidates[i]
+		if !c.done() {
+			return
+		}
+		if c.Report != nil && (best == nil || better(*c.Report, *best.Report)) {
+			best = c
+		}
+	}
+	if best == nil {
+		reasons := make([]string, 0, len(s.Candidates))
+		for _, c := range s.Candidates {
+			reasons = append(reasons, fmt.Sprintf("candidate %d: %s", c.Index, c.Failed))
+		}
+		m.finish(messages.StatusFailed, "no candidate could be tested: "+joinShort(reasons, 4))
+		return
+	}
+	m.adopt(best)
+	m.note(fmt.Sprintf("no candidate of %d passed: repairing candidate %d (%s)", len(s.Candidates), best.Index, reportSummary(*best.Report)))
+	m.orphanCandidates()
+	s.Candidates = nil
+	m.report(*best.Report)
+}
+
+// better orders failing reports: fewer failing tests, then more passing.
+func better(a, b messages.TestReport) bool {
+	fa, fb := a.Failed+a.Errors, b.Failed+b.Errors
+	if fa != fb {
+		return fa < fb
+	}
+	return a.Passed > b.Passed
+}
+
+// adopt makes candidate c the job's solution.
+func (m *stepper) adopt(c *Candidate) {
+	s := m.s
+	s.Solution = c.Solution
+	s.Packages = c.Packages
+	s.AskedImports = normPackages(append(s.AskedImports, c.Asked...))
+	s.Image, s.BuiltPackages = c.Image, c.Packages
+	s.SystemPackages = normPackages(removePackages(append(s.SystemPackages, c.Solution.SystemPackages...), s.InvalidPackages))
+}
+
+// orphanCandidates marks the candidates' stages still pending as orphans.
+// (An orphan build that succeeds still registers its image.)
+func (m *stepper) orphanCandidates() {
+	for seq, p := range m.s.Pending {
+		if p.Candidate > 0 {
+			p.Orphan = true
+			m.s.Pending[seq] = p
+		}
+	}
+}

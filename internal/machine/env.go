@@ -1,0 +1,109 @@
+package machine
+
+import (
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/pyscan"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// harnessPackages are the harness's own tools: every sandbox environment
+// has them (the tests run under pytest), so an `import pytest` in the tests
+// never changes the package set or forces a rebuild.
+var harnessPackages = []string{"pytest"}
+
+// env makes sure line c (0: the job's own solution; else a candidate) has
+// an environment for its packages, and returns its image once built, with
+// the package set. Packages come from a static scan of the code and the
+// tests (tables first); only imports the tables cannot map go to the model,
+// once each, and not while the code is still being rewritten (codeBusy).
+// A build is dispatched as soon as the set is known, whatever else is
+// pending; a set whose build named invalid packages fails the line.
+func (m *stepper) env(c int, codeBusy bool) (image string, set []string, ready bool) {
+	s := m.s
+	sol, pkgs, asked := m.line(c)
+	if sol == nil || m.busy(c, messages.StagePackages) {
+		return "", nil, false
+	}
+	dists, unknown := m.scan(sol)
+	have := map[string]bool{}
+	for _, p := range append(append(append([]string{}, dists...), *pkgs...), *asked...) {
+		have[canonical(p)] = true
+	}
+	var still []string
+	for _, u := range unknown {
+		if !have[canonical(u)] {
+			still = append(still, u)
+		}
+	}
+	if len(still) > 0 {
+		if codeBusy {
+			return "", nil, false
+		}
+		*asked = append(*asked, still...)
+		if c == 0 {
+			s.Phase = PhasePackages
+		}
+		m.dispatchWith(messages.StagePackages, messages.PackagesInput{Imports: still}, Pending{Candidate: c})
+		return "", nil, false
+	}
+	set = removePackages(normPackages(append(append([]string{}, *pkgs...), dists...)), append(append([]string{}, s.InvalidPackages...), harnessPackages...))
+	*pkgs = set
+	sys := normPackages(removePackages(append(append([]string{}, s.SystemPackages...), sol.SystemPackages...), s.InvalidPackages))
+	if c == 0 {
+		s.SystemPackages = sys
+	}
+	key := envKey(set, sys)
+	if img, ok := s.Images[key]; ok {
+		return img, set, true
+	}
+	if contains(s.FailedEnvs, key) {
+		m.lineFailed(c, "image build failed: invalid packages "+strings.Join(s.InvalidPackages, ", "))
+		return "", nil, false
+	}
+	for _, p := range s.Pending {
+		if p.Stage == messages.StageBuild && p.Env == key && !p.Orphan {
+			return "", set, false // already building
+		}
+	}
+	m.dispatchWith(messages.StageBuild, messages.BuildInput{Packages: set, SystemPackages: sys}, Pending{Candidate: c, Env: key})
+	return "", set, false
+}
+
+// line returns the solution and package lists of line c.
+func (m *stepper) line(c int) (*messages.Solution, *[]string, *[]string) {
+	s := m.s
+	if c == 0 {
+		return s.Solution, &s.Packages, &s.AskedImports
+	}
+	cand := m.candidate(c)
+	if cand == nil {
+		return nil, nil, nil
+	}
+	return cand.Solution, &cand.Packages, &cand.Asked
+}
+
+func (m *stepper) lineFailed(c int, reason string) {
+	if c == 0 {
+		m.finish(messages.StatusFailed, reason)
+		return
+	}
+	if cand := m.candidate(c); cand != nil && cand.Failed == "" {
+		cand.Failed = reason
+		m.note("candidate " + itoa(c) + " is out: " + reason)
+	}
+}
+
+// scan maps the imports of the code and the tests (once they exist) to
+// distributions; the model's own package list for the code is added, and
+// packages the index rejected are left out.
+func (m *stepper) scan(sol *messages.Solution) (dists, unknown []string) {
+	s := m.s
+	imports := pyscan.Imports(sol.Code)
+	if s.Tests != nil {
+		imports = append(imports, pyscan.Imports(s.Tests.Code)...)
+	}
+	dists, unknown = pyscan.Distributions(imports, nil)
+	dists = append(dists, validPackages(sol.Packages)...)
+	return removePackages(dists, s.InvalidPackages), unknown
+}

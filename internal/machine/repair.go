@@ -1,0 +1,512 @@
+package machine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// Repair: how a failing run becomes the next run.
+//
+//  1. observe: every failing test gets a signature (its normalised error,
+//     from the JUnit XML) and a Track across iterations; a failure whose
+//     signature is the one it had before the last round survived the
+//     repair that round gave it.
+//  2. Stuck detection: a run whose fingerprint (code, tests, packages,
+//     signatures) was already seen made no progress. The strategy changes:
+//     the code is regenerated from the plan, with the failure history as
+//     hints, up to maxRegenerations times; after that the job stops with
+//     the reason. So the loop never repeats itself without progress.
+//  3. The diagnosis classifies each failure; classify may override it with
+//     what the tracks show (reclassification, below), and the routes are
+//     computed from the final classes, after every flip.
+//  4. Routing, one round per diagnosis: logic failures go to one fix of the
+//     code, test_error failures to one patch of just their test functions,
+//     environment failures to new packages and a rebuild (code and tests
+//     kept). A mixed diagnosis gets all of them in the same round,
+//     concurrently: the fix changes only solution.py and the patch only the
+//     failing test functions, and a test is in exactly one class, so they
+//     cannot conflict; the rebuild starts at once for the current code and
+//     is redone only if the fix imports more. The tests run once, when
+//     everything is in.
+//  5. Verification: a fix is checked mechanically (the code changed; the
+//     snippet the diagnosis says to replace is gone, the one it suggests is
+//     there); the verify stage is asked only about fixes the check cannot
+//     decide. A patch is checked by comparing each failing test function
+//     before and after. What was not applied is asked again with
+//     escalating instructions (escalation 1, then 2) naming what is
+//     missing; after the third attempt the round proceeds anyway.
+//
+// Reclassification (classify): a failure that survived
+//   - a test patch becomes logic: the test was patched and fails the same
+//     way, so the code is at fault;
+//   - a code fix that was verified as applied (the check found the
+//     suggested change, or the verify stage confirmed it; merely changed
+//     code is not enough) may become test_error: the code changed as the
+//     diagnosis asked (the diagnosis called the test right) and the test
+//     fails the same way, so the test is suspect. Only
+//     once per test, and never after it was moved to logic: no ping-pong;
+//     the stuck detector handles a test both routes failed;
+//   - new packages becomes logic.
+//
+// An environment failure with nothing new to install is logic (a rebuild of
+// the same image cannot change anything), and an empty diagnosis becomes
+// one logic failure per failing test: no round is ever empty.
+
+// maxRepairAttempts bounds the attempts at one fix or patch in a round.
+const maxRepairAttempts = 3
+
+// maxRegenerations bounds how often a stuck loop regenerates the code.
+const maxRegenerations = 2
+
+// observe updates the tracks from a failing report and returns its
+// failure signatures by test ID.
+func (m *stepper) observe(rep messages.TestReport) map[string]string {
+	s := m.s
+	ids, sigs := failingSignatures(rep)
+	old := map[string]Track{}
+	for _, t := range s.Tracks {
+		old[t.Test] = t
+	}
+	var tracks []Track
+	for _, id := range ids {
+		t := Track{Test: id, Signature: sigs[id], Since: s.Iteration, Runs: 1}
+		if o, ok := old[id]; ok {
+			t.Class, t.Flips, t.Fixes, t.Patches = o.Class, o.Flips, o.Fixes, o.Patches
+			t.LastRepair, t.LastApplied = o.Repair, o.Applied
+			if o.Signature == t.Signature {
+				t.Since, t.Runs = o.Since, o.Runs+1
+				t.Survived = o.Repair != ""
+			}
+		}
+		tracks = append(tracks, t)
+		if len(tracks) == maxTracks {
+			break
+		}
+	}
+	var fixed []string
+	for _, t := range s.Tracks {
+		if _, still := sigs[t.Test]; !still {
+			fixed = append(fixed, t.Test)
+		}
+	}
+	if len(fixed) > 0 {
+		m.note(fmt.Sprintf("iteration %d: %s pass now", s.Iteration, joinShort(fixed, 5)))
+	}
+	s.Tracks = tracks
+	return sigs
+}
+
+func (m *stepper) track(id string) *Track {
+	for i := range m.s.Tracks {
+		if m.s.Tracks[i].Test == id {
+			return &m.s.Tracks[i]
+		}
+	}
+	return nil
+}
+
+// repeated records fingerprint fp and reports whether it was seen before,
+// in which case it has already changed strategy or stopped the job.
+func (m *stepper) repeated(fp, what string) bool {
+	s := m.s
+	for _, f := range s.Seen {
+		if f.Hash == fp {
+			m.unstick(fmt.Sprintf("%s as iteration %d", what, f.Iteration))
+			return true
+		}
+	}
+	s.Seen = append(s.Seen, Fingerprint{Iteration: s.Iteration, Hash: fp})
+	if len(s.Seen) > maxSeen {
+		s.Seen = append([]Fingerprint(nil), s.Seen[len(s.Seen)-maxSeen:]...)
+	}
+	return false
+}
+
+// unstick changes strategy when the loop made no progress: it regenerates
+// the code from the plan with the failure history as hints, or, when it has
+// done that maxRegenerations times, stops the job.
+func (m *stepper) unstick(why string) {
+	s := m.s
+	if s.Regenerations >= maxRegenerations {
+		m.finish(messages.StatusFailed, fmt.Sprintf("stuck: iteration %d repeated %s, after %d regenerations of the code; stopping instead of repeating it (%s)",
+			s.Iteration, why, s.Regenerations, m.failingSummary()))
+		return
+	}
+	s.Regenerations++
+	m.note(fmt.Sprintf("stuck: iteration %d repeated %s; regenerating the code from the plan (regeneration %d of %d) instead of patching it",
+		s.Iteration, why, s.Regenerations, maxRegenerations))
+	for i := range s.Tracks {
+		s.Tracks[i].Repair, s.Tracks[i].Applied = RouteRegenerate, false
+	}
+	s.Round = nil
+	s.Phase = PhaseGenerating
+	m.dispatch(messages.StageCode, messages.CodeInput{
+		Task: s.Task, DataContext: s.DataContext, Plan: planOf(s), BasePackages: s.Spec.Options.BasePackages,
+		Attempt: s.Regenerations, Hints: m.failureHistory(),
+	})
+}
+
+func (m *stepper) failingSummary() string {
+	s := m.s
+	var fs []string
+	for _, t := range s.Tracks {
+		fs = append(fs, t.Test+": "+t.Signature)
+	}
+	if len(fs) == 0 && s.Acceptance != nil && !s.Acceptance.OK {
+		fs = append(fs, "acceptance run: "+strings.Join(s.Acceptance.Problems, "; "))
+	}
+	if len(fs) == 0 {
+		return "no failing test recorded"
+	}
+	return "failing: " + joinShort(fs, 3)
+}
+
+// failureHistory describes each failing test and what was tried, for a
+// regeneration's hints.
+func (m *stepper) failureHistory() []string {
+	s := m.s
+	var out []string
+	for _, t := range s.Tracks {
+		out = append(out, fmt.Sprintf("%s fails with %q since iteration %d (%s)", t.Test, t.Signature, t.Since, tried(t)))
+	}
+	if s.Acceptance != nil && !s.Acceptance.OK {
+		out = append(out, "the run on the real samples failed: "+strings.Join(s.Acceptance.Problems, "; "))
+	}
+	return trimAll(out, failureFieldBudget, maxHints)
+}
+
+func tried(t Track) string {
+	var parts []string
+	if t.Fixes > 0 {
+		parts = append(parts, fmt.Sprintf("code fixes: %d", t.Fixes))
+	}
+	if t.Patches > 0 {
+		parts = append(parts, fmt.Sprintf("test patches: %d", t.Patches))
+	}
+	if len(t.Flips) > 0 {
+		parts = append(parts, "reclassified "+strings.Join(t.Flips, ", "))
+	}
+	if len(parts) == 0 {
+		return "nothing tried yet"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// diagnoseHints tells the diagnosis what the loop knows: recent notes and
+// the failures that survived their repairs.
+func (m *stepper) diagnoseHints() []string {
+	s := m.s
+	hints := append([]string(nil), lastNotes(s.Notes, 5)...)
+	for _, t := range s.Tracks {
+		if t.Survived {
+			hints = append(hints, fmt.Sprintf("%s still fails the same way after a %s (%d runs since iteration %d; %s)", t.Test, repairWord(t.LastRepair), t.Runs, t.Since, tried(t)))
+		}
+	}
+	return trimAll(hints, failureFieldBudget, maxHints)
+}
+
+func repairWord(r Route) string {
+	switch r {
+	case RouteFix:
+		return "code fix"
+	case RoutePatch:
+		return "test patch"
+	case RoutePackages:
+		return "rebuild with new packages"
+	case RouteRegenerate:
+		return "regeneration of the code"
+	}
+	return "repair"
+}
+
+// flip is one reclassification.
+type flip struct {
+	Test     string
+	From, To messages.ErrorType
+	Why      string
+}
+
+// repairPlan is what one diagnosis asks for, after reclassification.
+type repairPlan struct {
+	Logic, TestErrors, Env []messages.Failure
+	Flips                  []flip
+}
+
+// classify decides the class a diagnosed failure is routed by, from the
+// model's class, the test's track (nil for a failure without one) and
+// whether the diagnosis names packages not installed yet. why is set when a
+// rule decided the class (it may agree with the model).
+func classify(f messages.Failure, t *Track, newEnv bool) (cls messages.ErrorType, why string) {
+	model := f.ErrorType
+	switch model {
+	case messages.ErrorLogic, messages.ErrorTestError, messages.ErrorEnvironment:
+	default:
+		model = messages.ErrorLogic
+	}
+	if model == messages.ErrorEnvironment && newEnv {
+		return model, "" // something new to install: try it
+	}
+	if t != nil && t.Survived {
+		switch t.LastRepair {
+		case RoutePatch:
+			return messages.ErrorLogic, "its failure survived a patch of the test, so the code is at fault"
+		case RouteFix:
+			if model == messages.ErrorTestError {
+				return model, ""
+			}
+			if t.LastApplied && len(t.Flips) == 0 {
+				return messages.ErrorTestError, "its failure survived a code fix that was verified as applied, so the test is suspect"
+			}
+		case RoutePackages:
+			if model == messages.ErrorEnvironment {
+				return messages.ErrorLogic, "new packages did not change its failure"
+			}
+		}
+	}
+	if model == messages.ErrorEnvironment {
+		return messages.ErrorLogic, "an environment failure with nothing new to install cannot be fixed by a rebuild"
+	}
+	return model, ""
+}
+
+// planRepair classifies every failure and groups them by route. A flip is
+// recorded when a surviving failure's class changes from the one it was
+// routed by in the last round, whoever changed it.
+func planRepair(failures []messages.Failure, tracks []Track, newEnv bool) repairPlan {
+	byTest := map[string]*Track{}
+	for i := range tracks {
+		byTest[tracks[i].Test] = &tracks[i]
+	}
+	var p repairPlan
+	for _, f := range failures {
+		t := byTest[f.TestName]
+		cls, why := classify(f, t, newEnv)
+		if t != nil && t.Survived && t.Class != "" && t.Class != cls {
+			if why == "" {
+				why = "the diagnosis changed it after its failure survived a " + repairWord(t.LastRepair)
+			}
+			p.Flips = append(p.Flips, flip{Test: f.TestName, From: t.Class, To: cls, Why: why})
+		}
+		f.ErrorType = cls
+		switch cls {
+		case messages.ErrorTestError:
+			p.TestErrors = append(p.TestErrors, f)
+		case messages.ErrorEnvironment:
+			p.Env = append(p.Env, f)
+		default:
+			p.Logic = append(p.Logic, f)
+		}
+	}
+	return p
+}
+
+// route starts the repair round of a diagnosis (see the top of this file).
+func (m *stepper) route(d messages.Diagnosis) {
+	s := m.s
+	d = trimDiagnosis(d)
+	s.Diagnosis = storedDiagnosis(d)
+	failures := d.Failures
+	if len(failures) == 0 {
+		failures = failuresFromReport(s.LastReport)
+		m.note("the diagnosis named no failure: fixing the code against the test report")
+	}
+	added := newPackages(s.Packages, validPackages(d.NeedsPackages))
+	addedSys := newPackages(s.SystemPackages, validPackages(d.NeedsSystemPackages))
+	p := planRepair(failures, s.Tracks, len(added)+len(addedSys) > 0)
+	for _, f := range p.Flips {
+		m.note(fmt.Sprintf("reclassified %s: %s -> %s: %s", f.Test, f.From, f.To, f.Why))
+		if t := m.track(f.Test); t != nil {
+			t.Flips = append(t.Flips, string(f.From)+"->"+string(f.To))
+		}
+	}
+	set := func(fs []messages.Failure, cls messages.ErrorType, r Route) {
+		for _, f := range fs {
+			if t := m.track(f.TestName); t != nil {
+				t.Class, t.Repair, t.Applied = cls, r, false
+				switch r {
+				case RouteFix:
+					t.Fixes++
+				case RoutePatch:
+					t.Patches++
+				}
+			}
+		}
+	}
+	set(p.Logic, messages.ErrorLogic, RouteFix)
+	set(p.TestErrors, messages.ErrorTestError, RoutePatch)
+	set(p.Env, messages.ErrorEnvironment, RoutePackages)
+
+	logic, testErrs := capFailures(m, p.Logic, "fix"), capFailures(m, p.TestErrors, "test patch")
+	s.Round = &Round{Iteration: s.Iteration, BaseCode: s.Solution.Code, BaseTests: testsOf(s),
+		Logic: trimFailures(logic), TestErrors: trimFailures(testErrs)}
+	s.Phase = PhaseRepairing
+	if len(added)+len(addedSys) > 0 {
+		s.Packages = normPackages(append(s.Packages, added...))
+		s.SystemPackages = normPackages(append(s.SystemPackages, addedSys...))
+		m.note("adding packages: " + strings.Join(append(added, addedSys...), ", "))
+	}
+	if len(logic) > 0 {
+		m.dispatchFix(nil)
+	}
+	if len(testErrs) > 0 {
+		m.dispatchPatch(s.Round.TestErrors, nil)
+	}
+	m.advance() // the rebuild, concurrently; or the run, for packages alone
+}
+
+func capFailures(m *stepper, fs []messages.Failure, what string) []messages.Failure {
+	if len(fs) <= maxRoutedFailures {
+		return fs
+	}
+	m.note(fmt.Sprintf("%d failures for one %s: sending the first %d", len(fs), what, maxRoutedFailures))
+	return fs[:maxRoutedFailures]
+}
+
+// endRound closes the round when its tests start: each track learns whether
+// its repair was verified as applied.
+func (m *stepper) endRound() {
+	s := m.s
+	r := s.Round
+	for i := range s.Tracks {
+		t := &s.Tracks[i]
+		switch t.Repair {
+		case RouteFix:
+			t.Applied = r != nil && r.Fix == repairApplied
+		case RoutePatch:
+			t.Applied = r != nil && r.Patch == repairApplied
+		case RoutePackages, RouteRegenerate:
+			t.Applied = true
+		}
+	}
+	s.Round = nil
+}
+
+// dispatchFix sends the round's logic failures to the fix stage; attempt n
+// carries escalation n-1 and the fixes found missing.
+func (m *stepper) dispatchFix(missing []string) {
+	s := m.s
+	r := s.Round
+	in := messages.FixInput{Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: testsOf(s),
+		Failures: r.Logic, Packages: s.Packages, Escalation: r.FixAttempts, Missing: missing}
+	r.FixAttempts++
+	r.Fix = repairPending
+	m.dispatch(messages.StageFix, in)
+}
+
+// fixArrived verifies a fix: mechanically first, with the verify stage for
+// what that cannot decide. A fix of an acceptance failure is verified by
+// the next acceptance run, so only unchanged code counts against it there.
+func (m *stepper) fixArrived() {
+	s := m.s
+	r := s.Round
+	if r == nil || r.Fix != repairPending {
+		m.advance()
+		return
+	}
+	missing, undecided := checkFix(r.BaseCode, s.Solution.Code, r.Logic)
+	switch {
+	case len(missing) > 0:
+		m.fixNotApplied(missing, "the mechanical check")
+	case len(undecided) == 0 && hasSuggestions(r.Logic):
+		r.Fix = repairApplied
+		m.advance()
+	case len(undecided) == 0 || r.Acceptance:
+		r.Fix = repairAssumed
+		m.advance()
+	default:
+		r.Fix = repairVerifying
+		m.dispatch(messages.StageVerify, messages.VerifyInput{OldCode: r.BaseCode, NewCode: s.Solution.Code, Failures: undecided})
+	}
+}
+
+func (m *stepper) verified(v messages.FixVerification) {
+	r := m.s.Round
+	if r == nil || r.Fix != repairVerifying {
+		m.advance()
+		return
+	}
+	if v.AllFixesApplied && len(v.MissingFixes) == 0 {
+		r.Fix = repairApplied
+		m.advance()
+		return
+	}
+	missing := v.MissingFixes
+	if len(missing) == 0 {
+		missing = missingFixes(r.Logic)
+	}
+	m.fixNotApplied(missing, "the verify stage")
+}
+
+// fixNotApplied asks again with escalating instructions, or after the last
+// attempt proceeds to the tests with the fix as it is.
+func (m *stepper) fixNotApplied(missing []string, by string) {
+	s := m.s
+	r := s.Round
+	missing = trimAll(missing, failureFieldBudget, maxHints)
+	if r.FixAttempts < maxRepairAttempts {
+		m.note(fmt.Sprintf("fix attempt %d was not applied (%s): %s; asking again with escalation %d",
+			r.FixAttempts, by, joinShort(missing, 3), r.FixAttempts))
+		m.dispatchFix(missing)
+		return
+	}
+	r.Fix = repairUnverified
+	m.note(fmt.Sprintf("fix attempt %d was still not applied (%s): %s; testing it anyway", r.FixAttempts, by, joinShort(missing, 3)))
+	m.advance()
+}
+
+func (m *stepper) dispatchPatch(failures []messages.Failure, missing []string) {
+	s := m.s
+	r := s.Round
+	in := messages.PatchTestsInput{Task: s.Task, Code: s.Solution.Code, Tests: testsOf(s), Failures: failures,
+		Escalation: r.PatchAttempts, Missing: missing}
+	r.PatchAttempts++
+	r.Patch = repairPending
+	m.dispatch(messages.StagePatchTests, in)
+}
+
+// patched takes the patched test file and checks that every failing test
+// function of the round changed; the ones that did not are patched again.
+func (m *stepper) patched(out messages.PatchTestsOutput) {
+	s := m.s
+	if strings.TrimSpace(out.Tests) != "" {
+		s.Tests = &messages.Tests{Code: out.Tests}
+	}
+	if len(out.Unapplied) > 0 {
+		m.note("test patches not applied: " + strings.Join(out.Unapplied, ", "))
+	}
+	r := s.Round
+	if r == nil || r.Patch != repairPending {
+		m.advance()
+		return
+	}
+	left := unpatched(r.BaseTests, testsOf(s), r.TestErrors, out.Unapplied)
+	if len(left) == 0 {
+		r.Patch = repairApplied
+		m.advance()
+		return
+	}
+	names := make([]string, len(left))
+	for i, f := range left {
+		names[i] = f.TestName
+	}
+	if r.PatchAttempts < maxRepairAttempts {
+		m.note(fmt.Sprintf("test patch attempt %d left %s unchanged; asking again with escalation %d", r.PatchAttempts, joinShort(names, 5), r.PatchAttempts))
+		m.dispatchPatch(left, names)
+		return
+	}
+	r.Patch = repairUnverified
+	m.note(fmt.Sprintf("test patch attempt %d still left %s unchanged; testing anyway", r.PatchAttempts, joinShort(names, 5)))
+	m.advance()
+}
+
+// hasSuggestions reports whether any failure names a fix to check for.
+func hasSuggestions(fs []messages.Failure) bool {
+	for _, f := range fs {
+		if strings.TrimSpace(f.SuggestedFix) != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,254 @@
+package machine
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/pyscan"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// verdict is what the mechanical check can say about one suggested fix.
+type verdict int
+
+const (
+	undecided  verdict = iota // only the model can tell: the verify stage
+	applied                   // decided: the fix is in the new code
+	notApplied                // decided: the fix is missing
+)
+
+func (v verdict) String() string {
+	return [...]string{"undecided", "applied", "not applied"}[v]
+}
+
+// minSnippet is the shortest squashed snippet taken as evidence: shorter
+// ones ("x", "0") occur anywhere by chance.
+const minSnippet = 4
+
+var (
+	// "replace `a` with `b`", "change `a` to `b`", "`a` -> `b`": a is the
+	// buggy snippet, b the fix.
+	replaceRe = regexp.MustCompile("(?i)(?:replace|change|rewrite|turn)\\s+`([^`]+)`\\s+(?:with|to|by|into)\\s+`([^`]+)`")
+	arrowRe   = regexp.MustCompile("`([^`]+)`\\s*(?:->|=>|→)\\s*`([^`]+)`")
+	// "use `b` instead of `a`"
+	insteadRe   = regexp.MustCompile("(?i)`([^`]+)`\\s+instead\\s+of\\s+`([^`]+)`")
+	backtickRe  = regexp.MustCompile("(?s)```[A-Za-z0-9]*\\n?(.*?)```|`([^`\\n]+)`")
+	codeTokenRe = regexp.MustCompile(`[()\[\]{}=<>*+/%.'"_:]`)
+)
+
+// squash removes all whitespace and unifies quotes, so formatting does not
+// hide a snippet: "return 6 * 7" matches "return 6*7".
+func squash(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case ' ', '\t', '\n', '\r', '\f', '\v':
+		case '\'':
+			b.WriteByte('"')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// snippets reads a suggested fix for code it names: olds are snippets it
+// says to replace, news are snippets that should appear (backtick spans,
+// each line, the whole text, and runs of code-like words inside prose).
+func snippets(fix string) (olds, news []string) {
+	oldSet := map[string]bool{}
+	for _, m := range replaceRe.FindAllStringSubmatch(fix, -1) {
+		olds, news = append(olds, m[1]), append(news, m[2])
+		oldSet[m[1]] = true
+	}
+	for _, m := range arrowRe.FindAllStringSubmatch(fix, -1) {
+		olds, news = append(olds, m[1]), append(news, m[2])
+		oldSet[m[1]] = true
+	}
+	for _, m := range insteadRe.FindAllStringSubmatch(fix, -1) {
+		news, olds = append(news, m[1]), append(olds, m[2])
+		oldSet[m[2]] = true
+	}
+	add := func(s string) {
+		if s = strings.TrimSpace(s); s != "" && !oldSet[s] {
+			news = append(news, s)
+		}
+	}
+	for _, m := range backtickRe.FindAllStringSubmatch(fix, -1) {
+		span := m[1] + m[2]
+		add(span)
+		for _, l := range strings.Split(span, "\n") {
+			add(l)
+		}
+	}
+	plain := backtickRe.ReplaceAllString(fix, " ")
+	add(plain)
+	for _, l := range strings.Split(plain, "\n") {
+		add(l)
+		// Runs of code-like words in prose: "compute (df['q'] * df['p']).sum() for x".
+		var run []string
+		flush := func() {
+			if len(run) > 0 {
+				add(strings.TrimRight(strings.Join(run, " "), ".,;"))
+			}
+			run = nil
+		}
+		for _, w := range strings.Fields(l) {
+			if codeTokenRe.MatchString(strings.TrimRight(w, ".,;")) || isOperator(w) {
+				run = append(run, w)
+			} else {
+				flush()
+			}
+		}
+		flush()
+	}
+	return olds, news
+}
+
+func isOperator(w string) bool {
+	switch w {
+	case "+", "-", "*", "/", "//", "%", "**", "==", "!=", "<", ">", "<=", ">=", "and", "or", "not", "in", "is":
+		return true
+	}
+	return false
+}
+
+// checkOne decides whether the new code applies one failure's suggested fix:
+// a snippet the fix asks for that was not in the old code and is in the new
+// one means applied; a snippet it says to replace that is still there as
+// often as before (with nothing new) means not applied. A failure without a
+// suggested fix has nothing to verify.
+func checkOne(oldCode, newCode string, f messages.Failure) verdict {
+	if strings.TrimSpace(f.SuggestedFix) == "" {
+		return applied
+	}
+	oldS, newS := squash(oldCode), squash(newCode)
+	olds, news := snippets(f.SuggestedFix)
+	for _, sn := range news {
+		if n := squash(sn); len(n) >= minSnippet && !strings.Contains(oldS, n) && strings.Contains(newS, n) {
+			return applied
+		}
+	}
+	gone := false
+	for _, sn := range olds {
+		n := squash(sn)
+		if len(n) < minSnippet || !strings.Contains(oldS, n) {
+			continue
+		}
+		if strings.Count(newS, n) >= strings.Count(oldS, n) {
+			return notApplied
+		}
+		gone = true
+	}
+	if gone {
+		return applied
+	}
+	return undecided
+}
+
+// checkFix is the mechanical verification of a code fix. Unchanged code
+// applies nothing. Otherwise each failure is decided by checkOne; missing
+// lists the undone fixes (as "test: suggested fix") and undecided the
+// failures only the verify stage can judge (open).
+func checkFix(oldCode, newCode string, fs []messages.Failure) (missing []string, open []messages.Failure) {
+	if strings.TrimSpace(oldCode) == strings.TrimSpace(newCode) {
+		return missingFixes(fs), nil
+	}
+	for _, f := range fs {
+		switch checkOne(oldCode, newCode, f) {
+		case notApplied:
+			missing = append(missing, missingFixes([]messages.Failure{f})...)
+		case undecided:
+			open = append(open, f)
+		}
+	}
+	return missing, open
+}
+
+func missingFixes(fs []messages.Failure) []string {
+	var out []string
+	for _, f := range fs {
+		fix := strings.TrimSpace(f.SuggestedFix)
+		if fix == "" {
+			fix = "make it pass: " + firstLine(f.ErrorMessage)
+		}
+		out = append(out, f.TestName+": "+firstLine(fix))
+	}
+	return out
+}
+
+// unpatched returns the test_error failures whose test function a patch
+// round left as it was: the splice did not apply its patch, or the
+// function's source did not change. A failure whose function cannot be
+// found (a session or collection failure) counts as patched when the file
+// changed at all.
+func unpatched(oldTests, newTests string, fs []messages.Failure, unapplied []string) []messages.Failure {
+	skipped := map[string]bool{}
+	for _, u := range unapplied {
+		skipped[testFunc(u)] = true
+	}
+	var out []messages.Failure
+	for _, f := range fs {
+		fn := testFunc(f.TestName)
+		if skipped[fn] {
+			out = append(out, f)
+			continue
+		}
+		before := funcSource(oldTests, fn)
+		if before == "" {
+			if strings.TrimSpace(oldTests) == strings.TrimSpace(newTests) {
+				out = append(out, f)
+			}
+			continue
+		}
+		if funcSource(newTests, fn) == before {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// testFunc is the function name of a test ID: "TestA::test_x[1]" -> "test_x".
+func testFunc(id string) string {
+	id = strings.TrimSpace(id)
+	if i := strings.IndexByte(id, '['); i >= 0 {
+		id = id[:i]
+	}
+	if i := strings.LastIndex(id, "::"); i >= 0 {
+		id = id[i+2:]
+	}
+	if i := strings.LastIndexByte(id, '.'); i >= 0 {
+		id = id[i+1:]
+	}
+	return id
+}
+
+var defRe = regexp.MustCompile(`^([ \t]*)(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*[(\[]`)
+
+// funcSource returns the source of every definition of function name in src
+// (decorators excluded), joined, or "" when there is none. Line kinds come
+// from pyscan's tokenizer, so a "def" inside a string does not count.
+func funcSource(src, name string) string {
+	src = strings.ReplaceAll(src, "\r\n", "\n")
+	lines := strings.Split(src, "\n")
+	kinds := pyscan.LineKinds(src)
+	var out []string
+	for i := 0; i < len(lines) && i < len(kinds); i++ {
+		m := defRe.FindStringSubmatch(lines[i])
+		if kinds[i] != pyscan.Statement || m == nil || m[2] != name {
+			continue
+		}
+		indent := len(m[1])
+		end := i + 1
+		for j := i + 1; j < len(lines) && j < len(kinds); j++ {
+			if kinds[j] == pyscan.Statement && len(lines[j])-len(strings.TrimLeft(lines[j], " \t")) <= indent {
+				break
+			}
+			if strings.TrimSpace(lines[j]) != "" {
+				end = j + 1
+			}
+		}
+		out = append(out, strings.Join(lines[i:end], "\n"))
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,509 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/pkg/cache"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// Build makes (or reuses) the image of spec and returns its name as Env.ID.
+//
+// Package names are validated first (an *sandbox.InvalidPackageError for
+// URLs, paths, options, shell syntax). The image name is a hash of the base
+// image ID, its Python version, the sorted pip and apt packages, the pip
+// index settings and the builder version, so identical specs share an
+// image, on every worker of the engine. Concurrent Builds of one image make
+// one build: within this process by a singleflight, across workers by a
+// lock in Config.Cache (the others wait for the image to appear). A new
+// package set is built FROM the nearest existing image: the one with the
+// largest subset of its packages (else the base image), installing the
+// whole set again so that pip and apt resolve it as one. Packages apt or
+// pip cannot find fail with an *sandbox.InvalidPackageError naming them;
+// other install failures wrap sandbox.ErrBuildFailed.
+func (b *Backend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env, error) {
+	if b.isClosed() {
+		return sandbox.Env{}, sandbox.ErrClosed
+	}
+	pip, err := normalizePip(spec.Packages)
+	if err != nil {
+		return sandbox.Env{}, err
+	}
+	apt, err := normalizeApt(spec.SystemPackages)
+	if err != nil {
+		return sandbox.Env{}, err
+	}
+	name := imageName(imageHash(b.base.ID, b.base.Python, pip, apt, b.pipIndexKey()))
+	if log, ok := b.known.Load(name); ok {
+		b.pool.touch(name)
+		return sandbox.Env{ID: name, Log: log.(string)}, nil
+	}
+	env, err := b.flight.do(ctx, name, func(ctx context.Context) (sandbox.Env, error) {
+		return b.buildOnce(ctx, name, pip, apt)
+	})
+	if err != nil {
+		return sandbox.Env{}, err
+	}
+	b.known.Store(name, env.Log)
+	b.pool.touch(name)
+	return env, nil
+}
+
+// buildOnce builds the image unless it exists, holding the cross-worker
+// lock while it does; a worker that finds the lock held waits for the
+// image (or for the lock to be free again: the holder failed).
+func (b *Backend) buildOnce(ctx context.Context, name string, pip, apt []string) (sandbox.Env, error) {
+	if ok, err := b.imageExists(ctx, name); err != nil || ok {
+		return sandbox.Env{ID: name}, err
+	}
+	if b.cfg.Cache == nil {
+		return b.build(ctx, name, pip, apt)
+	}
+	lock := buildLockName(name)
+	waiting := false
+	for {
+		token, err := b.cfg.Cache.TryLock(ctx, lock, b.cfg.BuildTimeout+time.Minute)
+		if err == nil {
+			defer func() {
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				defer cancel()
+				if err := b.cfg.Cache.Unlock(uctx, lock, token); err != nil {
+					b.log.Warn("release image build lock", "image", name, "err", err)
+				}
+			}()
+			// Another worker may have finished between our look and the lock.
+			if ok, err := b.imageExists(ctx, name); err != nil || ok {
+				return sandbox.Env{ID: name}, err
+			}
+			return b.build(ctx, name, pip, apt)
+		}
+		if !errors.Is(err, cache.ErrLockHeld) {
+			return sandbox.Env{}, fmt.Errorf("docker: build %s: take the build lock: %w", name, err)
+		}
+		if !waiting {
+			waiting = true
+			b.log.Info("waiting for another worker's image build", "image", name)
+		}
+		select {
+		case <-ctx.Done():
+			return sandbox.Env{}, ctx.Err()
+		case <-time.After(buildLockPollInterval):
+		}
+		if ok, err := b.imageExists(ctx, name); err != nil || ok {
+			return sandbox.Env{ID: name}, err
+		}
+	}
+}
+
+func (b *Backend) imageExists(ctx context.Context, name string) (bool, error) {
+	_, err := b.cli.ImageInspect(ctx, name)
+	switch {
+	case err == nil:
+		return true, nil
+	case cerrdefs.IsNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("docker: inspect image %s: %w", name, err)
+}
+
+// parent is the image a build starts FROM.
+type parent struct {
+	ref      string   // image reference
+	fromBase bool     // the base image: the sandbox layout must be added
+	pip, apt []string // what it has
+}
+
+// nearest finds the built image with the largest subset of pip and apt,
+// else the base image.
+func (b *Backend) nearest(ctx context.Context, pip, apt []string) parent {
+	best := parent{ref: b.cfg.BaseImage, fromBase: true}
+	list, err := b.cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", labelBuilder+"="+strconv.Itoa(builderVersion)),
+		filters.Arg("label", labelBase+"="+b.base.ID),
+		filters.Arg("label", labelPipIndex+"="+b.pipIndexKey()),
+	)})
+	if err != nil {
+		b.log.Warn("list images for an incremental build", "err", err)
+		return best
+	}
+	bestSize := -1
+	for _, img := range list {
+		var ipip, iapt []string
+		if json.Unmarshal([]byte(img.Labels[labelPipPackages]), &ipip) != nil ||
+			json.Unmarshal([]byte(img.Labels[labelAptPackages]), &iapt) != nil {
+			continue
+		}
+		if !subset(ipip, pip) || !subset(iapt, apt) || len(ipip)+len(iapt) <= bestSize {
+			continue
+		}
+		// The name is what its labels hash to: a stale or foreign label
+		// set simply names an image that does not exist.
+		ref := imageName(imageHash(b.base.ID, b.base.Python, ipip, iapt, b.pipIndexKey()))
+		if ok, _ := b.imageExists(ctx, ref); ok {
+			best, bestSize = parent{ref: ref, pip: ipip, apt: iapt}, len(ipip)+len(iapt)
+		}
+	}
+	return best
+}
+
+func subset(small, big []string) bool {
+	set := map[string]bool{}
+	for _, x := range big {
+		set[x] = true
+	}
+	for _, x := range small {
+		if !set[x] {
+			return false
+		}
+	}
+	return true
+}
+
+// build runs one image build.
+func (b *Backend) build(ctx context.Context, name string, pip, apt []string) (sandbox.Env, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.BuildTimeout)
+	defer cancel()
+	start := time.Now()
+	from := b.nearest(ctx, pip, apt)
+	dockerfile, wheels, err := b.dockerfile(from, pip, apt)
+	if err != nil {
+		return sandbox.Env{}, err
+	}
+	buildCtx, err := contextTar(dockerfile, wheels)
+	if err != nil {
+		return sandbox.Env{}, fmt.Errorf("docker: build %s: %w", name, err)
+	}
+	pipJSON, _ := json.Marshal(nonNil(pip))
+	aptJSON, _ := json.Marshal(nonNil(apt))
+	b.log.Info("image build started", "image", name, "from", from.ref, "pip", strings.Join(pip, " "), "apt", strings.Join(apt, " "))
+	resp, err := b.cli.ImageBuild(ctx, bytes.NewReader(buildCtx), build.ImageBuildOptions{
+		Tags:        []string{name},
+		Dockerfile:  "Dockerfile",
+		Remove:      true,
+		ForceRemove: true,
+		PullParent:  false,
+		NetworkMode: b.cfg.BuildNetwork,
+		Version:     build.BuilderV1,
+		// No Ulimits: Podman's compat API refuses Docker's format, and
+		// build steps run trusted installers with the engine's defaults.
+		Labels: map[string]string{
+			labelBuilder:     strconv.Itoa(builderVersion),
+			labelBase:        b.base.ID,
+			labelPipPackages: string(pipJSON),
+			labelAptPackages: string(aptJSON),
+			labelPipIndex:    b.pipIndexKey(),
+			labelParent:      from.ref,
+		},
+	})
+	if err != nil {
+		return sandbox.Env{}, fmt.Errorf("docker: build %s: %w", name, err)
+	}
+	logBuf := sandbox.NewHeadTailBuffer(1 << 20)
+	fmt.Fprintf(logBuf, "FROM %s\n", from.ref)
+	errMsg, err := readJSONStream(resp.Body, logBuf)
+	resp.Body.Close()
+	log := string(logBuf.Bytes())
+	if err == nil && errMsg == "" {
+		// Podman reports some failures only by not making the image.
+		if ok, ierr := b.imageExists(ctx, name); ierr != nil || !ok {
+			errMsg = "the build ended without an image"
+		}
+	}
+	b.log.Info("image build finished", "image", name, "from", from.ref, "duration", time.Since(start),
+		"err", errMsg, "stream_err", err)
+	if err != nil {
+		return sandbox.Env{}, fmt.Errorf("docker: build %s: read build output: %w", name, err)
+	}
+	if errMsg != "" {
+		return sandbox.Env{}, classifyBuildFailure(name, pip, apt, errMsg, log)
+	}
+	return sandbox.Env{ID: name, Log: sandbox.TrimHeadTail(log, maxBuildLog)}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// baseSetup adds the sandbox layout to a base image: the mount points, the
+// sandbox user and a python command.
+const baseSetup = `set -eu
+mkdir -p /workspace /var/inputs /var/outputs /usr/local/bin
+chown 10001:10001 /workspace /var/outputs
+chmod 0755 /workspace /var/inputs /var/outputs
+grep -q '^sandbox:' /etc/passwd || echo 'sandbox:x:10001:10001:sandbox:/tmp:/usr/sbin/nologin' >> /etc/passwd
+grep -q '^sandbox:' /etc/group || echo 'sandbox:x:10001:' >> /etc/group
+command -v python >/dev/null 2>&1 || ln -s "$(command -v python3)" /usr/local/bin/python`
+
+// aptInstall installs "$@" with apt, leaving no package lists behind.
+const aptInstall = `set -eu
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -q --no-install-recommends "$@"
+rm -rf /var/lib/apt/lists/*`
+
+// wheelsDir is where local find-links directories are copied in a build.
+const wheelsDir = "/tmp/autocoder-wheels"
+
+// dockerfile writes the Dockerfile of a build and lists the local wheel
+// directories to send with it. Every instruction is in exec form: package
+// names never meet a shell.
+func (b *Backend) dockerfile(from parent, pip, apt []string) (string, []string, error) {
+	var df strings.Builder
+	run := func(argv ...string) {
+		j, _ := json.Marshal(argv)
+		fmt.Fprintf(&df, "RUN %s\n", j)
+	}
+	fmt.Fprintf(&df, "FROM %s\nUSER root\n", from.ref)
+	if from.fromBase {
+		run("/bin/sh", "-c", baseSetup)
+	}
+	if len(apt) > 0 {
+		run(append([]string{"/bin/sh", "-c", aptInstall, "apt-install"}, apt...)...)
+	}
+	install := append([]string{}, pip...)
+	if from.fromBase && !b.base.Pytest {
+		install = append(install, "pytest")
+	}
+	var wheels []string
+	if len(install) > 0 {
+		argv := []string{"/usr/bin/env", "PIP_BREAK_SYSTEM_PACKAGES=1", "PIP_ROOT_USER_ACTION=ignore",
+			"python3", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check", "--no-input",
+			"--progress-bar", "off"}
+		if b.cfg.PipIndexURL != "" {
+			argv = append(argv, "--index-url", b.cfg.PipIndexURL)
+		} else if len(b.cfg.PipFindLinks) > 0 {
+			argv = append(argv, "--no-index")
+		}
+		for _, fl := range b.cfg.PipFindLinks {
+			if dir := localDir(fl); dir != "" {
+				argv = append(argv, "--find-links", fmt.Sprintf("%s/%d", wheelsDir, len(wheels)))
+				wheels = append(wheels, dir)
+				continue
+			}
+			argv = append(argv, "--find-links", fl)
+		}
+		argv = append(argv, b.cfg.PipExtraArgs...)
+		argv = append(argv, "--")
+		argv = append(argv, install...)
+		if len(wheels) > 0 {
+			fmt.Fprintf(&df, "COPY wheels/ %s/\n", wheelsDir)
+		}
+		run(argv...)
+	}
+	return df.String(), wheels, nil
+}
+
+// localDir returns the directory a find-links entry names on this machine
+// ("" for a URL).
+func localDir(fl string) string {
+	p := strings.TrimPrefix(fl, "file://")
+	if !filepath.IsAbs(p) {
+		return ""
+	}
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return filepath.Clean(p)
+	}
+	return ""
+}
+
+// contextTar is the build context: the Dockerfile and wheels/<i>/ for each
+// local wheel directory (regular files at its top level).
+func contextTar(dockerfile string, wheels []string) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	add := func(name string, mode int64, data []byte) error {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)),
+			ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	}
+	if err := add("Dockerfile", 0o644, []byte(dockerfile)); err != nil {
+		return nil, err
+	}
+	for i, dir := range wheels {
+		prefix := fmt.Sprintf("wheels/%d/", i)
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: prefix, Mode: 0o755, ModTime: epoch}); err != nil {
+			return nil, err
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("pip find-links %s: %w", dir, err)
+		}
+		for _, e := range entries {
+			if e.Type()&fs.ModeType != 0 {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return nil, fmt.Errorf("pip find-links %s: %w", dir, err)
+			}
+			if err := add(prefix+e.Name(), 0o644, data); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// pipIndexKey hashes the pip settings that decide what a name resolves to.
+func (b *Backend) pipIndexKey() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "index %q\n", b.cfg.PipIndexURL)
+	for _, fl := range b.cfg.PipFindLinks {
+		fmt.Fprintf(h, "find-links %q\n", fl)
+	}
+	for _, a := range b.cfg.PipExtraArgs {
+		fmt.Fprintf(h, "arg %q\n", a)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+var (
+	aptNameRe      = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]{1,62}$`)
+	aptNotFoundRe  = regexp.MustCompile(`Unable to locate package (\S+)|Package '?([^' ]+)'? has no installation candidate|Couldn't find any package by (?:glob|regex) '([^']+)'`)
+	aptNetworkRe   = regexp.MustCompile(`Temporary failure resolving|Could not resolve|Failed to fetch|Could not connect to|Unable to connect to|Connection timed out|Network is unreachable`)
+	pipNotFoundRe  = regexp.MustCompile(`(?:No matching distribution found for|Could not find a version that satisfies the requirement) (\S+)`)
+	pipNetworkRe   = regexp.MustCompile(`NewConnectionError|Failed to establish a new connection|Temporary failure in name resolution|Name or service not known|ConnectTimeoutError|ReadTimeoutError|ProxyError|SSLError|Network is unreachable|No route to host|Connection refused|Connection reset|Max retries exceeded`)
+	stepFailedRe   = regexp.MustCompile(`returned a non-zero code|exit status \d+|non-zero exit|error building at STEP`)
+	nameSeparators = regexp.MustCompile(`[-_.]+`)
+)
+
+// normalizePip validates requirement strings (PEP 508 names with an
+// optional version, nothing else) and returns them canonical (normalized
+// name, sorted extras), deduplicated and sorted.
+func normalizePip(pkgs []string) ([]string, error) {
+	var bad []string
+	set := map[string]bool{}
+	for _, p := range pkgs {
+		p = strings.TrimSpace(p)
+		if !messages.PackageNameRe.MatchString(p) {
+			bad = append(bad, p)
+			continue
+		}
+		name := canonicalName(p)
+		rest := strings.TrimLeft(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
+		if strings.HasPrefix(rest, "[") {
+			end := strings.IndexByte(rest, ']')
+			extras := strings.Split(rest[1:end], ",")
+			for i, e := range extras {
+				extras[i] = canonicalName(e)
+			}
+			sort.Strings(extras)
+			name += "[" + strings.Join(extras, ",") + "]"
+			rest = rest[end+1:]
+		}
+		set[name+rest] = true
+	}
+	if len(bad) > 0 {
+		return nil, &sandbox.InvalidPackageError{Packages: bad,
+			Log: "not a package requirement (a PEP 508 name with an optional version; URLs, paths, options and shell syntax are refused)"}
+	}
+	return sortedKeys(set), nil
+}
+
+// normalizeApt validates Debian package names (lower case letters, digits,
+// + - . only) and returns them deduplicated and sorted.
+func normalizeApt(pkgs []string) ([]string, error) {
+	var bad []string
+	set := map[string]bool{}
+	for _, p := range pkgs {
+		if !aptNameRe.MatchString(p) {
+			bad = append(bad, p)
+			continue
+		}
+		set[p] = true
+	}
+	if len(bad) > 0 {
+		return nil, &sandbox.InvalidPackageError{Packages: bad, Log: "not a Debian package name"}
+	}
+	return sortedKeys(set), nil
+}
+
+func sortedKeys(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// canonicalName is the PEP 503 normalized distribution name of a requirement.
+func canonicalName(req string) string {
+	name := req
+	if i := strings.IndexAny(req, "[<>=!~"); i >= 0 {
+		name = req[:i]
+	}
+	return nameSeparators.ReplaceAllString(strings.ToLower(name), "-")
+}
+
+// classifyBuildFailure turns a failed build into the error the caller acts
+// on: an *sandbox.InvalidPackageError for names apt or pip cannot find, a
+// plain (retryable) error when a package source could not be reached or the
+// engine failed, sandbox.ErrBuildFailed when an installer ran and failed.
+func classifyBuildFailure(name string, pip, apt []string, errMsg, log string) error {
+	all := log + "\n" + errMsg
+	if aptNetworkRe.MatchString(all) || pipNetworkRe.MatchString(all) {
+		return fmt.Errorf("docker: build %s: a package source could not be reached: %s: %s", name, errMsg, sandbox.TrimTail(log, 2048))
+	}
+	var bad []string
+	seen := map[string]bool{}
+	for _, m := range aptNotFoundRe.FindAllStringSubmatch(all, -1) {
+		for _, g := range m[1:] {
+			if g != "" && !seen["apt "+g] {
+				seen["apt "+g] = true
+				bad = append(bad, g)
+			}
+		}
+	}
+	for _, m := range pipNotFoundRe.FindAllStringSubmatch(all, -1) {
+		found := canonicalName(m[1])
+		matched := false
+		for _, r := range pip {
+			if canonicalName(r) == found && !seen["pip "+r] {
+				seen["pip "+r], matched = true, true
+				bad = append(bad, r)
+			}
+		}
+		if !matched && !seen["pip "+found] && !seen["pip "+m[1]] {
+			seen["pip "+found] = true
+			bad = append(bad, m[1]) // a dependency the index lacks
+		}
+	}
+	if len(bad) > 0 {
+		return &sandbox.InvalidPackageError{Packages: bad, Log: sandbox.TrimTail(log, maxBuildLog)}
+	}
+	if stepFailedRe.MatchString(all) {
+		return fmt.Errorf("%w: %s: %s\n%s", sandbox.ErrBuildFailed, name, errMsg, sandbox.TrimTail(log, 4096))
+	}
+	return fmt.Errorf("docker: build %s: %s\n%s", name, errMsg, sandbox.TrimTail(log, 2048))
+}

@@ -1,0 +1,205 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/autocoder/autocoder/pkg/cache"
+)
+
+// Defaults of Config.
+const (
+	DefaultBaseImage      = "python:3.12-slim"
+	DefaultBuildTimeout   = 15 * time.Minute
+	DefaultPidsLimit      = 256
+	DefaultTmpSize        = 128 << 20
+	DefaultShmSize        = 64 << 20
+	DefaultMaxFileSize    = 1 << 30
+	DefaultNoFile         = 4096
+	DefaultNProc          = 4096
+	DefaultLeaseMargin    = time.Minute
+	DefaultReapInterval   = time.Minute
+	DefaultPoolSize       = 2
+	DefaultPoolImages     = 4
+	DefaultPoolLease      = 30 * time.Minute
+	DefaultProbeTimeout   = 60 * time.Second
+	defaultPingTimeout    = 5 * time.Second
+	sandboxUID            = 10001
+	sandboxUser           = "10001:10001"
+	maxBuildLog           = 16 << 10
+	buildLockPollInterval = time.Second
+)
+
+// Config configures the Docker backend. The zero value of every field means
+// its documented default; New validates the result.
+type Config struct {
+	// Host is the engine's address: unix:///var/run/docker.sock,
+	// unix:///run/podman/podman.sock, tcp://host:2376. Empty: DOCKER_HOST
+	// (with DOCKER_CERT_PATH and DOCKER_TLS_VERIFY), else the default socket.
+	Host string
+	// BaseImage is the image every environment is built FROM. It needs
+	// python3 (pytest is installed with pip when it lacks it). Default
+	// python:3.12-slim. It is pulled when missing unless NoPull is set.
+	BaseImage string
+	// NoPull never pulls BaseImage: New fails when the engine lacks it. For
+	// engines with no registry.
+	NoPull bool
+	// Runtime is the OCI runtime of every run container, e.g. "runsc"
+	// (gVisor). Empty: the engine's default. Builds always use the default.
+	Runtime string
+	// Worker names this backend in the labels of its containers. Default:
+	// host name and pid.
+	Worker string
+	// Cache holds the cross-worker lock that makes concurrent workers build
+	// an image once (cache.Cache.TryLock). Nil: builds are deduplicated
+	// within this process only.
+	Cache cache.Cache
+
+	// PipIndexURL is pip's --index-url inside builds. Empty: pip's default
+	// (PyPI), or no index at all when only PipFindLinks is set.
+	PipIndexURL string
+	// PipFindLinks are wheel locations (pip --find-links). URLs are passed
+	// as they are; local directories are copied into the build context, so
+	// a wheelhouse on the worker works with a remote engine. Set without
+	// PipIndexURL, pip runs with --no-index: offline installs.
+	PipFindLinks []string
+	// PipExtraArgs are added to every pip install, e.g. "--trusted-host", "pypi.internal".
+	PipExtraArgs []string
+	// BuildNetwork is the network mode of builds (apt and pip need one).
+	// Empty: the engine's default.
+	BuildNetwork string
+	// BuildTimeout bounds one image build. Default 15m.
+	BuildTimeout time.Duration
+
+	// PidsLimit caps processes and threads in one sandbox. Default 256.
+	PidsLimit int64
+	// TmpSize caps the tmpfs at /tmp, in bytes. Default 128 MiB.
+	TmpSize int64
+	// MaxFileSize is RLIMIT_FSIZE: the largest file a run may write. Default 1 GiB.
+	MaxFileSize int64
+	// NoFile and NProc are the RLIMIT_NOFILE and RLIMIT_NPROC of a run. A
+	// runtime refuses to start a container whose limits exceed the engine
+	// host's hard limits, so the defaults (4096 each) are lowered to this
+	// process's own hard limits. NProc counts every process of the sandbox
+	// uid on the host; PidsLimit is the per-sandbox cap.
+	NoFile, NProc int64
+
+	// LeaseMargin is added to a run's timeout to make its lease: after
+	// that, any worker's reaper removes the container. Default 1m.
+	LeaseMargin time.Duration
+	// ReapInterval is how often the reaper looks for containers whose lease
+	// is over (it also runs once in New). Default 1m; negative: never.
+	ReapInterval time.Duration
+
+	// PoolSize is the number of started, idle sandboxes kept per hot image
+	// (one used by a Build or a Run recently), each used once. A run with
+	// the default Memory and CPUs takes one instead of creating a
+	// container. Default 2; negative: no pool.
+	PoolSize int
+	// PoolImages is how many images are kept hot, least recently used
+	// dropped first. Default 4.
+	PoolImages int
+	// PoolLease is the lease of an idle pooled sandbox; it is replaced
+	// before the lease is half over. Default 30m.
+	PoolLease time.Duration
+
+	// Logger receives build, run and reaper logs. Default: discard.
+	Logger *slog.Logger
+	// Now is the clock of leases. Default time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() error {
+	if c.BaseImage == "" {
+		c.BaseImage = DefaultBaseImage
+	}
+	if c.Worker == "" {
+		h, _ := os.Hostname()
+		c.Worker = fmt.Sprintf("%s-%d", h, os.Getpid())
+	}
+	if c.BuildTimeout == 0 {
+		c.BuildTimeout = DefaultBuildTimeout
+	}
+	if c.PidsLimit == 0 {
+		c.PidsLimit = DefaultPidsLimit
+	}
+	if c.TmpSize == 0 {
+		c.TmpSize = DefaultTmpSize
+	}
+	if c.MaxFileSize == 0 {
+		c.MaxFileSize = DefaultMaxFileSize
+	}
+	if c.NoFile == 0 {
+		c.NoFile = min(DefaultNoFile, hardLimit(unix.RLIMIT_NOFILE))
+	}
+	if c.NProc == 0 {
+		c.NProc = min(DefaultNProc, hardLimit(unix.RLIMIT_NPROC))
+	}
+	if c.LeaseMargin == 0 {
+		c.LeaseMargin = DefaultLeaseMargin
+	}
+	if c.ReapInterval == 0 {
+		c.ReapInterval = DefaultReapInterval
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = DefaultPoolSize
+	}
+	if c.PoolImages == 0 {
+		c.PoolImages = DefaultPoolImages
+	}
+	if c.PoolLease == 0 {
+		c.PoolLease = DefaultPoolLease
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	switch {
+	case c.BuildTimeout < 0:
+		return errors.New("docker: Config.BuildTimeout must not be negative")
+	case c.PidsLimit < 8:
+		return errors.New("docker: Config.PidsLimit must be at least 8")
+	case c.TmpSize < 1<<20:
+		return errors.New("docker: Config.TmpSize must be at least 1 MiB")
+	case c.MaxFileSize < 1<<20:
+		return errors.New("docker: Config.MaxFileSize must be at least 1 MiB")
+	case c.NoFile < 64 || c.NProc < 8:
+		return errors.New("docker: Config.NoFile must be at least 64 and Config.NProc at least 8")
+	case c.LeaseMargin < 0:
+		return errors.New("docker: Config.LeaseMargin must not be negative")
+	case c.PoolImages < 0 || c.PoolLease < time.Minute:
+		return errors.New("docker: Config.PoolImages must not be negative and Config.PoolLease must be at least 1m")
+	}
+	for _, a := range c.PipExtraArgs {
+		if a == "" || containsNUL(a) {
+			return errors.New("docker: Config.PipExtraArgs has an empty argument")
+		}
+	}
+	return nil
+}
+
+// hardLimit is this process's hard limit of resource r (a stand-in for the
+// engine host's when they are the same machine; large when unknown).
+func hardLimit(r int) int64 {
+	var l unix.Rlimit
+	if err := unix.Getrlimit(r, &l); err != nil || l.Max > 1<<40 {
+		return 1 << 40
+	}
+	return int64(l.Max)
+}
+
+func containsNUL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return true
+		}
+	}
+	return false
+}

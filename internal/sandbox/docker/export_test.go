@@ -1,0 +1,14 @@
+package docker
+
+import "context"
+
+// Hooks for the external tests.
+
+// PoolReady counts the pooled sandboxes of image.
+func PoolReady(b *Backend, image string) int { return b.pool.ready(image) }
+
+// Reap runs the reaper once.
+func Reap(ctx context.Context, b *Backend) int { return b.reap(ctx) }
+
+// StubScript is the init stub of every sandbox container.
+const StubScript = stubScript

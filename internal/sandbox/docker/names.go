@@ -1,0 +1,74 @@
+package docker
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Every name this package gives the engine (image repositories, labels,
+// container names) is built in this file.
+
+// builderVersion is part of every image name: bump it when the layout of an
+// environment image (the Dockerfile below, the stub, the user) changes, so
+// old images are not reused.
+const builderVersion = 1
+
+// imageRepo is the repository of environment images: autocoder-env:<hash>.
+const imageRepo = "autocoder-env"
+
+// Labels of images this backend builds.
+const (
+	labelBuilder     = "autocoder.builder"      // builderVersion
+	labelBase        = "autocoder.base"         // base image ID
+	labelPipPackages = "autocoder.pip-packages" // JSON array, sorted
+	labelAptPackages = "autocoder.apt-packages" // JSON array, sorted
+	labelPipIndex    = "autocoder.pip-index"    // hash of the pip index settings
+	labelParent      = "autocoder.parent"       // the image this one was built FROM
+)
+
+// Labels of containers this backend runs. Every container carries all
+// three, so a reaper on any worker can tell whose it is and whether its
+// lease is over.
+const (
+	labelWorker      = "autocoder.worker"       // Config.Worker of the backend that made it
+	labelJob         = "autocoder.job"          // the run's job (RunSpec has none: the env id), or "pool"
+	labelLeaseExpiry = "autocoder.lease-expiry" // unix seconds after which any reaper may remove it
+	labelRole        = "autocoder.role"         // "run", "pool" or "probe"
+)
+
+// imageName is the environment image of a content hash.
+func imageName(hash string) string { return imageRepo + ":" + hash }
+
+// imageHash hashes what an environment image is made of: the base image,
+// its Python, the packages, the pip index settings and the builder version.
+func imageHash(baseID, pythonVersion string, pip, apt []string, pipIndex string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "autocoder docker env\nbuilder %d\nbase %s\npython %s\npip-index %s\n",
+		builderVersion, baseID, pythonVersion, pipIndex)
+	for _, p := range pip {
+		fmt.Fprintf(h, "pip %s\n", p)
+	}
+	for _, p := range apt {
+		fmt.Fprintf(h, "apt %s\n", p)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// buildLockName is the cross-worker lock (cache.Cache.TryLock) of one image build.
+func buildLockName(image string) string { return "sandbox-docker-build:" + image }
+
+// containerLabels are the labels of a container leased until expiry.
+func containerLabels(worker, job, role string, expiry time.Time) map[string]string {
+	return map[string]string{
+		labelWorker:      worker,
+		labelJob:         job,
+		labelRole:        role,
+		labelLeaseExpiry: strconv.FormatInt(expiry.Unix(), 10),
+	}
+}
+
+// reaperFilter selects every container a backend of this package made.
+const reaperFilter = labelLeaseExpiry

@@ -1,0 +1,496 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
+)
+
+// Paths inside every sandbox (Contract 2).
+const (
+	workspaceDir = "/workspace"
+	inputsDir    = "/var/inputs"
+	outputsDir   = "/var/outputs"
+	defaultPATH  = "/usr/local/bin:/usr/bin:/bin"
+)
+
+// stubScript is the init process (pid 1) of every sandbox container. It
+// waits, for at most argv[1] seconds, for one JSON request line on stdin
+// (argv, env, timeout, output limit), runs the command as its child with
+// exactly that environment in /workspace, reaps orphans, and when the child
+// exits kills whatever it left behind and exits with the child's status
+// (128+signal for a signal).
+//
+// It caps the output where it is made: of each stream it forwards the first
+// limit bytes at once and the last limit bytes at the end, so a run that
+// prints 1 GiB sends about 2×limit through the engine (whose attach stream
+// is slow) and the worker's head-and-tail buffer still sees the true head
+// and tail. SIGUSR1 (the worker's timeout) and its own timer (a backstop
+// for a worker that died) make it kill the run, flush the tail and exit
+// 124. A container started before its command is known is what makes the
+// warm pool possible.
+const stubScript = `
+import collections, json, os, select, signal, sys
+def killall():
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+def writeall(fd, data):
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except OSError:
+            return
+class Cap:
+    def __init__(self, fd, limit):
+        self.fd, self.limit, self.head = fd, limit, limit
+        self.tail, self.size = collections.deque(), 0
+    def write(self, data):
+        if self.head > 0:
+            n = min(self.head, len(data))
+            writeall(self.fd, data[:n])
+            self.head -= n
+            data = data[n:]
+        if data:
+            self.tail.append(data)
+            self.size += len(data)
+            while self.size - len(self.tail[0]) >= self.limit:
+                self.size -= len(self.tail.popleft())
+    def flush(self):
+        data = b"".join(self.tail)
+        self.tail.clear()
+        writeall(self.fd, data[-self.limit:] if self.limit else b"")
+def main():
+    if not select.select([0], [], [], float(sys.argv[1]))[0]:
+        return 125
+    buf = b""
+    while b"\n" not in buf:
+        chunk = os.read(0, 65536)
+        if not chunk:
+            return 125
+        buf += chunk
+    req = json.loads(buf.split(b"\n", 1)[0])
+    argv = req["argv"]
+    if argv[0] in ("python", "python3"):
+        argv = [sys.executable] + argv[1:]
+    env = {"PATH": os.environ.get("PATH", "` + defaultPATH + `")}
+    env.update(req["env"])
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            for fd in (out_r, out_w, err_r, err_w):
+                os.close(fd)
+            for s in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
+                signal.signal(s, signal.SIG_DFL)
+            os.chdir(req["cwd"])
+            os.execvpe(argv[0], argv, env)
+        except BaseException as e:
+            os.write(2, ("sandbox: cannot run %s: %s\n" % (argv[0], e)).encode())
+        os._exit(127)
+    os.close(out_w)
+    os.close(err_w)
+    caps = {out_r: Cap(1, req["limit"]), err_r: Cap(2, req["limit"])}
+    def expire(signum, frame):
+        killall()
+        for cap in caps.values():
+            cap.flush()
+        os._exit(124)
+    signal.signal(signal.SIGALRM, expire)
+    signal.signal(signal.SIGUSR1, expire)
+    signal.setitimer(signal.ITIMER_REAL, req["timeout"])
+    status = None
+    open_fds = [out_r, err_r]
+    while open_fds:
+        ready = select.select(open_fds, [], [], 0.1)[0]
+        for fd in ready:
+            data = os.read(fd, 65536)
+            if data:
+                caps[fd].write(data)
+            else:
+                open_fds.remove(fd)
+        while status is None:
+            try:
+                wpid, st = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if wpid == 0:
+                break
+            if wpid == pid:
+                status = st
+                killall()  # what it left behind may hold the pipes open
+    if status is None:
+        _, status = os.waitpid(pid, 0)
+    killall()
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            break
+    for cap in caps.values():
+        cap.flush()
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+sys.exit(main())
+`
+
+// stubGrace is how long after a run's timeout the stub kills the run on
+// its own, when the worker did not.
+const stubGrace = 5 * time.Second
+
+// request is what the stub reads.
+type request struct {
+	Argv    []string          `json:"argv"`
+	Env     map[string]string `json:"env"`
+	Cwd     string            `json:"cwd"`
+	Timeout float64           `json:"timeout"` // seconds
+	Limit   int               `json:"limit"`   // bytes of head and of tail kept per stream
+}
+
+// box is one started sandbox container waiting for its request.
+type box struct {
+	id      string
+	image   string
+	memory  int64
+	cpus    float64
+	expiry  time.Time // lease
+	created time.Time
+}
+
+var imageNameRe = regexp.MustCompile(`^` + imageRepo + `:[0-9a-f]{32}$`)
+
+// Run runs spec.Argv in a fresh container of the image spec.Env.
+//
+// The container has no network, a read-only root, no capabilities, no new
+// privileges, uid 10001, a pids limit, memory (no swap) and CPU limits,
+// rlimits, a size-capped tmpfs /tmp, and no environment but PATH, HOME,
+// LANG, thread-count caps and spec.EnvVars. spec.Files are copied into
+// /workspace and spec.Inputs (root-owned, read-only) into /var/inputs
+// through the engine's archive API, and results are copied back the same
+// way: no host path is mounted. A run with the default Memory and CPUs
+// takes a started container from the warm pool when there is one. A
+// non-zero exit is a result; an error means the sandbox could not run, or
+// ctx ended (the container is killed first).
+func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
+	if b.isClosed() {
+		return sandbox.RunResult{}, sandbox.ErrClosed
+	}
+	if err := validateRunSpec(spec); err != nil {
+		return sandbox.RunResult{}, err
+	}
+	if !imageNameRe.MatchString(spec.Env) {
+		return sandbox.RunResult{}, fmt.Errorf("%w: %q is not a docker backend image", sandbox.ErrEnvNotFound, spec.Env)
+	}
+	timeout := cmpOr(spec.Timeout, sandbox.DefaultRunTimeout)
+	memory := cmpOr(spec.Memory, sandbox.DefaultMemory)
+	cpus := cmpOr(spec.CPUs, sandbox.DefaultCPUs)
+	var inputs []byte
+	if len(spec.Inputs) > 0 {
+		var err error
+		if inputs, err = inputsTar(spec.Inputs); err != nil {
+			return sandbox.RunResult{}, err
+		}
+	}
+	workspace, err := filesTar(spec.Files)
+	if err != nil {
+		return sandbox.RunResult{}, err
+	}
+
+	start := time.Now()
+	bx := b.pool.take(spec.Env, memory, cpus, b.cfg.Now().Add(timeout+stubGrace))
+	pooled := bx != nil
+	if bx == nil {
+		lease := timeout + stubGrace + b.cfg.LeaseMargin
+		bx, err = b.startBox(ctx, spec.Env, memory, cpus, lease, "run", spec.Env)
+		if err != nil {
+			if cerrdefs.IsNotFound(err) {
+				b.known.Delete(spec.Env)
+				return sandbox.RunResult{}, fmt.Errorf("%w: image %s (build it again): %v", sandbox.ErrEnvNotFound, spec.Env, err)
+			}
+			return sandbox.RunResult{}, err
+		}
+	}
+	defer b.removeLater(bx.id)
+
+	env := threadEnv(cpus)
+	env["HOME"], env["LANG"] = "/tmp", "C.UTF-8"
+	for k, v := range spec.EnvVars {
+		env[k] = v
+	}
+	res, err := b.execute(ctx, bx, request{Argv: spec.Argv, Env: env, Cwd: workspaceDir,
+		Timeout: (timeout + stubGrace).Seconds()}, timeout, cmpOr(spec.OutputLimit, sandbox.DefaultOutputLimit),
+		workspace, inputs)
+	res.Duration = time.Since(start)
+	b.log.Debug("sandbox run", "env", spec.Env, "argv0", spec.Argv[0], "exit_code", res.ExitCode,
+		"timed_out", res.TimedOut, "pooled", pooled, "duration", res.Duration, "err", err)
+	if err != nil {
+		return res, err
+	}
+	// The container has stopped: what it left cannot change under us. It
+	// can still be hostile (symlinks, FIFOs): only regular files are read,
+	// and the engine resolves paths inside the container.
+	if res.Files, err = b.collectFiles(ctx, bx.id, spec.Collect); err != nil {
+		return res, err
+	}
+	if spec.CollectOutputs {
+		if res.Outputs, res.OutputDirs, res.OutputsOmitted, err = b.collectOutputs(ctx, bx.id); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// startBox creates and starts a sandbox container of image whose stub
+// waits for a request for at most lease.
+func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus float64, lease time.Duration, role, job string) (*box, error) {
+	now := b.cfg.Now()
+	bx := &box{image: image, memory: memory, cpus: cpus, created: now, expiry: now.Add(lease)}
+	cfg := &container.Config{
+		Image:        image,
+		User:         sandboxUser,
+		Hostname:     "sandbox",
+		Env:          []string{}, // the image's PATH; the stub gives the run its own environment
+		Cmd:          []string{"python3", "-I", "-S", "-c", stubScript, strconv.Itoa(int(math.Ceil(lease.Seconds())))},
+		Entrypoint:   []string{},
+		WorkingDir:   "/",
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+		StdinOnce:    true,
+		Volumes:      map[string]struct{}{workspaceDir: {}, inputsDir: {}, outputsDir: {}},
+		Labels:       containerLabels(b.cfg.Worker, job, role, bx.expiry),
+		StopTimeout:  new(int),
+	}
+	host := &container.HostConfig{
+		NetworkMode:    "none",
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		Tmpfs: map[string]string{
+			"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", b.cfg.TmpSize),
+		},
+		ShmSize:    min(int64(DefaultShmSize), b.cfg.TmpSize),
+		LogConfig:  container.LogConfig{Type: "none"},
+		Runtime:    b.cfg.Runtime,
+		AutoRemove: false,
+		Resources: container.Resources{
+			Memory:     memory,
+			MemorySwap: memory, // no swap
+			NanoCPUs:   int64(cpus * 1e9),
+			PidsLimit:  &b.cfg.PidsLimit,
+			Ulimits: []*container.Ulimit{
+				{Name: "nofile", Soft: b.cfg.NoFile, Hard: b.cfg.NoFile},
+				{Name: "nproc", Soft: b.cfg.NProc, Hard: b.cfg.NProc},
+				{Name: "fsize", Soft: b.cfg.MaxFileSize, Hard: b.cfg.MaxFileSize},
+				{Name: "core", Soft: 0, Hard: 0},
+			},
+		},
+	}
+	created, err := b.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, "")
+	if err != nil {
+		return nil, fmt.Errorf("docker: create sandbox container of %s: %w", image, err)
+	}
+	bx.id = created.ID
+	if err := b.cli.ContainerStart(ctx, bx.id, container.StartOptions{}); err != nil {
+		b.removeLater(bx.id)
+		return nil, fmt.Errorf("docker: start sandbox container of %s: %w", image, err)
+	}
+	return bx, nil
+}
+
+// execute sends the request to a started box, copies the files in first,
+// and collects the output until the command exits, the timeout (then the
+// container is killed) or ctx's end.
+func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout time.Duration, outputLimit int,
+	workspace, inputs []byte) (sandbox.RunResult, error) {
+	var res sandbox.RunResult
+	res.ExitCode = -1
+	att, err := b.cli.ContainerAttach(ctx, bx.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return res, fmt.Errorf("docker: attach to sandbox: %w", err)
+	}
+	defer att.Close()
+	if err := b.copyIn(ctx, bx.id, workspaceDir, workspace); err != nil {
+		return res, err
+	}
+	if inputs != nil {
+		if err := b.copyIn(ctx, bx.id, inputsDir, inputs); err != nil {
+			return res, err
+		}
+	}
+	// Wait before the command can exit, so the exit is not missed.
+	waitCtx, cancelWait := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWait()
+	waitc, waitErrc := b.cli.ContainerWait(waitCtx, bx.id, container.WaitConditionNotRunning)
+
+	req.Limit = outputLimit
+	line, err := json.Marshal(req)
+	if err != nil {
+		return res, err
+	}
+	if _, err := att.Conn.Write(append(line, '\n')); err != nil {
+		return res, fmt.Errorf("docker: send the command to the sandbox: %w", err)
+	}
+	_ = att.CloseWrite()
+
+	stdout, stderr := sandbox.NewHeadTailBuffer(outputLimit), sandbox.NewHeadTailBuffer(outputLimit)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = stdcopy.StdCopy(stdout, stderr, att.Reader)
+	}()
+	// A timer, not the injected clock: this bounds a real process.
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	cancelled := false
+	var status int64 = -1
+	var waitErr error
+	select {
+	case w := <-waitc:
+		status = w.StatusCode
+	case waitErr = <-waitErrc:
+	case <-timer.C:
+		res.TimedOut = true
+	case <-ctx.Done():
+		cancelled = true
+	}
+	if res.TimedOut {
+		// The stub kills the run and flushes the tail of the output it
+		// kept; SIGKILL follows if it has not exited within a moment.
+		b.signal(bx.id, "USR1")
+		select {
+		case w := <-waitc:
+			status = w.StatusCode
+		case waitErr = <-waitErrc:
+		case <-time.After(3 * time.Second):
+		}
+	}
+	if waitErr != nil {
+		b.signal(bx.id, "KILL") // the wait failed: make sure it ends
+	} else if status < 0 && (res.TimedOut || cancelled) {
+		b.signal(bx.id, "KILL")
+		select {
+		case w := <-waitc:
+			status = w.StatusCode
+		case err := <-waitErrc:
+			waitErr = err
+		case <-time.After(30 * time.Second):
+			waitErr = errors.New("the container did not stop 30s after it was killed")
+		}
+	}
+	// The stream ends when the container has stopped; a stuck one is cut.
+	select {
+	case <-copied:
+	case <-time.After(5 * time.Second):
+		att.Close()
+		<-copied
+	}
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	res.Truncated = stdout.Truncated() || stderr.Truncated()
+	res.ExitCode = int(status)
+	if cancelled {
+		return res, fmt.Errorf("sandbox: run cancelled: %w", context.Cause(ctx))
+	}
+	if waitErr != nil && !res.TimedOut {
+		return res, fmt.Errorf("docker: wait for sandbox: %w", waitErr)
+	}
+	if status == 125 && !res.TimedOut && len(res.Stdout) == 0 {
+		return res, errors.New("docker: the sandbox stub did not receive its command")
+	}
+	return res, nil
+}
+
+// signal sends sig to a container's init; SIGKILL stops it now, and takes
+// everything in it along.
+func (b *Backend) signal(id, sig string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.cli.ContainerKill(ctx, id, sig); err != nil && !cerrdefs.IsNotFound(err) && !isNotRunning(err) {
+		b.log.Warn("signal sandbox container", "container", shortID(id), "signal", sig, "err", err)
+	}
+}
+
+func isNotRunning(err error) bool {
+	return cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "not running") ||
+		strings.Contains(err.Error(), "is not running")
+}
+
+// removeLater removes a container (and its volumes) in the background, so
+// a run returns without waiting for it. Close waits for removals.
+func (b *Backend) removeLater(id string) {
+	b.goBackground(func() { b.remove(id) })
+}
+
+func (b *Backend) remove(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := b.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		b.log.Warn("remove sandbox container", "container", shortID(id), "err", err)
+	}
+}
+
+// runCommand runs argv in a fresh sandbox of image with the defaults (the
+// start-up probe).
+func (b *Backend) runCommand(ctx context.Context, image string, argv []string) (sandbox.RunResult, error) {
+	timeout := remaining(ctx, DefaultProbeTimeout)
+	bx, err := b.startBox(ctx, image, sandbox.DefaultMemory, 1, timeout+stubGrace+b.cfg.LeaseMargin, "probe", "probe")
+	if err != nil {
+		return sandbox.RunResult{}, err
+	}
+	defer b.remove(bx.id)
+	if b.cfg.Runtime != "" {
+		// Podman's Docker-compatible API accepts HostConfig.Runtime and
+		// ignores it: refuse to run without the isolation asked for.
+		info, err := b.cli.ContainerInspect(ctx, bx.id)
+		if err != nil {
+			return sandbox.RunResult{}, fmt.Errorf("docker: inspect probe container: %w", err)
+		}
+		if info.HostConfig == nil || info.HostConfig.Runtime != b.cfg.Runtime {
+			got := ""
+			if info.HostConfig != nil {
+				got = info.HostConfig.Runtime
+			}
+			return sandbox.RunResult{}, fmt.Errorf("the engine ignored Config.Runtime %q (it reports %q); with Podman, "+
+				"set runtime in containers.conf instead", b.cfg.Runtime, got)
+		}
+	}
+	return b.execute(ctx, bx, request{Argv: argv, Env: map[string]string{"HOME": "/tmp", "LANG": "C.UTF-8"},
+		Cwd: "/", Timeout: (timeout + stubGrace).Seconds()}, timeout, 64<<10, nil, nil)
+}
+
+// threadEnv caps the thread pools of OpenBLAS, MKL, OpenMP and numexpr at
+// the CPUs granted (as the process backend does).
+func threadEnv(cpus float64) map[string]string {
+	n := strconv.Itoa(max(int(math.Ceil(cpus)), 1))
+	return map[string]string{
+		"OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n, "MKL_NUM_THREADS": n, "NUMEXPR_MAX_THREADS": n,
+	}
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}

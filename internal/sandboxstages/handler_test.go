@@ -1,0 +1,339 @@
+package sandboxstages_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandboxstages"
+	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fakeBackend answers Build and Run with canned values and records the
+// specs it was given.
+type fakeBackend struct {
+	mu       sync.Mutex
+	builds   []sandbox.EnvSpec
+	runs     []sandbox.RunSpec
+	buildErr error
+	run      func(sandbox.RunSpec) (sandbox.RunResult, error)
+}
+
+var _ sandbox.Backend = (*fakeBackend)(nil)
+
+func (b *fakeBackend) Name() string { return "fake" }
+func (b *fakeBackend) Close() error { return nil }
+
+func (b *fakeBackend) Build(_ context.Context, spec sandbox.EnvSpec) (sandbox.Env, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.builds = append(b.builds, spec)
+	if b.buildErr != nil {
+		return sandbox.Env{}, b.buildErr
+	}
+	return sandbox.Env{ID: "env-" + strings.Join(spec.Packages, "-"), Log: "built"}, nil
+}
+
+func (b *fakeBackend) Run(_ context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
+	b.mu.Lock()
+	b.runs = append(b.runs, spec)
+	b.mu.Unlock()
+	return b.run(spec)
+}
+
+const junitPass = `<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" tests="2">` +
+	`<testcase classname="test_solution" name="test_a" time="0.001"/>` +
+	`<testcase classname="test_solution" name="test_b" time="0.001"><failure message="assert 1 == 2">E assert 1 == 2</failure></testcase>` +
+	`</testsuite></testsuites>`
+
+// fetcher maps samples to local files.
+type fetcher struct {
+	paths map[string]string // file name -> path
+	err   error
+	calls int
+}
+
+func (f *fetcher) FetchAll(_ context.Context, refs []messages.SampleRef) (map[string]string, error) {
+	f.calls++
+	if f.err != nil {
+		return nil, f.err
+	}
+	out := map[string]string{}
+	for _, r := range refs {
+		out[r.FileName] = f.paths[r.FileName]
+	}
+	return out, nil
+}
+
+func command(t *testing.T, stage messages.Stage, input any) *messages.StageCommand {
+	t.Helper()
+	b, err := json.Marshal(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "j", Seq: 1, Stage: stage, Input: b}
+}
+
+func isPermanent(err error) bool {
+	var p *stagework.PermanentError
+	return errors.As(err, &p)
+}
+
+var salesRef = messages.SampleRef{Name: "sales", Object: "sha256:" + strings.Repeat("a", 64) + ".csv", FileName: "sales.csv"}
+
+func TestVersionNamesTheBackend(t *testing.T) {
+	t.Parallel()
+	h := sandboxstages.New(&fakeBackend{}, &fetcher{})
+	if v := h.Version(messages.StageBuild); !strings.HasSuffix(v, "/fake") || !strings.HasPrefix(v, sandboxstages.Version) {
+		t.Errorf("Version = %q, want the stages' version and the backend's name", v)
+	}
+}
+
+func TestBadCommandsArePermanent(t *testing.T) {
+	t.Parallel()
+	h := sandboxstages.New(&fakeBackend{}, &fetcher{})
+	cmds := map[string]*messages.StageCommand{
+		"llm stage":        {Stage: messages.StagePlan, Input: json.RawMessage(`{}`)},
+		"unknown stage":    {Stage: "compile", Input: json.RawMessage(`{}`)},
+		"profile input":    {Stage: messages.StageProfile, Input: json.RawMessage(`[]`)},
+		"build input":      {Stage: messages.StageBuild, Input: json.RawMessage(`{"packages":"numpy"}`)},
+		"run_tests input":  {Stage: messages.StageRunTests, Input: json.RawMessage(`{"timeout":"soon"}`)},
+		"acceptance input": {Stage: messages.StageAcceptance, Input: json.RawMessage(`{`)},
+		"run input":        {Stage: messages.StageRun, Input: json.RawMessage(`null1`)},
+	}
+	for name, cmd := range cmds {
+		if _, err := h.Handle(ctxT(t), cmd); !isPermanent(err) {
+			t.Errorf("%s: Handle = %v, want a permanent error", name, err)
+		}
+	}
+}
+
+func TestBuild(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		buildErr error
+		want     messages.BuildOutput
+		wantErr  bool
+	}{
+		{"built", nil, messages.BuildOutput{Image: "env-numpy", Log: "built"}, false},
+		{"invalid packages are an output, not a failure",
+			&sandbox.InvalidPackageError{Packages: []string{"nosuchpkg"}, Log: "pip: no matching distribution"},
+			messages.BuildOutput{InvalidPackages: []string{"nosuchpkg"}, Log: "pip: no matching distribution"}, false},
+		{"infrastructure failure is retried", errors.New("pip: connection reset"), messages.BuildOutput{}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := &fakeBackend{buildErr: tc.buildErr}
+			h := sandboxstages.New(b, &fetcher{})
+			out, err := h.Handle(ctxT(t), command(t, messages.StageBuild, messages.BuildInput{Packages: []string{"numpy"}, SystemPackages: []string{"libgomp1"}}))
+			if tc.wantErr {
+				if err == nil || isPermanent(err) {
+					t.Errorf("Handle = %v, want a retryable error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, out.Value); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+			want := []sandbox.EnvSpec{{Packages: []string{"numpy"}, SystemPackages: []string{"libgomp1"}}}
+			if diff := cmp.Diff(want, b.builds); diff != "" {
+				t.Errorf("build spec (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRunTests(t *testing.T) {
+	t.Parallel()
+	b := &fakeBackend{run: func(spec sandbox.RunSpec) (sandbox.RunResult, error) {
+		return sandbox.RunResult{ExitCode: 1, Stdout: []byte("1 failed, 1 passed"), Files: map[string][]byte{sandbox.JUnitFile: []byte(junitPass)}}, nil
+	}}
+	f := &fetcher{paths: map[string]string{"sales.csv": "/host/sales"}}
+	h := sandboxstages.New(b, f)
+	in := messages.RunTestsInput{Image: "env-1", Code: "def f(): pass\n", Tests: "def test_a(): pass\n", Samples: []messages.SampleRef{salesRef},
+		Timeout: messages.Duration(45 * time.Second), Resources: messages.Resources{CPU: 2, Memory: "1Gi"}}
+	out, err := h.Handle(ctxT(t), command(t, messages.StageRunTests, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, ok := out.Value.(messages.TestReport)
+	if !ok {
+		t.Fatalf("output is %T, want messages.TestReport", out.Value)
+	}
+	if rep.Passed != 1 || rep.Failed != 1 || rep.ExitCode != 1 || len(rep.Cases) != 2 || rep.Cases[1].Message != "assert 1 == 2" {
+		t.Errorf("report %+v", rep)
+	}
+	spec := b.runs[0]
+	if spec.Env != "env-1" || string(spec.Files[sandbox.SolutionFile]) != in.Code || string(spec.Files[sandbox.TestFile]) != in.Tests {
+		t.Errorf("run spec env %q files %v", spec.Env, spec.Files)
+	}
+	if spec.Timeout != 45*time.Second || spec.Memory != 1<<30 || spec.CPUs != 2 {
+		t.Errorf("limits: timeout %s memory %d cpus %v", spec.Timeout, spec.Memory, spec.CPUs)
+	}
+	if diff := cmp.Diff(map[string]string{"sales.csv": "/host/sales"}, spec.Inputs); diff != "" {
+		t.Errorf("inputs (-want +got):\n%s", diff)
+	}
+}
+
+func TestAcceptance(t *testing.T) {
+	t.Parallel()
+	b := &fakeBackend{run: func(spec sandbox.RunSpec) (sandbox.RunResult, error) {
+		return sandbox.RunResult{Outputs: map[string][]byte{"total": []byte("12.5\n"), "n": []byte("3")}}, nil
+	}}
+	h := sandboxstages.New(b, &fetcher{paths: map[string]string{"sales.csv": "/host/sales"}})
+	for _, stage := range []messages.Stage{messages.StageAcceptance, messages.StageRun} {
+		in := messages.AcceptanceInput{Image: "env-1", Code: "print()\n", Samples: []messages.SampleRef{salesRef},
+			Args: map[string]string{"threshold": "-1"}, Outputs: map[string]messages.Type{"total": messages.TypeFloat, "n": messages.TypeInt, "missing": messages.TypeStr}}
+		out, err := h.Handle(ctxT(t), command(t, stage, in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := out.Value.(messages.AcceptanceOutput)
+		if !ok {
+			t.Fatalf("%s: output is %T", stage, out.Value)
+		}
+		if got.OK || got.Outputs["total"] != 12.5 || got.Outputs["n"] != int64(3) || len(got.Problems) != 1 || !strings.Contains(got.Problems[0], "missing") {
+			t.Errorf("%s: output %+v, want total and n parsed and missing reported", stage, got)
+		}
+	}
+	argv := b.runs[0].Argv
+	if diff := cmp.Diff([]string{"python", sandbox.SolutionFile, "--threshold=-1"}, argv); diff != "" {
+		t.Errorf("argv (-want +got):\n%s", diff)
+	}
+}
+
+// TestSandboxFailuresAreRetryable: a sample that cannot be fetched or a
+// sandbox that cannot run is an error the runner retries, not a result.
+func TestSandboxFailuresAreRetryable(t *testing.T) {
+	t.Parallel()
+	broken := &fakeBackend{run: func(sandbox.RunSpec) (sandbox.RunResult, error) {
+		return sandbox.RunResult{}, errors.New("bwrap: cannot create namespace")
+	}}
+	h := sandboxstages.New(broken, &fetcher{})
+	in := messages.RunTestsInput{Image: "env-1", Code: "x = 1\n", Tests: "def test_x(): pass\n"}
+	for _, stage := range []messages.Stage{messages.StageRunTests, messages.StageAcceptance} {
+		if _, err := h.Handle(ctxT(t), command(t, stage, in)); err == nil || isPermanent(err) {
+			t.Errorf("%s with a broken sandbox: %v, want a retryable error", stage, err)
+		}
+	}
+	ok := &fakeBackend{run: func(sandbox.RunSpec) (sandbox.RunResult, error) { return sandbox.RunResult{}, nil }}
+	h = sandboxstages.New(ok, &fetcher{err: errors.New("object store unreachable")})
+	in.Samples = []messages.SampleRef{salesRef}
+	for _, stage := range []messages.Stage{messages.StageProfile, messages.StageRunTests, messages.StageAcceptance} {
+		if _, err := h.Handle(ctxT(t), command(t, stage, messages.ProfileInput{Samples: in.Samples})); err == nil || isPermanent(err) {
+			t.Errorf("%s with samples unreachable: %v, want a retryable error", stage, err)
+		}
+	}
+	if len(ok.runs) != 0 {
+		t.Error("ran the sandbox without its samples")
+	}
+}
+
+func TestProfile(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "orders.csv")
+	if err := os.WriteFile(p, []byte("region,quantity,price\nnorth,3,2.5\nsouth,5,4.0\nnorth,1,10.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := sandboxstages.New(&fakeBackend{}, &fetcher{paths: map[string]string{"sales.csv": p}})
+	out, err := h.Handle(ctxT(t), command(t, messages.StageProfile, messages.ProfileInput{Samples: []messages.SampleRef{salesRef},
+		MaxSampleRows: 2, Constraints: []string{"quantity must be positive"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	po, ok := out.Value.(messages.ProfileOutput)
+	if !ok {
+		t.Fatalf("output is %T", out.Value)
+	}
+	for _, want := range []string{"sales.csv", "quantity", "region"} {
+		if !strings.Contains(po.DataContext, want) {
+			t.Errorf("data context lacks %q:\n%s", want, po.DataContext)
+		}
+	}
+	if len(po.GeneratedSchemas) == 0 {
+		t.Error("no schemas generated")
+	}
+}
+
+// TestProcessBackend runs the build, run_tests and acceptance stages on the
+// real bubblewrap backend.
+func TestProcessBackend(t *testing.T) {
+	t.Parallel()
+	b := newProcessBackend(t)
+	h := sandboxstages.New(b, &fetcher{})
+	out, err := h.Handle(ctxT(t), command(t, messages.StageBuild, messages.BuildInput{Packages: []string{}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := out.Value.(messages.BuildOutput).Image
+	if image == "" {
+		t.Fatalf("build output %+v", out.Value)
+	}
+	code := "import os\n\n\ndef f():\n    return 42\n\n\nif __name__ == \"__main__\":\n    with open(\"/var/outputs/answer\", \"w\") as fh:\n        fh.write(str(f()))\n"
+	out, err = h.Handle(ctxT(t), command(t, messages.StageRunTests, messages.RunTestsInput{Image: image, Code: code,
+		Tests: "from solution import f\n\n\ndef test_f():\n    assert f() == 42\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := out.Value.(messages.TestReport); !rep.OK() || rep.Passed != 1 {
+		t.Errorf("report %+v", rep)
+	}
+	out, err = h.Handle(ctxT(t), command(t, messages.StageAcceptance, messages.AcceptanceInput{Image: image, Code: code,
+		Outputs: map[string]messages.Type{"answer": messages.TypeInt}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc := out.Value.(messages.AcceptanceOutput); !acc.OK || acc.Outputs["answer"] != int64(42) {
+		t.Errorf("acceptance %+v", acc)
+	}
+
+	// Another sandbox-worker (its own state dir) has not built that
+	// environment. The failure must stay retryable: redelivered, the
+	// command may reach the worker that has it.
+	other := sandboxstages.New(newProcessBackend(t), &fetcher{})
+	_, err = other.Handle(ctxT(t), command(t, messages.StageRunTests, messages.RunTestsInput{Image: image, Code: code, Tests: "def test_x(): pass\n"}))
+	if !errors.Is(err, sandbox.ErrEnvNotFound) || isPermanent(err) {
+		t.Errorf("run on a worker without the environment: %v, want a retryable ErrEnvNotFound", err)
+	}
+}
+
+func newProcessBackend(t *testing.T) sandbox.Backend {
+	t.Helper()
+	const python = "/usr/bin/python3"
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Fatal("bwrap not found: run scripts/setup.sh")
+	}
+	b, err := sandbox.NewProcess(sandbox.ProcessConfig{Python: python, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("process backend: %v (run scripts/setup.sh)", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}

@@ -1,0 +1,634 @@
+package stagework_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/internal/testredis"
+	"github.com/autocoder/autocoder/pkg/cache"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const testTimeout = 30 * time.Second
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// handler is a fake stage handler: it counts calls and answers with fn.
+type handler struct {
+	version string
+	calls   atomic.Int32
+	fn      func(ctx context.Context, cmd *messages.StageCommand) (stagework.Output, error)
+}
+
+func (h *handler) Version(messages.Stage) string { return h.version }
+
+func (h *handler) Handle(ctx context.Context, cmd *messages.StageCommand) (stagework.Output, error) {
+	h.calls.Add(1)
+	if h.fn == nil {
+		return planOutput("computed"), nil
+	}
+	return h.fn(ctx, cmd)
+}
+
+func planOutput(desc string) stagework.Output {
+	return stagework.Output{Value: messages.Plan{Description: desc, Approach: "a"},
+		Usage:    messages.Usage{InputTokens: 10, OutputTokens: 5, Calls: 1},
+		Messages: []messages.ChatMessage{{Role: "user", Content: "plan it"}, {Role: "assistant", Content: desc}}}
+}
+
+// published is one PublishJSON call.
+type published struct {
+	Subject string
+	MsgID   string
+	Result  messages.StageResult
+}
+
+// publisher records results; it fails while fails > 0.
+type publisher struct {
+	mu    sync.Mutex
+	got   []published
+	fails atomic.Int32
+}
+
+func (p *publisher) PublishJSON(_ context.Context, subject string, v any, msgID string) error {
+	if p.fails.Add(-1) >= 0 {
+		return errors.New("injected publish failure")
+	}
+	r, ok := v.(*messages.StageResult)
+	if !ok {
+		return fmt.Errorf("publisher: unexpected %T", v)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.got = append(p.got, published{subject, msgID, *r})
+	return nil
+}
+
+func (p *publisher) results() []published {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]published(nil), p.got...)
+}
+
+// memCache is an in-memory cache.Cache that counts calls and can fail.
+type memCache struct {
+	mu     sync.Mutex
+	m      map[string][]byte
+	gets   int
+	sets   int
+	getErr error
+	setErr error
+}
+
+var _ cache.Cache = (*memCache)(nil)
+
+func newMemCache() *memCache { return &memCache{m: map[string][]byte{}} }
+
+func (c *memCache) Get(_ context.Context, key string) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gets++
+	if c.getErr != nil {
+		return nil, c.getErr
+	}
+	v, ok := c.m[key]
+	if !ok {
+		return nil, cache.ErrMiss
+	}
+	return v, nil
+}
+
+func (c *memCache) Set(_ context.Context, key string, v []byte, _ time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sets++
+	if c.setErr != nil {
+		return c.setErr
+	}
+	c.m[key] = append([]byte(nil), v...)
+	return nil
+}
+
+func (c *memCache) Delete(context.Context, string) error { return nil }
+func (c *memCache) TryLock(context.Context, string, time.Duration) (string, error) {
+	return "t", nil
+}
+func (c *memCache) Unlock(context.Context, string, string) error { return nil }
+func (c *memCache) Close() error                                 { return nil }
+
+func (c *memCache) stats() (gets, sets int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gets, c.sets
+}
+
+func command(mode messages.CacheMode) *messages.StageCommand {
+	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan,
+		Iteration: 0, Model: "m", Cache: mode, Input: json.RawMessage(`{"task":{"prompt":"p"}}`)}
+}
+
+func message(t *testing.T, cmd *messages.StageCommand, numDelivered uint64) *bus.Message {
+	t.Helper()
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bus.NewMessage(bus.StageSubject(cmd.Stage), b, nil, numDelivered)
+}
+
+func newRunner(t *testing.T, h stagework.Handler, p stagework.Publisher, c cache.Cache, mod func(*stagework.Config)) *stagework.Runner {
+	t.Helper()
+	cfg := stagework.Config{Handler: h, Publisher: p, Worker: "w1", Now: func() time.Time { return t0 }}
+	cfg.Cache = c
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := stagework.NewRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestCacheModes(t *testing.T) {
+	t.Parallel()
+	stale := mustJSON(t, map[string]any{"output": messages.Plan{Description: "from cache", Approach: "a"},
+		"messages": []messages.ChatMessage{{Role: "assistant", Content: "from cache"}}})
+	tests := []struct {
+		name      string
+		mode      messages.CacheMode
+		prefilled bool
+		wantCalls int32
+		wantGets  int
+		wantSets  int
+		wantDesc  string
+		wantHit   bool
+	}{
+		{"auto hit: answered from the cache", messages.CacheAuto, true, 0, 1, 0, "from cache", true},
+		{"empty mode is auto", "", true, 0, 1, 0, "from cache", true},
+		{"auto miss: computed and stored", messages.CacheAuto, false, 1, 1, 1, "computed", false},
+		{"override: recomputed and stored", messages.CacheOverride, true, 1, 0, 1, "computed", false},
+		{"disable: neither read nor written", messages.CacheDisable, true, 1, 0, 0, "computed", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
+			r := newRunner(t, h, p, c, nil)
+			cmd := command(tc.mode)
+			key := r.Key(cmd)
+			if tc.prefilled {
+				c.m[key] = stale
+			}
+			if err := r.Handle(ctxT(t), message(t, cmd, 1)); err != nil {
+				t.Fatalf("Handle: %v", err)
+			}
+			if got := h.calls.Load(); got != tc.wantCalls {
+				t.Errorf("handler calls = %d, want %d", got, tc.wantCalls)
+			}
+			gets, sets := c.stats()
+			if gets != tc.wantGets || sets != tc.wantSets {
+				t.Errorf("cache gets/sets = %d/%d, want %d/%d", gets, sets, tc.wantGets, tc.wantSets)
+			}
+			res := p.results()
+			if len(res) != 1 {
+				t.Fatalf("published %d results, want 1", len(res))
+			}
+			got := res[0]
+			if got.Subject != bus.ResultSubject("job-1") || got.MsgID != bus.ResultMsgID("job-1", 3) {
+				t.Errorf("published to %s with id %s", got.Subject, got.MsgID)
+			}
+			var plan messages.Plan
+			if err := json.Unmarshal(got.Result.Output, &plan); err != nil {
+				t.Fatal(err)
+			}
+			if plan.Description != tc.wantDesc || got.Result.Cached != tc.wantHit {
+				t.Errorf("result: %q cached=%v, want %q cached=%v", plan.Description, got.Result.Cached, tc.wantDesc, tc.wantHit)
+			}
+			if tc.wantHit && got.Result.Usage != (messages.Usage{}) {
+				t.Errorf("a cache hit reports usage %+v: no tokens were spent", got.Result.Usage)
+			}
+			if tc.wantSets > 0 {
+				var stored struct {
+					Output messages.Plan `json:"output"`
+				}
+				if err := json.Unmarshal(c.m[key], &stored); err != nil || stored.Output.Description != "computed" {
+					t.Errorf("cache holds %s (err %v), want the computed output", c.m[key], err)
+				}
+			}
+		})
+	}
+}
+
+// TestCachedResultAcrossJobs: the key is the content of the command, not
+// its job: another job asking the same stage with the same input is a hit.
+func TestCachedResultAcrossJobs(t *testing.T) {
+	t.Parallel()
+	h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
+	r := newRunner(t, h, p, c, nil)
+	first := command(messages.CacheAuto)
+	if err := r.Handle(ctxT(t), message(t, first, 1)); err != nil {
+		t.Fatal(err)
+	}
+	second := *first
+	second.JobID, second.Seq, second.Iteration = "job-2", 7, 2
+	if err := r.Handle(ctxT(t), message(t, &second, 1)); err != nil {
+		t.Fatal(err)
+	}
+	res := p.results()
+	if h.calls.Load() != 1 || len(res) != 2 || !res[1].Result.Cached || res[1].Result.JobID != "job-2" || res[1].Result.Seq != 7 {
+		t.Errorf("calls %d, results %+v: want the second job answered from the cache under its own id and seq", h.calls.Load(), res)
+	}
+	if diff := cmp.Diff(res[0].Result.Messages, res[1].Result.Messages); diff != "" {
+		t.Errorf("a hit lost the conversation (-computed +cached):\n%s", diff)
+	}
+}
+
+func TestCacheKey(t *testing.T) {
+	t.Parallel()
+	r := newRunner(t, &handler{version: "v1"}, &publisher{}, nil, nil)
+	base := command(messages.CacheAuto)
+	key := r.Key(base)
+	same := *base
+	same.JobID, same.Seq, same.Iteration, same.Cache = "other", 9, 4, messages.CacheOverride
+	if r.Key(&same) != key {
+		t.Error("the key depends on the job, seq, iteration or cache mode")
+	}
+	for name, mod := range map[string]func(*messages.StageCommand){
+		"stage": func(c *messages.StageCommand) { c.Stage = messages.StageTests },
+		"model": func(c *messages.StageCommand) { c.Model = "m2" },
+		"input": func(c *messages.StageCommand) { c.Input = json.RawMessage(`{"task":{"prompt":"q"}}`) },
+	} {
+		c := *base
+		mod(&c)
+		if r.Key(&c) == key {
+			t.Errorf("changing the %s keeps the key", name)
+		}
+	}
+	r2 := newRunner(t, &handler{version: "v2"}, &publisher{}, nil, nil)
+	if r2.Key(base) == key {
+		t.Error("a new handler version keeps the key")
+	}
+}
+
+func TestCorruptCacheEntryIsRecomputed(t *testing.T) {
+	t.Parallel()
+	h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
+	r := newRunner(t, h, p, c, nil)
+	cmd := command(messages.CacheAuto)
+	c.m[r.Key(cmd)] = []byte(`{"output":`)
+	if err := r.Handle(ctxT(t), message(t, cmd, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if h.calls.Load() != 1 || p.results()[0].Result.Cached {
+		t.Errorf("a corrupt entry was served: calls %d", h.calls.Load())
+	}
+}
+
+func TestPermanentErrorIsAResult(t *testing.T) {
+	t.Parallel()
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+		return stagework.Output{}, stagework.Permanent(errors.New("the model refused"))
+	}}
+	p, c := &publisher{}, newMemCache()
+	r := newRunner(t, h, p, c, nil)
+	// Even on the first delivery: retrying cannot help.
+	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
+		t.Fatalf("Handle = %v, want nil (the failure is reported as a result)", err)
+	}
+	want := []published{{Subject: bus.ResultSubject("job-1"), MsgID: bus.ResultMsgID("job-1", 3), Result: messages.StageResult{
+		V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan, Error: "the model refused",
+		ErrorKind: messages.ErrorPermanent, StartedAt: t0, Worker: "w1"}}}
+	if diff := cmp.Diff(want, p.results()); diff != "" {
+		t.Errorf("published (-want +got):\n%s", diff)
+	}
+	if h.calls.Load() != 1 {
+		t.Errorf("handler calls = %d", h.calls.Load())
+	}
+	if _, sets := c.stats(); sets != 0 {
+		t.Error("a failure was cached")
+	}
+}
+
+// TestTransientErrorRetriedThenInfra: a transient error goes back to the bus
+// (no result) until the runner's MaxAttempts, then becomes an infra error
+// result so the job ends with a reason.
+func TestTransientErrorRetriedThenInfra(t *testing.T) {
+	t.Parallel()
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+		return stagework.Output{}, errors.New("model endpoint down")
+	}}
+	p := &publisher{}
+	r := newRunner(t, h, p, newMemCache(), func(c *stagework.Config) { c.MaxAttempts = 3 })
+	cmd := command(messages.CacheAuto)
+	for n := uint64(1); n < 3; n++ {
+		err := r.Handle(ctxT(t), message(t, cmd, n))
+		if err == nil || bus.IsPermanent(err) {
+			t.Fatalf("delivery %d: Handle = %v, want a retryable error", n, err)
+		}
+		if len(p.results()) != 0 {
+			t.Fatalf("delivery %d published a result", n)
+		}
+	}
+	if err := r.Handle(ctxT(t), message(t, cmd, 3)); err != nil {
+		t.Fatalf("last attempt: Handle = %v, want nil", err)
+	}
+	res := p.results()
+	if len(res) != 1 || res[0].Result.ErrorKind != messages.ErrorInfra || res[0].Result.Error != "model endpoint down (after 3 attempts)" {
+		t.Errorf("published %+v, want one infra error result", res)
+	}
+}
+
+// TestLastDeliveryBecomesInfra runs the runner in a real bus.Worker on a
+// consumer with MaxDeliver 2, below the runner's MaxAttempts: on the
+// consumer's last delivery the failure is published as an infra error
+// instead of the message silently dying.
+func TestLastDeliveryBecomesInfra(t *testing.T) {
+	t.Parallel()
+	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{MemoryStorage: true, MaxDeliver: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := bus.NewPublisher(js, bus.PublisherConfig{})
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+		return stagework.Output{}, errors.New("sandbox backend broken")
+	}}
+	r := newRunner(t, h, pub, nil, func(c *stagework.Config) { c.MaxAttempts = 10 })
+	w := bus.NewWorker(res.StageConsumers[messages.PoolLLM], r, bus.WorkerConfig{
+		RetryDelay: func(uint64) time.Duration { return time.Millisecond }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	})
+
+	cmd := command(messages.CacheAuto)
+	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := res.ResultsConsumer.Next(jetstream.FetchMaxWait(testTimeout))
+	if err != nil {
+		t.Fatalf("no result: %v", err)
+	}
+	var got messages.StageResult
+	if err := json.Unmarshal(msg.Data(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ErrorKind != messages.ErrorInfra || got.Error != "sandbox backend broken (after 2 attempts)" || got.Seq != 3 {
+		t.Errorf("result %+v, want an infra error after 2 attempts", got)
+	}
+	if n := h.calls.Load(); n != 2 {
+		t.Errorf("handler ran %d times, want 2 (MaxDeliver)", n)
+	}
+}
+
+// TestBrokenCacheStillDoesTheWork: a cache that fails costs money, not
+// correctness: the stage is computed and its result published.
+func TestBrokenCacheStillDoesTheWork(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		cache func(t *testing.T) cache.Cache
+	}{
+		{"Get and Set fail", func(*testing.T) cache.Cache {
+			c := newMemCache()
+			c.getErr, c.setErr = errors.New("cache: connection refused"), errors.New("cache: connection refused")
+			return c
+		}},
+		{"Get fails, Set works", func(*testing.T) cache.Cache {
+			c := newMemCache()
+			c.getErr = errors.New("cache: timeout")
+			return c
+		}},
+		{"redis stopped", func(t *testing.T) cache.Cache {
+			srv := testredis.StartServer(t)
+			rc, err := cache.OpenRedis(ctxT(t), srv.URL()+"?dial_timeout=200ms&max_retries=-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { rc.Close() })
+			srv.Stop()
+			return rc
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h, p := &handler{version: "v1"}, &publisher{}
+			r := newRunner(t, h, p, tc.cache(t), nil)
+			if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
+				t.Fatalf("Handle = %v, want nil", err)
+			}
+			res := p.results()
+			if h.calls.Load() != 1 || len(res) != 1 || res[0].Result.Error != "" || res[0].Result.Cached {
+				t.Errorf("calls %d, results %+v: want one computed result", h.calls.Load(), res)
+			}
+		})
+	}
+}
+
+func TestBadCommandIsPermanent(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"not json":         `{"v":1,`,
+		"newer version":    fmt.Sprintf(`{"v":%d,"job_id":"j","seq":1,"stage":"plan","input":{}}`, messages.SchemaVersion+1),
+		"invalid job id":   `{"v":1,"job_id":"a.*","seq":1,"stage":"plan","input":{}}`,
+		"missing job id":   `{"v":1,"seq":1,"stage":"plan","input":{}}`,
+		"wrong field type": `{"v":1,"job_id":"j","seq":"one","stage":"plan"}`,
+	}
+	for name, raw := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h, p := &handler{version: "v1"}, &publisher{}
+			r := newRunner(t, h, p, nil, nil)
+			err := r.Handle(ctxT(t), bus.NewMessage("autocoder.stage.llm.plan", []byte(raw), nil, 1))
+			if !bus.IsPermanent(err) {
+				t.Errorf("Handle = %v, want a permanent error", err)
+			}
+			if h.calls.Load() != 0 || len(p.results()) != 0 {
+				t.Error("a bad command reached the handler or published a result")
+			}
+		})
+	}
+}
+
+// TestPublishFailureRetriedFromCache: the work is done but its result is not
+// out; the redelivery is answered from the cache, not computed again.
+func TestPublishFailureRetriedFromCache(t *testing.T) {
+	t.Parallel()
+	h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
+	p.fails.Store(1)
+	r := newRunner(t, h, p, c, nil)
+	cmd := command(messages.CacheAuto)
+	if err := r.Handle(ctxT(t), message(t, cmd, 1)); err == nil || bus.IsPermanent(err) {
+		t.Fatalf("Handle = %v, want a retryable error", err)
+	}
+	if err := r.Handle(ctxT(t), message(t, cmd, 2)); err != nil {
+		t.Fatal(err)
+	}
+	res := p.results()
+	if h.calls.Load() != 1 || len(res) != 1 || !res[0].Result.Cached {
+		t.Errorf("calls %d, results %+v: want the redelivery served from the cache", h.calls.Load(), res)
+	}
+}
+
+// TestShutdownLeavesTheMessage: a handler cut off by shutdown publishes
+// nothing, even on what would be its last attempt: another worker takes it.
+func TestShutdownLeavesTheMessage(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	h := &handler{version: "v1", fn: func(ctx context.Context, _ *messages.StageCommand) (stagework.Output, error) {
+		close(started)
+		<-ctx.Done()
+		return stagework.Output{}, ctx.Err()
+	}}
+	p := &publisher{}
+	r := newRunner(t, h, p, nil, func(c *stagework.Config) { c.MaxAttempts = 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- r.Handle(ctx, message(t, command(messages.CacheAuto), 1)) }()
+	<-started
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("Handle = %v, want context.Canceled", err)
+	}
+	if len(p.results()) != 0 {
+		t.Error("a cancelled stage published a result")
+	}
+}
+
+func TestUnmarshalableOutputIsPermanent(t *testing.T) {
+	t.Parallel()
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+		return stagework.Output{Value: map[string]any{"c": make(chan int)}}, nil
+	}}
+	p := &publisher{}
+	r := newRunner(t, h, p, newMemCache(), nil)
+	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
+		t.Fatal(err)
+	}
+	res := p.results()
+	if len(res) != 1 || res[0].Result.ErrorKind != messages.ErrorPermanent || !strings.Contains(res[0].Result.Error, "marshal output") {
+		t.Errorf("published %+v, want a permanent marshal error", res)
+	}
+}
+
+func TestLongMessagesAreTrimmed(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", stagework.MaxMessageBytes) + strings.Repeat("z", stagework.MaxMessageBytes)
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+		o := planOutput("d")
+		o.Messages = []messages.ChatMessage{{Role: "assistant", Content: long}, {Role: "user", Content: "short"}}
+		return o, nil
+	}}
+	p := &publisher{}
+	r := newRunner(t, h, p, nil, nil)
+	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
+		t.Fatal(err)
+	}
+	ms := p.results()[0].Result.Messages
+	if len(ms[0].Content) > stagework.MaxMessageBytes+64 || !strings.HasPrefix(ms[0].Content, "aaa") ||
+		!strings.HasSuffix(ms[0].Content, "zzz") || !strings.Contains(ms[0].Content, "[trimmed]") {
+		t.Errorf("long message kept %d bytes; want head and tail within %d", len(ms[0].Content), stagework.MaxMessageBytes)
+	}
+	if ms[1].Content != "short" {
+		t.Errorf("short message changed to %q", ms[1].Content)
+	}
+}
+
+func TestOnResult(t *testing.T) {
+	t.Parallel()
+	type call struct {
+		Stage  messages.Stage
+		Cached bool
+		Err    string
+	}
+	var calls []call
+	clock := t0
+	h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
+	r := newRunner(t, h, p, c, func(cfg *stagework.Config) {
+		cfg.Now = func() time.Time { clock = clock.Add(250 * time.Millisecond); return clock }
+		cfg.OnResult = func(s messages.Stage, cached bool, err string, d time.Duration) {
+			calls = append(calls, call{s, cached, err})
+			if d != 250*time.Millisecond {
+				t.Errorf("duration %s, want 250ms on the injected clock", d)
+			}
+		}
+	})
+	for range 2 {
+		if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []call{{messages.StagePlan, false, ""}, {messages.StagePlan, true, ""}}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("OnResult calls (-want +got):\n%s", diff)
+	}
+	for _, got := range p.results() {
+		if got.Result.DurationMS != 250 {
+			t.Errorf("duration_ms = %d, want 250", got.Result.DurationMS)
+		}
+	}
+}
+
+func TestNewRunnerValidates(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]stagework.Config{
+		"no handler":   {Publisher: &publisher{}},
+		"no publisher": {Handler: &handler{}},
+	} {
+		if _, err := stagework.NewRunner(cfg); err == nil {
+			t.Errorf("%s: NewRunner accepted it", name)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
