@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/client"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Handler serves the coordinator's HTTP API:
@@ -18,6 +20,7 @@ import (
 //	GET /metrics            Prometheus metrics from reg
 //	GET /v1/jobs/{id}       the result object so far (Contract 5)
 //	GET /v1/jobs/{id}/result the final result object, 404 while running
+//	GET /v1/jobs/{id}/events progress events as Server-Sent Events, ending with the result
 func Handler(c *client.Client, reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -44,6 +47,37 @@ func Handler(c *client.Client, reg *prometheus.Registry) http.Handler {
 			}
 			res, err := c.Result(r.Context(), id)
 			writeResult(w, res, err)
+		})
+		mux.HandleFunc("GET /v1/jobs/{id}/events", func(w http.ResponseWriter, r *http.Request) {
+			id := r.PathValue("id")
+			if !bus.ValidJobID(id) {
+				http.Error(w, "invalid job id", http.StatusBadRequest)
+				return
+			}
+			if _, err := c.Status(r.Context(), id); err != nil {
+				writeResult(w, nil, err)
+				return
+			}
+			flusher, _ := w.(http.Flusher)
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			send := func(event string, v any) error {
+				b, err := json.Marshal(v)
+				if err != nil {
+					return err
+				}
+				if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+					return err
+				}
+				if flusher != nil {
+					flusher.Flush()
+				}
+				return nil
+			}
+			res, err := c.Watch(r.Context(), id, func(e messages.Event) error { return send(string(e.Type), e) })
+			if err == nil {
+				_ = send("result", res)
+			}
 		})
 	}
 	return mux

@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/autocoder/autocoder/internal/client"
+	"github.com/autocoder/autocoder/internal/fakellm"
+	"github.com/autocoder/autocoder/internal/httpapi"
+	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// TestHTTPAPI: the coordinator's HTTP surface serves a job's result, its
+// progress as Server-Sent Events, health and Prometheus metrics.
+func TestHTTPAPI(t *testing.T) {
+	t.Parallel()
+	requireSandboxTools(t)
+	fake := fakellm.New()
+	defer fake.Close()
+	scriptBasics(fake, sol(code("6 * 7")))
+	reg := prometheus.NewRegistry()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := stack.Start(ctx, stack.Options{Config: testConfig(t, fake), Coordinator: true, LLMWorker: true, SandboxWorker: true, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv := httptest.NewServer(httpapi.Handler(st.Client, reg))
+	defer srv.Close()
+
+	id := client.NewJobID()
+	if err := st.Client.Submit(ctx, id, answerSpec()); err != nil {
+		t.Fatal(err)
+	}
+	// Follow the job over SSE while it runs.
+	resp, err := http.Get(srv.URL + "/v1/jobs/" + id + "/events")
+	for i := 0; err == nil && resp.StatusCode == http.StatusNotFound && i < 100; i++ {
+		resp.Body.Close() // the coordinator has not stored the job yet
+		time.Sleep(50 * time.Millisecond)
+		resp, err = http.Get(srv.URL + "/v1/jobs/" + id + "/events")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	var events []string
+	var last string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 8<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if name, ok := strings.CutPrefix(line, "event: "); ok {
+			events = append(events, name)
+		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			last = data
+		}
+	}
+	if len(events) == 0 || events[len(events)-1] != "result" || !contains(events, "stage_finished") || !contains(events, "job_finished") {
+		t.Fatalf("events %v", events)
+	}
+	var res messages.Result
+	if err := json.Unmarshal([]byte(last), &res); err != nil || !res.Success {
+		t.Fatalf("last SSE data is not a successful result: %v %s", err, last)
+	}
+
+	get := func(path string) (int, string) {
+		r, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, string(b)
+	}
+	if code, body := get("/v1/jobs/" + id); code != 200 || !strings.Contains(body, `"success":true`) {
+		t.Errorf("GET job: %d %s", code, body)
+	}
+	if code, _ := get("/v1/jobs/job-nope/result"); code != 404 {
+		t.Errorf("unknown job: %d", code)
+	}
+	if code, _ := get("/v1/jobs/bad.id/result"); code != 400 {
+		t.Errorf("bad id: %d", code)
+	}
+	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("healthz: %d %q", code, body)
+	}
+	_, metrics := get("/metrics")
+	for _, m := range []string{"autocoder_jobs_finished_total", "autocoder_stage_results_total", "autocoder_bus_messages_total", "autocoder_job_duration_seconds"} {
+		if !strings.Contains(metrics, m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
