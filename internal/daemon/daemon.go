@@ -3,10 +3,14 @@ package daemon
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -89,4 +93,36 @@ func Run(ctx context.Context, o Options) error {
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	return st.Close()
+}
+
+// Main is the whole main of a server binary: settings from the environment
+// and flags, a logger, signal handling, Run, and the exit code.
+func Main(role Role) int {
+	cfg := config.FromEnv()
+	fs := flag.NewFlagSet(string(role), flag.ContinueOnError)
+	cfg.Register(fs)
+	var embedded *bool
+	if role == RoleCoordinator {
+		embedded = fs.Bool("embedded", false, "host an embedded NATS server on AUTOCODER_NATS_LISTEN for other processes")
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	o := Options{Role: role, Config: cfg, Logger: log}
+	if embedded != nil {
+		o.Embedded = *embedded
+	}
+	if err := Run(ctx, o); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", role, err)
+		return 1
+	}
+	return 0
 }
