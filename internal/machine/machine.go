@@ -416,8 +416,22 @@ func (m *stepper) built(p Pending, out messages.BuildOutput) {
 }
 
 // stageFailed ends the job on a failed stage, except for a candidate's
-// stage: that candidate is out, and the others go on.
+// stage (that candidate is out, and the others go on) and for the advisory
+// stages: a failed verification leaves the fix unverified, a failed package
+// mapping leaves those imports unmapped (a missing module then shows in the
+// test run, as an environment failure).
 func (m *stepper) stageFailed(p Pending, r *messages.StageResult) {
+	switch {
+	case r.Stage == messages.StageVerify && m.s.Round != nil && m.s.Round.Fix == repairVerifying:
+		m.s.Round.Fix = repairAssumed
+		m.note("the verify stage failed (" + firstLine(r.Error) + "): testing the fix unverified")
+		m.advance()
+		return
+	case r.Stage == messages.StagePackages && p.Candidate == 0:
+		m.note("the packages stage failed (" + firstLine(r.Error) + "): building without the unmapped imports")
+		m.advance()
+		return
+	}
 	if p.Candidate > 0 {
 		if c := m.candidate(p.Candidate); c != nil {
 			c.Failed = fmt.Sprintf("stage %s failed: %s", r.Stage, firstLine(r.Error))

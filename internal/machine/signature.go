@@ -22,6 +22,7 @@ var (
 	pathRe     = regexp.MustCompile(`(?:/[A-Za-z0-9_.\-]+)+/?`)
 	longNumRe  = regexp.MustCompile(`\d{9,}`)
 	digitsRe   = regexp.MustCompile(`\d+`)
+	letterRe   = regexp.MustCompile(`[A-Za-z]`)
 	spaceRe    = regexp.MustCompile(`\s+`)
 )
 
@@ -35,7 +36,12 @@ func normaliseError(msg string) string {
 	s = tmpPathRe.ReplaceAllString(s, "<tmp>")
 	s = pyLineRe.ReplaceAllString(s, "$1:N")
 	s = lineWordRe.ReplaceAllString(s, "line N")
-	s = pathRe.ReplaceAllStringFunc(s, func(p string) string { return digitsRe.ReplaceAllString(p, "N") })
+	s = pathRe.ReplaceAllStringFunc(s, func(p string) string {
+		if !letterRe.MatchString(p) {
+			return p // "1/2" is arithmetic, not a path
+		}
+		return digitsRe.ReplaceAllString(p, "N")
+	})
 	s = longNumRe.ReplaceAllString(s, "N")
 	s = strings.TrimSpace(spaceRe.ReplaceAllString(s, " "))
 	if len(s) > signatureLen {

@@ -147,10 +147,10 @@ const (
 // Track follows one failing test across iterations, so the loop can tell a
 // failure that survived its repair from a new one.
 type Track struct {
-	Test      string             `json:"test"`      // prompts.TestID form
-	Signature string             `json:"signature"` // normalised error (see Signature)
-	Since     int                `json:"since"`     // iteration in which this signature first appeared
-	Runs      int                `json:"runs"`      // consecutive runs with this signature
+	Test      string `json:"test"`      // prompts.TestID form
+	Signature string `json:"signature"` // normalised error (see Signature)
+	Since     int    `json:"since"`     // iteration in which this signature first appeared
+	Runs      int    `json:"runs"`      // consecutive runs with this signature
 	// Survived: the signature is the one the test had before the last
 	// round, which applied LastRepair to it (verified if LastApplied).
 	Survived    bool  `json:"survived,omitempty"`
