@@ -38,25 +38,36 @@ const python = "/usr/bin/python3"
 // sandbox, divided by the sequential hops (coordinator steps that dispatched
 // stages: code and tests go out together and count once). ns/stage divides
 // the same by every stage result. rtt-ns is the baseline, measured in the
-// same run on the same server: one JetStream publish (with its ack) to a
-// waiting pull consumer that double-acks it. hop/rtt is the ratio.
+// same run on the same server, ten samples after every job: one JetStream
+// publish (with its ack) to a waiting pull consumer that double-acks it.
+// hop/rtt is the ratio.
 func BenchmarkStageHop(b *testing.B) {
 	r := newRig(b, 0, instantBackend{})
-	rtt := roundTrip(b, r.st.JS, 500)
-	r.job(b) // warm-up: connections, consumers, first allocations
+	probe := newRTTProbe(b, r.st.JS)
+	r.job(b)          // warm-up: connections, consumers, first allocations
+	probe.take(b, 50) // warm-up
 
+	// The baseline is sampled after every job, so both see the same load
+	// on the machine (other processes share its cores).
 	var sum jobRun
+	var rtt time.Duration
+	const rttsPerJob = 10
 	n := 0
-	for b.Loop() {
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
 		sum.add(r.job(b))
 		n++
+		b.StopTimer()
+		rtt += probe.take(b, rttsPerJob)
+		b.StartTimer()
 	}
+	rttMean := float64(rtt.Nanoseconds()) / float64(n*rttsPerJob)
 	overhead := sum.coord - sum.busy
 	perHop := float64(overhead.Nanoseconds()) / float64(sum.rounds)
 	b.ReportMetric(perHop, "ns/hop")
 	b.ReportMetric(float64(overhead.Nanoseconds())/float64(sum.stages), "ns/stage")
-	b.ReportMetric(float64(rtt.Nanoseconds()), "rtt-ns")
-	b.ReportMetric(perHop/float64(rtt.Nanoseconds()), "hop/rtt")
+	b.ReportMetric(rttMean, "rtt-ns")
+	b.ReportMetric(perHop/rttMean, "hop/rtt")
 	b.ReportMetric(float64(sum.rounds)/float64(n), "hops/job")
 	b.ReportMetric(float64(sum.busy.Nanoseconds())/float64(n), "work-ns/job")
 }
@@ -229,11 +240,16 @@ func (r *rig) sequentialModelCalls(b *testing.B) time.Duration {
 	return time.Since(start)
 }
 
-// roundTrip is the baseline: the mean time of n sequential round trips of
-// one 1 KiB message (about a stage command) published on a file-backed
-// work-queue stream, as the stack's are, to a waiting pull consumer that
-// double-acks it, as bus.Worker does.
-func roundTrip(b *testing.B, js jetstream.JetStream, n int) time.Duration {
+// rttProbe is the baseline: round trips of one 1 KiB message (about a
+// stage command) published on a file-backed work-queue stream, as the
+// stack's are, to a waiting pull consumer that double-acks it, as
+// bus.Worker does.
+type rttProbe struct {
+	js    jetstream.JetStream
+	acked chan error
+}
+
+func newRTTProbe(b *testing.B, js jetstream.JetStream) *rttProbe {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -249,36 +265,53 @@ func roundTrip(b *testing.B, js jetstream.JetStream, n int) time.Duration {
 	if err != nil {
 		b.Fatal(err)
 	}
-	acked := make(chan error)
+	p := &rttProbe{js: js, acked: make(chan error)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
 			m, err := it.Next()
-			if err != nil {
-				return // stopped
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return
 			}
-			acked <- m.DoubleAck(ctx)
+			if err != nil {
+				continue // e.g. a missed heartbeat on a loaded machine: the iterator goes on
+			}
+			actx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			p.acked <- m.DoubleAck(actx)
+			cancel()
 		}
 	}()
+	b.Cleanup(func() {
+		it.Stop()
+		<-done
+	})
+	return p
+}
+
+// take runs n sequential round trips and returns their total time.
+func (p *rttProbe) take(b *testing.B, n int) time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	payload := make([]byte, 1024)
 	var total time.Duration
 	for range n {
 		start := time.Now()
-		if _, err := js.Publish(ctx, "bench.rtt", payload); err != nil {
+		if _, err := p.js.Publish(ctx, "bench.rtt", payload); err != nil {
 			b.Fatal(err)
 		}
-		if err := <-acked; err != nil {
-			b.Fatal(err)
+		select {
+		case err := <-p.acked:
+			if err != nil {
+				b.Fatal(err)
+			}
+		case <-ctx.Done():
+			b.Fatal("rtt probe: the message never arrived")
 		}
 		total += time.Since(start)
 	}
-	it.Stop()
-	<-done
-	if err := js.DeleteStream(ctx, "BENCH_RTT"); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		b.Fatal(err)
-	}
-	return total / time.Duration(n)
+	return total
 }
 
 // spans records when the workers' own work ran.

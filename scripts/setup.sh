@@ -33,4 +33,7 @@ command -v bwrap >/dev/null || { echo "setup: bwrap missing after install"; exit
 command -v redis-server >/dev/null || { echo "setup: redis-server missing after install"; exit 1; }
 /usr/bin/python3 -c 'import pytest, pandas' || { echo "setup: /usr/bin/python3 lacks pytest or pandas"; exit 1; }
 bwrap --unshare-all --die-with-parent --ro-bind / / true || { echo "setup: bubblewrap cannot create a sandbox here"; exit 1; }
+# The Docker sandbox backend's engine (podman's Docker-compatible service)
+# and its offline base image; prints the DOCKER_HOST to use.
+bash "$(dirname "$0")/setup-docker.sh" >/dev/null
 echo "setup: ok"

@@ -53,6 +53,8 @@ const (
 	ObjectStoreSamples = "autocoder_samples"
 	// ObjectStoreOutputs holds File/Dir outputs of acceptance and script runs.
 	ObjectStoreOutputs = "autocoder_outputs"
+	// BucketTasks holds named reusable tasks (messages.Task), keyed by TaskKey.
+	BucketTasks = "autocoder_tasks"
 )
 
 // Headers set by Publisher on messages it knows (see Publisher.PublishJSON),
@@ -114,6 +116,10 @@ func ResultMsgID(jobID string, seq int) string { return "result." + jobID + "." 
 
 // JobKey is the key of a job in BucketJobState and BucketJobResults.
 func JobKey(jobID string) string { return jobID }
+
+// TaskKey is the key of a task in BucketTasks. name must satisfy
+// messages.ValidTaskName.
+func TaskKey(name string) string { return name }
 
 // MaxJobIDLen bounds a job ID: it appears in subjects, KV keys and Msg-Ids.
 const MaxJobIDLen = 128

@@ -101,6 +101,7 @@ type Resources struct {
 
 	JobState   jetstream.KeyValue    // BucketJobState
 	JobResults jetstream.KeyValue    // BucketJobResults
+	Tasks      jetstream.KeyValue    // BucketTasks
 	Samples    jetstream.ObjectStore // ObjectStoreSamples
 	Outputs    jetstream.ObjectStore // ObjectStoreOutputs
 }
@@ -203,6 +204,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 	if res.JobResults, err = kv(BucketJobResults, "autocoder job result objects"); err != nil {
 		return nil, err
 	}
+	if res.Tasks, err = kv(BucketTasks, "autocoder named reusable tasks"); err != nil {
+		return nil, err
+	}
 
 	obj := func(bucket, desc string) (jetstream.ObjectStore, error) {
 		o, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
@@ -289,6 +293,9 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Resources, error) {
 	}
 	if res.JobResults, err = js.KeyValue(ctx, BucketJobResults); err != nil {
 		return nil, notFound("key-value bucket", BucketJobResults, err)
+	}
+	if res.Tasks, err = js.KeyValue(ctx, BucketTasks); err != nil {
+		return nil, notFound("key-value bucket", BucketTasks, err)
 	}
 	if res.Samples, err = js.ObjectStore(ctx, ObjectStoreSamples); err != nil {
 		return nil, notFound("object store", ObjectStoreSamples, err)

@@ -72,12 +72,16 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 	var sub struct {
 		JobID string          `json:"job_id"`
 		Spec  json.RawMessage `json:"spec"`
+		Run   json.RawMessage `json:"run"`
 	}
 	if err := json.Unmarshal(msg.Data(), &sub); err != nil {
 		return bus.Permanent(fmt.Errorf("decode submission: %w", err))
 	}
 	if !bus.ValidJobID(sub.JobID) {
 		return bus.Permanent(fmt.Errorf("submission has an invalid job id %q", sub.JobID))
+	}
+	if len(sub.Run) > 0 && string(sub.Run) != "null" {
+		return c.submitRun(ctx, sub.JobID, sub.Run) // run.go
 	}
 	var spec messages.JobSpec
 	if err := json.Unmarshal(sub.Spec, &spec); err != nil {
@@ -168,6 +172,9 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Event)
 		}
 		next, cmds := machine.Step(rec.State, ev)
 		if len(cmds) == 0 {
+			if len(rec.Outbox) > 0 {
+				c.clearOutbox(ctx, jobID, rec.State, rev) // it is out now
+			}
 			return nil // stale or duplicate event: nothing changes
 		}
 		b, err := json.Marshal(record{State: next, Outbox: cmds})
@@ -190,15 +197,25 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Event)
 			return err // the outbox holds them; redelivery of this event retries
 		}
 		c.cfg.Metrics.step(ev, next)
-		// Clear the outbox; losing this race only means a harmless re-publish.
-		if cb, err := json.Marshal(record{State: next}); err == nil {
-			if _, err := c.cfg.States.Update(ctx, key, cb, rev); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-				c.log.Warn("clear outbox", "job_id", jobID, "err", err)
-			}
-		}
+		c.clearOutbox(ctx, jobID, next, rev)
 		return nil
 	}
 	return fmt.Errorf("job %s: gave up after %d compare-and-set conflicts", jobID, maxCASAttempts)
+}
+
+// clearOutbox stores the state without its outbox once the commands are
+// out, if the record is still at rev. Losing that race only means a
+// harmless re-publish; an outbox left behind would be published again by
+// every Recover, and past the streams' duplicate window the copies are
+// real duplicates (a second job_finished event, a stage run again).
+func (c *Coordinator) clearOutbox(ctx context.Context, jobID string, s machine.State, rev uint64) {
+	b, err := json.Marshal(record{State: s})
+	if err != nil {
+		return
+	}
+	if _, err := c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		c.log.Warn("clear outbox", "job_id", jobID, "err", err)
+	}
 }
 
 // publish carries out commands. Each is idempotent: stage commands carry a
@@ -265,6 +282,7 @@ func (c *Coordinator) Recover(ctx context.Context) error {
 		if err := c.publish(ctx, rec.Outbox); err != nil {
 			return err
 		}
+		c.clearOutbox(ctx, key, rec.State, entry.Revision())
 	}
 	return nil
 }

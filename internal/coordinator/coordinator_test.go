@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -322,6 +323,9 @@ func TestOutboxRecovery(t *testing.T) {
 			if len(cmds) != 1 || cmds[0].Stage != messages.StagePlan {
 				t.Fatalf("after recovery: %+v, want the plan command once", cmds)
 			}
+			if n := e.outboxLen(t, "job-ob"); n != 0 {
+				t.Errorf("outbox still holds %d commands once they are out: every restart would publish them again", n)
+			}
 			// Again: de-duplicated by Msg-Id, nothing more is stored.
 			before := e.counts(t, "job-ob")
 			if err := e.coordinator(t, nil, nil, nil).Recover(ctxT(t)); err != nil {
@@ -480,4 +484,52 @@ func TestConcurrentCoordinatorsConverge(t *testing.T) {
 		assertExactlyOnce(t, e, id)
 	}
 	t.Logf("cas conflicts: %v", casConflicts(t, reg1)+casConflicts(t, reg2))
+}
+
+// orderPublisher checks, as each job_finished event goes out, that the
+// result it announces is already stored.
+type orderPublisher struct {
+	inner   coordinator.Publisher
+	results jetstream.KeyValue
+	mu      sync.Mutex
+	checked int
+	missing []string
+}
+
+func (p *orderPublisher) PublishJSON(ctx context.Context, subject string, v any, msgID string) error {
+	if e, ok := v.(*messages.Event); ok && e.Type == messages.EventJobFinished {
+		_, err := p.results.Get(ctx, bus.JobKey(e.JobID))
+		p.mu.Lock()
+		p.checked++
+		if err != nil {
+			p.missing = append(p.missing, e.JobID)
+		}
+		p.mu.Unlock()
+	}
+	return p.inner.PublishJSON(ctx, subject, v, msgID)
+}
+
+// TestResultStoredBeforeJobFinished: a client that reads the result as
+// soon as it sees job_finished finds it.
+func TestResultStoredBeforeJobFinished(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := &orderPublisher{inner: e.pub, results: e.res.JobResults}
+	c := e.coordinator(t, nil, p, nil)
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-ok", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	drive(t, e, []*coordinatorPair{{c, c}}, "job-ok")
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-invalid", messages.JobSpec{})); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-cancelled", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cancel(ctxT(t), "job-cancelled", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if p.checked != 3 || len(p.missing) != 0 {
+		t.Errorf("%d job_finished events; announced before their result was stored: %v", p.checked, p.missing)
+	}
 }

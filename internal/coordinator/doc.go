@@ -3,7 +3,9 @@
 // updated by compare-and-set on the revision, and carries out the commands:
 // stage commands to the worker pools, progress events, results. Any number of
 // coordinators may share the work: a lost race re-steps on the fresh state,
-// and an outbox in the stored record makes publishing crash-safe.
+// and an outbox in the stored record makes publishing crash-safe. A run of a
+// finished job's script on new data (messages.SubmitJob.Run) is filled in
+// from that job's stored result (PrepareRun) and then stepped like a job.
 //
 //	c, _ := coordinator.New(coordinator.Config{States: kv, Results: results, Publisher: pub})
 //	go bus.NewWorker(jobsConsumer, bus.HandlerFunc(c.HandleSubmit), cfg).Run(ctx)

@@ -100,6 +100,8 @@ func stageSchema(stage messages.Stage) (llm.Schema, bool) {
 		return llm.TestPatchesSchema, true
 	case messages.StageVerify:
 		return llm.FixVerificationSchema, true
+	case messages.StageConstraint:
+		return llm.ConstraintSchema, true
 	}
 	return llm.Schema{}, false
 }
@@ -144,6 +146,8 @@ func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (Outp
 		return handle(ctx, h, cmd, h.patchTests)
 	case messages.StageVerify:
 		return handle(ctx, h, cmd, h.verify)
+	case messages.StageConstraint:
+		return handle(ctx, h, cmd, h.constraint)
 	}
 	return Output{}, fmt.Errorf("%w: %q is not an LLM stage", ErrBadInput, cmd.Stage)
 }

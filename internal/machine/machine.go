@@ -94,6 +94,10 @@ func (m *stepper) submit(sub *Submission) {
 	}
 	s.Packages = normPackages(sub.Spec.Options.BasePackages)
 	m.emit(messages.Event{Type: messages.EventJobStarted, Message: "job accepted"})
+	if sub.Run != nil {
+		m.startRun(sub.Run) // run.go
+		return
+	}
 	if len(s.Samples) > 0 {
 		s.Phase = PhaseProfiling
 		m.dispatch(messages.StageProfile, messages.ProfileInput{
@@ -142,6 +146,7 @@ func (m *stepper) result(p Pending, r *messages.StageResult) {
 		}
 		s.DataContext = out.DataContext
 		s.GeneratedSchemas = out.GeneratedSchemas
+		m.constrain(out) // constraint.go: alongside planning
 		m.plan()
 
 	case messages.StagePlan:
@@ -150,6 +155,9 @@ func (m *stepper) result(p Pending, r *messages.StageResult) {
 			return
 		}
 		s.Plan = &out
+		if m.busy(0, messages.StageConstraint) {
+			return // generation starts when the checks arrive (constraint.go)
+		}
 		m.generate()
 
 	case messages.StageCode:
@@ -241,6 +249,12 @@ func (m *stepper) result(p Pending, r *messages.StageResult) {
 			return
 		}
 		m.accepted(out)
+
+	case messages.StageConstraint:
+		m.constrained(r) // constraint.go
+
+	case messages.StageRun:
+		m.ran(r) // run.go
 	}
 }
 

@@ -125,6 +125,7 @@ type Submission struct {
 	JobID   string               `json:"job_id"`
 	Spec    messages.JobSpec     `json:"spec"` // normalised, samples as object refs
 	Samples []messages.SampleRef `json:"samples,omitempty"`
+	Run     *Run                 `json:"run,omitempty"` // a run of a finished job's script (run.go)
 }
 
 // Command is an output of Step: exactly one field is set.

@@ -10,17 +10,24 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// Memory bounds. Each is per sample and chosen so that a wide file stays
-// within a few hundred MiB at the default row cap.
+// Memory bounds. Budgets are per sample, shared by its columns, so that a
+// wide file stays within a few hundred MiB whatever its row count.
 const (
 	// storedValuesBudget is how many numeric values are kept for exact
-	// medians, shared by a sample's columns (8 bytes each: 64 MiB). A column
-	// past its share keeps a seeded uniform sample instead.
+	// medians (8 bytes each: 64 MiB). A column past its share keeps a
+	// seeded uniform sample of that many values instead.
 	storedValuesBudget = 8 << 20
-	minStoredPerColumn = 1 << 16
-	// exactDistinctKeys bounds a column's exact set of value hashes; past
-	// it, distinct counts come from HyperLogLog.
-	exactDistinctKeys = 1 << 14
+	minStoredPerColumn = 1 << 12
+	// distinctKeysBudget bounds the exact sets of value hashes (about 16
+	// bytes a key); a column has at most exactDistinctKeys of them, and
+	// past its share counts distinct values with HyperLogLog.
+	distinctKeysBudget   = 4 << 20
+	exactDistinctKeys    = 1 << 14
+	minDistinctPerColumn = 1 << 10
+	// idColumnsTracked: columns with id-ish names keep every value's hash
+	// to know exactly whether they are unique (8 bytes a row); the first
+	// few such columns only.
+	idColumnsTracked = 8
 	// topValuesMaxDistinct: columns with at most this many distinct values
 	// list their top values.
 	topValuesMaxDistinct = 50
@@ -73,11 +80,11 @@ type colAcc struct {
 	decimalComma int
 }
 
-func newColAcc(name string, storeLimit int, seed uint64, idx int) *colAcc {
+func newColAcc(name string, storeLimit, distinctLimit int, seed uint64, idx int) *colAcc {
 	c := &colAcc{name: name, minLen: -1}
 	c.num.init(storeLimit, seed, idx)
 	c.dist.exact = map[uint64]int32{}
-	c.trackID = idishName(name)
+	c.dist.limit = distinctLimit
 	return c
 }
 
@@ -441,7 +448,7 @@ func (c *colAcc) profile() *ColumnProfile {
 		cp.Distinct, cp.DistinctExact = cp.Count, true
 	}
 	cp.Unique = cp.DistinctExact && cp.Distinct == cp.Count && cp.Count > 1
-	cp.IDLike = cp.Unique && cp.Nulls == 0 && c.trackID && (cp.Type == TypeInt || cp.Type == TypeString)
+	cp.IDLike = cp.Unique && cp.Nulls == 0 && idishName(c.name) && (cp.Type == TypeInt || cp.Type == TypeString)
 	switch cp.Type {
 	case TypeInt, TypeFloat:
 		if cp.Type == TypeInt && cp.DistinctExact && cp.Distinct <= 10 && !cp.Unique {

@@ -10,12 +10,16 @@
 //	if err != nil {
 //		return err // a *profile.SampleError; errors.Is(err, profile.ErrNotText) for a binary file
 //	}
-//	// rep.Unparsed: constraints to send to the `constraint` LLM call (append
-//	// its answers to rep.Checks) or to leave in the prompt as text.
+//	// rep.Unparsed: constraints to send to the `constraint` LLM call or to
+//	// leave in the prompt as text.
 //	out := messages.ProfileOutput{
 //		DataContext:      rep.DataContext(),
 //		GeneratedSchemas: rep.PanderaSchemas(),
 //	}
+//	// Elsewhere, without the samples: render again with the model's checks.
+//	rd := rep.Rendition() // JSON-safe
+//	rd = rd.WithChecks(modelChecks, stillText)
+//	ctxText, schemas := rd.DataContext(), rd.PanderaSchemas()
 //
 // Formats come from the file name and its first bytes: CSV (delimiter
 // sniffed among , ; | and tab), TSV, JSON (an array of records), JSON Lines,
@@ -28,10 +32,14 @@
 //
 // Files are streamed and memory is bounded: the scan stops at
 // Options.MaxScanRows (the report says the statistics cover the first N
-// rows), exact distinct counts give way to HyperLogLog past 16384 values,
-// exact medians to a seeded uniform sample past a per-sample budget of 8M
-// stored numbers, and one CSV record may not exceed 32 MiB. Min, max and
-// mean are exact over every scanned row and printed at full precision.
+// rows); exact distinct counts give way to HyperLogLog past 16384 values
+// per column, exact medians to a seeded uniform sample past a column's
+// share of 8M stored numbers (both budgets are shared by a sample's
+// columns, so wide files stay bounded too); one CSV record may not exceed
+// 32 MiB. Min, max and mean are exact over every scanned row (compensated
+// sums) and printed at full precision; with every value kept, the standard
+// deviation is two-pass, as pandas computes it. CSV rows are parsed on one
+// goroutine and their columns profiled on others.
 // The same file and seed always give the same text: representative rows
 // come from a seeded reservoir sample, and nothing depends on map order,
 // timing or goroutine scheduling.

@@ -13,25 +13,35 @@ import (
 // constraint whose column the sample has. Datetime columns are coerced
 // from text with the detected format.
 func (r *Report) PanderaSchemas() map[string]string {
-	out := map[string]string{}
-	for _, sp := range r.Samples {
-		if !sp.Format.Tabular() || len(sp.Columns) == 0 {
-			continue
-		}
-		out[sp.Name] = sp.panderaSchema(r.Checks)
-	}
-	return out
+	return r.Rendition().PanderaSchemas()
 }
 
-func (sp *SampleProfile) panderaSchema(checks []Check) string {
-	var cols strings.Builder
-	needEngine := false
+// schemaTable is what the sample's schema is rendered from.
+func (sp *SampleProfile) schemaTable() SchemaTable {
+	t := SchemaTable{Name: sp.Name}
 	for _, c := range sp.Columns {
 		dtype, kwargs, comment := c.panderaType()
 		if strings.HasPrefix(dtype, "pandas_engine.") {
-			needEngine = true
+			t.NeedEngine = true
 		}
-		nullable := c.Nulls > 0 || c.Count == 0
+		t.Columns = append(t.Columns, SchemaColumn{
+			Name: c.Name, Type: c.Type, Dtype: dtype, Kwargs: kwargs, Comment: comment,
+			Nullable: c.Nulls > 0 || c.Count == 0, Nulls: c.Nulls,
+		})
+	}
+	scope := "every row"
+	if sp.Truncated {
+		scope = fmt.Sprintf("the first %d rows", sp.Rows)
+	}
+	t.Header = fmt.Sprintf("# Pandera schema for sample %s (%s), inferred from %s;\n", oneLine(strconv.Quote(sp.Name)), oneLine(sp.InputPath()), scope)
+	return t
+}
+
+// render writes the schema source with the checks whose column the table has.
+func (t SchemaTable) render(checks []Check) string {
+	var cols strings.Builder
+	for _, c := range t.Columns {
+		nullable := c.Nullable
 		unique := false
 		var pyChecks, notes []string
 		for _, ch := range checks {
@@ -47,19 +57,19 @@ func (sp *SampleProfile) panderaSchema(checks []Check) string {
 			case CheckUnique:
 				unique = true
 			default:
-				if why := ch.misfit(c); why != "" {
+				if why := ch.misfit(c.Type); why != "" {
 					notes = append(notes, "constraint not applied ("+why+"): "+oneLine(ch.Text))
 					continue
 				}
-				if py := ch.python(c); py != "" {
+				if py := ch.python(c.Type); py != "" {
 					pyChecks = append(pyChecks, py)
 				}
 			}
 			notes = append(notes, "constraint: "+oneLine(ch.Text))
 		}
 		args := []string{}
-		if dtype != "" {
-			args = append(args, dtype)
+		if c.Dtype != "" {
+			args = append(args, c.Dtype)
 		}
 		if len(pyChecks) > 0 {
 			args = append(args, "checks=["+strings.Join(pyChecks, ", ")+"]")
@@ -68,10 +78,10 @@ func (sp *SampleProfile) panderaSchema(checks []Check) string {
 		if unique {
 			args = append(args, "unique=True")
 		}
-		args = append(args, kwargs...)
+		args = append(args, c.Kwargs...)
 		line := fmt.Sprintf("        %s: pa.Column(%s),", pyString(c.Name), strings.Join(args, ", "))
-		if comment != "" {
-			notes = append([]string{comment}, notes...)
+		if c.Comment != "" {
+			notes = append([]string{c.Comment}, notes...)
 		}
 		if len(notes) > 0 {
 			line += "  # " + strings.Join(notes, "; ")
@@ -79,14 +89,10 @@ func (sp *SampleProfile) panderaSchema(checks []Check) string {
 		cols.WriteString(line + "\n")
 	}
 	var b strings.Builder
-	scope := "every row"
-	if sp.Truncated {
-		scope = fmt.Sprintf("the first %d rows", sp.Rows)
-	}
-	fmt.Fprintf(&b, "# Pandera schema for sample %s (%s), inferred from %s;\n", oneLine(strconv.Quote(sp.Name)), oneLine(sp.InputPath()), scope)
+	b.WriteString(t.Header)
 	b.WriteString("# dtypes are what pandas reads by default; checks come from the job's constraints.\n")
 	b.WriteString("try:\n    import pandera.pandas as pa\nexcept ImportError:  # pandera < 0.24\n    import pandera as pa\n")
-	if needEngine {
+	if t.NeedEngine {
 		b.WriteString("from pandera.engines import pandas_engine\n")
 	}
 	b.WriteString("\nschema = pa.DataFrameSchema(\n    {\n")
@@ -143,22 +149,22 @@ func (c *ColumnProfile) panderaType() (dtype string, kwargs []string, comment st
 
 // misfit says why a check cannot apply to the column as pandas reads it
 // (a numeric bound on text, a pattern on numbers), or "".
-func (ch Check) misfit(c *ColumnProfile) string {
+func (ch Check) misfit(t ColumnType) string {
 	switch ch.Type {
 	case CheckGreaterThan, CheckLessThan, CheckBetween:
-		if c.Type != TypeInt && c.Type != TypeFloat && c.Type != TypeNull {
-			return "a numeric bound on a " + string(c.Type) + " column"
+		if t != TypeInt && t != TypeFloat && t != TypeNull {
+			return "a numeric bound on a " + string(t) + " column"
 		}
 	case CheckRegex:
-		if c.Type != TypeString && c.Type != TypeNull {
-			return "a pattern on a " + string(c.Type) + " column"
+		if t != TypeString && t != TypeNull {
+			return "a pattern on a " + string(t) + " column"
 		}
 	}
 	return ""
 }
 
-// python is the pa.Check expression for a check on column c, or "".
-func (ch Check) python(c *ColumnProfile) string {
+// python is the pa.Check expression for a check on a column of type t, or "".
+func (ch Check) python(t ColumnType) string {
 	switch ch.Type {
 	case CheckGreaterThan:
 		if ch.Inclusive {
@@ -180,7 +186,7 @@ func (ch Check) python(c *ColumnProfile) string {
 	case CheckIsin:
 		vals := make([]string, len(ch.Values))
 		for i, v := range ch.Values {
-			vals[i] = pyLiteralFor(c.Type, v)
+			vals[i] = pyLiteralFor(t, v)
 		}
 		return "pa.Check.isin([" + strings.Join(vals, ", ") + "])"
 	}

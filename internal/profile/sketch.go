@@ -152,6 +152,7 @@ type distinctAcc struct {
 	exact  map[uint64]int32 // value hash -> index into counts
 	counts []int
 	values []string // the first topValuesMaxDistinct+1 distinct values
+	limit  int      // keys kept exactly
 	hll    *hll
 	// recent is a direct-mapped cache in front of exact: low-cardinality
 	// columns, the common case, then skip the map lookup.
@@ -181,7 +182,7 @@ func (d *distinctAcc) add(h uint64, s string) {
 			slot.h, slot.i = h, i+1
 			return
 		}
-		if len(d.exact) < exactDistinctKeys {
+		if len(d.exact) < d.limit {
 			d.exact[h] = int32(len(d.counts))
 			d.counts = append(d.counts, 1)
 			if len(d.values) <= topValuesMaxDistinct {

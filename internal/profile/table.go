@@ -22,6 +22,8 @@ type table struct {
 	// cells is the current row as text, for hashing and the sample rows.
 	cells               []string
 	shortRows, longRows int
+	expectCols          int // header width, for budget shares
+	idTracked           int // columns keeping id hashes
 }
 
 func (sc *scanner) newTable(names []string) *table {
@@ -30,21 +32,24 @@ func (sc *scanner) newTable(names []string) *table {
 	if renamed {
 		sc.sp.Notes = append(sc.sp.Notes, "empty or repeated header names are renamed as pandas does (\"Unnamed: 3\", \"name.1\")")
 	}
+	t.expectCols = len(names)
 	for _, n := range names {
 		t.addColumn(n)
 	}
 	return t
 }
 
-// storeLimit is each column's share of the stored-values budget, given the
-// columns known when the table starts (JSON may add more later).
-func (t *table) storeLimit() int {
-	return max(minStoredPerColumn, storedValuesBudget/max(1, len(t.cols)+1))
-}
-
+// addColumn adds a column. Its shares of the memory budgets count the
+// columns known by then: all of a header's, or a JSON key's predecessors.
 func (t *table) addColumn(name string) int {
 	i := len(t.cols)
-	c := newColAcc(name, t.storeLimit(), t.sc.opts.Seed, i)
+	n := max(t.expectCols, i+1)
+	c := newColAcc(name, max(minStoredPerColumn, storedValuesBudget/n),
+		min(exactDistinctKeys, max(minDistinctPerColumn, distinctKeysBudget/n)), t.sc.opts.Seed, i)
+	if t.idTracked < idColumnsTracked && idishName(name) {
+		c.trackID = true
+		t.idTracked++
+	}
 	c.nulls = t.rows // a JSON key first seen now was missing before
 	t.cols = append(t.cols, c)
 	t.cells = append(t.cells, "")

@@ -122,8 +122,7 @@ func TestNumericStats(t *testing.T) {
 func TestHLL(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{1000, 50_000, 1_000_000} {
-		var d distinctAcc
-		d.exact = map[uint64]int32{}
+		d := distinctAcc{exact: map[uint64]int32{}, limit: exactDistinctKeys}
 		for i := range n {
 			s := "v" + itoa(i)
 			d.add(xxhashString(s), s)
@@ -283,5 +282,52 @@ func TestPandasNames(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pandasNames (-want +got):\n%s", diff)
+	}
+}
+
+// TestWideFile: thousands of columns share the memory budgets.
+func TestWideFile(t *testing.T) {
+	t.Parallel()
+	const cols, rows = 3000, 50
+	var b strings.Builder
+	for j := range cols {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("c" + itoa(j) + "_id")
+	}
+	b.WriteByte('\n')
+	for i := range rows {
+		for j := range cols {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(itoa(i*j + i))
+		}
+		b.WriteByte('\n')
+	}
+	p := filepath.Join(t.TempDir(), "wide.csv")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Profile(context.Background(), []Sample{{Name: "wide", FileName: "wide.csv", Path: p}}, Options{MaxSampleRows: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := rep.Samples[0]
+	if len(sp.Columns) != cols || sp.Rows != rows {
+		t.Fatalf("got %d columns, %d rows", len(sp.Columns), sp.Rows)
+	}
+	ids := 0
+	for _, c := range sp.Columns {
+		if c.IDLike {
+			ids++
+		}
+	}
+	// Only the first idColumnsTracked id-ish columns keep hashes; the rest
+	// are known unique through their exact distinct sets. Column 0 is all
+	// distinct too (i*0+i).
+	if ids != cols {
+		t.Errorf("%d id-like columns, want %d", ids, cols)
 	}
 }

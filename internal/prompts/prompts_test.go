@@ -70,6 +70,8 @@ func builders() map[string][]messages.ChatMessage {
 		"patch_tests_esc1": PatchTests(messages.PatchTestsInput{Task: task, Code: "x", Tests: "y", Failures: failures, Escalation: 1, Missing: []string{"test_totals"}}),
 		"patch_tests":      PatchTests(messages.PatchTestsInput{Task: task, Code: "def f(): pass\n", Tests: "def test_totals(): pass\n", Failures: failures}),
 		"verify":           Verify(messages.VerifyInput{OldCode: "a = 1\n", NewCode: "a = 2\n", Failures: failures}),
+		"constraint": Constraint("order dates must not be in the future", []messages.DataColumn{
+			{Sample: "sales", Name: "order_date", Type: "datetime"}, {Sample: "sales", Name: "quantity", Type: "int"}}),
 	}
 }
 
@@ -239,6 +241,7 @@ func TestInjectionStaysInsideDataFence(t *testing.T) {
 		"fix_esc2":    Fix(messages.FixInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures, Escalation: 3, Missing: []string{inj}}),
 		"patch_tests": PatchTests(messages.PatchTestsInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures}),
 		"verify":      Verify(messages.VerifyInput{OldCode: inj, NewCode: inj, Failures: evilFailures}),
+		"constraint":  Constraint(inj, []messages.DataColumn{{Sample: inj, Name: inj, Type: inj}}),
 	}
 	for stage, msgs := range cases {
 		t.Run(stage, func(t *testing.T) {

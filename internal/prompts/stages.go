@@ -281,3 +281,44 @@ Reply fields:
 	b.WriteString("\nVerify the fix now.\n")
 	return chat(system, b.String())
 }
+
+// Constraint builds one call of the constraint stage's conversation (reply:
+// llm.ConstraintSchema): a constraint the deterministic parser could not
+// read, to turn into a check on one column of the samples. Both the
+// constraint and the column names come from users and files, so both are
+// fenced data.
+func Constraint(constraint string, columns []messages.DataColumn) []messages.ChatMessage {
+	system := preamble + `
+
+Your job now: turn one constraint on the sample data into a check on a single column, so that it can be enforced by a Pandera schema. The constraint is written in natural language by the user; the columns of the sample files are listed with the type the profiler inferred.
+
+Check types:
+- greater_than: every value is strictly greater than parameters.value.
+- less_than: every value is strictly less than parameters.value.
+- between: every value is between parameters.min and parameters.max, both included.
+- regex: every value matches parameters.pattern (a Python regular expression, matched at the start of the value).
+- isin: every value is one of parameters.values.
+- not_null: no value is missing.
+- none: the constraint is not a check on a single column with one of the types above (it relates several columns, depends on other rows, is vague, or names no column that exists). It is then left to the code.
+Choose none rather than a check that would reject valid data. Numeric checks only fit int and float columns; regex only fits string columns.
+
+Reply fields:
+- column_name: the column's name exactly as listed, or null for none.
+- check_type: one of the check types above.
+- parameters: value, min, max, pattern and values; set the ones the check type uses and null the others.
+- explanation: one sentence on how the constraint maps to the check, or why it does not.`
+
+	var b strings.Builder
+	b.WriteString(data("Constraint", "text", strings.ReplaceAll(strings.TrimSpace(constraint), "\n", " ")))
+	var cols strings.Builder
+	for _, c := range columns {
+		fmt.Fprintf(&cols, "%q (%s) in sample %q\n", c.Name, c.Type, c.Sample)
+	}
+	if len(columns) == 0 {
+		cols.WriteString("(no tabular sample)\n")
+	}
+	b.WriteString("\n")
+	b.WriteString(data("Columns", "text", Trim(cols.String(), dataBudget)))
+	b.WriteString("\nMap the constraint to a check now.\n")
+	return chat(system, b.String())
+}

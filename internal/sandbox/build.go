@@ -55,7 +55,7 @@ func (p *Process) Build(ctx context.Context, spec EnvSpec) (Env, error) {
 	if p.isClosed() {
 		return Env{}, ErrClosed
 	}
-	pkgs, err := normalizePackages(spec.Packages)
+	pkgs, err := NormalizePackages(spec.Packages)
 	if err != nil {
 		return Env{}, err
 	}
@@ -69,7 +69,7 @@ func (p *Process) Build(ctx context.Context, spec EnvSpec) (Env, error) {
 	if env, ok := p.lookupEnv(id); ok {
 		return env, nil
 	}
-	return p.flight.do(ctx, id, func(ctx context.Context) (Env, error) {
+	return p.flight.Do(ctx, id, func(ctx context.Context) (Env, error) {
 		if env, ok := p.lookupEnv(id); ok {
 			return env, nil
 		}
@@ -341,11 +341,11 @@ func classifyPipFailure(id string, requested []string, pipLog, buildLog string) 
 		var bad []string
 		seen := map[string]bool{}
 		for _, sm := range m {
-			name := canonicalName(sm[1])
+			name := CanonicalName(sm[1])
 			// A requested package, or else the dependency pip could not find.
 			found := false
 			for _, r := range requested {
-				if canonicalName(r) == name && !seen[r] {
+				if CanonicalName(r) == name && !seen[r] {
 					bad, seen[r], found = append(bad, r), true, true
 				}
 			}
@@ -362,7 +362,7 @@ func classifyPipFailure(id string, requested []string, pipLog, buildLog string) 
 
 func containsName(pkgs []string, name string) bool {
 	for _, p := range pkgs {
-		if canonicalName(p) == name {
+		if CanonicalName(p) == name {
 			return true
 		}
 	}
@@ -437,8 +437,8 @@ func (p *Process) missingPackages(ctx context.Context, pkgs []string) ([]string,
 
 var nameSepRe = regexp.MustCompile(`[-_.]+`)
 
-// canonicalName is the PEP 503 normalized distribution name of a requirement.
-func canonicalName(req string) string {
+// CanonicalName is the PEP 503 normalized distribution name of a requirement.
+func CanonicalName(req string) string {
 	name := req
 	if i := strings.IndexAny(req, "[<>=!~"); i >= 0 {
 		name = req[:i]
@@ -446,10 +446,10 @@ func canonicalName(req string) string {
 	return nameSepRe.ReplaceAllString(strings.ToLower(name), "-")
 }
 
-// normalizePackages validates requirement strings and returns them
+// NormalizePackages validates requirement strings and returns them
 // canonical (normalized name, sorted extras), deduplicated and sorted, so
 // equivalent specs hash alike.
-func normalizePackages(pkgs []string) ([]string, error) {
+func NormalizePackages(pkgs []string) ([]string, error) {
 	var bad []string
 	set := map[string]bool{}
 	for _, p := range pkgs {
@@ -458,13 +458,13 @@ func normalizePackages(pkgs []string) ([]string, error) {
 			bad = append(bad, p)
 			continue
 		}
-		name := canonicalName(p)
+		name := CanonicalName(p)
 		rest := strings.TrimLeft(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
 		if strings.HasPrefix(rest, "[") {
 			end := strings.IndexByte(rest, ']')
 			extras := strings.Split(rest[1:end], ",")
 			for i, e := range extras {
-				extras[i] = canonicalName(e)
+				extras[i] = CanonicalName(e)
 			}
 			sort.Strings(extras)
 			name += "[" + strings.Join(extras, ",") + "]"

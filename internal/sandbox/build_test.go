@@ -16,7 +16,7 @@ func sha256Hex(s string) string {
 }
 
 func TestNormalizePackages(t *testing.T) {
-	got, err := normalizePackages([]string{"Pandas", "scikit_learn==1.3.0", "requests[Security,socks]>=2", "pandas", " numpy "})
+	got, err := NormalizePackages([]string{"Pandas", "scikit_learn==1.3.0", "requests[Security,socks]>=2", "pandas", " numpy "})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestNormalizePackages(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	_, err = normalizePackages([]string{"ok", "https://x/y.whl", "../up", "a b", "pkg; rm -rf /", "-e."})
+	_, err = NormalizePackages([]string{"ok", "https://x/y.whl", "../up", "a b", "pkg; rm -rf /", "-e."})
 	var inv *InvalidPackageError
 	if !errors.As(err, &inv) || !errors.Is(err, ErrInvalidPackage) {
 		t.Fatalf("err = %v, want an *InvalidPackageError", err)

@@ -7,10 +7,11 @@ import (
 	"sync"
 )
 
-// flightGroup runs one build per key at a time and shares its result with
+// BuildGroup runs one build per key at a time and shares its result with
 // every caller that asked meanwhile (golang.org/x/sync/singleflight, plus
-// per-caller cancellation, in a few lines instead of a dependency).
-type flightGroup struct {
+// per-caller cancellation, in a few lines instead of a dependency). Both
+// backends use it; its zero value is ready.
+type BuildGroup struct {
 	mu    sync.Mutex
 	calls map[string]*flightCall
 }
@@ -21,10 +22,10 @@ type flightCall struct {
 	err  error
 }
 
-// do runs fn for key unless a run is in flight, and waits for the result or
+// Do runs fn for key unless a run is in flight, and waits for the result or
 // for ctx. fn gets the context of the caller that started it; a waiter whose
 // own context is still live retries when that caller was cancelled.
-func (g *flightGroup) do(ctx context.Context, key string, fn func(context.Context) (Env, error)) (Env, error) {
+func (g *BuildGroup) Do(ctx context.Context, key string, fn func(context.Context) (Env, error)) (Env, error) {
 	for {
 		g.mu.Lock()
 		if g.calls == nil {

@@ -8,7 +8,7 @@ import (
 )
 
 func TestFlightGroupSharesOneCall(t *testing.T) {
-	var g flightGroup
+	var g BuildGroup
 	var calls atomic.Int32
 	release := make(chan struct{})
 	started := make(chan struct{})
@@ -22,11 +22,11 @@ func TestFlightGroupSharesOneCall(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make([]Env, 5)
 	wg.Add(1)
-	go func() { defer wg.Done(); results[0], _ = g.do(t.Context(), "k", fn) }()
+	go func() { defer wg.Done(); results[0], _ = g.Do(t.Context(), "k", fn) }()
 	<-started
 	for i := 1; i < 5; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); results[i], _ = g.do(t.Context(), "k", fn) }()
+		go func() { defer wg.Done(); results[i], _ = g.Do(t.Context(), "k", fn) }()
 	}
 	// The waiters are blocked on the running call; let it finish.
 	close(release)
@@ -44,13 +44,13 @@ func TestFlightGroupSharesOneCall(t *testing.T) {
 }
 
 func TestFlightGroupWaiterCancels(t *testing.T) {
-	var g flightGroup
+	var g BuildGroup
 	release := make(chan struct{})
 	started := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = g.do(context.Background(), "k", func(context.Context) (Env, error) {
+		_, _ = g.Do(context.Background(), "k", func(context.Context) (Env, error) {
 			close(started)
 			<-release
 			return Env{ID: "x"}, nil
@@ -59,7 +59,7 @@ func TestFlightGroupWaiterCancels(t *testing.T) {
 	<-started
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := g.do(ctx, "k", nil); err != context.Canceled {
+	if _, err := g.Do(ctx, "k", nil); err != context.Canceled {
 		t.Errorf("cancelled waiter: err = %v", err)
 	}
 	close(release)
@@ -67,11 +67,11 @@ func TestFlightGroupWaiterCancels(t *testing.T) {
 }
 
 func TestFlightGroupRetriesAfterStarterCancelled(t *testing.T) {
-	var g flightGroup
+	var g BuildGroup
 	starterCtx, cancelStarter := context.WithCancel(t.Context())
 	started := make(chan struct{})
 	go func() {
-		_, _ = g.do(starterCtx, "k", func(ctx context.Context) (Env, error) {
+		_, _ = g.Do(starterCtx, "k", func(ctx context.Context) (Env, error) {
 			close(started)
 			<-ctx.Done()
 			return Env{}, ctx.Err()
@@ -80,7 +80,7 @@ func TestFlightGroupRetriesAfterStarterCancelled(t *testing.T) {
 	<-started
 	result := make(chan Env, 1)
 	go func() {
-		env, _ := g.do(t.Context(), "k", func(context.Context) (Env, error) { return Env{ID: "second"}, nil })
+		env, _ := g.Do(t.Context(), "k", func(context.Context) (Env, error) { return Env{ID: "second"}, nil })
 		result <- env
 	}()
 	cancelStarter()

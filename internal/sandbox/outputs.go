@@ -33,6 +33,9 @@ type FileValue struct {
 	Path   string `json:"path"` // relative to /var/outputs: the output's name
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+	// Object is where the file was stored (sha256:<hex> in the outputs
+	// object store), when the worker stores outputs.
+	Object string `json:"object,omitempty"`
 }
 
 // DirValue is the value of a Dir output.
@@ -40,6 +43,27 @@ type DirValue struct {
 	Path  string `json:"path"`  // relative to /var/outputs: the output's name
 	Files int    `json:"files"` // regular files in it, at any depth
 	Size  int64  `json:"size"`  // their total size
+	// Object is where the directory's manifest was stored (sha256:<hex> in
+	// the outputs object store; see DirManifest), when the worker stores
+	// outputs. Each file is stored as its own object.
+	Object string `json:"object,omitempty"`
+}
+
+// DirManifest lists a Dir output's contents: every regular file, by path
+// relative to the directory (slash-separated), with its size and content
+// hash (the object sha256:<hex> in the outputs object store), and every
+// subdirectory, so empty ones are kept. Entries are sorted by path, so the
+// same directory always gives the same manifest, and the same object.
+type DirManifest struct {
+	Files []ManifestFile `json:"files"`
+	Dirs  []string       `json:"dirs,omitempty"`
+}
+
+// ManifestFile is a file of a DirManifest.
+type ManifestFile struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
 }
 
 // maxScalarOutput caps a scalar output file: more is not a scalar.

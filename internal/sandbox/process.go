@@ -123,7 +123,7 @@ type Process struct {
 	py     pythonInfo
 	root   bool // the worker is root: sandboxes run as uids from uids
 	uids   *uidPool
-	flight flightGroup
+	flight BuildGroup
 
 	envsDir, runsDir string
 

@@ -27,7 +27,7 @@ func (p *Process) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 	if p.isClosed() {
 		return RunResult{}, ErrClosed
 	}
-	if err := validateRunSpec(spec); err != nil {
+	if err := spec.Validate(); err != nil {
 		return RunResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -121,7 +121,9 @@ func cmpOr[T comparable](v, def T) T {
 
 var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-func validateRunSpec(s RunSpec) error {
+// Validate checks a RunSpec before any backend acts on it: paths stay
+// inside their directories, limits are sane, no NUL bytes reach argv or env.
+func (s RunSpec) Validate() error {
 	if len(s.Argv) == 0 || s.Argv[0] == "" {
 		return errors.New("sandbox: RunSpec.Argv is empty")
 	}

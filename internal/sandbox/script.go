@@ -68,13 +68,20 @@ func ScriptRunSpec(sr ScriptRun) (RunSpec, error) {
 // failing script or a bad output is a result with OK false and Problems;
 // the error is only for a sandbox that could not run.
 func RunScript(ctx context.Context, b Backend, sr ScriptRun) (messages.AcceptanceOutput, error) {
+	out, _, err := RunScriptFiles(ctx, b, sr)
+	return out, err
+}
+
+// RunScriptFiles is RunScript that also returns the run's result, whose
+// Outputs hold the bytes of File and Dir outputs (to store them somewhere).
+func RunScriptFiles(ctx context.Context, b Backend, sr ScriptRun) (messages.AcceptanceOutput, RunResult, error) {
 	spec, err := ScriptRunSpec(sr)
 	if err != nil {
-		return messages.AcceptanceOutput{}, err
+		return messages.AcceptanceOutput{}, RunResult{}, err
 	}
 	res, err := b.Run(ctx, spec)
 	if err != nil {
-		return messages.AcceptanceOutput{}, fmt.Errorf("run script in %s sandbox: %w", b.Name(), err)
+		return messages.AcceptanceOutput{}, RunResult{}, fmt.Errorf("run script in %s sandbox: %w", b.Name(), err)
 	}
 	out := messages.AcceptanceOutput{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Output: combinedOutput(res)}
 	switch {
@@ -94,5 +101,5 @@ func RunScript(ctx context.Context, b Backend, sr ScriptRun) (messages.Acceptanc
 		out.Outputs = values
 	}
 	out.OK = len(out.Problems) == 0
-	return out, nil
+	return out, res, nil
 }

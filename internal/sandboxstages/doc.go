@@ -1,7 +1,16 @@
 // Package sandboxstages is the sandbox-worker's stage handlers: profile the
 // samples, build an environment for a package set, run the tests, and run
-// the script on the samples (the acceptance run), on any sandbox.Backend.
+// the script on the samples (the acceptance run) or on new data (a run),
+// on any sandbox.Backend.
 //
-//	h := sandboxstages.New(backend, sampleStore)
+// The profile stage also hands on the constraints its parser could not
+// read, with what the constraint LLM stage needs to render the data context
+// and schemas again with the model's checks. With WithOutputs, the files of
+// File and Dir outputs are stored by content hash in the outputs object
+// store (a Dir as its files plus a manifest), and each output's value names
+// its object, for clients to download. Dir inputs arrive as tar archives
+// and are unpacked for the run.
+//
+//	h := sandboxstages.New(backend, sampleStore).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: res.Outputs})
 //	runner, _ := stagework.NewRunner(stagework.Config{Handler: h, Publisher: pub, Cache: c})
 package sandboxstages

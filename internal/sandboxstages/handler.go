@@ -13,7 +13,10 @@ import (
 )
 
 // Version of the sandbox stages; bump when what a stage computes changes.
-const Version = "sandbox-stages-1"
+//
+// 2: the profile stage returns the unparsed constraints and its rendition;
+// File and Dir outputs carry the object they were stored as; Dir inputs.
+const Version = "sandbox-stages-2"
 
 // SampleFetcher gives local paths for samples (internal/samples.Store).
 type SampleFetcher interface {
@@ -24,12 +27,21 @@ type SampleFetcher interface {
 type Handlers struct {
 	backend sandbox.Backend
 	samples SampleFetcher
+	outputs OutputStore // nil: File and Dir outputs are not stored
 }
 
 var _ stagework.Handler = (*Handlers)(nil)
 
 // New returns the handlers.
 func New(b sandbox.Backend, s SampleFetcher) *Handlers { return &Handlers{backend: b, samples: s} }
+
+// WithOutputs makes the acceptance and run stages store the files of File
+// and Dir outputs in o (the outputs object store), so that clients can
+// download them; each output's value then names its object. It returns h.
+func (h *Handlers) WithOutputs(o OutputStore) *Handlers {
+	h.outputs = o
+	return h
+}
 
 // Version implements stagework.Handler. The backend is part of it: an image
 // built by Docker is not an environment the process backend can run.
@@ -88,7 +100,18 @@ func (h *Handlers) profile(ctx context.Context, in messages.ProfileInput) (stage
 	if err != nil {
 		return stagework.Output{}, stagework.Permanent(fmt.Errorf("profile samples: %w", err))
 	}
-	return stagework.Output{Value: messages.ProfileOutput{DataContext: rep.DataContext(), GeneratedSchemas: rep.PanderaSchemas()}}, nil
+	rd := rep.Rendition()
+	out := messages.ProfileOutput{DataContext: rd.DataContext(), GeneratedSchemas: rd.PanderaSchemas(), Unparsed: rep.Unparsed}
+	if len(rep.Unparsed) > 0 {
+		// What the constraint stage needs to read them and render again.
+		for _, c := range rd.Columns() {
+			out.Columns = append(out.Columns, messages.DataColumn{Sample: c.Sample, Name: c.Name, Type: string(c.Type)})
+		}
+		if out.Render, err = json.Marshal(rd); err != nil {
+			return stagework.Output{}, stagework.Permanent(fmt.Errorf("profile samples: %w", err))
+		}
+	}
+	return stagework.Output{Value: out}, nil
 }
 
 func (h *Handlers) build(ctx context.Context, in messages.BuildInput) (stagework.Output, error) {
@@ -129,17 +152,27 @@ func (h *Handlers) runScript(ctx context.Context, in messages.AcceptanceInput) (
 	if err != nil {
 		return stagework.Output{}, err
 	}
+	inputs, cleanup, err := unpackDirs(in.Samples, inputs)
+	if err != nil {
+		return stagework.Output{}, err
+	}
+	defer cleanup()
 	image, err := h.ensureEnv(ctx, in.Image, in.Env)
 	if err != nil {
 		return stagework.Output{}, err
 	}
 	mem, cpus := limits(in.Resources)
-	out, err := sandbox.RunScript(ctx, h.backend, sandbox.ScriptRun{
+	out, res, err := sandbox.RunScriptFiles(ctx, h.backend, sandbox.ScriptRun{
 		Env: image, Code: in.Code, Inputs: inputs, Args: in.Args, Outputs: in.Outputs,
 		Timeout: in.Timeout.Std(), Memory: mem, CPUs: cpus,
 	})
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("run script: %w", err)
+	}
+	if h.outputs != nil {
+		if err := storeOutputs(ctx, h.outputs, out.Outputs, res); err != nil {
+			return stagework.Output{}, err
+		}
 	}
 	return stagework.Output{Value: out}, nil
 }

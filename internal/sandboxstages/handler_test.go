@@ -177,7 +177,8 @@ func TestRunTests(t *testing.T) {
 	}}
 	f := &fetcher{paths: map[string]string{"sales.csv": "/host/sales"}}
 	h := sandboxstages.New(b, f)
-	in := messages.RunTestsInput{Image: "env-1", Code: "def f(): pass\n", Tests: "def test_a(): pass\n", Samples: []messages.SampleRef{salesRef},
+	in := messages.RunTestsInput{Image: "env-numpy", Env: messages.BuildInput{Packages: []string{"numpy"}},
+		Code: "def f(): pass\n", Tests: "def test_a(): pass\n", Samples: []messages.SampleRef{salesRef},
 		Timeout: messages.Duration(45 * time.Second), Resources: messages.Resources{CPU: 2, Memory: "1Gi"}}
 	out, err := h.Handle(ctxT(t), command(t, messages.StageRunTests, in))
 	if err != nil {
@@ -190,8 +191,13 @@ func TestRunTests(t *testing.T) {
 	if rep.Passed != 1 || rep.Failed != 1 || rep.ExitCode != 1 || len(rep.Cases) != 2 || rep.Cases[1].Message != "assert 1 == 2" {
 		t.Errorf("report %+v", rep)
 	}
+	// The worker makes sure it has the environment (Build is idempotent)
+	// and runs in its own build of it.
+	if diff := cmp.Diff([]sandbox.EnvSpec{{Packages: []string{"numpy"}}}, b.builds); diff != "" {
+		t.Errorf("builds (-want +got):\n%s", diff)
+	}
 	spec := b.runs[0]
-	if spec.Env != "env-1" || string(spec.Files[sandbox.SolutionFile]) != in.Code || string(spec.Files[sandbox.TestFile]) != in.Tests {
+	if spec.Env != "env-numpy" || string(spec.Files[sandbox.SolutionFile]) != in.Code || string(spec.Files[sandbox.TestFile]) != in.Tests {
 		t.Errorf("run spec env %q files %v", spec.Env, spec.Files)
 	}
 	if spec.Timeout != 45*time.Second || spec.Memory != 1<<30 || spec.CPUs != 2 {
@@ -209,7 +215,7 @@ func TestAcceptance(t *testing.T) {
 	}}
 	h := sandboxstages.New(b, &fetcher{paths: map[string]string{"sales.csv": "/host/sales"}})
 	for _, stage := range []messages.Stage{messages.StageAcceptance, messages.StageRun} {
-		in := messages.AcceptanceInput{Image: "env-1", Code: "print()\n", Samples: []messages.SampleRef{salesRef},
+		in := messages.AcceptanceInput{Image: "env-1", Env: messages.BuildInput{Packages: []string{"pandas"}}, Code: "print()\n", Samples: []messages.SampleRef{salesRef},
 			Args: map[string]string{"threshold": "-1"}, Outputs: map[string]messages.Type{"total": messages.TypeFloat, "n": messages.TypeInt, "missing": messages.TypeStr}}
 		out, err := h.Handle(ctxT(t), command(t, stage, in))
 		if err != nil {
@@ -222,6 +228,9 @@ func TestAcceptance(t *testing.T) {
 		if got.OK || got.Outputs["total"] != 12.5 || got.Outputs["n"] != int64(3) || len(got.Problems) != 1 || !strings.Contains(got.Problems[0], "missing") {
 			t.Errorf("%s: output %+v, want total and n parsed and missing reported", stage, got)
 		}
+	}
+	if env := b.runs[0].Env; env != "env-pandas" {
+		t.Errorf("ran in %q, want this worker's build of the package set", env)
 	}
 	argv := b.runs[0].Argv
 	if diff := cmp.Diff([]string{"python", sandbox.SolutionFile, "--threshold=-1"}, argv); diff != "" {
@@ -243,6 +252,15 @@ func TestSandboxFailuresAreRetryable(t *testing.T) {
 			t.Errorf("%s with a broken sandbox: %v, want a retryable error", stage, err)
 		}
 	}
+	noBuild := &fakeBackend{buildErr: errors.New("pip: connection reset"), run: func(sandbox.RunSpec) (sandbox.RunResult, error) {
+		return sandbox.RunResult{}, nil
+	}}
+	if _, err := sandboxstages.New(noBuild, &fetcher{}).Handle(ctxT(t), command(t, messages.StageRunTests, in)); err == nil || isPermanent(err) {
+		t.Errorf("run_tests when the environment cannot be rebuilt: %v, want a retryable error", err)
+	}
+	if len(noBuild.runs) != 0 {
+		t.Error("ran without an environment")
+	}
 	ok := &fakeBackend{run: func(sandbox.RunSpec) (sandbox.RunResult, error) { return sandbox.RunResult{}, nil }}
 	h = sandboxstages.New(ok, &fetcher{err: errors.New("object store unreachable")})
 	in.Samples = []messages.SampleRef{salesRef}
@@ -253,6 +271,22 @@ func TestSandboxFailuresAreRetryable(t *testing.T) {
 	}
 	if len(ok.runs) != 0 {
 		t.Error("ran the sandbox without its samples")
+	}
+}
+
+// TestNoEnvironmentIsPermanent: a run command with neither an image nor a
+// package set cannot be run anywhere.
+func TestNoEnvironmentIsPermanent(t *testing.T) {
+	t.Parallel()
+	b := &fakeBackend{run: func(sandbox.RunSpec) (sandbox.RunResult, error) { return sandbox.RunResult{}, nil }}
+	h := sandboxstages.New(b, &fetcher{})
+	for _, stage := range []messages.Stage{messages.StageRunTests, messages.StageAcceptance, messages.StageRun} {
+		if _, err := h.Handle(ctxT(t), command(t, stage, messages.RunTestsInput{Code: "x = 1\n", Tests: "def test_x(): pass\n"})); !isPermanent(err) {
+			t.Errorf("%s without an environment: %v, want a permanent error", stage, err)
+		}
+	}
+	if len(b.runs) != 0 {
+		t.Error("ran without an environment")
 	}
 }
 
@@ -314,13 +348,16 @@ func TestProcessBackend(t *testing.T) {
 		t.Errorf("acceptance %+v", acc)
 	}
 
-	// Another sandbox-worker (its own state dir) has not built that
-	// environment. The failure must stay retryable: redelivered, the
-	// command may reach the worker that has it.
+	// Another sandbox-worker (its own state dir) never built that
+	// environment: it builds it from the package set and runs the tests.
 	other := sandboxstages.New(newProcessBackend(t), &fetcher{})
-	_, err = other.Handle(ctxT(t), command(t, messages.StageRunTests, messages.RunTestsInput{Image: image, Code: code, Tests: "def test_x(): pass\n"}))
-	if !errors.Is(err, sandbox.ErrEnvNotFound) || isPermanent(err) {
-		t.Errorf("run on a worker without the environment: %v, want a retryable ErrEnvNotFound", err)
+	out, err = other.Handle(ctxT(t), command(t, messages.StageRunTests, messages.RunTestsInput{Image: image, Env: messages.BuildInput{Packages: []string{}},
+		Code: code, Tests: "from solution import f\n\n\ndef test_f():\n    assert f() == 42\n"}))
+	if err != nil {
+		t.Fatalf("run on a worker without the environment: %v", err)
+	}
+	if rep := out.Value.(messages.TestReport); !rep.OK() {
+		t.Errorf("report on the other worker %+v", rep)
 	}
 }
 

@@ -191,7 +191,7 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 		if err != nil {
 			return nil, err
 		}
-		r, err := stagework.NewRunner(stagework.Config{Handler: sandboxstages.New(st.Backend, store), Publisher: st.Publisher,
+		r, err := stagework.NewRunner(stagework.Config{Handler: sandboxstages.New(st.Backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}), Publisher: st.Publisher,
 			Cache: st.Cache, Logger: log.With("component", "sandbox-worker"), Worker: cfg.WorkerName, OnResult: st.stageMetrics(o.Registry)})
 		if err != nil {
 			return nil, err
@@ -284,14 +284,22 @@ func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cac
 }
 
 func openProcess(cfg config.Config, log *slog.Logger) (sandbox.Backend, error) {
-	return sandbox.NewProcess(sandbox.ProcessConfig{Python: cfg.Python, StateDir: filepath.Join(cfg.StateDir, "envs"),
+	b, err := sandbox.NewProcess(sandbox.ProcessConfig{Python: cfg.Python, StateDir: cfg.StateDir,
 		PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(), Logger: log})
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return b, nil
 }
 
 func openDocker(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache) (sandbox.Backend, error) {
-	return docker.New(ctx, docker.Config{Host: cfg.DockerHost, BaseImage: cfg.DockerBaseImage, Runtime: cfg.DockerRuntime,
+	b, err := docker.New(ctx, docker.Config{Host: cfg.DockerHost, BaseImage: cfg.DockerBaseImage, Runtime: cfg.DockerRuntime,
 		Worker: cfg.WorkerName, Cache: c, PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(),
 		PoolSize: cfg.DockerPoolSize, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // llmHandler adapts llmstages to stagework.
@@ -303,10 +311,14 @@ func (l llmHandler) Handle(ctx context.Context, cmd *messages.StageCommand) (sta
 	out, err := l.h.Handle(ctx, cmd)
 	if err != nil {
 		var ce *llm.CallError
+		paid := stagework.Output{Usage: out.Usage}
 		if errors.Is(err, llmstages.ErrBadInput) || errors.Is(err, llm.ErrInvalidReply) || (errors.As(err, &ce) && !ce.Temporary()) {
-			return stagework.Output{}, stagework.Permanent(err)
+			return paid, stagework.Permanent(err)
 		}
-		return stagework.Output{}, err
+		if ce != nil && ce.RetryAfter > 0 {
+			return paid, bus.RetryAfter(err, ce.RetryAfter) // the server said when; don't hold a slot
+		}
+		return paid, err
 	}
 	return stagework.Output{Value: out.Value, Usage: out.Usage, Messages: out.Messages}, nil
 }

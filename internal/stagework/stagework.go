@@ -150,6 +150,7 @@ func (r *Runner) Handle(ctx context.Context, msg *bus.Message) error {
 			res.Error, res.ErrorKind = fmt.Sprintf("%v (after %d attempts)", err, msg.NumDelivered()), messages.ErrorInfra
 		}
 		log.Error("stage failed", "err", res.Error, "kind", res.ErrorKind)
+		res.Usage = out.Usage // a failed model call may still have been paid for
 		return r.publish(ctx, &res, start)
 	}
 	b, err := json.Marshal(out.Value)

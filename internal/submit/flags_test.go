@@ -59,6 +59,11 @@ func TestFromFlags(t *testing.T) {
 			want:    messages.JobSpec{Prompt: "p", Options: messages.Options{Resources: messages.Resources{CPU: 2, Memory: "1Gi"}}},
 		},
 		{
+			name:    "string options stay strings",
+			options: multi{"resources.memory=1073741824", "model=4"},
+			want:    messages.JobSpec{Prompt: "p", Options: messages.Options{Model: "4", Resources: messages.Resources{Memory: "1073741824"}}},
+		},
+		{
 			name:    "a value with '=' in it",
 			cons:    multi{"ratio = a/b"},
 			samples: multi{"s=dir/a=b.csv"},

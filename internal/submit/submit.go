@@ -71,6 +71,10 @@ func run(ctx context.Context, args []string, cfg config.Config, io IO) (int, err
 		switch args[0] {
 		case "status", "result", "events":
 			return lookup(ctx, args[0], args[1:], cfg, io)
+		case "run":
+			return runCmd(ctx, args[1:], cfg, io) // run.go
+		case "task":
+			return taskCmd(ctx, args[1:], cfg, io)
 		}
 	}
 	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
@@ -79,7 +83,7 @@ func run(ctx context.Context, args []string, cfg config.Config, io IO) (int, err
 		local      = fs.Bool("local", false, "run on embedded defaults: in-process NATS, coordinator and workers")
 		asJSON     = fs.Bool("json", false, "print the result object (Contract 5) as JSON on stdout")
 		transcript = fs.String("transcript", "", "replay this scripted model transcript instead of calling a model (default: transcript.json beside the job file when no OPENAI_API_KEY is set)")
-		outDir     = fs.String("out", "", "write solution.py, test_solution.py and result.json to this folder")
+		outDir     = fs.String("out", "", "write solution.py, test_solution.py, result.json and the File and Dir outputs to this folder")
 		timeout    = fs.Duration("wait", 30*time.Minute, "how long to wait for the job")
 		prompt     = fs.String("prompt", "", "the task, when no job file is given")
 		samples    = multi{}
@@ -95,7 +99,7 @@ func run(ctx context.Context, args []string, cfg config.Config, io IO) (int, err
 	fs.Var(&options, "option", "key=value of an option, e.g. max_iterations=5 (repeatable)")
 	cfg.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(io.Stderr, "usage: submit [--local] [--json] JOBFILE\n       submit [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v]\n       submit status|result|events JOB_ID")
+		fmt.Fprintln(io.Stderr, "usage: submit [--local] [--json] JOBFILE\n       submit [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v]\n       submit status|result|events JOB_ID\n       submit run JOB_ID [--input n=value] [--sample n=path] [--json] [--out DIR]\n       submit task register NAME JOB_ID | task run NAME [--input n=value] ... | task list")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -177,6 +181,13 @@ func run(ctx context.Context, args []string, cfg config.Config, io IO) (int, err
 	if *outDir != "" {
 		if err := writeOut(*outDir, res); err != nil {
 			return 0, err
+		}
+		written, err := st.Client.DownloadOutputs(ctx, res, *outDir)
+		if err != nil {
+			return 0, err
+		}
+		for _, p := range written {
+			fmt.Fprintf(io.Stderr, "downloaded %s\n", p)
 		}
 	}
 	if *asJSON {
@@ -297,8 +308,11 @@ func fromFlags(prompt string, samples, inputs, outputs, cons, options multi) (*m
 				return nil, usagef("--option %q: want name=value", s)
 			}
 			var val any = guessScalar(v)
-			if listOptions[k] {
+			switch {
+			case listOptions[k]:
 				val = splitList(v) // one package is a list of one
+			case stringOptions[k]:
+				val = v // resources.memory=1073741824 is a quantity, not a number
 			}
 			// A dotted key sets a nested option: resources.memory=1Gi.
 			m, path := o, strings.Split(k, ".")
@@ -318,8 +332,13 @@ func fromFlags(prompt string, samples, inputs, outputs, cons, options multi) (*m
 	return messages.DecodeJobSpecJSON(b)
 }
 
-// listOptions are the options whose value is a list, given comma separated.
-var listOptions = map[string]bool{"base_packages": true}
+// listOptions are the options whose value is a list, given comma separated;
+// stringOptions are the ones whose value is a string even when it looks
+// like a number.
+var (
+	listOptions   = map[string]bool{"base_packages": true}
+	stringOptions = map[string]bool{"model": true, "cache": true, "backend": true, "resources.memory": true}
+)
 
 func splitList(s string) []string {
 	out := []string{}

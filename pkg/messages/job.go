@@ -12,10 +12,15 @@ import (
 
 // SubmitJob is published to submit a job. Spec.Samples must be object
 // references (sha256:<hex>[.ext]) of objects already in the samples object store.
+//
+// With Run set it is a run of a finished job's script on new data (submit
+// run): Spec is ignored and the coordinator takes the script, its
+// environment and the declared types from the job Run names.
 type SubmitJob struct {
-	V     int     `json:"v"`
-	JobID string  `json:"job_id"`
-	Spec  JobSpec `json:"spec"`
+	V     int         `json:"v"`
+	JobID string      `json:"job_id"`
+	Spec  JobSpec     `json:"spec"`
+	Run   *RunRequest `json:"run,omitempty"`
 }
 
 // JobStatus is where a job is.

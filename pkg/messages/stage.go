@@ -19,6 +19,9 @@ const (
 	StageFix        Stage = "fix"
 	StagePatchTests Stage = "patch_tests"
 	StageVerify     Stage = "verify"
+	// StageConstraint reads the constraints the deterministic parser could
+	// not into checks (the `constraint` call, one per constraint).
+	StageConstraint Stage = "constraint"
 )
 
 // Sandbox stages, handled by sandbox-workers.
@@ -286,6 +289,9 @@ type SampleRef struct {
 	Object   string `json:"object"`    // ObjectRef wire form: sha256:<hex>[.ext]
 	FileName string `json:"file_name"` // under /var/inputs, e.g. sales.csv
 	Size     int64  `json:"size,omitempty"`
+	// Dir: the object is a tar archive of a directory (a Dir input), unpacked
+	// at /var/inputs/<file_name>.
+	Dir bool `json:"dir,omitempty"`
 }
 
 // ProfileInput is the input of StageProfile.
@@ -297,6 +303,63 @@ type ProfileInput struct {
 
 // ProfileOutput is the output of StageProfile.
 type ProfileOutput struct {
+	DataContext      string            `json:"data_context"`
+	GeneratedSchemas map[string]string `json:"generated_schemas,omitempty"`
+	// Unparsed are the constraints the deterministic parser could not read;
+	// they go to StageConstraint. Columns and Render are what that stage
+	// needs: the samples' columns, and what the data context and schemas
+	// are rendered from (internal/profile.Rendition), to render them again
+	// with the checks it reads.
+	Unparsed []string        `json:"unparsed,omitempty"`
+	Columns  []DataColumn    `json:"columns,omitempty"`
+	Render   json.RawMessage `json:"render,omitempty"`
+}
+
+// DataColumn is a column of a tabular sample, as profiled.
+type DataColumn struct {
+	Sample string `json:"sample"`
+	Name   string `json:"name"`
+	Type   string `json:"type"` // int, float, bool, datetime, string or null (no values)
+}
+
+// ConstraintInput is the input of StageConstraint.
+type ConstraintInput struct {
+	Constraints []string        `json:"constraints"`
+	Columns     []DataColumn    `json:"columns,omitempty"`
+	Render      json.RawMessage `json:"render,omitempty"` // ProfileOutput.Render
+}
+
+// Constraint is the `constraint` structured reply: one constraint as a check.
+type Constraint struct {
+	ColumnName  *string              `json:"column_name"`
+	CheckType   string               `json:"check_type"` // greater_than, less_than, between, regex, isin, not_null or none
+	Parameters  ConstraintParameters `json:"parameters"`
+	Explanation string               `json:"explanation"`
+}
+
+// ConstraintParameters are the parameters of a Constraint; each check type
+// uses some of them.
+type ConstraintParameters struct {
+	Value   *float64 `json:"value"`   // greater_than, less_than
+	Min     *float64 `json:"min"`     // between
+	Max     *float64 `json:"max"`     // between
+	Pattern *string  `json:"pattern"` // regex
+	Values  []any    `json:"values"`  // isin: strings or numbers
+}
+
+// ConstraintCheck is a constraint the model read into a check.
+type ConstraintCheck struct {
+	Constraint  string `json:"constraint"`
+	Check       string `json:"check"` // in words, e.g. "quantity" > 0
+	Explanation string `json:"explanation,omitempty"`
+}
+
+// ConstraintOutput is the output of StageConstraint: the checks read, the
+// constraints left as prompt text (with why), and the data context and
+// schemas rendered again with the checks.
+type ConstraintOutput struct {
+	Checks           []ConstraintCheck `json:"checks,omitempty"`
+	Unapplied        []string          `json:"unapplied,omitempty"` // "constraint: reason"
 	DataContext      string            `json:"data_context"`
 	GeneratedSchemas map[string]string `json:"generated_schemas,omitempty"`
 }

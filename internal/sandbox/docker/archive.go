@@ -184,17 +184,22 @@ func (b *Backend) collectFiles(ctx context.Context, id string, names []string) (
 }
 
 // noLinksOnTheWay reports whether every directory between /workspace and
-// name is a real directory.
+// name is a real directory, and name a regular file, none of them a
+// symlink. (The engine resolves symlinks inside the container, but Podman
+// follows even the last one, and the container has files of its own the
+// run should not return.) Nothing of the run is alive any more, so what
+// this sees is what the copy will read.
 func (b *Backend) noLinksOnTheWay(ctx context.Context, id, name string) bool {
-	dir := path.Dir(name)
-	if dir == "." {
-		return true
-	}
 	p := workspaceDir
-	for _, part := range strings.Split(dir, "/") {
+	parts := strings.Split(name, "/")
+	for i, part := range parts {
 		p += "/" + part
 		st, err := b.cli.ContainerStatPath(ctx, id, p)
-		if err != nil || !st.Mode.IsDir() || st.Mode&fs.ModeSymlink != 0 || st.LinkTarget != "" && st.LinkTarget != p {
+		if err != nil || st.Mode&fs.ModeSymlink != 0 || (st.LinkTarget != "" && st.LinkTarget != p) {
+			return false
+		}
+		last := i == len(parts)-1
+		if (!last && !st.Mode.IsDir()) || (last && !st.Mode.IsRegular()) {
 			return false
 		}
 	}
@@ -301,52 +306,4 @@ func outputRel(name string) string {
 	}
 	name = strings.TrimPrefix(name, "outputs/")
 	return name
-}
-
-var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// validateRunSpec checks a RunSpec as the process backend does.
-func validateRunSpec(s sandbox.RunSpec) error {
-	if len(s.Argv) == 0 || s.Argv[0] == "" {
-		return errors.New("sandbox: RunSpec.Argv is empty")
-	}
-	for _, a := range s.Argv {
-		if strings.ContainsRune(a, 0) {
-			return errors.New("sandbox: RunSpec.Argv contains a NUL byte")
-		}
-	}
-	switch {
-	case s.Timeout < 0:
-		return errors.New("sandbox: RunSpec.Timeout is negative")
-	case s.Memory < 0 || (s.Memory > 0 && s.Memory < 16<<20):
-		return errors.New("sandbox: RunSpec.Memory must be at least 16 MiB")
-	case s.CPUs < 0:
-		return errors.New("sandbox: RunSpec.CPUs is negative")
-	case s.OutputLimit < 0:
-		return errors.New("sandbox: RunSpec.OutputLimit is negative")
-	}
-	for name := range s.Files {
-		if !filepath.IsLocal(name) || strings.ContainsRune(name, 0) {
-			return fmt.Errorf("sandbox: RunSpec.Files: %q is not a relative path inside /workspace", name)
-		}
-	}
-	for _, name := range s.Collect {
-		if !filepath.IsLocal(name) || strings.ContainsRune(name, 0) {
-			return fmt.Errorf("sandbox: RunSpec.Collect: %q is not a relative path inside /workspace", name)
-		}
-	}
-	for name, p := range s.Inputs {
-		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
-			return fmt.Errorf("sandbox: RunSpec.Inputs: %q is not a file name", name)
-		}
-		if p == "" || strings.ContainsRune(p, 0) {
-			return fmt.Errorf("sandbox: RunSpec.Inputs[%q]: empty host path", name)
-		}
-	}
-	for k, v := range s.EnvVars {
-		if !envNameRe.MatchString(k) || strings.ContainsRune(v, 0) {
-			return fmt.Errorf("sandbox: RunSpec.EnvVars: invalid variable %q", k)
-		}
-	}
-	return nil
 }

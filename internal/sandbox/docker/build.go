@@ -25,7 +25,6 @@ import (
 
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/pkg/cache"
-	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Build makes (or reuses) the image of spec and returns its name as Env.ID.
@@ -46,7 +45,7 @@ func (b *Backend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env,
 	if b.isClosed() {
 		return sandbox.Env{}, sandbox.ErrClosed
 	}
-	pip, err := normalizePip(spec.Packages)
+	pip, err := sandbox.NormalizePackages(spec.Packages)
 	if err != nil {
 		return sandbox.Env{}, err
 	}
@@ -59,7 +58,7 @@ func (b *Backend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env,
 		b.pool.touch(name)
 		return sandbox.Env{ID: name, Log: log.(string)}, nil
 	}
-	env, err := b.flight.do(ctx, name, func(ctx context.Context) (sandbox.Env, error) {
+	env, err := b.flight.Do(ctx, name, func(ctx context.Context) (sandbox.Env, error) {
 		return b.buildOnce(ctx, name, pip, apt)
 	})
 	if err != nil {
@@ -397,39 +396,6 @@ var (
 	nameSeparators = regexp.MustCompile(`[-_.]+`)
 )
 
-// normalizePip validates requirement strings (PEP 508 names with an
-// optional version, nothing else) and returns them canonical (normalized
-// name, sorted extras), deduplicated and sorted.
-func normalizePip(pkgs []string) ([]string, error) {
-	var bad []string
-	set := map[string]bool{}
-	for _, p := range pkgs {
-		p = strings.TrimSpace(p)
-		if !messages.PackageNameRe.MatchString(p) {
-			bad = append(bad, p)
-			continue
-		}
-		name := canonicalName(p)
-		rest := strings.TrimLeft(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
-		if strings.HasPrefix(rest, "[") {
-			end := strings.IndexByte(rest, ']')
-			extras := strings.Split(rest[1:end], ",")
-			for i, e := range extras {
-				extras[i] = canonicalName(e)
-			}
-			sort.Strings(extras)
-			name += "[" + strings.Join(extras, ",") + "]"
-			rest = rest[end+1:]
-		}
-		set[name+rest] = true
-	}
-	if len(bad) > 0 {
-		return nil, &sandbox.InvalidPackageError{Packages: bad,
-			Log: "not a package requirement (a PEP 508 name with an optional version; URLs, paths, options and shell syntax are refused)"}
-	}
-	return sortedKeys(set), nil
-}
-
 // normalizeApt validates Debian package names (lower case letters, digits,
 // + - . only) and returns them deduplicated and sorted.
 func normalizeApt(pkgs []string) ([]string, error) {
@@ -457,15 +423,6 @@ func sortedKeys(set map[string]bool) []string {
 	return out
 }
 
-// canonicalName is the PEP 503 normalized distribution name of a requirement.
-func canonicalName(req string) string {
-	name := req
-	if i := strings.IndexAny(req, "[<>=!~"); i >= 0 {
-		name = req[:i]
-	}
-	return nameSeparators.ReplaceAllString(strings.ToLower(name), "-")
-}
-
 // classifyBuildFailure turns a failed build into the error the caller acts
 // on: an *sandbox.InvalidPackageError for names apt or pip cannot find, a
 // plain (retryable) error when a package source could not be reached or the
@@ -486,10 +443,10 @@ func classifyBuildFailure(name string, pip, apt []string, errMsg, log string) er
 		}
 	}
 	for _, m := range pipNotFoundRe.FindAllStringSubmatch(all, -1) {
-		found := canonicalName(m[1])
+		found := sandbox.CanonicalName(m[1])
 		matched := false
 		for _, r := range pip {
-			if canonicalName(r) == found && !seen["pip "+r] {
+			if sandbox.CanonicalName(r) == found && !seen["pip "+r] {
 				seen["pip "+r], matched = true, true
 				bad = append(bad, r)
 			}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/image"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
@@ -61,6 +62,25 @@ func writeWheel(t testing.TB, dir, name, value string) {
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// removeImages removes, when the test ends, the images the test built for
+// its one-off packages, so repeated runs do not pile them up.
+func removeImages(t testing.TB, names ...*string) {
+	t.Cleanup(func() {
+		cli, err := docker.NewClient("")
+		if err != nil {
+			return
+		}
+		defer cli.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, n := range names {
+			if *n != "" {
+				cli.ImageRemove(ctx, *n, image.RemoveOptions{Force: true, PruneChildren: true})
+			}
+		}
+	})
 }
 
 // nonce makes package names unique per test run, so each run really builds.
@@ -159,6 +179,7 @@ func TestBuildOnceAcrossWorkers(t *testing.T) {
 
 	const n = 8
 	ids := make([]string, n)
+	removeImages(t, &ids[0])
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -205,11 +226,13 @@ func TestBuildIncrementalAndNames(t *testing.T) {
 	be := newBackend(t, wheelConfig(t, wheels, counter))
 	ctx := t.Context()
 
+	var envA, envAB sandbox.Env
+	removeImages(t, &envAB.ID, &envA.ID) // the child first
 	envA, err := be.Build(ctx, sandbox.EnvSpec{Packages: []string{a}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	envAB, err := be.Build(ctx, sandbox.EnvSpec{Packages: []string{bpkg, strings.ToUpper(a)}})
+	envAB, err = be.Build(ctx, sandbox.EnvSpec{Packages: []string{bpkg, strings.ToUpper(a)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,4 +348,3 @@ func TestNewErrors(t *testing.T) {
 		})
 	}
 }
-

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -30,14 +31,15 @@ type Backend struct {
 	cli  *client.Client
 	base baseInfo
 
-	flight flightGroup
+	flight sandbox.BuildGroup
 	known  sync.Map // image name -> struct{}: built or seen, so Build needs no API call
 	pool   *pool
 
-	bg     sync.WaitGroup // reaper, pool filler, container removals
-	stop   chan struct{}
-	mu     sync.Mutex
-	closed bool
+	bg       sync.WaitGroup // reaper, pool filler, container removals
+	removing atomic.Int64   // container removals in flight
+	stop     chan struct{}
+	mu       sync.Mutex
+	closed   bool
 }
 
 // baseInfo describes the base image.

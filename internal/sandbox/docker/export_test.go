@@ -12,3 +12,6 @@ func Reap(ctx context.Context, b *Backend) int { return b.reap(ctx) }
 
 // StubScript is the init stub of every sandbox container.
 const StubScript = stubScript
+
+// Removing counts container removals in flight.
+func Removing(b *Backend) int64 { return b.removing.Load() }

@@ -18,13 +18,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(sandboxWorkerChild())
 	}
-	goleak.VerifyTestMain(m,
-		// The HTTP transport of the engine client keeps idle connections
-		// for a while after Close.
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-	)
+	goleak.VerifyTestMain(m)
 }
 
 // baseImage is the image the tests build on: scripts/setup-docker.sh

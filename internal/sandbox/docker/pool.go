@@ -39,6 +39,13 @@ func (p *pool) enabled() bool { return p.b.cfg.PoolSize > 0 }
 // touch marks image hot, dropping the least recently used beyond
 // Config.PoolImages, and wakes the filler.
 func (p *pool) touch(image string) {
+	p.mark(image)
+	p.wake()
+}
+
+// mark marks image hot, dropping the least recently used beyond
+// Config.PoolImages.
+func (p *pool) mark(image string) {
 	if !p.enabled() {
 		return
 	}
@@ -69,7 +76,6 @@ func (p *pool) touch(image string) {
 	for _, bx := range drop {
 		p.b.removeLater(bx.id)
 	}
-	p.wake()
 }
 
 func (p *pool) wake() {
@@ -80,12 +86,14 @@ func (p *pool) wake() {
 }
 
 // take returns a started sandbox of image whose lease lasts past until,
-// or nil (then the caller starts one).
+// or nil (then the caller starts one). It does not wake the filler: the
+// caller does once its run is over, so that starting the replacement does
+// not compete with the run for CPU.
 func (p *pool) take(image string, memory int64, cpus float64, until time.Time) *box {
 	if !p.enabled() || memory != sandbox.DefaultMemory || cpus != sandbox.DefaultCPUs {
 		return nil
 	}
-	defer p.touch(image)
+	defer p.mark(image)
 	var stale []*box
 	defer func() {
 		for _, bx := range stale {

@@ -43,7 +43,7 @@ const (
 // 124. A container started before its command is known is what makes the
 // warm pool possible.
 const stubScript = `
-import collections, json, os, select, signal, sys
+import collections, json, os, select, signal, sys, time
 def killall():
     try:
         os.kill(-1, signal.SIGKILL)
@@ -148,9 +148,24 @@ def main():
     for cap in caps.values():
         cap.flush()
     code = os.waitstatus_to_exitcode(status)
-    return 128 - code if code < 0 else code
+    code = 128 - code if code < 0 else code
+    # Nothing else can write any more: the trailer ends both streams, and
+    # tells the worker the exit code before the engine notices the exit.
+    trailer = ("\0autocoder-exit:%s:%d\n" % (req["nonce"], code)).encode()
+    writeall(1, trailer)
+    writeall(2, trailer)
+    # Stay up while the worker copies results out (an engine tearing a
+    # container down refuses that for a moment); it removes the container.
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    time.sleep(req["linger"])
+    return code
 sys.exit(main())
 `
+
+// stubLinger is how long a stub waits after the run for the worker to copy
+// the results out and remove the container (a backstop: the worker removes
+// it at once).
+const stubLinger = 2 * time.Minute
 
 // stubGrace is how long after a run's timeout the stub kills the run on
 // its own, when the worker did not.
@@ -163,6 +178,8 @@ type request struct {
 	Cwd     string            `json:"cwd"`
 	Timeout float64           `json:"timeout"` // seconds
 	Limit   int               `json:"limit"`   // bytes of head and of tail kept per stream
+	Nonce   string            `json:"nonce"`   // marks the trailer with the exit code
+	Linger  float64           `json:"linger"`  // seconds the stub stays up after the trailers
 }
 
 // box is one started sandbox container waiting for its request.
@@ -193,7 +210,7 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	if b.isClosed() {
 		return sandbox.RunResult{}, sandbox.ErrClosed
 	}
-	if err := validateRunSpec(spec); err != nil {
+	if err := spec.Validate(); err != nil {
 		return sandbox.RunResult{}, err
 	}
 	if !imageNameRe.MatchString(spec.Env) {
@@ -229,6 +246,7 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 		}
 	}
 	defer b.removeLater(bx.id)
+	defer b.pool.wake() // replace what this run used, once it is over
 
 	env := threadEnv(cpus)
 	env["HOME"], env["LANG"] = "/tmp", "C.UTF-8"
@@ -244,9 +262,12 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	if err != nil {
 		return res, err
 	}
-	// The container has stopped: what it left cannot change under us. It
-	// can still be hostile (symlinks, FIFOs): only regular files are read,
-	// and the engine resolves paths inside the container.
+	// Every process of the run is dead (the stub killed them before its
+	// trailers, or the container stopped): what it left cannot change
+	// under us. It can still be hostile (symlinks, FIFOs): only regular
+	// files are read, never through a symlink.
+	tc := time.Now()
+	defer func() { b.log.Debug("sandbox collect", "duration", time.Since(tc)) }()
 	if res.Files, err = b.collectFiles(ctx, bx.id, spec.Collect); err != nil {
 		return res, err
 	}
@@ -305,6 +326,11 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 			},
 		},
 	}
+	// Not cancelled with ctx: a create the engine completed after we gave
+	// up would leave a container we do not know the ID of (the reaper would
+	// get it, but only when its lease is over).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
 	created, err := b.cli.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, "")
 	if err != nil {
 		return nil, fmt.Errorf("docker: create sandbox container of %s: %w", image, err)
@@ -324,11 +350,13 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 	workspace, inputs []byte) (sandbox.RunResult, error) {
 	var res sandbox.RunResult
 	res.ExitCode = -1
+	t0 := time.Now()
 	att, err := b.cli.ContainerAttach(ctx, bx.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return res, fmt.Errorf("docker: attach to sandbox: %w", err)
 	}
 	defer att.Close()
+	tAttach := time.Since(t0)
 	if err := b.copyIn(ctx, bx.id, workspaceDir, workspace); err != nil {
 		return res, err
 	}
@@ -337,12 +365,16 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 			return res, err
 		}
 	}
-	// Wait before the command can exit, so the exit is not missed.
+	tCopy := time.Since(t0)
+	// Wait before the command can exit, so the exit is not missed. The
+	// trailer usually comes first: the engine notices an exit late.
 	waitCtx, cancelWait := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWait()
 	waitc, waitErrc := b.cli.ContainerWait(waitCtx, bx.id, container.WaitConditionNotRunning)
 
 	req.Limit = outputLimit
+	req.Nonce = newNonce()
+	req.Linger = stubLinger.Seconds()
 	line, err := json.Marshal(req)
 	if err != nil {
 		return res, err
@@ -351,12 +383,15 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 		return res, fmt.Errorf("docker: send the command to the sandbox: %w", err)
 	}
 	_ = att.CloseWrite()
+	tSent := time.Since(t0)
 
 	stdout, stderr := sandbox.NewHeadTailBuffer(outputLimit), sandbox.NewHeadTailBuffer(outputLimit)
+	trail := newTrailers(req.Nonce, stdout, stderr)
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		_, _ = stdcopy.StdCopy(stdout, stderr, att.Reader)
+		_, _ = stdcopy.StdCopy(trail.out, trail.err, att.Reader)
+		trail.flush()
 	}()
 	// A timer, not the injected clock: this bounds a real process.
 	timer := time.NewTimer(timeout)
@@ -365,6 +400,8 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 	var status int64 = -1
 	var waitErr error
 	select {
+	case <-trail.done:
+		status = int64(trail.code())
 	case w := <-waitc:
 		status = w.StatusCode
 	case waitErr = <-waitErrc:
@@ -397,13 +434,20 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 			waitErr = errors.New("the container did not stop 30s after it was killed")
 		}
 	}
-	// The stream ends when the container has stopped; a stuck one is cut.
+	// With the trailers in, the output is complete; otherwise the stream
+	// ends when the container has stopped, and a stuck one is cut.
 	select {
+	case <-trail.done:
+		att.Close()
 	case <-copied:
 	case <-time.After(5 * time.Second):
 		att.Close()
-		<-copied
 	}
+	<-copied
+	if status < 0 && trail.seen() {
+		status = int64(trail.code())
+	}
+	b.log.Debug("sandbox execute", "attach", tAttach, "copy_in", tCopy, "sent", tSent, "done", time.Since(t0))
 	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
 	res.Truncated = stdout.Truncated() || stderr.Truncated()
 	res.ExitCode = int(status)
@@ -413,7 +457,7 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 	if waitErr != nil && !res.TimedOut {
 		return res, fmt.Errorf("docker: wait for sandbox: %w", waitErr)
 	}
-	if status == 125 && !res.TimedOut && len(res.Stdout) == 0 {
+	if status == 125 && !res.TimedOut && !trail.seen() {
 		return res, errors.New("docker: the sandbox stub did not receive its command")
 	}
 	return res, nil
@@ -437,16 +481,32 @@ func isNotRunning(err error) bool {
 // removeLater removes a container (and its volumes) in the background, so
 // a run returns without waiting for it. Close waits for removals.
 func (b *Backend) removeLater(id string) {
-	b.goBackground(func() { b.remove(id) })
+	b.removing.Add(1)
+	b.goBackground(func() {
+		defer b.removing.Add(-1)
+		b.remove(id)
+	})
 }
 
 func (b *Backend) remove(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	err := b.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		b.log.Warn("remove sandbox container", "container", shortID(id), "err", err)
+	// A container that is just stopping (its stub exited after the
+	// trailers) can refuse removal for a moment ("state improper"): retry.
+	var err error
+	for attempt := range 10 {
+		err = b.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+			continue
+		}
+		break
 	}
+	b.log.Warn("remove sandbox container", "container", shortID(id), "err", err)
 }
 
 // runCommand runs argv in a fresh sandbox of image with the defaults (the

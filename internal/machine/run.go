@@ -1,0 +1,70 @@
+package machine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// PhaseRunning is a run's one phase: the script runs on new data.
+const PhaseRunning Phase = "running"
+
+// Run makes a submission a run of a finished job's generated script on new
+// data (submit run, submit task run): a small job of one StageRun that
+// finishes with the typed outputs. The coordinator fills it from the
+// finished job; the submission's Spec is that job's (its outputs, timeout
+// and resources) and its Samples are the run's files: the job's samples,
+// or new ones under the same names, plus File and Dir inputs.
+type Run struct {
+	FromJob  string            `json:"from_job"`
+	Solution messages.Solution `json:"solution"`
+	// Image and the package sets are the environment the script passed its
+	// tests in; a worker without it builds it again from the packages.
+	Image          string   `json:"image,omitempty"`
+	Packages       []string `json:"packages,omitempty"`
+	SystemPackages []string `json:"system_packages,omitempty"`
+	// Args are the script's options, --name value (checked values of
+	// scalar inputs, and /var/inputs paths of File and Dir inputs).
+	Args map[string]string `json:"args,omitempty"`
+}
+
+// startRun dispatches the run.
+func (m *stepper) startRun(r *Run) {
+	s := m.s
+	if strings.TrimSpace(r.Solution.Code) == "" {
+		m.finish(messages.StatusFailed, fmt.Sprintf("job %s has no script to run", r.FromJob))
+		return
+	}
+	sol := r.Solution
+	s.Solution = &sol
+	s.Packages = normPackages(r.Packages)
+	s.BuiltPackages = append([]string(nil), r.Packages...)
+	s.SystemPackages = append([]string(nil), r.SystemPackages...)
+	s.Image = r.Image
+	s.Phase = PhaseRunning
+	m.note(fmt.Sprintf("a run of job %s's script on new data", r.FromJob))
+	m.dispatch(messages.StageRun, messages.AcceptanceInput{
+		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
+		Code: sol.Code, Samples: s.Samples, Args: r.Args, Outputs: s.Spec.Outputs,
+		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
+	})
+}
+
+// ran finishes the run: succeeded when the script exited 0 and every
+// declared output parses to its type; failed, with the problems, otherwise.
+func (m *stepper) ran(r *messages.StageResult) {
+	var out messages.AcceptanceOutput
+	if !m.decode(r, &out) {
+		return
+	}
+	out.Output = prompts.Trim(out.Output, reportOutputBudget)
+	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
+	m.s.Acceptance = &out
+	if out.OK {
+		m.finish(messages.StatusSucceeded, "")
+		return
+	}
+	m.finish(messages.StatusFailed, "the script failed on the new data: "+strings.Join(out.Problems, "; "))
+}

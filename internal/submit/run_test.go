@@ -1,0 +1,102 @@
+package submit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+func TestParseInterleaved(t *testing.T) {
+	t.Parallel()
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var f runFlags
+	f.register(fs)
+	pos, err := parseInterleaved(fs, []string{"--local", "job-1", "--input", "a=1", "--json", "--input=b=-2", "--", "--not-a-flag"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"job-1", "--not-a-flag"}, pos); diff != "" {
+		t.Errorf("positional (-want +got):\n%s", diff)
+	}
+	if !f.local || !f.asJSON || !cmp.Equal(f.inputs, multi{"a=1", "b=-2"}) {
+		t.Errorf("flags %+v", f)
+	}
+}
+
+func TestRunRequest(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "new.csv")
+	os.WriteFile(file, []byte("a\n1\n"), 0o644)
+	spec := &messages.JobSpec{Samples: map[string]string{"sales": "sha256:" + strings.Repeat("a", 64) + ".csv"},
+		Inputs: map[string]messages.Type{"n": messages.TypeInt, "x": messages.TypeFloat, "ok": messages.TypeBool, "s": messages.TypeStr,
+			"cfg": messages.TypeFile, "extra": messages.TypeDir}}
+	req, files, err := runRequest("job-1", spec,
+		map[string]string{"n": "+3", "x": "2.50", "ok": "false", "s": "a=b c", "cfg": file, "extra": dir},
+		map[string]string{"sales": file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"n": "3", "x": "2.5", "ok": "false", "s": "a=b c"}, req.Args); diff != "" || req.FromJob != "job-1" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"cfg": file, "extra": dir, "sales": file}, files); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	for _, bad := range []struct {
+		inputs, samples map[string]string
+		want            string
+	}{
+		{map[string]string{"ok": "yes"}, nil, `--input ok (bool): "yes" is not true or false`},
+		{map[string]string{"n": "1.5"}, nil, `--input n (int)`},
+		{map[string]string{"nope": "1"}, nil, "--input nope: job job-1 has no such input (inputs: cfg (File), extra (Dir), n (int), ok (bool), s (str), x (float))"},
+		{map[string]string{"cfg": dir}, nil, "is not a regular file"},
+		{map[string]string{"extra": file}, nil, "is not a directory"},
+		{map[string]string{"cfg": filepath.Join(dir, "missing")}, nil, "no such file"},
+		{nil, map[string]string{"orders": file}, "--sample orders: job job-1 has no such sample (samples: sales)"},
+		{nil, map[string]string{"sales": dir}, "is not a regular file"},
+	} {
+		_, _, err := runRequest("job-1", spec, bad.inputs, bad.samples)
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("runRequest(%v, %v) = %v, want a usage error with %q", bad.inputs, bad.samples, err, bad.want)
+		}
+	}
+}
+
+// TestRunUsage: bad `submit run` and `submit task` command lines exit 2
+// with one line, before anything starts.
+func TestRunUsage(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	for _, args := range [][]string{
+		{"run"},
+		{"run", "--local"},
+		{"run", "a", "b", "--local"},
+		{"run", "job-1"}, // no NATS and no --local
+		{"run", "job-1", "--local", "--input", "novalue"},
+		{"run", "job-1", "--local", "--input", "a=1", "--input", "a=2"},
+		{"task"},
+		{"task", "frobnicate"},
+		{"task", "register", "only-name"},
+		{"task", "run"},
+		{"run", "--bogus"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Run(context.Background(), args, cfg, IO{Stdout: &stdout, Stderr: &stderr})
+		if code != ExitUsage {
+			t.Errorf("%q: exit %d, want 2 (stderr %q)", args, code, stderr.String())
+		}
+	}
+}
