@@ -102,6 +102,8 @@ func stageSchema(stage messages.Stage) (llm.Schema, bool) {
 		return llm.FixVerificationSchema, true
 	case messages.StageConstraint:
 		return llm.ConstraintSchema, true
+	case messages.StagePackageReplacement:
+		return llm.PackageReplacementSchema, true
 	}
 	return llm.Schema{}, false
 }
@@ -148,6 +150,8 @@ func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (Outp
 		return handle(ctx, h, cmd, h.verify)
 	case messages.StageConstraint:
 		return handle(ctx, h, cmd, h.constraint)
+	case messages.StagePackageReplacement:
+		return handle(ctx, h, cmd, h.packageReplacement)
 	}
 	return Output{}, fmt.Errorf("%w: %q is not an LLM stage", ErrBadInput, cmd.Stage)
 }

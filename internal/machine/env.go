@@ -22,7 +22,7 @@ var harnessPackages = []string{"pytest"}
 func (m *stepper) env(c int, codeBusy bool) (image string, set []string, ready bool) {
 	s := m.s
 	sol, pkgs, asked := m.line(c)
-	if sol == nil || m.busy(c, messages.StagePackages) {
+	if sol == nil || m.busy(c, messages.StagePackages, messages.StagePackageReplacement) {
 		return "", nil, false
 	}
 	dists, unknown := m.scan(sol)
@@ -47,9 +47,9 @@ func (m *stepper) env(c int, codeBusy bool) (image string, set []string, ready b
 		m.dispatchWith(messages.StagePackages, messages.PackagesInput{Imports: still}, Pending{Candidate: c})
 		return "", nil, false
 	}
-	set = removePackages(normPackages(append(append([]string{}, *pkgs...), dists...)), append(append([]string{}, s.InvalidPackages...), harnessPackages...))
+	set = removePackages(normPackages(m.substitute(append(append([]string{}, *pkgs...), dists...))), append(append([]string{}, s.InvalidPackages...), harnessPackages...))
 	*pkgs = set
-	sys := normPackages(removePackages(append(append([]string{}, s.SystemPackages...), sol.SystemPackages...), s.InvalidPackages))
+	sys := normPackages(removePackages(m.substitute(append(append([]string{}, s.SystemPackages...), sol.SystemPackages...)), s.InvalidPackages))
 	if c == 0 {
 		s.SystemPackages = sys
 	}
@@ -105,5 +105,5 @@ func (m *stepper) scan(sol *messages.Solution) (dists, unknown []string) {
 	}
 	dists, unknown = pyscan.Distributions(imports, nil)
 	dists = append(dists, validPackages(sol.Packages)...)
-	return removePackages(dists, s.InvalidPackages), unknown
+	return removePackages(m.substitute(dists), s.InvalidPackages), unknown
 }

@@ -253,6 +253,9 @@ func (m *stepper) result(p Pending, r *messages.StageResult) {
 	case messages.StageConstraint:
 		m.constrained(r) // constraint.go
 
+	case messages.StagePackageReplacement:
+		m.replaced(p, r) // replace.go
+
 	case messages.StageRun:
 		m.ran(r) // run.go
 	}
@@ -416,8 +419,8 @@ func (m *stepper) built(p Pending, out messages.BuildOutput) {
 		if p.Env != "" && !contains(s.FailedEnvs, p.Env) {
 			s.FailedEnvs = append(s.FailedEnvs, p.Env)
 		}
-		m.note("dropped packages the index does not have: " + strings.Join(out.InvalidPackages, ", "))
-		m.advance() // rebuilds without them, or fails the line if that changes nothing
+		m.askReplacements(p, out) // replace.go: the model names packages that exist
+		m.advance()               // rebuilds once the replacements are in, or fails the line if nothing changes
 		return
 	}
 	if s.Images == nil {
@@ -439,6 +442,19 @@ func (m *stepper) stageFailed(p Pending, r *messages.StageResult) {
 	case r.Stage == messages.StageVerify && m.s.Round != nil && m.s.Round.Fix == repairVerifying:
 		m.s.Round.Fix = repairAssumed
 		m.note("the verify stage failed (" + firstLine(r.Error) + "): testing the fix unverified")
+		m.advance()
+		return
+	case r.Stage == messages.StageConstraint:
+		// The checks are advisory: the constraints stay in the prompt as text.
+		m.note("the constraint stage failed (" + firstLine(r.Error) + "): the constraints stay in the prompt as text")
+		if m.s.Phase == PhasePlanning && m.s.Plan != nil {
+			m.generate()
+		}
+		return
+	case r.Stage == messages.StagePackageReplacement:
+		m.replacementMaps()
+		m.s.Replacements[canonical(p.Package)] = ""
+		m.note("the package_replacement stage failed (" + firstLine(r.Error) + "): building without " + p.Package)
 		m.advance()
 		return
 	case r.Stage == messages.StagePackages && p.Candidate == 0:

@@ -284,16 +284,65 @@ func TestPaths(t *testing.T) {
 			wantStatus: messages.StatusSucceeded,
 		},
 		{
-			name: "an invalid package is dropped and the image rebuilt",
+			name: "an invalid package with no replacement is dropped and the image rebuilt",
 			script: func(w *world) {
 				w.answers[messages.StageCode] = []any{messages.Solution{Language: "python", Code: "x = 1\n", Packages: []string{"numpy", "nosuchpkg"}}}
 				w.answers[messages.StageBuild] = []any{messages.BuildOutput{InvalidPackages: []string{"nosuchpkg"}}, messages.BuildOutput{Image: "env-2"}}
+				w.answers[messages.StagePackageReplacement] = []any{messages.PackageReplacement{}}
 			},
-			wantStages: []string{"plan", "code", "tests", "build", "build", "run_tests"},
+			wantStages: []string{"plan", "code", "tests", "build", "package_replacement", "build", "run_tests"},
 			wantStatus: messages.StatusSucceeded,
 			check: func(t *testing.T, s State) {
 				if contains(s.Packages, "nosuchpkg") || !contains(s.Packages, "numpy") {
 					t.Errorf("packages %v", s.Packages)
+				}
+			},
+		},
+		{
+			name: "an invalid package is replaced by the model, up to three tries along a chain",
+			script: func(w *world) {
+				w.answers[messages.StageCode] = []any{messages.Solution{Language: "python", Code: "import cv\n", Packages: []string{"opencv"}}}
+				w.answers[messages.StageBuild] = []any{
+					messages.BuildOutput{InvalidPackages: []string{"opencv"}},
+					messages.BuildOutput{InvalidPackages: []string{"open-cv"}},
+					messages.BuildOutput{Image: "env-3"}}
+				w.answers[messages.StagePackageReplacement] = []any{
+					messages.PackageReplacement{Replacement: ptr("open-cv")},
+					messages.PackageReplacement{Replacement: ptr("opencv-python")}}
+				w.answers[messages.StagePackages] = []any{messages.Packages{}}
+			},
+			wantStages: []string{"plan", "code", "tests", "packages", "build", "package_replacement", "build", "package_replacement", "build", "run_tests"},
+			wantStatus: messages.StatusSucceeded,
+			check: func(t *testing.T, s State) {
+				if !contains(s.BuiltPackages, "opencv-python") || contains(s.BuiltPackages, "opencv") || contains(s.BuiltPackages, "open-cv") {
+					t.Errorf("built packages %v", s.BuiltPackages)
+				}
+				if s.ReplaceTries["opencv"] != 2 {
+					t.Errorf("tries %v", s.ReplaceTries)
+				}
+			},
+		},
+		{
+			name: "after three failed replacements the job goes without the package",
+			script: func(w *world) {
+				w.answers[messages.StageCode] = []any{messages.Solution{Language: "python", Code: "x = 1\n", Packages: []string{"numpy", "ghost"}}}
+				w.answers[messages.StageBuild] = []any{
+					messages.BuildOutput{InvalidPackages: []string{"ghost"}},
+					messages.BuildOutput{InvalidPackages: []string{"ghost1"}},
+					messages.BuildOutput{InvalidPackages: []string{"ghost2"}},
+					messages.BuildOutput{InvalidPackages: []string{"ghost3"}},
+					messages.BuildOutput{Image: "env-5"}}
+				w.answers[messages.StagePackageReplacement] = []any{
+					messages.PackageReplacement{Replacement: ptr("ghost1")},
+					messages.PackageReplacement{Replacement: ptr("ghost2")},
+					messages.PackageReplacement{Replacement: ptr("ghost3")}}
+			},
+			wantStages: []string{"plan", "code", "tests", "build", "package_replacement", "build", "package_replacement", "build",
+				"package_replacement", "build", "build", "run_tests"},
+			wantStatus: messages.StatusSucceeded,
+			check: func(t *testing.T, s State) {
+				if !contains(s.BuiltPackages, "numpy") || len(s.BuiltPackages) != 1 {
+					t.Errorf("built packages %v", s.BuiltPackages)
 				}
 			},
 		},
@@ -596,3 +645,5 @@ func equalJSON(a, b State) bool {
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
 }
+
+func ptr(s string) *string { return &s }

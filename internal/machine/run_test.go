@@ -209,3 +209,16 @@ func TestNoConstraintStageWhenEverythingParsed(t *testing.T) {
 		t.Errorf("%d constraint stages, want none", n)
 	}
 }
+
+func TestConstraintStageFailureIsAdvisory(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.answers[messages.StageProfile] = []any{messages.ProfileOutput{DataContext: "ctx", Unparsed: []string{"odd rule"}, Render: []byte(`{}`)}}
+	w.errs[messages.StageConstraint] = messages.ErrorInfra
+	spec := baseSpec()
+	spec.Outputs = map[string]messages.Type{"n": messages.TypeInt}
+	s, _, cmds := run(t, w, spec, []messages.SampleRef{{Name: "s", Object: "sha256:" + strings.Repeat("c", 64) + ".csv", FileName: "s.csv"}})
+	if s.Status != messages.StatusSucceeded {
+		t.Fatalf("status %s: %s (stages %v)", s.Status, s.Error, stagesOf(cmds))
+	}
+}

@@ -30,6 +30,7 @@ type Pending struct {
 	DispatchedAt time.Time      `json:"dispatched_at"`
 	Candidate    int            `json:"candidate,omitempty"` // 1-based candidate of the candidate round; 0 for the job's own line
 	Env          string         `json:"env,omitempty"`       // builds: the environment key (see envKey)
+	Package      string         `json:"package,omitempty"`   // package_replacement: the name being replaced
 	// Orphan marks a losing candidate's stage: its result is recorded
 	// (usage, stage list) but acted on no further.
 	Orphan bool `json:"orphan,omitempty"`
@@ -62,7 +63,12 @@ type State struct {
 	Diagnosis        *messages.Diagnosis        `json:"diagnosis,omitempty"`
 	Acceptance       *messages.AcceptanceOutput `json:"acceptance,omitempty"`
 	InvalidPackages  []string                   `json:"invalid_packages,omitempty"`
-	AskedImports     []string                   `json:"asked_imports,omitempty"` // imports the model was asked to map, once each
+	// Replacements maps a package the build could not find (canonical name)
+	// to the one the model named instead ("" = go without); ReplaceTries
+	// counts the model's tries per originally missing package.
+	Replacements map[string]string `json:"replacements,omitempty"`
+	ReplaceTries map[string]int    `json:"replace_tries,omitempty"`
+	AskedImports []string          `json:"asked_imports,omitempty"` // imports the model was asked to map, once each
 
 	// Repair bookkeeping (see repair.go). Everything here is bounded, so the
 	// state stays far below the KV value limit whatever the job does.

@@ -322,3 +322,35 @@ Reply fields:
 	b.WriteString("\nMap the constraint to a check now.\n")
 	return chat(system, b.String())
 }
+
+// PackageReplacement builds the package_replacement stage's conversation
+// (reply: llm.PackageReplacementSchema): a package the build could not find,
+// to replace with one that exists, or to drop.
+func PackageReplacement(in messages.PackageReplacementInput) []messages.ChatMessage {
+	where := "the Python package index (pip)"
+	naming := "a pip distribution name as on PyPI, no version pins, URLs or options"
+	if in.Kind == "apt" {
+		where = "Debian's package archive (apt)"
+		naming = "a Debian package name (lower case letters, digits, + - .)"
+	}
+	system := preamble + `
+
+Your job now: an environment build failed because a package does not exist in ` + where + `. Name the package that provides what the code needs instead (` + naming + `), or null when the code can do without it or you are not confident: never guess a similar-sounding name.
+
+Reply fields:
+- replacement: the package name, or null.`
+
+	var b strings.Builder
+	b.WriteString(data("Package not found", "text", in.Package))
+	if len(in.Tried) > 0 {
+		b.WriteString(data("Names already tried (all failed)", "text", strings.Join(in.Tried, "\n")))
+	}
+	if len(in.Imports) > 0 {
+		b.WriteString(data("Imports of the code", "text", strings.Join(in.Imports, "\n")))
+	}
+	if in.Log != "" {
+		b.WriteString(data("Build log", "text", Trim(in.Log, 4000)))
+	}
+	b.WriteString("\nName the replacement now.\n")
+	return chat(system, b.String())
+}

@@ -22,6 +22,9 @@ const (
 	// StageConstraint reads the constraints the deterministic parser could
 	// not into checks (the `constraint` call, one per constraint).
 	StageConstraint Stage = "constraint"
+	// StagePackageReplacement asks for a package that exists in place of
+	// one the index or apt does not have (the `package_replacement` call).
+	StagePackageReplacement Stage = "package_replacement"
 )
 
 // Sandbox stages, handled by sandbox-workers.
@@ -448,4 +451,19 @@ type AcceptanceOutput struct {
 	ExitCode int            `json:"exit_code"`
 	Output   string         `json:"output,omitempty"` // trimmed stdout+stderr
 	TimedOut bool           `json:"timed_out,omitempty"`
+}
+
+// PackageReplacementInput is the input of StagePackageReplacement.
+type PackageReplacementInput struct {
+	Package string   `json:"package"`       // the name the build could not find
+	Kind    string   `json:"kind"`          // "pip" or "apt"
+	Log     string   `json:"log,omitempty"` // the build's complaint, trimmed
+	Tried   []string `json:"tried,omitempty"`
+	Imports []string `json:"imports,omitempty"` // what the code imports, for context
+}
+
+// PackageReplacement is the `package_replacement` structured reply: a
+// package to install instead, or null to go without.
+type PackageReplacement struct {
+	Replacement *string `json:"replacement"`
 }

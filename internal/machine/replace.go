@@ -1,0 +1,162 @@
+package machine
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/pyscan"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// maxReplaceTries is how many replacements the model may name for one
+// missing package before the job goes without it.
+const maxReplaceTries = 3
+
+// askReplacements asks the model, once per missing package and at most
+// maxReplaceTries times along a chain of failed replacements, for a package
+// that exists in its place. The rebuild waits for the answers (env treats a
+// pending package_replacement as not ready).
+func (m *stepper) askReplacements(p Pending, out messages.BuildOutput) {
+	s := m.s
+	m.replacementMaps()
+	sol, _, _ := m.line(p.Candidate)
+	var imports []string
+	if sol != nil {
+		imports = pyscan.Imports(sol.Code)
+	}
+	for _, bad := range out.InvalidPackages {
+		orig := m.origin(bad)
+		if s.ReplaceTries[orig] >= maxReplaceTries {
+			s.Replacements[canonical(bad)] = ""
+			m.note("no package found in place of " + orig + " after " + itoa(maxReplaceTries) + " tries: building without it")
+			continue
+		}
+		s.ReplaceTries[orig]++
+		kind := "pip"
+		if containsCanonical(s.SystemPackages, bad) || (sol != nil && containsCanonical(sol.SystemPackages, bad)) {
+			kind = "apt"
+		}
+		m.note("the build could not find " + bad + ": asking the model for a replacement")
+		m.dispatchWith(messages.StagePackageReplacement, messages.PackageReplacementInput{
+			Package: bad, Kind: kind, Log: trimLog(out.Log), Tried: m.tried(orig), Imports: imports,
+		}, Pending{Candidate: p.Candidate, Package: bad})
+	}
+}
+
+// replacementMaps makes the maps (an empty map does not survive the state's
+// JSON round trip).
+func (m *stepper) replacementMaps() {
+	if m.s.Replacements == nil {
+		m.s.Replacements = map[string]string{}
+	}
+	if m.s.ReplaceTries == nil {
+		m.s.ReplaceTries = map[string]int{}
+	}
+}
+
+// replaced records the model's answer; the next advance rebuilds with it.
+func (m *stepper) replaced(p Pending, r *messages.StageResult) {
+	var out messages.PackageReplacement
+	if !m.decode(r, &out) {
+		return
+	}
+	s := m.s
+	rep := ""
+	if out.Replacement != nil {
+		rep = strings.TrimSpace(*out.Replacement)
+	}
+	if rep != "" && containsCanonical(s.InvalidPackages, rep) {
+		rep = "" // known missing already
+	}
+	m.replacementMaps()
+	s.Replacements[canonical(p.Package)] = rep
+	if rep == "" {
+		m.note("no replacement for " + p.Package + ": building without it")
+	} else {
+		m.note("replacing " + p.Package + " with " + rep)
+	}
+	m.advance()
+}
+
+// substitute adds, for every package with a recorded replacement, the
+// replacement (following a chain of failed replacements); the missing
+// names themselves are removed by the caller with the invalid packages.
+func (m *stepper) substitute(ps []string) []string {
+	s := m.s
+	if len(s.Replacements) == 0 {
+		return ps
+	}
+	out := append([]string{}, ps...)
+	for _, p := range ps {
+		cur := canonical(p)
+		for i := 0; i <= maxReplaceTries; i++ {
+			rep, ok := s.Replacements[cur]
+			if !ok || rep == "" {
+				break
+			}
+			out = append(out, rep)
+			cur = canonical(rep)
+		}
+	}
+	return out
+}
+
+// origin is the package a (possibly replacement) name stands in for.
+func (m *stepper) origin(name string) string {
+	c := canonical(name)
+	for i := 0; i <= maxReplaceTries; i++ {
+		found := false
+		for _, from := range replacementKeys(m.s.Replacements) { // sorted: Step stays deterministic
+			if to := m.s.Replacements[from]; to != "" && canonical(to) == c {
+				c, found = from, true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	return c
+}
+
+// tried lists the names already tried for an originally missing package.
+func (m *stepper) tried(orig string) []string {
+	out := []string{orig}
+	cur := orig
+	for i := 0; i < maxReplaceTries; i++ {
+		rep, ok := m.s.Replacements[cur]
+		if !ok || rep == "" {
+			break
+		}
+		out = append(out, rep)
+		cur = canonical(rep)
+	}
+	return out
+}
+
+func containsCanonical(list []string, name string) bool {
+	c := canonical(name)
+	for _, x := range list {
+		if canonical(x) == c {
+			return true
+		}
+	}
+	return false
+}
+
+func trimLog(s string) string {
+	const max = 2000
+	if len(s) <= max {
+		return s
+	}
+	return s[len(s)-max:]
+}
+
+func replacementKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
