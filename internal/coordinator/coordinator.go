@@ -70,6 +70,7 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 	// decode (a wrong type, not an object) finishes the job with the reason
 	// instead of being dropped while the client waits.
 	var sub struct {
+		V     int             `json:"v"`
 		JobID string          `json:"job_id"`
 		Spec  json.RawMessage `json:"spec"`
 		Run   json.RawMessage `json:"run"`
@@ -79,6 +80,9 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 	}
 	if !bus.ValidJobID(sub.JobID) {
 		return bus.Permanent(fmt.Errorf("submission has an invalid job id %q", sub.JobID))
+	}
+	if sub.V > messages.SchemaVersion {
+		return c.reject(ctx, sub.JobID, fmt.Errorf("message version %d is newer than this coordinator's %d: upgrade it", sub.V, messages.SchemaVersion))
 	}
 	if len(sub.Run) > 0 && string(sub.Run) != "null" {
 		return c.submitRun(ctx, sub.JobID, sub.Run) // run.go

@@ -108,6 +108,7 @@ func TestInvalidSubmissionIsFinished(t *testing.T) {
 		{"negative max_iterations", `{"v":1,"job_id":"job-bad","spec":{"prompt":"p","options":{"max_iterations":-1}}}`, "options.max_iterations"},
 		{"wrong type in the spec", `{"v":1,"job_id":"job-bad","spec":{"prompt":"p","options":{"max_iterations":"ten"}}}`, "max_iterations"},
 		{"spec is not an object", `{"v":1,"job_id":"job-bad","spec":"summarize"}`, "spec"},
+		{"a newer message version", `{"v":99,"job_id":"job-bad","spec":{"prompt":"p"}}`, "version 99 is newer"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,11 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
+// ErrBadSample marks a sample that can never be fetched as asked (a bad
+// reference or file name, a missing object, bytes that do not match their
+// hash): retrying cannot help.
+var ErrBadSample = errors.New("samples: bad sample")
+
 // MaxSampleBytes bounds one sample file.
 const MaxSampleBytes = 2 << 30
 
@@ -105,7 +110,7 @@ func (s *Store) Put(ctx context.Context, name, path string) (messages.SampleRef,
 func (s *Store) Fetch(ctx context.Context, r messages.SampleRef) (string, error) {
 	ref, ok := messages.ParseObjectRef(r.Object)
 	if !ok {
-		return "", fmt.Errorf("sample %s: bad object reference %q", r.Name, r.Object)
+		return "", fmt.Errorf("sample %s: %w: bad object reference %q", r.Name, ErrBadSample, r.Object)
 	}
 	path := filepath.Join(s.dir, ref.SHA256)
 	if _, err := os.Stat(path); err == nil {
@@ -123,13 +128,16 @@ func (s *Store) Fetch(ctx context.Context, r messages.SampleRef) (string, error)
 	h := sha256.New()
 	if err := s.download(ctx, ref.ObjectName(), io.MultiWriter(tmp, h)); err != nil {
 		tmp.Close()
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			err = fmt.Errorf("%w: %w", ErrBadSample, err)
+		}
 		return "", fmt.Errorf("fetch sample %s: %w", r.Name, err)
 	}
 	if err := tmp.Close(); err != nil {
 		return "", err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != ref.SHA256 {
-		return "", fmt.Errorf("fetch sample %s: content hash %s does not match %s", r.Name, got, ref.SHA256)
+		return "", fmt.Errorf("fetch sample %s: %w: content hash %s does not match %s", r.Name, ErrBadSample, got, ref.SHA256)
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return "", err
@@ -157,7 +165,7 @@ func (s *Store) FetchAll(ctx context.Context, refs []messages.SampleRef) (map[st
 	for _, r := range refs {
 		// The name first: a sample that cannot be placed is not worth downloading.
 		if r.FileName == "" || strings.ContainsAny(r.FileName, "/\\") || strings.HasPrefix(r.FileName, ".") {
-			return nil, fmt.Errorf("sample %s: bad file name %q", r.Name, r.FileName)
+			return nil, fmt.Errorf("sample %s: %w: bad file name %q", r.Name, ErrBadSample, r.FileName)
 		}
 		p, err := s.Fetch(ctx, r)
 		if err != nil {

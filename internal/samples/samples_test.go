@@ -312,8 +312,8 @@ func TestFetchVerifiesTheHash(t *testing.T) {
 	}
 	ref := messages.SampleRef{Name: "sales", Object: "sha256:" + sha(csv) + ".csv", FileName: "sales.csv"}
 	_, err := st.Fetch(ctxT(t), ref)
-	if err == nil || !strings.Contains(err.Error(), "does not match") {
-		t.Fatalf("Fetch = %v, want a hash mismatch", err)
+	if err == nil || !strings.Contains(err.Error(), "does not match") || !errors.Is(err, samples.ErrBadSample) {
+		t.Fatalf("Fetch = %v, want a hash mismatch marked ErrBadSample", err)
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 0 {
@@ -363,7 +363,7 @@ func TestFetchAll(t *testing.T) {
 	for _, bad := range []string{"", "../etc/passwd", "a/b.csv", `a\b.csv`, ".hidden", "..", "."} {
 		r := a
 		r.FileName = bad
-		if _, err := st.FetchAll(ctxT(t), []messages.SampleRef{r}); err == nil || !strings.Contains(err.Error(), "bad file name") {
+		if _, err := st.FetchAll(ctxT(t), []messages.SampleRef{r}); err == nil || !strings.Contains(err.Error(), "bad file name") || !errors.Is(err, samples.ErrBadSample) {
 			t.Errorf("FetchAll with file name %q = %v, want bad file name", bad, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/autocoder/autocoder/internal/profile"
+	"github.com/autocoder/autocoder/internal/samples"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -88,7 +89,7 @@ func decode(cmd *messages.StageCommand, v any) error {
 }
 
 func (h *Handlers) profile(ctx context.Context, in messages.ProfileInput) (stagework.Output, error) {
-	paths, err := h.samples.FetchAll(ctx, in.Samples)
+	paths, err := h.fetch(ctx, in.Samples)
 	if err != nil {
 		return stagework.Output{}, err
 	}
@@ -128,7 +129,7 @@ func (h *Handlers) build(ctx context.Context, in messages.BuildInput) (stagework
 }
 
 func (h *Handlers) runTests(ctx context.Context, in messages.RunTestsInput) (stagework.Output, error) {
-	inputs, err := h.samples.FetchAll(ctx, in.Samples)
+	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
 		return stagework.Output{}, err
 	}
@@ -148,7 +149,7 @@ func (h *Handlers) runTests(ctx context.Context, in messages.RunTestsInput) (sta
 }
 
 func (h *Handlers) runScript(ctx context.Context, in messages.AcceptanceInput) (stagework.Output, error) {
-	inputs, err := h.samples.FetchAll(ctx, in.Samples)
+	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
 		return stagework.Output{}, err
 	}
@@ -192,6 +193,16 @@ func (h *Handlers) ensureEnv(ctx context.Context, image string, env messages.Bui
 	// The package set is what matters: if another backend or builder
 	// version built the recorded image, this one's own build is used.
 	return e.ID, nil
+}
+
+// fetch gets the samples; a sample that can never be fetched fails the
+// stage at once instead of after every retry.
+func (h *Handlers) fetch(ctx context.Context, refs []messages.SampleRef) (map[string]string, error) {
+	paths, err := h.samples.FetchAll(ctx, refs)
+	if errors.Is(err, samples.ErrBadSample) {
+		return nil, stagework.Permanent(err)
+	}
+	return paths, err
 }
 
 func limits(r messages.Resources) (int64, float64) {
