@@ -96,6 +96,12 @@ func TestHTTPAPI(t *testing.T) {
 	if code, _ := get("/v1/jobs/bad.id/result"); code != 400 {
 		t.Errorf("bad id: %d", code)
 	}
+	if code, body := get("/v1/jobs"); code != 200 || !strings.Contains(body, `"job_id":"`+id+`"`) || !strings.Contains(body, `"status":"succeeded"`) {
+		t.Errorf("GET /v1/jobs: %d %s", code, body)
+	}
+	if code, body := get("/"); code != 200 || !strings.Contains(body, "<title>autocoder</title>") || !strings.Contains(body, "EventSource") {
+		t.Errorf("GET /: %d, %d bytes", code, len(body))
+	}
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("healthz: %d %q", code, body)
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +15,13 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
+//go:embed ui/index.html
+var indexHTML []byte
+
 // Handler serves the coordinator's HTTP API:
 //
+//	GET /                   the web UI: jobs, live stage progress, results
+//	GET /v1/jobs            the newest jobs (at most 200), newest first
 //	GET /healthz            liveness
 //	GET /metrics            Prometheus metrics from reg
 //	GET /v1/jobs/{id}       the result object so far (Contract 5)
@@ -23,6 +29,11 @@ import (
 //	GET /v1/jobs/{id}/events progress events as Server-Sent Events, ending with the result
 func Handler(c *client.Client, reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'")
+		w.Write(indexHTML)
+	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
@@ -30,6 +41,10 @@ func Handler(c *client.Client, reg *prometheus.Registry) http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	}
 	if c != nil {
+		mux.HandleFunc("GET /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
+			jobs, err := c.List(r.Context(), 200)
+			writeResult(w, jobs, err)
+		})
 		mux.HandleFunc("GET /v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
 			id := r.PathValue("id")
 			if !bus.ValidJobID(id) {
