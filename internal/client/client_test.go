@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/bus/bustest"
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/coordinator"
 	"github.com/autocoder/autocoder/internal/stagework"
@@ -48,25 +49,10 @@ type system struct {
 
 func newSystem(t *testing.T) *system {
 	t.Helper()
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{MemoryStorage: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &system{t: t, res: res, pub: bus.NewPublisher(js, bus.PublisherConfig{})}
+	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
+	js, res := be.JS, be.Resources
+	s := &system{t: t, res: res, pub: be.Publisher}
+	var err error
 	s.client, err = client.New(js, res, s.pub, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/bus/bustest"
 	"github.com/autocoder/autocoder/internal/coordinator"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -45,25 +46,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("StartEmbedded: %v", err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatalf("Connect: %v", err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{MemoryStorage: true})
-	if err != nil {
-		t.Fatalf("Provision: %v", err)
-	}
-	return &env{js: js, res: res, pub: bus.NewPublisher(js, bus.PublisherConfig{})}
+	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
+	return &env{js: be.JS, res: be.Resources, pub: be.Publisher}
 }
 
 // coordinator returns a coordinator on e with a fixed clock; states and pub

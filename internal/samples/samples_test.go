@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/bus/bustest"
 	"github.com/autocoder/autocoder/internal/samples"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -63,24 +64,7 @@ func (s *countingStore) Get(ctx context.Context, name string, opts ...jetstream.
 // the counting wrapper it uses, and the raw bucket.
 func newStore(t *testing.T) (*samples.Store, *countingStore, string) {
 	t.Helper()
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{MemoryStorage: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true}).Resources
 	cs := &countingStore{ObjectStore: res.Samples}
 	dir := filepath.Join(t.TempDir(), "samples")
 	st, err := samples.New(cs, dir)

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/bus/bustest"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/internal/testredis"
 	"github.com/autocoder/autocoder/pkg/cache"
@@ -368,25 +369,8 @@ func TestTransientErrorRetriedThenInfra(t *testing.T) {
 // instead of the message silently dying.
 func TestLastDeliveryBecomesInfra(t *testing.T) {
 	t.Parallel()
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{MemoryStorage: true, MaxDeliver: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := bus.NewPublisher(js, bus.PublisherConfig{})
+	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true, MaxDeliver: 2})
+	res, pub := be.Resources, be.Publisher
 	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
 		return stagework.Output{}, errors.New("sandbox backend broken")
 	}}
