@@ -10,15 +10,15 @@ import (
 	"testing"
 )
 
-// TestLargeCSVBoundedMemory profiles a generated ~50 MB CSV (8 MB with
-// -short; AUTOCODER_LARGE_CSV_MB=1024 for the 1 GB) under a row
+// TestLargeCSVBoundedMemory profiles a generated 1 GiB CSV (8 MB with
+// -short; AUTOCODER_LARGE_CSV_MB sets another size) under a row
 // cap below its row count, and checks that the statistics stop at the cap,
 // say so, and that the heap stays far below the file's size: the file is
 // streamed, never loaded.
 //
 // Not parallel: the heap is sampled for this test alone.
 func TestLargeCSVBoundedMemory(t *testing.T) {
-	size := int64(50 << 20)
+	size := int64(1 << 30)
 	if testing.Short() {
 		size = 8 << 20
 	}
