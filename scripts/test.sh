@@ -12,7 +12,7 @@ export DOCKER_HOST="${docker_host:?setup-docker.sh printed no DOCKER_HOST}"
 export AUTOCODER_DOCKER_BASE_IMAGE="${AUTOCODER_DOCKER_BASE_IMAGE:-autocoder-base:bookworm}"
 export CI="${CI:-true}"
 go vet ./...
-go test -race -count=1 -timeout 40m ./... "$@"
 # Benchmarks once each, so they keep building and running; figures come
 # from scripts/bench.sh (BENCHMARKS.md), not from this smoke run.
 go test -run '^$' -bench . -benchtime 1x ./bench
+go test -race -count=1 -timeout 40m ./... "$@"
