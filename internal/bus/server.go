@@ -76,15 +76,32 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: embedded server: %w", err)
 	}
-	if cfg.Logger != nil {
-		debug := cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
-		srv.SetLoggerV2(&serverLogger{l: cfg.Logger}, debug, false, false)
+	// The logger is always installed, even when nothing is logged: it is how
+	// a fatal error (port in use, unusable store) reaches us at once instead
+	// of after the whole ReadyTimeout.
+	logger, debug := cfg.Logger, false
+	if logger == nil {
+		logger = discardLogger()
+	} else {
+		debug = logger.Enabled(context.Background(), slog.LevelDebug)
 	}
+	sl := &serverLogger{l: logger, fatal: make(chan string, 1)}
+	srv.SetLoggerV2(sl, debug, false, false)
 	srv.Start()
-	if !srv.ReadyForConnections(cfg.ReadyTimeout) {
+	deadline := time.Now().Add(cfg.ReadyTimeout)
+	for !srv.ReadyForConnections(100 * time.Millisecond) {
+		var why string
+		select {
+		case why = <-sl.fatal:
+		default:
+			if time.Now().Before(deadline) {
+				continue
+			}
+			why = fmt.Sprintf("not ready after %s", cfg.ReadyTimeout)
+		}
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		return nil, fmt.Errorf("bus: embedded server not ready after %s (store %s)", cfg.ReadyTimeout, cfg.StoreDir)
+		return nil, fmt.Errorf("bus: embedded server (store %s): %s", cfg.StoreDir, why)
 	}
 	return &Embedded{srv: srv, listen: !opts.DontListen}, nil
 }
@@ -217,7 +234,10 @@ func redactURL(urls string) string {
 }
 
 // serverLogger routes nats-server's printf-style log to slog.
-type serverLogger struct{ l *slog.Logger }
+type serverLogger struct {
+	l     *slog.Logger
+	fatal chan string // the first fatal error, for StartEmbedded
+}
 
 var _ server.Logger = (*serverLogger)(nil)
 
@@ -230,7 +250,12 @@ func (s *serverLogger) Tracef(format string, v ...any)  { s.l.Debug(fmt.Sprintf(
 // Fatalf logs at Error and does not exit: nats-server calls it for fatal
 // errors of its own, and a library must not end the process.
 func (s *serverLogger) Fatalf(format string, v ...any) {
-	s.l.Error(fmt.Sprintf(format, v...), "fatal", true)
+	msg := fmt.Sprintf(format, v...)
+	s.l.Error(msg, "fatal", true)
+	select {
+	case s.fatal <- msg:
+	default:
+	}
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -45,6 +45,11 @@ type Options struct {
 	LLMWorker     bool // run an llm-worker
 	SandboxWorker bool // run a sandbox-worker
 
+	// ConnectTimeout bounds the first connection to a remote NATS. Zero
+	// means retry until ctx is done: right for servers that may start before
+	// NATS does, wrong for a CLI, which should fail with a clear error.
+	ConnectTimeout time.Duration
+
 	// Optional overrides, mainly for tests and benchmarks.
 	LLM       llm.Client
 	Backend   sandbox.Backend
@@ -79,7 +84,7 @@ type Stack struct {
 
 // Start connects (or starts the embedded server), provisions the streams,
 // buckets and stores, and starts the requested parts in goroutines.
-func Start(ctx context.Context, o Options) (st *Stack, err error) {
+func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -88,7 +93,9 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	st = &Stack{log: log}
+	// st is not the named result: every error path returns nil, and the
+	// cleanup must still close what was opened so far.
+	st := &Stack{log: log}
 	defer func() {
 		if err != nil {
 			st.Close()
@@ -107,7 +114,13 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 			return nil, err
 		}
 	} else {
-		st.Conn, err = bus.Connect(ctx, cfg.NATSURL, "autocoder-"+cfg.WorkerName, log)
+		connectCtx := ctx
+		if o.ConnectTimeout > 0 {
+			var cancel context.CancelFunc
+			connectCtx, cancel = context.WithTimeout(ctx, o.ConnectTimeout)
+			defer cancel()
+		}
+		st.Conn, err = bus.Connect(connectCtx, cfg.NATSURL, "autocoder-"+cfg.WorkerName, log)
 		if err != nil {
 			return nil, err
 		}

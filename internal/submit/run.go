@@ -73,7 +73,7 @@ func runCmd(ctx context.Context, args []string, cfg config.Config, io IO) (int, 
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return ExitUsage, nil
+			return ExitSuccess, nil // asked for help: not an error
 		}
 		return 0, usagef("%v", err)
 	}
@@ -104,7 +104,7 @@ func runJob(ctx context.Context, from, task string, f runFlags, cfg config.Confi
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.wait)
 	defer cancel()
-	opts := stack.Options{Config: cfg, Logger: logger(cfg, io.Stderr)}
+	opts := cliStack(cfg, io)
 	// A run calls no model: a coordinator and a sandbox worker are all it needs.
 	opts.Coordinator, opts.SandboxWorker = f.local, f.local
 	st, err := stack.Start(ctx, opts)
@@ -310,7 +310,7 @@ func taskCmd(ctx context.Context, args []string, cfg config.Config, io IO) (int,
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return ExitUsage, nil
+			return ExitSuccess, nil // asked for help: not an error
 		}
 		return 0, usagef("%v", err)
 	}
@@ -324,7 +324,7 @@ func taskCmd(ctx context.Context, args []string, cfg config.Config, io IO) (int,
 	if err := cfg.Validate(); err != nil {
 		return 0, usagef("%v", err)
 	}
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Logger: logger(cfg, io.Stderr)})
+	st, err := stack.Start(ctx, cliStack(cfg, io))
 	if err != nil {
 		return 0, err
 	}

@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, cfg config.Config, io IO) (int, err
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return ExitUsage, nil
+			return ExitSuccess, nil // asked for help: not an error
 		}
 		return 0, usagef("%v", err)
 	}
@@ -139,7 +139,7 @@ func run(ctx context.Context, args []string, cfg config.Config, io IO) (int, err
 	if !*local && cfg.NATSURL == "" {
 		return 0, usagef("no NATS to join: set AUTOCODER_NATS_URL, or use --local for embedded defaults")
 	}
-	opts := stack.Options{Config: cfg, Logger: logger(cfg, io.Stderr)}
+	opts := cliStack(cfg, io)
 	if *local {
 		opts.Coordinator, opts.LLMWorker, opts.SandboxWorker = true, true, true
 		if cfg.OpenAIAPIKey == "" && cfg.OpenAIBaseURL == "" {
@@ -202,6 +202,15 @@ func run(ctx context.Context, args []string, cfg config.Config, io IO) (int, err
 	return exitCode(res), nil
 }
 
+// connectTimeout bounds how long the CLI tries to reach a remote NATS before
+// it gives up with exit 3; servers, by contrast, wait for NATS to come up.
+const connectTimeout = 15 * time.Second
+
+// cliStack is the stack wiring every submit subcommand starts from.
+func cliStack(cfg config.Config, io IO) stack.Options {
+	return stack.Options{Config: cfg, Logger: logger(cfg, io.Stderr), ConnectTimeout: connectTimeout}
+}
+
 func exitCode(r *messages.Result) int {
 	switch {
 	case r.Success:
@@ -231,7 +240,7 @@ func lookup(ctx context.Context, what string, args []string, cfg config.Config, 
 	if len(args) != 1 {
 		return 0, usagef("usage: submit %s JOB_ID", what)
 	}
-	opts := stack.Options{Config: cfg, Logger: logger(cfg, io.Stderr)}
+	opts := cliStack(cfg, io)
 	st, err := stack.Start(ctx, opts)
 	if err != nil {
 		return 0, err

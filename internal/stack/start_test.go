@@ -1,0 +1,97 @@
+package stack_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/config"
+	"github.com/autocoder/autocoder/internal/stack"
+)
+
+// TestStartFailsCleanly starts a stack whose infrastructure is broken in
+// each way a user can break it. Start must return an error that says what
+// is wrong — promptly, without a panic, and with whatever it had opened
+// closed again — so the binaries can exit 3 with one line.
+func TestStartFailsCleanly(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Close() })
+	// Nothing listens here: a port taken and released at once.
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+
+	tests := []struct {
+		name    string
+		edit    func(t *testing.T, o *stack.Options)
+		wantErr string
+	}{
+		{"the store directory is a file", func(t *testing.T, o *stack.Options) {
+			if err := os.WriteFile(filepath.Join(o.Config.StateDir, "jetstream"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o.Coordinator = true
+		}, "jetstream"},
+		{"the listen port is taken", func(t *testing.T, o *stack.Options) {
+			o.EmbeddedListen = busy.Addr().String()
+			o.Coordinator = true
+		}, "listen"},
+		{"redis does not answer", func(t *testing.T, o *stack.Options) {
+			o.Config.RedisURL = "redis://" + deadAddr + "/0"
+			o.LLMWorker = true
+		}, deadAddr},
+		{"the sandbox interpreter is missing", func(t *testing.T, o *stack.Options) {
+			o.Config.Sandbox = "process"
+			o.Config.Python = "/nonexistent/python3"
+			o.SandboxWorker = true
+		}, "/nonexistent/python3"},
+		{"docker is asked for and no engine answers", func(t *testing.T, o *stack.Options) {
+			o.Config.Sandbox = "docker"
+			o.Config.DockerHost = "unix:///nonexistent/docker.sock"
+			o.SandboxWorker = true
+		}, "no engine answers"},
+		{"remote NATS does not answer", func(t *testing.T, o *stack.Options) {
+			o.Config.NATSURL = "nats://" + deadAddr
+			o.ConnectTimeout = time.Second
+		}, deadAddr},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := config.FromEnv()
+			cfg.StateDir = t.TempDir()
+			cfg.NATSURL, cfg.RedisURL = "", ""
+			o := stack.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)}
+			tc.edit(t, &o)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			st, err := stack.Start(ctx, o)
+			if err == nil {
+				st.Close()
+				t.Fatal("Start succeeded; want an error")
+			}
+			if st != nil {
+				t.Errorf("Start returned a stack with its error")
+			}
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+				t.Fatalf("Start waited out the test's deadline: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %q does not mention %q", err, tc.wantErr)
+			}
+		})
+	}
+}
