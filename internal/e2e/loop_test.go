@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -174,6 +175,13 @@ func TestMissingPackageDiagnosedAsEnvironment(t *testing.T) {
 	res := runJob(t, st, answerSpec())
 	if !res.Success {
 		t.Fatalf("job failed: %s\n%s", res.Error, res.Output)
+	}
+	// The diagnosis was environment: its route is "add packages", nothing else.
+	if countStage(res, messages.StageDiagnose) != 1 || countStage(res, messages.StagePatchTests) != 0 {
+		t.Errorf("stages %v: want one diagnosis and no test patch", stageNames(res))
+	}
+	if !slices.Contains(res.Notes, "adding packages: autocoder-probe") {
+		t.Errorf("notes %q: want the environment route's note", res.Notes)
 	}
 	if countStage(res, messages.StageBuild) != 2 || countStage(res, messages.StageFix) != 0 {
 		t.Errorf("stages %v: want a rebuild and no code fix", stageNames(res))

@@ -13,10 +13,19 @@ type progress struct {
 	io      IO
 	start   time.Time
 	running map[int]messages.Stage
+	// tries counts finished stages per (stage, iteration): a fix re-asked
+	// after a failed verification, or a rebuild, shows as "try 2", "try 3"
+	// instead of an identical line.
+	tries map[stageIteration]int
+}
+
+type stageIteration struct {
+	stage     messages.Stage
+	iteration int
 }
 
 func newProgress(io IO) *progress {
-	return &progress{io: io, start: time.Now(), running: map[int]messages.Stage{}}
+	return &progress{io: io, start: time.Now(), running: map[int]messages.Stage{}, tries: map[stageIteration]int{}}
 }
 
 func (p *progress) event(e messages.Event) error {
@@ -27,11 +36,17 @@ func (p *progress) event(e messages.Event) error {
 	case messages.EventStageFinished:
 		delete(p.running, e.Seq)
 		p.clear()
+		k := stageIteration{e.Stage, e.Iteration}
+		p.tries[k]++
+		try := ""
+		if n := p.tries[k]; n > 1 {
+			try = fmt.Sprintf(" try %d", n)
+		}
 		cached := ""
 		if e.Cached {
 			cached = " (cached)"
 		}
-		fmt.Fprintf(w, "  %-12s iteration %d  %s%s  [%s]\n", e.Stage, e.Iteration, e.Outcome, cached, time.Since(p.start).Round(100*time.Millisecond))
+		fmt.Fprintf(w, "  %-12s iteration %d%s  %s%s  [%s]\n", e.Stage, e.Iteration, try, e.Outcome, cached, time.Since(p.start).Round(100*time.Millisecond))
 	case messages.EventJobFinished:
 		p.clear()
 		return nil
