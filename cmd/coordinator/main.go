@@ -1,4 +1,3 @@
-// Command coordinator is one of autocoder's server processes; see the README.
 package main
 
 import (

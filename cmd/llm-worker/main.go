@@ -1,4 +1,3 @@
-// Command llm-worker is one of autocoder's server processes; see the README.
 package main
 
 import (

@@ -1,4 +1,3 @@
-// Command sandbox-worker is one of autocoder's server processes; see the README.
 package main
 
 import (

@@ -1,0 +1,2 @@
+// Command sandbox-worker is one of autocoder's server processes; see the README.
+package main
