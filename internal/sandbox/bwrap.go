@@ -69,6 +69,7 @@ type sandboxSpec struct {
 	extraRO     []string          // more host paths, read-only at the same place
 	uid         uint32            // host uid in root mode
 	limits      limits
+	cgroup      *cgroupLimits // runs: the sandbox's own cgroup (nil: none)
 	timeout     time.Duration
 	outputLimit int
 }
@@ -94,6 +95,12 @@ func (p *Process) runLimits(memory int64, timeout time.Duration, cpus float64) l
 	// multi-threaded run cannot burn more than its share before the timeout.
 	cpu := int64(math.Ceil(timeout.Seconds()*cpus)) + 1
 	return limits{as: memory, nproc: nproc, fsize: p.cfg.MaxFileSize, nofile: 4096, cpu: cpu}
+}
+
+// runCgroupLimits are the limits of a run's cgroup: memory and CPUs as
+// asked, and the processes of MaxProcs plus bubblewrap's own two.
+func (p *Process) runCgroupLimits(memory int64, cpus float64) *cgroupLimits {
+	return &cgroupLimits{memory: memory, cpus: cpus, pids: int64(p.cfg.MaxProcs) + 2}
 }
 
 // args builds bubblewrap's options. Order matters: mounts are made in
@@ -300,6 +307,20 @@ func (p *Process) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 		args.WriteByte(0)
 	}
 
+	var cg *runCgroup
+	if s.cgroup != nil && p.cg != nil {
+		if cg, err = p.cg.create(*s.cgroup); err != nil {
+			infoW.Close()
+			argsW.Close()
+			return res, err
+		}
+		defer func() {
+			if err := cg.destroy(); err != nil {
+				p.log.Error("sandbox cgroup left behind", "err", err)
+			}
+		}()
+	}
+
 	stdout, stderr := NewHeadTailBuffer(s.outputLimit), NewHeadTailBuffer(s.outputLimit)
 	cmd := exec.Command(p.bwrap, append([]string{"--args", "4", "--"}, p.command(s)...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap needs nothing of the worker's environment
@@ -319,6 +340,20 @@ func (p *Process) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 	}
 	infoW.Close()
 	argsR.Close()
+	if cg != nil {
+		// bwrap is now blocked reading its options from the pipe, which
+		// nothing has written yet: it has forked nothing and run nothing
+		// of the sandbox. Moving it into the run's cgroup here is therefore
+		// race-free, and everything the sandbox starts is born inside. (A
+		// clone straight into the cgroup, SysProcAttr.UseCgroupFD, would
+		// do the same on cgroup v2 only; v1 hosts need this way.)
+		if err := cg.add(cmd.Process.Pid); err != nil {
+			argsW.Close()
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			return res, err
+		}
+	}
 	// bwrap reads all arguments before it writes the info report, so this
 	// write finishes (or fails, if bwrap died) before sandboxInit returns.
 	writeDone := make(chan struct{})

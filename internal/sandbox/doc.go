@@ -36,8 +36,14 @@
 // /opt/venv, /workspace, /var/inputs, /var/outputs and tmpfs /tmp and
 // /dev/shm, and nothing else: not the state dir, other runs, /root or the
 // worker's environment variables. It has its own pid, network, IPC and UTS
-// namespaces, no capabilities, and rlimits on address space, processes,
-// file size, open files and CPU time. When the worker is root, every run
+// namespaces, no capabilities, no_new_privs, and rlimits on address space,
+// processes, file size, open files and CPU time. Where a cgroup is usable
+// (v2, or the v1 memory, cpu and pids hierarchies; the worker is root or
+// has a delegated cgroup), each run also has a cgroup of its own that caps
+// the sandbox as a whole: memory with no swap, a CPU quota of RunSpec.CPUs,
+// and a pids limit; it is removed after the run. Otherwise only the
+// rlimits apply, which NewProcess logs once; Process.Limits reports which
+// are in force. When the worker is root, every run
 // has its own unprivileged host uid, so that the process limit is per run
 // (the kernel does not apply it to root); otherwise bubblewrap maps the
 // worker's uid in a user namespace.

@@ -123,6 +123,8 @@ type Process struct {
 	py     pythonInfo
 	root   bool // the worker is root: sandboxes run as uids from uids
 	uids   *uidPool
+	cg     *cgroups // nil: no usable cgroup, rlimits only
+	limits Limits
 	flight BuildGroup
 
 	envsDir, runsDir string
@@ -200,6 +202,7 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 		}
 	}
 	p.removeStale()
+	p.setupCgroups()
 	if err := p.probeSandbox(); err != nil {
 		return nil, err
 	}
@@ -207,8 +210,52 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 		p.log.Warn("base interpreter has no pytest: RunTests will report an import error", "python", p.py.Executable)
 	}
 	p.log.Info("process sandbox ready", "python", p.py.Executable, "python_version", firstLine(p.py.Version),
-		"bwrap", p.bwrap, "state_dir", cfg.StateDir, "per_run_uid", p.root)
+		"bwrap", p.bwrap, "state_dir", cfg.StateDir, "per_run_uid", p.root,
+		"cgroup", p.limits.Cgroup, "cgroup_limits", p.limits.CgroupLimits, "rlimits", p.limits.Rlimits)
 	return p, nil
+}
+
+// Limits says which limits the process backend enforces on every run.
+type Limits struct {
+	// Cgroup is "v2" or "v1" when each run has a cgroup of its own, ""
+	// when none is usable (e.g. an unprivileged worker without a
+	// delegated cgroup) and only rlimits apply.
+	Cgroup string
+	// CgroupLimits are what the run's cgroup caps for the sandbox as a
+	// whole: some of memory, memory+swap, cpu (a CFS quota of
+	// RunSpec.CPUs) and pids.
+	CgroupLimits []string
+	// CgroupUnavailable says why no cgroup is used, when Cgroup is "".
+	CgroupUnavailable string
+	// Rlimits are the per-process limits every sandboxed process has,
+	// cgroup or not: as (address space, RunSpec.Memory), nproc (MaxProcs
+	// per run uid), fsize, nofile and cpu (CPU seconds: timeout x CPUs).
+	Rlimits []string
+}
+
+// Limits reports the limits in force, as found at start-up.
+func (p *Process) Limits() Limits {
+	l := p.limits
+	l.CgroupLimits = append([]string(nil), l.CgroupLimits...)
+	l.Rlimits = append([]string(nil), l.Rlimits...)
+	return l
+}
+
+// setupCgroups finds a usable cgroup hierarchy for per-run cgroups and
+// says once, at start-up, which limits are in force.
+func (p *Process) setupCgroups() {
+	p.limits.Rlimits = []string{"as", "nproc", "fsize", "nofile", "cpu"}
+	cg, err := detectCgroups()
+	if err != nil {
+		p.limits.CgroupUnavailable = err.Error()
+		p.log.Warn("no usable cgroup: sandbox memory, CPU and process limits are per-process rlimits only",
+			"reason", err.Error())
+		return
+	}
+	cg.removeStale()
+	p.cg = cg
+	p.limits.Cgroup = cg.version()
+	p.limits.CgroupLimits = cg.enforced()
 }
 
 func (c *ProcessConfig) setDefaults() error {
@@ -377,6 +424,7 @@ func (p *Process) probeSandbox() error {
 		timeout:     30 * time.Second,
 		outputLimit: 64 << 10,
 		limits:      p.runLimits(DefaultMemory, 30*time.Second, 1),
+		cgroup:      p.runCgroupLimits(DefaultMemory, 1),
 	})
 	if err == nil && (res.exitCode != 0 || !bytes.Contains(res.stdout, []byte("sandbox-ok"))) {
 		err = fmt.Errorf("exit code %d: %s", res.exitCode, strings.TrimSpace(string(res.stderr)))

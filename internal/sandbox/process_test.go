@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/sandboxtest"
 )
@@ -399,4 +401,28 @@ func TestProcessRunCleansUp(t *testing.T) {
 func runCmd(name string, args ...string) (string, error) {
 	out, err := exec.Command(name, args...).CombinedOutput()
 	return string(out), err
+}
+
+// TestProcessReportsLimits checks that the backend says which limits are
+// in force: as root on a host with cgroups (CI), a cgroup per run with
+// memory, memory+swap, CPU and pids limits besides the rlimits.
+func TestProcessReportsLimits(t *testing.T) {
+	p := newProcess(t, sandbox.ProcessConfig{})
+	l := p.Limits()
+	t.Logf("limits in force: %+v", l)
+	if diff := cmp.Diff([]string{"as", "nproc", "fsize", "nofile", "cpu"}, l.Rlimits); diff != "" {
+		t.Errorf("Rlimits (-want +got):\n%s", diff)
+	}
+	if l.Cgroup == "" {
+		if os.Geteuid() == 0 {
+			t.Fatalf("no cgroup in force as root: %s", l.CgroupUnavailable)
+		}
+		if l.CgroupUnavailable == "" {
+			t.Error("no cgroup in force, and no reason given")
+		}
+		return
+	}
+	if diff := cmp.Diff([]string{"memory", "memory+swap", "cpu", "pids"}, l.CgroupLimits); diff != "" {
+		t.Errorf("CgroupLimits (-want +got):\n%s", diff)
+	}
 }

@@ -85,6 +85,7 @@ func (p *Process) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 		etcDir:      etc,
 		uid:         uid,
 		limits:      p.runLimits(memory, timeout, cpus),
+		cgroup:      p.runCgroupLimits(memory, cpus),
 		timeout:     timeout,
 		outputLimit: outputLimit,
 	})
