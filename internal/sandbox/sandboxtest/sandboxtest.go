@@ -13,8 +13,11 @@
 //
 // The suite covers the script protocol (RunTests, RunScript, /var/inputs,
 // /var/outputs) and isolation: no network, no host files or worker
-// environment, a read-only host, killed process trees, capped output,
-// memory, processes and /tmp. It needs a base environment (Build with no
+// environment, a read-only host and root (tried from inside too),
+// no_new_privs, killed process trees, capped output, memory (one process
+// and several that only together exceed the limit), a CPU quota (measured
+// from inside), processes and /tmp; after each escape attempt the backend
+// must serve the next run. It needs a base environment (Build with no
 // packages) whose Python has pytest.
 //
 // Leftover processes are looked for in this host's /proc by a token in
@@ -60,6 +63,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend) {
 	}{
 		{"RunBasics", testRunBasics},
 		{"Unprivileged", testUnprivileged},
+		{"NoNewPrivileges", testNoNewPrivileges},
+		{"RootReadOnlyFromInside", testRootReadOnly},
 		{"BuildRejectsInvalidNames", testBuildValidation},
 		{"RunTestsPassing", testRunTestsPassing},
 		{"RunTestsFailing", testRunTestsFailing},
@@ -82,6 +87,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend) {
 		{"RunsAreIsolated", testRunsIsolated},
 		{"ForkBombContained", testForkBomb},
 		{"MemoryBombContained", testMemoryBomb},
+		{"MemoryBombAcrossProcessesContained", testMultiProcessMemoryBomb},
+		{"CPUQuotaHolds", testCPUQuota},
 		{"TmpCapped", testTmpCapped},
 		{"GiantOutputContained", testGiantOutput},
 		{"KillParentAndKillAllContained", testKillParentAndAll},
@@ -287,6 +294,7 @@ except OSError as e:
 	if !strings.Contains(out, `"HOME"`) || !strings.Contains(out, `"PATH"`) {
 		t.Errorf("PATH and HOME are missing in the sandbox:\n%s", out)
 	}
+	assertServes(t, f)
 }
 
 func testRunBasics(t *testing.T, f *fixture) {
@@ -344,6 +352,55 @@ print("capeff=" + status["CapEff"].strip())
 	if !strings.Contains(out, "capeff=0000000000000000") {
 		t.Errorf("the sandbox has capabilities:\n%s", out)
 	}
+}
+
+// testNoNewPrivileges checks that nothing in the sandbox can gain
+// privileges through a setuid binary or file capabilities.
+func testNoNewPrivileges(t *testing.T, f *fixture) {
+	res := f.python(t, `
+for line in open("/proc/self/status"):
+    if line.startswith("NoNewPrivs:"):
+        print("nnp=" + line.split(":", 1)[1].strip())
+`, nil)
+	if res.ExitCode != 0 {
+		t.Fatalf("run failed: %s", dump(res))
+	}
+	if !strings.Contains(string(res.Stdout), "nnp=1") {
+		t.Errorf("no_new_privs is not set in the sandbox: %s", dump(res))
+	}
+}
+
+// testRootReadOnly writes, from inside, to the root file system and the
+// system directories: every attempt fails (the host-side view of the same
+// is HostFilesInvisibleAndReadOnly).
+func testRootReadOnly(t *testing.T, f *fixture) {
+	tok := token(t)
+	targets := []string{"/" + tok, "/usr/" + tok, "/usr/lib/" + tok, "/usr/bin/" + tok, "/etc/" + tok,
+		"/opt/" + tok, "/var/" + tok}
+	res := f.python(t, fmt.Sprintf(`
+import errno, os
+def attempt(what, fn):
+    try:
+        fn()
+        print("WROTE", what)
+    except OSError as e:
+        print("blocked", what, errno.errorcode.get(e.errno, e.errno))
+for t in %q.split(","):
+    attempt(t, lambda: open(t, "w").write("planted"))
+    attempt(t + "-dir", lambda: os.mkdir(t + "-dir"))
+attempt("/etc/passwd", lambda: open("/etc/passwd", "a").write("evil::0:0::/:/bin/sh\n"))
+`, strings.Join(targets, ",")), nil)
+	out := string(res.Stdout)
+	if res.ExitCode != 0 {
+		t.Fatalf("run failed: %s", dump(res))
+	}
+	if strings.Contains(out, "WROTE") {
+		t.Errorf("the sandbox wrote to its root file system:\n%s", out)
+	}
+	if n := strings.Count(out, "blocked"); n != 2*len(targets)+1 {
+		t.Errorf("%d writes blocked, want %d:\n%s", n, 2*len(targets)+1, out)
+	}
+	assertServes(t, f)
 }
 
 func testBuildValidation(t *testing.T, f *fixture) {
@@ -786,6 +843,7 @@ func testTimeoutTree(t *testing.T, f *fixture) {
 		t.Errorf("the children did not start: %s", dump(res))
 	}
 	assertNoLeftovers(t, tok)
+	assertServes(t, f)
 }
 
 func testExitKillsBackground(t *testing.T, f *fixture) {
@@ -818,6 +876,7 @@ func testCancel(t *testing.T, f *fixture) {
 		t.Errorf("Run took %s to notice the cancellation", d)
 	}
 	assertNoLeftovers(t, tok)
+	assertServes(t, f)
 }
 
 func testOutputCapped(t *testing.T, f *fixture) {
@@ -894,6 +953,7 @@ attempt("public-ip", lambda: socket.create_connection(("1.1.1.1", 53), timeout=3
 	if strings.Count(out, "blocked") != 3 {
 		t.Errorf("unexpected output:\n%s", out)
 	}
+	assertServes(t, f)
 }
 
 func testHostFiles(t *testing.T, f *fixture) {
@@ -934,6 +994,7 @@ for t in targets:
 			t.Errorf("the sandbox wrote the host file %s", target)
 		}
 	}
+	assertServes(t, f)
 }
 
 func testRunsIsolated(t *testing.T, f *fixture) {
@@ -1025,6 +1086,82 @@ while True:
 		if int64(last)<<20 > memory+64<<20 {
 			t.Errorf("the run allocated %d MiB with a %d MiB limit", last, memory>>20)
 		}
+	}
+	assertServes(t, f)
+}
+
+// testMultiProcessMemoryBomb starts several processes that each stay
+// under the per-process address-space limit but together go well past the
+// sandbox's memory: the sandbox as a whole is capped (a cgroup), so some
+// are killed or fail to allocate, and the worker serves the next run.
+func testMultiProcessMemoryBomb(t *testing.T, f *fixture) {
+	const memory = 256 << 20
+	res := f.python(t, `
+import subprocess, sys
+# Each child writes 180 MiB (b"x" * n touches every page) and holds it.
+child = ("import sys, time\n"
+         "try:\n    hoard = b'x' * (180 << 20)\n"
+         "except MemoryError:\n    print('MemoryError', flush=True)\n    sys.exit(3)\n"
+         "print('holding', flush=True)\ntime.sleep(5)\n")
+print("START", flush=True)
+procs = [subprocess.Popen([sys.executable, "-c", child]) for _ in range(4)]
+rcs = [p.wait() for p in procs]
+print("rcs", rcs, flush=True)
+if all(rc == 0 for rc in rcs):
+    print("ALL_SURVIVED", flush=True)
+`, func(s *sandbox.RunSpec) {
+		s.Memory = memory
+		s.Timeout = 60 * time.Second
+	})
+	out := string(res.Stdout)
+	t.Logf("4 x 180 MiB under %d MiB: exit %d, timed out %v, stdout %q", memory>>20, res.ExitCode, res.TimedOut, out)
+	if !strings.Contains(out, "START") {
+		t.Fatalf("the run did not start its processes: %s", dump(res))
+	}
+	if strings.Contains(out, "ALL_SURVIVED") {
+		t.Errorf("4 processes held 720 MiB together under a %d MiB sandbox limit: %s", memory>>20, dump(res))
+	}
+	if res.TimedOut {
+		t.Errorf("the memory bomb ran into its timeout instead of being stopped: %s", dump(res))
+	}
+	assertServes(t, f)
+}
+
+// testCPUQuota runs two processes that spin for 3 s of wall time in a
+// sandbox granted half a CPU, and measures from inside the CPU time they
+// used. The quota is an upper bound the kernel enforces, so a busy host
+// only lowers the ratio; the tolerance (0.8 CPU-s per wall-second plus
+// 0.3 s, against 0.5 granted and up to 2 unlimited on two cores) absorbs
+// the CFS period's granularity and interpreter start-up.
+func testCPUQuota(t *testing.T, f *fixture) {
+	const cpus = 0.5
+	res := f.python(t, `
+import os, subprocess, sys, time
+spin = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end:\n    pass\n"
+start = time.monotonic()
+procs = [subprocess.Popen([sys.executable, "-c", spin, "3"]) for _ in range(2)]
+rcs = [p.wait() for p in procs]
+wall = time.monotonic() - start
+t = os.times()
+print("rcs=%s cpu %.3f wall %.3f" % ("".join(str(rc) for rc in rcs), t.children_user + t.children_system, wall))
+`, func(s *sandbox.RunSpec) {
+		s.CPUs = cpus
+		s.Timeout = 60 * time.Second
+	})
+	if res.ExitCode != 0 || res.TimedOut {
+		t.Fatalf("run failed: %s", dump(res))
+	}
+	var rcs string
+	var cpu, wall float64
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(res.Stdout)), "rcs=%s cpu %g wall %g", &rcs, &cpu, &wall); err != nil {
+		t.Fatalf("unexpected output %q: %v", res.Stdout, err)
+	}
+	t.Logf("2 spinners, %.1f CPUs: %.2f CPU-s in %.2f s (%.2f CPU-s per second)", cpus, cpu, wall, cpu/wall)
+	if rcs != "00" || wall < 3 || cpu <= 0 {
+		t.Fatalf("the spinners did not run: %s", dump(res))
+	}
+	if limit := 0.8*wall + 0.3; cpu > limit {
+		t.Errorf("two spinners used %.2f CPU-s in %.2f s with CPUs=%.1f (at most %.2f allowed)", cpu, wall, cpus, limit)
 	}
 	assertServes(t, f)
 }
@@ -1185,4 +1322,5 @@ print("engine sockets", socks)
 	if !strings.Contains(out, "engine sockets []") {
 		t.Errorf("the sandbox sees a container engine socket:\n%s", out)
 	}
+	assertServes(t, f)
 }
