@@ -26,7 +26,7 @@ var ErrBadInput = errors.New("llmstages: bad input")
 
 // normVersion identifies the normalisation rules in this package; it is part
 // of StageVersion because they shape the cached outputs too.
-const normVersion = "1"
+const normVersion = "2"
 
 // Options configure Handlers. The zero value is ready to use.
 type Options struct {
@@ -362,15 +362,25 @@ func (h *Handlers) patchTests(ctx context.Context, cmd *messages.StageCommand, i
 		p.FixedCode = stripFences(p.FixedCode)
 		patches = append(patches, p)
 	}
-	tests, unapplied := splice(in.Tests, patches)
-	for _, u := range unapplied {
-		n.add("patch of %q not applied: its test is not in the file and the patch does not define it", u)
+	failing := make([]string, len(in.Failures))
+	for i, f := range in.Failures {
+		failing[i] = f.TestName
+	}
+	tests, refused, spliceNotes := splice(in.Tests, patches, failing)
+	var unapplied, reasons []string
+	for _, r := range refused {
+		n.add("patch of %q not applied: %s", r.Name, r.Reason)
+		unapplied = append(unapplied, r.Name)
+		reasons = append(reasons, r.Name+": "+r.Reason)
+	}
+	for _, sn := range spliceNotes {
+		n.add("%s", sn)
 	}
 	if len(patches) == 0 {
 		n.add("the model returned no patches")
 	}
 	out.Notes = n
-	out.Value = messages.PatchTestsOutput{Patches: patches, Tests: tests, Unapplied: unapplied}
+	out.Value = messages.PatchTestsOutput{Patches: patches, Tests: tests, Unapplied: unapplied, Reasons: reasons}
 	return out, nil
 }
 

@@ -425,28 +425,100 @@ func TestDiagnosePassingReportNoCall(t *testing.T) {
 
 func TestPatchTests(t *testing.T) {
 	t.Parallel()
-	reply := mustJSON(t, messages.TestPatches{Patches: []messages.TestPatch{
-		{TestName: "test_a", FixedCode: "```python\ndef test_a():\n    assert total([1, 2]) == 3\n```"},
-		{TestName: "TestX::test_gone", FixedCode: "def test_gone(self):\n    pass\n"},
-	}})
-	h := New(&fakeClient{replies: map[string]string{"test_patches": reply}}, Options{})
-	in := messages.PatchTestsInput{Task: task, Code: "def total(x): return sum(x)\n",
-		Tests:    "from solution import total\n\n\ndef test_a():\n    assert total([1, 2]) == 4\n",
-		Failures: []messages.Failure{{TestName: "test_a", ErrorType: messages.ErrorTestError}}}
-	out, err := h.Handle(context.Background(), command(t, messages.StagePatchTests, in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := messages.PatchTestsOutput{
-		Patches: []messages.TestPatch{
-			{TestName: "test_a", FixedCode: "def test_a():\n    assert total([1, 2]) == 3\n"},
-			{TestName: "TestX::test_gone", FixedCode: "def test_gone(self):\n    pass\n"},
+	base := lines(
+		"from solution import total",
+		"",
+		"",
+		"def test_a():",
+		"    assert total([1, 2]) == 4",
+		"",
+		"",
+		"def test_b():",
+		"    assert total([]) == 0",
+		"",
+		"",
+		"class TestK:",
+		"    def test_a(self):",
+		"        assert total([1]) == 2",
+		"",
+		"    def test_b(self):",
+		"        assert total([2]) == 2",
+		"",
+	)
+	tests := []struct {
+		name          string
+		failing       []string
+		patches       []messages.TestPatch
+		wantTests     string
+		wantUnapplied []string
+		wantReasons   []string
+		wantNote      string
+	}{
+		{
+			name:    "failing test patched, fence removed, unknown test refused",
+			failing: []string{"test_a"},
+			patches: []messages.TestPatch{
+				{TestName: "test_a", FixedCode: "```python\ndef test_a():\n    assert total([1, 2]) == 3\n```"},
+				{TestName: "TestX::test_gone", FixedCode: "def test_gone(self):\n    pass\n"},
+			},
+			wantTests:     strings.Replace(base, "== 4", "== 3", 1),
+			wantUnapplied: []string{"TestX::test_gone"},
+			wantReasons:   []string{"TestX::test_gone: TestX::test_gone is not a failing test: only failing tests are patched"},
+			wantNote:      "removed a Markdown fence",
 		},
-		Tests:     "from solution import total\n\n\ndef test_a():\n    assert total([1, 2]) == 3\n",
-		Unapplied: []string{"TestX::test_gone"},
+		{
+			name:    "patch of a passing test refused",
+			failing: []string{"test_a"},
+			patches: []messages.TestPatch{
+				{TestName: "test_b", FixedCode: "def test_b():\n    assert total([]) == 1\n"},
+				{TestName: "test_a", FixedCode: "def test_a():\n    assert total([1, 2]) == 3\n"},
+			},
+			wantTests:     strings.Replace(base, "== 4", "== 3", 1),
+			wantUnapplied: []string{"test_b"},
+			wantReasons:   []string{"test_b: test_b is not a failing test: only failing tests are patched"},
+			wantNote:      `patch of "test_b" not applied`,
+		},
+		{
+			name:    "class patch keeps the passing method",
+			failing: []string{"TestK::test_a"},
+			patches: []messages.TestPatch{
+				{TestName: "TestK::test_a", FixedCode: "class TestK:\n    def test_a(self):\n        assert total([1]) == 1\n"},
+			},
+			wantTests: strings.Replace(base, "assert total([1]) == 2", "assert total([1]) == 1", 1),
+			wantNote:  "took only the failing TestK::test_a from the patch of class TestK",
+		},
 	}
-	if diff := cmp.Diff(want, out.Value); diff != "" {
-		t.Errorf("patch output (-want +got):\n%s", diff)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			reply := mustJSON(t, messages.TestPatches{Patches: tc.patches})
+			h := New(&fakeClient{replies: map[string]string{"test_patches": reply}}, Options{})
+			var failures []messages.Failure
+			for _, f := range tc.failing {
+				failures = append(failures, messages.Failure{TestName: f, ErrorType: messages.ErrorTestError})
+			}
+			in := messages.PatchTestsInput{Task: task, Code: "def total(x): return sum(x)\n", Tests: base, Failures: failures}
+			out, err := h.Handle(context.Background(), command(t, messages.StagePatchTests, in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := out.Value.(messages.PatchTestsOutput)
+			if diff := cmp.Diff(tc.wantTests, got.Tests); diff != "" {
+				t.Errorf("tests (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantUnapplied, got.Unapplied); diff != "" {
+				t.Errorf("unapplied (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantReasons, got.Reasons); diff != "" {
+				t.Errorf("reasons (-want +got):\n%s", diff)
+			}
+			if len(got.Patches) != len(tc.patches) || strings.Contains(got.Patches[0].FixedCode, "```") {
+				t.Errorf("patches not kept, fences stripped: %+v", got.Patches)
+			}
+			if !strings.Contains(strings.Join(out.Notes, "\n"), tc.wantNote) {
+				t.Errorf("notes %q lack %q", out.Notes, tc.wantNote)
+			}
+		})
 	}
 }
 

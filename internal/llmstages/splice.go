@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/prompts"
 	"github.com/autocoder/autocoder/internal/pyscan"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -246,28 +247,111 @@ func parseTestName(name string) (classes []string, fn string, ok bool) {
 	return parts[:len(parts)-1], parts[len(parts)-1], true
 }
 
-// splice applies patches to the test file in order, each replacing the
-// definition it names (decorators included) and keeping the file's line
-// endings. A patch whose test is missing is appended when it defines that
-// test (into its class, when the class exists); anything else is returned
-// in unapplied, by the patch's test name.
-func splice(tests string, patches []messages.TestPatch) (string, []string) {
-	var unapplied []string
-	for _, p := range patches {
-		next, ok := spliceOne(tests, p)
-		if !ok {
-			unapplied = append(unapplied, p.TestName)
+// target is a test function: its classes (outermost first) and its name.
+type target struct {
+	classes []string
+	fn      string
+}
+
+func (t target) String() string {
+	return strings.Join(append(append([]string(nil), t.classes...), t.fn), "::")
+}
+
+func sameClasses(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// refusal is a patch splice did not apply, by the patch's test name, with why.
+type refusal struct {
+	Name, Reason string
+}
+
+// failingSet is the tests a patch round may change: the round's failing
+// tests. A failure of the run as a whole (prompts.SessionTest: a collection
+// error, a timeout) failed every test, so it leaves none to protect and any
+// test may be patched.
+type failingSet struct {
+	all     bool
+	targets []target
+}
+
+func newFailingSet(failing []string) failingSet {
+	var fs failingSet
+	for _, name := range failing {
+		if strings.TrimSpace(name) == prompts.SessionTest {
+			fs.all = true
 			continue
+		}
+		if classes, fn, ok := parseTestName(name); ok {
+			fs.targets = append(fs.targets, target{classes, fn})
+		}
+	}
+	return fs
+}
+
+// resolve maps a patch's test name to the failing test it may change. A
+// name without its class is taken for the one failing method of that name
+// when there is exactly one and no module-level test has it.
+func (fs failingSet) resolve(t target) (target, string) {
+	var same []target
+	for _, f := range fs.targets {
+		if f.fn != t.fn {
+			continue
+		}
+		if sameClasses(f.classes, t.classes) {
+			return f, ""
+		}
+		same = append(same, f)
+	}
+	if fs.all {
+		return t, ""
+	}
+	if len(t.classes) == 0 && len(same) == 1 {
+		return same[0], ""
+	}
+	return target{}, t.String() + " is not a failing test: only failing tests are patched"
+}
+
+// splice applies patches to the test file in order, each replacing the
+// definition of a failing test it names (decorators included) and keeping
+// the file's line endings. Only failing tests change: a patch for any other
+// test is refused, and a patch that redefines a whole test class gives only
+// its failing methods, each spliced into the existing class, so the other
+// methods stay as they were. A patch whose failing test is missing is
+// appended when it defines that test (into its class, when the class
+// exists). Refused and unapplicable patches are returned with the reason;
+// notes say what was left out of patches that were applied.
+func splice(tests string, patches []messages.TestPatch, failing []string) (string, []refusal, []string) {
+	fs := newFailingSet(failing)
+	var refused []refusal
+	var notes []string
+	for _, p := range patches {
+		next, why, note := spliceOne(tests, p, fs)
+		if why != "" {
+			refused = append(refused, refusal{Name: p.TestName, Reason: why})
+			continue
+		}
+		if note != "" {
+			notes = append(notes, note)
 		}
 		tests = next
 	}
-	return tests, unapplied
+	return tests, refused, notes
 }
 
-func spliceOne(tests string, p messages.TestPatch) (string, bool) {
+// spliceOne applies one patch, or returns why it cannot.
+func spliceOne(tests string, p messages.TestPatch, fs failingSet) (out, why, note string) {
 	lines := patchLines(p.FixedCode)
 	if len(lines) == 0 {
-		return "", false
+		return "", "the patch is empty", ""
 	}
 	classes, fn, ok := parseTestName(p.TestName)
 	if !ok && strings.TrimSpace(p.TestName) == "" {
@@ -280,48 +364,133 @@ func spliceOne(tests string, p messages.TestPatch) (string, bool) {
 		}
 	}
 	if !ok {
-		return "", false
+		return "", "the test name is not a test function", ""
+	}
+	t, why := fs.resolve(target{classes, fn})
+	if why != "" {
+		return "", why, ""
 	}
 	f := parsePy(tests)
-
-	if defines(lines, "def", fn) {
-		lo, hi, indent, ws := 0, len(f.lines), 0, ""
-		var cls span
-		for _, c := range classes {
-			s, found := f.find("class", c, lo, hi, indent)
-			if !found {
-				// A method without its class cannot become a top-level test:
-				// pytest would ask for a fixture named self.
-				return replaceClass(f, classes, lines)
-			}
-			cls = s
-			indent, ws = f.bodyIndent(s)
-			lo, hi = s.hdr+1, s.end
-		}
-		if s, found := f.find("def", fn, lo, hi, indent); found {
-			f.replace(s.start, s.end, indentLines(lines, ws))
-			return f.String(), true
-		}
-		if len(classes) == 0 {
-			f.appendTop(lines)
-			return f.String(), true
-		}
-		f.replace(cls.end, cls.end, append([]string{""}, indentLines(lines, ws)...))
-		return f.String(), true
+	if defines(lines, "def", t.fn) {
+		lines, note = onlyTarget(lines, t.fn)
+		out, why = spliceFunc(f, t, lines)
+		return out, why, note
 	}
-	return replaceClass(f, classes, lines)
+	if len(t.classes) > 0 && defines(lines, "class", t.classes[0]) {
+		return spliceClass(f, t, lines, fs)
+	}
+	return "", "the patch does not define " + t.fn, ""
 }
 
-// replaceClass handles a patch that redefines the whole outermost test
-// class: it replaces the class, or appends it when the file lacks it.
-func replaceClass(f *pyFile, classes []string, lines []string) (string, bool) {
-	if len(classes) == 0 || !defines(lines, "class", classes[0]) {
-		return "", false
+// spliceFunc puts the function patch lines (dedented) in place of t.
+func spliceFunc(f *pyFile, t target, lines []string) (string, string) {
+	lo, hi, indent, ws := 0, len(f.lines), 0, ""
+	var cls span
+	for _, c := range t.classes {
+		s, found := f.find("class", c, lo, hi, indent)
+		if !found {
+			// A method without its class cannot become a top-level test:
+			// pytest would ask for a fixture named self.
+			return "", "its class " + c + " is not in the test file"
+		}
+		cls = s
+		indent, ws = f.bodyIndent(s)
+		lo, hi = s.hdr+1, s.end
 	}
-	if s, found := f.find("class", classes[0], 0, len(f.lines), 0); found {
-		f.replace(s.start, s.end, lines)
-	} else {
+	if s, found := f.find("def", t.fn, lo, hi, indent); found {
+		f.replace(s.start, s.end, indentLines(lines, ws))
+		return f.String(), ""
+	}
+	if len(t.classes) == 0 {
 		f.appendTop(lines)
+		return f.String(), ""
 	}
-	return f.String(), true
+	f.replace(cls.end, cls.end, append([]string{""}, indentLines(lines, ws)...))
+	return f.String(), ""
+}
+
+// spliceClass handles a patch that redefines the outermost class of t. When
+// the file has the class, each failing method of it that the patch defines
+// is taken out of the patch and spliced in on its own; the rest of the
+// patch's class (other tests, helpers) is left out, so no passing test is
+// dropped or changed. A class the file lacks is appended whole: it replaces
+// nothing.
+func spliceClass(f *pyFile, t target, lines []string, fs failingSet) (string, string, string) {
+	if _, found := f.find("class", t.classes[0], 0, len(f.lines), 0); !found {
+		f.appendTop(lines)
+		return f.String(), "", ""
+	}
+	want := []target{t}
+	for _, o := range fs.targets {
+		if len(o.classes) > 0 && o.classes[0] == t.classes[0] && o.String() != t.String() {
+			want = append(want, o)
+		}
+	}
+	pf := parsePy(strings.Join(lines, "\n"))
+	tests := f.String()
+	var took, missing []string
+	for _, w := range want {
+		m, ok := pf.method(w)
+		if !ok {
+			if w.String() == t.String() {
+				return "", "the patched class " + t.classes[0] + " does not define " + t.fn, ""
+			}
+			continue
+		}
+		next, why := spliceFunc(parsePy(tests), w, m)
+		if why != "" {
+			missing = append(missing, w.String()+" ("+why+")")
+			continue
+		}
+		tests = next
+		took = append(took, w.String())
+	}
+	if len(took) == 0 {
+		return "", strings.Join(missing, "; "), ""
+	}
+	note := "took only the failing " + strings.Join(took, ", ") + " from the patch of class " + t.classes[0] + "; its other definitions were left out"
+	return tests, "", note
+}
+
+// method returns the dedented source (decorators included) of method t in
+// the class chain of a patch, or false when the patch does not define it.
+func (f *pyFile) method(t target) ([]string, bool) {
+	lo, hi, indent := 0, len(f.lines), 0
+	for _, c := range t.classes {
+		s, found := f.find("class", c, lo, hi, indent)
+		if !found {
+			return nil, false
+		}
+		indent, _ = f.bodyIndent(s)
+		lo, hi = s.hdr+1, s.end
+	}
+	s, found := f.find("def", t.fn, lo, hi, indent)
+	if !found {
+		return nil, false
+	}
+	return patchLines(strings.Join(f.lines[s.start:s.end], "\n")), true
+}
+
+var topTestRe = regexp.MustCompile(`^(?:(?:async[ \t]+)?def[ \t]+(test[A-Za-z0-9_]*)|class[ \t]+(Test[A-Za-z0-9_]*))`)
+
+// onlyTarget keeps a function patch to the definition of fn when the patch
+// also defines other tests at top level (which would otherwise land in the
+// file as duplicates of passing tests); a patch with only fn and helpers or
+// imports is kept whole.
+func onlyTarget(lines []string, fn string) ([]string, string) {
+	p := parsePy(strings.Join(lines, "\n"))
+	var others []string
+	for i, l := range p.lines {
+		if p.kinds[i] != pyscan.Statement || indentWidth(l) != 0 {
+			continue
+		}
+		if m := topTestRe.FindStringSubmatch(l); m != nil && m[1] != fn {
+			others = append(others, m[1]+m[2])
+		}
+	}
+	if len(others) == 0 {
+		return lines, ""
+	}
+	s, _ := p.find("def", fn, 0, len(p.lines), 0)
+	return p.lines[s.start:s.end], "left " + strings.Join(others, ", ") + " out of the patch of " + fn + ": only failing tests are patched"
 }

@@ -49,8 +49,10 @@ func TestSplice(t *testing.T) {
 		name          string
 		src           string
 		patches       []messages.TestPatch
+		failing       []string // nil: the patches' own test names
 		want          string
 		wantUnapplied []string
+		wantReasons   []string // checked when set
 	}{
 		{
 			name:    "replace with decorators, keep nested and comment",
@@ -158,10 +160,127 @@ func TestSplice(t *testing.T) {
 			wantUnapplied: []string{"TestGone::test_y"},
 		},
 		{
-			name:    "whole class replaces the class",
+			name:    "whole class: its failing method is spliced in",
 			src:     "import x\n\n\nclass TestA:\n    def test_y(self):\n        assert 0\n\n\ndef test_b():\n    pass\n",
 			patches: []messages.TestPatch{{TestName: "TestA::test_y", FixedCode: "class TestA:\n    def test_y(self):\n        assert 1\n"}},
 			want:    "import x\n\n\nclass TestA:\n    def test_y(self):\n        assert 1\n\n\ndef test_b():\n    pass\n",
+		},
+		{
+			name: "class patch keeps the passing methods it leaves out",
+			src: lines(
+				"class TestK:",
+				"    def test_a(self):",
+				"        assert total([1]) == 2",
+				"",
+				"    def test_b(self):",
+				"        assert total([]) == 0",
+				"",
+			),
+			patches: []messages.TestPatch{{TestName: "TestK::test_a", FixedCode: lines(
+				"class TestK:",
+				"    def test_a(self):",
+				"        assert total([1]) == 1",
+			)}},
+			failing: []string{"TestK::test_a"},
+			want: lines(
+				"class TestK:",
+				"    def test_a(self):",
+				"        assert total([1]) == 1",
+				"",
+				"    def test_b(self):",
+				"        assert total([]) == 0",
+				"",
+			),
+		},
+		{
+			name: "class patch that also rewrites a passing method: only the failing ones taken",
+			src: lines(
+				"class TestK:",
+				"    def test_a(self):",
+				"        assert 0",
+				"",
+				"    def test_b(self):",
+				"        assert 1",
+				"",
+				"    def test_c(self):",
+				"        assert 0",
+				"",
+			),
+			patches: []messages.TestPatch{{TestName: "TestK::test_a", FixedCode: lines(
+				"class TestK:",
+				"    @staticmethod",
+				"    def helper():",
+				"        return 2",
+				"",
+				"    def test_a(self):",
+				"        assert 'a'",
+				"",
+				"    def test_b(self):",
+				"        assert 'changed'",
+				"",
+				"    def test_c(self):",
+				"        assert 'c'",
+			)}},
+			failing: []string{"TestK::test_a", "TestK::test_c"},
+			want: lines(
+				"class TestK:",
+				"    def test_a(self):",
+				"        assert 'a'",
+				"",
+				"    def test_b(self):",
+				"        assert 1",
+				"",
+				"    def test_c(self):",
+				"        assert 'c'",
+				"",
+			),
+		},
+		{
+			name:          "class patch without the failing method",
+			src:           "class TestK:\n    def test_a(self):\n        assert 0\n",
+			patches:       []messages.TestPatch{{TestName: "TestK::test_a", FixedCode: "class TestK:\n    def test_z(self):\n        pass\n"}},
+			want:          "class TestK:\n    def test_a(self):\n        assert 0\n",
+			wantUnapplied: []string{"TestK::test_a"},
+			wantReasons:   []string{"the patched class TestK does not define test_a"},
+		},
+		{
+			name:          "patch of a passing test is refused",
+			src:           "def test_a():\n    assert 0\n\n\ndef test_b():\n    assert 1\n",
+			patches:       []messages.TestPatch{{TestName: "test_b", FixedCode: "def test_b():\n    assert 2\n"}, {TestName: "test_a", FixedCode: "def test_a():\n    assert 1\n"}},
+			failing:       []string{"test_a"},
+			want:          "def test_a():\n    assert 1\n\n\ndef test_b():\n    assert 1\n",
+			wantUnapplied: []string{"test_b"},
+			wantReasons:   []string{"test_b is not a failing test: only failing tests are patched"},
+		},
+		{
+			name:          "patch of a method of the same name in another class is refused",
+			src:           "class TestJ:\n    def test_a(self):\n        assert 1\n\n\nclass TestK:\n    def test_a(self):\n        assert 0\n",
+			patches:       []messages.TestPatch{{TestName: "TestJ::test_a", FixedCode: "def test_a(self):\n    assert 2\n"}},
+			failing:       []string{"TestK::test_a"},
+			want:          "class TestJ:\n    def test_a(self):\n        assert 1\n\n\nclass TestK:\n    def test_a(self):\n        assert 0\n",
+			wantUnapplied: []string{"TestJ::test_a"},
+			wantReasons:   []string{"TestJ::test_a is not a failing test: only failing tests are patched"},
+		},
+		{
+			name:    "a name without its class goes to the one failing method",
+			src:     "def test_b():\n    pass\n\n\nclass TestK:\n    def test_a(self):\n        assert 0\n",
+			patches: []messages.TestPatch{{TestName: "test_a", FixedCode: "def test_a(self):\n    assert 1\n"}},
+			failing: []string{"TestK::test_a[1]"},
+			want:    "def test_b():\n    pass\n\n\nclass TestK:\n    def test_a(self):\n        assert 1\n",
+		},
+		{
+			name:    "a function patch that also redefines a passing test keeps only the failing one",
+			src:     "def test_a():\n    assert 0\n\n\ndef test_b():\n    assert 1\n",
+			patches: []messages.TestPatch{{TestName: "test_a", FixedCode: "def test_a():\n    assert 1\n\n\ndef test_b():\n    assert 'changed'\n"}},
+			failing: []string{"test_a"},
+			want:    "def test_a():\n    assert 1\n\n\ndef test_b():\n    assert 1\n",
+		},
+		{
+			name:    "a failure of the whole run lets any test be patched",
+			src:     "def test_a():\n    assert 0\n\n\ndef test_b():\n    assert 1\n",
+			patches: []messages.TestPatch{{TestName: "test_b", FixedCode: "def test_b():\n    assert 2\n"}},
+			failing: []string{"test_solution"},
+			want:    "def test_a():\n    assert 0\n\n\ndef test_b():\n    assert 2\n",
 		},
 		{
 			name:    "whole class appended when missing",
@@ -186,6 +305,7 @@ func TestSplice(t *testing.T) {
 			name:    "fenced patch, empty name inferred",
 			src:     "def test_a():\n    assert 0\n",
 			patches: []messages.TestPatch{{TestName: "", FixedCode: "```python\ndef test_a():\n    assert 1\n```"}},
+			failing: []string{"test_a"},
 			want:    "def test_a():\n    assert 1\n",
 		},
 		{
@@ -234,15 +354,38 @@ func TestSplice(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, unapplied := splice(tc.src, tc.patches)
+			failing := tc.failing
+			if failing == nil {
+				failing = patchNames(tc.patches)
+			}
+			got, refused, _ := splice(tc.src, tc.patches, failing)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("splice mismatch (-want +got):\n%s\ngot:\n%s", diff, got)
+			}
+			var unapplied, reasons []string
+			for _, r := range refused {
+				unapplied, reasons = append(unapplied, r.Name), append(reasons, r.Reason)
 			}
 			if diff := cmp.Diff(tc.wantUnapplied, unapplied, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("unapplied mismatch (-want +got):\n%s", diff)
 			}
+			if tc.wantReasons != nil {
+				if diff := cmp.Diff(tc.wantReasons, reasons); diff != "" {
+					t.Errorf("reasons mismatch (-want +got):\n%s", diff)
+				}
+			}
 		})
 	}
+}
+
+// patchNames are the test names of patches, as the failing tests of a
+// round that patches exactly those.
+func patchNames(ps []messages.TestPatch) []string {
+	names := []string{}
+	for _, p := range ps {
+		names = append(names, p.TestName)
+	}
+	return names
 }
 
 func TestParseTestName(t *testing.T) {
@@ -329,9 +472,9 @@ func TestSpliceKeepsPythonValid(t *testing.T) {
 		{{TestName: "TestB::test_d", FixedCode: "class TestB:\n    def test_d(self):\n        assert 1\n"}},
 	}
 	for i, ps := range patches {
-		got, unapplied := splice(src, ps)
-		if len(unapplied) > 0 {
-			t.Errorf("case %d: unapplied %v", i, unapplied)
+		got, refused, _ := splice(src, ps, patchNames(ps))
+		if len(refused) > 0 {
+			t.Errorf("case %d: unapplied %v", i, refused)
 			continue
 		}
 		cmd := exec.Command(py, "-c", "import ast, sys; ast.parse(sys.stdin.read())")
@@ -347,8 +490,8 @@ func FuzzSplice(f *testing.F) {
 	f.Add("class TestA:\n    def test_b(self):\n        pass\n", "TestA::test_b", "def test_b(self):\n    pass")
 	f.Add("@d\n\ndef test_a(): pass\r\n", "test_a", "```\ndef test_a(): pass\n```")
 	f.Fuzz(func(t *testing.T, src, name, code string) {
-		got, unapplied := splice(src, []messages.TestPatch{{TestName: name, FixedCode: code}})
-		if len(unapplied) > 0 && got != src {
+		got, refused, _ := splice(src, []messages.TestPatch{{TestName: name, FixedCode: code}}, []string{name})
+		if len(refused) > 0 && got != src {
 			t.Errorf("unapplied patch changed the file")
 		}
 	})

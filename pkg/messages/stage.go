@@ -266,8 +266,11 @@ type TestPatches struct {
 type PatchTestsOutput struct {
 	Patches []TestPatch `json:"patches"`
 	Tests   string      `json:"tests"`
-	// Unapplied names patches whose test function was not found.
+	// Unapplied names the patches that were not spliced in: their test is
+	// not a failing one, or the patch does not define it. Reasons says why,
+	// as "test_name: reason", one per entry of Unapplied.
 	Unapplied []string `json:"unapplied,omitempty"`
+	Reasons   []string `json:"reasons,omitempty"`
 }
 
 // VerifyInput is the input of StageVerify.
