@@ -468,16 +468,27 @@ func (m *stepper) dispatchPatch(failures []messages.Failure, missing []string) {
 
 // patched takes the patched test file and checks that every failing test
 // function of the round changed; the ones that did not are patched again.
+// It also checks that no other test function changed: a patch that touched
+// a test that was not failing is unverified (the patch stage refuses such
+// patches, so this guards against a worker that does not).
 func (m *stepper) patched(out messages.PatchTestsOutput) {
 	s := m.s
 	if strings.TrimSpace(out.Tests) != "" {
 		s.Tests = &messages.Tests{Code: out.Tests}
 	}
-	if len(out.Unapplied) > 0 {
+	if len(out.Reasons) > 0 {
+		m.note("test patches not applied: " + joinShort(out.Reasons, 5))
+	} else if len(out.Unapplied) > 0 {
 		m.note("test patches not applied: " + strings.Join(out.Unapplied, ", "))
 	}
 	r := s.Round
 	if r == nil || r.Patch != repairPending {
+		m.advance()
+		return
+	}
+	if changed := changedOthers(r.BaseTests, testsOf(s), r.TestErrors); len(changed) > 0 {
+		r.Patch = repairUnverified
+		m.note(fmt.Sprintf("test patch attempt %d changed %s, which were not failing: the patch is unverified", r.PatchAttempts, joinShort(changed, 5)))
 		m.advance()
 		return
 	}

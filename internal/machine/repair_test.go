@@ -485,6 +485,26 @@ func TestRepairRounds(t *testing.T) {
 			},
 		},
 		{
+			name: "a patch that changes a passing test is unverified, not asked again",
+			script: func(w *world) {
+				tests := "from solution import f\n\n\nclass TestK:\n    def test_a(self):\n        assert f() == 2\n\n    def test_b(self):\n        assert f() == 1\n"
+				w.answers[messages.StageTests] = []any{messages.Tests{Code: tests}}
+				w.answers[messages.StageRunTests] = []any{fail("TestK::test_a"), pass(1)}
+				w.answers[messages.StageDiagnose] = []any{messages.Diagnosis{Failures: []messages.Failure{
+					{TestName: "TestK::test_a", ErrorType: messages.ErrorTestError}}}}
+				// The class was replaced whole: test_a fixed, the passing test_b dropped.
+				w.answers[messages.StagePatchTests] = []any{messages.PatchTestsOutput{
+					Tests: "from solution import f\n\n\nclass TestK:\n    def test_a(self):\n        assert f() == 1\n"}}
+			},
+			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "diagnose", "patch_tests", "run_tests"},
+			wantStatus: messages.StatusSucceeded,
+			check: func(t *testing.T, s State, cmds []Command) {
+				if !hasNote(s, "test patch attempt 1 changed test_b, which were not failing: the patch is unverified") {
+					t.Errorf("notes %q lack the unverified patch", s.Notes)
+				}
+			},
+		},
+		{
 			name: "a rebuild starts with the fix, not after it",
 			script: func(w *world) {
 				w.answers[messages.StageRunTests] = []any{fail("test_a", "test_b"), pass(2)}
@@ -596,6 +616,17 @@ func TestCheckOne(t *testing.T) {
 		{"whole suggestion is code", "def total(df):\n    return 42\n", "return 42", applied},
 		{"prose only: undecided", "def total(df):\n    return round(float(df['price'].sum()), 3)\n", "round to three decimals instead", undecided},
 		{"a snippet already in the old code is no evidence", old + "# changed\n", "keep `df['price'].sum()` but handle NaN", undecided},
+		// "old snippet gone, new snippet present": both halves count.
+		{"old still returned, new on an unused line: undecided", "def total(df):\n    unused = df['total'].sum()\n    return round(float(df['price'].sum()), 2)\n",
+			"replace `df['price'].sum()` with `df['total'].sum()`", undecided},
+		{"old gone, new present: applied", "def total(df):\n    return round(float(df['total'].sum()), 2)\n",
+			"replace `df['price'].sum()` with `df['total'].sum()`", applied},
+		{"the replaced snippet stays, another suggested one appears: undecided", old + "\n\ndef net(df):\n    return df['total'].sum()\n",
+			"replace `round(` with `math.floor(` and use `df['total'].sum()`", undecided},
+		{"arrow form, old stays, new present: undecided", old + "x = df.total.sum()\n", "`df['price'].sum()` -> `df.total.sum()`", undecided},
+		{"instead-of form, old gone, new present: applied", "def total(df):\n    return round(float(df.total.sum()), 2)\n",
+			"use `df.total.sum()` instead of `df['price'].sum()`", applied},
+		{"instead-of form, old stays, new absent: not applied", old + "# touched\n", "use `df.total.sum()` instead of `df['price'].sum()`", notApplied},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -622,6 +653,57 @@ func TestUnpatched(t *testing.T) {
 	}
 	if got := unpatched(old, newTests, fs[1:2], []string{"TestK::test_b"}); len(got) != 1 {
 		t.Errorf("an unapplied patch counts as patched: %+v", got)
+	}
+}
+
+func TestChangedOthers(t *testing.T) {
+	t.Parallel()
+	old := lines(
+		"import pytest",
+		"",
+		"",
+		"def helper():",
+		"    return 1",
+		"",
+		"",
+		"def test_a():",
+		"    assert helper() == 2",
+		"",
+		"",
+		"class TestK:",
+		"    def test_b(self):",
+		"        assert 1",
+		"",
+		"    def test_c(self):",
+		"        assert 2",
+		"",
+	)
+	tests := []struct {
+		name     string
+		newTests string
+		failing  []string
+		want     []string
+	}{
+		{"only the failing test changed", strings.Replace(old, "helper() == 2", "helper() == 1", 1), []string{"test_a"}, nil},
+		{"a helper may change", strings.Replace(old, "return 1", "return 2", 1), []string{"test_a"}, nil},
+		{"a passing test changed", strings.Replace(old, "assert 2", "assert 3", 1), []string{"test_a"}, []string{"test_c"}},
+		{"a passing method dropped by a class replacement", strings.Replace(old, "    def test_c(self):\n        assert 2\n", "", 1),
+			[]string{"TestK::test_b"}, []string{"test_c"}},
+		{"a failing method changed, its sibling kept", strings.Replace(old, "assert 1", "assert 0", 1), []string{"TestK::test_b[x]"}, nil},
+		{"a test added", old + "\n\ndef test_new():\n    pass\n", []string{"test_a"}, nil},
+		{"a failure of the whole run: nothing to protect", "", []string{"test_solution"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var fs []messages.Failure
+			for _, f := range tc.failing {
+				fs = append(fs, messages.Failure{TestName: f})
+			}
+			if diff := cmp.Diff(tc.want, changedOthers(old, tc.newTests, fs)); diff != "" {
+				t.Errorf("changedOthers (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -1028,5 +1110,26 @@ func TestPipelineShape(t *testing.T) {
 	}
 	if sequential := 4*L + build + runT; total >= sequential {
 		t.Errorf("%v is no better than the reference order's %v", total, sequential)
+	}
+}
+
+// lines joins its arguments with "\n", for readable Python fixtures.
+func lines(ls ...string) string { return strings.Join(ls, "\n") }
+
+func TestCheckOneCountsOccurrences(t *testing.T) {
+	t.Parallel()
+	old := "def total(df):\n    return df['price'].sum()\n\n\ndef avg(df):\n    return df['price'].sum() / len(df)\n"
+	fix := "replace `return df['price'].sum()` with `return df['total'].sum()`"
+	tests := []struct {
+		name, newCode string
+		want          verdict
+	}{
+		{"one of two occurrences replaced: applied", strings.Replace(old, "return df['price'].sum()\n", "return df['total'].sum()\n", 1), applied},
+		{"both kept, new added: undecided", old + "\n\ndef net(df):\n    return df['total'].sum()\n", undecided},
+	}
+	for _, tc := range tests {
+		if got := checkOne(old, tc.newCode, messages.Failure{TestName: "t", SuggestedFix: fix}); got != tc.want {
+			t.Errorf("%s: checkOne = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

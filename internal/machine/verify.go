@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/prompts"
 	"github.com/autocoder/autocoder/internal/pyscan"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -113,34 +114,54 @@ func isOperator(w string) bool {
 	return false
 }
 
-// checkOne decides whether the new code applies one failure's suggested fix:
-// a snippet the fix asks for that was not in the old code and is in the new
-// one means applied; a snippet it says to replace that is still there as
-// often as before (with nothing new) means not applied. A failure without a
-// suggested fix has nothing to verify.
+// checkOne decides whether the new code applies one failure's suggested
+// fix, by the rule "old snippet gone, new snippet present":
+//
+//   - a snippet the fix says to replace that is still there as often as
+//     before is "stays"; one there less often than before is "gone";
+//   - a snippet the fix asks for that was not in the old code and is in the
+//     new one is "present".
+//
+// present and nothing stays: applied. Something stays and nothing is
+// present: not applied. Both present and staying: undecided, so the verify
+// stage reads the change. That case is ambiguous, not a failure: the new
+// snippet may sit on a line that is never used while the buggy one is still
+// returned, or the old snippet may also occur, rightly, somewhere the fix
+// did not mean; a textual count cannot tell these apart, and the verify call
+// costs one model call only in this case. Gone with nothing present (the
+// fix written differently) is applied. A failure without a suggested fix
+// has nothing to verify.
 func checkOne(oldCode, newCode string, f messages.Failure) verdict {
 	if strings.TrimSpace(f.SuggestedFix) == "" {
 		return applied
 	}
 	oldS, newS := squash(oldCode), squash(newCode)
 	olds, news := snippets(f.SuggestedFix)
+	present := false
 	for _, sn := range news {
 		if n := squash(sn); len(n) >= minSnippet && !strings.Contains(oldS, n) && strings.Contains(newS, n) {
-			return applied
+			present = true
+			break
 		}
 	}
-	gone := false
+	stays, gone := false, false
 	for _, sn := range olds {
 		n := squash(sn)
 		if len(n) < minSnippet || !strings.Contains(oldS, n) {
 			continue
 		}
 		if strings.Count(newS, n) >= strings.Count(oldS, n) {
-			return notApplied
+			stays = true
+		} else {
+			gone = true
 		}
-		gone = true
 	}
-	if gone {
+	switch {
+	case stays && present:
+		return undecided
+	case stays:
+		return notApplied
+	case present || gone:
 		return applied
 	}
 	return undecided
@@ -203,6 +224,49 @@ func unpatched(oldTests, newTests string, fs []messages.Failure, unapplied []str
 		}
 		if funcSource(newTests, fn) == before {
 			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// changedOthers returns the test functions other than the failing ones
+// whose source a patch round changed or removed: a patch must touch only the
+// failing tests. Functions are compared by name, so a name that fails
+// anywhere (TestK::test_a) is not checked anywhere (TestJ::test_a); helpers
+// and fixtures (not named test*) may change. A failure of the run as a whole
+// (prompts.SessionTest) failed every test, so there is nothing to check.
+func changedOthers(oldTests, newTests string, fs []messages.Failure) []string {
+	failing := map[string]bool{}
+	for _, f := range fs {
+		if strings.TrimSpace(f.TestName) == prompts.SessionTest {
+			return nil
+		}
+		failing[testFunc(f.TestName)] = true
+	}
+	var out []string
+	for _, name := range funcNames(oldTests) {
+		if failing[name] || !strings.HasPrefix(name, "test") {
+			continue
+		}
+		if funcSource(newTests, name) != funcSource(oldTests, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// funcNames returns the names of the functions defined in src (at any
+// depth), each once, in order.
+func funcNames(src string) []string {
+	src = strings.ReplaceAll(src, "\r\n", "\n")
+	lines := strings.Split(src, "\n")
+	kinds := pyscan.LineKinds(src)
+	seen := map[string]bool{}
+	var out []string
+	for i := 0; i < len(lines) && i < len(kinds); i++ {
+		if m := defRe.FindStringSubmatch(lines[i]); m != nil && kinds[i] == pyscan.Statement && !seen[m[2]] {
+			seen[m[2]] = true
+			out = append(out, m[2])
 		}
 	}
 	return out
