@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,9 +95,14 @@ func TestAcceptanceFailureIsFixedThenFails(t *testing.T) {
 			// The loop tried: the tests passed, the acceptance run failed,
 			// a fix was asked for with the problem, and the fixed code was
 			// tested and run again.
+			// (code and tests are written concurrently, in either order.)
+			got := stageNames(res)
+			if len(got) > 3 {
+				slices.Sort(got[1:3])
+			}
 			want := []string{"plan", "code", "tests", "build", "run_tests", "acceptance", "fix", "run_tests", "acceptance"}
-			if got := stageNames(res); strings.Join(got, " ") != strings.Join(want, " ") {
-				t.Errorf("stages %v, want %v", got, want)
+			if !slices.Equal(got, want) {
+				t.Errorf("stages %v, want %v", stageNames(res), want)
 			}
 			reqs := solutionRequests(fake)
 			if len(reqs) != 2 {
