@@ -68,6 +68,7 @@ func builders() map[string][]messages.ChatMessage {
 		"code_candidate":   Code(messages.CodeInput{Task: task, Plan: plan, Candidate: 2, Candidates: 3}),
 		"code_regen":       Code(messages.CodeInput{Task: task, Plan: plan, Attempt: 1, Hints: []string{"test_totals: AssertionError: assert 3 == 4 (failing since iteration 1; tried: code fix x2)"}}),
 		"patch_tests_esc1": PatchTests(messages.PatchTestsInput{Task: task, Code: "x", Tests: "y", Failures: failures, Escalation: 1, Missing: []string{"test_totals"}}),
+		"patch_tests_esc2": PatchTests(messages.PatchTestsInput{Task: task, Code: "x", Tests: "y", Failures: failures, Escalation: 2, Missing: []string{"test_totals"}}),
 		"patch_tests":      PatchTests(messages.PatchTestsInput{Task: task, Code: "def f(): pass\n", Tests: "def test_totals(): pass\n", Failures: failures}),
 		"verify":           Verify(messages.VerifyInput{OldCode: "a = 1\n", NewCode: "a = 2\n", Failures: failures}),
 		"constraint": Constraint("order dates must not be in the future", []messages.DataColumn{
@@ -240,6 +241,7 @@ func TestInjectionStaysInsideDataFence(t *testing.T) {
 		"fix_esc1":    Fix(messages.FixInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures, Escalation: 1, Missing: []string{inj}}),
 		"fix_esc2":    Fix(messages.FixInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures, Escalation: 3, Missing: []string{inj}}),
 		"patch_tests": PatchTests(messages.PatchTestsInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures}),
+		"patch_tests_esc2": PatchTests(messages.PatchTestsInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures, Escalation: 2, Missing: []string{inj}}),
 		"verify":      Verify(messages.VerifyInput{OldCode: inj, NewCode: inj, Failures: evilFailures}),
 		"constraint":  Constraint(inj, []messages.DataColumn{{Sample: inj, Name: inj, Type: inj}}),
 	}
@@ -399,6 +401,29 @@ func TestFixEscalation(t *testing.T) {
 	noMissing := Fix(messages.FixInput{Task: task, Failures: failures, Escalation: 1})[1].Content
 	if !strings.Contains(noMissing, "did not resolve these failures") {
 		t.Error("escalation 1 without missing fixes says nothing")
+	}
+}
+
+func TestPatchEscalation(t *testing.T) {
+	t.Parallel()
+	b := builders()
+	first, esc1, esc2 := b["patch_tests"][1].Content, b["patch_tests_esc1"][1].Content, b["patch_tests_esc2"][1].Content
+	if strings.Contains(first, "previous patch") || strings.Contains(first, "from scratch") {
+		t.Error("first patch attempt mentions escalation")
+	}
+	if !strings.Contains(esc1, "The previous patch was incomplete") || !strings.Contains(esc1, "test_totals") || strings.Contains(esc1, "from scratch") {
+		t.Errorf("escalation 1 should name the unchanged tests without the rewrite demand:\n%s", esc1)
+	}
+	for _, w := range []string{"Earlier patches did not work", "again from scratch", "never its class", "Do not patch any other test", "test_totals"} {
+		if !strings.Contains(esc2, w) {
+			t.Errorf("escalation 2 lacks %q:\n%s", w, esc2)
+		}
+	}
+	if esc1 == esc2 {
+		t.Error("escalations 1 and 2 are the same text")
+	}
+	if esc3 := PatchTests(messages.PatchTestsInput{Task: task, Code: "x", Tests: "y", Failures: failures, Escalation: 3, Missing: []string{"test_totals"}})[1].Content; esc3 != esc2 {
+		t.Error("escalation 3 differs from 2: the strongest text should hold from 2 on")
 	}
 }
 

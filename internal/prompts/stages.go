@@ -231,11 +231,13 @@ Your job now: fix solution.py so that the failing tests pass. The tests are corr
 }
 
 // PatchTests builds the patch_tests stage's conversation (reply:
-// llm.TestPatchesSchema) for failures diagnosed as test_error.
+// llm.TestPatchesSchema) for failures diagnosed as test_error. With
+// Escalation 1 it names the test functions a previous patch left unchanged;
+// from 2 it demands each be written again from scratch.
 func PatchTests(in messages.PatchTestsInput) []messages.ChatMessage {
 	system := preamble + `
 
-Your job now: correct tests in test_solution.py that were diagnosed as wrong: for these failures the test, not solution.py, is at fault. Make each test agree with the task, the plan and the protocols; when an exact expected value is uncertain, assert a property that must hold instead. Do not weaken a test until it checks nothing.
+Your job now: correct tests in test_solution.py that were diagnosed as wrong: for these failures the test, not solution.py, is at fault. Make each test agree with the task, the plan and the protocols; when an exact expected value is uncertain, assert a property that must hold instead. Do not weaken a test until it checks nothing. Patch only the tests listed as wrong: a patch of any other test is refused, and the other tests stay as they are.
 
 ` + testProtocol(in.Task) + `
 Reply fields:
@@ -249,12 +251,19 @@ Reply fields:
 	renderCode(&b, "test_solution.py (to correct)", in.Tests)
 	b.WriteString("\n## Tests diagnosed as wrong\n\n")
 	renderFailures(&b, "Failures", in.Failures)
-	if in.Escalation > 0 {
+	switch {
+	case in.Escalation == 1:
 		b.WriteString("\n## The previous patch was incomplete\n\n")
 		if len(in.Missing) > 0 {
 			b.WriteString(data("These test functions were not corrected", "text", "- "+strings.Join(trimAll(in.Missing, fieldBudget), "\n- ")))
 		}
 		b.WriteString("Return a patch for every one of them this time, each named exactly as listed and defining that test function, and change what makes it fail.\n")
+	case in.Escalation >= 2:
+		b.WriteString("\n## Earlier patches did not work\n\n")
+		if len(in.Missing) > 0 {
+			b.WriteString(data("These test functions are still not corrected", "text", "- "+strings.Join(trimAll(in.Missing, fieldBudget), "\n- ")))
+		}
+		b.WriteString("Editing these tests has failed twice. Write each listed test function again from scratch: one patch per listed test, test_name exactly as listed, fixed_code the whole new definition of that one function (for a method, the method alone, never its class), with a body that differs from the current one. Check only what the task states for certain; where an exact expected value is in doubt, assert a property that must hold (type, range, sign, length, that the output file exists and parses). Do not patch any other test. Before you reply, go through the listed tests one by one and confirm that each has its patch.\n")
 	}
 	b.WriteString("\nReturn the corrected test functions now.\n")
 	return chat(system, b.String())
