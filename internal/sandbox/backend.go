@@ -80,6 +80,10 @@ type RunSpec struct {
 	Collect []string
 	// CollectOutputs returns everything under /var/outputs (capped at 64 MiB).
 	CollectOutputs bool
+	// JobID is the job the run is for, if any: the docker backend labels
+	// its container with it (autocoder.job) and logs it. It changes nothing
+	// inside the sandbox.
+	JobID string
 }
 
 // RunResult is what a run produced.

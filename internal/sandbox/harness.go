@@ -40,6 +40,7 @@ type TestRun struct {
 	CPUs    float64           // zero: 1
 	// OutputLimit caps pytest's stdout and stderr each, as RunSpec.OutputLimit.
 	OutputLimit int
+	JobID       string // as RunSpec.JobID
 }
 
 // harnessEnv are the variables every harness run gets: no bytecode files
@@ -73,6 +74,7 @@ func TestRunSpec(tr TestRun) RunSpec {
 		CPUs:        tr.CPUs,
 		OutputLimit: tr.OutputLimit,
 		Collect:     []string{JUnitFile},
+		JobID:       tr.JobID,
 	}
 }
 

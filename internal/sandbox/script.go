@@ -24,6 +24,7 @@ type ScriptRun struct {
 	CPUs    float64                  // zero: 1
 	// OutputLimit caps the script's stdout and stderr each, as RunSpec.OutputLimit.
 	OutputLimit int
+	JobID       string // as RunSpec.JobID
 }
 
 var argNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -60,6 +61,7 @@ func ScriptRunSpec(sr ScriptRun) (RunSpec, error) {
 		CPUs:           sr.CPUs,
 		OutputLimit:    sr.OutputLimit,
 		CollectOutputs: true,
+		JobID:          sr.JobID,
 	}, nil
 }
 

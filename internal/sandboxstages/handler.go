@@ -70,13 +70,13 @@ func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (stag
 		if err := decode(cmd, &in); err != nil {
 			return stagework.Output{}, err
 		}
-		return h.runTests(ctx, in)
+		return h.runTests(ctx, cmd.JobID, in)
 	case messages.StageAcceptance, messages.StageRun:
 		var in messages.AcceptanceInput
 		if err := decode(cmd, &in); err != nil {
 			return stagework.Output{}, err
 		}
-		return h.runScript(ctx, in)
+		return h.runScript(ctx, cmd.JobID, in)
 	}
 	return stagework.Output{}, stagework.Permanent(fmt.Errorf("sandbox worker cannot do stage %q", cmd.Stage))
 }
@@ -128,7 +128,7 @@ func (h *Handlers) build(ctx context.Context, in messages.BuildInput) (stagework
 	return stagework.Output{Value: messages.BuildOutput{Image: env.ID, Log: env.Log}}, nil
 }
 
-func (h *Handlers) runTests(ctx context.Context, in messages.RunTestsInput) (stagework.Output, error) {
+func (h *Handlers) runTests(ctx context.Context, jobID string, in messages.RunTestsInput) (stagework.Output, error) {
 	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
 		return stagework.Output{}, err
@@ -140,7 +140,7 @@ func (h *Handlers) runTests(ctx context.Context, in messages.RunTestsInput) (sta
 	mem, cpus := limits(in.Resources)
 	rep, err := sandbox.RunTests(ctx, h.backend, sandbox.TestRun{
 		Env: image, Code: in.Code, Tests: in.Tests, Inputs: inputs,
-		Timeout: in.Timeout.Std(), Memory: mem, CPUs: cpus,
+		Timeout: in.Timeout.Std(), Memory: mem, CPUs: cpus, JobID: jobID,
 	})
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("run tests: %w", err)
@@ -148,7 +148,7 @@ func (h *Handlers) runTests(ctx context.Context, in messages.RunTestsInput) (sta
 	return stagework.Output{Value: rep}, nil
 }
 
-func (h *Handlers) runScript(ctx context.Context, in messages.AcceptanceInput) (stagework.Output, error) {
+func (h *Handlers) runScript(ctx context.Context, jobID string, in messages.AcceptanceInput) (stagework.Output, error) {
 	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
 		return stagework.Output{}, err
@@ -165,7 +165,7 @@ func (h *Handlers) runScript(ctx context.Context, in messages.AcceptanceInput) (
 	mem, cpus := limits(in.Resources)
 	out, res, err := sandbox.RunScriptFiles(ctx, h.backend, sandbox.ScriptRun{
 		Env: image, Code: in.Code, Inputs: inputs, Args: in.Args, Outputs: in.Outputs,
-		Timeout: in.Timeout.Std(), Memory: mem, CPUs: cpus,
+		Timeout: in.Timeout.Std(), Memory: mem, CPUs: cpus, JobID: jobID,
 	})
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("run script: %w", err)

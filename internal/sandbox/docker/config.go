@@ -27,6 +27,7 @@ const (
 	DefaultPoolSize       = 2
 	DefaultPoolImages     = 4
 	DefaultPoolLease      = 30 * time.Minute
+	DefaultHeartbeatTTL   = 30 * time.Second
 	DefaultProbeTimeout   = 60 * time.Second
 	defaultPingTimeout    = 5 * time.Second
 	sandboxUID            = 10001
@@ -56,9 +57,16 @@ type Config struct {
 	// host name and pid.
 	Worker string
 	// Cache holds the cross-worker lock that makes concurrent workers build
-	// an image once (cache.Cache.TryLock). Nil: builds are deduplicated
-	// within this process only.
+	// an image once (cache.Cache.TryLock), and the workers' heartbeats that
+	// let a reaper remove a dead worker's containers before their leases
+	// end (liveness.go). Nil: builds are deduplicated within this process
+	// only, and containers are reaped by their leases only.
 	Cache cache.Cache
+	// HeartbeatTTL is how long this worker's heartbeat in Cache lasts (it
+	// is refreshed three times per TTL): once a worker dies, its containers
+	// are reaped within HeartbeatTTL plus ReapInterval. Default 30s;
+	// negative: no heartbeat. At least 1s.
+	HeartbeatTTL time.Duration
 
 	// PipIndexURL is pip's --index-url inside builds. Empty: pip's default
 	// (PyPI), or no index at all when only PipFindLinks is set.
@@ -155,6 +163,9 @@ func (c *Config) setDefaults() error {
 	if c.PoolLease == 0 {
 		c.PoolLease = DefaultPoolLease
 	}
+	if c.HeartbeatTTL == 0 {
+		c.HeartbeatTTL = DefaultHeartbeatTTL
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -172,6 +183,8 @@ func (c *Config) setDefaults() error {
 		return errors.New("docker: Config.MaxFileSize must be at least 1 MiB")
 	case c.NoFile < 64 || c.NProc < 8:
 		return errors.New("docker: Config.NoFile must be at least 64 and Config.NProc at least 8")
+	case c.HeartbeatTTL > 0 && c.HeartbeatTTL < time.Second:
+		return errors.New("docker: Config.HeartbeatTTL must be at least 1s (or negative: none)")
 	case c.LeaseMargin < 0:
 		return errors.New("docker: Config.LeaseMargin must not be negative")
 	case c.PoolImages < 0 || c.PoolLease < time.Minute:

@@ -30,6 +30,9 @@ type Backend struct {
 	log  *slog.Logger
 	cli  *client.Client
 	base baseInfo
+	// domain is the liveness domain this worker heartbeats in ("": no
+	// heartbeat); set in New before any container starts.
+	domain string
 
 	flight sandbox.BuildGroup
 	known  sync.Map // image name -> struct{}: built or seen, so Build needs no API call
@@ -80,8 +83,9 @@ func Ping(ctx context.Context, host string) error {
 
 // New connects to the engine, makes sure the base image is there (pulling
 // it unless Config.NoPull), runs it once with the hardened settings so that
-// an engine that cannot run sandboxes fails here with the reason, removes
-// containers whose lease is over, and starts the reaper and the warm pool.
+// an engine that cannot run sandboxes fails here with the reason, starts
+// the worker heartbeat (with a Cache), removes containers whose lease is
+// over or whose worker is gone, and starts the reaper and the warm pool.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -96,6 +100,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	b.pool = newPool(b)
+	b.startLiveness(ctx)
 	b.reap(ctx)
 	if cfg.ReapInterval > 0 {
 		b.bg.Add(1)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/autocoder/autocoder/pkg/cache"
 )
 
 // Every name this package gives the engine (image repositories, labels,
@@ -29,15 +31,28 @@ const (
 	labelParent      = "autocoder.parent"       // the image this one was built FROM
 )
 
-// Labels of containers this backend runs. Every container carries all
-// three, so a reaper on any worker can tell whose it is and whether its
-// lease is over.
+// Labels of containers this backend runs. Every container carries the
+// first four, so a reaper on any worker can tell whose it is and whether its
+// lease is over; labelLiveness when its worker heartbeats (liveness.go).
 const (
 	labelWorker      = "autocoder.worker"       // Config.Worker of the backend that made it
-	labelJob         = "autocoder.job"          // the run's job (RunSpec has none: the env id), or "pool"
+	labelJob         = "autocoder.job"          // RunSpec.JobID ("none" without one), or "pool"/"probe"
 	labelLeaseExpiry = "autocoder.lease-expiry" // unix seconds after which any reaper may remove it
 	labelRole        = "autocoder.role"         // "run", "pool" or "probe"
+	labelLiveness    = "autocoder.liveness"     // liveness domain: the worker heartbeats in that cache
 )
+
+// noJob is the job label of a run whose RunSpec names no job.
+const noJob = "none"
+
+// heartbeatKey is the cache key of a worker's heartbeat.
+func heartbeatKey(worker string) string { return cache.Key("sandbox-worker-heartbeat", []byte(worker)) }
+
+// livenessDomainKey is the cache key of the cache's liveness domain.
+func livenessDomainKey() string { return cache.Key("sandbox-liveness-domain") }
+
+// livenessDomainLock guards the creation of the liveness domain.
+const livenessDomainLock = "sandbox-liveness-domain"
 
 // imageName is the environment image of a content hash.
 func imageName(hash string) string { return imageRepo + ":" + hash }
@@ -60,14 +75,19 @@ func imageHash(baseID, pythonVersion string, pip, apt []string, pipIndex string)
 // buildLockName is the cross-worker lock (cache.Cache.TryLock) of one image build.
 func buildLockName(image string) string { return "sandbox-docker-build:" + image }
 
-// containerLabels are the labels of a container leased until expiry.
-func containerLabels(worker, job, role string, expiry time.Time) map[string]string {
-	return map[string]string{
+// containerLabels are the labels of a container leased until expiry;
+// domain is the liveness domain of its worker's heartbeat ("": none).
+func containerLabels(worker, job, role, domain string, expiry time.Time) map[string]string {
+	l := map[string]string{
 		labelWorker:      worker,
 		labelJob:         job,
 		labelRole:        role,
 		labelLeaseExpiry: strconv.FormatInt(expiry.Unix(), 10),
 	}
+	if domain != "" {
+		l[labelLiveness] = domain
+	}
+	return l
 }
 
 // reaperFilter selects every container a backend of this package made.

@@ -12,7 +12,9 @@ import (
 // reap removes every container of this package (any worker's) whose lease
 // is over: a run that outlived its timeout and margin belongs to a worker
 // that died, and an idle pooled sandbox past its lease to a pool that is
-// gone. It returns how many it removed.
+// gone. It also removes those of this liveness domain whose worker's
+// heartbeat is gone (liveness.go), whatever their lease. It returns how
+// many it removed.
 func (b *Backend) reap(ctx context.Context) int {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -24,12 +26,19 @@ func (b *Backend) reap(ctx context.Context) int {
 	}
 	now := b.cfg.Now().Unix()
 	n := 0
+	gone := map[string]bool{}
 	for _, c := range list {
+		reason := "its lease is over"
 		expiry, err := strconv.ParseInt(c.Labels[labelLeaseExpiry], 10, 64)
 		if err == nil && now <= expiry {
-			continue
+			worker := c.Labels[labelWorker]
+			if b.domain == "" || c.Labels[labelLiveness] != b.domain || worker == b.cfg.Worker ||
+				!b.workerGone(ctx, worker, gone) {
+				continue
+			}
+			reason = "its worker's heartbeat is gone"
 		}
-		b.log.Info("reaper: removing a sandbox container whose lease is over", "container", shortID(c.ID),
+		b.log.Info("reaper: removing a sandbox container", "reason", reason, "container", shortID(c.ID),
 			"worker", c.Labels[labelWorker], "job", c.Labels[labelJob], "role", c.Labels[labelRole],
 			"lease_expiry", c.Labels[labelLeaseExpiry], "state", c.State)
 		b.remove(c.ID)

@@ -236,7 +236,7 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	pooled := bx != nil
 	if bx == nil {
 		lease := timeout + stubGrace + b.cfg.LeaseMargin
-		bx, err = b.startBox(ctx, spec.Env, memory, cpus, lease, "run", spec.Env)
+		bx, err = b.startBox(ctx, spec.Env, memory, cpus, lease, "run", cmpOr(spec.JobID, noJob))
 		if err != nil {
 			if cerrdefs.IsNotFound(err) {
 				b.known.Delete(spec.Env)
@@ -257,7 +257,7 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 		Timeout: (timeout + stubGrace).Seconds()}, timeout, cmpOr(spec.OutputLimit, sandbox.DefaultOutputLimit),
 		workspace, inputs)
 	res.Duration = time.Since(start)
-	b.log.Debug("sandbox run", "env", spec.Env, "argv0", spec.Argv[0], "exit_code", res.ExitCode,
+	b.log.Debug("sandbox run", "job_id", spec.JobID, "container", shortID(bx.id), "env", spec.Env, "argv0", spec.Argv[0], "exit_code", res.ExitCode,
 		"timed_out", res.TimedOut, "pooled", pooled, "duration", res.Duration, "err", err)
 	if err != nil {
 		return res, err
@@ -298,7 +298,7 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 		OpenStdin:    true,
 		StdinOnce:    true,
 		Volumes:      map[string]struct{}{workspaceDir: {}, inputsDir: {}, outputsDir: {}},
-		Labels:       containerLabels(b.cfg.Worker, job, role, bx.expiry),
+		Labels:       containerLabels(b.cfg.Worker, job, role, b.domain, bx.expiry),
 		StopTimeout:  new(int),
 	}
 	host := &container.HostConfig{
