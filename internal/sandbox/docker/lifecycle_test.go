@@ -15,29 +15,41 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/docker"
+	"github.com/autocoder/autocoder/pkg/cache"
 )
 
 // childEnv names the worker when the test binary runs as a sandbox-worker
-// child (TestMain).
-const childEnv = "AUTOCODER_DOCKER_TEST_CHILD"
-
-// childTimeout and childMargin make the child's run lease short.
+// child (TestMain); childCacheEnv is the directory of the cache it shares
+// with the test (the embedded cache of one machine).
 const (
-	childTimeout = 4 * time.Second
-	childMargin  = time.Second
+	childEnv      = "AUTOCODER_DOCKER_TEST_CHILD"
+	childCacheEnv = "AUTOCODER_DOCKER_TEST_CHILD_CACHE"
 )
 
-// sandboxWorkerChild is a minimal sandbox worker: it starts a backend and
-// runs a program that sleeps far past its timeout. The parent SIGKILLs it
-// mid-run.
+// childHeartbeat is the child's heartbeat TTL; childJob the job of its run.
+const (
+	childHeartbeat = 2 * time.Second
+	childJob       = "job-sigkill"
+)
+
+// sandboxWorkerChild is a sandbox worker as production runs it: the warm
+// pool on (the default size), a heartbeat in the shared cache. It fills
+// its pool, then runs a program with a long timeout that marks its start
+// and sleeps; the parent SIGKILLs it mid-run.
 func sandboxWorkerChild() int {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	c, err := cache.OpenDir(os.Getenv(childCacheEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
 	b, err := docker.New(ctx, docker.Config{BaseImage: baseImage(), NoPull: true, Worker: os.Getenv(childEnv),
-		LeaseMargin: childMargin, PoolSize: -1, ReapInterval: -1, Logger: log})
+		Cache: c, HeartbeatTTL: childHeartbeat, ReapInterval: -1, Logger: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
@@ -47,9 +59,12 @@ func sandboxWorkerChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
+	for docker.PoolReady(b, env.ID) < docker.DefaultPoolSize {
+		time.Sleep(20 * time.Millisecond) // the parent bounds the wait
+	}
 	fmt.Println("running")
-	_, err = b.Run(ctx, sandbox.RunSpec{Env: env.ID, Timeout: childTimeout,
-		Argv: []string{"python", "-c", "import time\nwhile True: time.sleep(1)"}})
+	_, err = b.Run(ctx, sandbox.RunSpec{Env: env.ID, Timeout: 10 * time.Minute, JobID: childJob,
+		Argv: []string{"python", "-c", "import time\nopen('started', 'w').close()\nwhile True: time.sleep(1)"}})
 	fmt.Fprintln(os.Stderr, "run returned (the parent should have killed us):", err)
 	return 4
 }
@@ -70,22 +85,43 @@ func workerContainers(t *testing.T, worker string) []container.Summary {
 	return list
 }
 
-// TestReaperAfterWorkerSIGKILL kills a sandbox worker with SIGKILL while
-// its container runs, and shows that a reaper (here another worker's)
-// leaves zero containers of it once the lease is over, within the reaper
-// interval.
+// runStarted reports whether the container's run has written
+// /workspace/started.
+func runStarted(t *testing.T, id string) bool {
+	t.Helper()
+	cli, err := docker.NewClient("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	_, err = cli.ContainerStatPath(t.Context(), id, "/workspace/started")
+	return err == nil
+}
+
+// TestReaperAfterWorkerSIGKILL kills a sandbox worker with SIGKILL while a
+// run, taken from its warm pool (pool on, default size), is in progress,
+// and shows that another worker's reaper leaves zero containers of it,
+// pooled and running, within the heartbeat TTL plus the reaper interval:
+// long before the 30-minute pool lease the containers are labelled with.
 func TestReaperAfterWorkerSIGKILL(t *testing.T) {
 	t.Parallel()
 	requireEngine(t)
 	const interval = time.Second
+	dir := t.TempDir()
+	c, err := cache.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
 	cfg := testConfig(t)
 	cfg.ReapInterval = interval
 	cfg.PoolSize = -1
+	cfg.Cache = c
 	newBackend(t, cfg) // the surviving worker, whose reaper cleans up
 
 	worker := "test-sigkill-" + nonce(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+worker)
+	cmd.Env = append(os.Environ(), childEnv+"="+worker, childCacheEnv+"="+dir)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -102,24 +138,39 @@ func TestReaperAfterWorkerSIGKILL(t *testing.T) {
 		}
 		cmd.Wait()
 	})
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
-	if strings.TrimSpace(line) != "running" {
-		t.Fatalf("child did not start its run: %q\n%s", line, stderr.String())
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		lines <- line
+	}()
+	select {
+	case line := <-lines:
+		if strings.TrimSpace(line) != "running" {
+			t.Fatalf("child did not start its run: %q\n%s", line, stderr.String())
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("child did not fill its pool and start its run within 3m\n%s", stderr.String())
 	}
-	// Kill it once its container runs.
-	var expiry time.Time
+	// Kill it once its run is under way in a pooled container.
+	var run container.Summary
 	deadline := time.Now().Add(60 * time.Second)
-	for expiry.IsZero() {
+	for run.ID == "" {
 		for _, c := range workerContainers(t, worker) {
-			if c.State == "running" {
-				sec, _ := strconv.ParseInt(c.Labels["autocoder.lease-expiry"], 10, 64)
-				expiry = time.Unix(sec, 0)
+			if c.State == "running" && runStarted(t, c.ID) {
+				run = c
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the child's container never ran\n%s", stderr.String())
+			t.Fatalf("the child's run never started\n%s", stderr.String())
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if run.Labels["autocoder.role"] != "pool" {
+		t.Fatalf("the run did not take a pooled container: labels %v", run.Labels)
+	}
+	sec, _ := strconv.ParseInt(run.Labels["autocoder.lease-expiry"], 10, 64)
+	if lease := time.Until(time.Unix(sec, 0)); lease < 5*time.Minute {
+		t.Fatalf("the pooled container's lease ends in %s: the lease alone would reap it (the test shows nothing)", lease)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -127,23 +178,64 @@ func TestReaperAfterWorkerSIGKILL(t *testing.T) {
 	killed = true
 	cmd.Wait()
 	killedAt := time.Now()
-	if left := workerContainers(t, worker); len(left) == 0 {
-		t.Fatal("the container vanished with its worker: nothing to reap (the test shows nothing)")
+	before := workerContainers(t, worker)
+	if len(before) < 2 {
+		t.Fatalf("%d containers of the killed worker, want its run and pooled ones", len(before))
 	}
-	// The lease is whole seconds; allow two intervals and removal time.
-	limit := expiry.Add(time.Second + 2*interval + 5*time.Second)
+	// The heartbeat lasts childHeartbeat after its last refresh; allow two
+	// reaper intervals and removal time.
+	limit := killedAt.Add(childHeartbeat + 2*interval + 15*time.Second)
 	for {
 		left := workerContainers(t, worker)
 		if len(left) == 0 {
-			t.Logf("SIGKILLed worker's container gone %s after the kill, %s after its lease ended",
-				time.Since(killedAt).Round(time.Millisecond), time.Since(expiry).Round(time.Millisecond))
+			t.Logf("SIGKILLed worker's %d containers (pooled and running) gone %s after the kill",
+				len(before), time.Since(killedAt).Round(time.Millisecond))
 			return
 		}
 		if time.Now().After(limit) {
-			t.Fatalf("%d containers of the killed worker remain %s after their lease ended (reaper interval %s)",
-				len(left), time.Since(expiry), interval)
+			t.Fatalf("%d containers of the killed worker remain %s after the kill (heartbeat TTL %s, reaper interval %s)",
+				len(left), time.Since(killedAt), childHeartbeat, interval)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestRunLabelsJob: a run's container carries its job id.
+func TestRunLabelsJob(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.PoolSize = -1
+	cfg.Worker = "test-joblabel-" + nonce(t)
+	b := newBackend(t, cfg)
+	env, err := b.Build(t.Context(), sandbox.EnvSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := "job-" + nonce(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Run(ctx, sandbox.RunSpec{Env: env.ID, JobID: job, Timeout: 5 * time.Minute,
+			Argv: []string{"python", "-c", "import time\nwhile True: time.sleep(1)"}})
+		done <- err
+	}()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var jobs []string
+		for _, c := range workerContainers(t, cfg.Worker) {
+			jobs = append(jobs, c.Labels["autocoder.job"])
+		}
+		if len(jobs) > 0 {
+			if diff := cmp.Diff([]string{job}, jobs); diff != "" {
+				t.Fatalf("job labels (-want +got):\n%s", diff)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run's container never appeared")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
