@@ -364,3 +364,34 @@ func FuzzModules(f *testing.F) {
 		}
 	})
 }
+
+func TestParseStdlib(t *testing.T) {
+	t.Parallel()
+	names := append([]string(nil), stdlib311[:]...)
+	// A newer interpreter: imghdr and distutils are gone from its stdlib.
+	var target []string
+	for _, n := range names {
+		if n != "imghdr" && n != "distutils" {
+			target = append(target, n)
+		}
+	}
+	got, err := ParseStdlib([]byte(strings.Join(target, "\n") + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(target, got); diff != "" {
+		t.Errorf("ParseStdlib (-want +got):\n%s", diff)
+	}
+	// The target's own list decides: imghdr is a third-party import there.
+	if _, unknown := (Resolver{Stdlib: NewSet(got...)}).Distributions([]string{"imghdr", "os", "json"}); cmp.Diff([]string{"imghdr"}, unknown) != "" {
+		t.Errorf("with the target's list, unknown = %v, want [imghdr]", unknown)
+	}
+	if _, unknown := (Resolver{}).Distributions([]string{"imghdr"}); len(unknown) != 0 {
+		t.Errorf("with the 3.11 fallback, imghdr is stdlib; unknown = %v", unknown)
+	}
+	for _, bad := range []string{"", "os\nsys", strings.Join(names[:60], "\n") + "\nnot a name!"} {
+		if _, err := ParseStdlib([]byte(bad)); err == nil {
+			t.Errorf("ParseStdlib(%.30q): want error", bad)
+		}
+	}
+}
