@@ -328,7 +328,7 @@ func TestNewErrors(t *testing.T) {
 	}{
 		{"no engine", func(c *docker.Config) { c.Host = "unix:///nonexistent/docker.sock" }, "no engine answers"},
 		{"missing base image", func(c *docker.Config) { c.BaseImage = "autocoder-missing:" + nonce(t) }, "base image"},
-		{"unknown runtime", func(c *docker.Config) { c.Runtime = "autocoder-no-such-runtime" }, "runtime"},
+		{"unknown runtime", func(c *docker.Config) { c.Runtime = "autocoder-no-such-runtime" }, `OCI runtime "autocoder-no-such-runtime"`},
 		{"bad pids limit", func(c *docker.Config) { c.PidsLimit = 2 }, "PidsLimit"},
 	}
 	for _, tc := range tests {
@@ -344,6 +344,14 @@ func TestNewErrors(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(tc.want)) {
 				t.Errorf("New error = %v, want one mentioning %q", err, tc.want)
+			}
+			if cfg.Runtime != "" {
+				// It says what happened, not that python3 may be missing.
+				var re *docker.RuntimeError
+				if !errors.As(err, &re) || strings.Contains(err.Error(), "python3") ||
+					!(strings.Contains(err.Error(), "ignored by the engine") || strings.Contains(err.Error(), "refused by the engine")) {
+					t.Errorf("New error = %v, want a RuntimeError saying the engine ignored or refused the runtime", err)
+				}
 			}
 		})
 	}

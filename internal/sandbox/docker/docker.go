@@ -174,6 +174,9 @@ func (b *Backend) probe(ctx context.Context) error {
 	if err == nil {
 		err = json.Unmarshal(bytes.TrimSpace(res.Stdout), &b.base)
 	}
+	if re := (*RuntimeError)(nil); errors.As(err, &re) {
+		return re
+	}
 	if err != nil {
 		return fmt.Errorf("docker: cannot run python3 from %s in a sandbox container on %s "+
 			"(does the image have python3? do Config.NoFile/NProc exceed the engine host's hard limits?): %w",

@@ -515,6 +515,9 @@ func (b *Backend) runCommand(ctx context.Context, image string, argv []string) (
 	timeout := remaining(ctx, DefaultProbeTimeout)
 	bx, err := b.startBox(ctx, image, sandbox.DefaultMemory, 1, timeout+stubGrace+b.cfg.LeaseMargin, "probe", "probe")
 	if err != nil {
+		if b.cfg.Runtime != "" && !cerrdefs.IsNotFound(err) {
+			return sandbox.RunResult{}, &RuntimeError{Runtime: b.cfg.Runtime, Host: b.cli.DaemonHost(), Err: err}
+		}
 		return sandbox.RunResult{}, err
 	}
 	defer b.remove(bx.id)
@@ -530,13 +533,33 @@ func (b *Backend) runCommand(ctx context.Context, image string, argv []string) (
 			if info.HostConfig != nil {
 				got = info.HostConfig.Runtime
 			}
-			return sandbox.RunResult{}, fmt.Errorf("the engine ignored Config.Runtime %q (it reports %q); with Podman, "+
-				"set runtime in containers.conf instead", b.cfg.Runtime, got)
+			return sandbox.RunResult{}, &RuntimeError{Runtime: b.cfg.Runtime, Host: b.cli.DaemonHost(), Ignored: true, Got: got}
 		}
 	}
 	return b.execute(ctx, bx, request{Argv: argv, Env: map[string]string{"HOME": "/tmp", "LANG": "C.UTF-8"},
 		Cwd: "/", Timeout: (timeout + stubGrace).Seconds()}, timeout, 64<<10, nil, nil)
 }
+
+// RuntimeError is New's error when the engine refuses or ignores
+// Config.Runtime: no sandbox runs without the isolation asked for.
+type RuntimeError struct {
+	Runtime string // Config.Runtime
+	Host    string // the engine
+	Ignored bool   // the engine accepted the container but runs it with Got
+	Got     string // the runtime the engine reports (Ignored)
+	Err     error  // the engine's refusal (not Ignored)
+}
+
+func (e *RuntimeError) Error() string {
+	if e.Ignored {
+		return fmt.Sprintf("docker: OCI runtime %q ignored by the engine at %s (it runs the container with runtime %q); "+
+			"with Podman, set the runtime in containers.conf instead of Config.Runtime", e.Runtime, e.Host, e.Got)
+	}
+	return fmt.Sprintf("docker: OCI runtime %q refused by the engine at %s (is it installed and registered "+
+		"with the engine?): %v", e.Runtime, e.Host, e.Err)
+}
+
+func (e *RuntimeError) Unwrap() error { return e.Err }
 
 // threadEnv caps the thread pools of OpenBLAS, MKL, OpenMP and numexpr at
 // the CPUs granted (as the process backend does).
