@@ -17,7 +17,8 @@ import (
 //
 // 2: the profile stage returns the unparsed constraints and its rendition;
 // File and Dir outputs carry the object they were stored as; Dir inputs.
-const Version = "sandbox-stages-2"
+// 3: the build stage reports the sandbox interpreter's stdlib module names.
+const Version = "sandbox-stages-3"
 
 // SampleFetcher gives local paths for samples (internal/samples.Store).
 type SampleFetcher interface {
@@ -29,6 +30,7 @@ type Handlers struct {
 	backend sandbox.Backend
 	samples SampleFetcher
 	outputs OutputStore // nil: File and Dir outputs are not stored
+	std     stdlibProbe // the sandbox interpreter's stdlib, learned at the first build
 }
 
 var _ stagework.Handler = (*Handlers)(nil)
@@ -125,7 +127,7 @@ func (h *Handlers) build(ctx context.Context, in messages.BuildInput) (stagework
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("build environment: %w", err)
 	}
-	return stagework.Output{Value: messages.BuildOutput{Image: env.ID, Log: env.Log}}, nil
+	return stagework.Output{Value: messages.BuildOutput{Image: env.ID, Log: env.Log, Stdlib: h.stdlib(ctx, env.ID)}}, nil
 }
 
 func (h *Handlers) runTests(ctx context.Context, jobID string, in messages.RunTestsInput) (stagework.Output, error) {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -138,7 +141,7 @@ func TestBuild(t *testing.T) {
 		want     messages.BuildOutput
 		wantErr  bool
 	}{
-		{"built", nil, messages.BuildOutput{Image: "env-numpy", Log: "built"}, false},
+		{"built, with the interpreter's stdlib", nil, messages.BuildOutput{Image: "env-numpy", Log: "built", Stdlib: fakeStdlib}, false},
 		{"invalid packages are an output, not a failure",
 			&sandbox.InvalidPackageError{Packages: []string{"nosuchpkg"}, Log: "pip: no matching distribution"},
 			messages.BuildOutput{InvalidPackages: []string{"nosuchpkg"}, Log: "pip: no matching distribution"}, false},
@@ -147,7 +150,7 @@ func TestBuild(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := &fakeBackend{buildErr: tc.buildErr}
+			b := &fakeBackend{buildErr: tc.buildErr, run: stdlibRun}
 			h := sandboxstages.New(b, &fetcher{})
 			out, err := h.Handle(ctxT(t), command(t, messages.StageBuild, messages.BuildInput{Packages: []string{"numpy"}, SystemPackages: []string{"libgomp1"}}))
 			if tc.wantErr {
@@ -167,6 +170,61 @@ func TestBuild(t *testing.T) {
 				t.Errorf("build spec (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// fakeStdlib is what stdlibRun's interpreter says its stdlib is.
+var fakeStdlib = func() []string {
+	names := []string{"json", "os", "sys"}
+	for i := 0; i < 60; i++ {
+		names = append(names, "_mod"+string(rune('a'+i/26))+string(rune('a'+i%26)))
+	}
+	sort.Strings(names)
+	return names
+}()
+
+// stdlibRun answers the stdlib probe as an interpreter would.
+func stdlibRun(spec sandbox.RunSpec) (sandbox.RunResult, error) {
+	if len(spec.Argv) < 4 || spec.Argv[0] != "python" || spec.Argv[2] != "-c" {
+		return sandbox.RunResult{}, fmt.Errorf("unexpected run %q", spec.Argv)
+	}
+	return sandbox.RunResult{Stdout: []byte(strings.Join(fakeStdlib, "\n") + "\n")}, nil
+}
+
+func TestBuildLearnsStdlibOnce(t *testing.T) {
+	t.Parallel()
+	b := &fakeBackend{run: stdlibRun}
+	h := sandboxstages.New(b, &fetcher{})
+	for _, pkgs := range [][]string{{"numpy"}, {"pandas"}} {
+		out, err := h.Handle(ctxT(t), command(t, messages.StageBuild, messages.BuildInput{Packages: pkgs}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(fakeStdlib, out.Value.(messages.BuildOutput).Stdlib); diff != "" {
+			t.Errorf("stdlib (-want +got):\n%s", diff)
+		}
+	}
+	if len(b.runs) != 1 || b.runs[0].Env != "env-numpy" {
+		t.Errorf("probe runs %+v: want one, in the first environment", b.runs)
+	}
+
+	// An interpreter that cannot answer: the build still succeeds, without a
+	// list (the coordinator falls back), and the worker stops asking.
+	bad := &fakeBackend{run: func(sandbox.RunSpec) (sandbox.RunResult, error) {
+		return sandbox.RunResult{ExitCode: 1, Stderr: []byte("boom")}, nil
+	}}
+	hb := sandboxstages.New(bad, &fetcher{})
+	for i := 0; i < 5; i++ {
+		out, err := hb.Handle(ctxT(t), command(t, messages.StageBuild, messages.BuildInput{Packages: []string{"numpy"}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := out.Value.(messages.BuildOutput); o.Image != "env-numpy" || o.Stdlib != nil {
+			t.Errorf("build with a failing probe: %+v", o)
+		}
+	}
+	if len(bad.runs) != 3 {
+		t.Errorf("%d probe runs, want 3 then no more", len(bad.runs))
 	}
 }
 
@@ -329,6 +387,10 @@ func TestProcessBackend(t *testing.T) {
 	image := out.Value.(messages.BuildOutput).Image
 	if image == "" {
 		t.Fatalf("build output %+v", out.Value)
+	}
+	// The sandbox's own interpreter reports its stdlib.
+	if std := out.Value.(messages.BuildOutput).Stdlib; !slices.Contains(std, "json") || !slices.Contains(std, "os") || slices.Contains(std, "numpy") {
+		t.Errorf("stdlib from the sandbox interpreter: %d names, %.10q", len(std), std)
 	}
 	code := "import os\n\n\ndef f():\n    return 42\n\n\nif __name__ == \"__main__\":\n    with open(\"/var/outputs/answer\", \"w\") as fh:\n        fh.write(str(f()))\n"
 	out, err = h.Handle(ctxT(t), command(t, messages.StageRunTests, messages.RunTestsInput{Image: image, Code: code,

@@ -382,6 +382,11 @@ type BuildOutput struct {
 	Log   string `json:"log,omitempty"`
 	// InvalidPackages lists packages the index or apt could not find; the build failed.
 	InvalidPackages []string `json:"invalid_packages,omitempty"`
+	// Stdlib is the sandbox interpreter's standard library
+	// (sys.stdlib_module_names), sorted, so the import scan leaves out what
+	// the target Python itself provides; empty when the worker could not
+	// ask its interpreter.
+	Stdlib []string `json:"stdlib,omitempty"`
 }
 
 // RunTestsInput is the input of StageRunTests.
