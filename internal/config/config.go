@@ -31,37 +31,42 @@ type Config struct {
 	// DockerPoolSize is the number of pre-started sandboxes per hot image
 	// (AUTOCODER_DOCKER_POOL_SIZE); 0: the default (2), negative: none.
 	DockerPoolSize int
-	HTTPListen     string // AUTOCODER_HTTP_LISTEN; default 127.0.0.1:8080
-	MetricsListen  string // AUTOCODER_METRICS_LISTEN; default 127.0.0.1:0
-	Python         string // AUTOCODER_PYTHON: the sandbox's interpreter; default /usr/bin/python3
-	PipIndexURL    string // AUTOCODER_PIP_INDEX_URL: package index for sandbox environments
-	PipFindLinks   string // AUTOCODER_PIP_FIND_LINKS: local wheel folders, comma separated
-	Concurrency    int    // AUTOCODER_CONCURRENCY: stages a worker runs at once; default 4 (llm) / 2 (sandbox)
-	LogLevel       string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
-	WorkerName     string // AUTOCODER_WORKER_NAME; default host name and pid
+	// DockerExtraCommands are shell commands run as root, in order, in every
+	// docker sandbox image build (AUTOCODER_DOCKER_EXTRA_COMMANDS, one per
+	// line): the operator's trusted setup, part of the image name.
+	DockerExtraCommands string
+	HTTPListen          string // AUTOCODER_HTTP_LISTEN; default 127.0.0.1:8080
+	MetricsListen       string // AUTOCODER_METRICS_LISTEN; default 127.0.0.1:0
+	Python              string // AUTOCODER_PYTHON: the sandbox's interpreter; default /usr/bin/python3
+	PipIndexURL         string // AUTOCODER_PIP_INDEX_URL: package index for sandbox environments
+	PipFindLinks        string // AUTOCODER_PIP_FIND_LINKS: local wheel folders, comma separated
+	Concurrency         int    // AUTOCODER_CONCURRENCY: stages a worker runs at once; default 4 (llm) / 2 (sandbox)
+	LogLevel            string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
+	WorkerName          string // AUTOCODER_WORKER_NAME; default host name and pid
 }
 
 // FromEnv reads the environment.
 func FromEnv() Config {
 	c := Config{
-		OpenAIBaseURL:   os.Getenv("OPENAI_BASE_URL"),
-		OpenAIAPIKey:    os.Getenv("OPENAI_API_KEY"),
-		Model:           env("AUTOCODER_MODEL", "gpt-4.1"),
-		NATSURL:         os.Getenv("AUTOCODER_NATS_URL"),
-		NATSListen:      env("AUTOCODER_NATS_LISTEN", "127.0.0.1:4222"),
-		RedisURL:        os.Getenv("AUTOCODER_REDIS_URL"),
-		StateDir:        env("AUTOCODER_STATE_DIR", defaultStateDir()),
-		Sandbox:         os.Getenv("AUTOCODER_SANDBOX"),
-		DockerHost:      os.Getenv("DOCKER_HOST"),
-		DockerBaseImage: os.Getenv("AUTOCODER_DOCKER_BASE_IMAGE"),
-		DockerRuntime:   os.Getenv("AUTOCODER_DOCKER_RUNTIME"),
-		HTTPListen:      env("AUTOCODER_HTTP_LISTEN", "127.0.0.1:8080"),
-		MetricsListen:   env("AUTOCODER_METRICS_LISTEN", "127.0.0.1:0"),
-		Python:          env("AUTOCODER_PYTHON", "/usr/bin/python3"),
-		PipIndexURL:     os.Getenv("AUTOCODER_PIP_INDEX_URL"),
-		PipFindLinks:    os.Getenv("AUTOCODER_PIP_FIND_LINKS"),
-		LogLevel:        env("AUTOCODER_LOG_LEVEL", "info"),
-		WorkerName:      os.Getenv("AUTOCODER_WORKER_NAME"),
+		OpenAIBaseURL:       os.Getenv("OPENAI_BASE_URL"),
+		OpenAIAPIKey:        os.Getenv("OPENAI_API_KEY"),
+		Model:               env("AUTOCODER_MODEL", "gpt-4.1"),
+		NATSURL:             os.Getenv("AUTOCODER_NATS_URL"),
+		NATSListen:          env("AUTOCODER_NATS_LISTEN", "127.0.0.1:4222"),
+		RedisURL:            os.Getenv("AUTOCODER_REDIS_URL"),
+		StateDir:            env("AUTOCODER_STATE_DIR", defaultStateDir()),
+		Sandbox:             os.Getenv("AUTOCODER_SANDBOX"),
+		DockerHost:          os.Getenv("DOCKER_HOST"),
+		DockerBaseImage:     os.Getenv("AUTOCODER_DOCKER_BASE_IMAGE"),
+		DockerRuntime:       os.Getenv("AUTOCODER_DOCKER_RUNTIME"),
+		DockerExtraCommands: os.Getenv("AUTOCODER_DOCKER_EXTRA_COMMANDS"),
+		HTTPListen:          env("AUTOCODER_HTTP_LISTEN", "127.0.0.1:8080"),
+		MetricsListen:       env("AUTOCODER_METRICS_LISTEN", "127.0.0.1:0"),
+		Python:              env("AUTOCODER_PYTHON", "/usr/bin/python3"),
+		PipIndexURL:         os.Getenv("AUTOCODER_PIP_INDEX_URL"),
+		PipFindLinks:        os.Getenv("AUTOCODER_PIP_FIND_LINKS"),
+		LogLevel:            env("AUTOCODER_LOG_LEVEL", "info"),
+		WorkerName:          os.Getenv("AUTOCODER_WORKER_NAME"),
 	}
 	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
 	fmt.Sscan(os.Getenv("AUTOCODER_DOCKER_POOL_SIZE"), &c.DockerPoolSize)
@@ -85,6 +90,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.DockerBaseImage, "docker-base-image", c.DockerBaseImage, "image the docker sandbox builds FROM; empty: python:3.12-slim (AUTOCODER_DOCKER_BASE_IMAGE)")
 	fs.StringVar(&c.DockerRuntime, "docker-runtime", c.DockerRuntime, "OCI runtime of sandbox containers, e.g. runsc (AUTOCODER_DOCKER_RUNTIME)")
 	fs.IntVar(&c.DockerPoolSize, "docker-pool-size", c.DockerPoolSize, "pre-started sandboxes per hot image; negative: none (AUTOCODER_DOCKER_POOL_SIZE)")
+	fs.StringVar(&c.DockerExtraCommands, "docker-extra-commands", c.DockerExtraCommands, "shell commands run as root in every docker sandbox image build, one per line (AUTOCODER_DOCKER_EXTRA_COMMANDS)")
 	fs.StringVar(&c.HTTPListen, "http-listen", c.HTTPListen, "coordinator HTTP API, web UI and /metrics (AUTOCODER_HTTP_LISTEN)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "a worker's /metrics (AUTOCODER_METRICS_LISTEN)")
 	fs.StringVar(&c.Python, "python", c.Python, "the sandbox's Python interpreter (AUTOCODER_PYTHON)")
@@ -114,6 +120,17 @@ func (c *Config) Validate() error {
 		return errors.New("AUTOCODER_CONCURRENCY: must not be negative")
 	}
 	return nil
+}
+
+// DockerExtra splits DockerExtraCommands into its non-blank lines.
+func (c *Config) DockerExtra() []string {
+	var out []string
+	for _, l := range strings.Split(c.DockerExtraCommands, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // FindLinks splits PipFindLinks.

@@ -32,7 +32,7 @@ import (
 // Package names are validated first (an *sandbox.InvalidPackageError for
 // URLs, paths, options, shell syntax). The image name is a hash of the base
 // image ID, its Python version, the sorted pip and apt packages, the pip
-// index settings and the builder version, so identical specs share an
+// index settings, Config.ExtraCommands and the builder version, so identical specs share an
 // image, on every worker of the engine. Concurrent Builds of one image make
 // one build: within this process by a singleflight, across workers by a
 // lock in Config.Cache (the others wait for the image to appear). A new
@@ -53,7 +53,7 @@ func (b *Backend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env,
 	if err != nil {
 		return sandbox.Env{}, err
 	}
-	name := imageName(imageHash(b.base.ID, b.base.Python, pip, apt, b.pipIndexKey()))
+	name := imageName(imageHash(b.base.ID, b.base.Python, pip, apt, b.pipIndexKey(), b.cfg.ExtraCommands))
 	if log, ok := b.known.Load(name); ok {
 		b.pool.touch(name)
 		return sandbox.Env{ID: name, Log: log.(string)}, nil
@@ -158,7 +158,7 @@ func (b *Backend) nearest(ctx context.Context, pip, apt []string) parent {
 		}
 		// The name is what its labels hash to: a stale or foreign label
 		// set simply names an image that does not exist.
-		ref := imageName(imageHash(b.base.ID, b.base.Python, ipip, iapt, b.pipIndexKey()))
+		ref := imageName(imageHash(b.base.ID, b.base.Python, ipip, iapt, b.pipIndexKey(), b.cfg.ExtraCommands))
 		if ok, _ := b.imageExists(ctx, ref); ok {
 			best, bestSize = parent{ref: ref, pip: ipip, apt: iapt}, len(ipip)+len(iapt)
 		}
@@ -212,6 +212,7 @@ func (b *Backend) build(ctx context.Context, name string, pip, apt []string) (sa
 			labelPipPackages: string(pipJSON),
 			labelAptPackages: string(aptJSON),
 			labelPipIndex:    b.pipIndexKey(),
+			labelExtra:       b.extraKey(),
 			labelParent:      from.ref,
 		},
 	})
@@ -279,6 +280,12 @@ func (b *Backend) dockerfile(from parent, pip, apt []string) (string, []string, 
 	fmt.Fprintf(&df, "FROM %s\nUSER root\n", from.ref)
 	if from.fromBase {
 		run("/bin/sh", "-c", baseSetup)
+		// The operator's commands (trusted configuration, never model
+		// output), before any package: a CA bundle or pip.conf they add
+		// serves the installs. Images built FROM this one have them.
+		for _, c := range b.cfg.ExtraCommands {
+			run("/bin/sh", "-c", c)
+		}
 	}
 	if len(apt) > 0 {
 		run(append([]string{"/bin/sh", "-c", aptInstall, "apt-install"}, apt...)...)
@@ -371,6 +378,21 @@ func contextTar(dockerfile string, wheels []string) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// extraKey hashes Config.ExtraCommands for an image label (to read). An
+// image with other extra commands is never a build parent: nearest checks
+// that a candidate is the image its labels hash to with this backend's
+// extra commands.
+func (b *Backend) extraKey() string {
+	if len(b.cfg.ExtraCommands) == 0 {
+		return "none"
+	}
+	h := sha256.New()
+	for _, c := range b.cfg.ExtraCommands {
+		fmt.Fprintf(h, "extra %q\n", c)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // pipIndexKey hashes the pip settings that decide what a name resolves to.

@@ -267,6 +267,53 @@ func TestBuildIncrementalAndNames(t *testing.T) {
 	}
 }
 
+// TestBuildExtraCommands: the operator's extra build commands run in the
+// image (as root, before the packages) and are part of its name: other
+// commands, another image, built FROM the base image rather than FROM an
+// image without them.
+func TestBuildExtraCommands(t *testing.T) {
+	t.Parallel()
+	n := nonce(t)
+	counter := newBuildCounter(testLogger(t).Handler())
+	envs := make([]sandbox.Env, 3)
+	removeImages(t, &envs[0].ID, &envs[1].ID, &envs[2].ID)
+	extras := [][]string{
+		nil,
+		{"echo one-" + n + " > /etc/autocoder-extra", "chmod 0644 /etc/autocoder-extra"},
+		{"echo two-" + n + " > /etc/autocoder-extra", "chmod 0644 /etc/autocoder-extra"},
+	}
+	for i, extra := range extras {
+		cfg := testConfig(t)
+		cfg.PoolSize = -1
+		cfg.ExtraCommands = extra
+		cfg.Logger = slog.New(counter)
+		be := newBackend(t, cfg)
+		env, err := be.Build(t.Context(), sandbox.EnvSpec{})
+		if err != nil {
+			t.Fatalf("build with extra commands %q: %v", extra, err)
+		}
+		envs[i] = env
+		if extra == nil {
+			continue
+		}
+		if from := counter.from(env.ID); from != baseImage() {
+			t.Errorf("image with extra commands %q built FROM %q, want the base image %q", extra, from, baseImage())
+		}
+		res, err := be.Run(t.Context(), sandbox.RunSpec{Env: env.ID, Argv: []string{"python", "-c",
+			"print(open('/etc/autocoder-extra').read().strip())"}})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("run: %v %s", err, res.Stderr)
+		}
+		if got, want := strings.TrimSpace(string(res.Stdout)), strings.Fields(extra[0])[1]; got != want {
+			t.Errorf("/etc/autocoder-extra = %q, want %q (the extra command did not run)", got, want)
+		}
+	}
+	if envs[0].ID == envs[1].ID || envs[1].ID == envs[2].ID || envs[0].ID == envs[2].ID {
+		t.Errorf("extra commands do not change the image name: %s %s %s", envs[0].ID, envs[1].ID, envs[2].ID)
+	}
+	envs[0].ID = "" // shared with other tests: keep it
+}
+
 // TestBuildInvalidPackages: names pip and apt cannot find become an
 // *InvalidPackageError naming them (the loop asks the model for a
 // replacement); names that are not package names never reach a Dockerfile.
@@ -330,6 +377,7 @@ func TestNewErrors(t *testing.T) {
 		{"missing base image", func(c *docker.Config) { c.BaseImage = "autocoder-missing:" + nonce(t) }, "base image"},
 		{"unknown runtime", func(c *docker.Config) { c.Runtime = "autocoder-no-such-runtime" }, `OCI runtime "autocoder-no-such-runtime"`},
 		{"bad pids limit", func(c *docker.Config) { c.PidsLimit = 2 }, "PidsLimit"},
+		{"empty extra command", func(c *docker.Config) { c.ExtraCommands = []string{"true", " "} }, "ExtraCommands"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -78,6 +79,12 @@ type Config struct {
 	PipFindLinks []string
 	// PipExtraArgs are added to every pip install, e.g. "--trusted-host", "pypi.internal".
 	PipExtraArgs []string
+	// ExtraCommands are shell commands (sh -c) run as root, in order, as
+	// RUN steps of every environment image, after the sandbox layout and
+	// before the packages: a company CA certificate, a pip.conf, a system
+	// library. They are the operator's trusted configuration, never model
+	// output, and part of the image name, so changing them makes new images.
+	ExtraCommands []string
 	// BuildNetwork is the network mode of builds (apt and pip need one).
 	// Empty: the engine's default.
 	BuildNetwork string
@@ -189,6 +196,11 @@ func (c *Config) setDefaults() error {
 		return errors.New("docker: Config.LeaseMargin must not be negative")
 	case c.PoolImages < 0 || c.PoolLease < time.Minute:
 		return errors.New("docker: Config.PoolImages must not be negative and Config.PoolLease must be at least 1m")
+	}
+	for _, cmd := range c.ExtraCommands {
+		if strings.TrimSpace(cmd) == "" || containsNUL(cmd) {
+			return errors.New("docker: Config.ExtraCommands has an empty command")
+		}
 	}
 	for _, a := range c.PipExtraArgs {
 		if a == "" || containsNUL(a) {

@@ -28,6 +28,7 @@ const (
 	labelPipPackages = "autocoder.pip-packages" // JSON array, sorted
 	labelAptPackages = "autocoder.apt-packages" // JSON array, sorted
 	labelPipIndex    = "autocoder.pip-index"    // hash of the pip index settings
+	labelExtra       = "autocoder.extra"        // hash of Config.ExtraCommands ("none" without any)
 	labelParent      = "autocoder.parent"       // the image this one was built FROM
 )
 
@@ -58,11 +59,17 @@ const livenessDomainLock = "sandbox-liveness-domain"
 func imageName(hash string) string { return imageRepo + ":" + hash }
 
 // imageHash hashes what an environment image is made of: the base image,
-// its Python, the packages, the pip index settings and the builder version.
-func imageHash(baseID, pythonVersion string, pip, apt []string, pipIndex string) string {
+// its Python, the packages, the pip index settings, the operator's extra
+// build commands (in order) and the builder version. Without extra
+// commands the hash is what it was before they existed, so images built
+// then are still found.
+func imageHash(baseID, pythonVersion string, pip, apt []string, pipIndex string, extra []string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "autocoder docker env\nbuilder %d\nbase %s\npython %s\npip-index %s\n",
 		builderVersion, baseID, pythonVersion, pipIndex)
+	for _, c := range extra {
+		fmt.Fprintf(h, "extra %q\n", c)
+	}
 	for _, p := range pip {
 		fmt.Fprintf(h, "pip %s\n", p)
 	}
