@@ -67,13 +67,19 @@ func (h *Handlers) constraint(ctx context.Context, cmd *messages.StageCommand, i
 			return total, err
 		}
 		c, why := checkFromReply(text, reply)
-		if why == "" {
-			c, why = rd.Admit(c)
-		}
 		if why != "" {
 			keep(text, why)
 			continue
 		}
+		admitted, why := rd.Admit(c)
+		if why != "" {
+			// WithChecks keeps it as text with the reason, as Profile
+			// does with the parser's checks that do not fit.
+			unapplied = append(unapplied, text+": "+why)
+			checks = append(checks, c)
+			continue
+		}
+		c = admitted
 		checks = append(checks, c)
 		read = append(read, messages.ConstraintCheck{Constraint: text, Check: c.String(), Explanation: strings.TrimSpace(reply.Explanation)})
 	}

@@ -124,7 +124,7 @@ func TestConstraintStage(t *testing.T) {
 			t.Errorf("schema lacks %q:\n%s", want, schema)
 		}
 	}
-	for _, want := range []string{`"prices are sane": check 0 <= "price" <= 10000`, `"we like it": not parsed into a check`, `"north orders ship first": not parsed into a check`} {
+	for _, want := range []string{`"prices are sane": check 0 <= "price" <= 10000`, `"we like it": not applied as a check (a numeric bound on a string column); the code must enforce it`, `"price stays low": not applied as a check (no sample has a column "cost"); the code must enforce it`, `"north orders ship first": not parsed into a check`} {
 		if !strings.Contains(got.DataContext, want) {
 			t.Errorf("data context lacks %q:\n%s", want, got.DataContext)
 		}

@@ -11,7 +11,9 @@
 //		return err // a *profile.SampleError; errors.Is(err, profile.ErrNotText) for a binary file
 //	}
 //	// rep.Unparsed: constraints to send to the `constraint` LLM call or to
-//	// leave in the prompt as text.
+//	// leave in the prompt as text. rep.Kept: checks that do not fit their
+//	// column (Rendition.Admit, the test the model's checks pass too), kept
+//	// as text the code must enforce.
 //	out := messages.ProfileOutput{
 //		DataContext:      rep.DataContext(),
 //		GeneratedSchemas: rep.PanderaSchemas(),

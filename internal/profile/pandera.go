@@ -24,6 +24,9 @@ func (sp *SampleProfile) schemaTable() SchemaTable {
 		if strings.HasPrefix(dtype, "pandas_engine.") {
 			t.NeedEngine = true
 		}
+		if strings.Contains(dtype, mixedDates) {
+			t.NeedMixedDates = true
+		}
 		t.Columns = append(t.Columns, SchemaColumn{
 			Name: c.Name, Type: c.Type, Dtype: dtype, Kwargs: kwargs, Comment: comment,
 			Nullable: c.Nulls > 0 || c.Count == 0, Nulls: c.Nulls,
@@ -37,8 +40,9 @@ func (sp *SampleProfile) schemaTable() SchemaTable {
 	return t
 }
 
-// render writes the schema source with the checks whose column the table has.
-func (t SchemaTable) render(checks []Check) string {
+// render writes the schema source with the checks whose column the table
+// has, and the kept ones (checks Admit turned down) as comments.
+func (t SchemaTable) render(checks []Check, kept []KeptCheck) string {
 	var cols strings.Builder
 	for _, c := range t.Columns {
 		nullable := c.Nullable
@@ -57,6 +61,9 @@ func (t SchemaTable) render(checks []Check) string {
 			case CheckUnique:
 				unique = true
 			default:
+				// A check that does not fit the column was kept as text
+				// before it got here (Admit); this guards a hand-built
+				// rendition.
 				if why := ch.misfit(c.Type); why != "" {
 					notes = append(notes, "constraint not applied ("+why+"): "+oneLine(ch.Text))
 					continue
@@ -66,6 +73,11 @@ func (t SchemaTable) render(checks []Check) string {
 				}
 			}
 			notes = append(notes, "constraint: "+oneLine(ch.Text))
+		}
+		for _, k := range kept {
+			if sameColumn(k.Check.Column, c.Name) {
+				notes = append(notes, "constraint not applied ("+oneLine(k.Why)+"): "+oneLine(k.Check.Text))
+			}
 		}
 		args := []string{}
 		if c.Dtype != "" {
@@ -95,11 +107,28 @@ func (t SchemaTable) render(checks []Check) string {
 	if t.NeedEngine {
 		b.WriteString("from pandera.engines import pandas_engine\n")
 	}
+	if t.NeedMixedDates {
+		b.WriteString(mixedDatesGuard)
+	}
 	b.WriteString("\nschema = pa.DataFrameSchema(\n    {\n")
 	b.WriteString(cols.String())
 	b.WriteString("    },\n    strict=False,\n)\n")
 	return b.String()
 }
+
+// mixedDates names the to_datetime keyword arguments of a column with
+// dates in several formats, and mixedDatesGuard defines them. pandas >= 2
+// infers one format from the first value and needs format="mixed" to parse
+// each value on its own; pandas 1.x (Debian bookworm's 1.5.3) rejects
+// "mixed" ("does not match format 'mixed'") and already parses each value
+// on its own when given no format. The schema must work with either, as
+// the sandbox may have either.
+const (
+	mixedDates      = "MIXED_DATES"
+	mixedDatesGuard = "import pandas as pd\n\n" +
+		"# format=\"mixed\" is pandas >= 2; pandas 1.x rejects it and parses mixed formats without a format.\n" +
+		mixedDates + " = {\"format\": \"mixed\"} if int(pd.__version__.split(\".\")[0]) >= 2 else {}\n"
+)
 
 // panderaType is the dtype argument, extra keyword arguments and a comment.
 func (c *ColumnProfile) panderaType() (dtype string, kwargs []string, comment string) {
@@ -121,7 +150,7 @@ func (c *ColumnProfile) panderaType() (dtype string, kwargs []string, comment st
 		coerce := []string{"coerce=True"}
 		switch {
 		case len(t.Mixed) > 0:
-			return `pandas_engine.DateTime(to_datetime_kwargs={"format": "mixed"})`, coerce, "dates in mixed formats (pandas >= 2)"
+			return "pandas_engine.DateTime(to_datetime_kwargs=" + mixedDates + ")", coerce, "dates in mixed formats"
 		case t.Zoned:
 			return `pandas_engine.DateTime(tz="UTC", to_datetime_kwargs={"utc": True})`, coerce, "timestamps with UTC offsets, as UTC"
 		case t.ISO:

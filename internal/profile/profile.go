@@ -102,6 +102,12 @@ type Report struct {
 	// A caller may append checks it got elsewhere (the `constraint` LLM
 	// call) before rendering the schemas.
 	Checks []Check
+	// Kept are the constraints ParseConstraint read into a check that does
+	// not fit the samples (a numeric bound on a text column, ...; Admit
+	// says why): the data context keeps them as text the code must
+	// enforce, the schema as a comment, and they are not sent to the
+	// model, which could only read them the same way.
+	Kept []KeptCheck
 	// Unparsed are the constraints it did not; ask the model, or keep them as
 	// prompt text (DataContext lists them).
 	Unparsed []string
@@ -263,14 +269,20 @@ func Profile(ctx context.Context, samples []Sample, opts Options) (*Report, erro
 			columns = append(columns, c.Name)
 		}
 	}
+	tables := rep.schemaTables()
 	for _, text := range opts.Constraints {
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
-		if c, ok := ParseConstraint(text, columns); ok {
-			rep.Checks = append(rep.Checks, c)
-		} else {
+		c, ok := ParseConstraint(text, columns)
+		if !ok {
 			rep.Unparsed = append(rep.Unparsed, text)
+			continue
+		}
+		if c, why := admit(tables, c); why != "" {
+			rep.Kept = append(rep.Kept, KeptCheck{Check: c, Why: why})
+		} else {
+			rep.Checks = append(rep.Checks, c)
 		}
 	}
 	return rep, nil

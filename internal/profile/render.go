@@ -44,13 +44,16 @@ func (r *Report) samplesContext() string {
 }
 
 // writeConstraints is the constraints section of the data context.
-func writeConstraints(b *strings.Builder, checks []Check, unparsed []string) {
-	if len(checks)+len(unparsed) == 0 {
+func writeConstraints(b *strings.Builder, checks []Check, kept []KeptCheck, unparsed []string) {
+	if len(checks)+len(kept)+len(unparsed) == 0 {
 		return
 	}
 	b.WriteString("\nConstraints:\n")
 	for _, c := range checks {
 		fmt.Fprintf(b, "- %s: check %s\n", strconv.Quote(c.Text), c.describe())
+	}
+	for _, k := range kept {
+		fmt.Fprintf(b, "- %s: not applied as a check (%s); the code must enforce it\n", strconv.Quote(k.Check.Text), oneLine(k.Why))
 	}
 	for _, u := range unparsed {
 		fmt.Fprintf(b, "- %s: not parsed into a check; the code must enforce it\n", strconv.Quote(u))
@@ -178,7 +181,7 @@ func (c *ColumnProfile) describe(rows int) string {
 			for _, m := range t.Mixed {
 				parts = append(parts, fmt.Sprintf("%s x%d", m.Strftime, m.Count))
 			}
-			fmt.Fprintf(&b, "mixed formats: %s; pandas: format='mixed'", strings.Join(parts, ", "))
+			fmt.Fprintf(&b, "mixed formats: %s; pandas >= 2: format='mixed' (pandas 1.x: no format)", strings.Join(parts, ", "))
 		case t.ISO:
 			fmt.Fprintf(&b, "format %s (ISO 8601)", t.Strftime)
 		default:

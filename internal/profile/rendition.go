@@ -18,17 +18,30 @@ type Rendition struct {
 	// Samples is the data context up to its constraints section.
 	Samples string `json:"samples"`
 	// Tables are the tabular samples with columns, in sample order.
-	Tables   []SchemaTable `json:"tables,omitempty"`
-	Checks   []Check       `json:"checks,omitempty"`
-	Unparsed []string      `json:"unparsed,omitempty"`
+	Tables []SchemaTable `json:"tables,omitempty"`
+	Checks []Check       `json:"checks,omitempty"`
+	// Kept are the constraints read into a check (by the parser or by the
+	// model) that Admit turned down: they stay in the prompt as text the
+	// code must enforce, with the reason, and as a comment in the schema.
+	Kept     []KeptCheck `json:"kept,omitempty"`
+	Unparsed []string    `json:"unparsed,omitempty"`
+}
+
+// KeptCheck is a check that does not apply to the samples (Admit says
+// why), kept as text.
+type KeptCheck struct {
+	Check Check  `json:"check"`
+	Why   string `json:"why"`
 }
 
 // SchemaTable is one tabular sample as its Pandera schema is rendered.
 type SchemaTable struct {
-	Name       string         `json:"name"`   // the sample's name
-	Header     string         `json:"header"` // the schema's first comment line
-	NeedEngine bool           `json:"need_engine,omitempty"`
-	Columns    []SchemaColumn `json:"columns"`
+	Name       string `json:"name"`   // the sample's name
+	Header     string `json:"header"` // the schema's first comment line
+	NeedEngine bool   `json:"need_engine,omitempty"`
+	// NeedMixedDates: a column uses MIXED_DATES (see mixedDatesGuard).
+	NeedMixedDates bool           `json:"need_mixed_dates,omitempty"`
+	Columns        []SchemaColumn `json:"columns"`
 }
 
 // SchemaColumn is one column of a SchemaTable.
@@ -44,20 +57,26 @@ type SchemaColumn struct {
 
 // Rendition returns what the report's text is rendered from.
 func (r *Report) Rendition() Rendition {
-	rd := Rendition{Samples: r.samplesContext(), Checks: r.Checks, Unparsed: r.Unparsed}
+	return Rendition{Samples: r.samplesContext(), Tables: r.schemaTables(), Checks: r.Checks, Kept: r.Kept, Unparsed: r.Unparsed}
+}
+
+// schemaTables are the tabular samples with columns, as their schemas
+// are rendered.
+func (r *Report) schemaTables() []SchemaTable {
+	var out []SchemaTable
 	for _, sp := range r.Samples {
 		if sp.Format.Tabular() && len(sp.Columns) > 0 {
-			rd.Tables = append(rd.Tables, sp.schemaTable())
+			out = append(out, sp.schemaTable())
 		}
 	}
-	return rd
+	return out
 }
 
 // DataContext is the text Report.DataContext returns.
 func (rd Rendition) DataContext() string {
 	var b strings.Builder
 	b.WriteString(rd.Samples)
-	writeConstraints(&b, rd.Checks, rd.Unparsed)
+	writeConstraints(&b, rd.Checks, rd.Kept, rd.Unparsed)
 	return b.String()
 }
 
@@ -65,16 +84,25 @@ func (rd Rendition) DataContext() string {
 func (rd Rendition) PanderaSchemas() map[string]string {
 	out := map[string]string{}
 	for _, t := range rd.Tables {
-		out[t.Name] = t.render(rd.Checks)
+		out[t.Name] = t.render(rd.Checks, rd.Kept)
 	}
 	return out
 }
 
 // WithChecks returns the rendition with checks added after its own and
 // unparsed as the constraints left as text (replacing its Unparsed).
+// Checks that Admit turns down are kept as text, with the reason.
 func (rd Rendition) WithChecks(checks []Check, unparsed []string) Rendition {
 	out := rd
-	out.Checks = append(append([]Check(nil), rd.Checks...), checks...)
+	out.Checks = append([]Check(nil), rd.Checks...)
+	out.Kept = append([]KeptCheck(nil), rd.Kept...)
+	for _, c := range checks {
+		if c, why := rd.Admit(c); why != "" {
+			out.Kept = append(out.Kept, KeptCheck{Check: c, Why: why})
+		} else {
+			out.Checks = append(out.Checks, c)
+		}
+	}
 	out.Unparsed = append([]string(nil), unparsed...)
 	return out
 }
@@ -103,9 +131,13 @@ func (rd Rendition) Columns() []ColumnRef {
 // the returned check carries the column's own spelling), have the
 // parameters its type needs, and fit the column's type. A check that does
 // not is returned with the reason, and is better kept as prompt text.
-func (rd Rendition) Admit(c Check) (Check, string) {
+func (rd Rendition) Admit(c Check) (Check, string) { return admit(rd.Tables, c) }
+
+// admit is Admit over the tables: the one test for the parser's checks
+// (Profile) and the model's (the constraint stage).
+func admit(tables []SchemaTable, c Check) (Check, string) {
 	var col *SchemaColumn
-	for _, t := range rd.Tables {
+	for _, t := range tables {
 		for i := range t.Columns {
 			if sameColumn(t.Columns[i].Name, c.Column) {
 				col = &t.Columns[i]

@@ -123,3 +123,49 @@ func TestAdmit(t *testing.T) {
 		}
 	}
 }
+
+// TestMisfitsKeptAsText: a check that does not fit its column's type is
+// kept as text the code must enforce, never listed as a check, whether the
+// parser read it (Profile) or the model did (WithChecks), and neither goes
+// to the model again (Unparsed).
+func TestMisfitsKeptAsText(t *testing.T) {
+	t.Parallel()
+	rep := profileFile(t, "orders.csv", "id,region,price\n1,north,2.5\n2,south,30\n",
+		"region must be positive", "price matches /^[0-9]+$/", "price must be positive")
+	wantKept := []KeptCheck{
+		{Check: Check{Column: "region", Type: CheckGreaterThan, Text: "region must be positive"}, Why: "a numeric bound on a string column"},
+		{Check: Check{Column: "price", Type: CheckRegex, Pattern: "^[0-9]+$", Text: "price matches /^[0-9]+$/"}, Why: "a pattern on a float column"},
+	}
+	if diff := cmp.Diff(wantKept, rep.Kept); diff != "" {
+		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+	if len(rep.Checks) != 1 || rep.Checks[0].Text != "price must be positive" || len(rep.Unparsed) != 0 {
+		t.Errorf("checks %+v, unparsed %q", rep.Checks, rep.Unparsed)
+	}
+	// The model reads a misfit too: the same path.
+	rd := rep.Rendition().WithChecks([]Check{{Column: "id", Type: CheckRegex, Pattern: "x", Text: "ids look like x"}}, nil)
+	ctx := rd.DataContext()
+	for _, want := range []string{
+		`- "price must be positive": check "price" > 0`,
+		`- "region must be positive": not applied as a check (a numeric bound on a string column); the code must enforce it`,
+		`- "price matches /^[0-9]+$/": not applied as a check (a pattern on a float column); the code must enforce it`,
+		`- "ids look like x": not applied as a check (a pattern on a int column); the code must enforce it`,
+	} {
+		if !strings.Contains(ctx, want) {
+			t.Errorf("data context lacks %q:\n%s", want, ctx)
+		}
+	}
+	if strings.Contains(ctx, `check "region"`) || strings.Contains(ctx, "matches \"") {
+		t.Errorf("a misfit is listed as a check:\n%s", ctx)
+	}
+	schema := rd.PanderaSchemas()["orders"]
+	for _, want := range []string{
+		`"region": pa.Column(str, nullable=False),  # constraint not applied (a numeric bound on a string column): region must be positive`,
+		`"id": pa.Column("int64", nullable=False),  # constraint not applied (a pattern on a int column): ids look like x`,
+		`"price": pa.Column("float64", checks=[pa.Check.gt(0)], nullable=False),`,
+	} {
+		if !strings.Contains(schema, want) {
+			t.Errorf("schema lacks %q:\n%s", want, schema)
+		}
+	}
+}
