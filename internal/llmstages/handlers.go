@@ -308,16 +308,21 @@ func (h *Handlers) packages(ctx context.Context, cmd *messages.StageCommand, in 
 			n.add("ignored invalid import name %q", imp)
 		}
 	}
-	dists, unknown := pyscan.Resolver{Stdlib: h.std}.Distributions(imports)
+	std := h.std
+	if len(in.Stdlib) > 0 {
+		// The target sandbox's own list, as the coordinator learned it.
+		std = pyscan.NewSet(in.Stdlib...)
+	}
+	dists, unknown := pyscan.Resolver{Stdlib: std}.Distributions(imports)
 	if len(unknown) == 0 {
-		return Output{Value: messages.Packages{Packages: cleanPackages(dists, h.std, "package", &n)}, Notes: n}, nil
+		return Output{Value: messages.Packages{Packages: cleanPackages(dists, std, "package", &n)}, Notes: n}, nil
 	}
 	var p messages.Packages
 	out, err := h.call(ctx, cmd, prompts.Packages(messages.PackagesInput{Imports: unknown}), &p)
 	if err != nil {
 		return out, err
 	}
-	p.Packages = cleanPackages(append(dists, p.Packages...), h.std, "package", &n)
+	p.Packages = cleanPackages(append(dists, p.Packages...), std, "package", &n)
 	out.Notes, out.Value = n, p
 	return out, nil
 }

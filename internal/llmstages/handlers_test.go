@@ -13,6 +13,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/pyscan"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -233,6 +234,35 @@ func TestPackagesAsksOnlyUnknown(t *testing.T) {
 	user := fc.calls()[0].Messages[1].Content
 	if !strings.Contains(user, "frobnicate\ngoogle.cloud.spanner\n") || strings.Contains(user, "numpy") || strings.Contains(user, "rm") {
 		t.Errorf("packages prompt should list only the unknown imports:\n%s", user)
+	}
+}
+
+// The coordinator passes the sandbox's own stdlib: a module that Python
+// lacks is resolved, not dropped as the 3.11 list would.
+func TestPackagesTargetStdlib(t *testing.T) {
+	t.Parallel()
+	var target []string
+	for n := range pyscan.Stdlib() {
+		if n != "imghdr" {
+			target = append(target, n)
+		}
+	}
+	fc := &fakeClient{replies: map[string]string{"packages": `{"packages":["imghdr-compat"]}`}}
+	h := New(fc, Options{})
+	out, err := h.Handle(context.Background(), command(t, messages.StagePackages, messages.PackagesInput{Imports: []string{"imghdr", "os"}, Stdlib: target}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(messages.Packages{Packages: []string{"imghdr-compat"}}, out.Value); diff != "" {
+		t.Errorf("packages (-want +got):\n%s", diff)
+	}
+	if len(fc.calls()) != 1 || !strings.Contains(fc.calls()[0].Messages[1].Content, "imghdr") {
+		t.Errorf("want one call asking about imghdr, got %d", len(fc.calls()))
+	}
+	// Without the list, the worker's (3.11) list drops imghdr: no call.
+	fc2 := &fakeClient{}
+	if out, err := New(fc2, Options{}).Handle(context.Background(), command(t, messages.StagePackages, messages.PackagesInput{Imports: []string{"imghdr"}})); err != nil || len(fc2.calls()) != 0 {
+		t.Errorf("3.11 fallback: %+v, %v, %d calls", out.Value, err, len(fc2.calls()))
 	}
 }
 

@@ -44,7 +44,7 @@ func (m *stepper) env(c int, codeBusy bool) (image string, set []string, ready b
 		if c == 0 {
 			s.Phase = PhasePackages
 		}
-		m.dispatchWith(messages.StagePackages, messages.PackagesInput{Imports: still}, Pending{Candidate: c})
+		m.dispatchWith(messages.StagePackages, messages.PackagesInput{Imports: still, Stdlib: s.Stdlib}, Pending{Candidate: c})
 		return "", nil, false
 	}
 	set = removePackages(normPackages(m.substitute(append(append([]string{}, *pkgs...), dists...))), append(append([]string{}, s.InvalidPackages...), harnessPackages...))
@@ -96,14 +96,45 @@ func (m *stepper) lineFailed(c int, reason string) {
 
 // scan maps the imports of the code and the tests (once they exist) to
 // distributions; the model's own package list for the code is added, and
-// packages the index rejected are left out.
+// packages the index rejected are left out. The standard library is the
+// sandbox interpreter's own once a build reported it (learnStdlib), else
+// CPython 3.11's.
 func (m *stepper) scan(sol *messages.Solution) (dists, unknown []string) {
 	s := m.s
 	imports := pyscan.Imports(sol.Code)
 	if s.Tests != nil {
 		imports = append(imports, pyscan.Imports(s.Tests.Code)...)
 	}
-	dists, unknown = pyscan.Distributions(imports, nil)
+	var std pyscan.Set // nil: pyscan's CPython 3.11 list
+	if len(s.Stdlib) > 0 {
+		std = pyscan.NewSet(s.Stdlib...)
+	}
+	dists, unknown = pyscan.Resolver{Stdlib: std}.Distributions(imports)
 	dists = append(dists, validPackages(sol.Packages)...)
 	return removePackages(m.substitute(dists), s.InvalidPackages), unknown
+}
+
+// maxStdlib bounds the stdlib list kept in the state: real interpreters
+// have a few hundred names; a longer list is not one.
+const maxStdlib = 2000
+
+// learnStdlib keeps the sandbox interpreter's standard library from a build
+// result. The first scan of a job runs before any build, with the 3.11 list;
+// once the target's own list is known, env rescans with it, and a package
+// set it changes is built again (the sets are keyed by their packages), so
+// the tests always run in an environment computed from the target's list.
+// A build that reports no list leaves the 3.11 list in use, and says so once.
+func (m *stepper) learnStdlib(names []string) {
+	s := m.s
+	if len(s.Stdlib) > 0 {
+		return
+	}
+	if len(names) > 0 && len(names) <= maxStdlib {
+		s.Stdlib = append([]string(nil), names...)
+		return
+	}
+	if !s.StdlibNoted {
+		s.StdlibNoted = true
+		m.note("the sandbox did not report its Python's standard library: the import scan uses CPython 3.11's list")
+	}
 }

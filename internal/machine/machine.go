@@ -429,6 +429,7 @@ func (m *stepper) built(p Pending, out messages.BuildOutput) {
 	if p.Env != "" {
 		s.Images[p.Env] = out.Image
 	}
+	m.learnStdlib(out.Stdlib) // env.go: a rescan may change the set and rebuild
 	m.advance()
 }
 

@@ -4,12 +4,16 @@ import (
 	"container/heap"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/autocoder/autocoder/internal/pyscan"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -761,6 +765,107 @@ func TestPackagesFromStaticScan(t *testing.T) {
 			}
 			if s.Status != messages.StatusSucceeded || contains(s.Packages, "pytest") {
 				t.Errorf("status %s packages %v", s.Status, s.Packages)
+			}
+		})
+	}
+}
+
+// targetStdlib is CPython 3.11's stdlib without drop and with add: the
+// list a sandbox with another Python reports.
+func targetStdlib(drop, add []string) []string {
+	var out []string
+	for n := range pyscan.Stdlib() {
+		if !slices.Contains(drop, n) {
+			out = append(out, n)
+		}
+	}
+	out = append(out, add...)
+	sort.Strings(out)
+	return out
+}
+
+// The sandbox's own Python decides what is stdlib: the list a build
+// reports replaces the 3.11 fallback for every later scan.
+func TestStdlibFromTheSandbox(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		code       string
+		stdlib     []string // what the builds report; nil: nothing (an old worker)
+		mapped     []string // the packages stage's answer
+		wantAsked  [][]string
+		wantBuilds [][]string
+		wantNote   bool
+		wantState  bool // the state keeps the reported list
+		askList    bool // the model is asked with the reported list
+	}{
+		{
+			name:       "a module the target lacks is not taken for stdlib: asked, then built",
+			code:       "import imghdr\nimport json\n",
+			stdlib:     targetStdlib([]string{"imghdr"}, nil),
+			mapped:     []string{"imghdr-compat"},
+			wantAsked:  [][]string{{"imghdr"}},
+			wantBuilds: [][]string{nil, {"imghdr-compat"}},
+			wantState:  true,
+			askList:    true,
+		},
+		{
+			name:       "a module only the target has is stdlib once it is known",
+			code:       "import pandas\nimport newstd\n",
+			stdlib:     targetStdlib(nil, []string{"newstd"}),
+			mapped:     []string{},
+			wantAsked:  [][]string{{"newstd"}},
+			wantBuilds: [][]string{{"pandas"}},
+			wantState:  true,
+		},
+		{
+			name:       "no report: the 3.11 list, with a note",
+			code:       "import imghdr\nimport pandas\n",
+			wantBuilds: [][]string{{"pandas"}},
+			wantNote:   true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			w.answers[messages.StageCode] = []any{solution(tc.code)}
+			w.answers[messages.StageTests] = []any{messages.Tests{Code: "from solution import f\n"}}
+			w.answers[messages.StagePackages] = []any{messages.Packages{Packages: tc.mapped}}
+			w.fn[messages.StageBuild] = func(c *messages.StageCommand, n int) any {
+				return messages.BuildOutput{Image: fmt.Sprintf("env-%d", n+1), Stdlib: tc.stdlib}
+			}
+			s, _, cmds := run(t, w, baseSpec(), nil)
+			var asked, sets [][]string
+			for _, p := range dispatches(cmds, messages.StagePackages) {
+				in := inputOf[messages.PackagesInput](t, p)
+				asked = append(asked, in.Imports)
+				if (len(in.Stdlib) > 0) != tc.askList {
+					t.Errorf("packages stage asked with %d stdlib names, want the list: %v", len(in.Stdlib), tc.askList)
+				}
+			}
+			for _, b := range dispatches(cmds, messages.StageBuild) {
+				sets = append(sets, inputOf[messages.BuildInput](t, b).Packages)
+			}
+			if diff := cmp.Diff(tc.wantAsked, asked); diff != "" {
+				t.Errorf("imports asked of the model (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantBuilds, sets, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("build sets (-want +got):\n%s", diff)
+			}
+			if got := hasNote(s, "import scan uses CPython 3.11's list"); got != tc.wantNote {
+				t.Errorf("fallback note %v, want %v: %q", got, tc.wantNote, s.Notes)
+			}
+			if got := len(s.Stdlib) > 0; got != tc.wantState {
+				t.Errorf("state keeps %d stdlib names, want some: %v", len(s.Stdlib), tc.wantState)
+			}
+			// The tests run only in the environment computed with the target's list.
+			runs := dispatches(cmds, messages.StageRunTests)
+			if img := fmt.Sprintf("env-%d", len(sets)); len(runs) != 1 || inputOf[messages.RunTestsInput](t, runs[0]).Image != img {
+				t.Errorf("%d test runs, want one in %s", len(runs), img)
+			}
+			if s.Status != messages.StatusSucceeded {
+				t.Errorf("status %s: %s", s.Status, s.Error)
 			}
 		})
 	}

@@ -68,7 +68,13 @@ type State struct {
 	// counts the model's tries per originally missing package.
 	Replacements map[string]string `json:"replacements,omitempty"`
 	ReplaceTries map[string]int    `json:"replace_tries,omitempty"`
-	AskedImports []string          `json:"asked_imports,omitempty"` // imports the model was asked to map, once each
+	// Stdlib is the sandbox interpreter's standard library, from the first
+	// build that reported it (messages.BuildOutput.Stdlib): the import scan
+	// leaves these modules out. Empty: pyscan's CPython 3.11 list is used
+	// (StdlibNoted: the result says so, once).
+	Stdlib       []string `json:"stdlib,omitempty"`
+	StdlibNoted  bool     `json:"stdlib_noted,omitempty"`
+	AskedImports []string `json:"asked_imports,omitempty"` // imports the model was asked to map, once each
 
 	// Repair bookkeeping (see repair.go). Everything here is bounded, so the
 	// state stays far below the KV value limit whatever the job does.

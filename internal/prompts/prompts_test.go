@@ -232,18 +232,18 @@ func TestInjectionStaysInsideDataFence(t *testing.T) {
 		{Name: inj, ClassName: inj, Outcome: messages.OutcomeError},
 	}}
 	cases := map[string][]messages.ChatMessage{
-		"plan":        Plan(messages.PlanInput{Task: evilTask, DataContext: inj}),
-		"code":        Code(messages.CodeInput{Task: evilTask, DataContext: inj, Plan: messages.Plan{Description: inj, Approach: inj}}),
-		"tests":       Tests(messages.TestsInput{Task: evilTask, DataContext: inj, Plan: messages.Plan{Description: inj, Approach: inj}}),
-		"packages":    Packages(messages.PackagesInput{Imports: []string{inj}}),
-		"diagnose":    Diagnose(messages.DiagnoseInput{Task: evilTask, Plan: messages.Plan{Approach: inj}, Code: inj, Tests: inj, Report: evilReport, Hints: []string{inj}}),
-		"fix":         Fix(messages.FixInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures}),
-		"fix_esc1":    Fix(messages.FixInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures, Escalation: 1, Missing: []string{inj}}),
-		"fix_esc2":    Fix(messages.FixInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures, Escalation: 3, Missing: []string{inj}}),
-		"patch_tests": PatchTests(messages.PatchTestsInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures}),
+		"plan":             Plan(messages.PlanInput{Task: evilTask, DataContext: inj}),
+		"code":             Code(messages.CodeInput{Task: evilTask, DataContext: inj, Plan: messages.Plan{Description: inj, Approach: inj}}),
+		"tests":            Tests(messages.TestsInput{Task: evilTask, DataContext: inj, Plan: messages.Plan{Description: inj, Approach: inj}}),
+		"packages":         Packages(messages.PackagesInput{Imports: []string{inj}}),
+		"diagnose":         Diagnose(messages.DiagnoseInput{Task: evilTask, Plan: messages.Plan{Approach: inj}, Code: inj, Tests: inj, Report: evilReport, Hints: []string{inj}}),
+		"fix":              Fix(messages.FixInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures}),
+		"fix_esc1":         Fix(messages.FixInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures, Escalation: 1, Missing: []string{inj}}),
+		"fix_esc2":         Fix(messages.FixInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures, Escalation: 3, Missing: []string{inj}}),
+		"patch_tests":      PatchTests(messages.PatchTestsInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures}),
 		"patch_tests_esc2": PatchTests(messages.PatchTestsInput{Task: evilTask, Code: inj, Tests: inj, Failures: evilFailures, Escalation: 2, Missing: []string{inj}}),
-		"verify":      Verify(messages.VerifyInput{OldCode: inj, NewCode: inj, Failures: evilFailures}),
-		"constraint":  Constraint(inj, []messages.DataColumn{{Sample: inj, Name: inj, Type: inj}}),
+		"verify":           Verify(messages.VerifyInput{OldCode: inj, NewCode: inj, Failures: evilFailures}),
+		"constraint":       Constraint(inj, []messages.DataColumn{{Sample: inj, Name: inj, Type: inj}}),
 	}
 	for stage, msgs := range cases {
 		t.Run(stage, func(t *testing.T) {

@@ -179,6 +179,9 @@ type Tests struct {
 // PackagesInput is the input of StagePackages: imports the static scan could not map.
 type PackagesInput struct {
 	Imports []string `json:"imports"`
+	// Stdlib is the sandbox interpreter's standard library when the
+	// coordinator knows it (BuildOutput.Stdlib); empty: the worker's own list.
+	Stdlib []string `json:"stdlib,omitempty"`
 }
 
 // Packages is the `packages` structured reply.
