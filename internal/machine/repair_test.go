@@ -658,6 +658,16 @@ func TestUnpatched(t *testing.T) {
 	if got := unpatched(old, newTests, fs[1:2], []string{"TestK::test_b"}); len(got) != 1 {
 		t.Errorf("an unapplied patch counts as patched: %+v", got)
 	}
+	// A refused patch of another class's method of the same name says
+	// nothing about the failing one.
+	if got := unpatched(old, newTests, fs[1:2], []string{"TestJ::test_b"}); len(got) != 0 {
+		t.Errorf("a refused patch of TestJ::test_b made TestK::test_b unpatched: %+v", got)
+	}
+	for _, u := range []string{"test_b", "test_solution.py::TestK::test_b[1]", "TestK.test_b"} {
+		if got := unpatched(old, newTests, fs[1:2], []string{u}); len(got) != 1 {
+			t.Errorf("unapplied %q does not name TestK::test_b: %+v", u, got)
+		}
+	}
 }
 
 func TestChangedOthers(t *testing.T) {

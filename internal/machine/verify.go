@@ -2,6 +2,7 @@ package machine
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/prompts"
@@ -204,14 +205,10 @@ func missingFixes(fs []messages.Failure) []string {
 // found (a session or collection failure) counts as patched when the file
 // changed at all.
 func unpatched(oldTests, newTests string, fs []messages.Failure, unapplied []string) []messages.Failure {
-	skipped := map[string]bool{}
-	for _, u := range unapplied {
-		skipped[testFunc(u)] = true
-	}
 	var out []messages.Failure
 	for _, f := range fs {
 		fn := testFunc(f.TestName)
-		if skipped[fn] {
+		if slices.ContainsFunc(unapplied, func(u string) bool { return sameTest(u, f.TestName) }) {
 			out = append(out, f)
 			continue
 		}
@@ -270,6 +267,36 @@ func funcNames(src string) []string {
 		}
 	}
 	return out
+}
+
+// sameTest reports whether a patch's test name u names the test id: the
+// same function, and the same classes when u names any ("test_a" may be
+// TestK::test_a; TestJ::test_a is not). Parameters and the module prefix
+// are ignored.
+func sameTest(u, id string) bool {
+	if testFunc(u) != testFunc(id) {
+		return false
+	}
+	uc, ic := testClasses(u), testClasses(id)
+	return uc == "" || uc == ic
+}
+
+// testClasses is the class path of a test ID: "m.py::TestA::test_x[1]" -> "TestA".
+func testClasses(id string) string {
+	id = strings.TrimSpace(id)
+	if i := strings.IndexByte(id, '['); i >= 0 {
+		id = id[:i]
+	}
+	var parts []string
+	for _, p := range strings.Split(strings.ReplaceAll(id, "::", "."), ".") {
+		if p != "" && p != "py" && p != "test_solution" && p != "()" {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) <= 1 {
+		return ""
+	}
+	return strings.Join(parts[:len(parts)-1], ".")
 }
 
 // testFunc is the function name of a test ID: "TestA::test_x[1]" -> "test_x".
