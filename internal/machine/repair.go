@@ -33,8 +33,11 @@ import (
 //  5. Verification: a fix is checked mechanically (the code changed; the
 //     snippet the diagnosis says to replace is gone, the one it suggests is
 //     there); the verify stage is asked only about fixes the check cannot
-//     decide. A patch is checked by comparing each failing test function
-//     before and after. What was not applied is asked again with
+//     decide; a fix whose suggested snippet appears while the snippet it
+//     replaces is still there is undecided (verify stage), not applied. A
+//     patch is checked by comparing each failing test function before and
+//     after, and every other test function must be unchanged (a patch that
+//     changed one is unverified). What was not applied is asked again with
 //     escalating instructions (escalation 1, then 2) naming what is
 //     missing; after the third attempt the round proceeds anyway.
 //

@@ -489,6 +489,27 @@ func TestRepairRounds(t *testing.T) {
 			},
 		},
 		{
+			name: "a fix that adds the new snippet but keeps the old one goes to the verify stage",
+			script: func(w *world) {
+				w.answers[messages.StageRunTests] = []any{fail("test_a"), pass(1)}
+				w.answers[messages.StageDiagnose] = []any{messages.Diagnosis{Failures: []messages.Failure{
+					{TestName: "test_a", SuggestedFix: "replace `return 1` with `return 2`", ErrorType: messages.ErrorLogic}}}}
+				w.answers[messages.StageFix] = []any{
+					solution("def f():\n    return 1\n\n\ndef unused():\n    return 2\n"), // old still returned
+					solution("def f():\n    return 2\n")}
+				w.answers[messages.StageVerify] = []any{messages.FixVerification{AllFixesApplied: false,
+					MissingFixes: []string{"test_a: f still returns 1"}, Explanation: "the new line is unused"}}
+			},
+			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "diagnose", "fix", "verify", "fix", "run_tests"},
+			wantStatus: messages.StatusSucceeded,
+			check: func(t *testing.T, s State, cmds []Command) {
+				fix2 := inputOf[messages.FixInput](t, dispatches(cmds, messages.StageFix)[1])
+				if fix2.Escalation != 1 || cmp.Diff([]string{"test_a: f still returns 1"}, fix2.Missing) != "" {
+					t.Errorf("second fix: escalation %d, missing %q", fix2.Escalation, fix2.Missing)
+				}
+			},
+		},
+		{
 			name: "a patch that changes a passing test is unverified, not asked again",
 			script: func(w *world) {
 				tests := "from solution import f\n\n\nclass TestK:\n    def test_a(self):\n        assert f() == 2\n\n    def test_b(self):\n        assert f() == 1\n"
