@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -156,4 +158,113 @@ func TestLookupAfterLocalJob(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+const filesCode = `import argparse
+import os
+
+
+def report():
+    return "region,amount\nnorth,25.00\n"
+
+
+if __name__ == "__main__":
+    argparse.ArgumentParser().parse_args()
+    os.makedirs("/var/outputs/charts/meta", exist_ok=True)
+    with open("/var/outputs/report", "w") as f:
+        f.write(report())
+    with open("/var/outputs/charts/north.txt", "w") as f:
+        f.write("25.00\n")
+    with open("/var/outputs/charts/meta/count.txt", "w") as f:
+        f.write("1")
+    with open("/var/outputs/rows", "w") as f:
+        f.write("1")
+`
+
+const filesTests = `from solution import report
+
+
+def test_report():
+    assert report().startswith("region,amount")
+`
+
+// TestResultOut: `submit result JOB_ID --out DIR`, after the job has
+// ended (and the CLI that ran it has exited), writes what `submit --out`
+// does: the script, its tests, result.json, and the File and Dir outputs
+// downloaded from the object store.
+func TestResultOut(t *testing.T) {
+	t.Parallel()
+	requireSandboxTools(t)
+	fake := fakellm.New()
+	t.Cleanup(fake.Close)
+	fake.On("plan", fakellm.JSON(messages.Plan{Description: "a report", Approach: "a function"}))
+	fake.On("solution", fakellm.JSON(messages.Solution{Language: "python", Code: filesCode, Packages: []string{}, SystemPackages: []string{}}))
+	fake.On("tests", fakellm.JSON(messages.Tests{Code: filesTests}))
+	cfg := testConfig(t)
+	cfg.OpenAIBaseURL, cfg.OpenAIAPIKey = fake.URL(), "test-key"
+
+	code, stdout, stderr := runCLI(t, cfg, "--local", "--json", "--prompt", "Write a report (File), charts (Dir) and rows.",
+		"--output", "report=File", "--output", "charts=Dir", "--output", "rows=int", "--option", "max_iterations=2")
+	if code != ExitSuccess {
+		t.Fatalf("local job: exit %d\nstderr:\n%s", code, stderr)
+	}
+	var job messages.Result
+	if err := json.Unmarshal([]byte(stdout), &job); err != nil {
+		t.Fatalf("stdout is not a result: %v\n%s", err, stdout)
+	}
+
+	// The flag after the job id, and before it.
+	for i, args := range [][]string{
+		{"result", job.JobID, "--out", filepath.Join(t.TempDir(), "out")},
+		{"result", "--out", filepath.Join(t.TempDir(), "nested", "out"), job.JobID},
+	} {
+		dir := args[len(args)-1]
+		if i == 1 {
+			dir = args[2]
+		}
+		code, stdout, stderr := runCLI(t, cfg, args...)
+		if code != ExitSuccess {
+			t.Fatalf("%v: exit %d, stderr %s", args, code, stderr)
+		}
+		var got messages.Result
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil || got.JobID != job.JobID {
+			t.Fatalf("%v: stdout is not the job's result: %v\n%s", args, err, stdout)
+		}
+		for name, want := range map[string]string{
+			"report":                "region,amount\nnorth,25.00\n",
+			"charts/north.txt":      "25.00\n",
+			"charts/meta/count.txt": "1",
+			"solution.py":           filesCode,
+			"test_solution.py":      job.Tests,
+		} {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil || string(b) != want {
+				t.Errorf("%v: %s = %q, %v; want %q", args, name, b, err, want)
+			}
+		}
+		var saved messages.Result
+		if b, err := os.ReadFile(filepath.Join(dir, "result.json")); err != nil || json.Unmarshal(b, &saved) != nil || saved.JobID != job.JobID {
+			t.Errorf("%v: result.json: %v", args, err)
+		}
+		if !strings.Contains(stderr, "downloaded "+filepath.Join(dir, "report")) {
+			t.Errorf("%v: stderr does not list the download: %s", args, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "rows")); err == nil {
+			t.Errorf("%v: a scalar output was written as a file", args)
+		}
+	}
+
+	t.Run("bad usage", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"result", job.JobID, "--out"},
+			{"status", job.JobID, "--out", t.TempDir()},
+			{"result", "--out", t.TempDir()},
+			{"result", "job-nobody", "--out", t.TempDir()},
+		} {
+			code, stdout, stderr := runCLI(t, cfg, args...)
+			if code != ExitUsage || stdout != "" || stderr == "" {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and a message", args, code, stdout, stderr)
+			}
+		}
+	})
 }

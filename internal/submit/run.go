@@ -151,10 +151,7 @@ func runJob(ctx context.Context, from, task string, f runFlags, cfg config.Confi
 	}
 	var downloaded []string
 	if f.outDir != "" {
-		if err := writeOut(f.outDir, res); err != nil {
-			return 0, err
-		}
-		if downloaded, err = st.Client.DownloadOutputs(ctx, res, f.outDir); err != nil {
+		if downloaded, err = saveOut(ctx, st.Client, f.outDir, res); err != nil {
 			return 0, err
 		}
 	}

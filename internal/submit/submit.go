@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, cfg config.Config, io IO) (int, err
 	fs.Var(&options, "option", "key=value of an option, e.g. max_iterations=5 (repeatable)")
 	cfg.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(io.Stderr, "usage: submit [--local] [--json] JOBFILE\n       submit [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v]\n       submit status|result|events JOB_ID\n       submit run JOB_ID [--input n=value] [--sample n=path] [--json] [--out DIR]\n       submit task register NAME JOB_ID | task run NAME [--input n=value] ... | task list")
+		fmt.Fprintln(io.Stderr, "usage: submit [--local] [--json] JOBFILE\n       submit [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v]\n       submit status|events JOB_ID | result JOB_ID [--out DIR]\n       submit run JOB_ID [--input n=value] [--sample n=path] [--json] [--out DIR]\n       submit task register NAME JOB_ID | task run NAME [--input n=value] ... | task list")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -179,10 +179,7 @@ func run(ctx context.Context, args []string, cfg config.Config, io IO) (int, err
 		return 0, fmt.Errorf("job %s: %w", jobID, err)
 	}
 	if *outDir != "" {
-		if err := writeOut(*outDir, res); err != nil {
-			return 0, err
-		}
-		written, err := st.Client.DownloadOutputs(ctx, res, *outDir)
+		written, err := saveOut(ctx, st.Client, *outDir, res)
 		if err != nil {
 			return 0, err
 		}
@@ -237,8 +234,27 @@ func scripted(path string) (*fakellm.Server, string, error) {
 }
 
 func lookup(ctx context.Context, what string, args []string, cfg config.Config, io IO) (int, error) {
-	if len(args) != 1 {
-		return 0, usagef("usage: submit %s JOB_ID", what)
+	fs := flag.NewFlagSet("submit "+what, flag.ContinueOnError)
+	fs.SetOutput(io.Stderr)
+	usage := "usage: submit " + what + " JOB_ID"
+	var outDir string
+	if what == "result" {
+		fs.StringVar(&outDir, "out", "", "write solution.py, test_solution.py, result.json and the File and Dir outputs to this folder")
+		usage += " [--out DIR]"
+	}
+	fs.Usage = func() {
+		fmt.Fprintln(io.Stderr, usage)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitSuccess, nil
+	}
+	if err != nil {
+		return 0, usagef("%v", err)
+	}
+	if len(pos) != 1 {
+		return 0, usagef("%s", usage)
 	}
 	opts := cliStack(cfg, io)
 	st, err := stack.Start(ctx, opts)
@@ -246,7 +262,7 @@ func lookup(ctx context.Context, what string, args []string, cfg config.Config, 
 		return 0, err
 	}
 	defer st.Close()
-	id := args[0]
+	id := pos[0]
 	var res *messages.Result
 	switch what {
 	case "events":
@@ -268,6 +284,15 @@ func lookup(ctx context.Context, what string, args []string, cfg config.Config, 
 	}
 	if err != nil {
 		return 0, err
+	}
+	if outDir != "" {
+		written, err := saveOut(ctx, st.Client, outDir, res)
+		if err != nil {
+			return 0, err
+		}
+		for _, p := range written {
+			fmt.Fprintf(io.Stderr, "downloaded %s\n", p)
+		}
 	}
 	enc := json.NewEncoder(io.Stdout)
 	enc.SetIndent("", "  ")
@@ -388,6 +413,16 @@ func logger(cfg config.Config, w io.Writer) *slog.Logger {
 		lvl = slog.LevelWarn // the CLI shows progress; logs only for trouble
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
+}
+
+// saveOut is --out (of submit, submit result and submit run): the job's
+// files (writeOut) and its File and Dir outputs, downloaded from the
+// outputs object store, in dir. It returns the outputs' paths.
+func saveOut(ctx context.Context, c *client.Client, dir string, r *messages.Result) ([]string, error) {
+	if err := writeOut(dir, r); err != nil {
+		return nil, err
+	}
+	return c.DownloadOutputs(ctx, r, dir)
 }
 
 func writeOut(dir string, r *messages.Result) error {
