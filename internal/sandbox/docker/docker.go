@@ -33,6 +33,8 @@ type Backend struct {
 	// domain is the liveness domain this worker heartbeats in ("": no
 	// heartbeat); set in New before any container starts.
 	domain string
+	// instance names this Backend (random) in labels and its heartbeat.
+	instance string
 
 	flight sandbox.BuildGroup
 	known  sync.Map // image name -> struct{}: built or seen, so Build needs no API call
@@ -94,7 +96,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, log: cfg.Logger, cli: cli, stop: make(chan struct{})}
+	b := &Backend{cfg: cfg, log: cfg.Logger, cli: cli, stop: make(chan struct{}), instance: newNonce()}
 	if err := b.init(ctx); err != nil {
 		cli.Close()
 		return nil, err

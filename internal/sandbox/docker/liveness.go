@@ -16,8 +16,9 @@ import (
 // it is started, before anyone knows which run will take it, and labels
 // cannot change afterwards. Shortening pool leases would mean recycling
 // idle containers every few minutes and keeping long runs out of the pool;
-// instead each backend with a Cache heartbeats a key of its worker name
-// (cache.Key, a TTL of Config.HeartbeatTTL, refreshed three times per TTL),
+// instead each backend with a Cache heartbeats a key of its instance (a
+// random id in the autocoder.instance label beside the worker name; a TTL
+// of Config.HeartbeatTTL, refreshed three times per TTL),
 // and a reaper removes a container whose lease is over OR whose worker's
 // heartbeat is gone. So a SIGKILLed worker's containers, pooled or running,
 // go within HeartbeatTTL plus one reaper interval.
@@ -95,7 +96,7 @@ func (b *Backend) startLiveness(ctx context.Context) {
 func (b *Backend) beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.HeartbeatTTL/3)
 	defer cancel()
-	return b.cfg.Cache.Set(ctx, heartbeatKey(b.cfg.Worker), []byte(strconv.FormatInt(time.Now().Unix(), 10)), b.cfg.HeartbeatTTL)
+	return b.cfg.Cache.Set(ctx, heartbeatKey(b.instance), []byte(strconv.FormatInt(time.Now().Unix(), 10)), b.cfg.HeartbeatTTL)
 }
 
 // heartbeatLoop refreshes the heartbeat three times per TTL until Close.
@@ -119,17 +120,17 @@ func (b *Backend) heartbeatLoop() {
 	}
 }
 
-// workerGone reports whether worker's heartbeat is known to be gone. Any
-// doubt (a cache error) counts as alive.
-func (b *Backend) workerGone(ctx context.Context, worker string, memo map[string]bool) bool {
-	if gone, ok := memo[worker]; ok {
+// instanceGone reports whether the heartbeat of a Backend instance is
+// known to be gone. Any doubt (a cache error) counts as alive.
+func (b *Backend) instanceGone(ctx context.Context, instance string, memo map[string]bool) bool {
+	if gone, ok := memo[instance]; ok {
 		return gone
 	}
-	_, err := b.cfg.Cache.Get(ctx, heartbeatKey(worker))
+	_, err := b.cfg.Cache.Get(ctx, heartbeatKey(instance))
 	gone := errors.Is(err, cache.ErrMiss)
 	if err != nil && !gone {
-		b.log.Warn("reaper: read a worker heartbeat", "worker", worker, "err", err)
+		b.log.Warn("reaper: read a worker heartbeat", "instance", instance, "err", err)
 	}
-	memo[worker] = gone
+	memo[instance] = gone
 	return gone
 }

@@ -41,13 +41,18 @@ const (
 	labelLeaseExpiry = "autocoder.lease-expiry" // unix seconds after which any reaper may remove it
 	labelRole        = "autocoder.role"         // "run", "pool" or "probe"
 	labelLiveness    = "autocoder.liveness"     // liveness domain: the worker heartbeats in that cache
+	labelInstance    = "autocoder.instance"     // the Backend instance (random): its heartbeat's key
 )
 
 // noJob is the job label of a run whose RunSpec names no job.
 const noJob = "none"
 
-// heartbeatKey is the cache key of a worker's heartbeat.
-func heartbeatKey(worker string) string { return cache.Key("sandbox-worker-heartbeat", []byte(worker)) }
+// heartbeatKey is the cache key of the heartbeat of a Backend instance.
+// An instance, not the worker name: a worker restarted under the same name
+// (pid 1 in a restarted pod) must not keep its former life's containers.
+func heartbeatKey(instance string) string {
+	return cache.Key("sandbox-worker-heartbeat", []byte(instance))
+}
 
 // livenessDomainKey is the cache key of the cache's liveness domain.
 func livenessDomainKey() string { return cache.Key("sandbox-liveness-domain") }
@@ -84,9 +89,10 @@ func buildLockName(image string) string { return "sandbox-docker-build:" + image
 
 // containerLabels are the labels of a container leased until expiry;
 // domain is the liveness domain of its worker's heartbeat ("": none).
-func containerLabels(worker, job, role, domain string, expiry time.Time) map[string]string {
+func containerLabels(worker, instance, job, role, domain string, expiry time.Time) map[string]string {
 	l := map[string]string{
 		labelWorker:      worker,
+		labelInstance:    instance,
 		labelJob:         job,
 		labelRole:        role,
 		labelLeaseExpiry: strconv.FormatInt(expiry.Unix(), 10),

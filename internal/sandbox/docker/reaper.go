@@ -31,9 +31,9 @@ func (b *Backend) reap(ctx context.Context) int {
 		reason := "its lease is over"
 		expiry, err := strconv.ParseInt(c.Labels[labelLeaseExpiry], 10, 64)
 		if err == nil && now <= expiry {
-			worker := c.Labels[labelWorker]
-			if b.domain == "" || c.Labels[labelLiveness] != b.domain || worker == b.cfg.Worker ||
-				!b.workerGone(ctx, worker, gone) {
+			instance := c.Labels[labelInstance]
+			if b.domain == "" || c.Labels[labelLiveness] != b.domain || instance == "" || instance == b.instance ||
+				!b.instanceGone(ctx, instance, gone) {
 				continue
 			}
 			reason = "its worker's heartbeat is gone"

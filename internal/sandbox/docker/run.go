@@ -298,7 +298,7 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 		OpenStdin:    true,
 		StdinOnce:    true,
 		Volumes:      map[string]struct{}{workspaceDir: {}, inputsDir: {}, outputsDir: {}},
-		Labels:       containerLabels(b.cfg.Worker, job, role, b.domain, bx.expiry),
+		Labels:       containerLabels(b.cfg.Worker, b.instance, job, role, b.domain, bx.expiry),
 		StopTimeout:  new(int),
 	}
 	host := &container.HostConfig{
