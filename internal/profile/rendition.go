@@ -1,8 +1,10 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"regexp/syntax"
 	"strings"
 )
 
@@ -173,6 +175,9 @@ func admit(tables []SchemaTable, c Check) (Check, string) {
 		if strings.TrimSpace(c.Pattern) == "" {
 			return c, "the pattern is empty"
 		}
+		if why := badPattern(c.Pattern); why != "" {
+			return c, why
+		}
 	case CheckIsin:
 		if len(c.Values) == 0 {
 			return c, "the list of values is empty"
@@ -189,3 +194,19 @@ func admit(tables []SchemaTable, c Check) (Check, string) {
 
 // String is the check in words, as the data context lists it: "price" >= 0.
 func (c Check) String() string { return c.describe() }
+
+// badPattern says why a pattern cannot compile in Python's re either, or
+// "". Go's parser is trusted only for the errors both engines share: RE2
+// lacks lookarounds and backreferences, which Python has, so its other
+// errors say nothing about Python.
+func badPattern(p string) string {
+	_, err := syntax.Parse(p, syntax.Perl)
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case syntax.ErrTrailingBackslash, syntax.ErrMissingParen, syntax.ErrMissingBracket, syntax.ErrUnexpectedParen:
+			return "the pattern is not a valid regular expression (" + string(se.Code) + ")"
+		}
+	}
+	return ""
+}

@@ -114,6 +114,11 @@ func TestAdmit(t *testing.T) {
 		{Check{Column: "name", Type: CheckGreaterThan, Value: 1}, "a numeric bound on a string column"},
 		{Check{Column: "amount", Type: CheckRegex, Pattern: "x"}, "a pattern on a float column"},
 		{Check{Column: "name", Type: CheckRegex}, "the pattern is empty"},
+		{Check{Column: "name", Type: CheckRegex, Pattern: `ab\`}, "the pattern is not a valid regular expression (trailing backslash at end of expression)"},
+		{Check{Column: "name", Type: CheckRegex, Pattern: `(ab`}, "the pattern is not a valid regular expression (missing closing ))"},
+		{Check{Column: "name", Type: CheckRegex, Pattern: `[ab`}, "the pattern is not a valid regular expression (missing closing ])"},
+		{Check{Column: "name", Type: CheckRegex, Pattern: `ab)`}, "the pattern is not a valid regular expression (unexpected ))"},
+		{Check{Column: "name", Type: CheckRegex, Pattern: `(?=a)(b)\1\\`}, ""}, // Python has lookaheads and backreferences
 		{Check{Column: "name", Type: CheckIsin}, "the list of values is empty"},
 		{Check{Column: "name", Type: CheckNone}, `check type "none" cannot be enforced`},
 	}
