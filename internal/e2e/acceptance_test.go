@@ -64,6 +64,13 @@ func TestAcceptanceFailureIsFixedThenFails(t *testing.T) {
 			wantReason: []string{"output answer (int)", `"forty-two" is not an integer`},
 		},
 		{
+			name:       "bool as Python writes it",
+			outputs:    map[string]messages.Type{"answer": messages.TypeInt, "checked": messages.TypeBool},
+			first:      writesCode(write("answer", "str(answer())") + write("checked", "str(True)")),
+			fixed:      writesCode("    # fixed, says the model\n" + write("answer", "str(answer())") + write("checked", "str(True)")),
+			wantReason: []string{"output checked (bool)", `"True" is not a bool: write true or false`},
+		},
+		{
 			name:       "missing output",
 			outputs:    map[string]messages.Type{"answer": messages.TypeInt, "checked": messages.TypeBool},
 			first:      writesCode(write("answer", "str(answer())")),

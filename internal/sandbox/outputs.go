@@ -21,7 +21,7 @@ import (
 //	int        int64
 //	float      float64 (finite)
 //	str        string (one trailing newline removed)
-//	bool       bool
+//	bool       bool, from exactly "true" or "false"
 //	datetime   string, ISO-8601 normalized: "2024-05-01T13:30:00+02:00", or
 //	           without an offset when the script wrote none ("2024-05-01T13:30:00")
 //	timedelta  float64 seconds
@@ -113,13 +113,15 @@ func ParseValue(typ messages.Type, data []byte) (any, error) {
 		}
 		return f, nil
 	case messages.TypeBool:
-		switch strings.ToLower(s) {
+		// Contract 2: exactly true or false. Python's str(True) is "True",
+		// so the message says what to write instead.
+		switch s {
 		case "true":
 			return true, nil
 		case "false":
 			return false, nil
 		}
-		return nil, fmt.Errorf("%s is not true or false", quote(s))
+		return nil, fmt.Errorf("%s is not a bool: write true or false (lower case; not str(True))", quote(s))
 	case messages.TypeDatetime:
 		return parseDatetime(s)
 	case messages.TypeTimedelta:

@@ -52,10 +52,14 @@ func TestParseValue(t *testing.T) {
 		{str, "\xff\xfe", nil, "UTF-8"},
 		// bool
 		{b, "true", true, ""},
-		{b, "False\n", false, ""},
-		{b, "TRUE", true, ""},
-		{b, "1", nil, "true or false"},
-		{b, "yes", nil, "true or false"},
+		{b, "false\n", false, ""},
+		{b, " true \n", true, ""},
+		{b, "True", nil, "write true or false"},
+		{b, "False\n", nil, "write true or false"},
+		{b, "TRUE", nil, "write true or false"},
+		{b, "1", nil, "write true or false"},
+		{b, "yes", nil, "write true or false"},
+		{b, "", nil, "write true or false"},
 		// datetime
 		{dt, "2024-05-01T13:30:00Z", "2024-05-01T13:30:00Z", ""},
 		{dt, "2024-05-01T13:30:00+00:00", "2024-05-01T13:30:00Z", ""},

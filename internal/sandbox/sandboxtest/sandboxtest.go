@@ -709,7 +709,7 @@ def out(name, value):
 out("count", len(qty) + a.offset)
 out("mean", sum(qty) / len(qty))
 out("label", a.label + "\n")
-out("big", True if sum(qty) / len(qty) > a.threshold else False)
+out("big", "true" if sum(qty) / len(qty) > a.threshold else "false")
 out("when", datetime.datetime(2024, 5, 1, 13, 30, tzinfo=datetime.timezone.utc).isoformat())
 out("took", "PT1H30M")
 out("report", "qty\n" + "\n".join(map(str, qty)))
