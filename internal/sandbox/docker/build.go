@@ -137,11 +137,18 @@ type parent struct {
 // else the base image.
 func (b *Backend) nearest(ctx context.Context, pip, apt []string) parent {
 	best := parent{ref: b.cfg.BaseImage, fromBase: true}
-	list, err := b.cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(
+	opts := image.ListOptions{Filters: filters.NewArgs(
 		filters.Arg("label", labelBuilder+"="+strconv.Itoa(builderVersion)),
 		filters.Arg("label", labelBase+"="+b.base.ID),
 		filters.Arg("label", labelPipIndex+"="+b.pipIndexKey()),
-	)})
+	)}
+	list, err := b.cli.ImageList(ctx, opts)
+	// Podman fails a whole listing when an image is removed while it
+	// lists ("image not known"): that passes, so try again.
+	for attempt := 1; err != nil && attempt < 4 && ctx.Err() == nil; attempt++ {
+		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
+		list, err = b.cli.ImageList(ctx, opts)
+	}
 	if err != nil {
 		b.log.Warn("list images for an incremental build", "err", err)
 		return best
