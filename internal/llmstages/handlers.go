@@ -308,11 +308,7 @@ func (h *Handlers) packages(ctx context.Context, cmd *messages.StageCommand, in 
 			n.add("ignored invalid import name %q", imp)
 		}
 	}
-	std := h.std
-	if len(in.Stdlib) > 0 {
-		// The target sandbox's own list, as the coordinator learned it.
-		std = pyscan.NewSet(in.Stdlib...)
-	}
+	std := h.stdlib(in.Stdlib)
 	dists, unknown := pyscan.Resolver{Stdlib: std}.Distributions(imports)
 	if len(unknown) == 0 {
 		return Output{Value: messages.Packages{Packages: cleanPackages(dists, std, "package", &n)}, Notes: n}, nil
@@ -325,6 +321,15 @@ func (h *Handlers) packages(ctx context.Context, cmd *messages.StageCommand, in 
 	p.Packages = cleanPackages(append(dists, p.Packages...), std, "package", &n)
 	out.Notes, out.Value = n, p
 	return out, nil
+}
+
+// stdlib is the target sandbox's standard library when the command carries
+// it (the coordinator learned it from a build), else the worker's own.
+func (h *Handlers) stdlib(target []string) pyscan.Set {
+	if len(target) > 0 {
+		return pyscan.NewSet(target...)
+	}
+	return h.std
 }
 
 func (h *Handlers) diagnose(ctx context.Context, cmd *messages.StageCommand, in messages.DiagnoseInput) (Output, error) {
@@ -341,7 +346,7 @@ func (h *Handlers) diagnose(ctx context.Context, cmd *messages.StageCommand, in 
 	if err != nil {
 		return out, err
 	}
-	out.Notes = normaliseDiagnosis(&d, in.Report, h.std)
+	out.Notes = normaliseDiagnosis(&d, in.Report, h.stdlib(in.Stdlib))
 	out.Value = d
 	return out, nil
 }

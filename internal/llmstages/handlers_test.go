@@ -734,3 +734,36 @@ func TestConcurrentHandle(t *testing.T) {
 		t.Errorf("%d calls, want %d", n, len(cmds)*4)
 	}
 }
+
+// TestDiagnoseTargetStdlib: a missing module named in the report becomes a
+// package to add by the target sandbox's standard library, not the worker's:
+// imghdr left the standard library in Python 3.13.
+func TestDiagnoseTargetStdlib(t *testing.T) {
+	t.Parallel()
+	var target []string
+	for n := range pyscan.Stdlib() {
+		if n != "imghdr" {
+			target = append(target, n)
+		}
+	}
+	reply := `{"failures":[{"test_name":"test_a","error_message":"ModuleNotFoundError: No module named 'imghdr'","expected_behavior":"e","actual_behavior":"a","root_cause":"a module is missing","suggested_fix":"install it","error_type":"environment"}],"needs_packages":[],"needs_system_packages":[]}`
+	report := failingReport(tc("test_a", "test_solution", messages.OutcomeError, "ModuleNotFoundError: No module named 'imghdr'"))
+	for _, c := range []struct {
+		name   string
+		stdlib []string
+		want   []string
+	}{
+		{"the target lacks imghdr: a package to add", target, []string{"imghdr"}},
+		{"no target list: the worker's 3.11 has imghdr", nil, []string{}},
+	} {
+		fc := &fakeClient{replies: map[string]string{"diagnosis": reply}}
+		in := messages.DiagnoseInput{Task: task, Code: "import imghdr", Tests: "y", Report: report, Stdlib: c.stdlib}
+		out, err := New(fc, Options{}).Handle(context.Background(), command(t, messages.StageDiagnose, in))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if diff := cmp.Diff(c.want, out.Value.(messages.Diagnosis).NeedsPackages); diff != "" {
+			t.Errorf("%s: needs_packages (-want +got):\n%s", c.name, diff)
+		}
+	}
+}

@@ -354,7 +354,7 @@ func (m *stepper) report(out messages.TestReport) {
 	s.Phase = PhaseDiagnosing
 	m.dispatch(messages.StageDiagnose, messages.DiagnoseInput{
 		Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: s.Tests.Code,
-		Report: rep, Packages: s.Packages, Hints: m.diagnoseHints(),
+		Report: rep, Packages: s.Packages, Hints: m.diagnoseHints(), Stdlib: s.Stdlib,
 	})
 }
 

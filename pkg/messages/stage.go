@@ -199,6 +199,11 @@ type DiagnoseInput struct {
 	Packages []string   `json:"packages,omitempty"`
 	// Hints carries notes from earlier iterations (e.g. "test_x failed again after a test patch").
 	Hints []string `json:"hints,omitempty"`
+	// Stdlib is the sandbox interpreter's standard library when the
+	// coordinator knows it (BuildOutput.Stdlib): a missing module named in
+	// the report is a package to add only if it is not in it. Empty: the
+	// worker's own list.
+	Stdlib []string `json:"stdlib,omitempty"`
 }
 
 // ErrorType is the diagnosis of one failing test.
