@@ -66,7 +66,7 @@ func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (stag
 		if err := decode(cmd, &in); err != nil {
 			return stagework.Output{}, err
 		}
-		return h.build(ctx, in)
+		return h.build(ctx, cmd.JobID, in)
 	case messages.StageRunTests:
 		var in messages.RunTestsInput
 		if err := decode(cmd, &in); err != nil {
@@ -117,7 +117,7 @@ func (h *Handlers) profile(ctx context.Context, in messages.ProfileInput) (stage
 	return stagework.Output{Value: out}, nil
 }
 
-func (h *Handlers) build(ctx context.Context, in messages.BuildInput) (stagework.Output, error) {
+func (h *Handlers) build(ctx context.Context, jobID string, in messages.BuildInput) (stagework.Output, error) {
 	env, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: in.Packages, SystemPackages: in.SystemPackages})
 	var inv *sandbox.InvalidPackageError
 	if errors.As(err, &inv) {
@@ -127,7 +127,7 @@ func (h *Handlers) build(ctx context.Context, in messages.BuildInput) (stagework
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("build environment: %w", err)
 	}
-	return stagework.Output{Value: messages.BuildOutput{Image: env.ID, Log: env.Log, Stdlib: h.stdlib(ctx, env.ID)}}, nil
+	return stagework.Output{Value: messages.BuildOutput{Image: env.ID, Log: env.Log, Stdlib: h.stdlib(ctx, jobID, env.ID)}}, nil
 }
 
 func (h *Handlers) runTests(ctx context.Context, jobID string, in messages.RunTestsInput) (stagework.Output, error) {

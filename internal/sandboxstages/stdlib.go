@@ -24,11 +24,11 @@ type stdlibProbe struct {
 }
 
 // stdlib returns the standard library module names of the interpreter in
-// environment env, asking it (sys.stdlib_module_names, in a sandbox of env)
+// environment env (built for job jobID), asking it (sys.stdlib_module_names, in a sandbox of env)
 // the first time. It returns nil when the interpreter could not be asked;
 // the build is not failed for that: the coordinator then falls back to the
 // CPython 3.11 list, and says so.
-func (h *Handlers) stdlib(ctx context.Context, env string) []string {
+func (h *Handlers) stdlib(ctx context.Context, jobID, env string) []string {
 	p := &h.std
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -38,6 +38,7 @@ func (h *Handlers) stdlib(ctx context.Context, env string) []string {
 	p.attempts++
 	res, err := h.backend.Run(ctx, sandbox.RunSpec{
 		Env:         env,
+		JobID:       jobID, // the first job to build on this worker pays for the probe
 		Argv:        []string{"python", "-I", "-c", pyscan.StdlibScript},
 		Timeout:     30 * time.Second,
 		OutputLimit: 256 << 10,
