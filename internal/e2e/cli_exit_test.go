@@ -39,9 +39,7 @@ func TestCLIExitsOneWhenTestsNeverPass(t *testing.T) {
 	requireSandboxTools(t)
 	fake := fakellm.New()
 	defer fake.Close()
-	scriptBasics(fake, sol(code("6 * 6")))
-	fake.On("diagnosis", fakellm.JSON(messages.Diagnosis{Failures: []messages.Failure{{
-		TestName: "test_answer", ErrorMessage: "assert 36 == 42", ErrorType: messages.ErrorLogic}}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}}))
+	scriptNeverPasses(fake)
 	spec := answerSpec()
 	spec.Options.MaxIterations = 2
 	job := writeJobFile(t, spec)

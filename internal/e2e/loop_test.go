@@ -195,13 +195,19 @@ func TestMissingPackageDiagnosedAsEnvironment(t *testing.T) {
 	}
 }
 
+// scriptNeverPasses scripts a model whose solution always fails its test
+// and whose every diagnosis says so.
+func scriptNeverPasses(fake *fakellm.Server) {
+	scriptBasics(fake, sol(code("6 * 6")))
+	fake.On("diagnosis", fakellm.JSON(messages.Diagnosis{Failures: []messages.Failure{{
+		TestName: "test_answer", ErrorMessage: "assert 36 == 42", ErrorType: messages.ErrorLogic}}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}}))
+}
+
 func TestMaxIterationsExhausted(t *testing.T) {
 	t.Parallel()
 	fake := fakellm.New()
 	defer fake.Close()
-	scriptBasics(fake, sol(code("6 * 6")))
-	fake.On("diagnosis", fakellm.JSON(messages.Diagnosis{Failures: []messages.Failure{{
-		TestName: "test_answer", ErrorMessage: "assert 36 == 42", ErrorType: messages.ErrorLogic}}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}}))
+	scriptNeverPasses(fake)
 	spec := answerSpec()
 	spec.Options.MaxIterations = 2
 	st := startLocal(t, testConfig(t, fake))
