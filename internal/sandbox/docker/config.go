@@ -65,7 +65,9 @@ type Config struct {
 	Cache cache.Cache
 	// HeartbeatTTL is how long this worker's heartbeat in Cache lasts (it
 	// is refreshed three times per TTL): once a worker dies, its containers
-	// are reaped within HeartbeatTTL plus ReapInterval. Default 30s;
+	// are reaped within twice HeartbeatTTL plus ReapInterval (a missing
+	// heartbeat is trusted once it stays missing for a TTL). Workers that
+	// share a Cache should share it. Default 30s;
 	// negative: no heartbeat. At least 1s.
 	HeartbeatTTL time.Duration
 

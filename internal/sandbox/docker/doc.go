@@ -17,7 +17,7 @@
 // reaper on any worker removes those whose lease is over. With a Cache,
 // each backend also heartbeats there, and a reaper removes the containers
 // (pooled ones included) of a backend whose heartbeat is gone, so a worker
-// that dies leaves nothing behind after HeartbeatTTL plus ReapInterval.
+// that dies leaves nothing behind after twice HeartbeatTTL plus ReapInterval.
 //
 //	b, err := docker.New(ctx, docker.Config{
 //		BaseImage: "python:3.12-slim", // or autocoder-base:bookworm (scripts/setup-docker.sh)

@@ -40,6 +40,11 @@ type Backend struct {
 	known  sync.Map // image name -> struct{}: built or seen, so Build needs no API call
 	pool   *pool
 
+	// reapMu serialises reaper passes; missingSince (under it) is when a
+	// pass first found an instance's heartbeat missing (liveness.go).
+	reapMu       sync.Mutex
+	missingSince map[string]time.Time
+
 	bg       sync.WaitGroup // reaper, pool filler, container removals
 	removing atomic.Int64   // container removals in flight
 	stop     chan struct{}
@@ -96,7 +101,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, log: cfg.Logger, cli: cli, stop: make(chan struct{}), instance: newNonce()}
+	b := &Backend{cfg: cfg, log: cfg.Logger, cli: cli, stop: make(chan struct{}), instance: newNonce(), missingSince: map[string]time.Time{}}
 	if err := b.init(ctx); err != nil {
 		cli.Close()
 		return nil, err

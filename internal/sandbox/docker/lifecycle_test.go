@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,7 +102,7 @@ func runStarted(t *testing.T, id string) bool {
 // TestReaperAfterWorkerSIGKILL kills a sandbox worker with SIGKILL while a
 // run, taken from its warm pool (pool on, default size), is in progress,
 // and shows that another worker's reaper leaves zero containers of it,
-// pooled and running, within the heartbeat TTL plus the reaper interval:
+// pooled and running, within twice the heartbeat TTL plus the reaper interval:
 // long before the 30-minute pool lease the containers are labelled with.
 func TestReaperAfterWorkerSIGKILL(t *testing.T) {
 	t.Parallel()
@@ -117,7 +118,8 @@ func TestReaperAfterWorkerSIGKILL(t *testing.T) {
 	cfg.ReapInterval = interval
 	cfg.PoolSize = -1
 	cfg.Cache = c
-	newBackend(t, cfg) // the surviving worker, whose reaper cleans up
+	cfg.HeartbeatTTL = childHeartbeat // workers sharing a cache share the TTL
+	newBackend(t, cfg)                // the surviving worker, whose reaper cleans up
 
 	worker := "test-sigkill-" + nonce(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -182,9 +184,10 @@ func TestReaperAfterWorkerSIGKILL(t *testing.T) {
 	if len(before) < 2 {
 		t.Fatalf("%d containers of the killed worker, want its run and pooled ones", len(before))
 	}
-	// The heartbeat lasts childHeartbeat after its last refresh; allow two
-	// reaper intervals and removal time.
-	limit := killedAt.Add(childHeartbeat + 2*interval + 15*time.Second)
+	// The heartbeat lasts childHeartbeat after its last refresh, and the
+	// reaper confirms it missing one TTL later; allow two reaper intervals
+	// and removal time.
+	limit := killedAt.Add(2*childHeartbeat + 2*interval + 15*time.Second)
 	for {
 		left := workerContainers(t, worker)
 		if len(left) == 0 {
@@ -333,5 +336,67 @@ func TestWarmPool(t *testing.T) {
 	}
 	if left := workerContainers(t, cfg.Worker); len(left) != 0 {
 		t.Errorf("%d containers remain after Close", len(left))
+	}
+}
+
+// TestReaperSurvivesCacheLoss: the shared cache loses every key at once (a
+// Redis restart without persistence, FLUSHALL, a failover to a replica that
+// missed writes). Every heartbeat is missing for a moment, yet a live
+// worker's containers must not be reaped: a reaper trusts a missing
+// heartbeat only once it stays missing for a TTL, and live workers beat
+// again well within it.
+func TestReaperSurvivesCacheLoss(t *testing.T) {
+	t.Parallel()
+	requireEngine(t)
+	const ttl = 2 * time.Second
+	dir := t.TempDir()
+	c, err := cache.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	live := testConfig(t)
+	live.Worker += "-live"
+	live.Cache, live.HeartbeatTTL, live.ReapInterval, live.PoolSize = c, ttl, -1, 1
+	a := newBackend(t, live)
+	reaper := testConfig(t)
+	reaper.Worker += "-reaper"
+	reaper.Cache, reaper.HeartbeatTTL, reaper.ReapInterval, reaper.PoolSize = c, ttl, -1, -1
+	b := newBackend(t, reaper)
+
+	env, err := a.Build(t.Context(), sandbox.EnvSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPool(t, a, env.ID, 1)
+	before := len(workerContainers(t, live.Worker))
+	if before == 0 {
+		t.Fatal("the live worker has no containers to lose")
+	}
+	// The cache loses its contents.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Reaper passes across two TTLs: the first sees the heartbeat missing,
+	// later ones see it back.
+	for end := time.Now().Add(2*ttl + time.Second); time.Now().Before(end); {
+		if n := docker.Reap(t.Context(), b); n != 0 {
+			t.Fatalf("a reaper pass removed %d containers of a live worker after the cache lost its keys", n)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if after := len(workerContainers(t, live.Worker)); after != before {
+		t.Fatalf("the live worker had %d containers, now %d", before, after)
+	}
+	// The pool still serves.
+	res, err := a.Run(t.Context(), sandbox.RunSpec{Env: env.ID, Argv: []string{"python", "-c", "print('ok')"}, Timeout: 30 * time.Second})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("run after the cache loss: %v, %+v", err, res)
 	}
 }

@@ -21,7 +21,7 @@ import (
 // of Config.HeartbeatTTL, refreshed three times per TTL),
 // and a reaper removes a container whose lease is over OR whose worker's
 // heartbeat is gone. So a SIGKILLed worker's containers, pooled or running,
-// go within HeartbeatTTL plus one reaper interval.
+// go within twice HeartbeatTTL plus one reaper interval (see below).
 //
 // Only workers that share a cache can judge each other's heartbeats, so
 // containers carry the cache's liveness domain (a random id kept in the
@@ -30,6 +30,15 @@ import (
 // being reaped by their lease alone. A worker that cannot reach the cache
 // for a whole TTL is taken for dead: its runs fail and are redelivered,
 // which is the safe direction for untrusted code.
+//
+// A missing heartbeat is trusted only when it stays missing: a reaper
+// reaps an instance by heartbeat when it found the key missing on two
+// passes at least HeartbeatTTL apart. A cache that lost its contents (a
+// Redis restart without persistence, FLUSHALL, a failover to a replica
+// that missed writes) would otherwise make every live worker look dead at
+// once; live workers beat again within HeartbeatTTL/3, so by the second
+// look they are back. Workers that share a cache are expected to share
+// HeartbeatTTL too.
 
 // livenessDomain returns the liveness domain of c, creating it once.
 func livenessDomain(ctx context.Context, c cache.Cache) (string, error) {
@@ -121,15 +130,25 @@ func (b *Backend) heartbeatLoop() {
 }
 
 // instanceGone reports whether the heartbeat of a Backend instance is
-// known to be gone. Any doubt (a cache error) counts as alive.
+// known to be gone: missing now, and missing already at a pass at least
+// HeartbeatTTL ago (b.missingSince, kept across passes). Any doubt (a
+// cache error) counts as alive. memo holds this pass's answers.
 func (b *Backend) instanceGone(ctx context.Context, instance string, memo map[string]bool) bool {
 	if gone, ok := memo[instance]; ok {
 		return gone
 	}
 	_, err := b.cfg.Cache.Get(ctx, heartbeatKey(instance))
-	gone := errors.Is(err, cache.ErrMiss)
-	if err != nil && !gone {
+	missing := errors.Is(err, cache.ErrMiss)
+	if err != nil && !missing {
 		b.log.Warn("reaper: read a worker heartbeat", "instance", instance, "err", err)
+	}
+	gone := false
+	if !missing {
+		delete(b.missingSince, instance)
+	} else if since, ok := b.missingSince[instance]; !ok {
+		b.missingSince[instance] = time.Now() // real time, as the cache's TTLs
+	} else {
+		gone = time.Since(since) >= b.cfg.HeartbeatTTL
 	}
 	memo[instance] = gone
 	return gone

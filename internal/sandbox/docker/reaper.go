@@ -16,6 +16,9 @@ import (
 // heartbeat is gone (liveness.go), whatever their lease. It returns how
 // many it removed.
 func (b *Backend) reap(ctx context.Context) int {
+	// One pass at a time: passes share missingSince.
+	b.reapMu.Lock()
+	defer b.reapMu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	list, err := b.cli.ContainerList(ctx, container.ListOptions{All: true,
@@ -43,6 +46,12 @@ func (b *Backend) reap(ctx context.Context) int {
 			"lease_expiry", c.Labels[labelLeaseExpiry], "state", c.State)
 		b.remove(c.ID)
 		n++
+	}
+	// Forget instances that have no containers left to judge.
+	for instance := range b.missingSince {
+		if _, seen := gone[instance]; !seen {
+			delete(b.missingSince, instance)
+		}
 	}
 	return n
 }
