@@ -160,9 +160,12 @@ func (p *Process) build(ctx context.Context, id string, pkgs []string) (Env, err
 	}
 
 	// The venv is made inside the sandbox, at the path runs will see it, so
-	// that pyvenv.cfg and the scripts pip writes name /opt/venv.
+	// that pyvenv.cfg and the scripts pip writes name /opt/venv. Builds get
+	// a cgroup too (memory and processes, no CPU quota): pip runs packages'
+	// build code, which is as untrusted as the names it came from.
 	base := sandboxSpec{envDir: venv, envRW: true, tmpDir: work, etcDir: etc, uid: uid,
-		outputLimit: 1 << 20, limits: limits{nproc: int64(p.cfg.MaxProcs), nofile: 4096}}
+		outputLimit: 1 << 20, limits: limits{nproc: int64(p.cfg.MaxProcs), nofile: 4096},
+		cgroup: p.runCgroupLimits(max(p.cfg.BuildMemory, 0), 0)}
 	mk := base
 	mk.argv = []string{p.py.Executable, "-I", "-m", "venv", "--system-site-packages", "--without-pip", envMount}
 	mk.timeout = remaining(ctx, 2*time.Minute)

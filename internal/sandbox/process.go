@@ -26,6 +26,7 @@ const (
 	DefaultPython       = "/usr/bin/python3"
 	DefaultBuildTimeout = 15 * time.Minute
 	DefaultMaxProcs     = 256
+	DefaultBuildMemory  = 2 << 30
 	DefaultTmpSize      = 128 << 20
 	DefaultMaxFileSize  = 1 << 30
 	DefaultUIDBase      = 1_600_000_000
@@ -87,6 +88,11 @@ type ProcessConfig struct {
 	PipDisabled bool
 	// BuildTimeout bounds one environment build. Default 15m.
 	BuildTimeout time.Duration
+	// BuildMemory caps the memory (no swap) of an environment build's
+	// cgroup, where cgroups are usable: pip runs the build code of the
+	// packages it installs (setup.py of an sdist), whose names the model
+	// chose. Default 2 GiB; negative: no cap.
+	BuildMemory int64
 
 	// MaxProcs is RLIMIT_NPROC for a sandbox: processes and threads. When
 	// the worker runs as root, each run has its own host uid and the limit
@@ -279,6 +285,9 @@ func (c *ProcessConfig) setDefaults() error {
 	c.StateDir = abs
 	if c.BuildTimeout == 0 {
 		c.BuildTimeout = DefaultBuildTimeout
+	}
+	if c.BuildMemory == 0 {
+		c.BuildMemory = DefaultBuildMemory
 	}
 	if c.MaxProcs == 0 {
 		c.MaxProcs = DefaultMaxProcs

@@ -1,0 +1,72 @@
+package sandbox_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
+)
+
+// writeSdist writes name-1.0.tar.gz, a source distribution whose setup.py
+// runs setupCode first: pip runs it when it builds the package.
+func writeSdist(t *testing.T, dir, name, setupCode string) {
+	t.Helper()
+	files := map[string]string{
+		"setup.py": setupCode + "\nfrom setuptools import setup\nsetup(name='" + name + "', version='1.0', py_modules=[])\n",
+		"PKG-INFO": "Metadata-Version: 2.1\nName: " + name + "\nVersion: 1.0\n",
+	}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for file, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name + "-1.0/" + file, Mode: 0o644, Size: int64(len(body))}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(body))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+"-1.0.tar.gz"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBuildCodeHasAMemoryCap: pip runs a package's build code (setup.py of
+// an sdist) and the package names come from the model, so a build runs in
+// a cgroup with a memory cap like any other sandbox run. A setup.py that
+// takes 600 MiB fails the build under a 256 MiB cap, and the same package
+// builds with no cap: the cap, nothing else, stopped it.
+func TestBuildCodeHasAMemoryCap(t *testing.T) {
+	// Build isolation would fetch setuptools from an index; the venv sees
+	// the system's (Debian's python3-setuptools) instead. Not parallel:
+	// t.Setenv.
+	t.Setenv("PIP_NO_BUILD_ISOLATION", "0") // pip reads "0" as "off", i.e. --no-build-isolation
+	wheels := t.TempDir()
+	writeSdist(t, wheels, "memhog", "blob = b'x' * (600 << 20)  # filled, so every page is touched")
+
+	for _, c := range []struct {
+		name    string
+		memory  int64
+		wantErr bool
+	}{
+		{"capped at 256 MiB", 256 << 20, true},
+		{"no cap", -1, false},
+	} {
+		p := newProcess(t, sandbox.ProcessConfig{PipFindLinks: []string{wheels}, BuildMemory: c.memory})
+		if len(p.Limits().CgroupLimits) == 0 {
+			t.Fatal("no cgroup limits in force here: the worker needs root or a delegated cgroup")
+		}
+		_, err := p.Build(t.Context(), sandbox.EnvSpec{Packages: []string{"memhog"}})
+		if (err != nil) != c.wantErr {
+			t.Errorf("%s: Build error %v, want an error: %v", c.name, err, c.wantErr)
+		}
+	}
+}
