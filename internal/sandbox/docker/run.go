@@ -515,7 +515,11 @@ func (b *Backend) runCommand(ctx context.Context, image string, argv []string) (
 	timeout := remaining(ctx, DefaultProbeTimeout)
 	bx, err := b.startBox(ctx, image, sandbox.DefaultMemory, 1, timeout+stubGrace+b.cfg.LeaseMargin, "probe", "probe")
 	if err != nil {
-		if b.cfg.Runtime != "" && !cerrdefs.IsNotFound(err) {
+		// Only a refusal that is about the runtime is one: a full disk, a
+		// cancelled start or limits above the host's keep their own error
+		// (and probe's hints for them).
+		if b.cfg.Runtime != "" && !cerrdefs.IsNotFound(err) && ctx.Err() == nil &&
+			strings.Contains(strings.ToLower(err.Error()), "runtime") {
 			return sandbox.RunResult{}, &RuntimeError{Runtime: b.cfg.Runtime, Host: b.cli.DaemonHost(), Err: err}
 		}
 		return sandbox.RunResult{}, err
