@@ -126,7 +126,8 @@ func (c *Config) Validate() error {
 func (c *Config) DockerExtra() []string {
 	var out []string
 	for _, l := range strings.Split(c.DockerExtraCommands, "\n") {
-		if strings.TrimSpace(l) != "" {
+		// A CRLF file's \r would change the command and the image name.
+		if l = strings.TrimSuffix(l, "\r"); strings.TrimSpace(l) != "" {
 			out = append(out, l)
 		}
 	}

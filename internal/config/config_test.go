@@ -7,9 +7,9 @@ import (
 )
 
 // TestDockerExtraFromEnv: AUTOCODER_DOCKER_EXTRA_COMMANDS is one command
-// per line, blank lines dropped, each kept as written.
+// per line (LF or CRLF), blank lines dropped, each kept as written.
 func TestDockerExtraFromEnv(t *testing.T) {
-	t.Setenv("AUTOCODER_DOCKER_EXTRA_COMMANDS", "update-ca-certificates\n\n  \necho 'a; b' > /etc/x\n")
+	t.Setenv("AUTOCODER_DOCKER_EXTRA_COMMANDS", "update-ca-certificates\r\n\r\n  \necho 'a; b' > /etc/x\n")
 	c := FromEnv()
 	want := []string{"update-ca-certificates", "echo 'a; b' > /etc/x"}
 	if diff := cmp.Diff(want, c.DockerExtra()); diff != "" {
