@@ -43,6 +43,10 @@ func (h *Handlers) stdlib(ctx context.Context, jobID, env string) []string {
 		Timeout:     30 * time.Second,
 		OutputLimit: 256 << 10,
 	})
+	if ctx.Err() != nil {
+		p.attempts-- // the job was cancelled: no verdict on the interpreter
+		return nil
+	}
 	if err != nil || res.ExitCode != 0 || res.TimedOut || res.Truncated {
 		return nil
 	}
