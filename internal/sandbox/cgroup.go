@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Each run of the process backend gets a cgroup of its own, so that its
@@ -411,16 +413,39 @@ func (g *runCgroup) destroy() error {
 	return errors.Join(errs...)
 }
 
-// killCgroupProcs sends SIGKILL to every process listed in dir.
+// killCgroupProcs sends SIGKILL to every process listed in dir. The worker
+// is root, so a pid that exited and was reused between reading the list
+// and signalling must not be hit: each pid is pinned with a pidfd first,
+// and signalled only if the list still names it once pinned (the pidfd
+// then refers to the member; if that member died meanwhile, the signal
+// goes nowhere).
 func killCgroupProcs(dir string) {
-	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return
-	}
-	for _, f := range strings.Fields(string(data)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+	procs := filepath.Join(dir, "cgroup.procs")
+	listed := func() map[int]bool {
+		data, err := os.ReadFile(procs)
+		if err != nil {
+			return nil
 		}
+		pids := map[int]bool{}
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+				pids[pid] = true
+			}
+		}
+		return pids
+	}
+	pinned := map[int]int{} // pid -> pidfd
+	for pid := range listed() {
+		if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+			pinned[pid] = fd
+		}
+	}
+	still := listed()
+	for pid, fd := range pinned {
+		if still[pid] {
+			_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		}
+		_ = unix.Close(fd)
 	}
 }
 
