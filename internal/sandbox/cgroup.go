@@ -53,7 +53,9 @@ type cgroups struct {
 	// which run cgroups are made: one directory for v2, one per hierarchy
 	// for v1 (several controllers can share a v1 hierarchy).
 	parents map[string]string
-	memsw   bool // v1: memory.memsw.limit_in_bytes exists (swap accounting)
+	// memsw: the kernel accounts swap (v1 memory.memsw.limit_in_bytes, v2
+	// memory.swap.max exist), so "no swap" is enforced, not just asked.
+	memsw bool
 }
 
 // cgroupControllers are the controllers a run cgroup uses.
@@ -159,6 +161,8 @@ func detectV2(own string) (*cgroups, error) {
 		return nil, err
 	}
 	c := &cgroups{v2: true, parents: map[string]string{}}
+	_, err = os.Stat(filepath.Join(parent, "memory.swap.max"))
+	c.memsw = err == nil
 	for _, ctrl := range cgroupControllers {
 		c.parents[ctrl] = parent
 	}
@@ -294,7 +298,7 @@ func (c *cgroups) enforced() []string {
 			continue
 		}
 		out = append(out, ctrl)
-		if ctrl == "memory" && (c.v2 || c.memsw) {
+		if ctrl == "memory" && c.memsw {
 			out = append(out, "memory+swap")
 		}
 	}
