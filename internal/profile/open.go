@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/transform"
 )
@@ -147,15 +148,20 @@ func (sc *scanner) run() error {
 		return nil
 	}
 	if sp.Encoding == "utf-8" && !validUTF8Prefix(head, len(head) == sniffBytes) {
-		sp.Encoding = "latin-1"
-		hint := "encoding='latin-1'"
 		if hasC1(head) {
 			// Bytes 0x80-0x9f are control codes in Latin-1 but letters and
-			// punctuation (€, curly quotes) in Windows-1252, the usual source.
-			hint = "encoding='cp1252' (or 'latin-1')"
+			// punctuation (€, curly quotes) in Windows-1252, the usual
+			// source of such files; decoded as Latin-1 they would reach
+			// the prompt as invisible control characters. Windows-1252
+			// agrees with Latin-1 on every other byte.
+			sp.Encoding = "cp1252"
+			sp.Notes = append(sp.Notes, "encoding: not UTF-8; bytes 0x80-0x9f present, decoded as Windows-1252 here; pandas: encoding='cp1252'")
+			br = bufio.NewReaderSize(charmap.Windows1252.NewDecoder().Reader(r), sniffBytes)
+		} else {
+			sp.Encoding = "latin-1"
+			sp.Notes = append(sp.Notes, "encoding: not UTF-8; decoded as Latin-1 (ISO-8859-1) here; pandas: encoding='latin-1'")
+			br = bufio.NewReaderSize(&latin1Reader{r: r}, sniffBytes)
 		}
-		sp.Notes = append(sp.Notes, "encoding: not UTF-8; decoded as Latin-1 (ISO-8859-1) here; pandas: "+hint)
-		br = bufio.NewReaderSize(&latin1Reader{r: r}, sniffBytes)
 		head, _ = br.Peek(sniffBytes)
 		r = br
 	}

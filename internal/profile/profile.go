@@ -119,7 +119,7 @@ type SampleProfile struct {
 	FileName  string // under /var/inputs
 	Format    Format
 	Delimiter rune   // CSV/TSV only
-	Encoding  string // "utf-8", "utf-8 with BOM", "latin-1", "utf-16le", "utf-16be"; empty for binary formats
+	Encoding  string // "utf-8", "utf-8 with BOM", "latin-1", "cp1252", "utf-16le", "utf-16be"; empty for binary formats
 	// Compression is "gzip" when the file was gzip-compressed, else empty.
 	Compression string
 	SizeBytes   int64 // on disk
