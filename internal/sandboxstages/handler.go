@@ -18,7 +18,9 @@ import (
 // 2: the profile stage returns the unparsed constraints and its rendition;
 // File and Dir outputs carry the object they were stored as; Dir inputs.
 // 3: the build stage reports the sandbox interpreter's stdlib module names.
-const Version = "sandbox-stages-3"
+// 4: the profile decodes non-UTF-8 text with bytes 0x80-0x9f as cp1252;
+// constraints that do not fit their column are kept as text.
+const Version = "sandbox-stages-4"
 
 // SampleFetcher gives local paths for samples (internal/samples.Store).
 type SampleFetcher interface {
