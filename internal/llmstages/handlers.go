@@ -26,7 +26,7 @@ var ErrBadInput = errors.New("llmstages: bad input")
 
 // normVersion identifies the normalisation rules in this package; it is part
 // of StageVersion because they shape the cached outputs too.
-const normVersion = "2"
+const normVersion = "3"
 
 // Options configure Handlers. The zero value is ready to use.
 type Options struct {

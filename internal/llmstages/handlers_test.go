@@ -512,10 +512,10 @@ func TestPatchTests(t *testing.T) {
 			name:    "class patch keeps the passing method",
 			failing: []string{"TestK::test_a"},
 			patches: []messages.TestPatch{
-				{TestName: "TestK::test_a", FixedCode: "class TestK:\n    def test_a(self):\n        assert total([1]) == 1\n"},
+				{TestName: "TestK::test_a", FixedCode: "class TestK:\n    def test_a(self):\n        assert total([1]) == 1\n\n    def test_b(self):\n        assert 0\n"},
 			},
 			wantTests: strings.Replace(base, "assert total([1]) == 2", "assert total([1]) == 1", 1),
-			wantNote:  "took only the failing TestK::test_a from the patch of class TestK",
+			wantNote:  "took only the failing TestK::test_a from the patch of class TestK; its other tests (TestK::test_b) were left out",
 		},
 	}
 	for _, tc := range tests {

@@ -2,6 +2,7 @@ package llmstages
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/prompts"
@@ -275,9 +276,10 @@ type refusal struct {
 }
 
 // failingSet is the tests a patch round may change: the round's failing
-// tests. A failure of the run as a whole (prompts.SessionTest: a collection
-// error, a timeout) failed every test, so it leaves none to protect and any
-// test may be patched.
+// tests, each once (the cases of a parametrised test are one function). A
+// failure of the run as a whole (prompts.SessionTest: a collection error, a
+// timeout) failed every test, so it leaves none to protect and any test may
+// be patched.
 type failingSet struct {
 	all     bool
 	targets []target
@@ -285,22 +287,46 @@ type failingSet struct {
 
 func newFailingSet(failing []string) failingSet {
 	var fs failingSet
+	seen := map[string]bool{}
 	for _, name := range failing {
 		if strings.TrimSpace(name) == prompts.SessionTest {
 			fs.all = true
 			continue
 		}
 		if classes, fn, ok := parseTestName(name); ok {
-			fs.targets = append(fs.targets, target{classes, fn})
+			t := target{classes, fn}
+			if !seen[t.String()] {
+				seen[t.String()] = true
+				fs.targets = append(fs.targets, t)
+			}
 		}
 	}
 	return fs
 }
 
+// has reports whether t is one of the failing tests.
+func (fs failingSet) has(t target) bool {
+	for _, f := range fs.targets {
+		if f.String() == t.String() {
+			return true
+		}
+	}
+	return false
+}
+
+// isTestName reports whether a function name is one pytest and unittest
+// collect as a test (test*). Only those are protected; fixtures, helpers
+// and setup methods may be patched, since a test error is often theirs.
+func isTestName(fn string) bool { return strings.HasPrefix(fn, "test") }
+
 // resolve maps a patch's test name to the failing test it may change. A
 // name without its class is taken for the one failing method of that name
-// when there is exactly one and no module-level test has it.
+// when there is exactly one and no module-level test has it. A name that is
+// not a test (a fixture, helper, setup method or class) is taken as it is.
 func (fs failingSet) resolve(t target) (target, string) {
+	if fs.all || !isTestName(t.fn) {
+		return t, ""
+	}
 	var same []target
 	for _, f := range fs.targets {
 		if f.fn != t.fn {
@@ -311,9 +337,6 @@ func (fs failingSet) resolve(t target) (target, string) {
 		}
 		same = append(same, f)
 	}
-	if fs.all {
-		return t, ""
-	}
 	if len(t.classes) == 0 && len(same) == 1 {
 		return same[0], ""
 	}
@@ -321,14 +344,17 @@ func (fs failingSet) resolve(t target) (target, string) {
 }
 
 // splice applies patches to the test file in order, each replacing the
-// definition of a failing test it names (decorators included) and keeping
-// the file's line endings. Only failing tests change: a patch for any other
-// test is refused, and a patch that redefines a whole test class gives only
-// its failing methods, each spliced into the existing class, so the other
-// methods stay as they were. A patch whose failing test is missing is
-// appended when it defines that test (into its class, when the class
-// exists). Refused and unapplicable patches are returned with the reason;
-// notes say what was left out of patches that were applied.
+// definition it names (decorators included) and keeping the file's line
+// endings. Only failing tests change among the tests: a patch for any other
+// test is refused, and a patch that redefines a whole test class gives its
+// failing methods and its non-test methods (setup_method, fixtures,
+// helpers), each spliced into the existing class, plus its new imports, so
+// the other test methods stay as they were. A patch named after a fixture or
+// helper (not test*) is applied: a test error is often theirs. A patch whose
+// failing test is missing is appended when it defines that test (into its
+// class, when the class exists). Refused and unapplicable patches are
+// returned with the reason; notes say what was left out of patches that were
+// applied.
 func splice(tests string, patches []messages.TestPatch, failing []string) (string, []refusal, []string) {
 	fs := newFailingSet(failing)
 	var refused []refusal
@@ -379,6 +405,10 @@ func spliceOne(tests string, p messages.TestPatch, fs failingSet) (out, why, not
 	if len(t.classes) > 0 && defines(lines, "class", t.classes[0]) {
 		return spliceClass(f, t, lines, fs)
 	}
+	if len(t.classes) == 0 && defines(lines, "class", t.fn) {
+		// The patch is named after a class it redefines: no method of it is required.
+		return spliceClass(f, target{classes: []string{t.fn}}, lines, fs)
+	}
 	return "", "the patch does not define " + t.fn, ""
 }
 
@@ -405,37 +435,88 @@ func spliceFunc(f *pyFile, t target, lines []string) (string, string) {
 		f.appendTop(lines)
 		return f.String(), ""
 	}
+	if !f.hasBody(cls) {
+		// "class TestK: pass": a method cannot go below a one-line body.
+		return "", "its class " + t.classes[len(t.classes)-1] + " has its body on the class line"
+	}
 	f.replace(cls.end, cls.end, append([]string{""}, indentLines(lines, ws)...))
 	return f.String(), ""
 }
 
-// spliceClass handles a patch that redefines the outermost class of t. When
-// the file has the class, each failing method of it that the patch defines
-// is taken out of the patch and spliced in on its own; the rest of the
-// patch's class (other tests, helpers) is left out, so no passing test is
-// dropped or changed. A class the file lacks is appended whole: it replaces
-// nothing.
+// hasBody reports whether the block s has statements below its header.
+func (f *pyFile) hasBody(s span) bool {
+	for j := s.hdr + 1; j < s.end; j++ {
+		if f.kinds[j] == pyscan.Statement {
+			return true
+		}
+	}
+	return false
+}
+
+// spliceClass handles a patch that redefines the outermost class of t
+// (t.fn is empty when the patch is named after the class). When the file has
+// the class, the patch's failing methods of it and its non-test methods
+// (setup_method, fixtures, helpers) are each spliced in on their own, and
+// its new module-level lines (imports, helpers) go in before the class; the
+// patch's other tests are left out, so no passing test is dropped or
+// changed. A class the file lacks is appended whole, and after a failure of
+// the whole run (nothing passed) the patch replaces the class whole.
 func spliceClass(f *pyFile, t target, lines []string, fs failingSet) (string, string, string) {
-	if _, found := f.find("class", t.classes[0], 0, len(f.lines), 0); !found {
+	top := t.classes[0]
+	cs, found := f.find("class", top, 0, len(f.lines), 0)
+	if !found {
 		f.appendTop(lines)
 		return f.String(), "", ""
 	}
-	want := []target{t}
+	if fs.all {
+		f.replace(cs.start, cs.end, lines)
+		return f.String(), "", ""
+	}
+	var want []target
+	if t.fn != "" {
+		want = append(want, t)
+	}
 	for _, o := range fs.targets {
-		if len(o.classes) > 0 && o.classes[0] == t.classes[0] && o.String() != t.String() {
+		if len(o.classes) > 0 && o.classes[0] == top && o.String() != t.String() {
 			want = append(want, o)
 		}
 	}
 	pf := parsePy(strings.Join(lines, "\n"))
-	tests := f.String()
-	var took, missing []string
+	// The non-test methods of every class on the way to a wanted one.
+	seen := map[string]bool{}
 	for _, w := range want {
+		seen[w.String()] = true
+	}
+	chains := [][]string{t.classes}
+	for _, w := range want {
+		chains = append(chains, w.classes)
+	}
+	var helpers []target
+	for _, c := range chains {
+		for n := 1; n <= len(c); n++ {
+			for _, name := range pf.methodNames(c[:n]) {
+				h := target{classes: c[:n:n], fn: name}
+				if !isTestName(name) && !seen[h.String()] {
+					seen[h.String()] = true
+					helpers = append(helpers, h)
+				}
+			}
+		}
+	}
+	tests := f.String()
+	var took, tookHelpers, missing []string
+	for i, w := range append(want, helpers...) {
 		m, ok := pf.method(w)
 		if !ok {
 			if w.String() == t.String() {
-				return "", "the patched class " + t.classes[0] + " does not define " + t.fn, ""
+				return "", "the patched class " + top + " does not define " + t.fn, ""
 			}
 			continue
+		}
+		if i >= len(want) {
+			if cur, ok := parsePy(tests).method(w); ok && slices.Equal(cur, m) {
+				continue // a helper the patch repeats unchanged
+			}
 		}
 		next, why := spliceFunc(parsePy(tests), w, m)
 		if why != "" {
@@ -443,13 +524,171 @@ func spliceClass(f *pyFile, t target, lines []string, fs failingSet) (string, st
 			continue
 		}
 		tests = next
-		took = append(took, w.String())
+		if i < len(want) {
+			took = append(took, w.String())
+		} else {
+			tookHelpers = append(tookHelpers, w.fn)
+		}
 	}
+	tests, added, dropped := spliceModuleLines(tests, pf, top, fs)
+	if len(took)+len(tookHelpers)+added == 0 {
+		if len(missing) > 0 {
+			return "", strings.Join(missing, "; "), ""
+		}
+		return "", "the patch of class " + top + " changes none of its failing tests, its non-test methods or imports", ""
+	}
+	dropped = append(dropped, pf.leftOutTests(t.classes, seen)...)
+	if len(dropped) == 0 {
+		return tests, "", ""
+	}
+	note := "took only the failing " + strings.Join(took, ", ")
 	if len(took) == 0 {
-		return "", strings.Join(missing, "; "), ""
+		note = "took only the non-test methods"
 	}
-	note := "took only the failing " + strings.Join(took, ", ") + " from the patch of class " + t.classes[0] + "; its other definitions were left out"
+	if len(tookHelpers) > 0 {
+		note += " with the methods " + strings.Join(tookHelpers, ", ")
+	}
+	note += " from the patch of class " + top + "; its other tests (" + strings.Join(dropped, ", ") + ") were left out"
 	return tests, "", note
+}
+
+// methodNames lists the functions defined directly in the class chain
+// classes of a patch, each once, in order.
+func (f *pyFile) methodNames(classes []string) []string {
+	lo, hi, indent := 0, len(f.lines), 0
+	for _, c := range classes {
+		s, found := f.find("class", c, lo, hi, indent)
+		if !found {
+			return nil
+		}
+		indent, _ = f.bodyIndent(s)
+		lo, hi = s.hdr+1, s.end
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i := lo; i < hi; i++ {
+		if f.kinds[i] != pyscan.Statement || indentWidth(f.lines[i]) != indent {
+			continue
+		}
+		if m := firstDefRe.FindStringSubmatch(strings.TrimLeft(f.lines[i], " \t")); m != nil && !seen[m[1]] {
+			seen[m[1]] = true
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// leftOutTests lists the test methods of the patch's class chain classes
+// (and of the classes nested in it) that were not taken (not in took).
+func (f *pyFile) leftOutTests(classes []string, took map[string]bool) []string {
+	var out []string
+	var walk func(chain []string)
+	walk = func(chain []string) {
+		for _, name := range f.methodNames(chain) {
+			if t := (target{classes: chain, fn: name}); isTestName(name) && !took[t.String()] {
+				out = append(out, t.String())
+			}
+		}
+		for _, c := range f.classNames(chain) {
+			walk(append(chain[:len(chain):len(chain)], c))
+		}
+	}
+	walk(classes[:1])
+	return out
+}
+
+// classNames lists the classes defined directly in the class chain classes.
+func (f *pyFile) classNames(classes []string) []string {
+	lo, hi, indent := 0, len(f.lines), 0
+	for _, c := range classes {
+		s, found := f.find("class", c, lo, hi, indent)
+		if !found {
+			return nil
+		}
+		indent, _ = f.bodyIndent(s)
+		lo, hi = s.hdr+1, s.end
+	}
+	var out []string
+	for i := lo; i < hi; i++ {
+		if f.kinds[i] != pyscan.Statement || indentWidth(f.lines[i]) != indent {
+			continue
+		}
+		if m := classNameRe.FindStringSubmatch(strings.TrimLeft(f.lines[i], " \t")); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+var classNameRe = regexp.MustCompile(`^class[ \t]+([A-Za-z_][A-Za-z0-9_]*)`)
+
+// spliceModuleLines takes the module-level part of a class patch pf (all
+// but class top): a failing top-level test or a function the file already
+// has replaces that definition, other tests are left out (dropped), and
+// statements the file lacks (imports, new helpers) go in before class top.
+// added counts what changed.
+func spliceModuleLines(tests string, pf *pyFile, top string, fs failingSet) (out string, added int, dropped []string) {
+	cs, _ := pf.find("class", top, 0, len(pf.lines), 0)
+	var fresh []string
+	for i := 0; i < len(pf.lines); i++ {
+		if i >= cs.start && i < cs.end {
+			continue
+		}
+		l := pf.lines[i]
+		if pf.kinds[i] != pyscan.Statement || indentWidth(l) != 0 || strings.HasPrefix(l, "@") {
+			continue
+		}
+		b := span{start: pf.decoratorsStart(i, 0), hdr: i, end: pf.blockEnd(i, len(pf.lines))}
+		i = b.end - 1
+		block := pf.lines[b.start:b.end]
+		if m := topTestRe.FindStringSubmatch(l); m != nil {
+			if t := (target{fn: m[1]}); m[1] != "" && fs.has(t) {
+				if next, why := spliceFunc(parsePy(tests), t, block); why == "" {
+					tests, added = next, added+1
+					continue
+				}
+			}
+			dropped = append(dropped, m[1]+m[2])
+			continue
+		}
+		if m := firstDefRe.FindStringSubmatch(l); m != nil {
+			f := parsePy(tests)
+			if _, ok := f.find("def", m[1], 0, len(f.lines), 0); ok {
+				if next, why := spliceFunc(f, target{fn: m[1]}, block); why == "" && next != tests {
+					tests, added = next, added+1
+				}
+				continue
+			}
+		}
+		if !hasLines(tests, block) {
+			fresh = append(append(fresh, block...), "")
+		}
+	}
+	if len(fresh) == 0 {
+		return tests, added, dropped
+	}
+	f := parsePy(tests)
+	s, _ := f.find("class", top, 0, len(f.lines), 0)
+	f.replace(s.start, s.start, append(fresh, ""))
+	return f.String(), added + 1, dropped
+}
+
+// hasLines reports whether src has block's lines in a row, at top level.
+func hasLines(src string, block []string) bool {
+	lines := strings.Split(strings.ReplaceAll(src, "\r\n", "\n"), "\n")
+	for i := 0; i+len(block) <= len(lines); i++ {
+		match := true
+		for j, l := range block {
+			if strings.TrimRight(lines[i+j], " \t") != strings.TrimRight(l, " \t") {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
 }
 
 // method returns the dedented source (decorators included) of method t in
