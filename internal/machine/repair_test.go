@@ -1269,3 +1269,34 @@ func TestCheckOneCountsOccurrences(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckOneNewSnippetContainsOld(t *testing.T) {
+	t.Parallel()
+	mean := "def mean(xs):\n    total = sum(xs)\n    return total\n"
+	col := "def col(df):\n    return df['a'].sum()\n"
+	tests := []struct {
+		name, old, newCode, fix string
+		want                    verdict
+	}{
+		{"return extended: applied", mean, "def mean(xs):\n    total = sum(xs)\n    return total / len(xs)\n",
+			"replace `return total` with `return total / len(xs)`", applied},
+		{"column wrapped, arrow form: applied", col, "def col(df):\n    return df['a'].fillna(0).sum()\n",
+			"`df['a']` -> `df['a'].fillna(0)`", applied},
+		{"instead-of form: applied", col, "def col(df):\n    return df[\"a\"].fillna(0).sum()\n",
+			"use `df['a'].fillna(0)` instead of `df['a']`", applied},
+		{"old still there beside the new: undecided", mean, "def mean(xs):\n    total = sum(xs)\n    avg = total / len(xs)\n    if xs:\n        return total\n    return total / len(xs)\n",
+			"replace `return total` with `return total / len(xs)`", undecided},
+		{"new absent, old stays: not applied", mean, mean + "# touched\n",
+			"replace `return total` with `return total / len(xs)`", notApplied},
+		{"new snippet overlapping the old one without containing it does not hide it", col, "def col(df):\n    x = df['a'].sum() + 1\n    return df['a'].sum()\n",
+			"replace `df['a'].sum()` with `df['b'].sum()` and add `sum() + 1`", undecided},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := checkOne(tc.old, tc.newCode, messages.Failure{TestName: "t", SuggestedFix: tc.fix}); got != tc.want {
+				t.Errorf("checkOne = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -123,6 +123,10 @@ func isOperator(w string) bool {
 //   - a snippet the fix asks for that was not in the old code and is in the
 //     new one is "present".
 //
+// Old snippets are counted outside the present new ones, so a fix whose new
+// snippet contains the old one ("df['a']" -> "df['a'].fillna(0)") is not
+// taken for the old code staying.
+//
 // present and nothing stays: applied. Something stays and nothing is
 // present: not applied. Both present and staying: undecided, so the verify
 // stage reads the change. That case is ambiguous, not a failure: the new
@@ -139,11 +143,24 @@ func checkOne(oldCode, newCode string, f messages.Failure) verdict {
 	oldS, newS := squash(oldCode), squash(newCode)
 	olds, news := snippets(f.SuggestedFix)
 	present := false
+	var added []string // the new snippets that appeared
 	for _, sn := range news {
 		if n := squash(sn); len(n) >= minSnippet && !strings.Contains(oldS, n) && strings.Contains(newS, n) {
 			present = true
-			break
+			added = append(added, n)
 		}
+	}
+	// An old snippet inside a new one ("return total" in "return total /
+	// len(xs)") is not the old code staying: it is counted outside the new
+	// snippets that contain it.
+	slices.SortFunc(added, func(a, b string) int { return len(b) - len(a) })
+	countOutside := func(code, old string) int {
+		for _, n := range added {
+			if strings.Contains(n, old) {
+				code = strings.ReplaceAll(code, n, "\x00")
+			}
+		}
+		return strings.Count(code, old)
 	}
 	stays, gone := false, false
 	for _, sn := range olds {
@@ -151,7 +168,7 @@ func checkOne(oldCode, newCode string, f messages.Failure) verdict {
 		if len(n) < minSnippet || !strings.Contains(oldS, n) {
 			continue
 		}
-		if strings.Count(newS, n) >= strings.Count(oldS, n) {
+		if countOutside(newS, n) >= countOutside(oldS, n) {
 			stays = true
 		} else {
 			gone = true
