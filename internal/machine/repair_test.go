@@ -691,6 +691,69 @@ func TestUnpatched(t *testing.T) {
 	}
 }
 
+func TestUnpatchedByItsFixtures(t *testing.T) {
+	t.Parallel()
+	old := lines(
+		"import pytest",
+		"",
+		"",
+		"@pytest.fixture",
+		"def raw():",
+		"    return [1]",
+		"",
+		"",
+		"@pytest.fixture",
+		"def data(raw):",
+		"    return raw",
+		"",
+		"",
+		"def helper(x):",
+		"    return x",
+		"",
+		"",
+		"def test_a(data):",
+		"    assert data == [2]",
+		"",
+		"",
+		"def test_b():",
+		"    assert helper(1) == 2",
+		"",
+		"",
+		"class TestK:",
+		"    def setup_method(self):",
+		"        self.x = 1",
+		"",
+		"    def test_c(self):",
+		"        assert self.x == 2",
+		"",
+	)
+	fs := []messages.Failure{{TestName: "test_a"}, {TestName: "test_b"}, {TestName: "TestK::test_c[1]"}}
+	tests := []struct {
+		name, newTests string
+		want           []string
+	}{
+		{"nothing changed", old, []string{"test_a", "test_b", "TestK::test_c[1]"}},
+		{"the fixture a test names changed", strings.Replace(old, "    return raw\n", "    return raw * 2\n", 1), []string{"test_b", "TestK::test_c[1]"}},
+		{"a fixture of its fixture changed", strings.Replace(old, "return [1]", "return [2]", 1), []string{"test_b", "TestK::test_c[1]"}},
+		{"the helper a test calls changed", strings.Replace(old, "    return x\n", "    return 2 * x\n", 1), []string{"test_a", "TestK::test_c[1]"}},
+		{"a new helper no test names", old + "\n\ndef unused():\n    pass\n", []string{"test_a", "test_b", "TestK::test_c[1]"}},
+		{"a setup method changed: only methods count as patched", strings.Replace(old, "self.x = 1", "self.x = 2", 1), []string{"test_a", "test_b"}},
+		{"a module setup changed", old + "\n\ndef setup_module():\n    pass\n", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, f := range unpatched(old, tc.newTests, fs, nil) {
+				got = append(got, f.TestName)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("unpatched (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestChangedOthers(t *testing.T) {
 	t.Parallel()
 	old := lines(

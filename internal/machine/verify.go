@@ -217,12 +217,14 @@ func missingFixes(fs []messages.Failure) []string {
 }
 
 // unpatched returns the test_error failures whose test function a patch
-// round left as it was: the splice did not apply its patch, or the
-// function's source did not change. A failure whose function cannot be
-// found (a session or collection failure) counts as patched when the file
-// changed at all.
+// round left as it was: the splice did not apply its patch, or neither the
+// function's source nor a fixture, helper or setup function it depends on
+// changed (see touchedHelpers). A failure whose function cannot be found (a
+// session or collection failure) counts as patched when the file changed at
+// all.
 func unpatched(oldTests, newTests string, fs []messages.Failure, unapplied []string) []messages.Failure {
 	var out []messages.Failure
+	helpers := touchedHelpers(oldTests, newTests)
 	for _, f := range fs {
 		fn := testFunc(f.TestName)
 		if slices.ContainsFunc(unapplied, func(u string) bool { return sameTest(u, f.TestName) }) {
@@ -236,11 +238,74 @@ func unpatched(oldTests, newTests string, fs []messages.Failure, unapplied []str
 			}
 			continue
 		}
-		if funcSource(newTests, fn) == before {
+		if funcSource(newTests, fn) == before && !usesAny(before, testClasses(f.TestName) != "", helpers) {
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// setupNames are the functions pytest and unittest run around tests that do
+// not name them: true for those that run only around the methods of a
+// class, false for those that may run around any test.
+var setupNames = map[string]bool{
+	"setup_method": true, "teardown_method": true, "setup_class": true, "teardown_class": true,
+	"setUp": true, "tearDown": true, "setUpClass": true, "tearDownClass": true,
+	"setup": false, "teardown": false, "setup_function": false, "teardown_function": false,
+	"setup_module": false, "teardown_module": false, "setUpModule": false, "tearDownModule": false,
+}
+
+// touchedHelpers returns the non-test functions of newTests (fixtures,
+// helpers, setup functions) that a patch round changed or added, and those
+// that name one of them (a fixture using a changed fixture), as a set.
+// Functions are compared by name, as changedOthers does.
+func touchedHelpers(oldTests, newTests string) map[string]bool {
+	touched := map[string]bool{}
+	var rest []string
+	for _, name := range funcNames(newTests) {
+		switch {
+		case strings.HasPrefix(name, "test"):
+		case funcSource(newTests, name) != funcSource(oldTests, name):
+			touched[name] = true
+		default:
+			rest = append(rest, name)
+		}
+	}
+	for grew := len(touched) > 0; grew; {
+		grew = false
+		for i, name := range rest {
+			if name != "" && namesAny(funcSource(newTests, name), touched) {
+				touched[name], rest[i], grew = true, "", true
+			}
+		}
+	}
+	return touched
+}
+
+// usesAny reports whether a function's source src may depend on one of the
+// helpers: it names one (a fixture parameter, a call), or one is a setup
+// function, which runs without being named (a class's setup only around
+// methods: inClass).
+func usesAny(src string, inClass bool, helpers map[string]bool) bool {
+	for h := range helpers {
+		if classOnly, ok := setupNames[h]; ok && (inClass || !classOnly) {
+			return true
+		}
+	}
+	return namesAny(src, helpers)
+}
+
+// namesAny reports whether src has one of the names as a word.
+func namesAny(src string, names map[string]bool) bool {
+	words := strings.FieldsFunc(src, func(r rune) bool {
+		return r != '_' && !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	})
+	for _, w := range words {
+		if names[w] {
+			return true
+		}
+	}
+	return false
 }
 
 // changedOthers returns the test functions other than the failing ones
