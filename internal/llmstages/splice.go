@@ -381,11 +381,11 @@ func spliceOne(tests string, p messages.TestPatch, fs failingSet) (out, why, not
 	}
 	classes, fn, ok := parseTestName(p.TestName)
 	if !ok && strings.TrimSpace(p.TestName) == "" {
-		// No name: take the first top-level function the patch defines.
+		// No name: take the first top-level test the patch defines, or
+		// else its first function.
 		for _, l := range lines {
-			if m := firstDefRe.FindStringSubmatch(l); m != nil {
+			if m := firstDefRe.FindStringSubmatch(l); m != nil && (!ok || isTestName(m[1]) && !isTestName(fn)) {
 				fn, ok = m[1], true
-				break
 			}
 		}
 	}
@@ -398,9 +398,17 @@ func spliceOne(tests string, p messages.TestPatch, fs failingSet) (out, why, not
 	}
 	f := parsePy(tests)
 	if defines(lines, "def", t.fn) {
-		lines, note = onlyTarget(lines, t.fn)
+		lines, extra, note := onlyTarget(lines, t.fn, fs)
 		out, why = spliceFunc(f, t, lines)
-		return out, why, note
+		if why != "" {
+			return "", why, ""
+		}
+		for _, e := range extra {
+			if next, why := spliceFunc(parsePy(out), e.target, e.lines); why == "" {
+				out = next
+			}
+		}
+		return out, "", note
 	}
 	if len(t.classes) > 0 && defines(lines, "class", t.classes[0]) {
 		return spliceClass(f, t, lines, fs)
@@ -712,24 +720,61 @@ func (f *pyFile) method(t target) ([]string, bool) {
 
 var topTestRe = regexp.MustCompile(`^(?:(?:async[ \t]+)?def[ \t]+(test[A-Za-z0-9_]*)|class[ \t]+(Test[A-Za-z0-9_]*))`)
 
-// onlyTarget keeps a function patch to the definition of fn when the patch
-// also defines other tests at top level (which would otherwise land in the
-// file as duplicates of passing tests); a patch with only fn and helpers or
-// imports is kept whole.
-func onlyTarget(lines []string, fn string) ([]string, string) {
+// block is a top-level definition taken out of a patch.
+type block struct {
+	target target
+	lines  []string
+}
+
+// onlyTarget takes the other top-level tests out of a function patch for
+// fn, which would otherwise land in the file as duplicates of passing
+// tests. The other failing test functions among them come back in extra,
+// each to be spliced in on its own; the rest is left out (said in note).
+// fn's definition, helpers and imports stay.
+func onlyTarget(lines []string, fn string, fs failingSet) (keep []string, extra []block, note string) {
 	p := parsePy(strings.Join(lines, "\n"))
 	var others []string
-	for i, l := range p.lines {
+	drop := make([]bool, len(p.lines))
+	for i := 0; i < len(p.lines); i++ {
+		l := p.lines[i]
 		if p.kinds[i] != pyscan.Statement || indentWidth(l) != 0 {
 			continue
 		}
-		if m := topTestRe.FindStringSubmatch(l); m != nil && m[1] != fn {
+		m := topTestRe.FindStringSubmatch(l)
+		if m == nil || m[1] == fn {
+			continue
+		}
+		s := span{start: p.decoratorsStart(i, 0), hdr: i, end: p.blockEnd(i, len(p.lines))}
+		for j := s.start; j < s.end; j++ {
+			drop[j] = true
+		}
+		i = s.end - 1
+		if t := (target{fn: m[1]}); m[1] != "" && (fs.all || fs.has(t)) {
+			extra = append(extra, block{t, p.lines[s.start:s.end]})
+		} else {
 			others = append(others, m[1]+m[2])
 		}
 	}
-	if len(others) == 0 {
-		return lines, ""
+	if len(others) == 0 && len(extra) == 0 {
+		return lines, nil, ""
 	}
-	s, _ := p.find("def", fn, 0, len(p.lines), 0)
-	return p.lines[s.start:s.end], "left " + strings.Join(others, ", ") + " out of the patch of " + fn + ": only failing tests are patched"
+	blank := 0
+	for i, l := range p.lines {
+		if drop[i] {
+			continue
+		}
+		if strings.TrimSpace(l) == "" {
+			if blank++; blank > 2 {
+				continue
+			}
+		} else {
+			blank = 0
+		}
+		keep = append(keep, l)
+	}
+	keep = patchLines(strings.Join(keep, "\n"))
+	if len(others) > 0 {
+		note = "left " + strings.Join(others, ", ") + " out of the patch of " + fn + ": only failing tests are patched"
+	}
+	return keep, extra, note
 }

@@ -303,6 +303,27 @@ func TestSplice(t *testing.T) {
 			want:    "def data():\n    return 2\n\n\ndef test_b():\n    assert data() == 2\n\n\ndef test_c():\n    assert data() == 1\n",
 		},
 		{
+			name:    "a fixture patch that also fixes its failing test applies both",
+			src:     "def data():\n    return 1\n\n\ndef test_b():\n    assert data() == 2\n\n\ndef test_c():\n    assert 1\n",
+			patches: []messages.TestPatch{{TestName: "data", FixedCode: "def data():\n    return [1]\n\n\ndef test_b():\n    assert data() == [1]\n\n\ndef test_c():\n    assert 0\n"}},
+			failing: []string{"test_b"},
+			want:    "def data():\n    return [1]\n\n\ndef test_b():\n    assert data() == [1]\n\n\ndef test_c():\n    assert 1\n",
+		},
+		{
+			name:    "a test patch keeps its new helper and import when it leaves a passing test out",
+			src:     "def test_a():\n    assert 0\n\n\ndef test_b():\n    assert 1\n",
+			patches: []messages.TestPatch{{TestName: "test_a", FixedCode: "import math\n\n\ndef test_b():\n    assert 2\n\n\ndef two():\n    return math.sqrt(4)\n\n\ndef test_a():\n    assert two() == 2\n"}},
+			failing: []string{"test_a"},
+			want:    "import math\n\n\ndef two():\n    return math.sqrt(4)\n\n\ndef test_a():\n    assert two() == 2\n\n\ndef test_b():\n    assert 1\n",
+		},
+		{
+			name:    "no name: the patch's test is taken, not its first helper",
+			src:     "def test_a():\n    assert 0\n",
+			patches: []messages.TestPatch{{TestName: "", FixedCode: "def one():\n    return 1\n\n\ndef test_a():\n    assert one()\n"}},
+			failing: []string{"test_a"},
+			want:    "def one():\n    return 1\n\n\ndef test_a():\n    assert one()\n",
+		},
+		{
 			name:    "a setup method patched by its own name",
 			src:     "class TestK:\n    def setup_method(self):\n        self.x = 1\n\n    def test_a(self):\n        assert self.x == 2\n",
 			patches: []messages.TestPatch{{TestName: "TestK::setup_method", FixedCode: "def setup_method(self):\n    self.x = 2\n"}},
