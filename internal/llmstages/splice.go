@@ -562,29 +562,7 @@ func spliceClass(f *pyFile, t target, lines []string, fs failingSet) (string, st
 
 // methodNames lists the functions defined directly in the class chain
 // classes of a patch, each once, in order.
-func (f *pyFile) methodNames(classes []string) []string {
-	lo, hi, indent := 0, len(f.lines), 0
-	for _, c := range classes {
-		s, found := f.find("class", c, lo, hi, indent)
-		if !found {
-			return nil
-		}
-		indent, _ = f.bodyIndent(s)
-		lo, hi = s.hdr+1, s.end
-	}
-	var out []string
-	seen := map[string]bool{}
-	for i := lo; i < hi; i++ {
-		if f.kinds[i] != pyscan.Statement || indentWidth(f.lines[i]) != indent {
-			continue
-		}
-		if m := firstDefRe.FindStringSubmatch(strings.TrimLeft(f.lines[i], " \t")); m != nil && !seen[m[1]] {
-			seen[m[1]] = true
-			out = append(out, m[1])
-		}
-	}
-	return out
-}
+func (f *pyFile) methodNames(classes []string) []string { return f.definedIn(classes, firstDefRe) }
 
 // leftOutTests lists the test methods of the patch's class chain classes
 // (and of the classes nested in it) that were not taken (not in took).
@@ -605,8 +583,14 @@ func (f *pyFile) leftOutTests(classes []string, took map[string]bool) []string {
 	return out
 }
 
-// classNames lists the classes defined directly in the class chain classes.
-func (f *pyFile) classNames(classes []string) []string {
+// classNames lists the classes defined directly in the class chain classes,
+// each once, in order.
+func (f *pyFile) classNames(classes []string) []string { return f.definedIn(classes, classNameRe) }
+
+// definedIn lists the names that re (whose first group is the name) finds
+// on the statements directly in the class chain classes (the module for
+// none), each once, in order.
+func (f *pyFile) definedIn(classes []string, re *regexp.Regexp) []string {
 	lo, hi, indent := 0, len(f.lines), 0
 	for _, c := range classes {
 		s, found := f.find("class", c, lo, hi, indent)
@@ -617,11 +601,13 @@ func (f *pyFile) classNames(classes []string) []string {
 		lo, hi = s.hdr+1, s.end
 	}
 	var out []string
+	seen := map[string]bool{}
 	for i := lo; i < hi; i++ {
 		if f.kinds[i] != pyscan.Statement || indentWidth(f.lines[i]) != indent {
 			continue
 		}
-		if m := classNameRe.FindStringSubmatch(strings.TrimLeft(f.lines[i], " \t")); m != nil {
+		if m := re.FindStringSubmatch(strings.TrimLeft(f.lines[i], " \t")); m != nil && !seen[m[1]] {
+			seen[m[1]] = true
 			out = append(out, m[1])
 		}
 	}
