@@ -75,19 +75,27 @@ func runCLI(t *testing.T, cfg config.Config, args ...string) (code int, stdout, 
 	return code, out.String(), errb.String()
 }
 
+// firstPassConfig is a test configuration whose model (a fake over HTTP)
+// plans, writes code and tests that pass at once.
+func firstPassConfig(t *testing.T, plan, code, tests string) config.Config {
+	t.Helper()
+	fake := fakellm.New()
+	t.Cleanup(fake.Close)
+	fake.On("plan", fakellm.JSON(messages.Plan{Description: plan, Approach: "a function"}))
+	fake.On("solution", fakellm.JSON(messages.Solution{Language: "python", Code: code, Packages: []string{}, SystemPackages: []string{}}))
+	fake.On("tests", fakellm.JSON(messages.Tests{Code: tests}))
+	cfg := testConfig(t)
+	cfg.OpenAIBaseURL, cfg.OpenAIAPIKey = fake.URL(), "test-key"
+	return cfg
+}
+
 // TestLookupAfterLocalJob: a job run with `submit --local --prompt ...` on
 // a state dir can be looked up afterwards, with the same state dir, by
 // `submit status|result|events JOB_ID`.
 func TestLookupAfterLocalJob(t *testing.T) {
 	t.Parallel()
 	requireSandboxTools(t)
-	fake := fakellm.New()
-	t.Cleanup(fake.Close)
-	fake.On("plan", fakellm.JSON(messages.Plan{Description: "return 42", Approach: "a function"}))
-	fake.On("solution", fakellm.JSON(messages.Solution{Language: "python", Code: answerCode, Packages: []string{}, SystemPackages: []string{}}))
-	fake.On("tests", fakellm.JSON(messages.Tests{Code: answerTests}))
-	cfg := testConfig(t)
-	cfg.OpenAIBaseURL, cfg.OpenAIAPIKey = fake.URL(), "test-key"
+	cfg := firstPassConfig(t, "return 42", answerCode, answerTests)
 
 	code, stdout, stderr := runCLI(t, cfg, "--local", "--json", "--prompt", "Compute 42 and write it as answer.",
 		"--output", "answer=int", "--option", "max_iterations=2")
@@ -195,13 +203,7 @@ def test_report():
 func TestResultOut(t *testing.T) {
 	t.Parallel()
 	requireSandboxTools(t)
-	fake := fakellm.New()
-	t.Cleanup(fake.Close)
-	fake.On("plan", fakellm.JSON(messages.Plan{Description: "a report", Approach: "a function"}))
-	fake.On("solution", fakellm.JSON(messages.Solution{Language: "python", Code: filesCode, Packages: []string{}, SystemPackages: []string{}}))
-	fake.On("tests", fakellm.JSON(messages.Tests{Code: filesTests}))
-	cfg := testConfig(t)
-	cfg.OpenAIBaseURL, cfg.OpenAIAPIKey = fake.URL(), "test-key"
+	cfg := firstPassConfig(t, "a report", filesCode, filesTests)
 
 	code, stdout, stderr := runCLI(t, cfg, "--local", "--json", "--prompt", "Write a report (File), charts (Dir) and rows.",
 		"--output", "report=File", "--output", "charts=Dir", "--output", "rows=int", "--option", "max_iterations=2")
