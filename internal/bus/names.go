@@ -47,7 +47,7 @@ const (
 const (
 	// BucketJobState holds each job's state machine, keyed by job ID (history 1, CAS on revision).
 	BucketJobState = "autocoder_job_state"
-	// BucketJobResults holds each job's result object (Contract 5), keyed by job ID.
+	// BucketJobResults holds each job's result object (Contract 5 (docs/contracts.md)), keyed by job ID.
 	BucketJobResults = "autocoder_job_results"
 	// ObjectStoreSamples holds sample files, named by messages.ObjectRef.ObjectName.
 	ObjectStoreSamples = "autocoder_samples"

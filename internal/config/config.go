@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Config holds the settings of Contract 6, shared by every binary. Each one
+// Config holds the settings of Contract 6 (docs/contracts.md), shared by every binary. Each one
 // comes from its environment variable and can be overridden by a flag of the
 // same meaning (see Register).
 type Config struct {

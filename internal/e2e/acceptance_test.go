@@ -146,7 +146,7 @@ func TestAcceptanceFixSucceeds(t *testing.T) {
 }
 
 // TestDatetimeAndTimedeltaOutputs: datetime and timedelta outputs, written
-// in the forms the prompt asks for (and the other forms Contract 2 allows),
+// in the forms the prompt asks for (and the other forms Contract 2 (docs/contracts.md) allows),
 // come back typed on the result: datetimes as normalized ISO-8601 text,
 // timedeltas as seconds.
 func TestDatetimeAndTimedeltaOutputs(t *testing.T) {

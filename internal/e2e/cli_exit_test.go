@@ -17,7 +17,7 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// writeJobFile writes spec as a JSON job file (Contract 1) and returns its path.
+// writeJobFile writes spec as a JSON job file (Contract 1 (docs/contracts.md)) and returns its path.
 func writeJobFile(t *testing.T, spec messages.JobSpec) string {
 	t.Helper()
 	b, err := json.Marshal(spec)
@@ -31,7 +31,7 @@ func writeJobFile(t *testing.T, spec messages.JobSpec) string {
 	return p
 }
 
-// TestCLIExitsOneWhenTestsNeverPass: Contract 4's exit 1 through the CLI —
+// TestCLIExitsOneWhenTestsNeverPass: docs/contracts.md's Contract 4 (docs/contracts.md) exit 1 through the CLI —
 // the job ran to its end, its tests never passed, and --json still prints
 // the result object with the reason.
 func TestCLIExitsOneWhenTestsNeverPass(t *testing.T) {
@@ -60,7 +60,7 @@ func TestCLIExitsOneWhenTestsNeverPass(t *testing.T) {
 	}
 }
 
-// TestCLIExitsThreeOnInfrastructureFailure: Contract 4's exit 3 — the
+// TestCLIExitsThreeOnInfrastructureFailure: docs/contracts.md's Contract 4 (docs/contracts.md) exit 3 — the
 // infrastructure is broken, the spec is fine. The CLI says what is wrong in
 // one line, promptly, and never panics.
 func TestCLIExitsThreeOnInfrastructureFailure(t *testing.T) {

@@ -57,7 +57,7 @@ func TestSalesExampleScripted(t *testing.T) {
 	if !found {
 		t.Errorf("detected packages %v lack pandas", res.DetectedPackages)
 	}
-	// Contract 5: every field is present in the JSON.
+	// Contract 5 (docs/contracts.md): every field is present in the JSON.
 	var raw map[string]json.RawMessage
 	json.Unmarshal(stdout.Bytes(), &raw)
 	for _, f := range []string{"job_id", "success", "attempts", "outputs", "plan", "solution", "tests", "output", "exit_code", "error", "image",

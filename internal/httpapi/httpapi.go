@@ -24,7 +24,7 @@ var indexHTML []byte
 //	GET /v1/jobs            the newest jobs (at most 200), newest first
 //	GET /healthz            liveness
 //	GET /metrics            Prometheus metrics from reg
-//	GET /v1/jobs/{id}       the result object so far (Contract 5)
+//	GET /v1/jobs/{id}       the result object so far (Contract 5 (docs/contracts.md))
 //	GET /v1/jobs/{id}/result the final result object, 404 while running
 //	GET /v1/jobs/{id}/events progress events as Server-Sent Events, ending with the result
 func Handler(c *client.Client, reg *prometheus.Registry) http.Handler {

@@ -17,7 +17,7 @@ var ErrInvalidReply = errors.New("llm: invalid reply")
 // internal/fakellm over real HTTP.
 type Client interface {
 	// Structured sends the conversation and asks for a reply object matching
-	// schema (Contract 3: json_schema with strict mode, falling back to
+	// schema (Contract 3 (docs/contracts.md): json_schema with strict mode, falling back to
 	// json_object with the schema in the system message). It returns the
 	// validated JSON object, the assistant's raw reply and the token usage of
 	// every call it made (retries included).
@@ -33,7 +33,7 @@ type StructuredRequest struct {
 	MaxTokens int
 }
 
-// Schema names a reply structure (one of the names of Contract 3) and gives
+// Schema names a reply structure (one of the names of Contract 3 (docs/contracts.md)) and gives
 // its JSON Schema.
 type Schema struct {
 	Name   string

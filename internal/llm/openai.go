@@ -315,7 +315,7 @@ func setMaxTokens(r *openai.ChatCompletionRequest, n int) {
 	r.MaxTokens = n
 }
 
-// ---- Chat with tools (Contract 7, the agent backend) ----
+// ---- Chat with tools (Contract 7 (docs/contracts.md), the agent backend) ----
 
 // ChatRequest is one turn of a tool-using conversation.
 type ChatRequest struct {
@@ -351,7 +351,7 @@ type ToolCall struct {
 }
 
 // ChatReply is the model's turn: content, tool calls, or both. No tool calls
-// ends an agent run (Contract 7).
+// ends an agent run (Contract 7 (docs/contracts.md)).
 type ChatReply struct {
 	Content      string
 	ToolCalls    []ToolCall

@@ -2,7 +2,7 @@ package llm
 
 import "encoding/json"
 
-// The reply schemas of Contract 3. Field names are the JSON tags of the
+// The reply schemas of Contract 3 (docs/contracts.md). Field names are the JSON tags of the
 // matching structs in pkg/messages. Every schema is compatible with OpenAI's
 // strict mode: each object lists all its properties as required and sets
 // additionalProperties to false, and optional values are nullable instead
@@ -142,7 +142,7 @@ var (
 }`)}
 )
 
-// SchemaByName returns the Contract 3 schema with that name.
+// SchemaByName returns the Contract 3 (docs/contracts.md) schema with that name.
 func SchemaByName(name string) (Schema, bool) {
 	switch name {
 	case PlanSchema.Name:

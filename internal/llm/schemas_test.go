@@ -29,7 +29,7 @@ func TestSchemaByName(t *testing.T) {
 	}
 	want := []string{"plan", "solution", "tests", "packages", "diagnosis", "test_patches", "fix_verification", "constraint", "package_replacement"}
 	if diff := cmp.Diff(want, names); diff != "" {
-		t.Errorf("Contract 3 names (-want +got):\n%s", diff)
+		t.Errorf("Contract 3 (docs/contracts.md) names (-want +got):\n%s", diff)
 	}
 	if _, ok := SchemaByName("nope"); ok {
 		t.Error(`SchemaByName("nope") found a schema`)

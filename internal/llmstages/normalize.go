@@ -142,7 +142,7 @@ func normaliseSolution(s *messages.Solution, keep []string, std pyscan.Set) note
 	return n
 }
 
-// normaliseErrorType maps a model's error type onto the three of Contract 3;
+// normaliseErrorType maps a model's error type onto the three of Contract 3 (docs/contracts.md);
 // anything unrecognised is logic, which sends the failure to a code fix.
 func normaliseErrorType(t messages.ErrorType) messages.ErrorType {
 	s := strings.ToLower(strings.TrimSpace(string(t)))

@@ -608,7 +608,7 @@ func (m *stepper) finish(status messages.JobStatus, reason string) {
 	m.cmds = append(m.cmds, Command{Finish: &res})
 }
 
-// ResultOf builds the result object (Contract 5) from a state, finished or not.
+// ResultOf builds the result object (Contract 5 (docs/contracts.md)) from a state, finished or not.
 func ResultOf(s State) messages.Result {
 	r := messages.Result{
 		V: messages.SchemaVersion, JobID: s.JobID, Status: s.Status,

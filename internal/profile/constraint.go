@@ -7,7 +7,7 @@ import (
 )
 
 // CheckType is the kind of a check; the names match the `constraint` LLM
-// call's check_type (Contract 3), plus unique.
+// call's check_type (Contract 3 (docs/contracts.md)), plus unique.
 type CheckType string
 
 // The check types.

@@ -178,7 +178,7 @@ func renderPlan(b *strings.Builder, p messages.Plan) {
 	b.WriteString(data("Plan", "text", "Description:\n"+p.Description+"\n\nApproach:\n"+p.Approach))
 }
 
-// outputFormat says how one declared output is written, per Contract 2.
+// outputFormat says how one declared output is written, per Contract 2 (docs/contracts.md).
 func outputFormat(n string, t messages.Type) string {
 	switch t {
 	case messages.TypeStr:
@@ -201,7 +201,7 @@ func outputFormat(n string, t messages.Type) string {
 	return "text"
 }
 
-// inputOption says how one declared input is parsed, per Contract 2.
+// inputOption says how one declared input is parsed, per Contract 2 (docs/contracts.md).
 func inputOption(t messages.Type) string {
 	switch t {
 	case messages.TypeStr:
@@ -220,7 +220,7 @@ func inputOption(t messages.Type) string {
 	return "a string with a sensible default"
 }
 
-// scriptProtocol states Contract 2 for this task, with its exact names and paths.
+// scriptProtocol states Contract 2 (docs/contracts.md) for this task, with its exact names and paths.
 func scriptProtocol(t messages.TaskSpec) string {
 	var b strings.Builder
 	b.WriteString(`## Script protocol (the harness depends on every rule)

@@ -3,7 +3,7 @@
 // read-only system, tmpfs /tmp, rlimits, a wall-clock kill of the whole tree)
 // on the embedded default; the Docker backend (Docker Engine API or Podman's)
 // serves fleets. RunTests and RunScript sit on top of any Backend and speak
-// the script protocol (Contract 2): solution.py and test_solution.py in
+// the script protocol (Contract 2 (docs/contracts.md)): solution.py and test_solution.py in
 // /workspace, samples read-only in /var/inputs, outputs in /var/outputs,
 // results read from pytest's JUnit XML.
 //

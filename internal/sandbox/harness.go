@@ -9,7 +9,7 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// Files of the script protocol (Contract 2), in /workspace.
+// Files of the script protocol (Contract 2 (docs/contracts.md)), in /workspace.
 const (
 	SolutionFile = "solution.py"
 	TestFile     = "test_solution.py"

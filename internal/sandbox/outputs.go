@@ -113,7 +113,7 @@ func ParseValue(typ messages.Type, data []byte) (any, error) {
 		}
 		return f, nil
 	case messages.TypeBool:
-		// Contract 2: exactly true or false. Python's str(True) is "True",
+		// Contract 2 (docs/contracts.md): exactly true or false. Python's str(True) is "True",
 		// so the message says what to write instead.
 		switch s {
 		case "true":

@@ -42,7 +42,7 @@ const (
 	MaxCollected = 64 << 20
 )
 
-// Paths inside every sandbox (Contract 2).
+// Paths inside every sandbox (Contract 2 (docs/contracts.md)).
 const (
 	envMount       = "/opt/venv"
 	workspaceMount = "/workspace"

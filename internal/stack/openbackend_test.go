@@ -12,7 +12,7 @@ import (
 	"github.com/autocoder/autocoder/internal/stack"
 )
 
-// TestOpenBackendSelection follows Contract 6: AUTOCODER_SANDBOX picks the
+// TestOpenBackendSelection follows Contract 6 (docs/contracts.md): AUTOCODER_SANDBOX picks the
 // backend; unset, docker when an engine answers, else process; a clear
 // error when the chosen one cannot run.
 func TestOpenBackendSelection(t *testing.T) {

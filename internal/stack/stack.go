@@ -262,7 +262,7 @@ func OpenCache(ctx context.Context, cfg config.Config) (cache.Cache, error) {
 }
 
 // OpenBackend opens the sandbox backend the configuration asks for
-// (Contract 6): AUTOCODER_SANDBOX=docker or process; unset, docker when an
+// (Contract 6 (docs/contracts.md)): AUTOCODER_SANDBOX=docker or process; unset, docker when an
 // engine answers at DOCKER_HOST within a second, else process. c (may be
 // nil) holds the docker backend's cross-worker build lock.
 func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache) (sandbox.Backend, error) {

@@ -1,4 +1,4 @@
-// Package submit is the submit CLI (Contract 4): submit a job from a job file
+// Package submit is the submit CLI (Contract 4 (docs/contracts.md)): submit a job from a job file
 // or flags, locally on embedded defaults (--local) or to a NATS cluster, show
 // live stage progress, print the result object, and exit 0 (success),
 // 1 (tests never passed), 2 (bad usage or input) or 3 (infrastructure).

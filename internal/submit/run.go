@@ -31,7 +31,7 @@ type runFlags struct {
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.local, "local", false, "run on embedded defaults: in-process NATS, coordinator and sandbox worker")
-	fs.BoolVar(&f.asJSON, "json", false, "print the run's result object (Contract 5) as JSON on stdout")
+	fs.BoolVar(&f.asJSON, "json", false, "print the run's result object (Contract 5 (docs/contracts.md)) as JSON on stdout")
 	fs.StringVar(&f.outDir, "out", "", "write result.json and the File and Dir outputs to this folder")
 	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to wait for the run")
 	fs.Var(&f.inputs, "input", "name=value of an input (repeatable); a File or Dir input's value is a local path")

@@ -23,7 +23,7 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// Exit codes (Contract 4).
+// Exit codes (Contract 4 (docs/contracts.md)).
 const (
 	ExitSuccess = 0 // the job passed its tests
 	ExitFailed  = 1 // the job finished without passing tests
@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, cfg config.Config, io IO) (int, err
 	fs.SetOutput(io.Stderr)
 	var (
 		local      = fs.Bool("local", false, "run on embedded defaults: in-process NATS, coordinator and workers")
-		asJSON     = fs.Bool("json", false, "print the result object (Contract 5) as JSON on stdout")
+		asJSON     = fs.Bool("json", false, "print the result object (Contract 5 (docs/contracts.md)) as JSON on stdout")
 		transcript = fs.String("transcript", "", "replay this scripted model transcript instead of calling a model (default: transcript.json beside the job file when no OPENAI_API_KEY is set)")
 		outDir     = fs.String("out", "", "write solution.py, test_solution.py, result.json and the File and Dir outputs to this folder")
 		timeout    = fs.Duration("wait", 30*time.Minute, "how long to wait for the job")

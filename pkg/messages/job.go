@@ -70,7 +70,7 @@ type StageRecord struct {
 	Usage      Usage     `json:"usage"`
 }
 
-// Result is the result object (Contract 5).
+// Result is the result object (Contract 5 (docs/contracts.md)).
 type Result struct {
 	V                      int               `json:"v"`
 	JobID                  string            `json:"job_id"`

@@ -14,7 +14,7 @@ import (
 // rejects a message whose "v" is newer than the one it was built with.
 const SchemaVersion = 1
 
-// Type is a declared input or output type (Contract 1).
+// Type is a declared input or output type (Contract 1 (docs/contracts.md)).
 type Type string
 
 // The types a JobSpec may declare.
@@ -60,7 +60,7 @@ const (
 	DefaultTimeout       = 60 * time.Second
 )
 
-// JobSpec is what a user asks for (Contract 1). On the CLI, Samples are file
+// JobSpec is what a user asks for (Contract 1 (docs/contracts.md)). On the CLI, Samples are file
 // paths; on the wire they are object references (see ParseObjectRef).
 type JobSpec struct {
 	Name        string            `json:"name,omitempty"`

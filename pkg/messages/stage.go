@@ -125,7 +125,7 @@ type TaskSpec struct {
 	Outputs     map[string]Type   `json:"outputs,omitempty"`
 }
 
-// ---- LLM stage inputs and outputs (Contract 3 shapes) ----
+// ---- LLM stage inputs and outputs (Contract 3 (docs/contracts.md) shapes) ----
 
 // PlanInput is the input of StagePlan.
 type PlanInput struct {

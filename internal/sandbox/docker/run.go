@@ -19,7 +19,7 @@ import (
 	"github.com/autocoder/autocoder/internal/sandbox"
 )
 
-// Paths inside every sandbox (Contract 2).
+// Paths inside every sandbox (Contract 2 (docs/contracts.md)).
 const (
 	workspaceDir = "/workspace"
 	inputsDir    = "/var/inputs"
