@@ -1,4 +1,4 @@
-// Package config reads docs/contracts.md's Contract 6 (docs/contracts.md) settings from the environment and lets
+// Package config reads docs/contracts.md's Contract 6 settings from the environment and lets
 // every binary override them with flags of the same meaning.
 //
 //	cfg := config.FromEnv()

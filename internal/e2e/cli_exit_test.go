@@ -31,7 +31,7 @@ func writeJobFile(t *testing.T, spec messages.JobSpec) string {
 	return p
 }
 
-// TestCLIExitsOneWhenTestsNeverPass: docs/contracts.md's Contract 4 (docs/contracts.md) exit 1 through the CLI —
+// TestCLIExitsOneWhenTestsNeverPass: docs/contracts.md's Contract 4 exit 1 through the CLI —
 // the job ran to its end, its tests never passed, and --json still prints
 // the result object with the reason.
 func TestCLIExitsOneWhenTestsNeverPass(t *testing.T) {
@@ -60,7 +60,7 @@ func TestCLIExitsOneWhenTestsNeverPass(t *testing.T) {
 	}
 }
 
-// TestCLIExitsThreeOnInfrastructureFailure: docs/contracts.md's Contract 4 (docs/contracts.md) exit 3 — the
+// TestCLIExitsThreeOnInfrastructureFailure: docs/contracts.md's Contract 4 exit 3 — the
 // infrastructure is broken, the spec is fine. The CLI says what is wrong in
 // one line, promptly, and never panics.
 func TestCLIExitsThreeOnInfrastructureFailure(t *testing.T) {

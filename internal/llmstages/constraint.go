@@ -91,7 +91,7 @@ func (h *Handlers) constraint(ctx context.Context, cmd *messages.StageCommand, i
 
 // checkFromReply turns a `constraint` reply into a check, or says why it
 // cannot be one. greater_than and less_than are strict; between includes
-// both ends (docs/contracts.md's Contract 3 (docs/contracts.md) reading, as Pandera's gt, lt and in_range).
+// both ends (docs/contracts.md's Contract 3 reading, as Pandera's gt, lt and in_range).
 func checkFromReply(text string, r messages.Constraint) (profile.Check, string) {
 	c := profile.Check{Text: text}
 	explain := strings.TrimSpace(r.Explanation)

@@ -1,6 +1,6 @@
 // Package prompts builds the conversation for each LLM stage of the loop:
 // one function per stage, from the stage's input (pkg/messages) to a system
-// and a user message. The system message states the rules (docs/contracts.md's Contract 2 (docs/contracts.md)
+// and a user message. The system message states the rules (docs/contracts.md's Contract 2
 // script protocol with the task's exact option names, sample paths and
 // output formats; the test protocol; the reply fields of Contract 3 (docs/contracts.md)); the
 // user message carries the task and its data.
