@@ -33,6 +33,14 @@ command -v bwrap >/dev/null || { echo "setup: bwrap missing after install"; exit
 command -v redis-server >/dev/null || { echo "setup: redis-server missing after install"; exit 1; }
 /usr/bin/python3 -c 'import pytest, pandas' || { echo "setup: /usr/bin/python3 lacks pytest or pandas"; exit 1; }
 bwrap --unshare-all --die-with-parent --ro-bind / / true || { echo "setup: bubblewrap cannot create a sandbox here"; exit 1; }
+# golangci-lint checks the house rules (.golangci.yml); a pinned version,
+# built from the Go module proxy into GOBIN once, then reused.
+golangci_version=v2.15.0
+gobin="$(go env GOBIN)"; gobin="${gobin:-$(go env GOPATH)/bin}"
+if ! "$gobin/golangci-lint" version 2>/dev/null | grep -q "version ${golangci_version#v} "; then
+  echo "setup: installing golangci-lint $golangci_version (a Go tool; takes a minute or two once)"
+  GOFLAGS= go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$golangci_version"
+fi
 # The Docker sandbox backend's engine (podman's Docker-compatible service)
 # and its offline base image; prints the DOCKER_HOST to use.
 bash "$(dirname "$0")/setup-docker.sh" >/dev/null
