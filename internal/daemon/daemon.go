@@ -48,11 +48,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	so := stack.Options{Config: cfg, Logger: o.Logger, Registry: reg}
+	so := stack.Options{Config: cfg, Logger: o.Logger, Registry: reg, Roles: []stack.Role{stack.Role(o.Role)}}
 	listen := cfg.MetricsListen
 	switch o.Role {
 	case RoleCoordinator:
-		so.Coordinator = true
 		listen = cfg.HTTPListen
 		if o.Embedded {
 			so.Config.NATSURL = ""
@@ -64,8 +63,6 @@ func Run(ctx context.Context, o Options) error {
 		if cfg.NATSURL == "" {
 			return errors.New("no NATS to join: set AUTOCODER_NATS_URL (a coordinator --embedded hosts one)")
 		}
-		so.LLMWorker = o.Role == RoleLLMWorker
-		so.SandboxWorker = o.Role == RoleSandboxWorker
 	default:
 		return fmt.Errorf("unknown role %q", o.Role)
 	}

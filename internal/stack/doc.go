@@ -3,7 +3,7 @@
 // and a sandbox-worker, each optional. submit --local runs all of them in one
 // process; each binary runs one; tests and benchmarks run any mix.
 //
-//	st, err := stack.Start(ctx, stack.Options{Config: cfg, Coordinator: true, LLMWorker: true, SandboxWorker: true})
+//	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}})
 //	defer st.Close()
 //	_ = st.Client.Submit(ctx, id, spec)
 package stack

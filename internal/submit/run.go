@@ -106,7 +106,9 @@ func runJob(ctx context.Context, from, task string, f runFlags, cfg config.Confi
 	defer cancel()
 	opts := cliStack(cfg, io)
 	// A run calls no model: a coordinator and a sandbox worker are all it needs.
-	opts.Coordinator, opts.SandboxWorker = f.local, f.local
+	if f.local {
+		opts.Roles = []stack.Role{stack.RoleCoordinator, stack.RoleSandboxWorker}
+	}
 	st, err := stack.Start(ctx, opts)
 	if err != nil {
 		return 0, err

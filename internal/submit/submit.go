@@ -141,7 +141,7 @@ func run(ctx context.Context, args []string, cfg config.Config, io IO) (int, err
 	}
 	opts := cliStack(cfg, io)
 	if *local {
-		opts.Coordinator, opts.LLMWorker, opts.SandboxWorker = true, true, true
+		opts.Roles = []stack.Role{stack.RoleLocal}
 		if cfg.OpenAIAPIKey == "" && cfg.OpenAIBaseURL == "" {
 			path := *transcript
 			if path == "" {
