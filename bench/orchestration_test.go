@@ -156,7 +156,7 @@ func newRig(b *testing.B, delay time.Duration, backend sandbox.Backend) *rig {
 	r := &rig{model: model, llmWork: &spans{}, boxWork: &spans{}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r.st, err = stack.Start(ctx, stack.Options{Config: cfg, Coordinator: true, LLMWorker: true, SandboxWorker: true,
+	r.st, err = stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal},
 		LLM: timedLLM{model, r.llmWork}, Backend: timedBackend{backend, r.boxWork}})
 	if err != nil {
 		b.Fatalf("start stack: %v", err)

@@ -3,7 +3,8 @@ package main
 import (
 	"os"
 
-	"github.com/autocoder/autocoder/internal/daemon"
+	"github.com/autocoder/autocoder/internal/serve"
+	"github.com/autocoder/autocoder/internal/stack"
 )
 
-func main() { os.Exit(daemon.Main(daemon.RoleSandboxWorker)) }
+func main() { os.Exit(serve.Main(stack.RoleSandboxWorker)) }

@@ -137,7 +137,7 @@ func TestDockerBackendJob(t *testing.T) {
 	log := slog.New(runLog{mu: &mu, jobs: &runJobs, next: slog.New(slog.NewTextHandler(tLog{t}, nil)).Handler()})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Coordinator: true, LLMWorker: true, SandboxWorker: true, Logger: log})
+	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}, Logger: log})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
 	}

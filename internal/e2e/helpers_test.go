@@ -57,7 +57,7 @@ func startLocal(t testing.TB, cfg config.Config) *stack.Stack {
 	requireSandboxTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Coordinator: true, LLMWorker: true, SandboxWorker: true})
+	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
 	}

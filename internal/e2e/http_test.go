@@ -31,7 +31,7 @@ func TestHTTPAPI(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: testConfig(t, fake), Coordinator: true, LLMWorker: true, SandboxWorker: true, Registry: reg})
+	st, err := stack.Start(ctx, stack.Options{Config: testConfig(t, fake), Roles: []stack.Role{stack.RoleLocal}, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

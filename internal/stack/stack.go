@@ -29,6 +29,25 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
+// Role is a part of autocoder that a process runs on the stack's NATS.
+type Role string
+
+const (
+	RoleCoordinator   Role = "coordinator"    // owns the jobs' state machines
+	RoleLLMWorker     Role = "llm-worker"     // takes the model stages
+	RoleSandboxWorker Role = "sandbox-worker" // takes the sandbox stages
+	// RoleLocal is all three in one process: what submit --local runs.
+	RoleLocal Role = "local"
+)
+
+// roleStarts is each role's start function: a role's name picks what runs.
+var roleStarts = map[Role]func(*Stack, context.Context) error{
+	RoleCoordinator:   (*Stack).startCoordinator,
+	RoleLLMWorker:     (*Stack).startLLMWorker,
+	RoleSandboxWorker: (*Stack).startSandboxWorker,
+	RoleLocal:         (*Stack).startLocal,
+}
+
 // Options says which parts to run in this process and how to reach the rest.
 // The same code paths run whether everything is in one process (submit
 // --local) or each part is its own binary: only this wiring differs.
@@ -36,14 +55,15 @@ type Options struct {
 	Config config.Config
 	Logger *slog.Logger // nil: discard
 
-	// Embedded starts an in-process NATS server with JetStream under
-	// Config.StateDir when Config.NATSURL is empty. EmbeddedListen lets other
-	// processes in ("" = in-process connections only).
-	EmbeddedListen string
+	// Roles are the parts this process runs, started in this order. None:
+	// only the connection and the Client, as submit's lookups and jobs sent
+	// to a running deployment need.
+	Roles []Role
 
-	Coordinator   bool // run a coordinator
-	LLMWorker     bool // run an llm-worker
-	SandboxWorker bool // run a sandbox-worker
+	// EmbeddedListen lets other processes into the embedded NATS server
+	// ("" = in-process connections only). The embedded server, with
+	// JetStream under Config.StateDir, starts when Config.NATSURL is empty.
+	EmbeddedListen string
 
 	// ConnectTimeout bounds the first connection to a remote NATS. Zero
 	// means retry until ctx is done: right for servers that may start before
@@ -70,7 +90,11 @@ type Stack struct {
 	Backend   sandbox.Backend
 	Cache     cache.Cache
 
-	log         *slog.Logger
+	opts Options
+	log  *slog.Logger
+	// parts is the lifetime of the started parts, ended by Close; the ctx
+	// given to Start only bounds starting.
+	parts       context.Context
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
 	errOnce     sync.Once
@@ -83,135 +107,202 @@ type Stack struct {
 }
 
 // Start connects (or starts the embedded server), provisions the streams,
-// buckets and stores, and starts the requested parts in goroutines.
+// buckets and stores, and starts o.Roles in goroutines. On an error, what
+// was opened so far is closed again and the error says what is wrong.
 func Start(ctx context.Context, o Options) (_ *Stack, err error) {
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	cfg := o.Config
-	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
-		return nil, fmt.Errorf("state dir: %w", err)
+	for _, r := range o.Roles {
+		if roleStarts[r] == nil {
+			return nil, fmt.Errorf("unknown role %q", r)
+		}
 	}
 	// st is not the named result: every error path returns nil, and the
 	// cleanup must still close what was opened so far.
-	st := &Stack{log: log}
+	st := &Stack{opts: o, log: o.Logger}
+	st.parts, st.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
 			st.Close()
 		}
 	}()
+	if err := st.connect(ctx); err != nil {
+		return nil, err
+	}
+	if err := st.provision(ctx); err != nil {
+		return nil, err
+	}
+	for _, r := range o.Roles {
+		if err := roleStarts[r](st, ctx); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
 
-	if cfg.NATSURL == "" {
-		emb, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: filepath.Join(cfg.StateDir, "jetstream"), Listen: o.EmbeddedListen, Logger: log.With("component", "nats")})
-		if err != nil {
-			return nil, err
-		}
-		st.Embedded = emb
-		st.closers = append(st.closers, func() error { emb.Shutdown(); return nil })
-		st.Conn, err = emb.Connect()
-		if err != nil {
-			return nil, err
-		}
+// connect starts the embedded NATS server (no Config.NATSURL) or joins the
+// remote one, and opens JetStream on the connection.
+func (st *Stack) connect(ctx context.Context) error {
+	if err := os.MkdirAll(st.opts.Config.StateDir, 0o755); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	var err error
+	if st.opts.Config.NATSURL == "" {
+		st.Conn, err = st.startEmbedded()
 	} else {
-		connectCtx := ctx
-		if o.ConnectTimeout > 0 {
-			var cancel context.CancelFunc
-			connectCtx, cancel = context.WithTimeout(ctx, o.ConnectTimeout)
-			defer cancel()
-		}
-		st.Conn, err = bus.Connect(connectCtx, cfg.NATSURL, "autocoder-"+cfg.WorkerName, log)
-		if err != nil {
-			return nil, err
-		}
+		st.Conn, err = st.joinRemote(ctx)
+	}
+	if err != nil {
+		return err
 	}
 	conn := st.Conn
 	st.closers = append(st.closers, func() error { conn.Close(); return nil })
-	st.JS, err = jetstream.New(st.Conn)
-	if err != nil {
-		return nil, fmt.Errorf("jetstream: %w", err)
+	if st.JS, err = jetstream.New(conn); err != nil {
+		return fmt.Errorf("jetstream: %w", err)
 	}
-	st.Resources, err = bus.Provision(ctx, st.JS, o.Provision)
+	return nil
+}
+
+// startEmbedded starts the in-process NATS server and connects to it.
+func (st *Stack) startEmbedded() (*nats.Conn, error) {
+	emb, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: filepath.Join(st.opts.Config.StateDir, "jetstream"),
+		Listen: st.opts.EmbeddedListen, Logger: st.log.With("component", "nats")})
 	if err != nil {
 		return nil, err
 	}
-	st.Publisher = bus.NewPublisher(st.JS, bus.PublisherConfig{Logger: log.With("component", "publisher")})
-	st.Client, err = client.New(st.JS, st.Resources, st.Publisher, filepath.Join(cfg.StateDir, "samples"))
+	st.Embedded = emb
+	st.closers = append(st.closers, func() error { emb.Shutdown(); return nil })
+	return emb.Connect()
+}
+
+// joinRemote connects to Config.NATSURL: within ConnectTimeout (the CLI),
+// or retrying until ctx ends (the servers).
+func (st *Stack) joinRemote(ctx context.Context) (*nats.Conn, error) {
+	if d := st.opts.ConnectTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	cfg := st.opts.Config
+	return bus.Connect(ctx, cfg.NATSURL, "autocoder-"+cfg.WorkerName, st.log)
+}
+
+// provision creates (or updates) the streams, consumers, KV buckets and
+// object stores, and the Publisher and Client on them.
+func (st *Stack) provision(ctx context.Context) (err error) {
+	if st.Resources, err = bus.Provision(ctx, st.JS, st.opts.Provision); err != nil {
+		return err
+	}
+	st.Publisher = bus.NewPublisher(st.JS, bus.PublisherConfig{Logger: st.log.With("component", "publisher")})
+	st.Client, err = client.New(st.JS, st.Resources, st.Publisher, filepath.Join(st.opts.Config.StateDir, "samples"))
+	return err
+}
+
+// workerCache is the cache the workers share: Options.Cache, or the one the
+// configuration names, opened by the first worker that needs it (a
+// coordinator or a bare client needs none).
+func (st *Stack) workerCache(ctx context.Context) (cache.Cache, error) {
+	if st.Cache != nil {
+		return st.Cache, nil
+	}
+	if st.opts.Cache != nil {
+		st.Cache = st.opts.Cache
+		return st.Cache, nil
+	}
+	c, err := OpenCache(ctx, st.opts.Config)
 	if err != nil {
 		return nil, err
 	}
+	st.Cache = c
+	st.closers = append(st.closers, c.Close)
+	return c, nil
+}
 
-	runCtx, cancel := context.WithCancel(context.Background())
-	st.cancel = cancel
-
-	if o.Coordinator {
-		var m *coordinator.Metrics
-		if o.Registry != nil {
-			m = coordinator.NewMetrics(o.Registry)
-		}
-		st.Coord, err = coordinator.New(coordinator.Config{States: st.Resources.JobState, Results: st.Resources.JobResults,
-			Publisher: st.Publisher, Logger: log.With("component", "coordinator"), Metrics: m, DefaultModel: cfg.Model})
-		if err != nil {
-			return nil, err
-		}
-		if err := st.Coord.Recover(ctx); err != nil {
-			log.Warn("recover outboxes", "err", err)
-		}
-		st.run(runCtx, "coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(st.Coord.HandleSubmit), 4, o.Registry)
-		st.run(runCtx, "coordinator-results", st.Resources.ResultsConsumer, bus.HandlerFunc(st.Coord.HandleResult), 8, o.Registry)
+// startCoordinator re-publishes the stored jobs' outboxes and takes
+// submissions and stage results.
+func (st *Stack) startCoordinator(ctx context.Context) error {
+	var m *coordinator.Metrics
+	if st.opts.Registry != nil {
+		m = coordinator.NewMetrics(st.opts.Registry)
 	}
+	coord, err := coordinator.New(coordinator.Config{States: st.Resources.JobState, Results: st.Resources.JobResults,
+		Publisher: st.Publisher, Logger: st.log.With("component", "coordinator"), Metrics: m, DefaultModel: st.opts.Config.Model})
+	if err != nil {
+		return err
+	}
+	st.Coord = coord
+	if err := coord.Recover(ctx); err != nil {
+		st.log.Warn("recover outboxes", "err", err)
+	}
+	st.consume("coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(coord.HandleSubmit), 4)
+	st.consume("coordinator-results", st.Resources.ResultsConsumer, bus.HandlerFunc(coord.HandleResult), 8)
+	return nil
+}
 
-	if o.LLMWorker || o.SandboxWorker {
-		st.Cache = o.Cache
-		if st.Cache == nil {
-			st.Cache, err = OpenCache(ctx, cfg)
-			if err != nil {
-				return nil, err
-			}
-			c := st.Cache
-			st.closers = append(st.closers, c.Close)
+// startLLMWorker takes the model stages, calling Options.LLM or the
+// configured OpenAI-compatible endpoint.
+func (st *Stack) startLLMWorker(ctx context.Context) error {
+	c, err := st.workerCache(ctx)
+	if err != nil {
+		return err
+	}
+	model := st.opts.LLM
+	if model == nil {
+		cfg := st.opts.Config
+		model, err = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Logger: st.log.With("component", "llm")})
+		if err != nil {
+			return err
 		}
 	}
+	h := llmHandler{h: llmstages.New(model, llmstages.Options{Logger: st.log.With("component", "llm-stages")})}
+	return st.startStageWorker(messages.PoolLLM, h, c, 4)
+}
 
-	if o.LLMWorker {
-		client := o.LLM
-		if client == nil {
-			client, err = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Logger: log.With("component", "llm")})
-			if err != nil {
-				return nil, err
-			}
-		}
-		h := llmHandler{h: llmstages.New(client, llmstages.Options{Logger: log.With("component", "llm-stages")})}
-		r, err := stagework.NewRunner(stagework.Config{Handler: h, Publisher: st.Publisher, Cache: st.Cache,
-			Logger: log.With("component", "llm-worker"), Worker: cfg.WorkerName, OnResult: st.stageMetrics(o.Registry)})
-		if err != nil {
-			return nil, err
-		}
-		st.run(runCtx, "llm-worker", st.Resources.StageConsumers[messages.PoolLLM], r, concurrency(cfg.Concurrency, 4), o.Registry)
+// startSandboxWorker takes the sandbox stages on Options.Backend or the
+// configured one (OpenBackend).
+func (st *Stack) startSandboxWorker(ctx context.Context) error {
+	c, err := st.workerCache(ctx)
+	if err != nil {
+		return err
 	}
+	if st.Backend = st.opts.Backend; st.Backend == nil {
+		b, err := OpenBackend(ctx, st.opts.Config, st.log, c)
+		if err != nil {
+			return err
+		}
+		st.Backend = b
+		st.closers = append(st.closers, b.Close)
+	}
+	store, err := samples.New(st.Resources.Samples, filepath.Join(st.opts.Config.StateDir, "samples"))
+	if err != nil {
+		return err
+	}
+	h := sandboxstages.New(st.Backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs})
+	return st.startStageWorker(messages.PoolSandbox, h, c, 2)
+}
 
-	if o.SandboxWorker {
-		st.Backend = o.Backend
-		if st.Backend == nil {
-			st.Backend, err = OpenBackend(ctx, cfg, log, st.Cache)
-			if err != nil {
-				return nil, err
-			}
-			b := st.Backend
-			st.closers = append(st.closers, b.Close)
+// startLocal starts the coordinator and both workers, as submit --local does.
+func (st *Stack) startLocal(ctx context.Context) error {
+	for _, start := range []func(*Stack, context.Context) error{(*Stack).startCoordinator, (*Stack).startLLMWorker, (*Stack).startSandboxWorker} {
+		if err := start(st, ctx); err != nil {
+			return err
 		}
-		store, err := samples.New(st.Resources.Samples, filepath.Join(cfg.StateDir, "samples"))
-		if err != nil {
-			return nil, err
-		}
-		r, err := stagework.NewRunner(stagework.Config{Handler: sandboxstages.New(st.Backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}), Publisher: st.Publisher,
-			Cache: st.Cache, Logger: log.With("component", "sandbox-worker"), Worker: cfg.WorkerName, OnResult: st.stageMetrics(o.Registry)})
-		if err != nil {
-			return nil, err
-		}
-		st.run(runCtx, "sandbox-worker", st.Resources.StageConsumers[messages.PoolSandbox], r, concurrency(cfg.Concurrency, 2), o.Registry)
 	}
-	return st, nil
+	return nil
+}
+
+// startStageWorker starts the <pool>-worker: pool's stage commands handled
+// by h, cached in c, in Config.Concurrency slots (defaultSlots when unset).
+func (st *Stack) startStageWorker(pool string, h stagework.Handler, c cache.Cache, defaultSlots int) error {
+	cfg, name := st.opts.Config, pool+"-worker"
+	r, err := stagework.NewRunner(stagework.Config{Handler: h, Publisher: st.Publisher, Cache: c,
+		Logger: st.log.With("component", name), Worker: cfg.WorkerName, OnResult: st.stageMetrics()})
+	if err != nil {
+		return err
+	}
+	st.consume(name, st.Resources.StageConsumers[pool], r, concurrency(cfg.Concurrency, defaultSlots))
+	return nil
 }
 
 func concurrency(n, def int) int {
@@ -221,17 +312,19 @@ func concurrency(n, def int) int {
 	return def
 }
 
-func (st *Stack) run(ctx context.Context, name string, cons jetstream.Consumer, h bus.Handler, slots int, reg *prometheus.Registry) {
-	wlog := st.log.With("component", name)
-	wc := bus.WorkerConfig{Name: name, Concurrency: slots, Logger: wlog}
-	if reg != nil {
-		wc.Metrics = st.busMetrics(reg)
+// consume handles cons's messages with h in slots goroutines until Close.
+// The bus worker recovers a handler's panic; a worker that stops on an
+// error makes Close return it.
+func (st *Stack) consume(name string, cons jetstream.Consumer, h bus.Handler, slots int) {
+	wc := bus.WorkerConfig{Name: name, Concurrency: slots, Logger: st.log.With("component", name)}
+	if st.opts.Registry != nil {
+		wc.Metrics = st.busMetrics()
 	}
-	w := bus.NewWorker(cons, bus.Chain(h, bus.Recover(wlog)), wc)
+	w := bus.NewWorker(cons, h, wc)
 	st.wg.Add(1)
 	go func() {
 		defer st.wg.Done()
-		if err := w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		if err := w.Run(st.parts); err != nil && !errors.Is(err, context.Canceled) {
 			st.log.Error("worker stopped", "worker", name, "err", err)
 			st.errOnce.Do(func() { st.err = fmt.Errorf("%s: %w", name, err) })
 		}
@@ -337,9 +430,9 @@ func (l llmHandler) Handle(ctx context.Context, cmd *messages.StageCommand) (sta
 }
 
 // busMetrics returns the workers' shared Prometheus adapter, registering it once.
-func (st *Stack) busMetrics(reg *prometheus.Registry) bus.Metrics {
+func (st *Stack) busMetrics() bus.Metrics {
 	st.metricsOnce.Do(func() {
-		m, err := bus.NewPrometheusMetrics(reg)
+		m, err := bus.NewPrometheusMetrics(st.opts.Registry)
 		if err != nil {
 			st.log.Warn("bus metrics", "err", err)
 			return
@@ -350,12 +443,12 @@ func (st *Stack) busMetrics(reg *prometheus.Registry) bus.Metrics {
 }
 
 // stageMetrics returns the shared stage-metrics hook, registering it once; nil without a registry.
-func (st *Stack) stageMetrics(reg *prometheus.Registry) func(messages.Stage, bool, string, time.Duration) {
-	if reg == nil {
+func (st *Stack) stageMetrics() func(messages.Stage, bool, string, time.Duration) {
+	if st.opts.Registry == nil {
 		return nil
 	}
 	st.stageOnce.Do(func() {
-		h, err := stagework.NewMetrics(reg)
+		h, err := stagework.NewMetrics(st.opts.Registry)
 		if err != nil {
 			st.log.Warn("stage metrics", "err", err)
 			return

@@ -43,25 +43,25 @@ func TestStartFailsCleanly(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(o.Config.StateDir, "jetstream"), []byte("x"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			o.Coordinator = true
+			o.Roles = []stack.Role{stack.RoleCoordinator}
 		}, "jetstream"},
 		{"the listen port is taken", func(t *testing.T, o *stack.Options) {
 			o.EmbeddedListen = busy.Addr().String()
-			o.Coordinator = true
+			o.Roles = []stack.Role{stack.RoleCoordinator}
 		}, "listen"},
 		{"redis does not answer", func(t *testing.T, o *stack.Options) {
 			o.Config.RedisURL = "redis://" + deadAddr + "/0"
-			o.LLMWorker = true
+			o.Roles = []stack.Role{stack.RoleLLMWorker}
 		}, deadAddr},
 		{"the sandbox interpreter is missing", func(t *testing.T, o *stack.Options) {
 			o.Config.Sandbox = "process"
 			o.Config.Python = "/nonexistent/python3"
-			o.SandboxWorker = true
+			o.Roles = []stack.Role{stack.RoleSandboxWorker}
 		}, "/nonexistent/python3"},
 		{"docker is asked for and no engine answers", func(t *testing.T, o *stack.Options) {
 			o.Config.Sandbox = "docker"
 			o.Config.DockerHost = "unix:///nonexistent/docker.sock"
-			o.SandboxWorker = true
+			o.Roles = []stack.Role{stack.RoleSandboxWorker}
 		}, "no engine answers"},
 		{"remote NATS does not answer", func(t *testing.T, o *stack.Options) {
 			o.Config.NATSURL = "nats://" + deadAddr

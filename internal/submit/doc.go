@@ -9,5 +9,8 @@
 // registers, lists, shows, deletes and runs a finished job's script under a
 // name. --out DIR downloads File and Dir outputs to DIR/<name>.
 //
+// Each subcommand is one entry of a table (commands, taskCommands): its
+// name, its one-line usage, and one function that parses its own flags.
+//
 //	os.Exit(submit.Run(ctx, os.Args[1:], config.FromEnv(), submit.IO{Stdout: os.Stdout, Stderr: os.Stderr}))
 package submit

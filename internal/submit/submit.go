@@ -17,8 +17,6 @@ import (
 
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
-	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/jobfile"
 	"github.com/autocoder/autocoder/internal/stack"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -48,7 +46,7 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 // its exit code. It never panics on bad input: every problem is one line on
 // Stderr and an exit code.
 func Run(ctx context.Context, args []string, cfg config.Config, io IO) int {
-	code, err := run(ctx, args, cfg, io)
+	code, err := dispatch(ctx, args, cfg, io)
 	if err != nil {
 		var ue *usageError
 		var fe *messages.FieldError
@@ -57,7 +55,7 @@ func Run(ctx context.Context, args []string, cfg config.Config, io IO) int {
 			fmt.Fprintln(io.Stderr, "submit: "+oneLine(err.Error()))
 			return ExitUsage
 		case errors.Is(err, flag.ErrHelp):
-			return ExitUsage
+			return ExitSuccess // asked for help: not an error
 		default:
 			fmt.Fprintln(io.Stderr, "submit: "+oneLine(err.Error()))
 			return ExitInfra
@@ -66,137 +64,128 @@ func Run(ctx context.Context, args []string, cfg config.Config, io IO) int {
 	return code
 }
 
-func run(ctx context.Context, args []string, cfg config.Config, io IO) (int, error) {
+// command is one subcommand of the CLI.
+type command struct {
+	name  string // the first argument that picks it; "" for the default
+	usage string // one line, after "submit "
+	// action does the command. Its error decides the exit code (Run): a
+	// usage or field error exits 2, flag.ErrHelp 0, any other 3.
+	action func(ctx context.Context, in *invocation) (int, error)
+}
+
+// commands are the CLI's subcommands, the default first: a job from a job
+// file or from flags.
+func commands() []command {
+	return []command{
+		{"", "[--local] [--json] JOBFILE | [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v]", submitCmd},
+		{"status", "status JOB_ID", statusCmd},
+		{"result", "result JOB_ID [--out DIR]", resultCmd},
+		{"events", "events JOB_ID", eventsCmd},
+		{"run", "run JOB_ID [--local] [--input name=value] [--sample name=path] [--json] [--out DIR]", rerunCmd},
+		{"task", usages(taskCommands(), " | "), taskCmd},
+	}
+}
+
+// invocation is one command's arguments and settings, and where it writes.
+type invocation struct {
+	name  string // for the flag set: "submit status"
+	usage string // what -h and a usage error print after "usage: submit "
+	args  []string
+	cfg   config.Config
+	io    IO
+}
+
+// dispatch runs the command args name, or the default one when they name none.
+func dispatch(ctx context.Context, args []string, cfg config.Config, io IO) (int, error) {
+	cmds := commands()
 	if len(args) > 0 {
-		switch args[0] {
-		case "status", "result", "events":
-			return lookup(ctx, args[0], args[1:], cfg, io)
-		case "run":
-			return runCmd(ctx, args[1:], cfg, io) // run.go
-		case "task":
-			return taskCmd(ctx, args[1:], cfg, io)
+		if c, ok := find(cmds, args[0]); ok {
+			return c.action(ctx, &invocation{name: "submit " + c.name, usage: c.usage, args: args[1:], cfg: cfg, io: io})
 		}
 	}
-	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
-	fs.SetOutput(io.Stderr)
-	var (
-		local      = fs.Bool("local", false, "run on embedded defaults: in-process NATS, coordinator and workers")
-		asJSON     = fs.Bool("json", false, "print the result object (Contract 5 (docs/contracts.md)) as JSON on stdout")
-		transcript = fs.String("transcript", "", "replay this scripted model transcript instead of calling a model (default: transcript.json beside the job file when no OPENAI_API_KEY is set)")
-		outDir     = fs.String("out", "", "write solution.py, test_solution.py, result.json and the File and Dir outputs to this folder")
-		timeout    = fs.Duration("wait", 30*time.Minute, "how long to wait for the job")
-		prompt     = fs.String("prompt", "", "the task, when no job file is given")
-		samples    = multi{}
-		inputs     = multi{}
-		outputs    = multi{}
-		cons       = multi{}
-		options    = multi{}
-	)
-	fs.Var(&samples, "sample", "name=path of a sample file (repeatable)")
-	fs.Var(&inputs, "input", "name=type of an input (repeatable)")
-	fs.Var(&outputs, "output", "name=type of an output (repeatable)")
-	fs.Var(&cons, "constraint", "a constraint on the data (repeatable)")
-	fs.Var(&options, "option", "key=value of an option, e.g. max_iterations=5 (repeatable)")
-	cfg.Register(fs)
+	return cmds[0].action(ctx, &invocation{name: "submit", usage: usages(cmds, "\n       submit "), args: args, cfg: cfg, io: io})
+}
+
+// find returns the command of cmds called name; the default is never found by name.
+func find(cmds []command, name string) (command, bool) {
+	for _, c := range cmds {
+		if c.name != "" && c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// usages joins the usage lines of cmds with sep.
+func usages(cmds []command, sep string) string {
+	lines := make([]string, len(cmds))
+	for i, c := range cmds {
+		lines[i] = c.usage
+	}
+	return strings.Join(lines, sep)
+}
+
+// flagSet is the command's flag set: its errors and -h on Stderr, -h with
+// the command's usage line.
+func (in *invocation) flagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet(in.name, flag.ContinueOnError)
+	fs.SetOutput(in.io.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(io.Stderr, "usage: submit [--local] [--json] JOBFILE\n       submit [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v]\n       submit status|events JOB_ID | result JOB_ID [--out DIR]\n       submit run JOB_ID [--input n=value] [--sample n=path] [--json] [--out DIR]\n       submit task register NAME JOB_ID | task run NAME [--input n=value] ... | task list")
+		fmt.Fprintln(in.io.Stderr, "usage: submit "+in.usage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitSuccess, nil // asked for help: not an error
-		}
-		return 0, usagef("%v", err)
-	}
-	if err := cfg.Validate(); err != nil {
-		return 0, usagef("%v", err)
-	}
+	return fs
+}
 
-	var spec *messages.JobSpec
-	var jobDir string
-	switch {
-	case fs.NArg() == 1 && *prompt == "":
-		s, err := jobfile.Load(fs.Arg(0))
-		if err != nil {
-			return 0, usagef("%v", err)
-		}
-		spec, jobDir = s, filepath.Dir(fs.Arg(0))
-	case fs.NArg() == 0 && *prompt != "":
-		s, err := fromFlags(*prompt, samples, inputs, outputs, cons, options)
-		if err != nil {
-			return 0, err
-		}
-		spec, jobDir = s, "."
-	case fs.NArg() > 1:
-		return 0, usagef("one job file at a time (got %d)", fs.NArg())
-	default:
-		return 0, usagef("give a job file or --prompt (see submit -h)")
-	}
-	if err := jobfile.CheckSamples(spec); err != nil {
-		return 0, err
-	}
+// usageError is the command's usage line as an error (exit 2).
+func (in *invocation) usageError() error { return usagef("usage: submit %s", in.usage) }
 
-	if !*local && cfg.NATSURL == "" {
-		return 0, usagef("no NATS to join: set AUTOCODER_NATS_URL, or use --local for embedded defaults")
-	}
-	opts := cliStack(cfg, io)
-	if *local {
-		opts.Coordinator, opts.LLMWorker, opts.SandboxWorker = true, true, true
-		if cfg.OpenAIAPIKey == "" && cfg.OpenAIBaseURL == "" {
-			path := *transcript
-			if path == "" {
-				path = filepath.Join(jobDir, "transcript.json")
-			}
-			srv, label, err := scripted(path)
-			if err != nil {
-				return 0, usagef("no model: set OPENAI_API_KEY (or OPENAI_BASE_URL), or give --transcript (%v)", err)
-			}
-			defer srv.Close()
-			fmt.Fprintf(io.Stderr, "SCRIPTED MODEL: no OPENAI_API_KEY is set, so the model's answers are replayed from %s (%s). Set OPENAI_API_KEY to use a real model.\n", path, label)
-			opts.Config.OpenAIBaseURL, opts.Config.OpenAIAPIKey = srv.URL(), "scripted"
-		}
-	} else if *transcript != "" {
-		return 0, usagef("--transcript needs --local (the workers call the model, not submit)")
-	}
-
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	st, err := stack.Start(ctx, opts)
+// positional parses the command's flags, which may come before and after
+// its n positional arguments, and returns those.
+func (in *invocation) positional(fs *flag.FlagSet, n int) ([]string, error) {
+	pos, err := parseInterleaved(fs, in.args)
 	if err != nil {
-		return 0, err
+		return nil, flagError(err)
 	}
-	defer st.Close()
+	if len(pos) != n {
+		return nil, in.usageError()
+	}
+	return pos, nil
+}
 
-	jobID := client.NewJobID()
-	if err := st.Client.Submit(ctx, jobID, *spec); err != nil {
-		return 0, err
+// flagError is what a flag parsing error becomes: asking for help stays
+// flag.ErrHelp (exit 0), anything else is a usage error (exit 2).
+func flagError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
 	}
-	fmt.Fprintf(io.Stderr, "job %s submitted\n", jobID)
-	p := newProgress(io)
-	res, err := st.Client.Watch(ctx, jobID, p.event)
-	p.done()
-	if err != nil {
-		return 0, fmt.Errorf("job %s: %w", jobID, err)
-	}
-	if *outDir != "" {
-		written, err := saveOut(ctx, st.Client, *outDir, res)
-		if err != nil {
-			return 0, err
+	return usagef("%v", err)
+}
+
+// parseInterleaved parses flags that may come before and after the
+// positional arguments (`submit run JOB --input a=1`), and returns those.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
 		}
-		for _, p := range written {
-			fmt.Fprintf(io.Stderr, "downloaded %s\n", p)
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
 		}
-	}
-	if *asJSON {
-		enc := json.NewEncoder(io.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return 0, err
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
 		}
-	} else {
-		printSummary(io.Stdout, res)
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
-	return exitCode(res), nil
+}
+
+// startClient starts a stack with no parts of its own, for a command that
+// only talks to a deployment (or to the state a --local job left).
+func (in *invocation) startClient(ctx context.Context) (*stack.Stack, error) {
+	return stack.Start(ctx, cliStack(in.cfg, in.io))
 }
 
 // connectTimeout bounds how long the CLI tries to reach a remote NATS before
@@ -216,93 +205,6 @@ func exitCode(r *messages.Result) int {
 		return ExitInfra
 	}
 	return ExitFailed
-}
-
-func scripted(path string) (*fakellm.Server, string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, "", err
-	}
-	defer f.Close()
-	t, err := fakellm.LoadTranscript(f)
-	if err != nil {
-		return nil, "", fmt.Errorf("transcript %s: %w", path, err)
-	}
-	srv := fakellm.New()
-	srv.Play(t)
-	return srv, t.Label, nil
-}
-
-func lookup(ctx context.Context, what string, args []string, cfg config.Config, io IO) (int, error) {
-	fs := flag.NewFlagSet("submit "+what, flag.ContinueOnError)
-	fs.SetOutput(io.Stderr)
-	usage := "usage: submit " + what + " JOB_ID"
-	var outDir string
-	if what == "result" {
-		fs.StringVar(&outDir, "out", "", "write solution.py, test_solution.py, result.json and the File and Dir outputs to this folder")
-		usage += " [--out DIR]"
-	}
-	fs.Usage = func() {
-		fmt.Fprintln(io.Stderr, usage)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return ExitSuccess, nil
-	}
-	if err != nil {
-		return 0, usagef("%v", err)
-	}
-	if len(pos) != 1 {
-		return 0, usagef("%s", usage)
-	}
-	opts := cliStack(cfg, io)
-	st, err := stack.Start(ctx, opts)
-	if err != nil {
-		return 0, err
-	}
-	defer st.Close()
-	id := pos[0]
-	var res *messages.Result
-	switch what {
-	case "events":
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		enc := json.NewEncoder(io.Stdout)
-		res, err = st.Client.Watch(ctx, id, func(e messages.Event) error { return enc.Encode(e) })
-		if err != nil {
-			return 0, err
-		}
-		return exitCode(res), nil
-	case "status":
-		res, err = st.Client.Status(ctx, id)
-	default:
-		res, err = st.Client.Result(ctx, id)
-	}
-	if errors.Is(err, client.ErrNotFound) {
-		return 0, usagef("job %s: not found (or not finished)", id)
-	}
-	if err != nil {
-		return 0, err
-	}
-	if outDir != "" {
-		written, err := saveOut(ctx, st.Client, outDir, res)
-		if err != nil {
-			return 0, err
-		}
-		for _, p := range written {
-			fmt.Fprintf(io.Stderr, "downloaded %s\n", p)
-		}
-	}
-	enc := json.NewEncoder(io.Stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(res); err != nil {
-		return 0, err
-	}
-	if res.Status == messages.StatusRunning {
-		return ExitSuccess, nil
-	}
-	return exitCode(res), nil
 }
 
 // fromFlags builds a spec from --prompt and friends.
@@ -423,6 +325,25 @@ func saveOut(ctx context.Context, c *client.Client, dir string, r *messages.Resu
 		return nil, err
 	}
 	return c.DownloadOutputs(ctx, r, dir)
+}
+
+// saveOutListed is saveOut that lists the downloaded outputs on Stderr.
+func saveOutListed(ctx context.Context, c *client.Client, dir string, r *messages.Result, io IO) error {
+	written, err := saveOut(ctx, c, dir, r)
+	if err != nil {
+		return err
+	}
+	for _, p := range written {
+		fmt.Fprintf(io.Stderr, "downloaded %s\n", p)
+	}
+	return nil
+}
+
+// printJSON prints v as indented JSON: a result object, a task, the tasks.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func writeOut(dir string, r *messages.Result) error {

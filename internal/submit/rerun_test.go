@@ -20,7 +20,7 @@ func TestParseInterleaved(t *testing.T) {
 	t.Parallel()
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var f runFlags
+	var f rerunFlags
 	f.register(fs)
 	pos, err := parseInterleaved(fs, []string{"--local", "job-1", "--input", "a=1", "--json", "--input=b=-2", "--", "--not-a-flag"})
 	if err != nil {
@@ -34,7 +34,7 @@ func TestParseInterleaved(t *testing.T) {
 	}
 }
 
-func TestRunRequest(t *testing.T) {
+func TestRerunRequest(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "new.csv")
@@ -42,7 +42,7 @@ func TestRunRequest(t *testing.T) {
 	spec := &messages.JobSpec{Samples: map[string]string{"sales": "sha256:" + strings.Repeat("a", 64) + ".csv"},
 		Inputs: map[string]messages.Type{"n": messages.TypeInt, "x": messages.TypeFloat, "ok": messages.TypeBool, "s": messages.TypeStr,
 			"cfg": messages.TypeFile, "extra": messages.TypeDir}}
-	req, files, err := runRequest("job-1", spec,
+	req, files, err := rerunRequest("job-1", spec,
 		map[string]string{"n": "+3", "x": "2.50", "ok": "false", "s": "a=b c", "cfg": file, "extra": dir},
 		map[string]string{"sales": file})
 	if err != nil {
@@ -67,10 +67,10 @@ func TestRunRequest(t *testing.T) {
 		{nil, map[string]string{"orders": file}, "--sample orders: job job-1 has no such sample (samples: sales)"},
 		{nil, map[string]string{"sales": dir}, "is not a regular file"},
 	} {
-		_, _, err := runRequest("job-1", spec, bad.inputs, bad.samples)
+		_, _, err := rerunRequest("job-1", spec, bad.inputs, bad.samples)
 		var ue *usageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("runRequest(%v, %v) = %v, want a usage error with %q", bad.inputs, bad.samples, err, bad.want)
+			t.Errorf("rerunRequest(%v, %v) = %v, want a usage error with %q", bad.inputs, bad.samples, err, bad.want)
 		}
 	}
 }

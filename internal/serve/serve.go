@@ -1,0 +1,143 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/autocoder/autocoder/internal/config"
+	"github.com/autocoder/autocoder/internal/httpapi"
+	"github.com/autocoder/autocoder/internal/stack"
+)
+
+// server is what differs between the server binaries besides the role the
+// stack starts for them.
+type server struct {
+	// listen is where the HTTP endpoint listens: the coordinator's API, web
+	// UI and /metrics, or a worker's /metrics.
+	listen func(config.Config) string
+	// canEmbed: the binary takes --embedded and then hosts the NATS server.
+	canEmbed bool
+	// noNATS is the error when there is no NATS to join.
+	noNATS string
+}
+
+// servers are the server binaries, by the role each runs.
+var servers = map[stack.Role]server{
+	stack.RoleCoordinator: {listen: func(c config.Config) string { return c.HTTPListen }, canEmbed: true,
+		noNATS: "no NATS to join: set AUTOCODER_NATS_URL, or run coordinator --embedded"},
+	stack.RoleLLMWorker: {listen: func(c config.Config) string { return c.MetricsListen },
+		noNATS: "no NATS to join: set AUTOCODER_NATS_URL (a coordinator --embedded hosts one)"},
+	stack.RoleSandboxWorker: {listen: func(c config.Config) string { return c.MetricsListen },
+		noNATS: "no NATS to join: set AUTOCODER_NATS_URL (a coordinator --embedded hosts one)"},
+}
+
+// Options of a server binary.
+type Options struct {
+	Config   config.Config
+	Logger   *slog.Logger // nil: discard
+	Embedded bool         // coordinator --embedded: host NATS on Config.NATSListen
+}
+
+// Serve starts role on the stack with its HTTP endpoint and serves until ctx
+// ends; then it stops the endpoint and the stack. A start-up failure is
+// returned at once, as one error that says what is wrong.
+func Serve(ctx context.Context, role stack.Role, o Options) error {
+	srv, ok := servers[role]
+	if !ok {
+		return fmt.Errorf("unknown role %q", role)
+	}
+	if err := o.Config.Validate(); err != nil {
+		return err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	so, err := srv.stackOptions(role, o, reg)
+	if err != nil {
+		return err
+	}
+	st, err := stack.Start(ctx, so)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if st.Embedded != nil {
+		o.Logger.Info("embedded NATS listening", "url", st.Embedded.ClientURL())
+	}
+	if err := serveHTTP(ctx, srv.listen(o.Config), httpapi.Handler(st.Client, reg), o.Logger.With("role", role)); err != nil {
+		return err
+	}
+	return st.Close()
+}
+
+// stackOptions is the stack that runs role: on the NATS it hosts
+// (--embedded) or on the one it joins.
+func (s server) stackOptions(role stack.Role, o Options, reg *prometheus.Registry) (stack.Options, error) {
+	so := stack.Options{Config: o.Config, Logger: o.Logger, Registry: reg, Roles: []stack.Role{role}}
+	switch {
+	case s.canEmbed && o.Embedded:
+		so.Config.NATSURL = ""
+		so.EmbeddedListen = o.Config.NATSListen
+	case o.Config.NATSURL == "":
+		return so, errors.New(s.noNATS)
+	}
+	return so, nil
+}
+
+// serveHTTP serves h on addr until ctx ends, then shuts down with a soft
+// timeout. Only a failure to listen is an error.
+func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	log.Info("serving", "http", ln.Addr().String())
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return nil
+}
+
+// Main is the whole main of a server binary: settings from the environment
+// and flags, a logger, signal handling, Serve, and the exit code.
+func Main(role stack.Role) int {
+	o := Options{Config: config.FromEnv()}
+	fs := flag.NewFlagSet(string(role), flag.ContinueOnError)
+	o.Config.Register(fs)
+	if servers[role].canEmbed {
+		fs.BoolVar(&o.Embedded, "embedded", false, "host an embedded NATS server on AUTOCODER_NATS_LISTEN for other processes")
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(o.Config.LogLevel))
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := Serve(ctx, role, o); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", role, err)
+		return 1
+	}
+	return 0
+}

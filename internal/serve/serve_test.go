@@ -1,0 +1,58 @@
+package serve_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/config"
+	"github.com/autocoder/autocoder/internal/serve"
+	"github.com/autocoder/autocoder/internal/stack"
+)
+
+// TestServeFailsCleanly: a server that cannot start returns one error that
+// says why, at once, instead of serving.
+func TestServeFailsCleanly(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Close() })
+	tests := []struct {
+		name     string
+		role     stack.Role
+		embedded bool
+		edit     func(*config.Config)
+		wantErr  string
+	}{
+		{"a worker without NATS", stack.RoleLLMWorker, false, func(*config.Config) {}, "a coordinator --embedded hosts one"},
+		{"--embedded is the coordinator's", stack.RoleSandboxWorker, true, func(*config.Config) {}, "no NATS to join"},
+		{"a coordinator without NATS", stack.RoleCoordinator, false, func(*config.Config) {}, "run coordinator --embedded"},
+		{"the embedded NATS port is taken", stack.RoleCoordinator, true, func(c *config.Config) { c.NATSListen = busy.Addr().String() }, "listen"},
+		{"the HTTP port is taken", stack.RoleCoordinator, true, func(c *config.Config) { c.HTTPListen = busy.Addr().String() }, "listen " + busy.Addr().String()},
+		{"not a server role", stack.RoleLocal, false, func(*config.Config) {}, `unknown role "local"`},
+		{"a bad setting", stack.RoleCoordinator, true, func(c *config.Config) { c.Sandbox = "vm" }, "AUTOCODER_SANDBOX"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := config.FromEnv()
+			cfg.StateDir = t.TempDir()
+			cfg.NATSURL, cfg.RedisURL = "", ""
+			cfg.NATSListen, cfg.HTTPListen = "127.0.0.1:0", "127.0.0.1:0"
+			tc.edit(&cfg)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			err := serve.Serve(ctx, tc.role, serve.Options{Config: cfg, Embedded: tc.embedded})
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Serve = %v, want an error mentioning %q", err, tc.wantErr)
+			}
+			if ctx.Err() != nil {
+				t.Errorf("Serve waited out the test's deadline")
+			}
+		})
+	}
+}

@@ -1,0 +1,84 @@
+package submit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/autocoder/autocoder/internal/client"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// statusCmd is `submit status JOB_ID`: the job's result object so far.
+func statusCmd(ctx context.Context, in *invocation) (int, error) {
+	pos, err := in.positional(in.flagSet(), 1)
+	if err != nil {
+		return 0, err
+	}
+	return printLookup(ctx, in, pos[0], "", (*client.Client).Status)
+}
+
+// resultCmd is `submit result JOB_ID [--out DIR]`: the finished job's
+// result object, and with --out its files.
+func resultCmd(ctx context.Context, in *invocation) (int, error) {
+	fs := in.flagSet()
+	outDir := fs.String("out", "", "write solution.py, test_solution.py, result.json and the File and Dir outputs to this folder")
+	pos, err := in.positional(fs, 1)
+	if err != nil {
+		return 0, err
+	}
+	return printLookup(ctx, in, pos[0], *outDir, (*client.Client).Result)
+}
+
+// printLookup prints the result object get finds for job id (with outDir,
+// it saves the job's files there too). It exits 0 while the job runs, else
+// as the job did.
+func printLookup(ctx context.Context, in *invocation, id, outDir string,
+	get func(*client.Client, context.Context, string) (*messages.Result, error)) (int, error) {
+	st, err := in.startClient(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	res, err := get(st.Client, ctx, id)
+	if errors.Is(err, client.ErrNotFound) {
+		return 0, usagef("job %s: not found (or not finished)", id)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if outDir != "" {
+		if err := saveOutListed(ctx, st.Client, outDir, res, in.io); err != nil {
+			return 0, err
+		}
+	}
+	if err := printJSON(in.io.Stdout, res); err != nil {
+		return 0, err
+	}
+	if res.Status == messages.StatusRunning {
+		return ExitSuccess, nil
+	}
+	return exitCode(res), nil
+}
+
+// eventsCmd is `submit events JOB_ID`: the job's events as JSON lines until
+// it ends, exiting as the job did.
+func eventsCmd(ctx context.Context, in *invocation) (int, error) {
+	pos, err := in.positional(in.flagSet(), 1)
+	if err != nil {
+		return 0, err
+	}
+	st, err := in.startClient(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	enc := json.NewEncoder(in.io.Stdout)
+	res, err := st.Client.Watch(ctx, pos[0], func(e messages.Event) error { return enc.Encode(e) })
+	if err != nil {
+		return 0, err
+	}
+	return exitCode(res), nil
+}

@@ -1,0 +1,286 @@
+package submit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/client"
+	"github.com/autocoder/autocoder/internal/config"
+	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// rerunFlags are the flags of `submit run` and `submit task run`.
+type rerunFlags struct {
+	local   bool
+	asJSON  bool
+	outDir  string
+	wait    time.Duration
+	inputs  multi
+	samples multi
+}
+
+func (f *rerunFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.local, "local", false, "run on embedded defaults: in-process NATS, coordinator and sandbox worker")
+	fs.BoolVar(&f.asJSON, "json", false, "print the run's result object (Contract 5 (docs/contracts.md)) as JSON on stdout")
+	fs.StringVar(&f.outDir, "out", "", "write result.json and the File and Dir outputs to this folder")
+	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to wait for the run")
+	fs.Var(&f.inputs, "input", "name=value of an input (repeatable); a File or Dir input's value is a local path")
+	fs.Var(&f.samples, "sample", "name=path of a new sample file in place of the job's (repeatable)")
+}
+
+// rerunCmd is `submit run JOB_ID [flags]`: the job's generated script on new
+// data, with typed outputs back.
+func rerunCmd(ctx context.Context, in *invocation) (int, error) {
+	fs := in.flagSet()
+	var f rerunFlags
+	f.register(fs)
+	in.cfg.Register(fs)
+	pos, err := in.positional(fs, 1)
+	if err != nil {
+		return 0, err
+	}
+	return rerun(ctx, pos[0], "", f, in.cfg, in.io)
+}
+
+// rerun runs the script of job from (of task, when named) on new data and
+// reports like a job: exit 0 when the script ran and every output parsed,
+// 1 when it did not, 2 for bad input, 3 for infrastructure.
+func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Config, io IO) (int, error) {
+	if err := cfg.Validate(); err != nil {
+		return 0, usagef("%v", err)
+	}
+	if !f.local && cfg.NATSURL == "" {
+		return 0, usagef("no NATS to join: set AUTOCODER_NATS_URL, or use --local for embedded defaults")
+	}
+	// The values are checked before anything starts that can fail slowly.
+	inputs, err := pairs(f.inputs, "input")
+	if err != nil {
+		return 0, err
+	}
+	samples, err := pairs(f.samples, "sample")
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.wait)
+	defer cancel()
+	st, err := stack.Start(ctx, f.stackOptions(cfg, io))
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	from, src, err := scriptSource(ctx, st.Client, from, task)
+	if err != nil {
+		return 0, err
+	}
+	req, files, err := rerunRequest(from, src.Spec, inputs, samples)
+	if err != nil {
+		return 0, err
+	}
+	res, err := submitRerun(ctx, st.Client, from, req, files, io)
+	if err != nil {
+		return 0, err
+	}
+	if err := f.report(ctx, st.Client, from, res, io); err != nil {
+		return 0, err
+	}
+	if !res.Success && strings.HasPrefix(res.Error, "invalid job spec: ") {
+		return ExitUsage, nil // the coordinator found the request bad
+	}
+	return exitCode(res), nil
+}
+
+// stackOptions is where the rerun runs: on a running deployment, or with
+// --local in this process. A rerun calls no model: a coordinator and a
+// sandbox worker are all it needs.
+func (f *rerunFlags) stackOptions(cfg config.Config, io IO) stack.Options {
+	opts := cliStack(cfg, io)
+	if f.local {
+		opts.Roles = []stack.Role{stack.RoleCoordinator, stack.RoleSandboxWorker}
+	}
+	return opts
+}
+
+// scriptSource is the finished, successful job whose script a rerun runs:
+// job from, or the job of task when one is named.
+func scriptSource(ctx context.Context, c *client.Client, from, task string) (string, *messages.Result, error) {
+	if task != "" {
+		t, err := c.Task(ctx, task)
+		if errors.Is(err, client.ErrNoTask) {
+			return "", nil, usagef("task %s: not registered (see submit task list)", task)
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		from = t.JobID
+	}
+	src, err := c.Result(ctx, from)
+	if errors.Is(err, client.ErrNotFound) {
+		return "", nil, usagef("job %s: not found (or not finished)", from)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	if !src.Success || src.Spec == nil || src.Solution == nil {
+		return "", nil, usagef("job %s did not succeed, so it has no tested script to run", from)
+	}
+	return from, src, nil
+}
+
+// submitRerun submits the rerun of job from's script and watches it to its end.
+func submitRerun(ctx context.Context, c *client.Client, from string, req messages.RunRequest, files map[string]string, io IO) (*messages.Result, error) {
+	id := client.NewJobID()
+	if err := c.Run(ctx, id, req, files); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(io.Stderr, "run %s of job %s submitted\n", id, from)
+	res, err := watch(ctx, c, id, io)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	return res, nil
+}
+
+// report saves the outputs with --out, then prints the result object
+// (--json) or the outputs.
+func (f *rerunFlags) report(ctx context.Context, c *client.Client, from string, res *messages.Result, io IO) error {
+	var downloaded []string
+	if f.outDir != "" {
+		var err error
+		if downloaded, err = saveOut(ctx, c, f.outDir, res); err != nil {
+			return err
+		}
+	}
+	if f.asJSON {
+		return printJSON(io.Stdout, res)
+	}
+	printRerun(io.Stdout, from, res, downloaded)
+	return nil
+}
+
+// pairs splits name=value flags; a name given twice is an error.
+func pairs(list multi, flagName string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, s := range list {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, usagef("--%s %q: want name=value", flagName, s)
+		}
+		if _, dup := out[k]; dup {
+			return nil, usagef("--%s %s: given twice", flagName, k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// rerunRequest checks inputs and samples against the job's spec, strictly,
+// and returns the request and the local files to upload.
+func rerunRequest(from string, spec *messages.JobSpec, inputs, samples map[string]string) (messages.RunRequest, map[string]string, error) {
+	req := messages.RunRequest{FromJob: from, Args: map[string]string{}}
+	files := map[string]string{}
+	for _, name := range sortedKeys(inputs) {
+		v := inputs[name]
+		t, ok := spec.Inputs[name]
+		if !ok {
+			return req, nil, usagef("--input %s: job %s has no such input (inputs: %s)", name, from, typeList(spec.Inputs))
+		}
+		switch t {
+		case messages.TypeFile, messages.TypeDir:
+			if err := checkPath(v, t == messages.TypeDir); err != nil {
+				return req, nil, usagef("--input %s (%s): %v", name, t, err)
+			}
+			files[name] = v
+		default:
+			canon, err := messages.ParseInputValue(t, v)
+			if err != nil {
+				return req, nil, usagef("--input %s (%s): %v", name, t, err)
+			}
+			req.Args[name] = canon
+		}
+	}
+	for _, name := range sortedKeys(samples) {
+		if _, ok := spec.Samples[name]; !ok {
+			return req, nil, usagef("--sample %s: job %s has no such sample (samples: %s)", name, from, strings.Join(sortedKeys(spec.Samples), ", "))
+		}
+		if err := checkPath(samples[name], false); err != nil {
+			return req, nil, usagef("--sample %s: %v", name, err)
+		}
+		files[name] = samples[name]
+	}
+	if len(req.Args) == 0 {
+		req.Args = nil
+	}
+	return req, files, nil
+}
+
+func checkPath(p string, dir bool) error {
+	fi, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return err
+	case dir && !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", p)
+	case !dir && !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", p)
+	}
+	return nil
+}
+
+func typeList(m map[string]messages.Type) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, k := range sortedKeys(m) {
+		out = append(out, k+" ("+string(m[k])+")")
+	}
+	return strings.Join(out, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func printRerun(w io.Writer, from string, r *messages.Result, downloaded []string) {
+	if r.Success {
+		fmt.Fprintf(w, "SUCCESS: the script of job %s ran and wrote every output\n", from)
+	} else {
+		fmt.Fprintf(w, "FAILED: %s\n", r.Error)
+	}
+	fmt.Fprintf(w, "run %s\n", r.JobID)
+	if len(r.Outputs) > 0 {
+		fmt.Fprintln(w, "outputs:")
+		for _, k := range sortedKeys(r.Outputs) {
+			b, _ := json.Marshal(r.Outputs[k])
+			fmt.Fprintf(w, "  %s = %s\n", k, b)
+		}
+	}
+	for _, p := range downloaded {
+		fmt.Fprintf(w, "downloaded %s\n", p)
+	}
+	if !r.Success && strings.TrimSpace(r.Output) != "" {
+		fmt.Fprintf(w, "\n# output of the script\n%s\n", strings.TrimRight(r.Output, "\n"))
+	}
+}
+
+func trimRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

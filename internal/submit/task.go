@@ -1,0 +1,168 @@
+package submit
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/autocoder/autocoder/internal/client"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// taskCommands are the subcommands of `submit task`.
+func taskCommands() []command {
+	return []command{
+		{"register", "task register NAME JOB_ID [--description TEXT]", taskRegisterCmd},
+		{"run", "task run NAME [--input name=value] [--sample name=path] [--json] [--out DIR] [--local]", taskRerunCmd},
+		{"list", "task list [--json]", taskListCmd},
+		{"show", "task show NAME", taskShowCmd},
+		{"delete", "task delete NAME", taskDeleteCmd},
+	}
+}
+
+// taskCmd is `submit task register|run|list|show|delete`: it runs the
+// subcommand args name. Every subcommand's usage error is the whole
+// `submit task` usage line.
+func taskCmd(ctx context.Context, in *invocation) (int, error) {
+	if len(in.args) == 0 {
+		return 0, in.usageError()
+	}
+	c, ok := find(taskCommands(), in.args[0])
+	if !ok {
+		return 0, in.usageError()
+	}
+	return c.action(ctx, &invocation{name: in.name + " " + c.name, usage: in.usage, args: in.args[1:], cfg: in.cfg, io: in.io})
+}
+
+// taskRerunCmd is `submit task run NAME [flags]`: `submit run` on the job
+// the task names.
+func taskRerunCmd(ctx context.Context, in *invocation) (int, error) {
+	fs := in.flagSet()
+	var f rerunFlags
+	f.register(fs)
+	in.cfg.Register(fs)
+	pos, err := in.positional(fs, 1)
+	if err != nil {
+		return 0, err
+	}
+	return rerun(ctx, "", pos[0], f, in.cfg, in.io)
+}
+
+// taskRegisterCmd is `submit task register NAME JOB_ID`: the job's script
+// kept under NAME.
+func taskRegisterCmd(ctx context.Context, in *invocation) (int, error) {
+	fs := in.flagSet()
+	description := fs.String("description", "", "what the task is for, for listings")
+	pos, err := in.taskArgs(fs, 2)
+	if err != nil {
+		return 0, err
+	}
+	return in.withClient(ctx, func(c *client.Client) (int, error) {
+		t, err := c.RegisterTask(ctx, pos[0], pos[1], *description)
+		if err != nil {
+			return 0, err
+		}
+		fmt.Fprintf(in.io.Stdout, "task %s registered: the script of job %s\nrun it with: submit task run %s", t.Name, t.JobID, t.Name)
+		for _, k := range sortedKeys(t.Inputs) {
+			fmt.Fprintf(in.io.Stdout, " [--input %s=<%s>]", k, t.Inputs[k])
+		}
+		fmt.Fprintln(in.io.Stdout)
+		return ExitSuccess, nil
+	})
+}
+
+// taskListCmd is `submit task list [--json]`: the tasks, as a table or JSON.
+func taskListCmd(ctx context.Context, in *invocation) (int, error) {
+	fs := in.flagSet()
+	asJSON := fs.Bool("json", false, "print the tasks as JSON")
+	if _, err := in.taskArgs(fs, 0); err != nil {
+		return 0, err
+	}
+	return in.withClient(ctx, func(c *client.Client) (int, error) {
+		ts, err := c.Tasks(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if *asJSON {
+			if ts == nil {
+				ts = []messages.Task{}
+			}
+			return ExitSuccess, printJSON(in.io.Stdout, ts)
+		}
+		printTasks(in.io.Stdout, ts)
+		return ExitSuccess, nil
+	})
+}
+
+func printTasks(w io.Writer, ts []messages.Task) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tJOB\tINPUTS\tOUTPUTS\tTASK")
+	for _, t := range ts {
+		about := t.Description
+		if about == "" {
+			about = t.Prompt
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.JobID, typeList(t.Inputs), typeList(t.Outputs), oneLine(trimRunes(about, 60)))
+	}
+	tw.Flush()
+}
+
+// taskShowCmd is `submit task show NAME`: the task as JSON.
+func taskShowCmd(ctx context.Context, in *invocation) (int, error) {
+	pos, err := in.taskArgs(in.flagSet(), 1)
+	if err != nil {
+		return 0, err
+	}
+	return in.withClient(ctx, func(c *client.Client) (int, error) {
+		t, err := c.Task(ctx, pos[0])
+		if errors.Is(err, client.ErrNoTask) {
+			return 0, usagef("task %s: not registered", pos[0])
+		}
+		if err != nil {
+			return 0, err
+		}
+		return ExitSuccess, printJSON(in.io.Stdout, t)
+	})
+}
+
+// taskDeleteCmd is `submit task delete NAME`.
+func taskDeleteCmd(ctx context.Context, in *invocation) (int, error) {
+	pos, err := in.taskArgs(in.flagSet(), 1)
+	if err != nil {
+		return 0, err
+	}
+	return in.withClient(ctx, func(c *client.Client) (int, error) {
+		err := c.DeleteTask(ctx, pos[0])
+		if errors.Is(err, client.ErrNoTask) {
+			return 0, usagef("task %s: not registered", pos[0])
+		}
+		if err != nil {
+			return 0, err
+		}
+		fmt.Fprintf(in.io.Stdout, "task %s deleted\n", pos[0])
+		return ExitSuccess, nil
+	})
+}
+
+// taskArgs parses a task subcommand's flags, with the settings' flags
+// (config.Config.Register), and its n positional arguments.
+func (in *invocation) taskArgs(fs *flag.FlagSet, n int) ([]string, error) {
+	in.cfg.Register(fs)
+	return in.positional(fs, n)
+}
+
+// withClient checks the settings, starts a client-only stack and calls do with its Client.
+func (in *invocation) withClient(ctx context.Context, do func(*client.Client) (int, error)) (int, error) {
+	if err := in.cfg.Validate(); err != nil {
+		return 0, usagef("%v", err)
+	}
+	st, err := in.startClient(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	return do(st.Client)
+}
