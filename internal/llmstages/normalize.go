@@ -300,67 +300,8 @@ func sessionFailure(r messages.TestReport) messages.Failure {
 func normaliseDiagnosis(d *messages.Diagnosis, r messages.TestReport, std pyscan.Set) notes {
 	var n notes
 	failing := prompts.FailingTests(r)
-	cases := map[string]messages.TestCase{}
-	for _, c := range r.Cases {
-		if prompts.Failing(c) {
-			if _, ok := cases[prompts.TestID(c)]; !ok {
-				cases[prompts.TestID(c)] = c
-			}
-		}
-	}
-
-	var kept []messages.Failure
-	got := map[string]messages.Failure{}
-	for _, f := range d.Failures {
-		if t := normaliseErrorType(f.ErrorType); t != f.ErrorType {
-			n.add("error_type %q of %s read as %s", f.ErrorType, f.TestName, t)
-			f.ErrorType = t
-		}
-		if len(failing) == 0 {
-			if strings.TrimSpace(f.TestName) == "" {
-				f.TestName = prompts.SessionTest
-			}
-			kept = append(kept, f)
-			continue
-		}
-		ids := matchTest(f.TestName, failing)
-		if len(ids) == 0 {
-			n.add("dropped the diagnosis of %q: not a failing test in the report", f.TestName)
-			continue
-		}
-		added := false
-		for _, id := range ids {
-			if _, dup := got[id]; dup {
-				continue
-			}
-			g := f
-			g.TestName = id
-			got[id] = g
-			added = true
-		}
-		if !added {
-			n.add("dropped a second diagnosis of %q", f.TestName)
-		}
-	}
-	if len(failing) > 0 {
-		kept = nil
-		for _, id := range failing {
-			f, ok := got[id]
-			if !ok {
-				f = defaultFailure(id, cases[id])
-				n.add("the model did not diagnose %s: added a default %s failure", id, f.ErrorType)
-			}
-			kept = append(kept, f)
-		}
-	} else if len(kept) == 0 && !r.OK() {
-		f := sessionFailure(r)
-		kept = append(kept, f)
-		n.add("the run failed without a failing test and the model diagnosed nothing: added a %s failure", f.ErrorType)
-	}
-	if kept == nil {
-		kept = []messages.Failure{}
-	}
-	d.Failures = kept
+	cases := failingCases(r)
+	d.Failures = oneFailurePerTest(d.Failures, failing, cases, r, &n)
 
 	d.NeedsPackages = cleanPackages(d.NeedsPackages, std, "needed package", &n)
 	d.NeedsSystemPackages = cleanSystemPackages(d.NeedsSystemPackages, "needed system package", &n)
@@ -380,6 +321,100 @@ func normaliseDiagnosis(d *messages.Diagnosis, r messages.TestReport, std pyscan
 	if len(failing) == 0 {
 		texts = append(texts, r.Output)
 	}
+	addMissingModules(d, texts, std, &n)
+	if len(d.NeedsPackages) == 0 && len(d.NeedsSystemPackages) == 0 {
+		for i, f := range d.Failures {
+			if f.ErrorType == messages.ErrorEnvironment {
+				d.Failures[i].ErrorType = messages.ErrorLogic
+				d.Failures[i].RootCause = strings.TrimSpace(f.RootCause + " (reclassified as logic: the diagnosis names nothing to install)")
+				n.add("%s: environment failure with nothing to install reclassified as logic", f.TestName)
+			}
+		}
+	}
+	return n
+}
+
+// failingCases maps each failing test's ID to its first case in the report.
+func failingCases(r messages.TestReport) map[string]messages.TestCase {
+	cases := map[string]messages.TestCase{}
+	for _, c := range r.Cases {
+		if prompts.Failing(c) {
+			if _, ok := cases[prompts.TestID(c)]; !ok {
+				cases[prompts.TestID(c)] = c
+			}
+		}
+	}
+	return cases
+}
+
+// oneFailurePerTest normalises the failures' error types and returns one
+// failure per failing test, in report order: the model's, or a default
+// one. Without failing tests it keeps the model's failures, or adds a
+// session failure when the run failed all the same.
+func oneFailurePerTest(fs []messages.Failure, failing []string, cases map[string]messages.TestCase, r messages.TestReport, n *notes) []messages.Failure {
+	var kept []messages.Failure
+	got := map[string]messages.Failure{}
+	for _, f := range fs {
+		if t := normaliseErrorType(f.ErrorType); t != f.ErrorType {
+			n.add("error_type %q of %s read as %s", f.ErrorType, f.TestName, t)
+			f.ErrorType = t
+		}
+		if len(failing) == 0 {
+			if strings.TrimSpace(f.TestName) == "" {
+				f.TestName = prompts.SessionTest
+			}
+			kept = append(kept, f)
+			continue
+		}
+		assignFailure(f, failing, got, n)
+	}
+	if len(failing) > 0 {
+		kept = nil
+		for _, id := range failing {
+			f, ok := got[id]
+			if !ok {
+				f = defaultFailure(id, cases[id])
+				n.add("the model did not diagnose %s: added a default %s failure", id, f.ErrorType)
+			}
+			kept = append(kept, f)
+		}
+	} else if len(kept) == 0 && !r.OK() {
+		f := sessionFailure(r)
+		kept = append(kept, f)
+		n.add("the run failed without a failing test and the model diagnosed nothing: added a %s failure", f.ErrorType)
+	}
+	if kept == nil {
+		kept = []messages.Failure{}
+	}
+	return kept
+}
+
+// assignFailure records f in got for each failing test its name matches
+// that has no failure yet; a failure that matches none is dropped.
+func assignFailure(f messages.Failure, failing []string, got map[string]messages.Failure, n *notes) {
+	ids := matchTest(f.TestName, failing)
+	if len(ids) == 0 {
+		n.add("dropped the diagnosis of %q: not a failing test in the report", f.TestName)
+		return
+	}
+	added := false
+	for _, id := range ids {
+		if _, dup := got[id]; dup {
+			continue
+		}
+		g := f
+		g.TestName = id
+		got[id] = g
+		added = true
+	}
+	if !added {
+		n.add("dropped a second diagnosis of %q", f.TestName)
+	}
+}
+
+// addMissingModules adds to d's needed packages the distributions of the
+// modules that "No module named" errors in texts name.
+func addMissingModules(d *messages.Diagnosis, texts []string, std pyscan.Set, n *notes) {
 	dists, unknown := pyscan.Resolver{Stdlib: std}.Distributions(missingModules(texts...))
 	have := map[string]bool{}
 	for _, p := range d.NeedsPackages {
@@ -394,16 +429,6 @@ func normaliseDiagnosis(d *messages.Diagnosis, r messages.TestReport, std pyscan
 			n.add("added needed package %q from a missing-module error", p)
 		}
 	}
-	if len(d.NeedsPackages) == 0 && len(d.NeedsSystemPackages) == 0 {
-		for i, f := range d.Failures {
-			if f.ErrorType == messages.ErrorEnvironment {
-				d.Failures[i].ErrorType = messages.ErrorLogic
-				d.Failures[i].RootCause = strings.TrimSpace(f.RootCause + " (reclassified as logic: the diagnosis names nothing to install)")
-				n.add("%s: environment failure with nothing to install reclassified as logic", f.TestName)
-			}
-		}
-	}
-	return n
 }
 
 // normaliseVerification keeps all_fixes_applied and missing_fixes

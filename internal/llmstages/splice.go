@@ -480,6 +480,36 @@ func spliceClass(f *pyFile, t target, lines []string, fs failingSet) (string, st
 		f.replace(cs.start, cs.end, lines)
 		return f.String(), "", ""
 	}
+	want := wantedTests(t, fs)
+	pf := parsePy(strings.Join(lines, "\n"))
+	seen := map[string]bool{}
+	for _, w := range want {
+		seen[w.String()] = true
+	}
+	helpers := pf.helperMethods(t, want, seen)
+	ms := methodSplice{tests: f.String()}
+	if why := ms.splice(pf, t, want, helpers); why != "" {
+		return "", why, ""
+	}
+	tests, added, dropped := spliceModuleLines(ms.tests, pf, top, fs)
+	if len(ms.took)+len(ms.tookHelpers)+added == 0 {
+		if len(ms.missing) > 0 {
+			return "", strings.Join(ms.missing, "; "), ""
+		}
+		return "", "the patch of class " + top + " changes none of its failing tests, its non-test methods or imports", ""
+	}
+	dropped = append(dropped, pf.leftOutTests(t.classes, seen)...)
+	if len(dropped) == 0 {
+		return tests, "", ""
+	}
+	return tests, "", ms.note(top, dropped)
+}
+
+// wantedTests are the failing tests a patch of t's outermost class is
+// taken for: t itself when it names a method, and the other failing tests
+// in that class.
+func wantedTests(t target, fs failingSet) []target {
+	top := t.classes[0]
 	var want []target
 	if t.fn != "" {
 		want = append(want, t)
@@ -489,12 +519,12 @@ func spliceClass(f *pyFile, t target, lines []string, fs failingSet) (string, st
 			want = append(want, o)
 		}
 	}
-	pf := parsePy(strings.Join(lines, "\n"))
-	// The non-test methods of every class on the way to a wanted one.
-	seen := map[string]bool{}
-	for _, w := range want {
-		seen[w.String()] = true
-	}
+	return want
+}
+
+// helperMethods lists the patch's non-test methods of every class on the
+// way to t or a wanted test, each once; seen gets them too.
+func (f *pyFile) helperMethods(t target, want []target, seen map[string]bool) []target {
 	chains := [][]string{t.classes}
 	for _, w := range want {
 		chains = append(chains, w.classes)
@@ -502,7 +532,7 @@ func spliceClass(f *pyFile, t target, lines []string, fs failingSet) (string, st
 	var helpers []target
 	for _, c := range chains {
 		for n := 1; n <= len(c); n++ {
-			for _, name := range pf.methodNames(c[:n]) {
+			for _, name := range f.methodNames(c[:n]) {
 				h := target{classes: c[:n:n], fn: name}
 				if !isTestName(name) && !seen[h.String()] {
 					seen[h.String()] = true
@@ -511,53 +541,60 @@ func spliceClass(f *pyFile, t target, lines []string, fs failingSet) (string, st
 			}
 		}
 	}
-	tests := f.String()
-	var took, tookHelpers, missing []string
+	return helpers
+}
+
+// methodSplice splices methods of a class patch into the tests one by one
+// and records what went in and what could not.
+type methodSplice struct {
+	tests       string
+	took        []string // wanted tests spliced in
+	tookHelpers []string // non-test methods spliced in
+	missing     []string // methods that could not go in, with why
+}
+
+// splice splices in the patch pf's methods want, then its helpers (those
+// the patch changes). It fails only when the patch lacks t's method.
+func (ms *methodSplice) splice(pf *pyFile, t target, want, helpers []target) (why string) {
 	for i, w := range append(want, helpers...) {
 		m, ok := pf.method(w)
 		if !ok {
 			if w.String() == t.String() {
-				return "", "the patched class " + top + " does not define " + t.fn, ""
+				return "the patched class " + t.classes[0] + " does not define " + t.fn
 			}
 			continue
 		}
 		if i >= len(want) {
-			if cur, ok := parsePy(tests).method(w); ok && slices.Equal(cur, m) {
+			if cur, ok := parsePy(ms.tests).method(w); ok && slices.Equal(cur, m) {
 				continue // a helper the patch repeats unchanged
 			}
 		}
-		next, why := spliceFunc(parsePy(tests), w, m)
+		next, why := spliceFunc(parsePy(ms.tests), w, m)
 		if why != "" {
-			missing = append(missing, w.String()+" ("+why+")")
+			ms.missing = append(ms.missing, w.String()+" ("+why+")")
 			continue
 		}
-		tests = next
+		ms.tests = next
 		if i < len(want) {
-			took = append(took, w.String())
+			ms.took = append(ms.took, w.String())
 		} else {
-			tookHelpers = append(tookHelpers, w.fn)
+			ms.tookHelpers = append(ms.tookHelpers, w.fn)
 		}
 	}
-	tests, added, dropped := spliceModuleLines(tests, pf, top, fs)
-	if len(took)+len(tookHelpers)+added == 0 {
-		if len(missing) > 0 {
-			return "", strings.Join(missing, "; "), ""
-		}
-		return "", "the patch of class " + top + " changes none of its failing tests, its non-test methods or imports", ""
-	}
-	dropped = append(dropped, pf.leftOutTests(t.classes, seen)...)
-	if len(dropped) == 0 {
-		return tests, "", ""
-	}
-	note := "took only the failing " + strings.Join(took, ", ")
-	if len(took) == 0 {
+	return ""
+}
+
+// note says what was taken from the patch of class top and which of its
+// tests were left out.
+func (ms *methodSplice) note(top string, dropped []string) string {
+	note := "took only the failing " + strings.Join(ms.took, ", ")
+	if len(ms.took) == 0 {
 		note = "took only the non-test methods"
 	}
-	if len(tookHelpers) > 0 {
-		note += " with the methods " + strings.Join(tookHelpers, ", ")
+	if len(ms.tookHelpers) > 0 {
+		note += " with the methods " + strings.Join(ms.tookHelpers, ", ")
 	}
-	note += " from the patch of class " + top + "; its other tests (" + strings.Join(dropped, ", ") + ") were left out"
-	return tests, "", note
+	return note + " from the patch of class " + top + "; its other tests (" + strings.Join(dropped, ", ") + ") were left out"
 }
 
 // methodNames lists the functions defined directly in the class chain

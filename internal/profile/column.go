@@ -395,7 +395,35 @@ func (c *colAcc) profile() *ColumnProfile {
 	cp := &ColumnProfile{Name: c.name, Nulls: c.nulls, Nested: c.nested}
 	cp.DecimalComma = c.decimalComma > 0 && c.decimalComma == c.kinds[kString] &&
 		c.kinds[kFloat]+c.kinds[kBool]+c.kinds[kDate] == 0
-	present := 0
+	present := c.countKinds(cp)
+	cp.Type = c.columnType(cp.Count, present)
+	if present < 2 || cp.Type != TypeString {
+		cp.Examples = nil // nothing mixed to explain
+	}
+	c.countDistinct(cp)
+	cp.Unique = cp.DistinctExact && cp.Distinct == cp.Count && cp.Count > 1
+	cp.IDLike = cp.Unique && cp.Nulls == 0 && idishName(c.name) && (cp.Type == TypeInt || cp.Type == TypeString)
+	switch cp.Type {
+	case TypeInt, TypeFloat:
+		if cp.Type == TypeInt && cp.DistinctExact && cp.Distinct <= 10 && !cp.Unique {
+			cp.Top = c.dist.top(topValuesShown)
+		}
+	case TypeDatetime:
+		cp.Time = c.dt.stats()
+	case TypeString, TypeBool:
+		if cp.DistinctExact && cp.Distinct <= topValuesMaxDistinct && !cp.Unique {
+			cp.Top = c.dist.top(topValuesShown)
+		}
+	}
+	if c.kinds[kString] > 0 {
+		cp.MinLen, cp.MaxLen = max(c.minLen, 0), c.maxLen
+	}
+	return cp
+}
+
+// countKinds fills cp's Count, Kinds and Examples and says how many kinds
+// of value the column holds.
+func (c *colAcc) countKinds(cp *ColumnProfile) (present int) {
 	for k := kind(0); k < numKinds; k++ {
 		cp.Count += c.kinds[k]
 		if c.kinds[k] > 0 {
@@ -408,24 +436,31 @@ func (c *colAcc) profile() *ColumnProfile {
 			cp.Examples[kindTypes[k]] = c.examples[k]
 		}
 	}
+	return present
+}
+
+// columnType is the column's type from the kinds of its count values:
+// numbers mix into float, anything else mixed is a string.
+func (c *colAcc) columnType(count, present int) ColumnType {
 	numeric := c.kinds[kInt] + c.kinds[kFloat]
 	switch {
-	case cp.Count == 0:
-		cp.Type = TypeNull
-	case numeric == cp.Count && c.kinds[kFloat] == 0:
-		cp.Type = TypeInt
-	case numeric == cp.Count:
-		cp.Type = TypeFloat
+	case count == 0:
+		return TypeNull
+	case numeric == count && c.kinds[kFloat] == 0:
+		return TypeInt
+	case numeric == count:
+		return TypeFloat
 	case present == 1 && c.kinds[kBool] > 0:
-		cp.Type = TypeBool
+		return TypeBool
 	case present == 1 && c.kinds[kDate] > 0:
-		cp.Type = TypeDatetime
-	default:
-		cp.Type = TypeString
+		return TypeDatetime
 	}
-	if present < 2 || cp.Type != TypeString {
-		cp.Examples = nil // nothing mixed to explain
-	}
+	return TypeString
+}
+
+// countDistinct fills cp's Distinct and DistinctExact (and Num for a
+// numeric column), exactly where the column's values allow.
+func (c *colAcc) countDistinct(cp *ColumnProfile) {
 	cp.Distinct, cp.DistinctExact = c.dist.count()
 	if c.trackID && len(c.idHashes) == cp.Count && cp.Count > 0 {
 		slices.Sort(c.idHashes)
@@ -447,24 +482,6 @@ func (c *colAcc) profile() *ColumnProfile {
 	if cp.Type == TypeInt && c.num.strictlyIncr && !cp.DistinctExact {
 		cp.Distinct, cp.DistinctExact = cp.Count, true
 	}
-	cp.Unique = cp.DistinctExact && cp.Distinct == cp.Count && cp.Count > 1
-	cp.IDLike = cp.Unique && cp.Nulls == 0 && idishName(c.name) && (cp.Type == TypeInt || cp.Type == TypeString)
-	switch cp.Type {
-	case TypeInt, TypeFloat:
-		if cp.Type == TypeInt && cp.DistinctExact && cp.Distinct <= 10 && !cp.Unique {
-			cp.Top = c.dist.top(topValuesShown)
-		}
-	case TypeDatetime:
-		cp.Time = c.dt.stats()
-	case TypeString, TypeBool:
-		if cp.DistinctExact && cp.Distinct <= topValuesMaxDistinct && !cp.Unique {
-			cp.Top = c.dist.top(topValuesShown)
-		}
-	}
-	if c.kinds[kString] > 0 {
-		cp.MinLen, cp.MaxLen = max(c.minLen, 0), c.maxLen
-	}
-	return cp
 }
 
 func truncateRunes(s string, n int) string {

@@ -134,70 +134,20 @@ func ParseConstraint(text string, columns []string) (Check, bool) {
 			found = append(found, Check{Type: CheckIsin, Values: vals})
 		}
 	}
-	if m := betweenRe.FindStringSubmatch(unquoted); m != nil {
-		lo, ok1 := parseNumber(m[1])
-		hi, ok2 := parseNumber(m[2])
-		if ok1 && ok2 && lo <= hi {
-			incl := !strings.Contains(unquoted, "exclusive") && !strings.Contains(unquoted, "strictly") && m[3] != ")"
-			found = append(found, Check{Type: CheckBetween, Min: lo, Max: hi, Inclusive: incl})
-		}
-	} else if m := chainRe.FindStringSubmatch(unquoted); m != nil {
-		lo, ok1 := parseNumber(m[1])
-		hi, ok2 := parseNumber(m[4])
-		inLo, inHi := m[2] != "<", m[3] != "<"
-		if !ok1 || !ok2 || inLo != inHi {
-			return c, false // one end open, one closed: not expressible as one Check
-		}
-		found = append(found, Check{Type: CheckBetween, Min: lo, Max: hi, Inclusive: inLo})
-	} else {
-		var lower, upper *Check
-		for _, loc := range comparisonRe.FindAllStringSubmatchIndex(unquoted, -1) {
-			phrase := unquoted[loc[2]:loc[3]]
-			if unquoted[loc[6]:loc[7]] == "%" {
-				return c, false // a percentage of what? leave it to the model
-			}
-			v, ok := parseNumber(unquoted[loc[4]:loc[5]])
-			if !ok {
-				continue
-			}
-			dir := comparisons[phrase]
-			isLower, incl := dir[0], dir[1]
-			if negationRe.MatchString(unquoted[:loc[2]]) {
-				isLower, incl = !isLower, !incl
-			}
-			ch := Check{Type: CheckLessThan, Value: v, Inclusive: incl}
-			if isLower {
-				ch.Type = CheckGreaterThan
-				if lower != nil {
-					return c, false
-				}
-				lower = &ch
-			} else {
-				if upper != nil {
-					return c, false
-				}
-				upper = &ch
-			}
-		}
-		switch {
-		case lower != nil && upper != nil:
-			if lower.Inclusive != upper.Inclusive || lower.Value > upper.Value {
-				return c, false
-			}
-			found = append(found, Check{Type: CheckBetween, Min: lower.Value, Max: upper.Value, Inclusive: lower.Inclusive})
-		case lower != nil:
-			found = append(found, *lower)
-		case upper != nil:
-			found = append(found, *upper)
-		}
+	r, ok := rangeRule(unquoted)
+	if !ok {
+		return c, false
 	}
-	if len(found) == 0 || found[len(found)-1].Type != CheckBetween {
-		if m := signWordsRe.FindAllString(unquoted, -1); len(m) > 0 {
-			if len(m) > 1 {
-				return c, false
-			}
-			neg := negationRe.MatchString(unquoted[:strings.Index(unquoted, m[0])])
-			found = append(found, signCheck(m[0], neg))
+	if r != nil {
+		found = append(found, *r)
+	}
+	if r == nil || r.Type != CheckBetween {
+		sign, ok := signRule(unquoted)
+		if !ok {
+			return c, false
+		}
+		if sign != nil {
+			found = append(found, *sign)
 		}
 	}
 	if notNullRe.MatchString(unquoted) {
@@ -214,6 +164,89 @@ func ParseConstraint(text string, columns []string) (Check, bool) {
 	f := found[0]
 	f.Column, f.Text = col, text
 	return f, true
+}
+
+// rangeRule reads a numeric range from the unquoted text: "between A and
+// B", a chain "A <= x < B", or comparisons ("greater than X", "at most
+// Y"). It returns nil when there is none, and false when the text holds
+// one that a single Check cannot express.
+func rangeRule(unquoted string) (*Check, bool) {
+	if m := betweenRe.FindStringSubmatch(unquoted); m != nil {
+		lo, ok1 := parseNumber(m[1])
+		hi, ok2 := parseNumber(m[2])
+		if !ok1 || !ok2 || lo > hi {
+			return nil, true
+		}
+		incl := !strings.Contains(unquoted, "exclusive") && !strings.Contains(unquoted, "strictly") && m[3] != ")"
+		return &Check{Type: CheckBetween, Min: lo, Max: hi, Inclusive: incl}, true
+	}
+	if m := chainRe.FindStringSubmatch(unquoted); m != nil {
+		lo, ok1 := parseNumber(m[1])
+		hi, ok2 := parseNumber(m[4])
+		inLo, inHi := m[2] != "<", m[3] != "<"
+		if !ok1 || !ok2 || inLo != inHi {
+			return nil, false // one end open, one closed: not expressible as one Check
+		}
+		return &Check{Type: CheckBetween, Min: lo, Max: hi, Inclusive: inLo}, true
+	}
+	return comparisonRule(unquoted)
+}
+
+// comparisonRule reads at most one lower and one upper bound from the
+// comparisons in the unquoted text ("not" turns one round); both make a
+// range.
+func comparisonRule(unquoted string) (*Check, bool) {
+	var lower, upper *Check
+	for _, loc := range comparisonRe.FindAllStringSubmatchIndex(unquoted, -1) {
+		phrase := unquoted[loc[2]:loc[3]]
+		if unquoted[loc[6]:loc[7]] == "%" {
+			return nil, false // a percentage of what? leave it to the model
+		}
+		v, ok := parseNumber(unquoted[loc[4]:loc[5]])
+		if !ok {
+			continue
+		}
+		dir := comparisons[phrase]
+		isLower, incl := dir[0], dir[1]
+		if negationRe.MatchString(unquoted[:loc[2]]) {
+			isLower, incl = !isLower, !incl
+		}
+		ch := Check{Type: CheckLessThan, Value: v, Inclusive: incl}
+		bound := &upper
+		if isLower {
+			ch.Type = CheckGreaterThan
+			bound = &lower
+		}
+		if *bound != nil {
+			return nil, false
+		}
+		*bound = &ch
+	}
+	switch {
+	case lower != nil && upper != nil:
+		if lower.Inclusive != upper.Inclusive || lower.Value > upper.Value {
+			return nil, false
+		}
+		return &Check{Type: CheckBetween, Min: lower.Value, Max: upper.Value, Inclusive: lower.Inclusive}, true
+	case lower != nil:
+		return lower, true
+	}
+	return upper, true
+}
+
+// signRule reads one sign word ("positive", "non-negative", ...) from the
+// unquoted text; more than one is ambiguous.
+func signRule(unquoted string) (*Check, bool) {
+	m := signWordsRe.FindAllString(unquoted, -1)
+	switch len(m) {
+	case 0:
+		return nil, true
+	case 1:
+		neg := negationRe.MatchString(unquoted[:strings.Index(unquoted, m[0])])
+		ch := signCheck(m[0], neg)
+		return &ch, true
+	}
+	return nil, false
 }
 
 func signCheck(word string, negated bool) Check {

@@ -125,125 +125,35 @@ type dtParse struct {
 	shape timeShape
 }
 
+// dateReading is one reading of a date part as year, month and day.
+type dateReading struct {
+	pat     datePat
+	y, m, d int
+}
+
+// dateReadings is what readDate found: one reading, or two when day and
+// month may be either way round, and where the date part ends.
+type dateReadings struct {
+	rd  [2]dateReading
+	n   int
+	end int
+}
+
 // parseDatetime reads s under every supported layout at once.
 func parseDatetime(s string, r *dtParse) bool {
 	if len(s) < 6 || len(s) > 48 {
 		return false
 	}
 	*r = dtParse{}
-	type reading struct {
-		pat     datePat
-		y, m, d int
-	}
-	var rd [2]reading
-	nr := 0
-	i := 0
-	c := s[0]
-	switch {
-	case isDigit(c):
-		a, j, ok := num(s, 0, 1, 4)
-		if !ok || j >= len(s) {
-			return false
-		}
-		if j == 4 { // year first
-			sep := s[4]
-			if sep != '-' && sep != '/' {
-				return false
-			}
-			m, k, ok := num(s, 5, 1, 2)
-			if !ok || k >= len(s) || s[k] != sep {
-				return false
-			}
-			d, k, ok := num(s, k+1, 1, 2)
-			if !ok {
-				return false
-			}
-			pat := patISO
-			if sep == '/' {
-				pat = patYMDSlash
-			}
-			rd[0], nr, i = reading{pat, a, m, d}, 1, k
-			break
-		}
-		if j > 2 {
-			return false
-		}
-		sep := s[j]
-		switch sep {
-		case '/', '-', '.':
-			if sep == '-' && j+1 < len(s) && isLetter(s[j+1]) { // 02-Jan-2006
-				mon, k, full, ok := monthName(s, j+1)
-				if !ok || k >= len(s) || s[k] != '-' {
-					return false
-				}
-				y, k, ok := num(s, k+1, 4, 4)
-				if !ok {
-					return false
-				}
-				if full {
-					r.shape |= tsFullMonth
-				}
-				rd[0], nr, i = reading{patDMonY, y, mon, a}, 1, k
-				break
-			}
-			b, k, ok := num(s, j+1, 1, 2)
-			if !ok || k >= len(s) || s[k] != sep {
-				return false
-			}
-			y, k, ok := num(s, k+1, 4, 4)
-			if !ok {
-				return false
-			}
-			i = k
-			switch sep {
-			case '/':
-				rd[0], rd[1], nr = reading{patMDYSlash, y, a, b}, reading{patDMYSlash, y, b, a}, 2
-			case '-':
-				rd[0], rd[1], nr = reading{patMDYDash, y, a, b}, reading{patDMYDash, y, b, a}, 2
-			default:
-				rd[0], nr = reading{patDMYDot, y, b, a}, 1
-			}
-		case ' ': // 2 Jan 2006
-			mon, k, full, ok := monthName(s, j+1)
-			if !ok || k >= len(s) || s[k] != ' ' {
-				return false
-			}
-			y, k, ok := num(s, k+1, 4, 4)
-			if !ok {
-				return false
-			}
-			if full {
-				r.shape |= tsFullMonth
-			}
-			rd[0], nr, i = reading{patDMonYSpace, y, mon, a}, 1, k
-		default:
-			return false
-		}
-	case isLetter(c): // Jan 2, 2006
-		mon, k, full, ok := monthName(s, 0)
-		if !ok || k >= len(s) || s[k] != ' ' {
-			return false
-		}
-		d, k, ok := num(s, k+1, 1, 2)
-		if !ok || k+1 >= len(s) || s[k] != ',' || s[k+1] != ' ' {
-			return false
-		}
-		y, k, ok := num(s, k+2, 4, 4)
-		if !ok {
-			return false
-		}
-		if full {
-			r.shape |= tsFullMonth
-		}
-		rd[0], nr, i = reading{patMonDY, y, mon, d}, 1, k
-	default:
+	var dr dateReadings
+	if !readDate(s, &dr, r) {
 		return false
 	}
-	secOfDay, nsec, off, ok := parseClock(s, i, r)
+	secOfDay, nsec, off, ok := parseClock(s, dr.end, r)
 	if !ok {
 		return false
 	}
-	for _, x := range rd[:nr] {
+	for _, x := range dr.rd[:dr.n] {
 		if x.y < 1 || x.m < 1 || x.m > 12 || x.d < 1 || x.d > daysIn(x.y, x.m) {
 			continue
 		}
@@ -254,7 +164,128 @@ func parseDatetime(s string, r *dtParse) bool {
 	return r.n > 0
 }
 
-// parseClock reads an optional time of day at s[i:] to the end of s.
+// readDate reads the date part at the start of s into dr, choosing the
+// layout family by how s begins: a month name, a four-digit year, or a
+// one- or two-digit day or month followed by its separator.
+func readDate(s string, dr *dateReadings, r *dtParse) bool {
+	c := s[0]
+	if isLetter(c) {
+		return readMonthDayYear(s, dr, r)
+	}
+	if !isDigit(c) {
+		return false
+	}
+	a, j, ok := num(s, 0, 1, 4)
+	if !ok || j >= len(s) {
+		return false
+	}
+	if j == 4 {
+		return readYearFirst(s, a, dr)
+	}
+	if j > 2 {
+		return false
+	}
+	switch sep := s[j]; {
+	case sep == '-' && j+1 < len(s) && isLetter(s[j+1]):
+		return readDayMonthName(s, a, j, patDMonY, dr, r)
+	case sep == ' ':
+		return readDayMonthName(s, a, j, patDMonYSpace, dr, r)
+	case sep == '/' || sep == '-' || sep == '.':
+		return readNumericDayMonth(s, a, j, dr)
+	}
+	return false
+}
+
+// readYearFirst reads 2006-01-02 or 2006/01/02, whose year y is read.
+func readYearFirst(s string, y int, dr *dateReadings) bool {
+	sep := s[4]
+	if sep != '-' && sep != '/' {
+		return false
+	}
+	m, k, ok := num(s, 5, 1, 2)
+	if !ok || k >= len(s) || s[k] != sep {
+		return false
+	}
+	d, k, ok := num(s, k+1, 1, 2)
+	if !ok {
+		return false
+	}
+	pat := patISO
+	if sep == '/' {
+		pat = patYMDSlash
+	}
+	dr.rd[0], dr.n, dr.end = dateReading{pat, y, m, d}, 1, k
+	return true
+}
+
+// readNumericDayMonth reads 01/02/2006, 01-02-2006 or 02.01.2006, whose
+// first number a ends at s[j], the separator. Slash and dash dates are
+// read both month-first and day-first.
+func readNumericDayMonth(s string, a, j int, dr *dateReadings) bool {
+	sep := s[j]
+	b, k, ok := num(s, j+1, 1, 2)
+	if !ok || k >= len(s) || s[k] != sep {
+		return false
+	}
+	y, k, ok := num(s, k+1, 4, 4)
+	if !ok {
+		return false
+	}
+	dr.end = k
+	switch sep {
+	case '/':
+		dr.rd[0], dr.rd[1], dr.n = dateReading{patMDYSlash, y, a, b}, dateReading{patDMYSlash, y, b, a}, 2
+	case '-':
+		dr.rd[0], dr.rd[1], dr.n = dateReading{patMDYDash, y, a, b}, dateReading{patDMYDash, y, b, a}, 2
+	default:
+		dr.rd[0], dr.n = dateReading{patDMYDot, y, b, a}, 1
+	}
+	return true
+}
+
+// readDayMonthName reads 02-Jan-2006 or 2 Jan 2006 (pat says which), whose
+// day d ends at s[j], the separator.
+func readDayMonthName(s string, d, j int, pat datePat, dr *dateReadings, r *dtParse) bool {
+	sep := s[j]
+	mon, k, full, ok := monthName(s, j+1)
+	if !ok || k >= len(s) || s[k] != sep {
+		return false
+	}
+	y, k, ok := num(s, k+1, 4, 4)
+	if !ok {
+		return false
+	}
+	if full {
+		r.shape |= tsFullMonth
+	}
+	dr.rd[0], dr.n, dr.end = dateReading{pat, y, mon, d}, 1, k
+	return true
+}
+
+// readMonthDayYear reads Jan 2, 2006.
+func readMonthDayYear(s string, dr *dateReadings, r *dtParse) bool {
+	mon, k, full, ok := monthName(s, 0)
+	if !ok || k >= len(s) || s[k] != ' ' {
+		return false
+	}
+	d, k, ok := num(s, k+1, 1, 2)
+	if !ok || k+1 >= len(s) || s[k] != ',' || s[k+1] != ' ' {
+		return false
+	}
+	y, k, ok := num(s, k+2, 4, 4)
+	if !ok {
+		return false
+	}
+	if full {
+		r.shape |= tsFullMonth
+	}
+	dr.rd[0], dr.n, dr.end = dateReading{patMonDY, y, mon, d}, 1, k
+	return true
+}
+
+// parseClock reads an optional time of day at s[i:] to the end of s: the
+// 'T' or space before it, hours and minutes, then optional seconds (with
+// a fraction), AM/PM and zone, each read by its own helper.
 func parseClock(s string, i int, r *dtParse) (secOfDay int64, nsec int32, off int64, ok bool) {
 	if i == len(s) {
 		return 0, 0, 0, true
@@ -277,82 +308,15 @@ func parseClock(s string, i int, r *dtParse) (secOfDay int64, nsec int32, off in
 	}
 	sec := 0
 	if j < len(s) && s[j] == ':' {
-		if sec, j, ok = num(s, j+1, 2, 2); !ok || sec > 60 {
+		if sec, nsec, j, ok = readSeconds(s, j+1, r); !ok {
 			return 0, 0, 0, false
 		}
-		r.shape |= tsSec
-		if j < len(s) && (s[j] == '.' || s[j] == ',') {
-			k := j + 1
-			var f, digits int32
-			for k < len(s) && isDigit(s[k]) && digits < 9 {
-				f = f*10 + int32(s[k]-'0')
-				digits++
-				k++
-			}
-			if digits == 0 {
-				return 0, 0, 0, false
-			}
-			for k < len(s) && isDigit(s[k]) { // beyond nanoseconds: dropped
-				k++
-			}
-			for d := digits; d < 9; d++ {
-				f *= 10
-			}
-			nsec, j = f, k
-			r.shape |= tsFrac
-		}
 	}
-	// 12-hour clock: "3:04 PM", "3:04PM".
-	k := j
-	if k < len(s) && s[k] == ' ' {
-		k++
-	}
-	if k+2 <= len(s) && (s[k+1] == 'M' || s[k+1] == 'm') && (s[k] == 'A' || s[k] == 'a' || s[k] == 'P' || s[k] == 'p') {
-		if h < 1 || h > 12 {
-			return 0, 0, 0, false
-		}
-		pm := s[k] == 'P' || s[k] == 'p'
-		h %= 12
-		if pm {
-			h += 12
-		}
-		r.shape |= tsAMPM
-		j = k + 2
-	}
-	if h > 23 {
+	if h, j, ok = readMeridiem(s, j, h, r); !ok || h > 23 {
 		return 0, 0, 0, false
 	}
-	// Zone: "Z", "+07:00", "+0700", "+07", optionally after a space, or " UTC".
 	if j < len(s) {
-		k := j
-		if s[k] == ' ' {
-			k++
-		}
-		switch {
-		case k < len(s) && s[k] == 'Z' && k == j:
-			j = k + 1
-		case k < len(s) && (s[k] == '+' || s[k] == '-'):
-			oh, e, ok := num(s, k+1, 2, 2)
-			if !ok || oh > 23 {
-				return 0, 0, 0, false
-			}
-			om := 0
-			if e < len(s) && s[e] == ':' {
-				e++
-			}
-			if e < len(s) {
-				if om, e, ok = num(s, e, 2, 2); !ok || om > 59 {
-					return 0, 0, 0, false
-				}
-			}
-			off = int64(oh*3600 + om*60)
-			if s[k] == '-' {
-				off = -off
-			}
-			j = e
-		case s[k:] == "UTC" || s[k:] == "GMT":
-			j = len(s)
-		default:
+		if off, j, ok = readZone(s, j); !ok {
 			return 0, 0, 0, false
 		}
 		r.shape |= tsZone
@@ -361,6 +325,102 @@ func parseClock(s string, i int, r *dtParse) (secOfDay int64, nsec int32, off in
 		return 0, 0, 0, false
 	}
 	return int64(h*3600 + m*60 + sec), nsec, off, true
+}
+
+// readSeconds reads the seconds at s[i:] (after the ':') and an optional
+// fraction after '.' or ','.
+func readSeconds(s string, i int, r *dtParse) (sec int, nsec int32, j int, ok bool) {
+	if sec, j, ok = num(s, i, 2, 2); !ok || sec > 60 {
+		return 0, 0, j, false
+	}
+	r.shape |= tsSec
+	if j < len(s) && (s[j] == '.' || s[j] == ',') {
+		if nsec, j, ok = readFraction(s, j+1); !ok {
+			return 0, 0, j, false
+		}
+		r.shape |= tsFrac
+	}
+	return sec, nsec, j, true
+}
+
+// readFraction reads the digits of a fraction of a second at s[i:] as
+// nanoseconds; digits beyond nanoseconds are dropped.
+func readFraction(s string, i int) (nsec int32, j int, ok bool) {
+	k := i
+	var f, digits int32
+	for k < len(s) && isDigit(s[k]) && digits < 9 {
+		f = f*10 + int32(s[k]-'0')
+		digits++
+		k++
+	}
+	if digits == 0 {
+		return 0, k, false
+	}
+	for k < len(s) && isDigit(s[k]) {
+		k++
+	}
+	for d := digits; d < 9; d++ {
+		f *= 10
+	}
+	return f, k, true
+}
+
+// readMeridiem reads an optional AM/PM at s[j:] ("3:04 PM", "3:04PM") and
+// turns the hour h to a 24-hour one; without one, h and j are returned as
+// they are.
+func readMeridiem(s string, j, h int, r *dtParse) (hour, end int, ok bool) {
+	k := j
+	if k < len(s) && s[k] == ' ' {
+		k++
+	}
+	if k+2 > len(s) || (s[k+1] != 'M' && s[k+1] != 'm') || (s[k] != 'A' && s[k] != 'a' && s[k] != 'P' && s[k] != 'p') {
+		return h, j, true
+	}
+	if h < 1 || h > 12 {
+		return h, j, false
+	}
+	pm := s[k] == 'P' || s[k] == 'p'
+	h %= 12
+	if pm {
+		h += 12
+	}
+	r.shape |= tsAMPM
+	return h, k + 2, true
+}
+
+// readZone reads a zone at s[j:]: "Z", "+07:00", "+0700", "+07", optionally
+// after a space, or " UTC"; off is the UTC offset in seconds.
+func readZone(s string, j int) (off int64, end int, ok bool) {
+	k := j
+	if s[k] == ' ' {
+		k++
+	}
+	switch {
+	case k < len(s) && s[k] == 'Z' && k == j:
+		return 0, k + 1, true
+	case k < len(s) && (s[k] == '+' || s[k] == '-'):
+		oh, e, ok := num(s, k+1, 2, 2)
+		if !ok || oh > 23 {
+			return 0, e, false
+		}
+		om := 0
+		if e < len(s) && s[e] == ':' {
+			e++
+		}
+		if e < len(s) {
+			if om, e, ok = num(s, e, 2, 2); !ok || om > 59 {
+				return 0, e, false
+			}
+		}
+		off = int64(oh*3600 + om*60)
+		if s[k] == '-' {
+			off = -off
+		}
+		return off, e, true
+	case s[k:] == "UTC" || s[k:] == "GMT":
+		return 0, len(s), true
+	}
+	return 0, j, false
 }
 
 // num reads between minD and maxD decimal digits at s[i:]; the digit after

@@ -69,6 +69,26 @@ type scanner struct {
 	limit *recordLimiter  // bounds one record; text formats only
 }
 
+// textStream is the reader a text file is read through, after whatever
+// decompression and decoding it needs, and its sniffed start.
+type textStream struct {
+	br   *bufio.Reader
+	head []byte // up to sniffBytes peeked from br
+}
+
+// wrap makes r, a layer over the stream so far, the stream, and peeks at
+// its start.
+func (t *textStream) wrap(r io.Reader) {
+	t.br = bufio.NewReaderSize(r, sniffBytes)
+	t.head, _ = t.br.Peek(sniffBytes)
+}
+
+// truncated reports whether the head is a prefix of a longer stream.
+func (t *textStream) truncated() bool { return len(t.head) == sniffBytes }
+
+// run sniffs the file's format in phases, each deciding or passing on: a
+// binary format by magic number, then compression, then the text encoding,
+// then the text format by extension and content.
 func (sc *scanner) run() error {
 	sp := sc.sp
 	sc.ext = strings.ToLower(filepath.Ext(sp.FileName))
@@ -81,48 +101,72 @@ func (sc *scanner) run() error {
 		return nil
 	}
 	sc.raw = &countingReader{r: sc.file}
-	br := bufio.NewReaderSize(sc.raw, sniffBytes)
-	head, _ := br.Peek(sniffBytes)
-
-	// Binary formats, by magic number first: a Parquet file named .csv is
-	// still a Parquet file, and says so.
-	switch {
-	case bytes.HasPrefix(head, []byte("PAR1")):
-		if sc.ext != ".parquet" && sc.ext != ".pq" {
-			sp.Notes = append(sp.Notes, fmt.Sprintf("the file is Parquet although named %s: read it with pandas.read_parquet", sp.FileName))
-		}
-		return sc.scanParquet()
-	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
-		if sc.ext == ".xlsx" || sc.ext == ".xlsm" || bytes.Contains(head, []byte("xl/")) {
-			return sc.scanExcel()
-		}
-		return fmt.Errorf("%w: %s is a zip archive; unpack it and give the files as samples", ErrUnsupported, sp.FileName)
-	case bytes.HasPrefix(head, []byte("\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")):
-		return fmt.Errorf("%w: %s is a legacy Office file (.xls); save it as .xlsx or CSV", ErrUnsupported, sp.FileName)
-	case sc.ext == ".parquet" || sc.ext == ".pq":
-		return fmt.Errorf("%w: %s is named .parquet but has no Parquet magic number", ErrUnsupported, sp.FileName)
-	case sc.ext == ".xlsx" || sc.ext == ".xlsm":
-		return fmt.Errorf("%w: %s is named %s but is not a zip-based Excel file", ErrUnsupported, sp.FileName, sc.ext)
-	case sc.ext == ".xls":
-		return fmt.Errorf("%w: %s: legacy .xls is not supported; save it as .xlsx or CSV", ErrUnsupported, sp.FileName)
+	ts := &textStream{}
+	ts.wrap(sc.raw)
+	if binary, err := sc.scanBinary(ts.head); binary {
+		return err
 	}
-
-	var r io.Reader = br
-	if bytes.HasPrefix(head, []byte("\x1f\x8b")) {
-		gz, err := gzip.NewReader(br)
+	if bytes.HasPrefix(ts.head, []byte("\x1f\x8b")) {
+		gz, err := gzip.NewReader(ts.br)
 		if err != nil {
 			return fmt.Errorf("%w: gzip: %v", ErrNotText, err)
 		}
 		defer gz.Close()
 		sp.Compression = "gzip"
-		br = bufio.NewReaderSize(gz, sniffBytes)
-		head, _ = br.Peek(sniffBytes)
-		r = br
+		ts.wrap(gz)
 	}
+	sc.decodeUnicode(ts)
+	if err := checkText(ts.head, sp.FileName); err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(ts.head)) == 0 && !ts.truncated() {
+		sp.Format = FormatEmpty
+		sp.Notes = append(sp.Notes, fmt.Sprintf("the file holds no data (%d bytes of whitespace)", sp.SizeBytes))
+		return nil
+	}
+	if sp.Encoding == "utf-8" && !validUTF8Prefix(ts.head, ts.truncated()) {
+		sc.decodeSingleByte(ts)
+	}
+	sc.limit = &recordLimiter{r: ts.br, max: maxRecordBytes, checkUTF8: strings.HasPrefix(sp.Encoding, "utf-8")}
+	return sc.scanTextFormat(ts)
+}
 
-	// Text encodings. UTF-16 has NUL bytes, so it is decided before the binary probe.
-	sp.Encoding = "utf-8"
+// scanBinary scans a binary format, chosen by magic number first: a
+// Parquet file named .csv is still a Parquet file, and says so. A file
+// named as a binary format without its magic number is refused. binary
+// is false for anything else, left to the text formats.
+func (sc *scanner) scanBinary(head []byte) (binary bool, err error) {
+	sp := sc.sp
 	switch {
+	case bytes.HasPrefix(head, []byte("PAR1")):
+		if sc.ext != ".parquet" && sc.ext != ".pq" {
+			sp.Notes = append(sp.Notes, fmt.Sprintf("the file is Parquet although named %s: read it with pandas.read_parquet", sp.FileName))
+		}
+		return true, sc.scanParquet()
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
+		if sc.ext == ".xlsx" || sc.ext == ".xlsm" || bytes.Contains(head, []byte("xl/")) {
+			return true, sc.scanExcel()
+		}
+		return true, fmt.Errorf("%w: %s is a zip archive; unpack it and give the files as samples", ErrUnsupported, sp.FileName)
+	case bytes.HasPrefix(head, []byte("\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")):
+		return true, fmt.Errorf("%w: %s is a legacy Office file (.xls); save it as .xlsx or CSV", ErrUnsupported, sp.FileName)
+	case sc.ext == ".parquet" || sc.ext == ".pq":
+		return true, fmt.Errorf("%w: %s is named .parquet but has no Parquet magic number", ErrUnsupported, sp.FileName)
+	case sc.ext == ".xlsx" || sc.ext == ".xlsm":
+		return true, fmt.Errorf("%w: %s is named %s but is not a zip-based Excel file", ErrUnsupported, sp.FileName, sc.ext)
+	case sc.ext == ".xls":
+		return true, fmt.Errorf("%w: %s: legacy .xls is not supported; save it as .xlsx or CSV", ErrUnsupported, sp.FileName)
+	}
+	return false, nil
+}
+
+// decodeUnicode sets the encoding to UTF-8, or by its byte-order mark to
+// UTF-16 (decoded from here on) or UTF-8 with BOM (the mark skipped).
+// UTF-16 has NUL bytes, so it is decided before the binary probe.
+func (sc *scanner) decodeUnicode(ts *textStream) {
+	sp := sc.sp
+	sp.Encoding = "utf-8"
+	switch head := ts.head; {
 	case bytes.HasPrefix(head, []byte{0xff, 0xfe}) || bytes.HasPrefix(head, []byte{0xfe, 0xff}):
 		if head[0] == 0xff {
 			sp.Encoding = "utf-16le"
@@ -130,47 +174,44 @@ func (sc *scanner) run() error {
 			sp.Encoding = "utf-16be"
 		}
 		dec := unicode.UTF16(unicode.LittleEndian, unicode.ExpectBOM).NewDecoder()
-		br = bufio.NewReaderSize(transform.NewReader(r, dec), sniffBytes)
-		head, _ = br.Peek(sniffBytes)
-		r = br
+		ts.wrap(transform.NewReader(ts.br, dec))
 		sp.Notes = append(sp.Notes, fmt.Sprintf("encoding: %s (pandas: encoding='utf-16')", sp.Encoding))
 	case bytes.HasPrefix(head, []byte{0xef, 0xbb, 0xbf}):
 		sp.Encoding = "utf-8 with BOM"
-		_, _ = br.Discard(3)
-		head = head[3:]
+		_, _ = ts.br.Discard(3)
+		ts.head = head[3:]
 	}
-	if err := checkText(head, sp.FileName); err != nil {
-		return err
-	}
-	if len(bytes.TrimSpace(head)) == 0 && len(head) < sniffBytes {
-		sp.Format = FormatEmpty
-		sp.Notes = append(sp.Notes, fmt.Sprintf("the file holds no data (%d bytes of whitespace)", sp.SizeBytes))
-		return nil
-	}
-	if sp.Encoding == "utf-8" && !validUTF8Prefix(head, len(head) == sniffBytes) {
-		if hasC1(head) {
-			// Bytes 0x80-0x9f are control codes in Latin-1 but letters and
-			// punctuation (€, curly quotes) in Windows-1252, the usual
-			// source of such files; decoded as Latin-1 they would reach
-			// the prompt as invisible control characters. Windows-1252
-			// agrees with Latin-1 on every other byte.
-			sp.Encoding = "cp1252"
-			sp.Notes = append(sp.Notes, "encoding: not UTF-8; bytes 0x80-0x9f present, decoded as Windows-1252 here; pandas: encoding='cp1252'")
-			br = bufio.NewReaderSize(charmap.Windows1252.NewDecoder().Reader(r), sniffBytes)
-		} else {
-			sp.Encoding = "latin-1"
-			sp.Notes = append(sp.Notes, "encoding: not UTF-8; decoded as Latin-1 (ISO-8859-1) here; pandas: encoding='latin-1'")
-			br = bufio.NewReaderSize(&latin1Reader{r: r}, sniffBytes)
-		}
-		head, _ = br.Peek(sniffBytes)
-		r = br
-	}
-	sc.limit = &recordLimiter{r: r, max: maxRecordBytes, checkUTF8: strings.HasPrefix(sp.Encoding, "utf-8")}
+}
 
+// decodeSingleByte decodes text that is not UTF-8 as Windows-1252 or
+// Latin-1 from here on.
+func (sc *scanner) decodeSingleByte(ts *textStream) {
+	sp := sc.sp
+	if hasC1(ts.head) {
+		// Bytes 0x80-0x9f are control codes in Latin-1 but letters and
+		// punctuation (€, curly quotes) in Windows-1252, the usual
+		// source of such files; decoded as Latin-1 they would reach
+		// the prompt as invisible control characters. Windows-1252
+		// agrees with Latin-1 on every other byte.
+		sp.Encoding = "cp1252"
+		sp.Notes = append(sp.Notes, "encoding: not UTF-8; bytes 0x80-0x9f present, decoded as Windows-1252 here; pandas: encoding='cp1252'")
+		ts.wrap(charmap.Windows1252.NewDecoder().Reader(ts.br))
+		return
+	}
+	sp.Encoding = "latin-1"
+	sp.Notes = append(sp.Notes, "encoding: not UTF-8; decoded as Latin-1 (ISO-8859-1) here; pandas: encoding='latin-1'")
+	ts.wrap(&latin1Reader{r: ts.br})
+}
+
+// scanTextFormat scans text as the format its extension names, or else
+// as the format its start looks like: a JSON array, JSON Lines, delimited
+// values, or plain text.
+func (sc *scanner) scanTextFormat(ts *textStream) error {
+	head, truncated := ts.head, ts.truncated()
 	first := firstNonSpace(head)
 	switch sc.ext {
 	case ".csv":
-		d, _ := sniffDelimiter(head, len(head) == sniffBytes, ',')
+		d, _ := sniffDelimiter(head, truncated, ',')
 		return sc.scanCSV(d)
 	case ".tsv", ".tab":
 		return sc.scanCSV('\t')
@@ -179,23 +220,23 @@ func (sc *scanner) run() error {
 			return sc.scanJSONArray()
 		}
 		if first == '{' {
-			if firstLineIsJSON(head, len(head) == sniffBytes) {
+			if firstLineIsJSON(head, truncated) {
 				return sc.scanJSONLines()
 			}
-			sp.Notes = append(sp.Notes, "a single JSON document, not an array of records or JSON Lines: shown as text")
+			sc.sp.Notes = append(sc.sp.Notes, "a single JSON document, not an array of records or JSON Lines: shown as text")
 			return sc.scanText()
 		}
 	case ".jsonl", ".ndjson":
 		return sc.scanJSONLines()
 	}
 	// Unknown extension (or JSON that is not): sniff.
-	if first == '[' && json.Valid(bytes.TrimSpace(head)) || first == '[' && len(head) == sniffBytes {
+	if first == '[' && json.Valid(bytes.TrimSpace(head)) || first == '[' && truncated {
 		return sc.scanJSONArray()
 	}
-	if first == '{' && firstLineIsJSON(head, len(head) == sniffBytes) {
+	if first == '{' && firstLineIsJSON(head, truncated) {
 		return sc.scanJSONLines()
 	}
-	if d, ok := sniffDelimiter(head, len(head) == sniffBytes, 0); ok {
+	if d, ok := sniffDelimiter(head, truncated, 0); ok {
 		return sc.scanCSV(d)
 	}
 	return sc.scanText()
@@ -283,6 +324,14 @@ func firstLineIsJSON(head []byte, truncated bool) bool {
 	return json.Valid(bytes.TrimSpace(head[:i]))
 }
 
+// delimScore is how well one delimiter splits the sniffed lines: the most
+// common number of fields, and the share of lines that have it.
+type delimScore struct {
+	d           rune
+	mode        int
+	consistency float64
+}
+
 // sniffDelimiter picks the delimiter that splits the sniffed lines into the
 // same number (more than one) of fields most consistently, header included.
 // With prefer set (a .csv file), that delimiter wins unless it splits
@@ -293,41 +342,13 @@ func sniffDelimiter(head []byte, truncated bool, prefer rune) (rune, bool) {
 			head = head[:i+1]
 		}
 	}
-	type score struct {
-		d           rune
-		mode        int
-		consistency float64
-	}
-	var best *score
-	var preferred score
+	var best *delimScore
+	var preferred delimScore
 	for _, d := range []rune{',', '\t', ';', '|'} {
-		r := csv.NewReader(bytes.NewReader(head))
-		r.Comma = d
-		r.LazyQuotes = true
-		r.FieldsPerRecord = -1
-		counts := map[int]int{}
-		n := 0
-		for n < 100 {
-			rec, err := r.Read()
-			if err != nil {
-				break
-			}
-			counts[len(rec)]++
-			n++
-		}
-		if truncated && n > 1 {
-			n-- // the last record may be cut by the sniff window; weigh it out
-		}
-		if n == 0 {
+		s, ok := scoreDelimiter(head, truncated, d)
+		if !ok {
 			continue
 		}
-		s := score{d: d}
-		for fields, c := range counts {
-			if c > counts[s.mode] || (c == counts[s.mode] && fields > s.mode) {
-				s.mode = fields
-			}
-		}
-		s.consistency = min(1, float64(counts[s.mode])/float64(n))
 		if d == prefer {
 			preferred = s
 		}
@@ -349,6 +370,39 @@ func sniffDelimiter(head []byte, truncated bool, prefer rune) (rune, bool) {
 		return 0, false
 	}
 	return best.d, true
+}
+
+// scoreDelimiter splits up to 100 records of head by d; ok is false when
+// there is not one record.
+func scoreDelimiter(head []byte, truncated bool, d rune) (s delimScore, ok bool) {
+	r := csv.NewReader(bytes.NewReader(head))
+	r.Comma = d
+	r.LazyQuotes = true
+	r.FieldsPerRecord = -1
+	counts := map[int]int{}
+	n := 0
+	for n < 100 {
+		rec, err := r.Read()
+		if err != nil {
+			break
+		}
+		counts[len(rec)]++
+		n++
+	}
+	if truncated && n > 1 {
+		n-- // the last record may be cut by the sniff window; weigh it out
+	}
+	if n == 0 {
+		return s, false
+	}
+	s.d = d
+	for fields, c := range counts {
+		if c > counts[s.mode] || (c == counts[s.mode] && fields > s.mode) {
+			s.mode = fields
+		}
+	}
+	s.consistency = min(1, float64(counts[s.mode])/float64(n))
+	return s, true
 }
 
 // countingReader counts the bytes read through it.

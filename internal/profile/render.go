@@ -140,100 +140,17 @@ func delimName(d rune) string {
 func (c *ColumnProfile) describe(rows int) string {
 	var b strings.Builder
 	b.WriteString(strconv.Quote(c.Name) + " " + c.typeText() + ": ")
-	if c.Nulls == 0 {
-		fmt.Fprintf(&b, "%s, no nulls", plural(c.Count, "value"))
-	} else {
-		fmt.Fprintf(&b, "%s, %s (%s%%)", plural(c.Count, "value"), plural(c.Nulls, "null"), pct(c.Nulls, rows))
-	}
-	if c.Count > 0 {
-		if c.DistinctExact {
-			fmt.Fprintf(&b, ", %d distinct", c.Distinct)
-		} else {
-			fmt.Fprintf(&b, ", about %d distinct (estimate)", c.Distinct)
-		}
-		switch {
-		case c.IDLike:
-			b.WriteString(" (unique, id-like)")
-		case c.Unique:
-			b.WriteString(" (unique)")
-		}
-	}
-	if n := c.Num; n != nil {
-		lo, hi := fmtFloat(n.Min), fmtFloat(n.Max)
-		if c.Type == TypeInt {
-			lo, hi = strconv.FormatInt(n.IntMin, 10), strconv.FormatInt(n.IntMax, 10)
-		}
-		fmt.Fprintf(&b, "; min %s, max %s, mean %s", lo, hi, fmtFloat(n.Mean))
-		if n.MedianExact {
-			fmt.Fprintf(&b, ", median %s", fmtFloat(n.Median))
-		} else {
-			fmt.Fprintf(&b, ", median about %s (from a uniform sample of %d values)", fmtFloat(n.Median), n.MedianSample)
-		}
-		if c.Count > 1 {
-			fmt.Fprintf(&b, ", std %s", fmtFloat(n.Std))
-		}
-	}
-	if t := c.Time; t != nil {
-		b.WriteString("; ")
-		switch {
-		case len(t.Mixed) > 0:
-			var parts []string
-			for _, m := range t.Mixed {
-				parts = append(parts, fmt.Sprintf("%s x%d", m.Strftime, m.Count))
-			}
-			fmt.Fprintf(&b, "mixed formats: %s; pandas >= 2: format='mixed' (pandas 1.x: no format)", strings.Join(parts, ", "))
-		case t.ISO:
-			fmt.Fprintf(&b, "format %s (ISO 8601)", t.Strftime)
-		default:
-			fmt.Fprintf(&b, "format %s", t.Strftime)
-		}
-		if len(t.Ambiguous) > 0 {
-			alts := make([]string, len(t.Ambiguous))
-			for i, a := range t.Ambiguous {
-				_, alts[i] = layoutStrftime(a)
-			}
-			fmt.Fprintf(&b, " (ambiguous: every value also reads as %s; month-first is pandas' default)", strings.Join(alts, ", "))
-		}
-		if t.Zoned {
-			b.WriteString(", with UTC offsets")
-		}
-		fmt.Fprintf(&b, "; range %s to %s", strconv.Quote(clean(t.Min)), strconv.Quote(clean(t.Max)))
-	}
-	if c.Type == TypeString && len(c.Kinds) > 1 {
-		fmt.Fprintf(&b, "; mixed: %s", kindsText(c))
-		var ex []string
-		for _, ty := range kindTypes {
-			if ty == TypeString {
-				continue
-			}
-			for _, e := range c.Examples[ty] {
-				ex = append(ex, strconv.Quote(clean(e)))
-			}
-		}
-		for _, e := range c.Examples[TypeString] {
-			ex = append(ex, strconv.Quote(clean(e)))
-		}
-		if len(ex) > 0 {
-			fmt.Fprintf(&b, " (e.g. %s)", strings.Join(ex, ", "))
-		}
-	}
+	c.writeCounts(&b, rows)
+	c.writeNumbers(&b)
+	c.writeTimes(&b)
+	c.writeMixed(&b)
 	if c.Nested {
 		b.WriteString("; holds JSON objects or arrays")
 	}
 	if c.DecimalComma {
 		b.WriteString("; numbers written with a decimal comma (pandas: decimal=\",\")")
 	}
-	if len(c.Top) > 0 {
-		parts := make([]string, len(c.Top))
-		for i, v := range c.Top {
-			parts[i] = fmt.Sprintf("%s x%d", strconv.Quote(clean(truncateRunes(v.Value, topValueRunes))), v.Count)
-		}
-		more := ""
-		if c.Distinct > len(c.Top) {
-			more = ", ..."
-		}
-		fmt.Fprintf(&b, "; top %s%s", strings.Join(parts, ", "), more)
-	}
+	c.writeTop(&b)
 	if c.Type == TypeString && c.MaxLen > 0 {
 		if c.MinLen == c.MaxLen {
 			fmt.Fprintf(&b, "; length %d", c.MaxLen)
@@ -242,6 +159,122 @@ func (c *ColumnProfile) describe(rows int) string {
 		}
 	}
 	return b.String()
+}
+
+// writeCounts writes the counts of values, nulls and distinct values.
+func (c *ColumnProfile) writeCounts(b *strings.Builder, rows int) {
+	if c.Nulls == 0 {
+		fmt.Fprintf(b, "%s, no nulls", plural(c.Count, "value"))
+	} else {
+		fmt.Fprintf(b, "%s, %s (%s%%)", plural(c.Count, "value"), plural(c.Nulls, "null"), pct(c.Nulls, rows))
+	}
+	if c.Count == 0 {
+		return
+	}
+	if c.DistinctExact {
+		fmt.Fprintf(b, ", %d distinct", c.Distinct)
+	} else {
+		fmt.Fprintf(b, ", about %d distinct (estimate)", c.Distinct)
+	}
+	switch {
+	case c.IDLike:
+		b.WriteString(" (unique, id-like)")
+	case c.Unique:
+		b.WriteString(" (unique)")
+	}
+}
+
+// writeNumbers writes a numeric column's statistics.
+func (c *ColumnProfile) writeNumbers(b *strings.Builder) {
+	n := c.Num
+	if n == nil {
+		return
+	}
+	lo, hi := fmtFloat(n.Min), fmtFloat(n.Max)
+	if c.Type == TypeInt {
+		lo, hi = strconv.FormatInt(n.IntMin, 10), strconv.FormatInt(n.IntMax, 10)
+	}
+	fmt.Fprintf(b, "; min %s, max %s, mean %s", lo, hi, fmtFloat(n.Mean))
+	if n.MedianExact {
+		fmt.Fprintf(b, ", median %s", fmtFloat(n.Median))
+	} else {
+		fmt.Fprintf(b, ", median about %s (from a uniform sample of %d values)", fmtFloat(n.Median), n.MedianSample)
+	}
+	if c.Count > 1 {
+		fmt.Fprintf(b, ", std %s", fmtFloat(n.Std))
+	}
+}
+
+// writeTimes writes a datetime column's format (or formats) and range.
+func (c *ColumnProfile) writeTimes(b *strings.Builder) {
+	t := c.Time
+	if t == nil {
+		return
+	}
+	b.WriteString("; ")
+	switch {
+	case len(t.Mixed) > 0:
+		var parts []string
+		for _, m := range t.Mixed {
+			parts = append(parts, fmt.Sprintf("%s x%d", m.Strftime, m.Count))
+		}
+		fmt.Fprintf(b, "mixed formats: %s; pandas >= 2: format='mixed' (pandas 1.x: no format)", strings.Join(parts, ", "))
+	case t.ISO:
+		fmt.Fprintf(b, "format %s (ISO 8601)", t.Strftime)
+	default:
+		fmt.Fprintf(b, "format %s", t.Strftime)
+	}
+	if len(t.Ambiguous) > 0 {
+		alts := make([]string, len(t.Ambiguous))
+		for i, a := range t.Ambiguous {
+			_, alts[i] = layoutStrftime(a)
+		}
+		fmt.Fprintf(b, " (ambiguous: every value also reads as %s; month-first is pandas' default)", strings.Join(alts, ", "))
+	}
+	if t.Zoned {
+		b.WriteString(", with UTC offsets")
+	}
+	fmt.Fprintf(b, "; range %s to %s", strconv.Quote(clean(t.Min)), strconv.Quote(clean(t.Max)))
+}
+
+// writeMixed writes the kinds a mixed string column holds, with examples,
+// the other kinds' first.
+func (c *ColumnProfile) writeMixed(b *strings.Builder) {
+	if c.Type != TypeString || len(c.Kinds) <= 1 {
+		return
+	}
+	fmt.Fprintf(b, "; mixed: %s", kindsText(c))
+	var ex []string
+	for _, ty := range kindTypes {
+		if ty == TypeString {
+			continue
+		}
+		for _, e := range c.Examples[ty] {
+			ex = append(ex, strconv.Quote(clean(e)))
+		}
+	}
+	for _, e := range c.Examples[TypeString] {
+		ex = append(ex, strconv.Quote(clean(e)))
+	}
+	if len(ex) > 0 {
+		fmt.Fprintf(b, " (e.g. %s)", strings.Join(ex, ", "))
+	}
+}
+
+// writeTop writes the most common values.
+func (c *ColumnProfile) writeTop(b *strings.Builder) {
+	if len(c.Top) == 0 {
+		return
+	}
+	parts := make([]string, len(c.Top))
+	for i, v := range c.Top {
+		parts[i] = fmt.Sprintf("%s x%d", strconv.Quote(clean(truncateRunes(v.Value, topValueRunes))), v.Count)
+	}
+	more := ""
+	if c.Distinct > len(c.Top) {
+		more = ", ..."
+	}
+	fmt.Fprintf(b, "; top %s%s", strings.Join(parts, ", "), more)
 }
 
 func (c *ColumnProfile) typeText() string {

@@ -44,18 +44,9 @@ func (sc *scanner) scanExcel() error {
 	var t *table
 	truncated := false
 	for rows.Next() && raws.Next() {
-		rec, err := rows.Columns()
+		rec, err := excelRecord(rows, raws)
 		if err != nil {
 			return fmt.Errorf("xlsx sheet %q: %w", sp.Sheet, err)
-		}
-		raw, err := raws.Columns(excelize.Options{RawCellValue: true})
-		if err != nil {
-			return fmt.Errorf("xlsx sheet %q: %w", sp.Sheet, err)
-		}
-		for i := range rec {
-			if i < len(raw) {
-				rec[i] = excelCell(raw[i], rec[i])
-			}
 		}
 		if t == nil {
 			if len(rec) == 0 {
@@ -73,16 +64,7 @@ func (sc *scanner) scanExcel() error {
 				return err
 			}
 		}
-		if len(rec) > len(t.cols) {
-			// Cells right of the header: pandas names them "Unnamed: n".
-			for i := len(t.cols); i < len(rec); i++ {
-				t.addColumn(fmt.Sprintf("Unnamed: %d", i))
-			}
-		}
-		for len(rec) < len(t.cols) {
-			rec = append(rec, "") // trailing empty cells are left out of a row
-		}
-		t.textRow(rec)
+		t.excelRow(rec)
 	}
 	if err := rows.Error(); err != nil {
 		return fmt.Errorf("xlsx sheet %q: %w", sp.Sheet, err)
@@ -95,6 +77,41 @@ func (sc *scanner) scanExcel() error {
 	sc.raw.n = sp.SizeBytes
 	t.finish(truncated)
 	return nil
+}
+
+// excelRecord reads the current row of a sheet from its two readers, rows
+// (cells as formatted) and raws (raw cell values), each cell as excelCell
+// chooses.
+func excelRecord(rows, raws *excelize.Rows) ([]string, error) {
+	rec, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := raws.Columns(excelize.Options{RawCellValue: true})
+	if err != nil {
+		return nil, err
+	}
+	for i := range rec {
+		if i < len(raw) {
+			rec[i] = excelCell(raw[i], rec[i])
+		}
+	}
+	return rec, nil
+}
+
+// excelRow adds a row below the header, widening the table for cells
+// right of it and filling in trailing empty cells.
+func (t *table) excelRow(rec []string) {
+	if len(rec) > len(t.cols) {
+		// Cells right of the header: pandas names them "Unnamed: n".
+		for i := len(t.cols); i < len(rec); i++ {
+			t.addColumn(fmt.Sprintf("Unnamed: %d", i))
+		}
+	}
+	for len(rec) < len(t.cols) {
+		rec = append(rec, "") // trailing empty cells are left out of a row
+	}
+	t.textRow(rec)
 }
 
 // excelCell chooses between a cell's stored and displayed text: booleans

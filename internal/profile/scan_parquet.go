@@ -38,7 +38,37 @@ func (sc *scanner) scanParquet() error {
 	if err != nil {
 		return fmt.Errorf("parquet: %w", err)
 	}
-	schema := pf.Schema()
+	names, cols, err := parquetColumns(pf.Schema())
+	if err != nil {
+		return err
+	}
+	t := sc.newTable(names)
+	total := pf.NumRows()
+	pr := &pqRows{t: t, cols: cols, lists: make([][]string, len(cols)), gen: make([]int, len(cols))}
+	buf := make([]parquet.Row, parquetRowBatch)
+	truncated := false
+	for _, rg := range pf.RowGroups() {
+		if truncated, err = sc.readRowGroup(rg, pr, buf); err != nil {
+			return err
+		}
+		if truncated {
+			break
+		}
+	}
+	sc.raw.n = sp.SizeBytes
+	if total > 0 && truncated {
+		sc.raw.n = int64(float64(sp.SizeBytes) * float64(t.rows) / float64(total))
+	}
+	t.finish(truncated)
+	if truncated {
+		sp.Notes = append(sp.Notes, fmt.Sprintf("the file has %d rows in all", total))
+	}
+	return nil
+}
+
+// parquetColumns names the schema's leaf columns as pandas does and says
+// how to read each.
+func parquetColumns(schema *parquet.Schema) ([]string, []pqColumn, error) {
 	paths := schema.Columns()
 	names := make([]string, len(paths))
 	cols := make([]pqColumn, len(paths))
@@ -46,7 +76,7 @@ func (sc *scanner) scanParquet() error {
 		names[i] = parquetName(p)
 		leaf, ok := schema.Lookup(p...)
 		if !ok {
-			return fmt.Errorf("parquet: column %s not in schema", names[i])
+			return nil, nil, fmt.Errorf("parquet: column %s not in schema", names[i])
 		}
 		typ := leaf.Node.Type()
 		c := pqColumn{kind: typ.Kind(), repeated: leaf.MaxRepetitionLevel > 0}
@@ -61,83 +91,81 @@ func (sc *scanner) scanParquet() error {
 		}
 		cols[i] = c
 	}
-	t := sc.newTable(names)
-	total := pf.NumRows()
-	buf := make([]parquet.Row, parquetRowBatch)
-	lists := make([][]string, len(cols))
-	gen := make([]int, len(cols))
-	g := 0
-	truncated := false
-scan:
-	for _, rg := range pf.RowGroups() {
-		rows := rg.Rows()
-		for {
-			n, err := rows.ReadRows(buf)
-			for _, row := range buf[:n] {
-				if t.full() {
-					truncated = true
-					break
-				}
-				if t.rows%ctxCheckRows == 0 {
-					if err := sc.ctx.Err(); err != nil {
-						rows.Close()
-						return err
-					}
-				}
-				g++
-				for _, v := range row {
-					ci := v.Column()
-					if ci < 0 || ci >= len(cols) {
-						continue
-					}
-					if cols[ci].repeated {
-						if gen[ci] != g {
-							gen[ci], lists[ci] = g, lists[ci][:0]
-						}
-						if !v.IsNull() {
-							lists[ci] = append(lists[ci], cols[ci].text(v))
-						}
-						continue
-					}
-					gen[ci] = g
-					t.cells[ci] = cols[ci].add(t.cols[ci], v)
-				}
-				for ci := range cols {
-					switch {
-					case gen[ci] != g:
-						t.cols[ci].addNull()
-						t.cells[ci] = ""
-					case cols[ci].repeated:
-						s := "[" + strings.Join(lists[ci], ", ") + "]"
-						t.cols[ci].addNested(s)
-						t.cells[ci] = s
-					}
-				}
-				t.endRow(t.cells)
+	return names, cols, nil
+}
+
+// readRowGroup feeds one row group's rows to the table, a batch at a time,
+// until the group ends or the table is full (truncated).
+func (sc *scanner) readRowGroup(rg parquet.RowGroup, pr *pqRows, buf []parquet.Row) (truncated bool, err error) {
+	rows := rg.Rows()
+	defer rows.Close()
+	for {
+		n, err := rows.ReadRows(buf)
+		for _, row := range buf[:n] {
+			if pr.t.full() {
+				return true, nil
 			}
-			if truncated {
-				rows.Close()
-				break scan
+			if pr.t.rows%ctxCheckRows == 0 {
+				if err := sc.ctx.Err(); err != nil {
+					return false, err
+				}
 			}
-			if errors.Is(err, io.EOF) || (err == nil && n == 0) {
-				break
-			}
-			if err != nil {
-				rows.Close()
-				return fmt.Errorf("parquet: %w", err)
-			}
+			pr.add(row)
 		}
-		rows.Close()
+		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("parquet: %w", err)
+		}
 	}
-	sc.raw.n = sp.SizeBytes
-	if total > 0 && truncated {
-		sc.raw.n = int64(float64(sp.SizeBytes) * float64(t.rows) / float64(total))
+}
+
+// pqRows turns parquet-go's rows, flat lists of leaf values, into table
+// rows: a repeated leaf's values are gathered into one list cell, and a
+// column without a value in a row is null there.
+type pqRows struct {
+	t     *table
+	cols  []pqColumn
+	lists [][]string // each repeated column's values in the current row
+	gen   []int      // the row each column last had a value in
+	g     int        // the current row's number
+}
+
+// add feeds one row to the table.
+func (p *pqRows) add(row parquet.Row) {
+	t, cols := p.t, p.cols
+	p.g++
+	g := p.g
+	for _, v := range row {
+		ci := v.Column()
+		if ci < 0 || ci >= len(cols) {
+			continue
+		}
+		if cols[ci].repeated {
+			if p.gen[ci] != g {
+				p.gen[ci], p.lists[ci] = g, p.lists[ci][:0]
+			}
+			if !v.IsNull() {
+				p.lists[ci] = append(p.lists[ci], cols[ci].text(v))
+			}
+			continue
+		}
+		p.gen[ci] = g
+		t.cells[ci] = cols[ci].add(t.cols[ci], v)
 	}
-	t.finish(truncated)
-	if truncated {
-		sp.Notes = append(sp.Notes, fmt.Sprintf("the file has %d rows in all", total))
+	for ci := range cols {
+		switch {
+		case p.gen[ci] != g:
+			t.cols[ci].addNull()
+			t.cells[ci] = ""
+		case cols[ci].repeated:
+			s := "[" + strings.Join(p.lists[ci], ", ") + "]"
+			t.cols[ci].addNested(s)
+			t.cells[ci] = s
+		}
 	}
-	return nil
+	t.endRow(t.cells)
 }
 
 // parquetName is the column name pandas gives a leaf: a LIST column is
@@ -161,65 +189,12 @@ func (c *pqColumn) add(col *colAcc, v parquet.Value) string {
 		s := strconv.FormatBool(v.Boolean())
 		col.addBool(s)
 		return s
-	case parquet.Int32, parquet.Int64:
-		var n int64
-		if c.kind == parquet.Int32 {
-			n = int64(v.Int32())
-		} else {
-			n = v.Int64()
-		}
-		switch lt := c.logical.(type) {
-		case *format.DateType:
-			at := instant{sec: n * 86400}
-			s := time.Unix(at.sec, 0).UTC().Format("2006-01-02")
-			col.addDate(at, s)
-			return s
-		case *format.TimestampType:
-			at := unitInstant(n, lt.Unit.Value)
-			s := formatInstant(at, lt.IsAdjustedToUTC)
-			col.addTime(at, s, lt.IsAdjustedToUTC)
-			return s
-		case *format.DecimalType:
-			s := decimalText(big.NewInt(n), c.scale)
-			f, _ := strconv.ParseFloat(s, 64)
-			col.addFloat(f, s)
-			return s
-		case *format.TimeType:
-			s := strconv.FormatInt(n, 10)
-			col.addString(s)
-			return s
-		}
-		if c.hasConv {
-			switch c.conv {
-			case deprecated.Date:
-				at := instant{sec: n * 86400}
-				s := time.Unix(at.sec, 0).UTC().Format("2006-01-02")
-				col.addDate(at, s)
-				return s
-			case deprecated.TimestampMillis, deprecated.TimestampMicros:
-				var at instant
-				if c.conv == deprecated.TimestampMillis {
-					at = unitInstant(n, &format.MilliSeconds{})
-				} else {
-					at = unitInstant(n, &format.MicroSeconds{})
-				}
-				s := formatInstant(at, true)
-				col.addTime(at, s, true)
-				return s
-			}
-		}
-		s := strconv.FormatInt(n, 10)
-		col.addInt(n, s)
-		return s
+	case parquet.Int32:
+		return c.addInt(col, int64(v.Int32()))
+	case parquet.Int64:
+		return c.addInt(col, v.Int64())
 	case parquet.Int96:
-		// Legacy timestamps: nanoseconds of the day, then the Julian day.
-		x := v.Int96()
-		nanos := int64(x[1])<<32 | int64(x[0])
-		days := int64(x[2]) - 2440588
-		at := instant{sec: days*86400 + nanos/1e9, nsec: int32(nanos % 1e9)}
-		s := formatInstant(at, false)
-		col.addTime(at, s, false)
-		return s
+		return addInt96(col, v.Int96())
 	case parquet.Float:
 		f := v.Float()
 		s := strconv.FormatFloat(float64(f), 'g', -1, 32)
@@ -231,8 +206,73 @@ func (c *pqColumn) add(col *colAcc, v parquet.Value) string {
 		col.addFloat(f, s)
 		return s
 	}
-	// Byte arrays.
-	b := v.ByteArray()
+	return c.addBytes(col, v.ByteArray())
+}
+
+// addInt feeds an INT32 or INT64 value, read by its logical annotation,
+// else by its legacy converted type, else as an integer.
+func (c *pqColumn) addInt(col *colAcc, n int64) string {
+	switch lt := c.logical.(type) {
+	case *format.DateType:
+		return addDays(col, n)
+	case *format.TimestampType:
+		at := unitInstant(n, lt.Unit.Value)
+		s := formatInstant(at, lt.IsAdjustedToUTC)
+		col.addTime(at, s, lt.IsAdjustedToUTC)
+		return s
+	case *format.DecimalType:
+		s := decimalText(big.NewInt(n), c.scale)
+		f, _ := strconv.ParseFloat(s, 64)
+		col.addFloat(f, s)
+		return s
+	case *format.TimeType:
+		s := strconv.FormatInt(n, 10)
+		col.addString(s)
+		return s
+	}
+	if c.hasConv {
+		switch c.conv {
+		case deprecated.Date:
+			return addDays(col, n)
+		case deprecated.TimestampMillis, deprecated.TimestampMicros:
+			var at instant
+			if c.conv == deprecated.TimestampMillis {
+				at = unitInstant(n, &format.MilliSeconds{})
+			} else {
+				at = unitInstant(n, &format.MicroSeconds{})
+			}
+			s := formatInstant(at, true)
+			col.addTime(at, s, true)
+			return s
+		}
+	}
+	s := strconv.FormatInt(n, 10)
+	col.addInt(n, s)
+	return s
+}
+
+// addDays feeds a date given as days since 1970-01-01.
+func addDays(col *colAcc, n int64) string {
+	at := instant{sec: n * 86400}
+	s := time.Unix(at.sec, 0).UTC().Format("2006-01-02")
+	col.addDate(at, s)
+	return s
+}
+
+// addInt96 feeds a legacy timestamp: nanoseconds of the day, then the
+// Julian day.
+func addInt96(col *colAcc, x deprecated.Int96) string {
+	nanos := int64(x[1])<<32 | int64(x[0])
+	days := int64(x[2]) - 2440588
+	at := instant{sec: days*86400 + nanos/1e9, nsec: int32(nanos % 1e9)}
+	s := formatInstant(at, false)
+	col.addTime(at, s, false)
+	return s
+}
+
+// addBytes feeds a byte array: a decimal, a UUID, JSON, text, or else
+// the hex of its start.
+func (c *pqColumn) addBytes(col *colAcc, b []byte) string {
 	switch c.logical.(type) {
 	case *format.DecimalType:
 		s := decimalText(new(big.Int).SetBytes(twosComplement(b)), c.scale)

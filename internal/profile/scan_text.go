@@ -79,50 +79,9 @@ type rowBatch struct {
 // results do not depend on timing. It returns whether rows remain past
 // the caps.
 func (t *table) pipeline(next func() ([]string, error)) (truncated bool, err error) {
-	n := len(t.cols)
-	workers := max(1, min(n, runtime.GOMAXPROCS(0), 4))
-	free := make(chan *rowBatch, batchesAlive)
-	for range batchesAlive {
-		free <- &rowBatch{recs: make([][]string, 0, batchRows), hashes: make([]uint64, 0, batchRows*n)}
-	}
-	fulls := make([]chan *rowBatch, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		fulls[w] = make(chan *rowBatch, batchesAlive)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := range fulls[w] {
-				for i, rec := range b.recs {
-					hs := b.hashes[i*n : (i+1)*n]
-					for j := w; j < n; j += workers {
-						if j < len(rec) {
-							t.cols[j].addText(rec[j], hs[j])
-						} else {
-							t.cols[j].addNull()
-						}
-					}
-				}
-				if b.pending.Add(-1) == 0 {
-					free <- b
-				}
-			}
-		}()
-	}
-	send := func(b *rowBatch) {
-		b.pending.Store(int32(workers))
-		for _, c := range fulls {
-			c <- b
-		}
-	}
-	defer func() {
-		for _, c := range fulls {
-			close(c)
-		}
-		wg.Wait()
-	}()
-	b := <-free
-	b.recs, b.hashes = b.recs[:0], b.hashes[:0]
+	cw := t.startColumnWorkers()
+	defer cw.stop()
+	b := cw.take()
 	for {
 		if t.full() {
 			_, err := next()
@@ -141,34 +100,112 @@ func (t *table) pipeline(next func() ([]string, error)) (truncated bool, err err
 		if err != nil {
 			return false, fmt.Errorf("row %d: %w", t.rows+1, err)
 		}
-		switch {
-		case len(rec) < n:
-			t.shortRows++
-		case len(rec) > n:
-			t.longRows++
-			rec = rec[:n]
-		}
-		rh := uint64(len(rec))
-		for _, s := range rec {
-			h := xxhash.Sum64String(s)
-			rh = mixRowHash(rh, h)
-			b.hashes = append(b.hashes, h)
-		}
-		for j := len(rec); j < n; j++ {
-			b.hashes = append(b.hashes, 0)
-		}
-		b.recs = append(b.recs, rec)
-		t.addRow(rh, rec)
+		t.batchRow(b, rec)
 		if len(b.recs) == batchRows {
-			send(b)
-			b = <-free
-			b.recs, b.hashes = b.recs[:0], b.hashes[:0]
+			cw.send(b)
+			b = cw.take()
 		}
 	}
 	if len(b.recs) > 0 {
-		send(b)
+		cw.send(b)
 	}
 	return truncated, nil
+}
+
+// batchRow counts a ragged row and cuts one too long to the table's
+// columns, hashes its cells and the row into b, and offers the row to
+// the sample.
+func (t *table) batchRow(b *rowBatch, rec []string) {
+	n := len(t.cols)
+	switch {
+	case len(rec) < n:
+		t.shortRows++
+	case len(rec) > n:
+		t.longRows++
+		rec = rec[:n]
+	}
+	rh := uint64(len(rec))
+	for _, s := range rec {
+		h := xxhash.Sum64String(s)
+		rh = mixRowHash(rh, h)
+		b.hashes = append(b.hashes, h)
+	}
+	for j := len(rec); j < n; j++ {
+		b.hashes = append(b.hashes, 0)
+	}
+	b.recs = append(b.recs, rec)
+	t.addRow(rh, rec)
+}
+
+// colWorkers are the column workers of a pipeline: worker w feeds columns
+// w, w+workers, ... of every batch sent, and the last worker done with a
+// batch hands it back for reuse.
+type colWorkers struct {
+	t       *table
+	workers int
+	free    chan *rowBatch   // batches ready to fill
+	fulls   []chan *rowBatch // one per worker: batches to feed
+	wg      sync.WaitGroup
+}
+
+func (t *table) startColumnWorkers() *colWorkers {
+	n := len(t.cols)
+	workers := max(1, min(n, runtime.GOMAXPROCS(0), 4))
+	cw := &colWorkers{t: t, workers: workers, free: make(chan *rowBatch, batchesAlive), fulls: make([]chan *rowBatch, workers)}
+	for range batchesAlive {
+		cw.free <- &rowBatch{recs: make([][]string, 0, batchRows), hashes: make([]uint64, 0, batchRows*n)}
+	}
+	for w := range workers {
+		cw.fulls[w] = make(chan *rowBatch, batchesAlive)
+		cw.wg.Add(1)
+		go cw.work(w)
+	}
+	return cw
+}
+
+// work is worker w's loop, until its channel is closed.
+func (cw *colWorkers) work(w int) {
+	defer cw.wg.Done()
+	cols := cw.t.cols
+	n := len(cols)
+	for b := range cw.fulls[w] {
+		for i, rec := range b.recs {
+			hs := b.hashes[i*n : (i+1)*n]
+			for j := w; j < n; j += cw.workers {
+				if j < len(rec) {
+					cols[j].addText(rec[j], hs[j])
+				} else {
+					cols[j].addNull()
+				}
+			}
+		}
+		if b.pending.Add(-1) == 0 {
+			cw.free <- b
+		}
+	}
+}
+
+// take waits for a free batch and empties it.
+func (cw *colWorkers) take() *rowBatch {
+	b := <-cw.free
+	b.recs, b.hashes = b.recs[:0], b.hashes[:0]
+	return b
+}
+
+// send hands b to every worker.
+func (cw *colWorkers) send(b *rowBatch) {
+	b.pending.Store(int32(cw.workers))
+	for _, c := range cw.fulls {
+		c <- b
+	}
+}
+
+// stop lets the workers finish what was sent and waits for them.
+func (cw *colWorkers) stop() {
+	for _, c := range cw.fulls {
+		close(c)
+	}
+	cw.wg.Wait()
 }
 
 // scanText is the fallback for anything that is text but not a table: line

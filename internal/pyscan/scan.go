@@ -21,96 +21,140 @@ type stmt struct {
 // comments, backslash continuations and ';'. It never fails: unterminated
 // strings or brackets run to the end of the input.
 func scan(src string) ([]stmt, []LineKind) {
-	nlines := strings.Count(src, "\n") + 1
-	cont := make([]bool, nlines) // the line continues an earlier logical line
-	var (
-		stmts []stmt
-		cur   strings.Builder
-		strs  []string
-		depth int
-		line  int
-	)
-	emit := func() {
-		if t := strings.TrimSpace(cur.String()); t != "" {
-			stmts = append(stmts, stmt{text: t, strs: strs})
-		}
-		cur.Reset()
-		strs = nil
+	lx := &lexer{src: src, nlines: strings.Count(src, "\n") + 1}
+	lx.cont = make([]bool, lx.nlines)
+	for lx.i < len(src) {
+		lx.step()
 	}
-	newline := func(continued bool) {
-		line++
-		if line < nlines {
-			cont[line] = continued
-		}
-	}
-	for i := 0; i < len(src); {
-		c := src[i]
-		switch {
-		case c == '#':
-			for i < len(src) && src[i] != '\n' {
-				i++
-			}
-		case c == '\\' && strings.HasPrefix(src[i+1:], "\n"):
-			i += 2
-			newline(true)
-			cur.WriteByte(' ')
-		case c == '\\' && strings.HasPrefix(src[i+1:], "\r\n"):
-			i += 3
-			newline(true)
-			cur.WriteByte(' ')
-		case c == '\n':
-			i++
-			if depth > 0 {
-				newline(true)
-				cur.WriteByte(' ')
-			} else {
-				emit()
-				newline(false)
-			}
-		case c == '\r' || c == '\t':
-			i++
-			cur.WriteByte(' ')
-		case c == ';' && depth == 0:
-			i++
-			emit()
-		case c == '(' || c == '[' || c == '{':
-			depth++
-			i++
-			cur.WriteByte(c)
-		case c == ')' || c == ']' || c == '}':
-			if depth > 0 {
-				depth--
-			}
-			i++
-			cur.WriteByte(c)
-		case c == '"' || c == '\'':
-			var lit string
-			lit, i = scanString(src, i, newline)
-			cur.WriteString("\x00" + strconv.Itoa(len(strs)) + "\x00")
-			strs = append(strs, lit)
-		case isIdentByte(c) && !isDigit(c):
-			j := i
-			for j < len(src) && isIdentByte(src[j]) {
-				j++
-			}
-			// A string prefix (r, b, f, u, rb, ...) directly before a quote
-			// starts a literal; any other identifier is copied as is.
-			if j < len(src) && (src[j] == '"' || src[j] == '\'') && isStringPrefix(src[i:j]) {
-				var lit string
-				lit, i = scanString(src, j, newline)
-				cur.WriteString("\x00" + strconv.Itoa(len(strs)) + "\x00")
-				strs = append(strs, lit)
-				continue
-			}
-			cur.WriteString(src[i:j])
-			i = j
-		default:
-			cur.WriteByte(c)
-			i++
-		}
-	}
-	emit()
+	lx.emit()
+	return lx.stmts, lineKinds(src, lx.cont)
+}
 
+// lexer is scan's state while it walks src.
+type lexer struct {
+	src    string
+	i      int // the next byte to read
+	nlines int
+	cont   []bool // per physical line: it continues an earlier logical line
+	line   int    // the current physical line
+	depth  int    // open brackets
+	cur    strings.Builder
+	strs   []string // the current logical line's string literals
+	stmts  []stmt
+}
+
+// emit ends the current logical line.
+func (lx *lexer) emit() {
+	if t := strings.TrimSpace(lx.cur.String()); t != "" {
+		lx.stmts = append(lx.stmts, stmt{text: t, strs: lx.strs})
+	}
+	lx.cur.Reset()
+	lx.strs = nil
+}
+
+// newline moves to the next physical line, which continued says
+// continues the current logical line.
+func (lx *lexer) newline(continued bool) {
+	lx.line++
+	if lx.line < lx.nlines {
+		lx.cont[lx.line] = continued
+	}
+}
+
+// step reads one token at src[i]: a comment, a line break (escaped or
+// not), a bracket, a ';', a string literal, an identifier, or one byte.
+func (lx *lexer) step() {
+	src, i := lx.src, lx.i
+	c := src[i]
+	switch {
+	case c == '#':
+		for i < len(src) && src[i] != '\n' {
+			i++
+		}
+		lx.i = i
+	case c == '\\' && strings.HasPrefix(src[i+1:], "\n"):
+		lx.i += 2
+		lx.newline(true)
+		lx.cur.WriteByte(' ')
+	case c == '\\' && strings.HasPrefix(src[i+1:], "\r\n"):
+		lx.i += 3
+		lx.newline(true)
+		lx.cur.WriteByte(' ')
+	case c == '\n':
+		lx.i++
+		lx.lineBreak()
+	case c == '\r' || c == '\t':
+		lx.i++
+		lx.cur.WriteByte(' ')
+	case c == ';' && lx.depth == 0:
+		lx.i++
+		lx.emit()
+	case strings.IndexByte("([{)]}", c) >= 0:
+		lx.bracket(c)
+	case c == '"' || c == '\'':
+		lx.stringLiteral(i)
+	case isIdentByte(c) && !isDigit(c):
+		lx.identifier()
+	default:
+		lx.cur.WriteByte(c)
+		lx.i++
+	}
+}
+
+// bracket copies a bracket and counts it open or closed; a stray closing
+// one does not count.
+func (lx *lexer) bracket(c byte) {
+	switch c {
+	case '(', '[', '{':
+		lx.depth++
+	default:
+		if lx.depth > 0 {
+			lx.depth--
+		}
+	}
+	lx.i++
+	lx.cur.WriteByte(c)
+}
+
+// lineBreak ends the logical line, unless brackets are open.
+func (lx *lexer) lineBreak() {
+	if lx.depth > 0 {
+		lx.newline(true)
+		lx.cur.WriteByte(' ')
+		return
+	}
+	lx.emit()
+	lx.newline(false)
+}
+
+// stringLiteral reads the literal whose opening quote is at src[q] and
+// writes its placeholder.
+func (lx *lexer) stringLiteral(q int) {
+	var lit string
+	lit, lx.i = scanString(lx.src, q, lx.newline)
+	lx.cur.WriteString("\x00" + strconv.Itoa(len(lx.strs)) + "\x00")
+	lx.strs = append(lx.strs, lit)
+}
+
+// identifier copies an identifier, or reads a literal when it is a string
+// prefix (r, b, f, u, rb, ...) directly before a quote.
+func (lx *lexer) identifier() {
+	src, i := lx.src, lx.i
+	j := i
+	for j < len(src) && isIdentByte(src[j]) {
+		j++
+	}
+	if j < len(src) && (src[j] == '"' || src[j] == '\'') && isStringPrefix(src[i:j]) {
+		lx.stringLiteral(j)
+		return
+	}
+	lx.cur.WriteString(src[i:j])
+	lx.i = j
+}
+
+// lineKinds classifies the physical lines of src; cont marks those that
+// continue a logical line.
+func lineKinds(src string, cont []bool) []LineKind {
 	lines := strings.Split(src, "\n")
 	kinds := make([]LineKind, len(lines))
 	for n, l := range lines {
@@ -124,7 +168,7 @@ func scan(src string) ([]stmt, []LineKind) {
 			kinds[n] = Statement
 		}
 	}
-	return stmts, kinds
+	return kinds
 }
 
 // scanString reads the string literal whose opening quote is at src[i] and

@@ -165,7 +165,28 @@ func ParseQuantity(s string) (int64, error) {
 
 // Validate checks the spec and returns the first problem as a *FieldError.
 // It does not touch the filesystem: the CLI checks that sample paths exist.
+// The checks run in the order of the spec's fields.
 func (s *JobSpec) Validate() error {
+	o := &s.Options
+	checks := []func() error{
+		s.validateTask,
+		s.validateParameters,
+		s.validateOutputs,
+		o.validateLimits,
+		o.validateChoices,
+		o.validateRun,
+		o.validateBasePackages,
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateTask checks the prompt, the name and the constraints.
+func (s *JobSpec) validateTask() error {
 	if strings.TrimSpace(s.Prompt) == "" {
 		return &FieldError{"prompt", "is required"}
 	}
@@ -177,6 +198,12 @@ func (s *JobSpec) Validate() error {
 			return &FieldError{fmt.Sprintf("constraints[%d]", i), "is empty"}
 		}
 	}
+	return nil
+}
+
+// validateParameters checks samples and inputs, which become the script's
+// parameters: each a Python identifier, no name used twice.
+func (s *JobSpec) validateParameters() error {
 	seen := map[string]string{}
 	check := func(kind, name string) error {
 		field := kind + "." + name
@@ -205,6 +232,11 @@ func (s *JobSpec) Validate() error {
 			return &FieldError{"inputs." + name, fmt.Sprintf("unsupported type %q (want one of %s)", s.Inputs[name], typeList(InputTypes))}
 		}
 	}
+	return nil
+}
+
+// validateOutputs checks the outputs' names and types.
+func (s *JobSpec) validateOutputs() error {
 	for _, name := range sortedKeys(s.Outputs) {
 		if !identRe.MatchString(name) {
 			return &FieldError{"outputs." + name, "must be a Python identifier"}
@@ -213,7 +245,11 @@ func (s *JobSpec) Validate() error {
 			return &FieldError{"outputs." + name, fmt.Sprintf("unsupported type %q (want one of %s)", s.Outputs[name], typeList(OutputTypes))}
 		}
 	}
-	o := s.Options
+	return nil
+}
+
+// validateLimits checks the numeric limits on the job's work.
+func (o *Options) validateLimits() error {
 	if o.MaxIterations < 0 {
 		return &FieldError{"options.max_iterations", "must not be negative"}
 	}
@@ -229,6 +265,11 @@ func (s *JobSpec) Validate() error {
 	if o.TokenBudget < 0 {
 		return &FieldError{"options.token_budget", "must not be negative"}
 	}
+	return nil
+}
+
+// validateChoices checks the options that take one of a few values.
+func (o *Options) validateChoices() error {
 	switch o.Cache {
 	case "", CacheAuto, CacheOverride, CacheDisable:
 	default:
@@ -239,6 +280,11 @@ func (s *JobSpec) Validate() error {
 	default:
 		return &FieldError{"options.backend", fmt.Sprintf("unsupported value %q (want pipeline or agent)", o.Backend)}
 	}
+	return nil
+}
+
+// validateRun checks the timeout and resources of a test run.
+func (o *Options) validateRun() error {
 	if o.Timeout < 0 {
 		return &FieldError{"options.timeout", "must not be negative"}
 	}
@@ -257,6 +303,11 @@ func (s *JobSpec) Validate() error {
 			return &FieldError{"options.resources.memory", "must be at least 16Mi"}
 		}
 	}
+	return nil
+}
+
+// validateBasePackages checks that every base package is a package name.
+func (o *Options) validateBasePackages() error {
 	for i, p := range o.BasePackages {
 		if !PackageNameRe.MatchString(p) {
 			return &FieldError{fmt.Sprintf("options.base_packages[%d]", i), fmt.Sprintf("%q is not a package name", p)}
