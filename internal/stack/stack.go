@@ -164,7 +164,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if o.LLMWorker || o.SandboxWorker {
 		st.Cache = o.Cache
 		if st.Cache == nil {
-			st.Cache, err = OpenCache(ctx, cfg)
+			st.Cache, err = OpenCache(ctx, cfg, log.With("component", "cache"), o.Registry)
 			if err != nil {
 				return nil, err
 			}
@@ -250,15 +250,6 @@ func (st *Stack) Close() error {
 	}
 	st.closers = nil
 	return st.err
-}
-
-// OpenCache opens the Redis cache when AUTOCODER_REDIS_URL is set, else the
-// embedded cache under the state dir.
-func OpenCache(ctx context.Context, cfg config.Config) (cache.Cache, error) {
-	if cfg.RedisURL != "" {
-		return cache.OpenRedis(ctx, cfg.RedisURL)
-	}
-	return cache.OpenDir(filepath.Join(cfg.StateDir, "cache"))
 }
 
 // OpenBackend opens the sandbox backend the configuration asks for
