@@ -140,6 +140,11 @@ func (e *FieldError) Error() string {
 
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// ValidName reports whether name is the kind of name Validate accepts for
+// samples, inputs and outputs: a Python identifier. Whoever reads names
+// back from a result (and makes files of them) checks them with it.
+func ValidName(name string) bool { return identRe.MatchString(name) }
+
 // pythonReserved are names that cannot be argparse destinations or function parameters.
 var pythonReserved = map[string]bool{
 	"False": true, "None": true, "True": true, "and": true, "as": true, "assert": true, "async": true,
