@@ -131,11 +131,15 @@ type FieldError struct {
 	Msg   string
 }
 
+// Error names the field and says what is wrong, safe to print: a field
+// whose name holds characters that do not print is quoted, and control
+// characters in the message are escaped (see Printable), since both may
+// come from a job file.
 func (e *FieldError) Error() string {
 	if e.Field == "" {
-		return e.Msg
+		return Printable(e.Msg)
 	}
-	return e.Field + ": " + e.Msg
+	return QuoteName(e.Field) + ": " + Printable(e.Msg)
 }
 
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
