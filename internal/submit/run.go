@@ -245,7 +245,7 @@ func typeList(m map[string]messages.Type) string {
 	}
 	var out []string
 	for _, k := range sortedKeys(m) {
-		out = append(out, k+" ("+string(m[k])+")")
+		out = append(out, messages.QuoteName(k)+" ("+messages.QuoteName(string(m[k]))+")")
 	}
 	return strings.Join(out, ", ")
 }
@@ -263,21 +263,21 @@ func printRun(w io.Writer, from string, r *messages.Result, downloaded []string)
 	if r.Success {
 		fmt.Fprintf(w, "SUCCESS: the script of job %s ran and wrote every output\n", from)
 	} else {
-		fmt.Fprintf(w, "FAILED: %s\n", r.Error)
+		fmt.Fprintf(w, "FAILED: %s\n", messages.Printable(r.Error))
 	}
 	fmt.Fprintf(w, "run %s\n", r.JobID)
 	if len(r.Outputs) > 0 {
 		fmt.Fprintln(w, "outputs:")
 		for _, k := range sortedKeys(r.Outputs) {
 			b, _ := json.Marshal(r.Outputs[k])
-			fmt.Fprintf(w, "  %s = %s\n", k, b)
+			fmt.Fprintf(w, "  %s = %s\n", messages.QuoteName(k), messages.Printable(string(b)))
 		}
 	}
 	for _, p := range downloaded {
 		fmt.Fprintf(w, "downloaded %s\n", p)
 	}
 	if !r.Success && strings.TrimSpace(r.Output) != "" {
-		fmt.Fprintf(w, "\n# output of the script\n%s\n", strings.TrimRight(r.Output, "\n"))
+		fmt.Fprintf(w, "\n# output of the script\n%s\n", messages.Printable(strings.TrimRight(r.Output, "\n")))
 	}
 }
 
@@ -336,7 +336,7 @@ func taskCmd(ctx context.Context, args []string, cfg config.Config, io IO) (int,
 		}
 		fmt.Fprintf(io.Stdout, "task %s registered: the script of job %s\nrun it with: submit task run %s", t.Name, t.JobID, t.Name)
 		for _, k := range sortedKeys(t.Inputs) {
-			fmt.Fprintf(io.Stdout, " [--input %s=<%s>]", k, t.Inputs[k])
+			fmt.Fprintf(io.Stdout, " [--input %s=<%s>]", messages.QuoteName(k), messages.QuoteName(string(t.Inputs[k])))
 		}
 		fmt.Fprintln(io.Stdout)
 	case "list":
@@ -357,7 +357,8 @@ func taskCmd(ctx context.Context, args []string, cfg config.Config, io IO) (int,
 			if about == "" {
 				about = t.Prompt
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.JobID, typeList(t.Inputs), typeList(t.Outputs), oneLine(trimRunes(about, 60)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", messages.QuoteName(t.Name), messages.QuoteName(t.JobID),
+				typeList(t.Inputs), typeList(t.Outputs), messages.Printable(oneLine(trimRunes(about, 60))))
 		}
 		tw.Flush()
 	case "show":
