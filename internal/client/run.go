@@ -3,24 +3,19 @@ package client
 import (
 	"archive/tar"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/autocoder/autocoder/internal/bus"
-	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -126,155 +121,6 @@ func tarDir(w io.Writer, root string) error {
 		return err
 	}
 	return tw.Close()
-}
-
-// DownloadOutputs writes the File and Dir outputs of a result into dir,
-// as dir/<name>, from the outputs object store, and returns the paths it
-// wrote. A file's content is checked against its hash. An existing
-// dir/<name> is replaced.
-func (c *Client) DownloadOutputs(ctx context.Context, res *messages.Result, dir string) ([]string, error) {
-	if res.Spec == nil {
-		return nil, nil
-	}
-	var written []string
-	for _, name := range sortedNames(res.Outputs) {
-		t := res.Spec.Outputs[name]
-		if t != messages.TypeFile && t != messages.TypeDir {
-			continue
-		}
-		ref, err := objectOf(res.Outputs[name])
-		if err != nil {
-			return written, fmt.Errorf("output %s: %w", name, err)
-		}
-		if ref == nil {
-			continue // stored by no one (a worker without an outputs store)
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return written, err
-		}
-		dst := filepath.Join(dir, name)
-		if t == messages.TypeFile {
-			err = c.downloadFile(ctx, *ref, dst)
-		} else {
-			err = c.downloadDir(ctx, *ref, dir, name)
-		}
-		if err != nil {
-			return written, fmt.Errorf("download output %s: %w", name, err)
-		}
-		written = append(written, dst)
-	}
-	return written, nil
-}
-
-// objectOf reads the object reference of a File or Dir output's value.
-func objectOf(v any) (*messages.ObjectRef, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("value %v is not a file or directory reference", v)
-	}
-	s, _ := m["object"].(string)
-	if s == "" {
-		return nil, nil
-	}
-	ref, ok := messages.ParseObjectRef(s)
-	if !ok {
-		return nil, fmt.Errorf("bad object reference %q", s)
-	}
-	return &ref, nil
-}
-
-// downloadFile writes an object to dst (through a temporary file beside
-// it), checking its hash.
-func (c *Client) downloadFile(ctx context.Context, ref messages.ObjectRef, dst string) error {
-	obj, err := c.res.Outputs.Get(ctx, ref.ObjectName())
-	if err != nil {
-		if errors.Is(err, jetstream.ErrObjectNotFound) {
-			return fmt.Errorf("object %s is no longer in the outputs store", ref)
-		}
-		return err
-	}
-	defer obj.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".part-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(tmp, h), obj)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != ref.SHA256 {
-		return fmt.Errorf("object %s has content hash %s", ref, got)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if fi, err := os.Lstat(dst); err == nil && fi.IsDir() {
-		if err := os.RemoveAll(dst); err != nil {
-			return err
-		}
-	}
-	return os.Rename(tmp.Name(), dst)
-}
-
-// downloadDir rebuilds a Dir output from its manifest as dir/name.
-func (c *Client) downloadDir(ctx context.Context, ref messages.ObjectRef, dir, name string) error {
-	b, err := c.res.Outputs.GetBytes(ctx, ref.ObjectName())
-	if err != nil {
-		return fmt.Errorf("manifest %s: %w", ref, err)
-	}
-	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != ref.SHA256 {
-		return fmt.Errorf("manifest %s does not match its hash", ref)
-	}
-	var m sandbox.DirManifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("manifest %s: %w", ref, err)
-	}
-	tmp, err := os.MkdirTemp(dir, "."+name+".part-*")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	local := func(rel string) (string, error) {
-		clean := path.Clean(rel)
-		if rel == "" || path.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
-			return "", fmt.Errorf("manifest path %q is outside the directory", rel)
-		}
-		return filepath.Join(tmp, filepath.FromSlash(clean)), nil
-	}
-	for _, d := range m.Dirs {
-		p, err := local(d)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			return err
-		}
-	}
-	for _, f := range m.Files {
-		p, err := local(f.Path)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := c.downloadFile(ctx, messages.ObjectRef{SHA256: f.SHA256}, p); err != nil {
-			return fmt.Errorf("%s: %w", f.Path, err)
-		}
-	}
-	dst := filepath.Join(dir, name)
-	if err := os.RemoveAll(dst); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dst)
 }
 
 // RegisterTask names the finished, successful job jobID as a reusable task

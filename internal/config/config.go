@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/autocoder/autocoder/pkg/cache"
 )
 
 // Config holds the settings of Contract 6 (docs/contracts.md), shared by every binary. Each one
@@ -43,6 +46,21 @@ type Config struct {
 	Concurrency         int    // AUTOCODER_CONCURRENCY: stages a worker runs at once; default 4 (llm) / 2 (sandbox)
 	LogLevel            string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
 	WorkerName          string // AUTOCODER_WORKER_NAME; default host name and pid
+
+	// CacheKeys are the HMAC keys of the stage cache (AUTOCODER_CACHE_KEYS),
+	// "id:base64secret[,id:base64secret...]": the first signs, all verify.
+	// A secret: never logged, never shown as a flag default. Only workers
+	// read it (see CacheKeyring).
+	CacheKeys string
+	// CacheKeyFile is a file holding CacheKeys' format, one key a line or
+	// comma separated (AUTOCODER_CACHE_KEY_FILE), so the secret need not be
+	// in the environment. At most one of CacheKeys and CacheKeyFile is set.
+	CacheKeyFile string
+	// CacheUnsigned lets a worker use a Redis cache without a key
+	// (AUTOCODER_CACHE_UNSIGNED=true): anyone who can write to the Redis
+	// can then hand workers forged results. Anything but a true value of
+	// strconv.ParseBool is false.
+	CacheUnsigned bool
 }
 
 // FromEnv reads the environment.
@@ -67,7 +85,10 @@ func FromEnv() Config {
 		PipFindLinks:        os.Getenv("AUTOCODER_PIP_FIND_LINKS"),
 		LogLevel:            env("AUTOCODER_LOG_LEVEL", "info"),
 		WorkerName:          os.Getenv("AUTOCODER_WORKER_NAME"),
+		CacheKeys:           os.Getenv("AUTOCODER_CACHE_KEYS"),
+		CacheKeyFile:        os.Getenv("AUTOCODER_CACHE_KEY_FILE"),
 	}
+	c.CacheUnsigned, _ = strconv.ParseBool(os.Getenv("AUTOCODER_CACHE_UNSIGNED"))
 	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
 	fmt.Sscan(os.Getenv("AUTOCODER_DOCKER_POOL_SIZE"), &c.DockerPoolSize)
 	if c.WorkerName == "" {
@@ -99,7 +120,17 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "stages a worker runs at once (AUTOCODER_CONCURRENCY)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug|info|warn|error (AUTOCODER_LOG_LEVEL)")
 	fs.StringVar(&c.WorkerName, "worker-name", c.WorkerName, "worker name on results (AUTOCODER_WORKER_NAME)")
+	fs.Var(secretFlag{&c.CacheKeys}, "cache-keys", "stage cache HMAC keys, id:base64secret,...; the first signs (AUTOCODER_CACHE_KEYS; prefer --cache-key-file: a flag shows in ps)")
+	fs.StringVar(&c.CacheKeyFile, "cache-key-file", c.CacheKeyFile, "file holding the stage cache keys (AUTOCODER_CACHE_KEY_FILE)")
+	fs.BoolVar(&c.CacheUnsigned, "cache-unsigned", c.CacheUnsigned, "use a Redis cache without a key: anyone who can write to it can forge results (AUTOCODER_CACHE_UNSIGNED)")
 }
+
+// secretFlag is a string flag whose value is never printed, not even as
+// the default in -help.
+type secretFlag struct{ p *string }
+
+func (s secretFlag) String() string     { return "" }
+func (s secretFlag) Set(v string) error { *s.p = v; return nil }
 
 // Validate checks the settings that can be checked without I/O.
 func (c *Config) Validate() error {
@@ -119,7 +150,48 @@ func (c *Config) Validate() error {
 	if c.Concurrency < 0 {
 		return errors.New("AUTOCODER_CONCURRENCY: must not be negative")
 	}
+	return c.validateCacheKeys()
+}
+
+// validateCacheKeys checks the cache key settings that need no I/O. Its
+// errors name the setting and the bad entry, never a secret.
+func (c *Config) validateCacheKeys() error {
+	if c.CacheKeys != "" && c.CacheKeyFile != "" {
+		return errors.New("AUTOCODER_CACHE_KEYS and AUTOCODER_CACHE_KEY_FILE are both set: keep one")
+	}
+	if c.CacheUnsigned && (c.CacheKeys != "" || c.CacheKeyFile != "") {
+		return errors.New("AUTOCODER_CACHE_UNSIGNED=true and a cache key are both set: keep one")
+	}
+	if c.CacheKeys != "" {
+		if _, err := cache.ParseKeyring(c.CacheKeys); err != nil {
+			return fmt.Errorf("AUTOCODER_CACHE_KEYS: %w", err)
+		}
+	}
 	return nil
+}
+
+// CacheKeyring returns the configured cache keys (reading
+// AUTOCODER_CACHE_KEY_FILE if that is how they are given), or nil when
+// none are.
+func (c *Config) CacheKeyring() (*cache.Keyring, error) {
+	if err := c.validateCacheKeys(); err != nil {
+		return nil, err
+	}
+	switch {
+	case c.CacheKeys != "":
+		return cache.ParseKeyring(c.CacheKeys)
+	case c.CacheKeyFile != "":
+		b, err := os.ReadFile(c.CacheKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("AUTOCODER_CACHE_KEY_FILE: %w", err)
+		}
+		k, err := cache.ParseKeyring(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("AUTOCODER_CACHE_KEY_FILE %s: %w", c.CacheKeyFile, err)
+		}
+		return k, nil
+	}
+	return nil, nil
 }
 
 // DockerExtra splits DockerExtraCommands into its non-blank lines.

@@ -1,6 +1,10 @@
 package config
 
 import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -17,5 +21,60 @@ func TestDockerExtraFromEnv(t *testing.T) {
 	}
 	if got := (&Config{}).DockerExtra(); got != nil {
 		t.Errorf("DockerExtra of no commands = %q, want none", got)
+	}
+}
+
+// TestCacheKeys: the keys come from AUTOCODER_CACHE_KEYS or a key file;
+// errors name the setting and the entry, and neither they nor -help ever
+// show a secret.
+func TestCacheKeys(t *testing.T) {
+	const secret = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0" // "secret-secret-secret-secret"
+	t.Setenv("AUTOCODER_CACHE_KEYS", "k2:"+secret+",k1:"+secret+"!!")
+	t.Setenv("AUTOCODER_CACHE_KEY_FILE", "")
+	t.Setenv("AUTOCODER_CACHE_UNSIGNED", "")
+	c := FromEnv()
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "AUTOCODER_CACHE_KEYS: entry 2: key k1: the secret is not base64") {
+		t.Errorf("Validate = %v, want it to name entry 2", err)
+	}
+	if err != nil && strings.Contains(err.Error(), secret) {
+		t.Errorf("Validate error %q shows the secret", err)
+	}
+
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	var help strings.Builder
+	fs.SetOutput(&help)
+	c.Register(fs)
+	fs.PrintDefaults()
+	if strings.Contains(help.String(), secret) {
+		t.Errorf("-help shows the secret:\n%s", help.String())
+	}
+	if err := fs.Parse([]string{"--cache-keys", "k3:" + secret}); err != nil {
+		t.Fatal(err)
+	}
+	k, err := c.CacheKeyring()
+	if err != nil || k.SigningID() != "k3" {
+		t.Fatalf("CacheKeyring after --cache-keys = %v, %v", k, err)
+	}
+
+	file := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(file, []byte("# rotated 2026-11\nnew:"+secret+"\nold:"+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c = Config{CacheKeyFile: file}
+	if k, err := c.CacheKeyring(); err != nil || strings.Join(k.IDs(), ",") != "new,old" {
+		t.Errorf("CacheKeyring from a file = %v, %v", k, err)
+	}
+	for _, bad := range []Config{
+		{CacheKeys: "a:" + secret, CacheKeyFile: file},
+		{CacheKeys: "a:" + secret, CacheUnsigned: true},
+		{CacheKeyFile: filepath.Join(t.TempDir(), "missing")},
+	} {
+		if _, err := bad.CacheKeyring(); err == nil {
+			t.Errorf("CacheKeyring(%+v): no error", bad.CacheKeyFile)
+		}
+	}
+	if k, err := (&Config{}).CacheKeyring(); k != nil || err != nil {
+		t.Errorf("CacheKeyring with no keys = %v, %v; want none", k, err)
 	}
 }

@@ -110,3 +110,37 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeEscapesNamesFromTheFile: a field name, output name or value in
+// a job file that holds terminal escape sequences is shown escaped in the
+// error, never sent to the terminal as is.
+func TestDecodeEscapesNamesFromTheFile(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, in, want string }{
+		{"unknown field, YAML escape", "prompt: x\n\"\\e[31m\": 1\n", `"\x1b[31m": unknown field`},
+		{"unknown nested field", "prompt: x\noptions: {\"\\e]0;title\\a\": 1}\n", `"options.\x1b]0;title\a": unknown field`},
+		{"output name", "prompt: x\noutputs: {\"\\e[31mn\": int}\n", `"outputs.\x1b[31mn": must be a Python identifier`},
+		{"unknown field, JSON", `{"prompt":"x","\u001b]0;title\u0007":1}`, `"\x1b]0;title\a": unknown field`},
+		{"raw escape bytes", "prompt: x\n\x1b[31m: 1\n", "control characters are not allowed"},
+		{"sample path", "prompt: x\nsamples: {s: \"\\e[31m.csv\"}\n", `samples.s: sample file \x1b[31m.csv not found`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec, err := Decode([]byte(tc.in))
+			if err == nil { // a valid spec: the sample check names the path
+				err = CheckSamples(spec)
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if strings.ContainsAny(msg, "\x1b\x07") {
+				t.Errorf("error %q holds raw control characters", msg)
+			}
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("error %q, want it to contain %q, escaped", msg, tc.want)
+			}
+		})
+	}
+}

@@ -210,7 +210,7 @@ func (st *Stack) workerCache(ctx context.Context) (cache.Cache, error) {
 		st.Cache = st.opts.Cache
 		return st.Cache, nil
 	}
-	c, err := OpenCache(ctx, st.opts.Config)
+	c, err := OpenCache(ctx, st.opts.Config, st.log.With("component", "cache"), st.opts.Registry)
 	if err != nil {
 		return nil, err
 	}
@@ -343,15 +343,6 @@ func (st *Stack) Close() error {
 	}
 	st.closers = nil
 	return st.err
-}
-
-// OpenCache opens the Redis cache when AUTOCODER_REDIS_URL is set, else the
-// embedded cache under the state dir.
-func OpenCache(ctx context.Context, cfg config.Config) (cache.Cache, error) {
-	if cfg.RedisURL != "" {
-		return cache.OpenRedis(ctx, cfg.RedisURL)
-	}
-	return cache.OpenDir(filepath.Join(cfg.StateDir, "cache"))
 }
 
 // OpenBackend opens the sandbox backend the configuration asks for

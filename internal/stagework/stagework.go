@@ -30,6 +30,20 @@ type Output struct {
 	Messages []messages.ChatMessage // the model conversation (LLM stages)
 }
 
+// Hermetic is implemented by stage outputs that can say whether they follow
+// from the command alone. One that does not (a run that timed out or was
+// killed, which says as much about the machine's load that moment as about
+// the code) is published but never cached, so the next identical command
+// runs again. Failed stages (errors) are never cached either.
+type Hermetic interface {
+	Hermetic() bool
+}
+
+func hermetic(v any) bool {
+	h, ok := v.(Hermetic)
+	return !ok || h.Hermetic()
+}
+
 // PermanentError marks an error that retrying cannot fix.
 type PermanentError struct{ Err error }
 
@@ -159,7 +173,7 @@ func (r *Runner) Handle(ctx context.Context, msg *bus.Message) error {
 		return r.publish(ctx, &res, start)
 	}
 	res.Output, res.Usage, res.Messages = b, out.Usage, trimMessages(out.Messages)
-	if r.cfg.Cache != nil && cmd.Cache != messages.CacheDisable {
+	if r.cfg.Cache != nil && cmd.Cache != messages.CacheDisable && hermetic(out.Value) {
 		cb, _ := json.Marshal(cached{Output: res.Output, Messages: res.Messages})
 		if err := r.cfg.Cache.Set(ctx, key, cb, r.cfg.CacheTTL); err != nil {
 			log.Warn("cache write failed", "err", err)

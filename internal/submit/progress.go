@@ -46,7 +46,7 @@ func (p *progress) event(e messages.Event) error {
 		if e.Cached {
 			cached = " (cached)"
 		}
-		fmt.Fprintf(w, "  %-12s iteration %d%s  %s%s  [%s]\n", e.Stage, e.Iteration, try, e.Outcome, cached, time.Since(p.start).Round(100*time.Millisecond))
+		fmt.Fprintf(w, "  %-12s iteration %d%s  %s%s  [%s]\n", messages.QuoteName(string(e.Stage)), e.Iteration, try, messages.Printable(e.Outcome), cached, time.Since(p.start).Round(100*time.Millisecond))
 	case messages.EventJobFinished:
 		p.clear()
 		return nil
@@ -54,7 +54,7 @@ func (p *progress) event(e messages.Event) error {
 	if p.io.Terminal && len(p.running) > 0 {
 		fmt.Fprintf(w, "\r\033[K  running:")
 		for _, s := range p.running {
-			fmt.Fprintf(w, " %s", s)
+			fmt.Fprintf(w, " %s", messages.QuoteName(string(s)))
 		}
 	}
 	return nil

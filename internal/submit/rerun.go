@@ -241,7 +241,7 @@ func typeList(m map[string]messages.Type) string {
 	}
 	var out []string
 	for _, k := range sortedKeys(m) {
-		out = append(out, k+" ("+string(m[k])+")")
+		out = append(out, messages.QuoteName(k)+" ("+messages.QuoteName(string(m[k]))+")")
 	}
 	return strings.Join(out, ", ")
 }
@@ -259,21 +259,21 @@ func printRerun(w io.Writer, from string, r *messages.Result, downloaded []strin
 	if r.Success {
 		fmt.Fprintf(w, "SUCCESS: the script of job %s ran and wrote every output\n", from)
 	} else {
-		fmt.Fprintf(w, "FAILED: %s\n", r.Error)
+		fmt.Fprintf(w, "FAILED: %s\n", messages.Printable(r.Error))
 	}
 	fmt.Fprintf(w, "run %s\n", r.JobID)
 	if len(r.Outputs) > 0 {
 		fmt.Fprintln(w, "outputs:")
 		for _, k := range sortedKeys(r.Outputs) {
 			b, _ := json.Marshal(r.Outputs[k])
-			fmt.Fprintf(w, "  %s = %s\n", k, b)
+			fmt.Fprintf(w, "  %s = %s\n", messages.QuoteName(k), messages.Printable(string(b)))
 		}
 	}
 	for _, p := range downloaded {
 		fmt.Fprintf(w, "downloaded %s\n", p)
 	}
 	if !r.Success && strings.TrimSpace(r.Output) != "" {
-		fmt.Fprintf(w, "\n# output of the script\n%s\n", strings.TrimRight(r.Output, "\n"))
+		fmt.Fprintf(w, "\n# output of the script\n%s\n", messages.Printable(strings.TrimRight(r.Output, "\n")))
 	}
 }
 

@@ -52,12 +52,12 @@ func Run(ctx context.Context, args []string, cfg config.Config, io IO) int {
 		var fe *messages.FieldError
 		switch {
 		case errors.As(err, &ue), errors.As(err, &fe):
-			fmt.Fprintln(io.Stderr, "submit: "+oneLine(err.Error()))
+			fmt.Fprintln(io.Stderr, "submit: "+messages.Printable(oneLine(err.Error())))
 			return ExitUsage
 		case errors.Is(err, flag.ErrHelp):
 			return ExitSuccess // asked for help: not an error
 		default:
-			fmt.Fprintln(io.Stderr, "submit: "+oneLine(err.Error()))
+			fmt.Fprintln(io.Stderr, "submit: "+messages.Printable(oneLine(err.Error())))
 			return ExitInfra
 		}
 	}
@@ -367,7 +367,7 @@ func writeOut(dir string, r *messages.Result) error {
 func printSummary(w io.Writer, r *messages.Result) {
 	status := "SUCCESS: the generated script passed its tests"
 	if !r.Success {
-		status = "FAILED: " + r.Error
+		status = "FAILED: " + messages.Printable(r.Error)
 	}
 	fmt.Fprintf(w, "%s\njob %s: %d attempt(s), %d LLM call(s), %d cache hit(s), %d+%d tokens\n",
 		status, r.JobID, r.Attempts, r.LLMCalls, r.CacheHits, r.TotalInputTokens, r.TotalOutputTokens)
@@ -380,11 +380,11 @@ func printSummary(w io.Writer, r *messages.Result) {
 		sort.Strings(keys)
 		for _, k := range keys {
 			b, _ := json.Marshal(r.Outputs[k])
-			fmt.Fprintf(w, "  %s = %s\n", k, b)
+			fmt.Fprintf(w, "  %s = %s\n", messages.QuoteName(k), messages.Printable(string(b)))
 		}
 	}
 	if r.Solution != nil {
-		fmt.Fprintf(w, "\n# solution.py\n%s\n", strings.TrimRight(r.Solution.Code, "\n"))
+		fmt.Fprintf(w, "\n# solution.py\n%s\n", messages.Printable(strings.TrimRight(r.Solution.Code, "\n")))
 	}
 }
 

@@ -67,7 +67,7 @@ func taskRegisterCmd(ctx context.Context, in *invocation) (int, error) {
 		}
 		fmt.Fprintf(in.io.Stdout, "task %s registered: the script of job %s\nrun it with: submit task run %s", t.Name, t.JobID, t.Name)
 		for _, k := range sortedKeys(t.Inputs) {
-			fmt.Fprintf(in.io.Stdout, " [--input %s=<%s>]", k, t.Inputs[k])
+			fmt.Fprintf(in.io.Stdout, " [--input %s=<%s>]", messages.QuoteName(k), messages.QuoteName(string(t.Inputs[k])))
 		}
 		fmt.Fprintln(in.io.Stdout)
 		return ExitSuccess, nil
@@ -105,7 +105,8 @@ func printTasks(w io.Writer, ts []messages.Task) {
 		if about == "" {
 			about = t.Prompt
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.JobID, typeList(t.Inputs), typeList(t.Outputs), oneLine(trimRunes(about, 60)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", messages.QuoteName(t.Name), messages.QuoteName(t.JobID),
+			typeList(t.Inputs), typeList(t.Outputs), messages.Printable(oneLine(trimRunes(about, 60))))
 	}
 	tw.Flush()
 }

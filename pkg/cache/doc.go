@@ -16,6 +16,14 @@
 //	if errors.Is(err, cache.ErrLockHeld) { /* someone else is computing it */ }
 //	defer c.Unlock(context.WithoutCancel(ctx), "build/"+key, tok)
 //
+// Whoever can write to the store must not be able to choose a worker's
+// results, so workers wrap it in Signed: every value carries an HMAC-SHA256
+// over key and value with the id of its key, and an entry with a missing or
+// wrong signature, or an unknown key id, is a miss (logged and counted):
+//
+//	keys, err := cache.ParseKeyring("k2:" + newSecret + ",k1:" + oldSecret) // k2 signs, both verify
+//	c, err := cache.NewSigned(redisCache, keys, cache.SignedConfig{Logger: log})
+//
 // Both implementations pass the conformance suite in package cachetest, which
 // also pins down what the interface leaves open: an empty value is a hit, a
 // negative ttl (or a lock ttl that is not positive) is an error, a done context

@@ -131,14 +131,23 @@ type FieldError struct {
 	Msg   string
 }
 
+// Error names the field and says what is wrong, safe to print: a field
+// whose name holds characters that do not print is quoted, and control
+// characters in the message are escaped (see Printable), since both may
+// come from a job file.
 func (e *FieldError) Error() string {
 	if e.Field == "" {
-		return e.Msg
+		return Printable(e.Msg)
 	}
-	return e.Field + ": " + e.Msg
+	return QuoteName(e.Field) + ": " + Printable(e.Msg)
 }
 
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ValidName reports whether name is the kind of name Validate accepts for
+// samples, inputs and outputs: a Python identifier. Whoever reads names
+// back from a result (and makes files of them) checks them with it.
+func ValidName(name string) bool { return identRe.MatchString(name) }
 
 // pythonReserved are names that cannot be argparse destinations or function parameters.
 var pythonReserved = map[string]bool{

@@ -447,6 +447,11 @@ func (r TestReport) OK() bool {
 	return r.ExitCode == 0 && !r.TimedOut && r.Failed == 0 && r.Errors == 0 && r.Passed > 0
 }
 
+// Hermetic reports whether the report follows from the code and tests
+// alone: not when the run timed out or was killed (see killedExit), which
+// depends on the machine's load as well. Workers do not cache such reports.
+func (r TestReport) Hermetic() bool { return !r.TimedOut && !killedExit(r.ExitCode) }
+
 // AcceptanceInput is the input of StageAcceptance and StageRun.
 type AcceptanceInput struct {
 	Image     string            `json:"image"`
@@ -468,6 +473,15 @@ type AcceptanceOutput struct {
 	Output   string         `json:"output,omitempty"` // trimmed stdout+stderr
 	TimedOut bool           `json:"timed_out,omitempty"`
 }
+
+// Hermetic reports whether the outcome follows from the script and its
+// inputs alone (see TestReport.Hermetic).
+func (o AcceptanceOutput) Hermetic() bool { return !o.TimedOut && !killedExit(o.ExitCode) }
+
+// killedExit reports an exit status that means the process was killed
+// rather than exiting: 137 (128+SIGKILL, the kernel's OOM killer or the
+// sandbox's own kill) or a negative status (a signal, as Go reports it).
+func killedExit(code int) bool { return code == 128+9 || code < 0 }
 
 // PackageReplacementInput is the input of StagePackageReplacement.
 type PackageReplacementInput struct {

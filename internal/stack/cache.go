@@ -1,0 +1,85 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/autocoder/autocoder/internal/config"
+	"github.com/autocoder/autocoder/pkg/cache"
+)
+
+// localCacheKeyFile is where the embedded cache's generated key is kept:
+// in the state dir but outside the cache directory, so whatever copies or
+// mounts the cache does not carry its key along.
+const localCacheKeyFile = "cache-key"
+
+// OpenCache opens the workers' stage cache: Redis when AUTOCODER_REDIS_URL
+// is set, else the embedded cache under the state dir, signed with the
+// configured keys (cache.Signed) so that an entry nobody with the key wrote
+// is a miss. Without configured keys, the embedded cache gets a key of its
+// own, generated once in the state dir; a Redis cache, shared by a fleet,
+// needs one configured, or AUTOCODER_CACHE_UNSIGNED=true. reg (may be nil)
+// receives the signature-failure counter.
+//
+// Only workers open the cache: the coordinator and the CLI never read it.
+func OpenCache(ctx context.Context, cfg config.Config, log *slog.Logger, reg *prometheus.Registry) (cache.Cache, error) {
+	keys, err := cfg.CacheKeyring()
+	if err != nil {
+		return nil, err
+	}
+	var inner cache.Cache
+	if cfg.RedisURL != "" {
+		// Connected before the missing-key check: an unreachable Redis is
+		// the more useful thing to hear about first.
+		r, err := cache.OpenRedis(ctx, cfg.RedisURL)
+		if err != nil {
+			return nil, err
+		}
+		inner = r
+	} else {
+		d, err := cache.OpenDir(filepath.Join(cfg.StateDir, "cache"))
+		if err != nil {
+			return nil, err
+		}
+		inner = d
+	}
+	c, err := signCache(inner, keys, cfg, log, reg)
+	if err != nil {
+		_ = inner.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// signCache wraps inner in a Signed cache, choosing the keys when none are
+// configured (see OpenCache).
+func signCache(inner cache.Cache, keys *cache.Keyring, cfg config.Config, log *slog.Logger, reg *prometheus.Registry) (cache.Cache, error) {
+	switch {
+	case keys != nil:
+	case cfg.CacheUnsigned:
+		log.Warn("the stage cache is not signed (AUTOCODER_CACHE_UNSIGNED=true): whoever can write to it can forge stage results")
+		return inner, nil
+	case cfg.RedisURL == "":
+		var err error
+		if keys, err = cache.LoadOrCreateKeyFile(filepath.Join(cfg.StateDir, localCacheKeyFile)); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, errors.New("the Redis cache needs a signing key: set AUTOCODER_CACHE_KEY_FILE or AUTOCODER_CACHE_KEYS " +
+			"(id:base64secret, e.g. from openssl rand -base64 32), or AUTOCODER_CACHE_UNSIGNED=true to trust everyone who can write to the Redis")
+	}
+	sc := cache.SignedConfig{Logger: log}
+	if reg != nil {
+		hook, err := newCacheMetrics(reg)
+		if err != nil {
+			return nil, fmt.Errorf("cache metrics: %w", err)
+		}
+		sc.OnFailure = hook
+	}
+	return cache.NewSigned(inner, keys, sc)
+}
