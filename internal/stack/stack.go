@@ -181,8 +181,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 				return nil, err
 			}
 		}
-		h := llmHandler{h: llmstages.New(client, llmstages.Options{Logger: log.With("component", "llm-stages")})}
-		r, err := stagework.NewRunner(stagework.Config{Handler: h, Publisher: st.Publisher, Cache: st.Cache,
+		h := llmstages.NewStageHandler(llmstages.New(client, llmstages.Options{Logger: log.With("component", "llm-stages")}))
+		r, err := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: st.Publisher, Cache: st.Cache,
 			Logger: log.With("component", "llm-worker"), Worker: cfg.WorkerName, OnResult: st.stageMetrics(o.Registry)})
 		if err != nil {
 			return nil, err
@@ -204,7 +204,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		if err != nil {
 			return nil, err
 		}
-		r, err := stagework.NewRunner(stagework.Config{Handler: sandboxstages.New(st.Backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}), Publisher: st.Publisher,
+		r, err := stagework.NewExecutor(stagework.Config{Handler: sandboxstages.New(st.Backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}), Publisher: st.Publisher,
 			Cache: st.Cache, Logger: log.With("component", "sandbox-worker"), Worker: cfg.WorkerName, OnResult: st.stageMetrics(o.Registry)})
 		if err != nil {
 			return nil, err
@@ -313,27 +313,6 @@ func openDocker(ctx context.Context, cfg config.Config, log *slog.Logger, c cach
 		return nil, err
 	}
 	return b, nil
-}
-
-// llmHandler adapts llmstages to stagework.
-type llmHandler struct{ h *llmstages.Handlers }
-
-func (l llmHandler) Version(stage messages.Stage) string { return llmstages.StageVersion(stage) }
-
-func (l llmHandler) Handle(ctx context.Context, cmd *messages.StageCommand) (stagework.Output, error) {
-	out, err := l.h.Handle(ctx, cmd)
-	if err != nil {
-		var ce *llm.CallError
-		paid := stagework.Output{Usage: out.Usage}
-		if errors.Is(err, llmstages.ErrBadInput) || errors.Is(err, llm.ErrInvalidReply) || (errors.As(err, &ce) && !ce.Temporary()) {
-			return paid, stagework.Permanent(err)
-		}
-		if ce != nil && ce.RetryAfter > 0 {
-			return paid, bus.RetryAfter(err, ce.RetryAfter) // the server said when; don't hold a slot
-		}
-		return paid, err
-	}
-	return stagework.Output{Value: out.Value, Usage: out.Usage, Messages: out.Messages}, nil
 }
 
 // busMetrics returns the workers' shared Prometheus adapter, registering it once.

@@ -20,6 +20,7 @@ type Handler interface {
 	Version(stage messages.Stage) string
 	// Handle does one stage. Errors wrapped with Permanent fail the job's
 	// stage at once; other errors are retried by redelivery.
+	// The markers and what each does are in policy.go.
 	Handle(ctx context.Context, cmd *messages.StageCommand) (Output, error)
 }
 
@@ -30,31 +31,22 @@ type Output struct {
 	Messages []messages.ChatMessage // the model conversation (LLM stages)
 }
 
-// PermanentError marks an error that retrying cannot fix.
-type PermanentError struct{ Err error }
-
-func (e *PermanentError) Error() string { return e.Err.Error() }
-func (e *PermanentError) Unwrap() error { return e.Err }
-
-// Permanent wraps err so the stage fails without retries.
-func Permanent(err error) error { return &PermanentError{Err: err} }
-
 // Publisher publishes JSON messages on JetStream with a de-duplication ID.
 type Publisher interface {
 	PublishJSON(ctx context.Context, subject string, v any, msgID string) error
 }
 
-// Config configures a Runner. Zero values mean the documented defaults.
+// Config configures an Executor. Zero values mean the documented defaults.
 type Config struct {
 	Handler   Handler
 	Publisher Publisher
 	Cache     cache.Cache  // nil: no caching
 	Logger    *slog.Logger // nil: discard
 	Worker    string       // name on results; default "worker"
-	// MaxAttempts is how many deliveries a failing stage gets before the
-	// runner gives up and reports an infrastructure error to the coordinator
-	// (so the job ends with a reason instead of waiting forever). Default 4.
-	MaxAttempts int
+	// RetryDelay is the wait before delivery n+1 of a stage that failed on
+	// delivery n (see policy.go). Default DefaultRetryDelay. How many
+	// deliveries a stage gets is the consumer's MaxDeliver, not a setting here.
+	RetryDelay func(numDelivered uint64) time.Duration
 	// CacheTTL is how long results are kept; zero means no expiry.
 	CacheTTL time.Duration
 	// Now is the clock; default time.Now.
@@ -63,17 +55,18 @@ type Config struct {
 	OnResult func(stage messages.Stage, cached bool, err string, d time.Duration)
 }
 
-// Runner turns stage command messages into stage results: it decodes the
-// command, answers from the content-addressed cache when it can, runs the
-// handler otherwise, stores the result, and publishes it to the job's result
-// subject. It is a bus.Handler.
-type Runner struct {
+// Executor is the stage executor: it turns stage command messages into
+// stage results. It decodes the command, answers from the content-addressed
+// cache when it can, runs the handler otherwise, applies the failure policy
+// (policy.go) to its error, stores the result, and publishes it to the job's
+// result subject. It is a bus.Handler.
+type Executor struct {
 	cfg Config
 	log *slog.Logger
 }
 
-// NewRunner validates cfg and returns a Runner.
-func NewRunner(cfg Config) (*Runner, error) {
+// NewExecutor validates cfg and returns an Executor.
+func NewExecutor(cfg Config) (*Executor, error) {
 	if cfg.Handler == nil || cfg.Publisher == nil {
 		return nil, errors.New("stagework: Handler and Publisher are required")
 	}
@@ -83,13 +76,13 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Worker == "" {
 		cfg.Worker = "worker"
 	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 4
+	if cfg.RetryDelay == nil {
+		cfg.RetryDelay = DefaultRetryDelay
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runner{cfg: cfg, log: cfg.Logger}, nil
+	return &Executor{cfg: cfg, log: cfg.Logger}, nil
 }
 
 // cached is what the cache stores for a stage: its output and conversation.
@@ -100,82 +93,97 @@ type cached struct {
 
 // Key is the content address of a stage command: the same stage, version,
 // model and input give the same key, whichever job asks.
-func (r *Runner) Key(cmd *messages.StageCommand) string {
-	return cache.Key("stage", []byte(cmd.Stage), []byte(r.cfg.Handler.Version(cmd.Stage)), []byte(cmd.Model), cmd.Input)
+func (e *Executor) Key(cmd *messages.StageCommand) string {
+	return cache.Key("stage", []byte(cmd.Stage), []byte(e.cfg.Handler.Version(cmd.Stage)), []byte(cmd.Model), cmd.Input)
 }
 
 // Handle implements bus.Handler.
-func (r *Runner) Handle(ctx context.Context, msg *bus.Message) error {
-	var cmd messages.StageCommand
-	if err := json.Unmarshal(msg.Data(), &cmd); err != nil {
-		return bus.Permanent(fmt.Errorf("decode stage command: %w", err))
-	}
-	if cmd.V > messages.SchemaVersion {
-		return bus.Permanent(fmt.Errorf("stage command version %d is newer than %d", cmd.V, messages.SchemaVersion))
-	}
-	if !bus.ValidJobID(cmd.JobID) {
-		return bus.Permanent(fmt.Errorf("stage command has an invalid job id %q", cmd.JobID))
-	}
-	log := r.log.With("job_id", cmd.JobID, "stage", cmd.Stage, "seq", cmd.Seq)
-	start := r.cfg.Now()
-	res := messages.StageResult{V: messages.SchemaVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage, StartedAt: start, Worker: r.cfg.Worker}
-	key := r.Key(&cmd)
-
-	if r.cfg.Cache != nil && (cmd.Cache == "" || cmd.Cache == messages.CacheAuto) {
-		if b, err := r.cfg.Cache.Get(ctx, key); err == nil {
-			var c cached
-			if json.Unmarshal(b, &c) == nil && len(c.Output) > 0 {
-				res.Output, res.Messages, res.Cached = c.Output, c.Messages, true
-				return r.publish(ctx, &res, start)
-			}
-		} else if !errors.Is(err, cache.ErrMiss) {
-			// A cache that is down costs money, not correctness: do the work.
-			log.Warn("cache read failed; computing", "err", err)
-		}
-	}
-
-	out, err := r.cfg.Handler.Handle(ctx, &cmd)
+func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
+	cmd, err := decodeCommand(msg)
 	if err != nil {
-		if ctx.Err() != nil {
-			return err // shutting down: leave the message for another worker
+		return err
+	}
+	start := e.cfg.Now()
+	res := messages.StageResult{V: messages.SchemaVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage, StartedAt: start, Worker: e.cfg.Worker}
+	key := e.Key(cmd)
+	if e.fromCache(ctx, cmd, key, &res) {
+		return e.publish(ctx, &res, start)
+	}
+	out, err := e.handle(ctx, cmd)
+	if err != nil {
+		if retry := e.onFailure(ctx, msg, err, &res); retry != nil {
+			return retry
 		}
-		var perm *PermanentError
-		switch {
-		case errors.As(err, &perm):
-			res.Error, res.ErrorKind = err.Error(), messages.ErrorPermanent
-		case !msg.LastDelivery() && msg.NumDelivered() < uint64(r.cfg.MaxAttempts):
-			log.Warn("stage failed; will retry", "err", err, "attempt", msg.NumDelivered())
-			return err
-		default:
-			res.Error, res.ErrorKind = fmt.Sprintf("%v (after %d attempts)", err, msg.NumDelivered()), messages.ErrorInfra
-		}
-		log.Error("stage failed", "err", res.Error, "kind", res.ErrorKind)
 		res.Usage = out.Usage // a failed model call may still have been paid for
-		return r.publish(ctx, &res, start)
+		return e.publish(ctx, &res, start)
 	}
 	b, err := json.Marshal(out.Value)
 	if err != nil {
 		res.Error, res.ErrorKind = "marshal output: "+err.Error(), messages.ErrorPermanent
-		return r.publish(ctx, &res, start)
+		return e.publish(ctx, &res, start)
 	}
 	res.Output, res.Usage, res.Messages = b, out.Usage, trimMessages(out.Messages)
-	if r.cfg.Cache != nil && cmd.Cache != messages.CacheDisable {
-		cb, _ := json.Marshal(cached{Output: res.Output, Messages: res.Messages})
-		if err := r.cfg.Cache.Set(ctx, key, cb, r.cfg.CacheTTL); err != nil {
-			log.Warn("cache write failed", "err", err)
-		}
-	}
-	return r.publish(ctx, &res, start)
+	e.store(ctx, cmd, key, &res)
+	return e.publish(ctx, &res, start)
 }
 
-func (r *Runner) publish(ctx context.Context, res *messages.StageResult, start time.Time) error {
-	d := r.cfg.Now().Sub(start)
+// decodeCommand reads a stage command. One that cannot be read has no job
+// to answer to, so it is terminated (bus.Permanent).
+func decodeCommand(msg *bus.Message) (*messages.StageCommand, error) {
+	var cmd messages.StageCommand
+	if err := json.Unmarshal(msg.Data(), &cmd); err != nil {
+		return nil, bus.Permanent(fmt.Errorf("decode stage command: %w", err))
+	}
+	if cmd.V > messages.SchemaVersion {
+		return nil, bus.Permanent(fmt.Errorf("stage command version %d is newer than %d", cmd.V, messages.SchemaVersion))
+	}
+	if !bus.ValidJobID(cmd.JobID) {
+		return nil, bus.Permanent(fmt.Errorf("stage command has an invalid job id %q", cmd.JobID))
+	}
+	return &cmd, nil
+}
+
+// fromCache fills res from the cache when the command allows it and the
+// cache has the stage; it reports whether it did.
+func (e *Executor) fromCache(ctx context.Context, cmd *messages.StageCommand, key string, res *messages.StageResult) bool {
+	if e.cfg.Cache == nil || (cmd.Cache != "" && cmd.Cache != messages.CacheAuto) {
+		return false
+	}
+	b, err := e.cfg.Cache.Get(ctx, key)
+	if err != nil {
+		if !errors.Is(err, cache.ErrMiss) {
+			// A cache that is down costs money, not correctness: do the work.
+			e.log.Warn("cache read failed; computing", "job_id", cmd.JobID, "stage", cmd.Stage, "seq", cmd.Seq, "err", err)
+		}
+		return false
+	}
+	var c cached
+	if json.Unmarshal(b, &c) != nil || len(c.Output) == 0 {
+		return false
+	}
+	res.Output, res.Messages, res.Cached = c.Output, c.Messages, true
+	return true
+}
+
+// store keeps a computed result in the cache unless the command disables it.
+func (e *Executor) store(ctx context.Context, cmd *messages.StageCommand, key string, res *messages.StageResult) {
+	if e.cfg.Cache == nil || cmd.Cache == messages.CacheDisable {
+		return
+	}
+	cb, _ := json.Marshal(cached{Output: res.Output, Messages: res.Messages})
+	if err := e.cfg.Cache.Set(ctx, key, cb, e.cfg.CacheTTL); err != nil {
+		e.log.Warn("cache write failed", "job_id", cmd.JobID, "stage", cmd.Stage, "seq", cmd.Seq, "err", err)
+	}
+}
+
+func (e *Executor) publish(ctx context.Context, res *messages.StageResult, start time.Time) error {
+	d := e.cfg.Now().Sub(start)
 	res.DurationMS = d.Milliseconds()
-	if err := r.cfg.Publisher.PublishJSON(ctx, bus.ResultSubject(res.JobID), res, bus.ResultMsgID(res.JobID, res.Seq)); err != nil {
+	if err := e.cfg.Publisher.PublishJSON(ctx, bus.ResultSubject(res.JobID), res, bus.ResultMsgID(res.JobID, res.Seq)); err != nil {
 		return fmt.Errorf("publish result: %w", err) // redelivered; the cache makes the retry cheap
 	}
-	if r.cfg.OnResult != nil {
-		r.cfg.OnResult(res.Stage, res.Cached, res.Error, d)
+	if e.cfg.OnResult != nil {
+		e.cfg.OnResult(res.Stage, res.Cached, res.Error, d)
 	}
 	return nil
 }
