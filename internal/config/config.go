@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Config holds the settings of Contract 6 (docs/contracts.md), shared by every binary. Each one
@@ -43,6 +46,11 @@ type Config struct {
 	Concurrency         int    // AUTOCODER_CONCURRENCY: stages a worker runs at once; default 4 (llm) / 2 (sandbox)
 	LogLevel            string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
 	WorkerName          string // AUTOCODER_WORKER_NAME; default host name and pid
+	// StageDeadlines overrides the coordinator's stage deadlines
+	// (AUTOCODER_STAGE_DEADLINES), e.g. "build=45m,plan=5m": how long a
+	// dispatched stage may wait for its result before its job fails with
+	// the reason. Stages not named keep their defaults (coordinator.StageDeadline).
+	StageDeadlines string
 }
 
 // FromEnv reads the environment.
@@ -67,6 +75,7 @@ func FromEnv() Config {
 		PipFindLinks:        os.Getenv("AUTOCODER_PIP_FIND_LINKS"),
 		LogLevel:            env("AUTOCODER_LOG_LEVEL", "info"),
 		WorkerName:          os.Getenv("AUTOCODER_WORKER_NAME"),
+		StageDeadlines:      os.Getenv("AUTOCODER_STAGE_DEADLINES"),
 	}
 	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
 	fmt.Sscan(os.Getenv("AUTOCODER_DOCKER_POOL_SIZE"), &c.DockerPoolSize)
@@ -99,6 +108,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "stages a worker runs at once (AUTOCODER_CONCURRENCY)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug|info|warn|error (AUTOCODER_LOG_LEVEL)")
 	fs.StringVar(&c.WorkerName, "worker-name", c.WorkerName, "worker name on results (AUTOCODER_WORKER_NAME)")
+	fs.StringVar(&c.StageDeadlines, "stage-deadlines", c.StageDeadlines, "per-stage deadlines, e.g. build=45m,plan=5m (AUTOCODER_STAGE_DEADLINES)")
 }
 
 // Validate checks the settings that can be checked without I/O.
@@ -119,7 +129,54 @@ func (c *Config) Validate() error {
 	if c.Concurrency < 0 {
 		return errors.New("AUTOCODER_CONCURRENCY: must not be negative")
 	}
+	if _, err := c.Deadlines(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// Deadlines parses StageDeadlines: comma-separated stage=duration entries
+// (Go durations: 90s, 45m, 1h30m). The error names the bad entry.
+func (c *Config) Deadlines() (map[messages.Stage]time.Duration, error) {
+	known := map[messages.Stage]bool{}
+	for _, s := range messages.Stages() {
+		known[s] = true
+	}
+	var out map[messages.Stage]time.Duration
+	for _, entry := range strings.Split(c.StageDeadlines, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		bad := func(why string) error {
+			return fmt.Errorf("AUTOCODER_STAGE_DEADLINES: %q %s", entry, why)
+		}
+		name, value, ok := strings.Cut(entry, "=")
+		if !ok {
+			return nil, bad("is not stage=duration")
+		}
+		stage := messages.Stage(strings.TrimSpace(name))
+		if !known[stage] {
+			return nil, bad(fmt.Sprintf("names no stage (stages: %s)", stageNames()))
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(value))
+		if err != nil || d <= 0 {
+			return nil, bad("needs a positive duration such as 45m")
+		}
+		if out == nil {
+			out = map[messages.Stage]time.Duration{}
+		}
+		out[stage] = d
+	}
+	return out, nil
+}
+
+func stageNames() string {
+	var names []string
+	for _, s := range messages.Stages() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
 }
 
 // DockerExtra splits DockerExtraCommands into its non-blank lines.
