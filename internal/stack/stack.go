@@ -149,11 +149,17 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		if o.Registry != nil {
 			m = coordinator.NewMetrics(o.Registry)
 		}
-		st.Coord, err = coordinator.New(coordinator.Config{States: st.Resources.JobState, Results: st.Resources.JobResults,
-			Publisher: st.Publisher, Logger: log.With("component", "coordinator"), Metrics: m, DefaultModel: cfg.Model})
+		deadlines, err := cfg.Deadlines()
 		if err != nil {
 			return nil, err
 		}
+		st.Coord, err = coordinator.New(coordinator.Config{States: st.Resources.JobState, Results: st.Resources.JobResults,
+			Publisher: st.Publisher, Logger: log.With("component", "coordinator"), Metrics: m, DefaultModel: cfg.Model,
+			StageDeadlines: deadlines})
+		if err != nil {
+			return nil, err
+		}
+		st.watchDeadlines(runCtx)
 		if err := st.Coord.Recover(ctx); err != nil {
 			log.Warn("recover outboxes", "err", err)
 		}
@@ -234,6 +240,17 @@ func (st *Stack) run(ctx context.Context, name string, cons jetstream.Consumer, 
 		if err := w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			st.log.Error("worker stopped", "worker", name, "err", err)
 			st.errOnce.Do(func() { st.err = fmt.Errorf("%s: %w", name, err) })
+		}
+	}()
+}
+
+// watchDeadlines runs the coordinator's stage deadlines until ctx is done.
+func (st *Stack) watchDeadlines(ctx context.Context) {
+	st.wg.Add(1)
+	go func() {
+		defer st.wg.Done()
+		if err := st.Coord.WatchDeadlines(ctx); err != nil {
+			st.log.Error("stage deadlines stopped", "err", err)
 		}
 	}()
 }
