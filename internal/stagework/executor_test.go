@@ -749,3 +749,24 @@ func TestUnknownMaxDeliverUsesTheDefault(t *testing.T) {
 		t.Errorf("published %+v, want one infra result", res)
 	}
 }
+
+// TestShutdownWrapsTheCancellation: a handler cut off by shutdown that
+// returns an error of its own still goes back as a cancellation, so the
+// worker hands the message back instead of terminating it on a last delivery.
+func TestShutdownWrapsTheCancellation(t *testing.T) {
+	t.Parallel()
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+		return stagework.Output{}, errors.New("sandbox run interrupted")
+	}}
+	p := &publisher{}
+	r := newExecutor(t, h, p, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := r.Handle(ctx, message(t, command(messages.CacheAuto), 1).WithMaxDeliver(1))
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "sandbox run interrupted") {
+		t.Errorf("Handle = %v, want the handler's error wrapping context.Canceled", err)
+	}
+	if len(p.results()) != 0 {
+		t.Error("a cancelled stage published a result")
+	}
+}

@@ -90,7 +90,13 @@ func (e *Executor) onFailure(ctx context.Context, msg *bus.Message, herr error, 
 	n := msg.NumDelivered()
 	switch {
 	case ctx.Err() != nil:
-		return herr // shutting down: leave the message for another worker
+		// Shutting down: leave the message for another worker. The error
+		// wraps ctx's, so the worker hands it back even on a last delivery
+		// whatever the handler returned.
+		if errors.Is(herr, ctx.Err()) {
+			return herr
+		}
+		return fmt.Errorf("%w: %w", ctx.Err(), herr)
 	case IsPermanent(herr):
 		res.Error, res.ErrorKind = herr.Error(), messages.ErrorPermanent
 	case lastAttempt(msg):
