@@ -149,9 +149,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		if o.Registry != nil {
 			m = coordinator.NewMetrics(o.Registry)
 		}
-		deadlines, err := cfg.Deadlines()
-		if err != nil {
-			return nil, err
+		deadlines, derr := cfg.Deadlines()
+		if derr != nil {
+			return nil, derr
 		}
 		st.Coord, err = coordinator.New(coordinator.Config{States: st.Resources.JobState, Results: st.Resources.JobResults,
 			Publisher: st.Publisher, Logger: log.With("component", "coordinator"), Metrics: m, DefaultModel: cfg.Model,
