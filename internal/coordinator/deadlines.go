@@ -157,13 +157,13 @@ func (c *Coordinator) expire(ctx context.Context, jobID string, now time.Time) e
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil
 	}
-	if err != nil {
+	if err != nil || s.Done() {
 		return err
 	}
 	for _, seq := range sortedSeqs(s.Pending) {
-		p := s.Pending[seq]
+		p, pending := s.Pending[seq] // s is reloaded after each failed stage
 		limit := StageDeadline(p.Stage, s.Spec.Options, c.cfg.StageDeadlines)
-		if s.Done() || now.Before(p.DispatchedAt.Add(limit)) {
+		if !pending || now.Before(p.DispatchedAt.Add(limit)) {
 			continue
 		}
 		c.log.Warn("stage missed its deadline", "job_id", jobID, "stage", p.Stage, "seq", seq, "deadline", limit)
@@ -174,6 +174,10 @@ func (c *Coordinator) expire(ctx context.Context, jobID string, now time.Time) e
 			Worker: deadlineWorker}
 		if err := c.apply(ctx, jobID, machine.Event{Kind: machine.EventStageResult, Time: now, Result: res}); err != nil {
 			return fmt.Errorf("stage %s (seq %d): %w", p.Stage, seq, err)
+		}
+		// The failure may have ended the job, or moved it on.
+		if s, err = c.State(ctx, jobID); err != nil || s.Done() {
+			return err
 		}
 	}
 	return nil
