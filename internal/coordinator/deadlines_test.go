@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/coordinator"
@@ -190,4 +191,77 @@ func TestNewRejectsBadDeadlines(t *testing.T) {
 			t.Errorf("%s: New accepted it", name)
 		}
 	}
+}
+
+// TestDeadlineOfConcurrentStages: code and tests are pending together and
+// both miss their deadline; the first failure ends the job, and the other
+// is neither failed nor counted after that.
+func TestDeadlineOfConcurrentStages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var now atomic.Pointer[time.Time]
+	setNow := func(tm time.Time) { now.Store(&tm) }
+	setNow(t0)
+	ticks := make(chan time.Time)
+	reg := prometheus.NewRegistry()
+	c, err := coordinator.New(coordinator.Config{States: e.res.JobState, Results: e.res.JobResults, Publisher: e.pub,
+		DefaultModel: "test-model", Now: func() time.Time { return *now.Load() }, Ticks: ticks, Metrics: coordinator.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	if err := c.HandleSubmit(ctx, submitMsg(t, "job-two", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	plan := e.commands(t)[0]
+	if err := c.HandleResult(ctx, resultMsg(t, answer(t, plan))); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.State(ctx, "job-two"); err != nil || len(s.Pending) != 2 {
+		t.Fatalf("pending %v (err %v), want code and tests", s.Pending, err)
+	}
+	watchDeadlines(t, c)
+
+	setNow(t0.Add(time.Hour))
+	w, err := e.res.JobResults.Watch(ctx, bus.JobKey("job-two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop() }()
+	for done := false; !done; {
+		select {
+		case en := <-w.Updates():
+			done = en != nil
+		case ticks <- time.Time{}:
+		case <-ctx.Done():
+			t.Fatal("no result")
+		}
+	}
+	r := e.result(t, "job-two")
+	if r.Status != messages.StatusErrored || !strings.Contains(r.Error, "stage code missed its deadline of 10m") {
+		t.Fatalf("result: status %s, error %q; want errored by the code stage's deadline", r.Status, r.Error)
+	}
+	ticks <- time.Time{} // one more sweep: nothing is left to fail
+	ticks <- time.Time{}
+	if got := counterValue(t, reg, "autocoder_stage_deadlines_missed_total"); got != 1 {
+		t.Errorf("deadlines missed = %v, want 1", got)
+	}
+}
+
+// counterValue sums a counter's series in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
