@@ -110,37 +110,19 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 		return e.publish(ctx, &res, start)
 	}
 	out, err := e.handle(ctx, cmd)
+	if err == nil {
+		res.Output, err = encodeOutput(out.Value)
+	}
+	res.Usage = out.Usage // a failed model call may still have been paid for
 	if err != nil {
 		if retry := e.onFailure(ctx, msg, err, &res); retry != nil {
 			return retry
 		}
-		res.Usage = out.Usage // a failed model call may still have been paid for
 		return e.publish(ctx, &res, start)
 	}
-	b, err := json.Marshal(out.Value)
-	if err != nil {
-		res.Error, res.ErrorKind = "marshal output: "+err.Error(), messages.ErrorPermanent
-		return e.publish(ctx, &res, start)
-	}
-	res.Output, res.Usage, res.Messages = b, out.Usage, trimMessages(out.Messages)
+	res.Messages = trimMessages(out.Messages)
 	e.store(ctx, cmd, key, &res)
 	return e.publish(ctx, &res, start)
-}
-
-// decodeCommand reads a stage command. One that cannot be read has no job
-// to answer to, so it is terminated (bus.Permanent).
-func decodeCommand(msg *bus.Message) (*messages.StageCommand, error) {
-	var cmd messages.StageCommand
-	if err := json.Unmarshal(msg.Data(), &cmd); err != nil {
-		return nil, bus.Permanent(fmt.Errorf("decode stage command: %w", err))
-	}
-	if cmd.V > messages.SchemaVersion {
-		return nil, bus.Permanent(fmt.Errorf("stage command version %d is newer than %d", cmd.V, messages.SchemaVersion))
-	}
-	if !bus.ValidJobID(cmd.JobID) {
-		return nil, bus.Permanent(fmt.Errorf("stage command has an invalid job id %q", cmd.JobID))
-	}
-	return &cmd, nil
 }
 
 // fromCache fills res from the cache when the command allows it and the

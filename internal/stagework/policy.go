@@ -2,6 +2,7 @@ package stagework
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -81,6 +82,32 @@ func lastAttempt(msg *bus.Message) bool {
 		limit = bus.DefaultMaxDeliver
 	}
 	return msg.NumDelivered() >= uint64(limit)
+}
+
+// decodeCommand reads a stage command. One that cannot be read has no job
+// to answer to, so it is terminated (bus.Permanent).
+func decodeCommand(msg *bus.Message) (*messages.StageCommand, error) {
+	var cmd messages.StageCommand
+	if err := json.Unmarshal(msg.Data(), &cmd); err != nil {
+		return nil, bus.Permanent(fmt.Errorf("decode stage command: %w", err))
+	}
+	if cmd.V > messages.SchemaVersion {
+		return nil, bus.Permanent(fmt.Errorf("stage command version %d is newer than %d", cmd.V, messages.SchemaVersion))
+	}
+	if !bus.ValidJobID(cmd.JobID) {
+		return nil, bus.Permanent(fmt.Errorf("stage command has an invalid job id %q", cmd.JobID))
+	}
+	return &cmd, nil
+}
+
+// encodeOutput is the result's output: one that does not encode as JSON
+// is the handler's bug, and doing it again gives the same.
+func encodeOutput(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, Permanent(fmt.Errorf("marshal output: %w", err))
+	}
+	return b, nil
 }
 
 // onFailure applies the policy to a handler's error: either it fills res
