@@ -21,6 +21,7 @@ import (
 //	any other error     delivered again after Config.RetryDelay(n), an
 //	                    exponential backoff by delivery count
 //	a panic             like any other error (it is usually one input's bug)
+//	an output that does not encode as JSON: permanent
 //
 // Attempts have one knob: the MaxDeliver of the pool's consumer
 // (bus.ProvisionConfig.MaxDeliver, default bus.DefaultMaxDeliver), read
