@@ -16,7 +16,10 @@
 // terminates it, RetryAfter(err, d) redelivers it after d, and any other
 // error redelivers it with exponential backoff until MaxDeliver. A Worker
 // pulls only as many messages as it has free slots, heartbeats running
-// handlers, recovers panics, and shuts down in two phases.
+// handlers, recovers panics, and shuts down in two phases. Stage commands
+// are handled by the stage executor (internal/stagework), whose failure
+// policy turns every failure of a command with a job into a published
+// result: it returns Permanent only for a command it cannot read.
 //
 // Embedded, in one process:
 //
@@ -40,7 +43,7 @@
 //		}
 //		return runStage(ctx, cmd)
 //	}), bus.Logging(logger), bus.Recover(logger))
-//	w := bus.NewWorker(res.StageConsumers[messages.PoolLLM], h, bus.WorkerConfig{Concurrency: 4, Logger: logger})
+//	w := bus.NewWorker(res.StageConsumers[bus.PoolLLM], h, bus.WorkerConfig{Concurrency: 4, Logger: logger})
 //	err = w.Run(ctx) // until ctx is cancelled
 //
 // Metrics: WorkerConfig.Metrics takes any Metrics; PrometheusMetrics

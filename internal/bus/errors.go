@@ -16,7 +16,8 @@ import (
 //
 // A failure on the last delivery (Message.LastDelivery) is terminated
 // instead of retried, and a handler cancelled by shutdown is Nak'ed at once
-// so another worker picks it up.
+// so another worker picks it up. Stage handlers do not see this: the stage
+// executor (internal/stagework, policy.go) answers for them with a result.
 
 // Permanent marks err as not worth retrying: the same message will fail the
 // same way (bad input, a refused request). The message is terminated.

@@ -78,6 +78,19 @@ func (m *Message) LastDelivery() bool {
 	return m.maxDeliver > 0 && m.meta.NumDelivered >= uint64(m.maxDeliver)
 }
 
+// MaxDeliver is the consumer's MaxDeliver as the Worker knew it: -1 for no
+// limit, 0 when unknown (a message made by NewMessage, or a consumer whose
+// configuration was not cached).
+func (m *Message) MaxDeliver() int { return m.maxDeliver }
+
+// WithMaxDeliver returns a copy of m that came from a consumer with the
+// given MaxDeliver, for tests of handlers that act on LastDelivery.
+func (m *Message) WithMaxDeliver(n int) *Message {
+	c := *m
+	c.maxDeliver = n
+	return &c
+}
+
 // Metadata is the JetStream delivery metadata (stream and consumer
 // sequences, pending count, timestamp).
 func (m *Message) Metadata() jetstream.MsgMetadata { return m.meta }

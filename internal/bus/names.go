@@ -64,23 +64,37 @@ const (
 	HeaderStage = "Autocoder-Stage"
 )
 
+// Pool is a worker pool: the workers that share one stage stream and its
+// durable consumer. Its name is a subject token and part of the stream and
+// consumer names.
+type Pool string
+
+// The worker pools; messages.Stage.Pool says which one does a stage.
+const (
+	PoolLLM     Pool = messages.PoolLLM
+	PoolSandbox Pool = messages.PoolSandbox
+)
+
 // Pools lists the worker pools that have a stage stream and consumer.
-func Pools() []string { return []string{messages.PoolLLM, messages.PoolSandbox} }
+func Pools() []Pool { return []Pool{PoolLLM, PoolSandbox} }
+
+// PoolOf is the pool that does stage.
+func PoolOf(stage messages.Stage) Pool { return Pool(stage.Pool()) }
 
 // StageSubject is where the coordinator publishes a command for stage:
 // autocoder.stage.<pool>.<stage>.
 func StageSubject(stage messages.Stage) string {
-	return subjectRoot + ".stage." + stage.Pool() + "." + string(stage)
+	return subjectRoot + ".stage." + string(PoolOf(stage)) + "." + string(stage)
 }
 
 // StageSubjects matches every stage command of one pool: autocoder.stage.<pool>.>.
-func StageSubjects(pool string) string { return subjectRoot + ".stage." + pool + ".>" }
+func StageSubjects(pool Pool) string { return subjectRoot + ".stage." + string(pool) + ".>" }
 
 // StageStream is the work-queue stream of one pool's stage commands, e.g. AUTOCODER_STAGE_LLM.
-func StageStream(pool string) string { return "AUTOCODER_STAGE_" + strings.ToUpper(pool) }
+func StageStream(pool Pool) string { return "AUTOCODER_STAGE_" + strings.ToUpper(string(pool)) }
 
 // StageConsumer is the durable pull consumer a pool's workers share, e.g. "llm-workers".
-func StageConsumer(pool string) string { return pool + "-workers" }
+func StageConsumer(pool Pool) string { return string(pool) + "-workers" }
 
 // ResultSubject is where workers publish stage results of one job:
 // autocoder.results.<job_id>. jobID must satisfy ValidJobID.

@@ -38,7 +38,7 @@ func TestNames(t *testing.T) {
 			t.Errorf("%s = %q, want %q", tt.name, tt.got, tt.want)
 		}
 	}
-	if diff := cmp.Diff([]string{"llm", "sandbox"}, bus.Pools()); diff != "" {
+	if diff := cmp.Diff([]bus.Pool{"llm", "sandbox"}, bus.Pools()); diff != "" {
 		t.Errorf("Pools() (-want +got):\n%s", diff)
 	}
 	// Every subject autocoder uses is under autocoder.>.

@@ -90,20 +90,79 @@ func (c *ProvisionConfig) setDefaults() error {
 
 // Resources are handles to everything Provision (or Open) found or made.
 type Resources struct {
-	Jobs    jetstream.Stream            // StreamJobs
-	Results jetstream.Stream            // StreamResults
-	Events  jetstream.Stream            // StreamEvents
-	Stages  map[string]jetstream.Stream // by pool: StageStream(pool)
+	Jobs    jetstream.Stream          // StreamJobs
+	Results jetstream.Stream          // StreamResults
+	Events  jetstream.Stream          // StreamEvents
+	Stages  map[Pool]jetstream.Stream // by pool: StageStream(pool)
 
-	JobsConsumer    jetstream.Consumer            // ConsumerCoordinator on StreamJobs
-	ResultsConsumer jetstream.Consumer            // ConsumerCoordinator on StreamResults
-	StageConsumers  map[string]jetstream.Consumer // by pool: StageConsumer(pool)
+	JobsConsumer    jetstream.Consumer          // ConsumerCoordinator on StreamJobs
+	ResultsConsumer jetstream.Consumer          // ConsumerCoordinator on StreamResults
+	StageConsumers  map[Pool]jetstream.Consumer // by pool: StageConsumer(pool)
 
 	JobState   jetstream.KeyValue    // BucketJobState
 	JobResults jetstream.KeyValue    // BucketJobResults
 	Tasks      jetstream.KeyValue    // BucketTasks
 	Samples    jetstream.ObjectStore // ObjectStoreSamples
 	Outputs    jetstream.ObjectStore // ObjectStoreOutputs
+}
+
+func newResources() *Resources {
+	return &Resources{Stages: map[Pool]jetstream.Stream{}, StageConsumers: map[Pool]jetstream.Consumer{}}
+}
+
+// What Provision makes and Open finds is listed once, in the tables below,
+// each entry with where its handle goes in Resources.
+
+// workQueue is a work-queue stream and the durable pull consumer that takes
+// from it.
+type workQueue struct {
+	stream, consumer, subjects string
+	streamDesc, consumerDesc   string
+	setStream                  func(jetstream.Stream)
+	setConsumer                func(jetstream.Consumer)
+}
+
+// workQueues lists the work queues: job submissions, each pool's stage
+// commands, stage results.
+func (r *Resources) workQueues() []workQueue {
+	qs := []workQueue{{
+		stream: StreamJobs, consumer: ConsumerCoordinator, subjects: SubjectJobsAll,
+		streamDesc: "autocoder job submissions", consumerDesc: "coordinators take job submissions",
+		setStream: func(s jetstream.Stream) { r.Jobs = s }, setConsumer: func(c jetstream.Consumer) { r.JobsConsumer = c },
+	}}
+	for _, pool := range Pools() {
+		qs = append(qs, workQueue{
+			stream: StageStream(pool), consumer: StageConsumer(pool), subjects: StageSubjects(pool),
+			streamDesc: "autocoder " + string(pool) + " stage commands", consumerDesc: string(pool) + " workers take stage commands",
+			setStream: func(s jetstream.Stream) { r.Stages[pool] = s }, setConsumer: func(c jetstream.Consumer) { r.StageConsumers[pool] = c },
+		})
+	}
+	return append(qs, workQueue{
+		stream: StreamResults, consumer: ConsumerCoordinator, subjects: SubjectResultsAll,
+		streamDesc: "autocoder stage results", consumerDesc: "coordinators take stage results",
+		setStream: func(s jetstream.Stream) { r.Results = s }, setConsumer: func(c jetstream.Consumer) { r.ResultsConsumer = c },
+	})
+}
+
+// store is a KV bucket or an object store.
+type store[T any] struct {
+	name, desc string
+	dst        *T
+}
+
+func (r *Resources) buckets() []store[jetstream.KeyValue] {
+	return []store[jetstream.KeyValue]{
+		{BucketJobState, "autocoder job state machines", &r.JobState},
+		{BucketJobResults, "autocoder job result objects", &r.JobResults},
+		{BucketTasks, "autocoder named reusable tasks", &r.Tasks},
+	}
+}
+
+func (r *Resources) objectStores() []store[jetstream.ObjectStore] {
+	return []store[jetstream.ObjectStore]{
+		{ObjectStoreSamples, "autocoder sample files by content hash", &r.Samples},
+		{ObjectStoreOutputs, "autocoder File and Dir outputs", &r.Outputs},
+	}
 }
 
 // Provision creates whatever is missing and updates whatever differs from
@@ -115,134 +174,125 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	storage := jetstream.FileStorage
-	if cfg.MemoryStorage {
-		storage = jetstream.MemoryStorage
-	}
-	workQueue := func(name, subject, desc string) jetstream.StreamConfig {
-		return jetstream.StreamConfig{
-			Name:        name,
-			Description: desc,
-			Subjects:    []string{subject},
-			Retention:   jetstream.WorkQueuePolicy,
-			Storage:     storage,
-			Replicas:    cfg.Replicas,
-			Duplicates:  cfg.DuplicateWindow,
+	p := provisioner{js: js, cfg: cfg}
+	res := newResources()
+	for _, q := range res.workQueues() {
+		if err := p.workQueue(ctx, q); err != nil {
+			return nil, err
 		}
-	}
-	consumer := func(name, subject, desc string) jetstream.ConsumerConfig {
-		return jetstream.ConsumerConfig{
-			Durable:       name,
-			Description:   desc,
-			FilterSubject: subject,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       cfg.AckWait,
-			MaxDeliver:    cfg.MaxDeliver,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-			Replicas:      cfg.Replicas,
-		}
-	}
-
-	res := &Resources{
-		Stages:         map[string]jetstream.Stream{},
-		StageConsumers: map[string]jetstream.Consumer{},
 	}
 	var err error
-	if res.Jobs, err = createStream(ctx, js, workQueue(StreamJobs, SubjectJobsAll, "autocoder job submissions")); err != nil {
+	if res.Events, err = p.events(ctx); err != nil {
 		return nil, err
 	}
-	if res.JobsConsumer, err = createConsumer(ctx, js, StreamJobs, consumer(ConsumerCoordinator, SubjectJobsAll, "coordinators take job submissions")); err != nil {
-		return nil, err
-	}
-	for _, pool := range Pools() {
-		if res.Stages[pool], err = createStream(ctx, js, workQueue(StageStream(pool), StageSubjects(pool), "autocoder "+pool+" stage commands")); err != nil {
-			return nil, err
-		}
-		if res.StageConsumers[pool], err = createConsumer(ctx, js, StageStream(pool), consumer(StageConsumer(pool), StageSubjects(pool), pool+" workers take stage commands")); err != nil {
+	for _, b := range res.buckets() {
+		if *b.dst, err = p.keyValue(ctx, b.name, b.desc); err != nil {
 			return nil, err
 		}
 	}
-	if res.Results, err = createStream(ctx, js, workQueue(StreamResults, SubjectResultsAll, "autocoder stage results")); err != nil {
-		return nil, err
-	}
-	if res.ResultsConsumer, err = createConsumer(ctx, js, StreamResults, consumer(ConsumerCoordinator, SubjectResultsAll, "coordinators take stage results")); err != nil {
-		return nil, err
-	}
-	// Events are read by many (live views, `submit events`, the web UI) with
-	// ephemeral ordered consumers, so they are kept by age, not consumed.
-	if res.Events, err = createStream(ctx, js, jetstream.StreamConfig{
-		Name:              StreamEvents,
-		Description:       "autocoder job progress events",
-		Subjects:          []string{SubjectEventsAll},
-		Retention:         jetstream.LimitsPolicy,
-		MaxAge:            cfg.EventsMaxAge,
-		MaxMsgsPerSubject: cfg.EventsPerJob,
-		Discard:           jetstream.DiscardOld,
-		Storage:           storage,
-		Replicas:          cfg.Replicas,
-		Duplicates:        min(cfg.DuplicateWindow, cfg.EventsMaxAge),
-	}); err != nil {
-		return nil, err
-	}
-
-	kv := func(bucket, desc string) (jetstream.KeyValue, error) {
-		b, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      bucket,
-			Description: desc,
-			History:     1, // state is updated by CAS on the revision; older values are never read
-			Storage:     storage,
-			Replicas:    cfg.Replicas,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("bus: provision key-value bucket %s: %w", bucket, err)
+	for _, o := range res.objectStores() {
+		if *o.dst, err = p.objectStore(ctx, o.name, o.desc); err != nil {
+			return nil, err
 		}
-		return b, nil
-	}
-	if res.JobState, err = kv(BucketJobState, "autocoder job state machines"); err != nil {
-		return nil, err
-	}
-	if res.JobResults, err = kv(BucketJobResults, "autocoder job result objects"); err != nil {
-		return nil, err
-	}
-	if res.Tasks, err = kv(BucketTasks, "autocoder named reusable tasks"); err != nil {
-		return nil, err
-	}
-
-	obj := func(bucket, desc string) (jetstream.ObjectStore, error) {
-		o, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-			Bucket:      bucket,
-			Description: desc,
-			Storage:     storage,
-			Replicas:    cfg.Replicas,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("bus: provision object store %s: %w", bucket, err)
-		}
-		return o, nil
-	}
-	if res.Samples, err = obj(ObjectStoreSamples, "autocoder sample files by content hash"); err != nil {
-		return nil, err
-	}
-	if res.Outputs, err = obj(ObjectStoreOutputs, "autocoder File and Dir outputs"); err != nil {
-		return nil, err
 	}
 	return res, nil
 }
 
-func createStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	s, err := js.CreateOrUpdateStream(ctx, cfg)
+// provisioner makes each kind of resource from one ProvisionConfig.
+type provisioner struct {
+	js  jetstream.JetStream
+	cfg ProvisionConfig
+}
+
+func (p provisioner) storage() jetstream.StorageType {
+	if p.cfg.MemoryStorage {
+		return jetstream.MemoryStorage
+	}
+	return jetstream.FileStorage
+}
+
+func (p provisioner) workQueue(ctx context.Context, q workQueue) error {
+	s, err := p.createStream(ctx, jetstream.StreamConfig{
+		Name:        q.stream,
+		Description: q.streamDesc,
+		Subjects:    []string{q.subjects},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     p.storage(),
+		Replicas:    p.cfg.Replicas,
+		Duplicates:  p.cfg.DuplicateWindow,
+	})
+	if err != nil {
+		return err
+	}
+	q.setStream(s)
+	c, err := p.js.CreateOrUpdateConsumer(ctx, q.stream, jetstream.ConsumerConfig{
+		Durable:       q.consumer,
+		Description:   q.consumerDesc,
+		FilterSubject: q.subjects,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       p.cfg.AckWait,
+		MaxDeliver:    p.cfg.MaxDeliver,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		Replicas:      p.cfg.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("bus: provision consumer %s on %s: %w", q.consumer, q.stream, err)
+	}
+	q.setConsumer(c)
+	return nil
+}
+
+// events makes the events stream. Events are read by many (live views,
+// `submit events`, the web UI) with ephemeral ordered consumers, so they are
+// kept by age, not consumed.
+func (p provisioner) events(ctx context.Context) (jetstream.Stream, error) {
+	return p.createStream(ctx, jetstream.StreamConfig{
+		Name:              StreamEvents,
+		Description:       "autocoder job progress events",
+		Subjects:          []string{SubjectEventsAll},
+		Retention:         jetstream.LimitsPolicy,
+		MaxAge:            p.cfg.EventsMaxAge,
+		MaxMsgsPerSubject: p.cfg.EventsPerJob,
+		Discard:           jetstream.DiscardOld,
+		Storage:           p.storage(),
+		Replicas:          p.cfg.Replicas,
+		Duplicates:        min(p.cfg.DuplicateWindow, p.cfg.EventsMaxAge),
+	})
+}
+
+func (p provisioner) createStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := p.js.CreateOrUpdateStream(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bus: provision stream %s: %w", cfg.Name, err)
 	}
 	return s, nil
 }
 
-func createConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
-	c, err := js.CreateOrUpdateConsumer(ctx, stream, cfg)
+func (p provisioner) keyValue(ctx context.Context, bucket, desc string) (jetstream.KeyValue, error) {
+	b, err := p.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      bucket,
+		Description: desc,
+		History:     1, // state is updated by CAS on the revision; older values are never read
+		Storage:     p.storage(),
+		Replicas:    p.cfg.Replicas,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: provision consumer %s on %s: %w", cfg.Durable, stream, err)
+		return nil, fmt.Errorf("bus: provision key-value bucket %s: %w", bucket, err)
 	}
-	return c, nil
+	return b, nil
+}
+
+func (p provisioner) objectStore(ctx context.Context, bucket, desc string) (jetstream.ObjectStore, error) {
+	o, err := p.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      bucket,
+		Description: desc,
+		Storage:     p.storage(),
+		Replicas:    p.cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: provision object store %s: %w", bucket, err)
+	}
+	return o, nil
 }
 
 // ErrNotProvisioned is returned (wrapped) by Open when a stream, consumer,
@@ -253,55 +303,42 @@ var ErrNotProvisioned = errors.New("bus: not provisioned")
 // anything: for processes (workers, the CLI) that join a deployment whose
 // coordinator owns the configuration.
 func Open(ctx context.Context, js jetstream.JetStream) (*Resources, error) {
-	notFound := func(kind, name string, err error) error {
-		if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
-			errors.Is(err, jetstream.ErrBucketNotFound) {
-			return fmt.Errorf("%w: %s %s", ErrNotProvisioned, kind, name)
+	res := newResources()
+	for _, q := range res.workQueues() {
+		s, err := js.Stream(ctx, q.stream)
+		if err != nil {
+			return nil, notFound("stream", q.stream, err)
 		}
-		return fmt.Errorf("bus: open %s %s: %w", kind, name, err)
-	}
-	res := &Resources{
-		Stages:         map[string]jetstream.Stream{},
-		StageConsumers: map[string]jetstream.Consumer{},
+		q.setStream(s)
+		c, err := js.Consumer(ctx, q.stream, q.consumer)
+		if err != nil {
+			return nil, notFound("consumer", q.stream+"/"+q.consumer, err)
+		}
+		q.setConsumer(c)
 	}
 	var err error
-	streams := []struct {
-		name string
-		dst  *jetstream.Stream
-	}{{StreamJobs, &res.Jobs}, {StreamResults, &res.Results}, {StreamEvents, &res.Events}}
-	for _, s := range streams {
-		if *s.dst, err = js.Stream(ctx, s.name); err != nil {
-			return nil, notFound("stream", s.name, err)
+	if res.Events, err = js.Stream(ctx, StreamEvents); err != nil {
+		return nil, notFound("stream", StreamEvents, err)
+	}
+	for _, b := range res.buckets() {
+		if *b.dst, err = js.KeyValue(ctx, b.name); err != nil {
+			return nil, notFound("key-value bucket", b.name, err)
 		}
 	}
-	if res.JobsConsumer, err = js.Consumer(ctx, StreamJobs, ConsumerCoordinator); err != nil {
-		return nil, notFound("consumer", StreamJobs+"/"+ConsumerCoordinator, err)
-	}
-	if res.ResultsConsumer, err = js.Consumer(ctx, StreamResults, ConsumerCoordinator); err != nil {
-		return nil, notFound("consumer", StreamResults+"/"+ConsumerCoordinator, err)
-	}
-	for _, pool := range Pools() {
-		if res.Stages[pool], err = js.Stream(ctx, StageStream(pool)); err != nil {
-			return nil, notFound("stream", StageStream(pool), err)
+	for _, o := range res.objectStores() {
+		if *o.dst, err = js.ObjectStore(ctx, o.name); err != nil {
+			return nil, notFound("object store", o.name, err)
 		}
-		if res.StageConsumers[pool], err = js.Consumer(ctx, StageStream(pool), StageConsumer(pool)); err != nil {
-			return nil, notFound("consumer", StageStream(pool)+"/"+StageConsumer(pool), err)
-		}
-	}
-	if res.JobState, err = js.KeyValue(ctx, BucketJobState); err != nil {
-		return nil, notFound("key-value bucket", BucketJobState, err)
-	}
-	if res.JobResults, err = js.KeyValue(ctx, BucketJobResults); err != nil {
-		return nil, notFound("key-value bucket", BucketJobResults, err)
-	}
-	if res.Tasks, err = js.KeyValue(ctx, BucketTasks); err != nil {
-		return nil, notFound("key-value bucket", BucketTasks, err)
-	}
-	if res.Samples, err = js.ObjectStore(ctx, ObjectStoreSamples); err != nil {
-		return nil, notFound("object store", ObjectStoreSamples, err)
-	}
-	if res.Outputs, err = js.ObjectStore(ctx, ObjectStoreOutputs); err != nil {
-		return nil, notFound("object store", ObjectStoreOutputs, err)
 	}
 	return res, nil
+}
+
+// notFound wraps a failed lookup of Open, as ErrNotProvisioned when the
+// resource does not exist.
+func notFound(kind, name string, err error) error {
+	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+		errors.Is(err, jetstream.ErrBucketNotFound) {
+		return fmt.Errorf("%w: %s %s", ErrNotProvisioned, kind, name)
+	}
+	return fmt.Errorf("bus: open %s %s: %w", kind, name, err)
 }

@@ -93,7 +93,7 @@ func configs(t *testing.T, r *bus.Resources) map[string]any {
 	out := map[string]any{}
 	streams := map[string]jetstream.Stream{"jobs": r.Jobs, "results": r.Results, "events": r.Events}
 	for pool, s := range r.Stages {
-		streams[pool] = s
+		streams[string(pool)] = s
 	}
 	for name, s := range streams {
 		info, err := s.Info(ctx)
@@ -104,7 +104,7 @@ func configs(t *testing.T, r *bus.Resources) map[string]any {
 	}
 	consumers := map[string]jetstream.Consumer{"jobs": r.JobsConsumer, "results": r.ResultsConsumer}
 	for pool, c := range r.StageConsumers {
-		consumers[pool] = c
+		consumers[string(pool)] = c
 	}
 	for name, c := range consumers {
 		info, err := c.Info(ctx)

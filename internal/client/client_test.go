@@ -82,7 +82,7 @@ func (s *system) run(cons jetstream.Consumer, h bus.Handler) {
 
 // startWorkers starts a worker per pool whose stages all succeed at once.
 func (s *system) startWorkers() {
-	r, err := stagework.NewRunner(stagework.Config{Handler: canned{}, Publisher: s.pub})
+	r, err := stagework.NewExecutor(stagework.Config{Handler: canned{}, Publisher: s.pub})
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/autocoder/autocoder/pkg/cache"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Config holds the settings of Contract 6 (docs/contracts.md), shared by every binary. Each one
@@ -61,6 +63,11 @@ type Config struct {
 	// can then hand workers forged results. Anything but a true value of
 	// strconv.ParseBool is false.
 	CacheUnsigned bool
+	// StageDeadlines overrides the coordinator's stage deadlines
+	// (AUTOCODER_STAGE_DEADLINES), e.g. "build=45m,plan=5m": how long a
+	// dispatched stage may wait for its result before its job fails with
+	// the reason. Stages not named keep their defaults (coordinator.StageDeadline).
+	StageDeadlines string
 }
 
 // FromEnv reads the environment.
@@ -87,6 +94,7 @@ func FromEnv() Config {
 		WorkerName:          os.Getenv("AUTOCODER_WORKER_NAME"),
 		CacheKeys:           os.Getenv("AUTOCODER_CACHE_KEYS"),
 		CacheKeyFile:        os.Getenv("AUTOCODER_CACHE_KEY_FILE"),
+		StageDeadlines:      os.Getenv("AUTOCODER_STAGE_DEADLINES"),
 	}
 	c.CacheUnsigned, _ = strconv.ParseBool(os.Getenv("AUTOCODER_CACHE_UNSIGNED"))
 	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
@@ -123,6 +131,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.Var(secretFlag{&c.CacheKeys}, "cache-keys", "stage cache HMAC keys, id:base64secret,...; the first signs (AUTOCODER_CACHE_KEYS; prefer --cache-key-file: a flag shows in ps)")
 	fs.StringVar(&c.CacheKeyFile, "cache-key-file", c.CacheKeyFile, "file holding the stage cache keys (AUTOCODER_CACHE_KEY_FILE)")
 	fs.BoolVar(&c.CacheUnsigned, "cache-unsigned", c.CacheUnsigned, "use a Redis cache without a key: anyone who can write to it can forge results (AUTOCODER_CACHE_UNSIGNED)")
+	fs.StringVar(&c.StageDeadlines, "stage-deadlines", c.StageDeadlines, "per-stage deadlines, e.g. build=45m,plan=5m (AUTOCODER_STAGE_DEADLINES)")
 }
 
 // secretFlag is a string flag whose value is never printed, not even as
@@ -149,6 +158,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Concurrency < 0 {
 		return errors.New("AUTOCODER_CONCURRENCY: must not be negative")
+	}
+	if _, err := c.Deadlines(); err != nil {
+		return err
 	}
 	return c.validateCacheKeys()
 }
@@ -192,6 +204,50 @@ func (c *Config) CacheKeyring() (*cache.Keyring, error) {
 		return k, nil
 	}
 	return nil, nil
+}
+
+// Deadlines parses StageDeadlines: comma-separated stage=duration entries
+// (Go durations: 90s, 45m, 1h30m). The error names the bad entry.
+func (c *Config) Deadlines() (map[messages.Stage]time.Duration, error) {
+	known := map[messages.Stage]bool{}
+	for _, s := range messages.Stages() {
+		known[s] = true
+	}
+	var out map[messages.Stage]time.Duration
+	for _, entry := range strings.Split(c.StageDeadlines, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		bad := func(why string) error {
+			return fmt.Errorf("AUTOCODER_STAGE_DEADLINES: %q %s", entry, why)
+		}
+		name, value, ok := strings.Cut(entry, "=")
+		if !ok {
+			return nil, bad("is not stage=duration")
+		}
+		stage := messages.Stage(strings.TrimSpace(name))
+		if !known[stage] {
+			return nil, bad(fmt.Sprintf("names no stage (stages: %s)", stageNames()))
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(value))
+		if err != nil || d <= 0 {
+			return nil, bad("needs a positive duration such as 45m")
+		}
+		if out == nil {
+			out = map[messages.Stage]time.Duration{}
+		}
+		out[stage] = d
+	}
+	return out, nil
+}
+
+func stageNames() string {
+	var names []string
+	for _, s := range messages.Stages() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
 }
 
 // DockerExtra splits DockerExtraCommands into its non-blank lines.

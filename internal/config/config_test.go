@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // TestDockerExtraFromEnv: AUTOCODER_DOCKER_EXTRA_COMMANDS is one command
@@ -76,5 +79,38 @@ func TestCacheKeys(t *testing.T) {
 	}
 	if k, err := (&Config{}).CacheKeyring(); k != nil || err != nil {
 		t.Errorf("CacheKeyring with no keys = %v, %v; want none", k, err)
+	}
+}
+
+func TestStageDeadlines(t *testing.T) {
+	t.Setenv("AUTOCODER_STAGE_DEADLINES", " build=45m, plan=5m,run_tests=1h30m ")
+	c := FromEnv()
+	got, err := c.Deadlines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[messages.Stage]time.Duration{messages.StageBuild: 45 * time.Minute, messages.StagePlan: 5 * time.Minute,
+		messages.StageRunTests: 90 * time.Minute}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Deadlines (-want +got):\n%s", diff)
+	}
+	if got, err := (&Config{}).Deadlines(); err != nil || got != nil {
+		t.Errorf("no deadlines: %v, %v; want none", got, err)
+	}
+	for value, bad := range map[string]string{
+		"build=45m,biuld=5m": `"biuld=5m"`,
+		"plan":               `"plan"`,
+		"plan=soon":          `"plan=soon"`,
+		"plan=5m,code=-1m":   `"code=-1m"`,
+		"fix=0s":             `"fix=0s"`,
+	} {
+		c := Config{StageDeadlines: value, StateDir: "/tmp", LogLevel: "info"}
+		_, err := c.Deadlines()
+		if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "AUTOCODER_STAGE_DEADLINES") {
+			t.Errorf("%q: err = %v, want one naming %s", value, err, bad)
+		}
+		if verr := c.Validate(); verr == nil || verr.Error() != err.Error() {
+			t.Errorf("%q: Validate = %v, want the same error", value, verr)
+		}
 	}
 }

@@ -30,6 +30,20 @@ type Config struct {
 	Metrics   *Metrics         // nil: none
 	// DefaultModel fills JobSpec.Options.Model when a submission has none.
 	DefaultModel string
+	// StageDeadlines overrides, per stage kind, how long a dispatched stage
+	// may wait for its result before WatchDeadlines fails it (ErrorInfra,
+	// "stage build missed its deadline of 45m"). A stage not named gets its
+	// default (StageDeadline): DefaultLLMDeadline (10m) for model stages,
+	// DefaultBuildDeadline (30m) for builds, DefaultProfileDeadline (10m)
+	// for the profile, and the job's options.timeout plus DefaultRunSlack
+	// (30m) for sandbox runs (run_tests, acceptance, run).
+	StageDeadlines map[messages.Stage]time.Duration
+	// SweepEvery is how often WatchDeadlines looks for overdue stages.
+	// Default DefaultSweepEvery (30s).
+	SweepEvery time.Duration
+	// Ticks, if set, drives WatchDeadlines instead of a SweepEvery ticker
+	// (tests, with Now).
+	Ticks <-chan time.Time
 }
 
 // Coordinator owns the job state machines: it applies each submission and
@@ -50,6 +64,17 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.SweepEvery < 0 {
+		return nil, errors.New("coordinator: SweepEvery must not be negative")
+	}
+	if cfg.SweepEvery == 0 {
+		cfg.SweepEvery = DefaultSweepEvery
+	}
+	for stage, d := range cfg.StageDeadlines {
+		if d <= 0 {
+			return nil, fmt.Errorf("coordinator: the deadline of stage %s must be positive, not %s", stage, d)
+		}
 	}
 	return &Coordinator{cfg: cfg, log: cfg.Logger}, nil
 }

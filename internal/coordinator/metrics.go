@@ -13,6 +13,7 @@ type Metrics struct {
 	finishedJobs *prometheus.CounterVec
 	casConflicts prometheus.Counter
 	jobSeconds   prometheus.Histogram
+	deadlines    *prometheus.CounterVec
 }
 
 // NewMetrics registers the coordinator's metrics on reg.
@@ -26,8 +27,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Compare-and-set conflicts on job state (coordinators racing on one job)."}),
 		jobSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "autocoder_job_duration_seconds",
 			Help: "Wall time from submission to finish.", Buckets: prometheus.ExponentialBuckets(0.5, 2, 14)}),
+		deadlines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "autocoder_stage_deadlines_missed_total",
+			Help: "Dispatched stages failed by the coordinator for missing their deadline, by stage."}, []string{"stage"}),
 	}
-	reg.MustRegister(m.steps, m.finishedJobs, m.casConflicts, m.jobSeconds)
+	reg.MustRegister(m.steps, m.finishedJobs, m.casConflicts, m.jobSeconds, m.deadlines)
 	return m
 }
 
@@ -53,4 +56,11 @@ func (m *Metrics) casConflict() {
 		return
 	}
 	m.casConflicts.Inc()
+}
+
+func (m *Metrics) deadlineMissed(stage messages.Stage) {
+	if m == nil {
+		return
+	}
+	m.deadlines.WithLabelValues(string(stage)).Inc()
 }

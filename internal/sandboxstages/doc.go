@@ -12,5 +12,5 @@
 // and are unpacked for the run.
 //
 //	h := sandboxstages.New(backend, sampleStore).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: res.Outputs})
-//	runner, _ := stagework.NewRunner(stagework.Config{Handler: h, Publisher: pub, Cache: c})
+//	executor, _ := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: pub, Cache: c})
 package sandboxstages

@@ -226,12 +226,18 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 	if st.opts.Registry != nil {
 		m = coordinator.NewMetrics(st.opts.Registry)
 	}
+	deadlines, err := st.opts.Config.Deadlines()
+	if err != nil {
+		return err
+	}
 	coord, err := coordinator.New(coordinator.Config{States: st.Resources.JobState, Results: st.Resources.JobResults,
-		Publisher: st.Publisher, Logger: st.log.With("component", "coordinator"), Metrics: m, DefaultModel: st.opts.Config.Model})
+		Publisher: st.Publisher, Logger: st.log.With("component", "coordinator"), Metrics: m, DefaultModel: st.opts.Config.Model,
+		StageDeadlines: deadlines})
 	if err != nil {
 		return err
 	}
 	st.Coord = coord
+	st.watchDeadlines()
 	if err := coord.Recover(ctx); err != nil {
 		st.log.Warn("recover outboxes", "err", err)
 	}
@@ -255,8 +261,8 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 			return err
 		}
 	}
-	h := llmHandler{h: llmstages.New(model, llmstages.Options{Logger: st.log.With("component", "llm-stages")})}
-	return st.startStageWorker(messages.PoolLLM, h, c, 4)
+	h := llmstages.NewStageHandler(llmstages.New(model, llmstages.Options{Logger: st.log.With("component", "llm-stages")}))
+	return st.startStageWorker(bus.PoolLLM, h, c, 4)
 }
 
 // startSandboxWorker takes the sandbox stages on Options.Backend or the
@@ -279,7 +285,7 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 		return err
 	}
 	h := sandboxstages.New(st.Backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs})
-	return st.startStageWorker(messages.PoolSandbox, h, c, 2)
+	return st.startStageWorker(bus.PoolSandbox, h, c, 2)
 }
 
 // startLocal starts the coordinator and both workers, as submit --local does.
@@ -294,9 +300,9 @@ func (st *Stack) startLocal(ctx context.Context) error {
 
 // startStageWorker starts the <pool>-worker: pool's stage commands handled
 // by h, cached in c, in Config.Concurrency slots (defaultSlots when unset).
-func (st *Stack) startStageWorker(pool string, h stagework.Handler, c cache.Cache, defaultSlots int) error {
-	cfg, name := st.opts.Config, pool+"-worker"
-	r, err := stagework.NewRunner(stagework.Config{Handler: h, Publisher: st.Publisher, Cache: c,
+func (st *Stack) startStageWorker(pool bus.Pool, h stagework.Handler, c cache.Cache, defaultSlots int) error {
+	cfg, name := st.opts.Config, string(pool)+"-worker"
+	r, err := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: st.Publisher, Cache: c,
 		Logger: st.log.With("component", name), Worker: cfg.WorkerName, OnResult: st.stageMetrics()})
 	if err != nil {
 		return err
@@ -327,6 +333,17 @@ func (st *Stack) consume(name string, cons jetstream.Consumer, h bus.Handler, sl
 		if err := w.Run(st.parts); err != nil && !errors.Is(err, context.Canceled) {
 			st.log.Error("worker stopped", "worker", name, "err", err)
 			st.errOnce.Do(func() { st.err = fmt.Errorf("%s: %w", name, err) })
+		}
+	}()
+}
+
+// watchDeadlines runs the coordinator's stage deadlines until Close.
+func (st *Stack) watchDeadlines() {
+	st.wg.Add(1)
+	go func() {
+		defer st.wg.Done()
+		if err := st.Coord.WatchDeadlines(st.parts); err != nil && !errors.Is(err, context.Canceled) {
+			st.log.Error("stage deadlines stopped", "err", err)
 		}
 	}()
 }
@@ -397,27 +414,6 @@ func openDocker(ctx context.Context, cfg config.Config, log *slog.Logger, c cach
 		return nil, err
 	}
 	return b, nil
-}
-
-// llmHandler adapts llmstages to stagework.
-type llmHandler struct{ h *llmstages.Handlers }
-
-func (l llmHandler) Version(stage messages.Stage) string { return llmstages.StageVersion(stage) }
-
-func (l llmHandler) Handle(ctx context.Context, cmd *messages.StageCommand) (stagework.Output, error) {
-	out, err := l.h.Handle(ctx, cmd)
-	if err != nil {
-		var ce *llm.CallError
-		paid := stagework.Output{Usage: out.Usage}
-		if errors.Is(err, llmstages.ErrBadInput) || errors.Is(err, llm.ErrInvalidReply) || (errors.As(err, &ce) && !ce.Temporary()) {
-			return paid, stagework.Permanent(err)
-		}
-		if ce != nil && ce.RetryAfter > 0 {
-			return paid, bus.RetryAfter(err, ce.RetryAfter) // the server said when; don't hold a slot
-		}
-		return paid, err
-	}
-	return stagework.Output{Value: out.Value, Usage: out.Usage, Messages: out.Messages}, nil
 }
 
 // busMetrics returns the workers' shared Prometheus adapter, registering it once.

@@ -42,7 +42,7 @@ func TestOnlyHermeticResultsAreCached(t *testing.T) {
 				return tc.out, tc.err
 			}}
 			p, c := &publisher{}, newMemCache()
-			r := newRunner(t, h, p, c, nil)
+			r := newExecutor(t, h, p, c, nil)
 			cmd := command(messages.CacheAuto)
 			for range 2 {
 				// The last delivery: an error becomes an infra result, published.
@@ -91,7 +91,7 @@ func TestForgedCacheEntryIsRecomputed(t *testing.T) {
 	t.Cleanup(func() { _ = raw.Close() })
 
 	h, p := &handler{version: "v1"}, &publisher{}
-	r := newRunner(t, h, p, c, nil)
+	r := newExecutor(t, h, p, c, nil)
 	cmd := command(messages.CacheAuto)
 	run := func() messages.StageResult {
 		t.Helper()

@@ -51,6 +51,13 @@ func (s Stage) Pool() string {
 	return PoolLLM
 }
 
+// Stages lists every stage, the LLM stages first.
+func Stages() []Stage {
+	return []Stage{StagePlan, StageCode, StageTests, StagePackages, StageDiagnose, StageFix, StagePatchTests,
+		StageVerify, StageConstraint, StagePackageReplacement,
+		StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun}
+}
+
 // StageCommand asks a worker to do one stage of one job. Input holds the
 // stage's input struct (PlanInput, CodeInput, ...) as JSON.
 type StageCommand struct {

@@ -160,14 +160,14 @@ func message(t *testing.T, cmd *messages.StageCommand, numDelivered uint64) *bus
 	return bus.NewMessage(bus.StageSubject(cmd.Stage), b, nil, numDelivered)
 }
 
-func newRunner(t *testing.T, h stagework.Handler, p stagework.Publisher, c cache.Cache, mod func(*stagework.Config)) *stagework.Runner {
+func newExecutor(t *testing.T, h stagework.Handler, p stagework.Publisher, c cache.Cache, mod func(*stagework.Config)) *stagework.Executor {
 	t.Helper()
 	cfg := stagework.Config{Handler: h, Publisher: p, Worker: "w1", Now: func() time.Time { return t0 }}
 	cfg.Cache = c
 	if mod != nil {
 		mod(&cfg)
 	}
-	r, err := stagework.NewRunner(cfg)
+	r, err := stagework.NewExecutor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestCacheModes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
-			r := newRunner(t, h, p, c, nil)
+			r := newExecutor(t, h, p, c, nil)
 			cmd := command(tc.mode)
 			key := r.Key(cmd)
 			if tc.prefilled {
@@ -249,7 +249,7 @@ func TestCacheModes(t *testing.T) {
 func TestCachedResultAcrossJobs(t *testing.T) {
 	t.Parallel()
 	h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
-	r := newRunner(t, h, p, c, nil)
+	r := newExecutor(t, h, p, c, nil)
 	first := command(messages.CacheAuto)
 	if err := r.Handle(ctxT(t), message(t, first, 1)); err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func TestCachedResultAcrossJobs(t *testing.T) {
 
 func TestCacheKey(t *testing.T) {
 	t.Parallel()
-	r := newRunner(t, &handler{version: "v1"}, &publisher{}, nil, nil)
+	r := newExecutor(t, &handler{version: "v1"}, &publisher{}, nil, nil)
 	base := command(messages.CacheAuto)
 	key := r.Key(base)
 	same := *base
@@ -289,7 +289,7 @@ func TestCacheKey(t *testing.T) {
 			t.Errorf("changing the %s keeps the key", name)
 		}
 	}
-	r2 := newRunner(t, &handler{version: "v2"}, &publisher{}, nil, nil)
+	r2 := newExecutor(t, &handler{version: "v2"}, &publisher{}, nil, nil)
 	if r2.Key(base) == key {
 		t.Error("a new handler version keeps the key")
 	}
@@ -298,7 +298,7 @@ func TestCacheKey(t *testing.T) {
 func TestCorruptCacheEntryIsRecomputed(t *testing.T) {
 	t.Parallel()
 	h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
-	r := newRunner(t, h, p, c, nil)
+	r := newExecutor(t, h, p, c, nil)
 	cmd := command(messages.CacheAuto)
 	c.m[r.Key(cmd)] = []byte(`{"output":`)
 	if err := r.Handle(ctxT(t), message(t, cmd, 1)); err != nil {
@@ -315,7 +315,7 @@ func TestPermanentErrorIsAResult(t *testing.T) {
 		return stagework.Output{}, stagework.Permanent(errors.New("the model refused"))
 	}}
 	p, c := &publisher{}, newMemCache()
-	r := newRunner(t, h, p, c, nil)
+	r := newExecutor(t, h, p, c, nil)
 	// Even on the first delivery: retrying cannot help.
 	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
 		t.Fatalf("Handle = %v, want nil (the failure is reported as a result)", err)
@@ -335,18 +335,18 @@ func TestPermanentErrorIsAResult(t *testing.T) {
 }
 
 // TestTransientErrorRetriedThenInfra: a transient error goes back to the bus
-// (no result) until the runner's MaxAttempts, then becomes an infra error
-// result so the job ends with a reason.
+// (no result) until the consumer's last delivery (MaxDeliver), then becomes
+// an infra error result so the job ends with a reason.
 func TestTransientErrorRetriedThenInfra(t *testing.T) {
 	t.Parallel()
 	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
 		return stagework.Output{}, errors.New("model endpoint down")
 	}}
 	p := &publisher{}
-	r := newRunner(t, h, p, newMemCache(), func(c *stagework.Config) { c.MaxAttempts = 3 })
+	r := newExecutor(t, h, p, newMemCache(), nil)
 	cmd := command(messages.CacheAuto)
 	for n := uint64(1); n < 3; n++ {
-		err := r.Handle(ctxT(t), message(t, cmd, n))
+		err := r.Handle(ctxT(t), message(t, cmd, n).WithMaxDeliver(3))
 		if err == nil || bus.IsPermanent(err) {
 			t.Fatalf("delivery %d: Handle = %v, want a retryable error", n, err)
 		}
@@ -354,7 +354,7 @@ func TestTransientErrorRetriedThenInfra(t *testing.T) {
 			t.Fatalf("delivery %d published a result", n)
 		}
 	}
-	if err := r.Handle(ctxT(t), message(t, cmd, 3)); err != nil {
+	if err := r.Handle(ctxT(t), message(t, cmd, 3).WithMaxDeliver(3)); err != nil {
 		t.Fatalf("last attempt: Handle = %v, want nil", err)
 	}
 	res := p.results()
@@ -363,10 +363,9 @@ func TestTransientErrorRetriedThenInfra(t *testing.T) {
 	}
 }
 
-// TestLastDeliveryBecomesInfra runs the runner in a real bus.Worker on a
-// consumer with MaxDeliver 2, below the runner's MaxAttempts: on the
-// consumer's last delivery the failure is published as an infra error
-// instead of the message silently dying.
+// TestLastDeliveryBecomesInfra runs the executor in a real bus.Worker on a
+// consumer with MaxDeliver 2: on the consumer's last delivery the failure
+// is published as an infra error instead of the message silently dying.
 func TestLastDeliveryBecomesInfra(t *testing.T) {
 	t.Parallel()
 	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true, MaxDeliver: 2})
@@ -374,7 +373,7 @@ func TestLastDeliveryBecomesInfra(t *testing.T) {
 	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
 		return stagework.Output{}, errors.New("sandbox backend broken")
 	}}
-	r := newRunner(t, h, pub, nil, func(c *stagework.Config) { c.MaxAttempts = 10 })
+	r := newExecutor(t, h, pub, nil, func(c *stagework.Config) { c.RetryDelay = func(uint64) time.Duration { return time.Millisecond } })
 	w := bus.NewWorker(res.StageConsumers[messages.PoolLLM], r, bus.WorkerConfig{
 		RetryDelay: func(uint64) time.Duration { return time.Millisecond }})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -440,7 +439,7 @@ func TestBrokenCacheStillDoesTheWork(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h, p := &handler{version: "v1"}, &publisher{}
-			r := newRunner(t, h, p, tc.cache(t), nil)
+			r := newExecutor(t, h, p, tc.cache(t), nil)
 			if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
 				t.Fatalf("Handle = %v, want nil", err)
 			}
@@ -465,7 +464,7 @@ func TestBadCommandIsPermanent(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			h, p := &handler{version: "v1"}, &publisher{}
-			r := newRunner(t, h, p, nil, nil)
+			r := newExecutor(t, h, p, nil, nil)
 			err := r.Handle(ctxT(t), bus.NewMessage("autocoder.stage.llm.plan", []byte(raw), nil, 1))
 			if !bus.IsPermanent(err) {
 				t.Errorf("Handle = %v, want a permanent error", err)
@@ -483,7 +482,7 @@ func TestPublishFailureRetriedFromCache(t *testing.T) {
 	t.Parallel()
 	h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
 	p.fails.Store(1)
-	r := newRunner(t, h, p, c, nil)
+	r := newExecutor(t, h, p, c, nil)
 	cmd := command(messages.CacheAuto)
 	if err := r.Handle(ctxT(t), message(t, cmd, 1)); err == nil || bus.IsPermanent(err) {
 		t.Fatalf("Handle = %v, want a retryable error", err)
@@ -508,10 +507,10 @@ func TestShutdownLeavesTheMessage(t *testing.T) {
 		return stagework.Output{}, ctx.Err()
 	}}
 	p := &publisher{}
-	r := newRunner(t, h, p, nil, func(c *stagework.Config) { c.MaxAttempts = 1 })
+	r := newExecutor(t, h, p, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- r.Handle(ctx, message(t, command(messages.CacheAuto), 1)) }()
+	go func() { errc <- r.Handle(ctx, message(t, command(messages.CacheAuto), 1).WithMaxDeliver(1)) }()
 	<-started
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
@@ -528,7 +527,7 @@ func TestUnmarshalableOutputIsPermanent(t *testing.T) {
 		return stagework.Output{Value: map[string]any{"c": make(chan int)}}, nil
 	}}
 	p := &publisher{}
-	r := newRunner(t, h, p, newMemCache(), nil)
+	r := newExecutor(t, h, p, newMemCache(), nil)
 	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -547,7 +546,7 @@ func TestLongMessagesAreTrimmed(t *testing.T) {
 		return o, nil
 	}}
 	p := &publisher{}
-	r := newRunner(t, h, p, nil, nil)
+	r := newExecutor(t, h, p, nil, nil)
 	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -571,7 +570,7 @@ func TestOnResult(t *testing.T) {
 	var calls []call
 	clock := t0
 	h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
-	r := newRunner(t, h, p, c, func(cfg *stagework.Config) {
+	r := newExecutor(t, h, p, c, func(cfg *stagework.Config) {
 		cfg.Now = func() time.Time { clock = clock.Add(250 * time.Millisecond); return clock }
 		cfg.OnResult = func(s messages.Stage, cached bool, err string, d time.Duration) {
 			calls = append(calls, call{s, cached, err})
@@ -596,14 +595,14 @@ func TestOnResult(t *testing.T) {
 	}
 }
 
-func TestNewRunnerValidates(t *testing.T) {
+func TestNewExecutorValidates(t *testing.T) {
 	t.Parallel()
 	for name, cfg := range map[string]stagework.Config{
 		"no handler":   {Publisher: &publisher{}},
 		"no publisher": {Handler: &handler{}},
 	} {
-		if _, err := stagework.NewRunner(cfg); err == nil {
-			t.Errorf("%s: NewRunner accepted it", name)
+		if _, err := stagework.NewExecutor(cfg); err == nil {
+			t.Errorf("%s: NewExecutor accepted it", name)
 		}
 	}
 }
@@ -615,4 +614,159 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestBusPermanentIsAResult: a handler that marks its error with the bus's
+// Permanent instead of stagework's still gets a failed result published,
+// at once, and the executor returns nil so the worker acks instead of
+// terminating the command with no result (the job would wait forever).
+func TestBusPermanentIsAResult(t *testing.T) {
+	t.Parallel()
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+		return stagework.Output{}, fmt.Errorf("stage: %w", bus.Permanent(errors.New("input is unusable")))
+	}}
+	p := &publisher{}
+	r := newExecutor(t, h, p, newMemCache(), nil)
+	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1).WithMaxDeliver(5)); err != nil {
+		t.Fatalf("Handle = %v, want nil (the failure is reported as a result)", err)
+	}
+	res := p.results()
+	if len(res) != 1 || res[0].Result.ErrorKind != messages.ErrorPermanent || !strings.Contains(res[0].Result.Error, "input is unusable") {
+		t.Errorf("published %+v, want one permanent error result", res)
+	}
+}
+
+// TestBusPermanentInAWorker runs the same handler in a real bus.Worker: the
+// result reaches the results stream and the command is acked, not left
+// for redelivery.
+func TestBusPermanentInAWorker(t *testing.T) {
+	t.Parallel()
+	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
+	res, pub := be.Resources, be.Publisher
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+		return stagework.Output{}, bus.Permanent(errors.New("refused"))
+	}}
+	r := newExecutor(t, h, pub, nil, nil)
+	w := bus.NewWorker(res.StageConsumers[bus.PoolLLM], r, bus.WorkerConfig{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	})
+	cmd := command(messages.CacheAuto)
+	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := res.ResultsConsumer.Next(jetstream.FetchMaxWait(testTimeout))
+	if err != nil {
+		t.Fatalf("no result: %v", err)
+	}
+	var got messages.StageResult
+	if err := json.Unmarshal(msg.Data(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ErrorKind != messages.ErrorPermanent || !strings.Contains(got.Error, "refused") || got.Seq != 3 {
+		t.Errorf("result %+v, want a permanent error", got)
+	}
+	if n := h.calls.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1", n)
+	}
+}
+
+// TestRetryDelay: a retried failure goes back with the executor's backoff
+// for its delivery count, or with the delay the handler asked for.
+func TestRetryDelay(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		want time.Duration
+	}{
+		{"backoff", errors.New("down"), 3 * time.Second},
+		{"asked", stagework.RetryAfter(errors.New("rate limited"), time.Minute), time.Minute},
+	}
+	for _, tc := range tests {
+		h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+			return stagework.Output{}, tc.err
+		}}
+		r := newExecutor(t, h, &publisher{}, nil, func(c *stagework.Config) {
+			c.RetryDelay = func(n uint64) time.Duration { return time.Duration(n) * time.Second }
+		})
+		err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 3).WithMaxDeliver(5))
+		if d, ok := bus.RetryDelayOf(err); !ok || d != tc.want || bus.IsPermanent(err) {
+			t.Errorf("%s: Handle = %v (delay %s, %v), want a retry after %s", tc.name, err, d, ok, tc.want)
+		}
+	}
+}
+
+// TestPanicIsRetriedThenInfra: a handler's panic is retried like any error
+// and, on the last delivery, published as an infra error.
+func TestPanicIsRetriedThenInfra(t *testing.T) {
+	t.Parallel()
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+		panic("index out of range")
+	}}
+	p := &publisher{}
+	r := newExecutor(t, h, p, nil, nil)
+	var pe *bus.PanicError
+	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1).WithMaxDeliver(2)); !errors.As(err, &pe) || bus.IsPermanent(err) {
+		t.Fatalf("first delivery: Handle = %v, want a retryable panic error", err)
+	}
+	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 2).WithMaxDeliver(2)); err != nil {
+		t.Fatalf("last delivery: Handle = %v, want nil", err)
+	}
+	res := p.results()
+	if len(res) != 1 || res[0].Result.ErrorKind != messages.ErrorInfra || !strings.Contains(res[0].Result.Error, "index out of range") {
+		t.Errorf("published %+v, want one infra error naming the panic", res)
+	}
+}
+
+// TestUnknownMaxDeliverUsesTheDefault: a message whose consumer's
+// MaxDeliver is unknown gets the provisioning default, and one from a
+// consumer without a limit is retried on.
+func TestUnknownMaxDeliverUsesTheDefault(t *testing.T) {
+	t.Parallel()
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+		return stagework.Output{}, errors.New("down")
+	}}
+	p := &publisher{}
+	r := newExecutor(t, h, p, nil, nil)
+	n := uint64(bus.DefaultMaxDeliver)
+	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), n).WithMaxDeliver(-1)); err == nil {
+		t.Error("no limit: the failure was not retried")
+	}
+	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), n-1)); err == nil {
+		t.Error("unknown limit: given up before the default")
+	}
+	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), n)); err != nil {
+		t.Errorf("unknown limit: Handle = %v on delivery %d, want an infra result", err, n)
+	}
+	if res := p.results(); len(res) != 1 || res[0].Result.ErrorKind != messages.ErrorInfra {
+		t.Errorf("published %+v, want one infra result", res)
+	}
+}
+
+// TestShutdownWrapsTheCancellation: a handler cut off by shutdown that
+// returns an error of its own still goes back as a cancellation, so the
+// worker hands the message back instead of terminating it on a last delivery.
+func TestShutdownWrapsTheCancellation(t *testing.T) {
+	t.Parallel()
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+		return stagework.Output{}, errors.New("sandbox run interrupted")
+	}}
+	p := &publisher{}
+	r := newExecutor(t, h, p, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := r.Handle(ctx, message(t, command(messages.CacheAuto), 1).WithMaxDeliver(1))
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "sandbox run interrupted") {
+		t.Errorf("Handle = %v, want the handler's error wrapping context.Canceled", err)
+	}
+	if len(p.results()) != 0 {
+		t.Error("a cancelled stage published a result")
+	}
 }

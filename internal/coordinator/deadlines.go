@@ -1,0 +1,209 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/internal/machine"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// Default stage deadlines (see Config.StageDeadlines). They are generous:
+// a deadline counts from dispatch, so it covers the wait in the pool's
+// queue and every redelivery of a failing stage, not only the work.
+const (
+	// DefaultLLMDeadline bounds a model stage (plan, code, fix, ...).
+	DefaultLLMDeadline = 10 * time.Minute
+	// DefaultBuildDeadline bounds an environment build.
+	DefaultBuildDeadline = 30 * time.Minute
+	// DefaultProfileDeadline bounds the profile of the samples.
+	DefaultProfileDeadline = 10 * time.Minute
+	// DefaultRunSlack is added to the job's options.timeout for a sandbox
+	// run (run_tests, acceptance, run): the run may first rebuild an
+	// environment its worker lacks, so the slack is a build's deadline.
+	DefaultRunSlack = DefaultBuildDeadline
+	// DefaultSweepEvery is how often pending stages are checked.
+	DefaultSweepEvery = 30 * time.Second
+)
+
+// deadlineWorker names the coordinator on the results it makes up for
+// stages that missed their deadline.
+const deadlineWorker = "coordinator"
+
+// StageDeadline is how long stage may stay pending in a job with options
+// opts: the override for the stage if there is one, else its default.
+func StageDeadline(stage messages.Stage, opts messages.Options, overrides map[messages.Stage]time.Duration) time.Duration {
+	if d, ok := overrides[stage]; ok && d > 0 {
+		return d
+	}
+	switch stage {
+	case messages.StageBuild:
+		return DefaultBuildDeadline
+	case messages.StageProfile:
+		return DefaultProfileDeadline
+	case messages.StageRunTests, messages.StageAcceptance, messages.StageRun:
+		timeout := opts.Timeout.Std()
+		if timeout <= 0 {
+			timeout = messages.DefaultTimeout
+		}
+		return timeout + DefaultRunSlack
+	}
+	return DefaultLLMDeadline
+}
+
+// WatchDeadlines fails the stages that miss their deadline, until ctx is
+// done: a stage whose worker died, whose command was terminated, or whose
+// result was lost would otherwise keep its job waiting forever. It follows
+// the state bucket (so it knows each running job's next deadline without
+// reading every job) and, on every tick (Config.SweepEvery), gives each
+// stage past its deadline a failed result with ErrorInfra, applied like a
+// worker's result. A real result that comes later is stale and ignored.
+// Run it in one goroutine per coordinator; several coordinators may run it
+// at once (the results go through the same compare-and-set).
+func (c *Coordinator) WatchDeadlines(ctx context.Context) error {
+	w, err := c.cfg.States.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("watch job states: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	ticks := c.cfg.Ticks
+	if ticks == nil {
+		t := time.NewTicker(c.cfg.SweepEvery)
+		defer t.Stop()
+		ticks = t.C
+	}
+	due := map[string]time.Time{} // job -> its earliest stage deadline
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("coordinator: the job state watch stopped")
+			}
+			if e != nil { // nil marks the end of the initial values
+				c.track(due, e)
+			}
+		case <-ticks:
+			c.sweep(ctx, due)
+		}
+	}
+}
+
+// track notes the next deadline of the job an update of the state bucket
+// is about. The bucket's keys are job IDs (bus.JobKey).
+func (c *Coordinator) track(due map[string]time.Time, e jetstream.KeyValueEntry) {
+	var rec record
+	if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &rec) != nil {
+		delete(due, e.Key())
+		return
+	}
+	c.setDue(due, e.Key(), &rec.State)
+}
+
+func (c *Coordinator) setDue(due map[string]time.Time, jobID string, s *machine.State) {
+	if next, ok := c.nextDeadline(s); ok {
+		due[jobID] = next
+	} else {
+		delete(due, jobID)
+	}
+}
+
+// nextDeadline is the earliest deadline of the job's pending stages.
+func (c *Coordinator) nextDeadline(s *machine.State) (time.Time, bool) {
+	var next time.Time
+	if s.Done() {
+		return next, false
+	}
+	for _, p := range s.Pending {
+		d := p.DispatchedAt.Add(StageDeadline(p.Stage, s.Spec.Options, c.cfg.StageDeadlines))
+		if next.IsZero() || d.Before(next) {
+			next = d
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// sweep fails the overdue stages of every job whose next deadline has passed.
+func (c *Coordinator) sweep(ctx context.Context, due map[string]time.Time) {
+	now := c.cfg.Now()
+	for jobID, at := range due {
+		if at.After(now) {
+			continue
+		}
+		if err := c.expire(ctx, jobID, now); err != nil {
+			c.log.Warn("fail overdue stages", "job_id", jobID, "err", err)
+			continue // the next tick tries again
+		}
+		// The watch brings the new state; until then, look again next tick
+		// rather than at once.
+		delete(due, jobID)
+		if s, err := c.State(ctx, jobID); err == nil {
+			c.setDue(due, jobID, &s)
+		}
+	}
+}
+
+// expire gives each stage of the job past its deadline at now a failed
+// result, through the same path as a worker's result.
+func (c *Coordinator) expire(ctx context.Context, jobID string, now time.Time) error {
+	s, err := c.State(ctx, jobID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil || s.Done() {
+		return err
+	}
+	for _, seq := range sortedSeqs(s.Pending) {
+		p, pending := s.Pending[seq] // s is reloaded after each failed stage
+		limit := StageDeadline(p.Stage, s.Spec.Options, c.cfg.StageDeadlines)
+		if !pending || now.Before(p.DispatchedAt.Add(limit)) {
+			continue
+		}
+		c.log.Warn("stage missed its deadline", "job_id", jobID, "stage", p.Stage, "seq", seq, "deadline", limit)
+		c.cfg.Metrics.deadlineMissed(p.Stage)
+		res := &messages.StageResult{V: messages.SchemaVersion, JobID: jobID, Seq: seq, Stage: p.Stage,
+			Error:     fmt.Sprintf("stage %s missed its deadline of %s", p.Stage, shortDuration(limit)),
+			ErrorKind: messages.ErrorInfra, StartedAt: p.DispatchedAt, DurationMS: now.Sub(p.DispatchedAt).Milliseconds(),
+			Worker: deadlineWorker}
+		if err := c.apply(ctx, jobID, machine.Event{Kind: machine.EventStageResult, Time: now, Result: res}); err != nil {
+			return fmt.Errorf("stage %s (seq %d): %w", p.Stage, seq, err)
+		}
+		// The failure may have ended the job, or moved it on.
+		if s, err = c.State(ctx, jobID); err != nil || s.Done() {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortedSeqs(m map[int]machine.Pending) []int {
+	out := make([]int, 0, len(m))
+	for seq := range m {
+		out = append(out, seq)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// shortDuration prints d as people write it: 12m, not 12m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
