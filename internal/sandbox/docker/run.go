@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,13 +20,8 @@ import (
 	"github.com/autocoder/autocoder/internal/sandbox"
 )
 
-// Paths inside every sandbox (Contract 2 (docs/contracts.md)).
-const (
-	workspaceDir = "/workspace"
-	inputsDir    = "/var/inputs"
-	outputsDir   = "/var/outputs"
-	defaultPATH  = "/usr/local/bin:/usr/bin:/bin"
-)
+// defaultPATH is a run's PATH when the image sets none.
+const defaultPATH = "/usr/local/bin:/usr/bin:/bin"
 
 // stubScript is the init process (pid 1) of every sandbox container. It
 // waits, for at most argv[1] seconds, for one JSON request line on stdin
@@ -216,9 +212,9 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	if !imageNameRe.MatchString(spec.Env) {
 		return sandbox.RunResult{}, fmt.Errorf("%w: %q is not a docker backend image", sandbox.ErrEnvNotFound, spec.Env)
 	}
-	timeout := cmpOr(spec.Timeout, sandbox.DefaultRunTimeout)
-	memory := cmpOr(spec.Memory, sandbox.DefaultMemory)
-	cpus := cmpOr(spec.CPUs, sandbox.DefaultCPUs)
+	timeout := cmp.Or(spec.Timeout, sandbox.DefaultRunTimeout)
+	memory := cmp.Or(spec.Memory, sandbox.DefaultMemory)
+	cpus := cmp.Or(spec.CPUs, sandbox.DefaultCPUs)
 	var inputs []byte
 	if len(spec.Inputs) > 0 {
 		var err error
@@ -236,7 +232,7 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	pooled := bx != nil
 	if bx == nil {
 		lease := timeout + stubGrace + b.cfg.LeaseMargin
-		bx, err = b.startBox(ctx, spec.Env, memory, cpus, lease, "run", cmpOr(spec.JobID, noJob))
+		bx, err = b.startBox(ctx, spec.Env, memory, cpus, lease, "run", cmp.Or(spec.JobID, noJob))
 		if err != nil {
 			if cerrdefs.IsNotFound(err) {
 				b.known.Delete(spec.Env)
@@ -248,13 +244,13 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	defer b.removeLater(bx.id)
 	defer b.pool.wake() // replace what this run used, once it is over
 
-	env := threadEnv(cpus)
+	env := sandbox.ThreadEnv(cpus)
 	env["HOME"], env["LANG"] = "/tmp", "C.UTF-8"
 	for k, v := range spec.EnvVars {
 		env[k] = v
 	}
-	res, err := b.execute(ctx, bx, request{Argv: spec.Argv, Env: env, Cwd: workspaceDir,
-		Timeout: (timeout + stubGrace).Seconds()}, timeout, cmpOr(spec.OutputLimit, sandbox.DefaultOutputLimit),
+	res, err := b.execute(ctx, bx, request{Argv: spec.Argv, Env: env, Cwd: sandbox.WorkspaceDir,
+		Timeout: (timeout + stubGrace).Seconds()}, timeout, cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit),
 		workspace, inputs)
 	res.Duration = time.Since(start)
 	b.log.Debug("sandbox run", "job_id", spec.JobID, "container", shortID(bx.id), "env", spec.Env, "argv0", spec.Argv[0], "exit_code", res.ExitCode,
@@ -297,7 +293,7 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 		AttachStderr: true,
 		OpenStdin:    true,
 		StdinOnce:    true,
-		Volumes:      map[string]struct{}{workspaceDir: {}, inputsDir: {}, outputsDir: {}},
+		Volumes:      map[string]struct{}{sandbox.WorkspaceDir: {}, sandbox.InputsDir: {}, sandbox.OutputsDir: {}},
 		Labels:       containerLabels(b.cfg.Worker, b.instance, job, role, b.domain, bx.expiry),
 		StopTimeout:  new(int),
 	}
@@ -357,11 +353,11 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 	}
 	defer att.Close()
 	tAttach := time.Since(t0)
-	if err := b.copyIn(ctx, bx.id, workspaceDir, workspace); err != nil {
+	if err := b.copyIn(ctx, bx.id, sandbox.WorkspaceDir, workspace); err != nil {
 		return res, err
 	}
 	if inputs != nil {
-		if err := b.copyIn(ctx, bx.id, inputsDir, inputs); err != nil {
+		if err := b.copyIn(ctx, bx.id, sandbox.InputsDir, inputs); err != nil {
 			return res, err
 		}
 	}
@@ -564,20 +560,3 @@ func (e *RuntimeError) Error() string {
 }
 
 func (e *RuntimeError) Unwrap() error { return e.Err }
-
-// threadEnv caps the thread pools of OpenBLAS, MKL, OpenMP and numexpr at
-// the CPUs granted (as the process backend does).
-func threadEnv(cpus float64) map[string]string {
-	n := strconv.Itoa(max(int(math.Ceil(cpus)), 1))
-	return map[string]string{
-		"OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n, "MKL_NUM_THREADS": n, "NUMEXPR_MAX_THREADS": n,
-	}
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}

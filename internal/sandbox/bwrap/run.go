@@ -1,17 +1,17 @@
-package sandbox
+package bwrap
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strings"
 	"syscall"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
 )
 
 // Run runs spec.Argv in a fresh sandbox of the environment spec.Env.
@@ -23,30 +23,30 @@ import (
 // no network, no capabilities, and no environment but PATH, HOME, LANG,
 // thread-count caps and spec.EnvVars. A non-zero exit is a result; an error
 // means the sandbox could not run, or ctx ended (the tree is killed first).
-func (p *Process) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
+func (p *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
 	if p.isClosed() {
-		return RunResult{}, ErrClosed
+		return sandbox.RunResult{}, sandbox.ErrClosed
 	}
 	if err := spec.Validate(); err != nil {
-		return RunResult{}, err
+		return sandbox.RunResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return RunResult{}, fmt.Errorf("sandbox: run: %w", err)
+		return sandbox.RunResult{}, fmt.Errorf("sandbox: run: %w", err)
 	}
 	envDir, err := p.envDir(spec.Env)
 	if err != nil {
-		return RunResult{}, err
+		return sandbox.RunResult{}, err
 	}
-	timeout := cmpOr(spec.Timeout, DefaultRunTimeout)
-	memory := cmpOr(spec.Memory, DefaultMemory)
-	cpus := cmpOr(spec.CPUs, DefaultCPUs)
-	outputLimit := cmpOr(spec.OutputLimit, DefaultOutputLimit)
+	timeout := cmp.Or(spec.Timeout, sandbox.DefaultRunTimeout)
+	memory := cmp.Or(spec.Memory, sandbox.DefaultMemory)
+	cpus := cmp.Or(spec.CPUs, sandbox.DefaultCPUs)
+	outputLimit := cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit)
 
 	uid := p.takeUID()
 	defer p.releaseUID(uid)
 	runDir, err := os.MkdirTemp(p.runsDir, "run-")
 	if err != nil {
-		return RunResult{}, fmt.Errorf("sandbox: create run dir: %w", err)
+		return sandbox.RunResult{}, fmt.Errorf("sandbox: create run dir: %w", err)
 	}
 	defer func() {
 		if err := os.RemoveAll(runDir); err != nil {
@@ -55,23 +55,23 @@ func (p *Process) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 	}()
 	ws, outs, etc := filepath.Join(runDir, "workspace"), filepath.Join(runDir, "outputs"), filepath.Join(runDir, "etc")
 	if err := prepareRunDir(ws, outs, spec.Files); err != nil {
-		return RunResult{}, err
+		return sandbox.RunResult{}, err
 	}
 	if err := writeEtc(etc, p.sandboxUID(uid)); err != nil {
-		return RunResult{}, fmt.Errorf("sandbox: write /etc files: %w", err)
+		return sandbox.RunResult{}, fmt.Errorf("sandbox: write /etc files: %w", err)
 	}
 	if err := p.chownTree(ws, uid); err != nil {
-		return RunResult{}, fmt.Errorf("sandbox: chown workspace: %w", err)
+		return sandbox.RunResult{}, fmt.Errorf("sandbox: chown workspace: %w", err)
 	}
 	if err := p.chownTree(outs, uid); err != nil {
-		return RunResult{}, fmt.Errorf("sandbox: chown outputs: %w", err)
+		return sandbox.RunResult{}, fmt.Errorf("sandbox: chown outputs: %w", err)
 	}
 	inputs, err := p.prepareInputs(runDir, spec.Inputs)
 	if err != nil {
-		return RunResult{}, err
+		return sandbox.RunResult{}, err
 	}
 
-	env := threadEnv(cpus)
+	env := sandbox.ThreadEnv(cpus)
 	for k, v := range spec.EnvVars {
 		env[k] = v
 	}
@@ -89,7 +89,7 @@ func (p *Process) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 		timeout:     timeout,
 		outputLimit: outputLimit,
 	})
-	out := RunResult{
+	out := sandbox.RunResult{
 		ExitCode: res.exitCode, TimedOut: res.timedOut, Stdout: res.stdout, Stderr: res.stderr,
 		Truncated: res.truncated, Duration: res.duration,
 	}
@@ -105,68 +105,11 @@ func (p *Process) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 		return out, err
 	}
 	if spec.CollectOutputs {
-		if out.Outputs, out.OutputDirs, out.OutputsOmitted, err = collectTree(outs, MaxCollected); err != nil {
+		if out.Outputs, out.OutputDirs, out.OutputsOmitted, err = collectTree(outs, sandbox.MaxCollected); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
-var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// Validate checks a RunSpec before any backend acts on it: paths stay
-// inside their directories, limits are sane, no NUL bytes reach argv or env.
-func (s RunSpec) Validate() error {
-	if len(s.Argv) == 0 || s.Argv[0] == "" {
-		return errors.New("sandbox: RunSpec.Argv is empty")
-	}
-	for _, a := range s.Argv {
-		if strings.ContainsRune(a, 0) {
-			return errors.New("sandbox: RunSpec.Argv contains a NUL byte")
-		}
-	}
-	switch {
-	case s.Timeout < 0:
-		return errors.New("sandbox: RunSpec.Timeout is negative")
-	case s.Memory < 0 || (s.Memory > 0 && s.Memory < 16<<20):
-		return errors.New("sandbox: RunSpec.Memory must be at least 16 MiB")
-	case s.CPUs < 0:
-		return errors.New("sandbox: RunSpec.CPUs is negative")
-	case s.OutputLimit < 0:
-		return errors.New("sandbox: RunSpec.OutputLimit is negative")
-	}
-	for name := range s.Files {
-		if !filepath.IsLocal(name) || strings.ContainsRune(name, 0) {
-			return fmt.Errorf("sandbox: RunSpec.Files: %q is not a relative path inside /workspace", name)
-		}
-	}
-	for _, name := range s.Collect {
-		if !filepath.IsLocal(name) || strings.ContainsRune(name, 0) {
-			return fmt.Errorf("sandbox: RunSpec.Collect: %q is not a relative path inside /workspace", name)
-		}
-	}
-	for name, path := range s.Inputs {
-		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
-			return fmt.Errorf("sandbox: RunSpec.Inputs: %q is not a file name", name)
-		}
-		if path == "" || strings.ContainsRune(path, 0) {
-			return fmt.Errorf("sandbox: RunSpec.Inputs[%q]: empty host path", name)
-		}
-	}
-	for k, v := range s.EnvVars {
-		if !envNameRe.MatchString(k) || strings.ContainsRune(v, 0) {
-			return fmt.Errorf("sandbox: RunSpec.EnvVars: invalid variable %q", k)
-		}
-	}
-	return nil
 }
 
 // prepareRunDir creates the workspace with the files and an empty outputs dir.
@@ -191,7 +134,7 @@ func prepareRunDir(ws, outs string, files map[string][]byte) error {
 // prepareInputs returns the mounts of the inputs. In root mode an input the
 // run's uid could not read (not world-readable) is copied, world-readable,
 // into the run dir; everything else is bound in place.
-func (p *Process) prepareInputs(runDir string, inputs map[string]string) ([]mount, error) {
+func (p *Backend) prepareInputs(runDir string, inputs map[string]string) ([]mount, error) {
 	names := make([]string, 0, len(inputs))
 	for name := range inputs {
 		names = append(names, name)
@@ -213,7 +156,7 @@ func (p *Process) prepareInputs(runDir string, inputs map[string]string) ([]moun
 			}
 			src = dst
 		}
-		mounts = append(mounts, mount{src: src, dst: inputsMount + "/" + name})
+		mounts = append(mounts, mount{src: src, dst: sandbox.InputsDir + "/" + name})
 	}
 	return mounts, nil
 }
@@ -304,7 +247,7 @@ func collectFiles(ws string, names []string) (map[string][]byte, error) {
 	}
 	defer root.Close()
 	out := map[string][]byte{}
-	budget := int64(MaxCollected)
+	budget := int64(sandbox.MaxCollected)
 	for _, name := range names {
 		data, ok := readRegular(root, name, budget)
 		if !ok {

@@ -1,38 +1,14 @@
-package sandbox
+package bwrap
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
 )
-
-func sha256Hex(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
-
-func TestNormalizePackages(t *testing.T) {
-	got, err := NormalizePackages([]string{"Pandas", "scikit_learn==1.3.0", "requests[Security,socks]>=2", "pandas", " numpy "})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"numpy", "pandas", "requests[security,socks]>=2", "scikit-learn==1.3.0"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	_, err = NormalizePackages([]string{"ok", "https://x/y.whl", "../up", "a b", "pkg; rm -rf /", "-e."})
-	var inv *InvalidPackageError
-	if !errors.As(err, &inv) || !errors.Is(err, ErrInvalidPackage) {
-		t.Fatalf("err = %v, want an *InvalidPackageError", err)
-	}
-	if diff := cmp.Diff([]string{"https://x/y.whl", "../up", "a b", "pkg; rm -rf /", "-e."}, inv.Packages); diff != "" {
-		t.Errorf("invalid names (-want +got):\n%s", diff)
-	}
-}
 
 func TestClassifyPipFailure(t *testing.T) {
 	const notFound = "ERROR: Could not find a version that satisfies the requirement %s (from versions: none)\n" +
@@ -65,7 +41,7 @@ func TestClassifyPipFailure(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := classifyPipFailure("abc", tc.requested, tc.log, "build log")
-			var inv *InvalidPackageError
+			var inv *sandbox.InvalidPackageError
 			if tc.invalid != nil {
 				if !errors.As(err, &inv) {
 					t.Fatalf("err = %v, want an *InvalidPackageError", err)
@@ -78,7 +54,7 @@ func TestClassifyPipFailure(t *testing.T) {
 			if errors.As(err, &inv) {
 				t.Fatalf("err = %v, want no *InvalidPackageError", err)
 			}
-			if errors.Is(err, ErrBuildFailed) != tc.permanent {
+			if errors.Is(err, sandbox.ErrBuildFailed) != tc.permanent {
 				t.Errorf("errors.Is(err, ErrBuildFailed) = %v, want %v (err %v)", !tc.permanent, tc.permanent, err)
 			}
 			if !strings.Contains(err.Error(), tc.contains) {

@@ -1,4 +1,4 @@
-package sandbox
+package bwrap
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
 )
 
 // innerUID is the uid inside the sandbox when bubblewrap maps one user
@@ -84,7 +86,7 @@ type execResult struct {
 }
 
 // runLimits are the rlimits of a run.
-func (p *Process) runLimits(memory int64, timeout time.Duration, cpus float64) limits {
+func (p *Backend) runLimits(memory int64, timeout time.Duration, cpus float64) limits {
 	nproc := int64(p.cfg.MaxProcs)
 	if !p.root {
 		// RLIMIT_NPROC counts every task of the real uid; leave the worker's
@@ -99,13 +101,13 @@ func (p *Process) runLimits(memory int64, timeout time.Duration, cpus float64) l
 
 // runCgroupLimits are the limits of a run's cgroup: memory and CPUs as
 // asked, and the processes of MaxProcs plus bubblewrap's own two.
-func (p *Process) runCgroupLimits(memory int64, cpus float64) *cgroupLimits {
+func (p *Backend) runCgroupLimits(memory int64, cpus float64) *cgroupLimits {
 	return &cgroupLimits{memory: memory, cpus: cpus, pids: int64(p.cfg.MaxProcs) + 2}
 }
 
 // args builds bubblewrap's options. Order matters: mounts are made in
 // order, and / is made read-only after everything is in place.
-func (p *Process) args(s *sandboxSpec) []string {
+func (p *Backend) args(s *sandboxSpec) []string {
 	a := []string{}
 	if p.root {
 		// No user namespace: the command then runs as a real, unprivileged
@@ -198,16 +200,16 @@ func (p *Process) args(s *sandboxSpec) []string {
 		}
 	}
 	if s.outputs != "" || len(s.inputs) > 0 {
-		mkdirAll(inputsMount)
+		mkdirAll(sandbox.InputsDir)
 		for _, m := range s.inputs {
 			a = append(a, "--ro-bind", m.src, m.dst)
 		}
 		if s.outputs != "" {
-			a = append(a, "--bind", s.outputs, outputsMount)
+			a = append(a, "--bind", s.outputs, sandbox.OutputsDir)
 		}
 	}
 	if s.workspace != "" {
-		a = append(a, "--bind", s.workspace, workspaceMount, "--chdir", workspaceMount)
+		a = append(a, "--bind", s.workspace, sandbox.WorkspaceDir, "--chdir", sandbox.WorkspaceDir)
 	} else {
 		a = append(a, "--chdir", "/")
 	}
@@ -223,7 +225,7 @@ func (p *Process) args(s *sandboxSpec) []string {
 
 // command is what bubblewrap runs: prlimit, then (as root) setpriv, then
 // the argv.
-func (p *Process) command(s *sandboxSpec) []string {
+func (p *Backend) command(s *sandboxSpec) []string {
 	a := []string{p.tools.prlimit, "--core=0"}
 	l := s.limits
 	for _, r := range []struct {
@@ -266,16 +268,6 @@ func sandboxEnv(extra map[string]string) []string {
 	return out
 }
 
-// threadEnv caps the thread pools of OpenBLAS, MKL, OpenMP and numexpr at
-// the CPUs granted. Without it, OpenBLAS starts one thread (and buffer) per
-// host core, which can exceed the memory limit on a large machine at import.
-func threadEnv(cpus float64) map[string]string {
-	n := strconv.Itoa(max(int(math.Ceil(cpus)), 1))
-	return map[string]string{
-		"OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n, "MKL_NUM_THREADS": n, "NUMEXPR_MAX_THREADS": n,
-	}
-}
-
 func underSystemDirs(path string) bool {
 	return path == "/usr" || strings.HasPrefix(path, "/usr/")
 }
@@ -285,7 +277,7 @@ func underSystemDirs(path string) bool {
 // group, and the sandbox's pid namespace through its init process (when
 // a pid namespace's init dies, the kernel kills everything in it). It
 // returns only once every process of the sandbox is gone.
-func (p *Process) exec(ctx context.Context, s *sandboxSpec) (execResult, error) {
+func (p *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) {
 	var res execResult
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
@@ -321,7 +313,7 @@ func (p *Process) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 		}()
 	}
 
-	stdout, stderr := NewHeadTailBuffer(s.outputLimit), NewHeadTailBuffer(s.outputLimit)
+	stdout, stderr := sandbox.NewHeadTailBuffer(s.outputLimit), sandbox.NewHeadTailBuffer(s.outputLimit)
 	cmd := exec.Command(p.bwrap, append([]string{"--args", "4", "--"}, p.command(s)...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap needs nothing of the worker's environment
 	cmd.Dir = "/"
@@ -443,7 +435,7 @@ func sandboxInit(info *os.File) int {
 // reap kills the sandbox's init (a no-op when it has exited) and waits up
 // to 10s for it to be gone, which means every process of its pid namespace
 // is gone too.
-func (p *Process) reap(pidfd int) bool {
+func (p *Backend) reap(pidfd int) bool {
 	if pidfd < 0 {
 		return true
 	}

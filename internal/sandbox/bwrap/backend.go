@@ -1,10 +1,9 @@
-package sandbox
+package bwrap
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -17,112 +16,26 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
 )
 
-var _ Backend = (*Process)(nil)
+var _ sandbox.Backend = (*Backend)(nil)
 
-// Defaults of ProcessConfig and RunSpec.
+// Paths of the environment inside every sandbox; the others are
+// sandbox.WorkspaceDir, InputsDir and OutputsDir (Contract 2 (docs/contracts.md)).
 const (
-	DefaultPython       = "/usr/bin/python3"
-	DefaultBuildTimeout = 15 * time.Minute
-	DefaultMaxProcs     = 256
-	DefaultBuildMemory  = 2 << 30
-	DefaultTmpSize      = 128 << 20
-	DefaultMaxFileSize  = 1 << 30
-	DefaultUIDBase      = 1_600_000_000
-	DefaultUIDCount     = 1_000_000
-
-	DefaultRunTimeout  = 60 * time.Second
-	DefaultMemory      = 512 << 20
-	DefaultCPUs        = 1.0
-	DefaultOutputLimit = 1 << 20
-
-	// MaxCollected caps what a run returns from /var/outputs and from
-	// RunSpec.Collect, each.
-	MaxCollected = 64 << 20
+	envMount      = "/opt/venv"
+	sandboxPython = envMount + "/bin/python"
+	sandboxPATH   = envMount + "/bin:/usr/local/bin:/usr/bin:/bin"
 )
 
-// Paths inside every sandbox (Contract 2 (docs/contracts.md)).
-const (
-	envMount       = "/opt/venv"
-	workspaceMount = "/workspace"
-	inputsMount    = "/var/inputs"
-	outputsMount   = "/var/outputs"
-	sandboxPython  = envMount + "/bin/python"
-	sandboxPATH    = envMount + "/bin:/usr/local/bin:/usr/bin:/bin"
-)
-
-// ProcessConfig configures the process backend. The zero value of every
-// field means its documented default; NewProcess validates the result.
-type ProcessConfig struct {
-	// Python is the base interpreter. Environments are virtual environments
-	// made from it with --system-site-packages, so what its distribution
-	// already installed (e.g. Debian's python3-pandas) is reused, not
-	// downloaded. It must be a base interpreter, not a venv. Default
-	// /usr/bin/python3.
-	Python string
-	// Bwrap is the bubblewrap executable. Default: "bwrap" from PATH.
-	Bwrap string
-	// StateDir holds environments (StateDir/envs/<id>) and per-run scratch
-	// directories (StateDir/runs). Pass the state dir itself (e.g.
-	// AUTOCODER_STATE_DIR), not its envs subdirectory. Default:
-	// $XDG_STATE_HOME/autocoder, else ~/.local/state/autocoder.
-	StateDir string
-
-	// PipIndexURL is pip's --index-url. Empty: pip's own configuration
-	// (pip.conf, PIP_INDEX_URL; PyPI by default), or no index at all when
-	// only PipFindLinks is set.
-	PipIndexURL string
-	// PipFindLinks are wheel directories or URLs (pip --find-links). Set
-	// without PipIndexURL, pip runs with --no-index: offline installs from a
-	// wheelhouse.
-	PipFindLinks []string
-	// PipExtraArgs are added to every pip install, e.g. "--only-binary=:all:"
-	// or "--retries", "1".
-	PipExtraArgs []string
-	// PipIsolated makes pip ignore pip.conf files and PIP_* environment
-	// variables, so that only the fields above configure it.
-	PipIsolated bool
-	// PipDisabled never runs pip: a package the base interpreter lacks is
-	// reported as an *InvalidPackageError. For hosts with no index at all.
-	PipDisabled bool
-	// BuildTimeout bounds one environment build. Default 15m.
-	BuildTimeout time.Duration
-	// BuildMemory caps the memory (no swap) of an environment build's
-	// cgroup, where cgroups are usable: pip runs the build code of the
-	// packages it installs (setup.py of an sdist), whose names the model
-	// chose. Default 2 GiB; negative: no cap.
-	BuildMemory int64
-
-	// MaxProcs is RLIMIT_NPROC for a sandbox: processes and threads. When
-	// the worker runs as root, each run has its own host uid and the limit
-	// is per run; otherwise the kernel counts every process of the worker's
-	// user and the limit is raised by what that user runs already. Default 256.
-	MaxProcs int
-	// TmpSize caps the tmpfs at /tmp (and the one at /dev/shm), in bytes.
-	// Default 128 MiB.
-	TmpSize int64
-	// MaxFileSize is RLIMIT_FSIZE: the largest file a run may write, in
-	// bytes. Default 1 GiB.
-	MaxFileSize int64
-	// ExtraReadOnly are more host paths bound read-only at the same place in
-	// every sandbox (e.g. /etc/ImageMagick-6 or a model directory).
-	ExtraReadOnly []string
-	// UIDBase and UIDCount are the host uids sandboxes run as when the worker
-	// is root: each concurrent run or build takes a free one at random.
-	// Pick a range no real user has. Defaults 1600000000 and 1000000.
-	UIDBase, UIDCount uint32
-
-	// Logger receives build and run logs. Default: discard.
-	Logger *slog.Logger
-}
-
-// Process is the bubblewrap backend: each run is a fresh sandbox with no
+// Backend is the bubblewrap backend: each run is a fresh sandbox with no
 // network, a read-only view of only the system directories Python needs, a
 // size-capped /tmp, rlimits, and a wall-clock kill of its whole process tree.
 // Environments are virtual environments under StateDir/envs.
-type Process struct {
-	cfg    ProcessConfig
+type Backend struct {
+	cfg    Config
 	log    *slog.Logger
 	bwrap  string
 	tools  tools
@@ -131,7 +44,7 @@ type Process struct {
 	uids   *uidPool
 	cg     *cgroups // nil: no usable cgroup, rlimits only
 	limits Limits
-	flight BuildGroup
+	flight sandbox.BuildGroup
 
 	envsDir, runsDir string
 
@@ -167,14 +80,14 @@ print(json.dumps({
 }))
 `
 
-// NewProcess checks the host (bubblewrap can create a sandbox, the
+// New checks the host (bubblewrap can create a sandbox, the
 // interpreter runs, the util-linux helpers exist), creates the state
 // directories and returns the backend.
-func NewProcess(cfg ProcessConfig) (*Process, error) {
+func New(cfg Config) (*Backend, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	p := &Process{
+	p := &Backend{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		root:    os.Geteuid() == 0,
@@ -221,7 +134,7 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 	return p, nil
 }
 
-// Limits says which limits the process backend enforces on every run.
+// Limits says which limits the backend enforces on every run.
 type Limits struct {
 	// Cgroup is "v2" or "v1" when each run has a cgroup of its own, ""
 	// when none is usable (e.g. an unprivileged worker without a
@@ -240,7 +153,7 @@ type Limits struct {
 }
 
 // Limits reports the limits in force, as found at start-up.
-func (p *Process) Limits() Limits {
+func (p *Backend) Limits() Limits {
 	l := p.limits
 	l.CgroupLimits = append([]string(nil), l.CgroupLimits...)
 	l.Rlimits = append([]string(nil), l.Rlimits...)
@@ -249,7 +162,7 @@ func (p *Process) Limits() Limits {
 
 // setupCgroups finds a usable cgroup hierarchy for per-run cgroups and
 // says once, at start-up, which limits are in force.
-func (p *Process) setupCgroups() {
+func (p *Backend) setupCgroups() {
 	p.limits.Rlimits = []string{"as", "nproc", "fsize", "nofile", "cpu"}
 	cg, err := detectCgroups()
 	if err != nil {
@@ -262,73 +175,6 @@ func (p *Process) setupCgroups() {
 	p.cg = cg
 	p.limits.Cgroup = cg.version()
 	p.limits.CgroupLimits = cg.enforced()
-}
-
-func (c *ProcessConfig) setDefaults() error {
-	if c.Python == "" {
-		c.Python = DefaultPython
-	}
-	if c.Bwrap == "" {
-		c.Bwrap = "bwrap"
-	}
-	if c.StateDir == "" {
-		dir, err := defaultStateDir()
-		if err != nil {
-			return err
-		}
-		c.StateDir = dir
-	}
-	abs, err := filepath.Abs(c.StateDir)
-	if err != nil {
-		return fmt.Errorf("sandbox: state dir %q: %w", c.StateDir, err)
-	}
-	c.StateDir = abs
-	if c.BuildTimeout == 0 {
-		c.BuildTimeout = DefaultBuildTimeout
-	}
-	if c.BuildMemory == 0 {
-		c.BuildMemory = DefaultBuildMemory
-	}
-	if c.MaxProcs == 0 {
-		c.MaxProcs = DefaultMaxProcs
-	}
-	if c.TmpSize == 0 {
-		c.TmpSize = DefaultTmpSize
-	}
-	if c.MaxFileSize == 0 {
-		c.MaxFileSize = DefaultMaxFileSize
-	}
-	if c.UIDBase == 0 {
-		c.UIDBase = DefaultUIDBase
-	}
-	if c.UIDCount == 0 {
-		c.UIDCount = DefaultUIDCount
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	switch {
-	case c.BuildTimeout < 0:
-		return errors.New("sandbox: ProcessConfig.BuildTimeout must not be negative")
-	case c.MaxProcs < 8:
-		return errors.New("sandbox: ProcessConfig.MaxProcs must be at least 8")
-	case c.TmpSize < 1<<20:
-		return errors.New("sandbox: ProcessConfig.TmpSize must be at least 1 MiB")
-	case c.MaxFileSize < 1<<20:
-		return errors.New("sandbox: ProcessConfig.MaxFileSize must be at least 1 MiB")
-	case c.UIDCount < 64 || uint64(c.UIDBase)+uint64(c.UIDCount) >= 1<<32-1:
-		return errors.New("sandbox: ProcessConfig.UIDBase/UIDCount must give at least 64 uids below 4294967295")
-	case c.UIDBase < 1000:
-		return errors.New("sandbox: ProcessConfig.UIDBase must not overlap system uids (< 1000)")
-	case c.PipDisabled && (c.PipIndexURL != "" || len(c.PipFindLinks) > 0):
-		return errors.New("sandbox: ProcessConfig.PipDisabled conflicts with PipIndexURL/PipFindLinks")
-	}
-	for _, p := range c.ExtraReadOnly {
-		if !filepath.IsAbs(p) {
-			return fmt.Errorf("sandbox: ProcessConfig.ExtraReadOnly path %q is not absolute", p)
-		}
-	}
-	return nil
 }
 
 // markInheritedCloseOnExec sets close-on-exec on every descriptor above
@@ -349,17 +195,6 @@ func markInheritedCloseOnExec() {
 			unix.CloseOnExec(fd)
 		}
 	}
-}
-
-func defaultStateDir() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "autocoder"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("sandbox: no ProcessConfig.StateDir and no home directory: %w", err)
-	}
-	return filepath.Join(home, ".local", "state", "autocoder"), nil
 }
 
 // findTools finds prlimit and setpriv. They are exec'd inside the sandbox,
@@ -396,7 +231,7 @@ func probePython(python string) (pythonInfo, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return info, fmt.Errorf("sandbox: python interpreter %q does not run (set ProcessConfig.Python): %w: %s",
+		return info, fmt.Errorf("sandbox: python interpreter %q does not run (set bwrap.Config.Python): %w: %s",
 			python, err, strings.TrimSpace(stderr.String()))
 	}
 	if err := json.Unmarshal(out, &info); err != nil {
@@ -404,7 +239,7 @@ func probePython(python string) (pythonInfo, error) {
 	}
 	if info.InVenv {
 		return info, fmt.Errorf("sandbox: python interpreter %q is inside a virtual environment; "+
-			"ProcessConfig.Python must be a base interpreter", python)
+			"bwrap.Config.Python must be a base interpreter", python)
 	}
 	if !filepath.IsAbs(info.Executable) {
 		return info, fmt.Errorf("sandbox: python interpreter %q reports no executable path", python)
@@ -414,7 +249,7 @@ func probePython(python string) (pythonInfo, error) {
 
 // probeSandbox runs the interpreter once in a sandbox, so that a host where
 // bubblewrap cannot work fails at startup with the reason.
-func (p *Process) probeSandbox() error {
+func (p *Backend) probeSandbox() error {
 	dir, err := os.MkdirTemp(p.runsDir, "probe-")
 	if err != nil {
 		return fmt.Errorf("sandbox: probe: %w", err)
@@ -432,8 +267,8 @@ func (p *Process) probeSandbox() error {
 		uid:         uid,
 		timeout:     30 * time.Second,
 		outputLimit: 64 << 10,
-		limits:      p.runLimits(DefaultMemory, 30*time.Second, 1),
-		cgroup:      p.runCgroupLimits(DefaultMemory, 1),
+		limits:      p.runLimits(sandbox.DefaultMemory, 30*time.Second, 1),
+		cgroup:      p.runCgroupLimits(sandbox.DefaultMemory, 1),
 	})
 	if err == nil && (res.exitCode != 0 || !bytes.Contains(res.stdout, []byte("sandbox-ok"))) {
 		err = fmt.Errorf("exit code %d: %s", res.exitCode, strings.TrimSpace(string(res.stderr)))
@@ -450,7 +285,7 @@ func (p *Process) probeSandbox() error {
 
 // removeStale deletes scratch directories that crashed workers left behind.
 // A day is far longer than any run or build, so live ones are never hit.
-func (p *Process) removeStale() {
+func (p *Backend) removeStale() {
 	cutoff := time.Now().Add(-24 * time.Hour)
 	for _, dir := range []string{p.runsDir, p.envsDir} {
 		entries, err := os.ReadDir(dir)
@@ -472,31 +307,31 @@ func (p *Process) removeStale() {
 }
 
 // Name is "process".
-func (p *Process) Name() string { return "process" }
+func (p *Backend) Name() string { return "process" }
 
 // Close makes later Build and Run calls fail with ErrClosed. Runs in
 // progress finish (their contexts bound them); environments stay on disk.
-func (p *Process) Close() error {
+func (p *Backend) Close() error {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
 	return nil
 }
 
-func (p *Process) isClosed() bool {
+func (p *Backend) isClosed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.closed
 }
 
-func (p *Process) takeUID() uint32 {
+func (p *Backend) takeUID() uint32 {
 	if !p.root {
 		return 0
 	}
 	return p.uids.get()
 }
 
-func (p *Process) releaseUID(uid uint32) {
+func (p *Backend) releaseUID(uid uint32) {
 	if p.root {
 		p.uids.put(uid)
 	}
@@ -504,7 +339,7 @@ func (p *Process) releaseUID(uid uint32) {
 
 // sandboxUID is the uid processes see inside the sandbox: the host uid in
 // root mode (no user namespace), else the mapped uid.
-func (p *Process) sandboxUID(hostUID uint32) uint32 {
+func (p *Backend) sandboxUID(hostUID uint32) uint32 {
 	if p.root {
 		return hostUID
 	}
@@ -513,7 +348,7 @@ func (p *Process) sandboxUID(hostUID uint32) uint32 {
 
 // chownTree gives a tree to the sandbox uid (root mode only: otherwise the
 // worker's own files are already the sandbox's).
-func (p *Process) chownTree(root string, uid uint32) error {
+func (p *Backend) chownTree(root string, uid uint32) error {
 	if !p.root {
 		return nil
 	}

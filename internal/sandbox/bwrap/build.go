@@ -1,4 +1,4 @@
-package sandbox
+package bwrap
 
 import (
 	"bytes"
@@ -11,11 +11,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/autocoder/autocoder/pkg/messages"
+	"github.com/autocoder/autocoder/internal/sandbox"
 )
 
 // builderVersion is part of every Env.ID: bump it when the layout of an
@@ -51,25 +50,25 @@ var envIDRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
 // SystemPackages cannot be installed by this backend: Build checks with
 // dpkg that each is already installed on the host (and so visible through
 // /usr), and fails with ErrBuildFailed naming the ones that are not.
-func (p *Process) Build(ctx context.Context, spec EnvSpec) (Env, error) {
+func (p *Backend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env, error) {
 	if p.isClosed() {
-		return Env{}, ErrClosed
+		return sandbox.Env{}, sandbox.ErrClosed
 	}
-	pkgs, err := NormalizePackages(spec.Packages)
+	pkgs, err := sandbox.NormalizePackages(spec.Packages)
 	if err != nil {
-		return Env{}, err
+		return sandbox.Env{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Env{}, fmt.Errorf("sandbox: build: %w", err)
+		return sandbox.Env{}, fmt.Errorf("sandbox: build: %w", err)
 	}
 	if err := checkSystemPackages(ctx, spec.SystemPackages); err != nil {
-		return Env{}, err
+		return sandbox.Env{}, err
 	}
 	id := p.envID(pkgs)
 	if env, ok := p.lookupEnv(id); ok {
 		return env, nil
 	}
-	return p.flight.Do(ctx, id, func(ctx context.Context) (Env, error) {
+	return p.flight.Do(ctx, id, func(ctx context.Context) (sandbox.Env, error) {
 		if env, ok := p.lookupEnv(id); ok {
 			return env, nil
 		}
@@ -82,7 +81,7 @@ func (p *Process) Build(ctx context.Context, spec EnvSpec) (Env, error) {
 }
 
 // envID hashes what an environment is made of.
-func (p *Process) envID(pkgs []string) string {
+func (p *Backend) envID(pkgs []string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "autocoder process env\nbuilder %d\npython %s\nversion %s\n", builderVersion, p.py.Executable, p.py.Version)
 	for _, pkg := range pkgs {
@@ -92,30 +91,30 @@ func (p *Process) envID(pkgs []string) string {
 }
 
 // envDir returns the directory of a built environment.
-func (p *Process) envDir(id string) (string, error) {
+func (p *Backend) envDir(id string) (string, error) {
 	if !envIDRe.MatchString(id) {
-		return "", fmt.Errorf("%w: %q is not a process backend environment id", ErrEnvNotFound, id)
+		return "", fmt.Errorf("%w: %q is not a process backend environment id", sandbox.ErrEnvNotFound, id)
 	}
 	dir := filepath.Join(p.envsDir, id)
 	if _, err := os.Stat(filepath.Join(dir, envMarker)); err != nil {
-		return "", fmt.Errorf("%w: %s (build it on this worker first)", ErrEnvNotFound, id)
+		return "", fmt.Errorf("%w: %s (build it on this worker first)", sandbox.ErrEnvNotFound, id)
 	}
 	return dir, nil
 }
 
-func (p *Process) lookupEnv(id string) (Env, bool) {
+func (p *Backend) lookupEnv(id string) (sandbox.Env, bool) {
 	data, err := os.ReadFile(filepath.Join(p.envsDir, id, envMarker))
 	if err != nil {
-		return Env{}, false
+		return sandbox.Env{}, false
 	}
 	var rec envRecord
 	if err := json.Unmarshal(data, &rec); err != nil || rec.ID != id {
-		return Env{}, false
+		return sandbox.Env{}, false
 	}
-	return Env{ID: id, Log: rec.Log}, true
+	return sandbox.Env{ID: id, Log: rec.Log}, true
 }
 
-func (p *Process) build(ctx context.Context, id string, pkgs []string) (Env, error) {
+func (p *Backend) build(ctx context.Context, id string, pkgs []string) (sandbox.Env, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.BuildTimeout)
 	defer cancel()
 	var log strings.Builder
@@ -123,39 +122,39 @@ func (p *Process) build(ctx context.Context, id string, pkgs []string) (Env, err
 
 	missing, err := p.missingPackages(ctx, pkgs)
 	if err != nil {
-		return Env{}, err
+		return sandbox.Env{}, err
 	}
 	if have := len(pkgs) - len(missing); have > 0 {
 		fmt.Fprintf(&log, "already installed in the base interpreter: %s\n", strings.Join(without(pkgs, missing), " "))
 	}
 	if len(missing) > 0 && p.cfg.PipDisabled {
-		return Env{}, &InvalidPackageError{Packages: missing,
-			Log: log.String() + "not installed in the base interpreter, and pip is disabled (ProcessConfig.PipDisabled)\n"}
+		return sandbox.Env{}, &sandbox.InvalidPackageError{Packages: missing,
+			Log: log.String() + "not installed in the base interpreter, and pip is disabled (bwrap.Config.PipDisabled)\n"}
 	}
 	if len(missing) > 0 && !p.py.Pip {
-		return Env{}, fmt.Errorf("%w: %s has no pip to install %s (install python3-pip)",
-			ErrBuildFailed, p.py.Executable, strings.Join(missing, " "))
+		return sandbox.Env{}, fmt.Errorf("%w: %s has no pip to install %s (install python3-pip)",
+			sandbox.ErrBuildFailed, p.py.Executable, strings.Join(missing, " "))
 	}
 
 	tmp, err := os.MkdirTemp(p.envsDir, ".tmp-"+id+"-")
 	if err != nil {
-		return Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
+		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
 	}
 	defer os.RemoveAll(tmp)
 	venv, work, etc := filepath.Join(tmp, "venv"), filepath.Join(tmp, "work"), filepath.Join(tmp, "etc")
 	for _, d := range []string{venv, work} {
 		if err := os.Mkdir(d, 0o755); err != nil {
-			return Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
+			return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
 		}
 	}
 	uid := p.takeUID()
 	defer p.releaseUID(uid)
 	if err := writeEtc(etc, p.sandboxUID(uid)); err != nil {
-		return Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
+		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
 	}
 	for _, d := range []string{venv, work} {
 		if err := p.chownTree(d, uid); err != nil {
-			return Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
+			return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
 		}
 	}
 
@@ -171,10 +170,10 @@ func (p *Process) build(ctx context.Context, id string, pkgs []string) (Env, err
 	mk.timeout = remaining(ctx, 2*time.Minute)
 	res, err := p.exec(ctx, &mk)
 	if err == nil && (res.exitCode != 0 || res.timedOut) {
-		err = fmt.Errorf("exit code %d: %s", res.exitCode, TrimTail(string(res.stdout)+string(res.stderr), 4096))
+		err = fmt.Errorf("exit code %d: %s", res.exitCode, sandbox.TrimTail(string(res.stdout)+string(res.stderr), 4096))
 	}
 	if err != nil {
-		return Env{}, fmt.Errorf("sandbox: build %s: create venv: %w", id, err)
+		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: create venv: %w", id, err)
 	}
 
 	if len(missing) > 0 {
@@ -186,42 +185,42 @@ func (p *Process) build(ctx context.Context, id string, pkgs []string) (Env, err
 		fmt.Fprintf(&log, "pip install %s\n", strings.Join(missing, " "))
 		res, err := p.exec(ctx, &pip)
 		if err != nil {
-			return Env{}, fmt.Errorf("sandbox: build %s: pip: %w", id, err)
+			return sandbox.Env{}, fmt.Errorf("sandbox: build %s: pip: %w", id, err)
 		}
 		pipLog := string(res.stdout) + string(res.stderr)
-		log.WriteString(TrimHeadTail(pipLog, 16<<10))
+		log.WriteString(sandbox.TrimHeadTail(pipLog, 16<<10))
 		if res.timedOut {
-			return Env{}, fmt.Errorf("sandbox: build %s: pip install timed out after %s", id, pip.timeout)
+			return sandbox.Env{}, fmt.Errorf("sandbox: build %s: pip install timed out after %s", id, pip.timeout)
 		}
 		if res.exitCode != 0 {
 			fetch := fetchFailures(work)
 			if fetch != "" {
 				log.WriteString("\n" + fetch)
 			}
-			return Env{}, classifyPipFailure(id, missing, pipLog+"\n"+fetch, log.String())
+			return sandbox.Env{}, classifyPipFailure(id, missing, pipLog+"\n"+fetch, log.String())
 		}
 	}
 
 	if err := p.chownTree(venv, 0); err != nil { // runs must not own (and so chmod) it
-		return Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
+		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
 	}
 	rec := envRecord{ID: id, Python: p.py.Executable, Version: p.py.Version, Packages: pkgs,
 		Installed: missing, Log: log.String(), BuiltAt: time.Now().UTC()}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
-		return Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
+		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
 	}
 	if err := os.WriteFile(filepath.Join(venv, envMarker), data, 0o644); err != nil {
-		return Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
+		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
 	}
 	if err := os.Rename(venv, filepath.Join(p.envsDir, id)); err != nil {
 		// Another process finished the same build first: use theirs.
 		if env, ok := p.lookupEnv(id); ok {
 			return env, nil
 		}
-		return Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
+		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
 	}
-	return Env{ID: id, Log: rec.Log}, nil
+	return sandbox.Env{ID: id, Log: rec.Log}, nil
 }
 
 // remaining is the time left before ctx's deadline, at most limit.
@@ -234,7 +233,7 @@ func remaining(ctx context.Context, limit time.Duration) time.Duration {
 
 // pipCommand is the pip invocation, its environment and the host paths it
 // needs to see (local wheel directories, certificate and config files).
-func (p *Process) pipCommand(pkgs []string) (argv []string, env map[string]string, ro []string) {
+func (p *Backend) pipCommand(pkgs []string) (argv []string, env map[string]string, ro []string) {
 	// --log: only pip's debug log says why an index page could not be
 	// fetched; without it an unreachable index looks like a missing package.
 	argv = []string{p.py.Executable, "-I", "-m", "pip", "--python", sandboxPython, "install",
@@ -319,7 +318,7 @@ func fetchFailures(work string) string {
 	var lines []string
 	for _, line := range strings.Split(string(data), "\n") {
 		if _, rest, ok := strings.Cut(line, "Could not fetch URL "); ok && len(lines) < 20 {
-			lines = append(lines, TrimHead("Could not fetch URL "+rest, 600))
+			lines = append(lines, sandbox.TrimHead("Could not fetch URL "+rest, 600))
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -332,23 +331,23 @@ func fetchFailures(work string) string {
 func classifyPipFailure(id string, requested []string, pipLog, buildLog string) error {
 	if m := pipUntrustedRe.FindStringSubmatch(pipLog); m != nil {
 		return fmt.Errorf("sandbox: build %s: pip ignored the index at %s as untrusted: use https, or pass "+
-			"--trusted-host %s in ProcessConfig.PipExtraArgs", id, m[1], m[1])
+			"--trusted-host %s in bwrap.Config.PipExtraArgs", id, m[1], m[1])
 	}
 	if m := pipIgnoredRe.FindStringSubmatch(pipLog); m != nil {
 		return fmt.Errorf("sandbox: build %s: pip could not use the find-links location %s", id, m[1])
 	}
 	if pipNetworkRe.MatchString(pipLog) {
-		return fmt.Errorf("sandbox: build %s: pip could not reach the package index: %s", id, TrimTail(pipLog, 2048))
+		return fmt.Errorf("sandbox: build %s: pip could not reach the package index: %s", id, sandbox.TrimTail(pipLog, 2048))
 	}
 	if m := pipNotFoundRe.FindAllStringSubmatch(pipLog, -1); len(m) > 0 {
 		var bad []string
 		seen := map[string]bool{}
 		for _, sm := range m {
-			name := CanonicalName(sm[1])
+			name := sandbox.CanonicalName(sm[1])
 			// A requested package, or else the dependency pip could not find.
 			found := false
 			for _, r := range requested {
-				if CanonicalName(r) == name && !seen[r] {
+				if sandbox.CanonicalName(r) == name && !seen[r] {
 					bad, seen[r], found = append(bad, r), true, true
 				}
 			}
@@ -357,15 +356,15 @@ func classifyPipFailure(id string, requested []string, pipLog, buildLog string) 
 			}
 		}
 		if len(bad) > 0 {
-			return &InvalidPackageError{Packages: bad, Log: buildLog}
+			return &sandbox.InvalidPackageError{Packages: bad, Log: buildLog}
 		}
 	}
-	return fmt.Errorf("%w: %s: pip install failed: %s", ErrBuildFailed, id, TrimTail(pipLog, 4096))
+	return fmt.Errorf("%w: %s: pip install failed: %s", sandbox.ErrBuildFailed, id, sandbox.TrimTail(pipLog, 4096))
 }
 
 func containsName(pkgs []string, name string) bool {
 	for _, p := range pkgs {
-		if CanonicalName(p) == name {
+		if sandbox.CanonicalName(p) == name {
 			return true
 		}
 	}
@@ -415,7 +414,7 @@ print(json.dumps([p for p in json.loads(sys.argv[1]) if not satisfied(p)]))
 // satisfy. It runs on the host: the base interpreter and its
 // site-packages are the system's own, and -I keeps the worker's PYTHON*
 // variables and user site out.
-func (p *Process) missingPackages(ctx context.Context, pkgs []string) ([]string, error) {
+func (p *Backend) missingPackages(ctx context.Context, pkgs []string) ([]string, error) {
 	if len(pkgs) == 0 {
 		return nil, nil
 	}
@@ -429,62 +428,13 @@ func (p *Process) missingPackages(ctx context.Context, pkgs []string) ([]string,
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: check installed packages: %w: %s", err, TrimTail(stderr.String(), 2048))
+		return nil, fmt.Errorf("sandbox: check installed packages: %w: %s", err, sandbox.TrimTail(stderr.String(), 2048))
 	}
 	var missing []string
 	if err := json.Unmarshal(out, &missing); err != nil {
 		return nil, fmt.Errorf("sandbox: check installed packages: %w", err)
 	}
 	return missing, nil
-}
-
-var nameSepRe = regexp.MustCompile(`[-_.]+`)
-
-// CanonicalName is the PEP 503 normalized distribution name of a requirement.
-func CanonicalName(req string) string {
-	name := req
-	if i := strings.IndexAny(req, "[<>=!~"); i >= 0 {
-		name = req[:i]
-	}
-	return nameSepRe.ReplaceAllString(strings.ToLower(name), "-")
-}
-
-// NormalizePackages validates requirement strings and returns them
-// canonical (normalized name, sorted extras), deduplicated and sorted, so
-// equivalent specs hash alike.
-func NormalizePackages(pkgs []string) ([]string, error) {
-	var bad []string
-	set := map[string]bool{}
-	for _, p := range pkgs {
-		p = strings.TrimSpace(p)
-		if !messages.PackageNameRe.MatchString(p) {
-			bad = append(bad, p)
-			continue
-		}
-		name := CanonicalName(p)
-		rest := strings.TrimLeft(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
-		if strings.HasPrefix(rest, "[") {
-			end := strings.IndexByte(rest, ']')
-			extras := strings.Split(rest[1:end], ",")
-			for i, e := range extras {
-				extras[i] = CanonicalName(e)
-			}
-			sort.Strings(extras)
-			name += "[" + strings.Join(extras, ",") + "]"
-			rest = rest[end+1:]
-		}
-		set[name+rest] = true
-	}
-	if len(bad) > 0 {
-		return nil, &InvalidPackageError{Packages: bad,
-			Log: "not a package requirement (a PEP 508 name with an optional version; URLs, paths, options and shell syntax are refused)"}
-	}
-	out := make([]string, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out, nil
 }
 
 func without(all, drop []string) []string {
@@ -516,7 +466,7 @@ func checkSystemPackages(ctx context.Context, pkgs []string) error {
 		}
 	}
 	if len(bad) > 0 {
-		return &InvalidPackageError{Packages: bad, Log: "not a Debian package name"}
+		return &sandbox.InvalidPackageError{Packages: bad, Log: "not a Debian package name"}
 	}
 	installed := map[string]bool{}
 	if _, err := exec.LookPath("dpkg-query"); err == nil {
@@ -537,7 +487,7 @@ func checkSystemPackages(ctx context.Context, pkgs []string) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: the process backend cannot install system packages, and these are not installed on this host: %s "+
-			"(install them on the host, or use the docker backend)", ErrBuildFailed, strings.Join(missing, " "))
+			"(install them on the host, or use the docker backend)", sandbox.ErrBuildFailed, strings.Join(missing, " "))
 	}
 	return nil
 }

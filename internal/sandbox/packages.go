@@ -1,0 +1,58 @@
+package sandbox
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+var nameSepRe = regexp.MustCompile(`[-_.]+`)
+
+// CanonicalName is the PEP 503 normalized distribution name of a requirement.
+func CanonicalName(req string) string {
+	name := req
+	if i := strings.IndexAny(req, "[<>=!~"); i >= 0 {
+		name = req[:i]
+	}
+	return nameSepRe.ReplaceAllString(strings.ToLower(name), "-")
+}
+
+// NormalizePackages validates requirement strings and returns them
+// canonical (normalized name, sorted extras), deduplicated and sorted, so
+// equivalent specs hash alike.
+func NormalizePackages(pkgs []string) ([]string, error) {
+	var bad []string
+	set := map[string]bool{}
+	for _, p := range pkgs {
+		p = strings.TrimSpace(p)
+		if !messages.PackageNameRe.MatchString(p) {
+			bad = append(bad, p)
+			continue
+		}
+		name := CanonicalName(p)
+		rest := strings.TrimLeft(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
+		if strings.HasPrefix(rest, "[") {
+			end := strings.IndexByte(rest, ']')
+			extras := strings.Split(rest[1:end], ",")
+			for i, e := range extras {
+				extras[i] = CanonicalName(e)
+			}
+			sort.Strings(extras)
+			name += "[" + strings.Join(extras, ",") + "]"
+			rest = rest[end+1:]
+		}
+		set[name+rest] = true
+	}
+	if len(bad) > 0 {
+		return nil, &InvalidPackageError{Packages: bad,
+			Log: "not a package requirement (a PEP 508 name with an optional version; URLs, paths, options and shell syntax are refused)"}
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out, nil
+}
