@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -88,125 +89,187 @@ func (p *Backend) runCgroupLimits(memory int64, cpus float64) *cgroupLimits {
 // a pid namespace's init dies, the kernel kills everything in it). It
 // returns only once every process of the sandbox is gone.
 func (p *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) {
-	var res execResult
-	infoR, infoW, err := os.Pipe()
+	pipes, err := openBwrapPipes()
 	if err != nil {
-		return res, fmt.Errorf("sandbox: pipe: %w", err)
+		return execResult{}, err
 	}
-	defer infoR.Close()
-
-	// The options go through a pipe (--args), not argv: the sandbox can
-	// read its init's /proc/1/cmdline, which would show host paths.
-	argsR, argsW, err := os.Pipe()
+	// Last: after the argument writer is done with its end.
+	defer pipes.close()
+	cg, err := p.createCgroup(s)
 	if err != nil {
-		infoW.Close()
-		return res, fmt.Errorf("sandbox: pipe: %w", err)
+		return execResult{}, err
 	}
-	defer argsR.Close()
-	var args bytes.Buffer
-	for _, a := range p.args(s) {
-		args.WriteString(a)
-		args.WriteByte(0)
-	}
-
-	var cg *runCgroup
-	if s.cgroup != nil && p.cg != nil {
-		if cg, err = p.cg.create(*s.cgroup); err != nil {
-			infoW.Close()
-			argsW.Close()
-			return res, err
-		}
-		defer func() {
-			if err := cg.destroy(); err != nil {
-				p.log.Error("sandbox cgroup left behind", "err", err)
-			}
-		}()
+	if cg != nil {
+		defer p.destroyCgroup(cg)
 	}
 
 	stdout, stderr := sandbox.NewHeadTailBuffer(s.outputLimit), sandbox.NewHeadTailBuffer(s.outputLimit)
-	cmd := exec.Command(p.bwrap, append([]string{"--args", "4", "--"}, p.command(s)...)...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap needs nothing of the worker's environment
-	cmd.Dir = "/"
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{infoW, argsR} // fd 3: --info-fd, fd 4: --args
-	// Pdeathsig: a worker that dies takes its sandboxes with it
-	// (bubblewrap's --die-with-parent does the rest).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = 5 * time.Second
-
+	cmd := p.bwrapCmd(s, pipes, stdout, stderr)
+	options := p.args(s)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		infoW.Close()
-		argsW.Close()
-		return res, fmt.Errorf("sandbox: start %s: %w", p.bwrap, err)
-	}
-	infoW.Close()
-	argsR.Close()
-	if cg != nil {
-		// bwrap is now blocked reading its options from the pipe, which
-		// nothing has written yet: it has forked nothing and run nothing
-		// of the sandbox. Moving it into the run's cgroup here is therefore
-		// race-free, and everything the sandbox starts is born inside. (A
-		// clone straight into the cgroup, SysProcAttr.UseCgroupFD, would
-		// do the same on cgroup v2 only; v1 hosts need this way.)
-		if err := cg.add(cmd.Process.Pid); err != nil {
-			argsW.Close()
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-			return res, err
-		}
+	if err := p.start(cmd, pipes, cg); err != nil {
+		return execResult{}, err
 	}
 	// bwrap reads all arguments before it writes the info report, so this
 	// write finishes (or fails, if bwrap died) before sandboxInit returns.
-	writeDone := make(chan struct{})
-	go func() {
-		defer close(writeDone)
-		_, _ = argsW.Write(args.Bytes())
-		argsW.Close()
-	}()
+	writeDone := pipes.sendArgs(options)
 	defer func() { <-writeDone }()
-	pidfd := sandboxInit(infoR)
+	pidfd := sandboxInit(pipes.infoR)
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
 	}
 
-	waitc := make(chan error, 1)
-	go func() { waitc <- cmd.Wait() }()
-	// A timer, not an injected clock: this bounds a real process.
-	timer := time.NewTimer(s.timeout)
-	defer timer.Stop()
-	kill := func() {
-		if pidfd >= 0 {
-			_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
-		}
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	var waitErr error
-	cancelled := false
-	select {
-	case waitErr = <-waitc:
-	case <-timer.C:
-		res.timedOut = true
-		kill()
-		waitErr = <-waitc
-	case <-ctx.Done():
-		cancelled = true
-		kill()
-		waitErr = <-waitc
-	}
+	waitErr, timedOut, cancelled := waitOrKill(ctx, cmd, pidfd, s.timeout)
 	if !p.reap(pidfd) {
 		p.log.Error("sandbox processes outlived their sandbox", "pid", cmd.Process.Pid)
 	}
-	res.duration = time.Since(start)
-	res.stdout, res.stderr = stdout.Bytes(), stderr.Bytes()
-	res.truncated = stdout.Truncated() || stderr.Truncated()
-	res.exitCode = -1
+	res := execResult{exitCode: -1, timedOut: timedOut, duration: time.Since(start),
+		stdout: stdout.Bytes(), stderr: stderr.Bytes(), truncated: stdout.Truncated() || stderr.Truncated()}
 	if cmd.ProcessState != nil {
 		res.exitCode = cmd.ProcessState.ExitCode()
 	}
 	if cancelled {
 		return res, fmt.Errorf("sandbox: run cancelled: %w", context.Cause(ctx))
 	}
+	return res, p.execError(res, waitErr)
+}
+
+// bwrapPipes are the two pipes to bubblewrap besides its output: it
+// reports its sandbox's init on info (fd 3, --info-fd) and reads its
+// options from args (fd 4, --args). The options go through a pipe, not
+// argv: the sandbox can read its init's /proc/1/cmdline, which would show
+// host paths.
+type bwrapPipes struct {
+	infoR, infoW *os.File
+	argsR, argsW *os.File
+}
+
+func openBwrapPipes() (*bwrapPipes, error) {
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	argsR, argsW, err := os.Pipe()
+	if err != nil {
+		infoR.Close()
+		infoW.Close()
+		return nil, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	return &bwrapPipes{infoR: infoR, infoW: infoW, argsR: argsR, argsW: argsW}, nil
+}
+
+// closeChildEnds closes the ends bubblewrap has inherited once it started.
+func (b *bwrapPipes) closeChildEnds() {
+	b.infoW.Close()
+	b.argsR.Close()
+}
+
+// close closes every end (those closed already are left alone).
+func (b *bwrapPipes) close() {
+	for _, f := range []*os.File{b.infoR, b.infoW, b.argsR, b.argsW} {
+		_ = f.Close()
+	}
+}
+
+// sendArgs writes the options, NUL-terminated, in the background and
+// closes the pipe; the channel is closed when it is done.
+func (b *bwrapPipes) sendArgs(args []string) <-chan struct{} {
+	var buf bytes.Buffer
+	for _, a := range args {
+		buf.WriteString(a)
+		buf.WriteByte(0)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = b.argsW.Write(buf.Bytes())
+		b.argsW.Close()
+	}()
+	return done
+}
+
+// createCgroup makes the run's own cgroup, or returns nil when the spec
+// asks for none or no cgroup is usable.
+func (p *Backend) createCgroup(s *sandboxSpec) (*runCgroup, error) {
+	if s.cgroup == nil || p.cg == nil {
+		return nil, nil
+	}
+	return p.cg.create(*s.cgroup)
+}
+
+func (p *Backend) destroyCgroup(cg *runCgroup) {
+	if err := cg.destroy(); err != nil {
+		p.log.Error("sandbox cgroup left behind", "err", err)
+	}
+}
+
+// bwrapCmd is the bubblewrap process, not started.
+func (p *Backend) bwrapCmd(s *sandboxSpec, pipes *bwrapPipes, stdout, stderr io.Writer) *exec.Cmd {
+	cmd := exec.Command(p.bwrap, append([]string{"--args", "4", "--"}, p.command(s)...)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap needs nothing of the worker's environment
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.ExtraFiles = []*os.File{pipes.infoW, pipes.argsR} // fd 3: --info-fd, fd 4: --args
+	// Pdeathsig: a worker that dies takes its sandboxes with it
+	// (bubblewrap's --die-with-parent does the rest).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// start starts bubblewrap and moves it into the run's cgroup (if any)
+// before it can start anything of the sandbox.
+func (p *Backend) start(cmd *exec.Cmd, pipes *bwrapPipes, cg *runCgroup) error {
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("sandbox: start %s: %w", p.bwrap, err)
+	}
+	pipes.closeChildEnds()
+	if cg == nil {
+		return nil
+	}
+	// bwrap is now blocked reading its options from the pipe, which
+	// nothing has written yet: it has forked nothing and run nothing
+	// of the sandbox. Moving it into the run's cgroup here is therefore
+	// race-free, and everything the sandbox starts is born inside. (A
+	// clone straight into the cgroup, SysProcAttr.UseCgroupFD, would
+	// do the same on cgroup v2 only; v1 hosts need this way.)
+	if err := cg.add(cmd.Process.Pid); err != nil {
+		pipes.argsW.Close()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return err
+	}
+	return nil
+}
+
+// waitOrKill waits for bubblewrap to exit. At the timeout or when ctx
+// ends first, it kills the sandbox's init (pidfd) and bubblewrap's process
+// group, then waits for the exit.
+func waitOrKill(ctx context.Context, cmd *exec.Cmd, pidfd int, timeout time.Duration) (waitErr error, timedOut, cancelled bool) {
+	waitc := make(chan error, 1)
+	go func() { waitc <- cmd.Wait() }()
+	// A timer, not an injected clock: this bounds a real process.
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case waitErr = <-waitc:
+		return waitErr, false, false
+	case <-timer.C:
+		timedOut = true
+	case <-ctx.Done():
+		cancelled = true
+	}
+	if pidfd >= 0 {
+		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	return <-waitc, timedOut, cancelled
+}
+
+// execError is the error of a sandbox that ran to its end or its timeout:
+// none for the command's own failures, one when bubblewrap could not be
+// waited for or could not set the sandbox up.
+func (p *Backend) execError(res execResult, waitErr error) error {
 	var exitErr *exec.ExitError
 	switch {
 	case waitErr == nil, errors.As(waitErr, &exitErr):
@@ -215,12 +278,12 @@ func (p *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 		// what was read is the output.
 		p.log.Warn("sandbox output pipes stayed open after exit")
 	default:
-		return res, fmt.Errorf("sandbox: wait for %s: %w", p.bwrap, waitErr)
+		return fmt.Errorf("sandbox: wait for %s: %w", p.bwrap, waitErr)
 	}
 	if !res.timedOut && setupFailed(res) {
-		return res, fmt.Errorf("sandbox: bubblewrap could not set up the sandbox: %s", firstLine(string(res.stderr)))
+		return fmt.Errorf("sandbox: bubblewrap could not set up the sandbox: %s", firstLine(string(res.stderr)))
 	}
-	return res, nil
+	return nil
 }
 
 // sandboxInit reads bubblewrap's --info-fd report and returns a pidfd for
