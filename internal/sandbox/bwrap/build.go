@@ -114,57 +114,116 @@ func (p *Backend) lookupEnv(id string) (sandbox.Env, bool) {
 	return sandbox.Env{ID: id, Log: rec.Log}, true
 }
 
+// build makes the environment id in a temporary directory and renames it
+// into place: a venv of the base interpreter, then pip for the packages it
+// lacks, both in sandboxes.
 func (p *Backend) build(ctx context.Context, id string, pkgs []string) (sandbox.Env, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.BuildTimeout)
 	defer cancel()
 	var log strings.Builder
 	fmt.Fprintf(&log, "python: %s (%s)\n", p.py.Executable, firstLine(p.py.Version))
-
-	missing, err := p.missingPackages(ctx, pkgs)
+	missing, err := p.packagesToInstall(ctx, pkgs, &log)
 	if err != nil {
 		return sandbox.Env{}, err
 	}
-	if have := len(pkgs) - len(missing); have > 0 {
-		fmt.Fprintf(&log, "already installed in the base interpreter: %s\n", strings.Join(without(pkgs, missing), " "))
-	}
-	if len(missing) > 0 && p.cfg.PipDisabled {
-		return sandbox.Env{}, &sandbox.InvalidPackageError{Packages: missing,
-			Log: log.String() + "not installed in the base interpreter, and pip is disabled (bwrap.Config.PipDisabled)\n"}
-	}
-	if len(missing) > 0 && !p.py.Pip {
-		return sandbox.Env{}, fmt.Errorf("%w: %s has no pip to install %s (install python3-pip)",
-			sandbox.ErrBuildFailed, p.py.Executable, strings.Join(missing, " "))
-	}
-
-	tmp, err := os.MkdirTemp(p.envsDir, ".tmp-"+id+"-")
+	dir, err := p.newBuildDir(id)
 	if err != nil {
 		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
 	}
-	defer os.RemoveAll(tmp)
-	venv, work, etc := filepath.Join(tmp, "venv"), filepath.Join(tmp, "work"), filepath.Join(tmp, "etc")
-	for _, d := range []string{venv, work} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
+	defer p.removeBuildDir(dir)
+	base := p.buildSpec(dir)
+	if err := p.createVenv(ctx, base); err != nil {
+		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: create venv: %w", id, err)
+	}
+	if len(missing) > 0 {
+		if err := p.pipInstall(ctx, id, base, missing, &log); err != nil {
+			return sandbox.Env{}, err
 		}
 	}
-	uid := p.takeUID()
-	defer p.releaseUID(uid)
-	if err := writeEtc(etc, p.sandboxUID(uid)); err != nil {
-		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
-	}
-	for _, d := range []string{venv, work} {
-		if err := p.chownTree(d, uid); err != nil {
-			return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
-		}
-	}
+	return p.installEnv(dir.venv, envRecord{ID: id, Python: p.py.Executable, Version: p.py.Version,
+		Packages: pkgs, Installed: missing, Log: log.String(), BuiltAt: time.Now().UTC()})
+}
 
-	// The venv is made inside the sandbox, at the path runs will see it, so
-	// that pyvenv.cfg and the scripts pip writes name /opt/venv. Builds get
-	// a cgroup too (memory and processes, no CPU quota): pip runs packages'
-	// build code, which is as untrusted as the names it came from.
-	base := sandboxSpec{envDir: venv, envRW: true, tmpDir: work, etcDir: etc, uid: uid,
+// packagesToInstall returns the packages the base interpreter lacks, and
+// fails when they cannot be installed (pip disabled or absent).
+func (p *Backend) packagesToInstall(ctx context.Context, pkgs []string, log *strings.Builder) ([]string, error) {
+	missing, err := p.missingPackages(ctx, pkgs)
+	if err != nil {
+		return nil, err
+	}
+	if have := len(pkgs) - len(missing); have > 0 {
+		fmt.Fprintf(log, "already installed in the base interpreter: %s\n", strings.Join(without(pkgs, missing), " "))
+	}
+	if len(missing) > 0 && p.cfg.PipDisabled {
+		return nil, &sandbox.InvalidPackageError{Packages: missing,
+			Log: log.String() + "not installed in the base interpreter, and pip is disabled (bwrap.Config.PipDisabled)\n"}
+	}
+	if len(missing) > 0 && !p.py.Pip {
+		return nil, fmt.Errorf("%w: %s has no pip to install %s (install python3-pip)",
+			sandbox.ErrBuildFailed, p.py.Executable, strings.Join(missing, " "))
+	}
+	return missing, nil
+}
+
+// buildDir is a build's scratch directory under envsDir: the venv (renamed
+// into place at the end), pip's work dir (the build's /tmp), the
+// synthesized /etc files, and the uid the build runs as.
+type buildDir struct {
+	tmp, venv, work, etc string
+	uid                  uint32
+}
+
+func (p *Backend) newBuildDir(id string) (*buildDir, error) {
+	tmp, err := os.MkdirTemp(p.envsDir, ".tmp-"+id+"-")
+	if err != nil {
+		return nil, err
+	}
+	d := &buildDir{tmp: tmp, venv: filepath.Join(tmp, "venv"), work: filepath.Join(tmp, "work"),
+		etc: filepath.Join(tmp, "etc"), uid: p.takeUID()}
+	if err := p.prepareBuildDir(d); err != nil {
+		p.removeBuildDir(d)
+		return nil, err
+	}
+	return d, nil
+}
+
+// prepareBuildDir makes the venv and work dirs, owned by the build's uid,
+// and the /etc files.
+func (p *Backend) prepareBuildDir(d *buildDir) error {
+	for _, dir := range []string{d.venv, d.work} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := writeEtc(d.etc, p.sandboxUID(d.uid)); err != nil {
+		return err
+	}
+	for _, dir := range []string{d.venv, d.work} {
+		if err := p.chownTree(dir, d.uid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Backend) removeBuildDir(d *buildDir) {
+	_ = os.RemoveAll(d.tmp)
+	p.releaseUID(d.uid)
+}
+
+// buildSpec is what every sandbox of a build shares. The venv is made
+// inside the sandbox, at the path runs will see it, so that pyvenv.cfg and
+// the scripts pip writes name /opt/venv. Builds get a cgroup too (memory
+// and processes, no CPU quota): pip runs packages' build code, which is as
+// untrusted as the names it came from.
+func (p *Backend) buildSpec(d *buildDir) sandboxSpec {
+	return sandboxSpec{envDir: d.venv, envRW: true, tmpDir: d.work, etcDir: d.etc, uid: d.uid,
 		outputLimit: 1 << 20, limits: limits{nproc: int64(p.cfg.MaxProcs), nofile: 4096},
 		cgroup: p.runCgroupLimits(max(p.cfg.BuildMemory, 0), 0)}
+}
+
+// createVenv makes the virtual environment, with the system site-packages.
+func (p *Backend) createVenv(ctx context.Context, base sandboxSpec) error {
 	mk := base
 	mk.argv = []string{p.py.Executable, "-I", "-m", "venv", "--system-site-packages", "--without-pip", envMount}
 	mk.timeout = remaining(ctx, 2*time.Minute)
@@ -172,55 +231,59 @@ func (p *Backend) build(ctx context.Context, id string, pkgs []string) (sandbox.
 	if err == nil && (res.exitCode != 0 || res.timedOut) {
 		err = fmt.Errorf("exit code %d: %s", res.exitCode, sandbox.TrimTail(string(res.stdout)+string(res.stderr), 4096))
 	}
+	return err
+}
+
+// pipInstall installs the missing packages into the venv, in a sandbox
+// with the network, and turns a failure into the error the caller acts on
+// (classifyPipFailure).
+func (p *Backend) pipInstall(ctx context.Context, id string, base sandboxSpec, missing []string, log *strings.Builder) error {
+	pip := base
+	pip.network = true
+	pip.argv, pip.env, pip.extraRO = p.pipCommand(missing)
+	pip.extraEtc = buildEtc
+	pip.timeout = remaining(ctx, p.cfg.BuildTimeout)
+	fmt.Fprintf(log, "pip install %s\n", strings.Join(missing, " "))
+	res, err := p.exec(ctx, &pip)
 	if err != nil {
-		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: create venv: %w", id, err)
+		return fmt.Errorf("sandbox: build %s: pip: %w", id, err)
 	}
-
-	if len(missing) > 0 {
-		pip := base
-		pip.network = true
-		pip.argv, pip.env, pip.extraRO = p.pipCommand(missing)
-		pip.extraEtc = buildEtc
-		pip.timeout = remaining(ctx, p.cfg.BuildTimeout)
-		fmt.Fprintf(&log, "pip install %s\n", strings.Join(missing, " "))
-		res, err := p.exec(ctx, &pip)
-		if err != nil {
-			return sandbox.Env{}, fmt.Errorf("sandbox: build %s: pip: %w", id, err)
-		}
-		pipLog := string(res.stdout) + string(res.stderr)
-		log.WriteString(sandbox.TrimHeadTail(pipLog, 16<<10))
-		if res.timedOut {
-			return sandbox.Env{}, fmt.Errorf("sandbox: build %s: pip install timed out after %s", id, pip.timeout)
-		}
-		if res.exitCode != 0 {
-			fetch := fetchFailures(work)
-			if fetch != "" {
-				log.WriteString("\n" + fetch)
-			}
-			return sandbox.Env{}, classifyPipFailure(id, missing, pipLog+"\n"+fetch, log.String())
-		}
+	pipLog := string(res.stdout) + string(res.stderr)
+	log.WriteString(sandbox.TrimHeadTail(pipLog, 16<<10))
+	if res.timedOut {
+		return fmt.Errorf("sandbox: build %s: pip install timed out after %s", id, pip.timeout)
 	}
+	if res.exitCode != 0 {
+		fetch := fetchFailures(base.tmpDir)
+		if fetch != "" {
+			log.WriteString("\n" + fetch)
+		}
+		return classifyPipFailure(id, missing, pipLog+"\n"+fetch, log.String())
+	}
+	return nil
+}
 
+// installEnv marks the finished venv with its record and renames it into
+// place, or returns the environment another process finished first.
+func (p *Backend) installEnv(venv string, rec envRecord) (sandbox.Env, error) {
 	if err := p.chownTree(venv, 0); err != nil { // runs must not own (and so chmod) it
-		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
+		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", rec.ID, err)
 	}
-	rec := envRecord{ID: id, Python: p.py.Executable, Version: p.py.Version, Packages: pkgs,
-		Installed: missing, Log: log.String(), BuiltAt: time.Now().UTC()}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
-		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
+		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", rec.ID, err)
 	}
 	if err := os.WriteFile(filepath.Join(venv, envMarker), data, 0o644); err != nil {
-		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
+		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", rec.ID, err)
 	}
-	if err := os.Rename(venv, filepath.Join(p.envsDir, id)); err != nil {
+	if err := os.Rename(venv, filepath.Join(p.envsDir, rec.ID)); err != nil {
 		// Another process finished the same build first: use theirs.
-		if env, ok := p.lookupEnv(id); ok {
+		if env, ok := p.lookupEnv(rec.ID); ok {
 			return env, nil
 		}
-		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
+		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", rec.ID, err)
 	}
-	return sandbox.Env{ID: id, Log: rec.Log}, nil
+	return sandbox.Env{ID: rec.ID, Log: rec.Log}, nil
 }
 
 // remaining is the time left before ctx's deadline, at most limit.

@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,13 +87,28 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// setDefaults replaces every zero field by its default, then validates.
 func (c *Config) setDefaults() error {
-	if c.Python == "" {
-		c.Python = DefaultPython
+	if err := c.setStateDir(); err != nil {
+		return err
 	}
-	if c.Bwrap == "" {
-		c.Bwrap = "bwrap"
+	c.Python = cmp.Or(c.Python, DefaultPython)
+	c.Bwrap = cmp.Or(c.Bwrap, "bwrap")
+	c.BuildTimeout = cmp.Or(c.BuildTimeout, DefaultBuildTimeout)
+	c.BuildMemory = cmp.Or(c.BuildMemory, DefaultBuildMemory)
+	c.MaxProcs = cmp.Or(c.MaxProcs, DefaultMaxProcs)
+	c.TmpSize = cmp.Or(c.TmpSize, DefaultTmpSize)
+	c.MaxFileSize = cmp.Or(c.MaxFileSize, DefaultMaxFileSize)
+	c.UIDBase = cmp.Or(c.UIDBase, DefaultUIDBase)
+	c.UIDCount = cmp.Or(c.UIDCount, DefaultUIDCount)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	return c.validate()
+}
+
+// setStateDir defaults StateDir and makes it absolute.
+func (c *Config) setStateDir() error {
 	if c.StateDir == "" {
 		dir, err := defaultStateDir()
 		if err != nil {
@@ -105,30 +121,11 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("sandbox: state dir %q: %w", c.StateDir, err)
 	}
 	c.StateDir = abs
-	if c.BuildTimeout == 0 {
-		c.BuildTimeout = DefaultBuildTimeout
-	}
-	if c.BuildMemory == 0 {
-		c.BuildMemory = DefaultBuildMemory
-	}
-	if c.MaxProcs == 0 {
-		c.MaxProcs = DefaultMaxProcs
-	}
-	if c.TmpSize == 0 {
-		c.TmpSize = DefaultTmpSize
-	}
-	if c.MaxFileSize == 0 {
-		c.MaxFileSize = DefaultMaxFileSize
-	}
-	if c.UIDBase == 0 {
-		c.UIDBase = DefaultUIDBase
-	}
-	if c.UIDCount == 0 {
-		c.UIDCount = DefaultUIDCount
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	return nil
+}
+
+// validate checks a Config with its defaults set.
+func (c *Config) validate() error {
 	switch {
 	case c.BuildTimeout < 0:
 		return errors.New("sandbox: bwrap.Config.BuildTimeout must not be negative")

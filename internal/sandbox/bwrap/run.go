@@ -37,58 +37,15 @@ func (p *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	if err != nil {
 		return sandbox.RunResult{}, err
 	}
-	timeout := cmp.Or(spec.Timeout, sandbox.DefaultRunTimeout)
-	memory := cmp.Or(spec.Memory, sandbox.DefaultMemory)
-	cpus := cmp.Or(spec.CPUs, sandbox.DefaultCPUs)
-	outputLimit := cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit)
-
 	uid := p.takeUID()
 	defer p.releaseUID(uid)
-	runDir, err := os.MkdirTemp(p.runsDir, "run-")
-	if err != nil {
-		return sandbox.RunResult{}, fmt.Errorf("sandbox: create run dir: %w", err)
-	}
-	defer func() {
-		if err := os.RemoveAll(runDir); err != nil {
-			p.log.Warn("remove run dir", "path", runDir, "err", err)
-		}
-	}()
-	ws, outs, etc := filepath.Join(runDir, "workspace"), filepath.Join(runDir, "outputs"), filepath.Join(runDir, "etc")
-	if err := prepareRunDir(ws, outs, spec.Files); err != nil {
-		return sandbox.RunResult{}, err
-	}
-	if err := writeEtc(etc, p.sandboxUID(uid)); err != nil {
-		return sandbox.RunResult{}, fmt.Errorf("sandbox: write /etc files: %w", err)
-	}
-	if err := p.chownTree(ws, uid); err != nil {
-		return sandbox.RunResult{}, fmt.Errorf("sandbox: chown workspace: %w", err)
-	}
-	if err := p.chownTree(outs, uid); err != nil {
-		return sandbox.RunResult{}, fmt.Errorf("sandbox: chown outputs: %w", err)
-	}
-	inputs, err := p.prepareInputs(runDir, spec.Inputs)
+	dir, err := p.newRunDir(spec, uid)
 	if err != nil {
 		return sandbox.RunResult{}, err
 	}
+	defer p.removeRunDir(dir)
 
-	env := sandbox.ThreadEnv(cpus)
-	for k, v := range spec.EnvVars {
-		env[k] = v
-	}
-	res, err := p.exec(ctx, &sandboxSpec{
-		argv:        spec.Argv,
-		env:         env,
-		envDir:      envDir,
-		workspace:   ws,
-		outputs:     outs,
-		inputs:      inputs,
-		etcDir:      etc,
-		uid:         uid,
-		limits:      p.runLimits(memory, timeout, cpus),
-		cgroup:      p.runCgroupLimits(memory, cpus),
-		timeout:     timeout,
-		outputLimit: outputLimit,
-	})
+	res, err := p.exec(ctx, p.runSandbox(spec, envDir, dir, uid))
 	out := sandbox.RunResult{
 		ExitCode: res.exitCode, TimedOut: res.timedOut, Stdout: res.stdout, Stderr: res.stderr,
 		Truncated: res.truncated, Duration: res.duration,
@@ -101,15 +58,86 @@ func (p *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	// Nothing of the sandbox runs any more, so what it left cannot change
 	// under us; it can still be hostile (symlinks, FIFOs), which collect
 	// handles.
-	if out.Files, err = collectFiles(ws, spec.Collect); err != nil {
+	if out.Files, err = collectFiles(dir.workspace, spec.Collect); err != nil {
 		return out, err
 	}
 	if spec.CollectOutputs {
-		if out.Outputs, out.OutputDirs, out.OutputsOmitted, err = collectTree(outs, sandbox.MaxCollected); err != nil {
+		if out.Outputs, out.OutputDirs, out.OutputsOmitted, err = collectTree(dir.outputs, sandbox.MaxCollected); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
+}
+
+// runDir is a run's scratch directory under runsDir: the workspace, the
+// outputs dir and the synthesized /etc files, and the inputs' mounts.
+type runDir struct {
+	root, workspace, outputs, etc string
+	inputs                        []mount
+}
+
+// newRunDir makes the run dir, owned (in root mode) by the run's uid.
+func (p *Backend) newRunDir(spec sandbox.RunSpec, uid uint32) (*runDir, error) {
+	root, err := os.MkdirTemp(p.runsDir, "run-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: create run dir: %w", err)
+	}
+	d := &runDir{root: root, workspace: filepath.Join(root, "workspace"),
+		outputs: filepath.Join(root, "outputs"), etc: filepath.Join(root, "etc")}
+	if err := p.populateRunDir(d, spec, uid); err != nil {
+		p.removeRunDir(d)
+		return nil, err
+	}
+	return d, nil
+}
+
+func (p *Backend) populateRunDir(d *runDir, spec sandbox.RunSpec, uid uint32) error {
+	if err := prepareRunDir(d.workspace, d.outputs, spec.Files); err != nil {
+		return err
+	}
+	if err := writeEtc(d.etc, p.sandboxUID(uid)); err != nil {
+		return fmt.Errorf("sandbox: write /etc files: %w", err)
+	}
+	if err := p.chownTree(d.workspace, uid); err != nil {
+		return fmt.Errorf("sandbox: chown workspace: %w", err)
+	}
+	if err := p.chownTree(d.outputs, uid); err != nil {
+		return fmt.Errorf("sandbox: chown outputs: %w", err)
+	}
+	var err error
+	d.inputs, err = p.prepareInputs(d.root, spec.Inputs)
+	return err
+}
+
+func (p *Backend) removeRunDir(d *runDir) {
+	if err := os.RemoveAll(d.root); err != nil {
+		p.log.Warn("remove run dir", "path", d.root, "err", err)
+	}
+}
+
+// runSandbox is the sandbox of a run, with the RunSpec defaults applied.
+func (p *Backend) runSandbox(spec sandbox.RunSpec, envDir string, d *runDir, uid uint32) *sandboxSpec {
+	timeout := cmp.Or(spec.Timeout, sandbox.DefaultRunTimeout)
+	memory := cmp.Or(spec.Memory, sandbox.DefaultMemory)
+	cpus := cmp.Or(spec.CPUs, sandbox.DefaultCPUs)
+	env := sandbox.ThreadEnv(cpus)
+	for k, v := range spec.EnvVars {
+		env[k] = v
+	}
+	return &sandboxSpec{
+		argv:        spec.Argv,
+		env:         env,
+		envDir:      envDir,
+		workspace:   d.workspace,
+		outputs:     d.outputs,
+		inputs:      d.inputs,
+		etcDir:      d.etc,
+		uid:         uid,
+		limits:      p.runLimits(memory, timeout, cpus),
+		cgroup:      p.runCgroupLimits(memory, cpus),
+		timeout:     timeout,
+		outputLimit: cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit),
+	}
 }
 
 // prepareRunDir creates the workspace with the files and an empty outputs dir.
