@@ -35,22 +35,22 @@ var topLevel = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 
 // args builds bubblewrap's options. Order matters: mounts are made in
 // order, and / is made read-only after everything is in place.
-func (p *Backend) args(s *sandboxSpec) []string {
+func (b *Backend) args(s *sandboxSpec) []string {
 	a := &bwrapArgs{made: map[string]bool{"/": true}}
-	a.namespaces(p.root, s.network)
+	a.namespaces(b.root, s.network)
 	a.add("--hostname", "sandbox", "--die-with-parent", "--new-session", "--info-fd", "3", "--clearenv")
 	a.environment(s.env)
 	a.systemDirs()
 	a.etc(s)
 	a.add("--proc", "/proc", "--dev", "/dev")
-	a.tmp(p.cfg.TmpSize, s.tmpDir)
+	a.tmp(b.cfg.TmpSize, s.tmpDir)
 	// After /tmp, so that a path under /tmp is not hidden by its mount.
-	a.pythonPrefixes(p.py.Prefixes)
-	a.extraReadOnly(append(append([]string{}, p.cfg.ExtraReadOnly...), s.extraRO...))
+	a.pythonPrefixes(b.py.Prefixes)
+	a.extraReadOnly(append(append([]string{}, b.cfg.ExtraReadOnly...), s.extraRO...))
 	a.venv(s.envDir, s.envRW)
 	a.runDirs(s)
 	a.add("--remount-ro", "/")
-	a.capabilities(p.root)
+	a.capabilities(b.root)
 	return a.list
 }
 
@@ -220,8 +220,8 @@ func (a *bwrapArgs) capabilities(root bool) {
 
 // command is what bubblewrap runs: prlimit, then (as root) setpriv, then
 // the argv.
-func (p *Backend) command(s *sandboxSpec) []string {
-	a := []string{p.tools.prlimit, "--core=0"}
+func (b *Backend) command(s *sandboxSpec) []string {
+	a := []string{b.tools.prlimit, "--core=0"}
 	l := s.limits
 	for _, r := range []struct {
 		flag string
@@ -236,9 +236,9 @@ func (p *Backend) command(s *sandboxSpec) []string {
 		a = append(a, fmt.Sprintf("--cpu=%d:%d", l.cpu, l.cpu+1))
 	}
 	a = append(a, "--")
-	if p.root {
+	if b.root {
 		id := strconv.FormatUint(uint64(s.uid), 10)
-		a = append(a, p.tools.setpriv, "--reuid="+id, "--regid="+id, "--clear-groups",
+		a = append(a, b.tools.setpriv, "--reuid="+id, "--regid="+id, "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--")
 	}
 	argv := s.argv

@@ -87,7 +87,7 @@ func New(cfg Config) (*Backend, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	p := &Backend{
+	b := &Backend{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		root:    os.Geteuid() == 0,
@@ -97,21 +97,21 @@ func New(cfg Config) (*Backend, error) {
 	}
 	markInheritedCloseOnExec()
 	var err error
-	if p.bwrap, err = exec.LookPath(cfg.Bwrap); err != nil {
+	if b.bwrap, err = exec.LookPath(cfg.Bwrap); err != nil {
 		return nil, fmt.Errorf("sandbox: bubblewrap %q not found (install it, e.g. apt-get install bubblewrap): %w", cfg.Bwrap, err)
 	}
-	if p.tools, err = findTools(); err != nil {
+	if b.tools, err = findTools(); err != nil {
 		return nil, err
 	}
-	if p.py, err = probePython(cfg.Python); err != nil {
+	if b.py, err = probePython(cfg.Python); err != nil {
 		return nil, err
 	}
-	for _, d := range []string{p.envsDir, p.runsDir} {
+	for _, d := range []string{b.envsDir, b.runsDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("sandbox: create state dir: %w", err)
 		}
 	}
-	if p.root {
+	if b.root {
 		// Builds run as unprivileged uids, which must read the wheelhouse.
 		for _, fl := range append(absPaths(cfg.PipIndexURL), cfg.PipFindLinks...) {
 			if filepath.IsAbs(fl) && !worldReadable(fl) {
@@ -120,18 +120,18 @@ func New(cfg Config) (*Backend, error) {
 			}
 		}
 	}
-	p.removeStale()
-	p.setupCgroups()
-	if err := p.probeSandbox(); err != nil {
+	b.removeStale()
+	b.setupCgroups()
+	if err := b.probeSandbox(); err != nil {
 		return nil, err
 	}
-	if !p.py.Pytest {
-		p.log.Warn("base interpreter has no pytest: RunTests will report an import error", "python", p.py.Executable)
+	if !b.py.Pytest {
+		b.log.Warn("base interpreter has no pytest: RunTests will report an import error", "python", b.py.Executable)
 	}
-	p.log.Info("process sandbox ready", "python", p.py.Executable, "python_version", firstLine(p.py.Version),
-		"bwrap", p.bwrap, "state_dir", cfg.StateDir, "per_run_uid", p.root,
-		"cgroup", p.limits.Cgroup, "cgroup_limits", p.limits.CgroupLimits, "rlimits", p.limits.Rlimits)
-	return p, nil
+	b.log.Info("process sandbox ready", "python", b.py.Executable, "python_version", firstLine(b.py.Version),
+		"bwrap", b.bwrap, "state_dir", cfg.StateDir, "per_run_uid", b.root,
+		"cgroup", b.limits.Cgroup, "cgroup_limits", b.limits.CgroupLimits, "rlimits", b.limits.Rlimits)
+	return b, nil
 }
 
 // Limits says which limits the backend enforces on every run.
@@ -153,8 +153,8 @@ type Limits struct {
 }
 
 // Limits reports the limits in force, as found at start-up.
-func (p *Backend) Limits() Limits {
-	l := p.limits
+func (b *Backend) Limits() Limits {
+	l := b.limits
 	l.CgroupLimits = append([]string(nil), l.CgroupLimits...)
 	l.Rlimits = append([]string(nil), l.Rlimits...)
 	return l
@@ -162,19 +162,19 @@ func (p *Backend) Limits() Limits {
 
 // setupCgroups finds a usable cgroup hierarchy for per-run cgroups and
 // says once, at start-up, which limits are in force.
-func (p *Backend) setupCgroups() {
-	p.limits.Rlimits = []string{"as", "nproc", "fsize", "nofile", "cpu"}
+func (b *Backend) setupCgroups() {
+	b.limits.Rlimits = []string{"as", "nproc", "fsize", "nofile", "cpu"}
 	cg, err := detectCgroups()
 	if err != nil {
-		p.limits.CgroupUnavailable = err.Error()
-		p.log.Warn("no usable cgroup: sandbox memory, CPU and process limits are per-process rlimits only",
+		b.limits.CgroupUnavailable = err.Error()
+		b.log.Warn("no usable cgroup: sandbox memory, CPU and process limits are per-process rlimits only",
 			"reason", err.Error())
 		return
 	}
 	cg.removeStale()
-	p.cg = cg
-	p.limits.Cgroup = cg.version()
-	p.limits.CgroupLimits = cg.enforced()
+	b.cg = cg
+	b.limits.Cgroup = cg.version()
+	b.limits.CgroupLimits = cg.enforced()
 }
 
 // markInheritedCloseOnExec sets close-on-exec on every descriptor above
@@ -249,57 +249,57 @@ func probePython(python string) (pythonInfo, error) {
 
 // probeSandbox runs the interpreter once in a sandbox, so that a host where
 // bubblewrap cannot work fails at startup with the reason.
-func (p *Backend) probeSandbox() error {
-	dir, err := os.MkdirTemp(p.runsDir, "probe-")
+func (b *Backend) probeSandbox() error {
+	dir, err := os.MkdirTemp(b.runsDir, "probe-")
 	if err != nil {
 		return fmt.Errorf("sandbox: probe: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	uid := p.takeUID()
-	defer p.releaseUID(uid)
+	uid := b.takeUID()
+	defer b.releaseUID(uid)
 	etc := filepath.Join(dir, "etc")
-	if err := writeEtc(etc, p.sandboxUID(uid)); err != nil {
+	if err := writeEtc(etc, b.sandboxUID(uid)); err != nil {
 		return fmt.Errorf("sandbox: probe: %w", err)
 	}
-	res, err := p.exec(context.Background(), &sandboxSpec{
-		argv:        []string{p.py.Executable, "-I", "-c", "print('sandbox-ok')"},
+	res, err := b.exec(context.Background(), &sandboxSpec{
+		argv:        []string{b.py.Executable, "-I", "-c", "print('sandbox-ok')"},
 		etcDir:      etc,
 		uid:         uid,
 		timeout:     30 * time.Second,
 		outputLimit: 64 << 10,
-		limits:      p.runLimits(sandbox.DefaultMemory, 30*time.Second, 1),
-		cgroup:      p.runCgroupLimits(sandbox.DefaultMemory, 1),
+		limits:      b.runLimits(sandbox.DefaultMemory, 30*time.Second, 1),
+		cgroup:      b.runCgroupLimits(sandbox.DefaultMemory, 1),
 	})
 	if err == nil && (res.exitCode != 0 || !bytes.Contains(res.stdout, []byte("sandbox-ok"))) {
 		err = fmt.Errorf("exit code %d: %s", res.exitCode, strings.TrimSpace(string(res.stderr)))
 	}
 	if err != nil {
 		hint := "are unprivileged user namespaces enabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces)?"
-		if p.root {
+		if b.root {
 			hint = "does this container allow mount namespaces (CAP_SYS_ADMIN, no seccomp/AppArmor block on mount)?"
 		}
-		return fmt.Errorf("sandbox: bubblewrap %s cannot run a sandbox here; %s: %w", p.bwrap, hint, err)
+		return fmt.Errorf("sandbox: bubblewrap %s cannot run a sandbox here; %s: %w", b.bwrap, hint, err)
 	}
 	return nil
 }
 
 // removeStale deletes scratch directories that crashed workers left behind.
 // A day is far longer than any run or build, so live ones are never hit.
-func (p *Backend) removeStale() {
+func (b *Backend) removeStale() {
 	cutoff := time.Now().Add(-24 * time.Hour)
-	for _, dir := range []string{p.runsDir, p.envsDir} {
+	for _, dir := range []string{b.runsDir, b.envsDir} {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			continue
 		}
 		for _, e := range entries {
-			if dir == p.envsDir && !strings.HasPrefix(e.Name(), ".tmp-") {
+			if dir == b.envsDir && !strings.HasPrefix(e.Name(), ".tmp-") {
 				continue
 			}
 			if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
 				path := filepath.Join(dir, e.Name())
 				if err := os.RemoveAll(path); err != nil {
-					p.log.Warn("remove stale sandbox dir", "path", path, "err", err)
+					b.log.Warn("remove stale sandbox dir", "path", path, "err", err)
 				}
 			}
 		}
@@ -307,40 +307,40 @@ func (p *Backend) removeStale() {
 }
 
 // Name is "process".
-func (p *Backend) Name() string { return "process" }
+func (b *Backend) Name() string { return "process" }
 
 // Close makes later Build and Run calls fail with ErrClosed. Runs in
 // progress finish (their contexts bound them); environments stay on disk.
-func (p *Backend) Close() error {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
 	return nil
 }
 
-func (p *Backend) isClosed() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.closed
+func (b *Backend) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
 }
 
-func (p *Backend) takeUID() uint32 {
-	if !p.root {
+func (b *Backend) takeUID() uint32 {
+	if !b.root {
 		return 0
 	}
-	return p.uids.get()
+	return b.uids.get()
 }
 
-func (p *Backend) releaseUID(uid uint32) {
-	if p.root {
-		p.uids.put(uid)
+func (b *Backend) releaseUID(uid uint32) {
+	if b.root {
+		b.uids.put(uid)
 	}
 }
 
 // sandboxUID is the uid processes see inside the sandbox: the host uid in
 // root mode (no user namespace), else the mapped uid.
-func (p *Backend) sandboxUID(hostUID uint32) uint32 {
-	if p.root {
+func (b *Backend) sandboxUID(hostUID uint32) uint32 {
+	if b.root {
 		return hostUID
 	}
 	return innerUID
@@ -348,8 +348,8 @@ func (p *Backend) sandboxUID(hostUID uint32) uint32 {
 
 // chownTree gives a tree to the sandbox uid (root mode only: otherwise the
 // worker's own files are already the sandbox's).
-func (p *Backend) chownTree(root string, uid uint32) error {
-	if !p.root {
+func (b *Backend) chownTree(root string, uid uint32) error {
+	if !b.root {
 		return nil
 	}
 	return filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {

@@ -50,8 +50,8 @@ var envIDRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
 // SystemPackages cannot be installed by this backend: Build checks with
 // dpkg that each is already installed on the host (and so visible through
 // /usr), and fails with ErrBuildFailed naming the ones that are not.
-func (p *Backend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env, error) {
-	if p.isClosed() {
+func (b *Backend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env, error) {
+	if b.isClosed() {
 		return sandbox.Env{}, sandbox.ErrClosed
 	}
 	pkgs, err := sandbox.NormalizePackages(spec.Packages)
@@ -64,26 +64,26 @@ func (p *Backend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env,
 	if err := checkSystemPackages(ctx, spec.SystemPackages); err != nil {
 		return sandbox.Env{}, err
 	}
-	id := p.envID(pkgs)
-	if env, ok := p.lookupEnv(id); ok {
+	id := b.envID(pkgs)
+	if env, ok := b.lookupEnv(id); ok {
 		return env, nil
 	}
-	return p.flight.Do(ctx, id, func(ctx context.Context) (sandbox.Env, error) {
-		if env, ok := p.lookupEnv(id); ok {
+	return b.flight.Do(ctx, id, func(ctx context.Context) (sandbox.Env, error) {
+		if env, ok := b.lookupEnv(id); ok {
 			return env, nil
 		}
 		start := time.Now()
-		env, err := p.build(ctx, id, pkgs)
-		p.log.Info("sandbox build", "env", id, "packages", strings.Join(pkgs, " "),
+		env, err := b.build(ctx, id, pkgs)
+		b.log.Info("sandbox build", "env", id, "packages", strings.Join(pkgs, " "),
 			"duration", time.Since(start), "err", err)
 		return env, err
 	})
 }
 
 // envID hashes what an environment is made of.
-func (p *Backend) envID(pkgs []string) string {
+func (b *Backend) envID(pkgs []string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "autocoder process env\nbuilder %d\npython %s\nversion %s\n", builderVersion, p.py.Executable, p.py.Version)
+	fmt.Fprintf(h, "autocoder process env\nbuilder %d\npython %s\nversion %s\n", builderVersion, b.py.Executable, b.py.Version)
 	for _, pkg := range pkgs {
 		fmt.Fprintf(h, "package %s\n", pkg)
 	}
@@ -91,19 +91,19 @@ func (p *Backend) envID(pkgs []string) string {
 }
 
 // envDir returns the directory of a built environment.
-func (p *Backend) envDir(id string) (string, error) {
+func (b *Backend) envDir(id string) (string, error) {
 	if !envIDRe.MatchString(id) {
 		return "", fmt.Errorf("%w: %q is not a process backend environment id", sandbox.ErrEnvNotFound, id)
 	}
-	dir := filepath.Join(p.envsDir, id)
+	dir := filepath.Join(b.envsDir, id)
 	if _, err := os.Stat(filepath.Join(dir, envMarker)); err != nil {
 		return "", fmt.Errorf("%w: %s (build it on this worker first)", sandbox.ErrEnvNotFound, id)
 	}
 	return dir, nil
 }
 
-func (p *Backend) lookupEnv(id string) (sandbox.Env, bool) {
-	data, err := os.ReadFile(filepath.Join(p.envsDir, id, envMarker))
+func (b *Backend) lookupEnv(id string) (sandbox.Env, bool) {
+	data, err := os.ReadFile(filepath.Join(b.envsDir, id, envMarker))
 	if err != nil {
 		return sandbox.Env{}, false
 	}
@@ -117,50 +117,50 @@ func (p *Backend) lookupEnv(id string) (sandbox.Env, bool) {
 // build makes the environment id in a temporary directory and renames it
 // into place: a venv of the base interpreter, then pip for the packages it
 // lacks, both in sandboxes.
-func (p *Backend) build(ctx context.Context, id string, pkgs []string) (sandbox.Env, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.BuildTimeout)
+func (b *Backend) build(ctx context.Context, id string, pkgs []string) (sandbox.Env, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.BuildTimeout)
 	defer cancel()
 	var log strings.Builder
-	fmt.Fprintf(&log, "python: %s (%s)\n", p.py.Executable, firstLine(p.py.Version))
-	missing, err := p.packagesToInstall(ctx, pkgs, &log)
+	fmt.Fprintf(&log, "python: %s (%s)\n", b.py.Executable, firstLine(b.py.Version))
+	missing, err := b.packagesToInstall(ctx, pkgs, &log)
 	if err != nil {
 		return sandbox.Env{}, err
 	}
-	dir, err := p.newBuildDir(id)
+	dir, err := b.newBuildDir(id)
 	if err != nil {
 		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", id, err)
 	}
-	defer p.removeBuildDir(dir)
-	base := p.buildSpec(dir)
-	if err := p.createVenv(ctx, base); err != nil {
+	defer b.removeBuildDir(dir)
+	base := b.buildSpec(dir)
+	if err := b.createVenv(ctx, base); err != nil {
 		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: create venv: %w", id, err)
 	}
 	if len(missing) > 0 {
-		if err := p.pipInstall(ctx, id, base, missing, &log); err != nil {
+		if err := b.pipInstall(ctx, id, base, missing, &log); err != nil {
 			return sandbox.Env{}, err
 		}
 	}
-	return p.installEnv(dir.venv, envRecord{ID: id, Python: p.py.Executable, Version: p.py.Version,
+	return b.installEnv(dir.venv, envRecord{ID: id, Python: b.py.Executable, Version: b.py.Version,
 		Packages: pkgs, Installed: missing, Log: log.String(), BuiltAt: time.Now().UTC()})
 }
 
 // packagesToInstall returns the packages the base interpreter lacks, and
 // fails when they cannot be installed (pip disabled or absent).
-func (p *Backend) packagesToInstall(ctx context.Context, pkgs []string, log *strings.Builder) ([]string, error) {
-	missing, err := p.missingPackages(ctx, pkgs)
+func (b *Backend) packagesToInstall(ctx context.Context, pkgs []string, log *strings.Builder) ([]string, error) {
+	missing, err := b.missingPackages(ctx, pkgs)
 	if err != nil {
 		return nil, err
 	}
 	if have := len(pkgs) - len(missing); have > 0 {
 		fmt.Fprintf(log, "already installed in the base interpreter: %s\n", strings.Join(without(pkgs, missing), " "))
 	}
-	if len(missing) > 0 && p.cfg.PipDisabled {
+	if len(missing) > 0 && b.cfg.PipDisabled {
 		return nil, &sandbox.InvalidPackageError{Packages: missing,
 			Log: log.String() + "not installed in the base interpreter, and pip is disabled (bwrap.Config.PipDisabled)\n"}
 	}
-	if len(missing) > 0 && !p.py.Pip {
+	if len(missing) > 0 && !b.py.Pip {
 		return nil, fmt.Errorf("%w: %s has no pip to install %s (install python3-pip)",
-			sandbox.ErrBuildFailed, p.py.Executable, strings.Join(missing, " "))
+			sandbox.ErrBuildFailed, b.py.Executable, strings.Join(missing, " "))
 	}
 	return missing, nil
 }
@@ -173,15 +173,15 @@ type buildDir struct {
 	uid                  uint32
 }
 
-func (p *Backend) newBuildDir(id string) (*buildDir, error) {
-	tmp, err := os.MkdirTemp(p.envsDir, ".tmp-"+id+"-")
+func (b *Backend) newBuildDir(id string) (*buildDir, error) {
+	tmp, err := os.MkdirTemp(b.envsDir, ".tmp-"+id+"-")
 	if err != nil {
 		return nil, err
 	}
 	d := &buildDir{tmp: tmp, venv: filepath.Join(tmp, "venv"), work: filepath.Join(tmp, "work"),
-		etc: filepath.Join(tmp, "etc"), uid: p.takeUID()}
-	if err := p.prepareBuildDir(d); err != nil {
-		p.removeBuildDir(d)
+		etc: filepath.Join(tmp, "etc"), uid: b.takeUID()}
+	if err := b.prepareBuildDir(d); err != nil {
+		b.removeBuildDir(d)
 		return nil, err
 	}
 	return d, nil
@@ -189,26 +189,26 @@ func (p *Backend) newBuildDir(id string) (*buildDir, error) {
 
 // prepareBuildDir makes the venv and work dirs, owned by the build's uid,
 // and the /etc files.
-func (p *Backend) prepareBuildDir(d *buildDir) error {
+func (b *Backend) prepareBuildDir(d *buildDir) error {
 	for _, dir := range []string{d.venv, d.work} {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return err
 		}
 	}
-	if err := writeEtc(d.etc, p.sandboxUID(d.uid)); err != nil {
+	if err := writeEtc(d.etc, b.sandboxUID(d.uid)); err != nil {
 		return err
 	}
 	for _, dir := range []string{d.venv, d.work} {
-		if err := p.chownTree(dir, d.uid); err != nil {
+		if err := b.chownTree(dir, d.uid); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (p *Backend) removeBuildDir(d *buildDir) {
+func (b *Backend) removeBuildDir(d *buildDir) {
 	_ = os.RemoveAll(d.tmp)
-	p.releaseUID(d.uid)
+	b.releaseUID(d.uid)
 }
 
 // buildSpec is what every sandbox of a build shares. The venv is made
@@ -216,18 +216,18 @@ func (p *Backend) removeBuildDir(d *buildDir) {
 // the scripts pip writes name /opt/venv. Builds get a cgroup too (memory
 // and processes, no CPU quota): pip runs packages' build code, which is as
 // untrusted as the names it came from.
-func (p *Backend) buildSpec(d *buildDir) sandboxSpec {
+func (b *Backend) buildSpec(d *buildDir) sandboxSpec {
 	return sandboxSpec{envDir: d.venv, envRW: true, tmpDir: d.work, etcDir: d.etc, uid: d.uid,
-		outputLimit: 1 << 20, limits: limits{nproc: int64(p.cfg.MaxProcs), nofile: 4096},
-		cgroup: p.runCgroupLimits(max(p.cfg.BuildMemory, 0), 0)}
+		outputLimit: 1 << 20, limits: limits{nproc: int64(b.cfg.MaxProcs), nofile: 4096},
+		cgroup: b.runCgroupLimits(max(b.cfg.BuildMemory, 0), 0)}
 }
 
 // createVenv makes the virtual environment, with the system site-packages.
-func (p *Backend) createVenv(ctx context.Context, base sandboxSpec) error {
+func (b *Backend) createVenv(ctx context.Context, base sandboxSpec) error {
 	mk := base
-	mk.argv = []string{p.py.Executable, "-I", "-m", "venv", "--system-site-packages", "--without-pip", envMount}
+	mk.argv = []string{b.py.Executable, "-I", "-m", "venv", "--system-site-packages", "--without-pip", envMount}
 	mk.timeout = remaining(ctx, 2*time.Minute)
-	res, err := p.exec(ctx, &mk)
+	res, err := b.exec(ctx, &mk)
 	if err == nil && (res.exitCode != 0 || res.timedOut) {
 		err = fmt.Errorf("exit code %d: %s", res.exitCode, sandbox.TrimTail(string(res.stdout)+string(res.stderr), 4096))
 	}
@@ -237,14 +237,14 @@ func (p *Backend) createVenv(ctx context.Context, base sandboxSpec) error {
 // pipInstall installs the missing packages into the venv, in a sandbox
 // with the network, and turns a failure into the error the caller acts on
 // (classifyPipFailure).
-func (p *Backend) pipInstall(ctx context.Context, id string, base sandboxSpec, missing []string, log *strings.Builder) error {
+func (b *Backend) pipInstall(ctx context.Context, id string, base sandboxSpec, missing []string, log *strings.Builder) error {
 	pip := base
 	pip.network = true
-	pip.argv, pip.env, pip.extraRO = p.pipCommand(missing)
+	pip.argv, pip.env, pip.extraRO = b.pipCommand(missing)
 	pip.extraEtc = buildEtc
-	pip.timeout = remaining(ctx, p.cfg.BuildTimeout)
+	pip.timeout = remaining(ctx, b.cfg.BuildTimeout)
 	fmt.Fprintf(log, "pip install %s\n", strings.Join(missing, " "))
-	res, err := p.exec(ctx, &pip)
+	res, err := b.exec(ctx, &pip)
 	if err != nil {
 		return fmt.Errorf("sandbox: build %s: pip: %w", id, err)
 	}
@@ -265,8 +265,8 @@ func (p *Backend) pipInstall(ctx context.Context, id string, base sandboxSpec, m
 
 // installEnv marks the finished venv with its record and renames it into
 // place, or returns the environment another process finished first.
-func (p *Backend) installEnv(venv string, rec envRecord) (sandbox.Env, error) {
-	if err := p.chownTree(venv, 0); err != nil { // runs must not own (and so chmod) it
+func (b *Backend) installEnv(venv string, rec envRecord) (sandbox.Env, error) {
+	if err := b.chownTree(venv, 0); err != nil { // runs must not own (and so chmod) it
 		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", rec.ID, err)
 	}
 	data, err := json.MarshalIndent(rec, "", "  ")
@@ -276,9 +276,9 @@ func (p *Backend) installEnv(venv string, rec envRecord) (sandbox.Env, error) {
 	if err := os.WriteFile(filepath.Join(venv, envMarker), data, 0o644); err != nil {
 		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", rec.ID, err)
 	}
-	if err := os.Rename(venv, filepath.Join(p.envsDir, rec.ID)); err != nil {
+	if err := os.Rename(venv, filepath.Join(b.envsDir, rec.ID)); err != nil {
 		// Another process finished the same build first: use theirs.
-		if env, ok := p.lookupEnv(rec.ID); ok {
+		if env, ok := b.lookupEnv(rec.ID); ok {
 			return env, nil
 		}
 		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", rec.ID, err)
@@ -296,14 +296,14 @@ func remaining(ctx context.Context, limit time.Duration) time.Duration {
 
 // pipCommand is the pip invocation, its environment and the host paths it
 // needs to see (local wheel directories, certificate and config files).
-func (p *Backend) pipCommand(pkgs []string) (argv []string, env map[string]string, ro []string) {
+func (b *Backend) pipCommand(pkgs []string) (argv []string, env map[string]string, ro []string) {
 	// --log: only pip's debug log says why an index page could not be
 	// fetched; without it an unreachable index looks like a missing package.
-	argv = []string{p.py.Executable, "-I", "-m", "pip", "--python", sandboxPython, "install",
+	argv = []string{b.py.Executable, "-I", "-m", "pip", "--python", sandboxPython, "install",
 		"--log", "/tmp/" + pipDebugLog,
 		"--disable-pip-version-check", "--no-input", "--progress-bar", "off", "--no-cache-dir"}
 	env = map[string]string{}
-	if p.cfg.PipIsolated {
+	if b.cfg.PipIsolated {
 		argv = append(argv, "--isolated")
 		env["PIP_CONFIG_FILE"] = os.DevNull
 	} else {
@@ -323,17 +323,17 @@ func (p *Backend) pipCommand(pkgs []string) (argv []string, env map[string]strin
 			ro = append(ro, absPaths(v)...)
 		}
 	}
-	if p.cfg.PipIndexURL != "" {
-		argv = append(argv, "--index-url", p.cfg.PipIndexURL)
-		ro = append(ro, absPaths(p.cfg.PipIndexURL)...)
-	} else if len(p.cfg.PipFindLinks) > 0 {
+	if b.cfg.PipIndexURL != "" {
+		argv = append(argv, "--index-url", b.cfg.PipIndexURL)
+		ro = append(ro, absPaths(b.cfg.PipIndexURL)...)
+	} else if len(b.cfg.PipFindLinks) > 0 {
 		argv = append(argv, "--no-index")
 	}
-	for _, fl := range p.cfg.PipFindLinks {
+	for _, fl := range b.cfg.PipFindLinks {
 		argv = append(argv, "--find-links", fl)
 		ro = append(ro, absPaths(fl)...)
 	}
-	argv = append(argv, p.cfg.PipExtraArgs...)
+	argv = append(argv, b.cfg.PipExtraArgs...)
 	argv = append(argv, "--")
 	return append(argv, pkgs...), env, ro
 }
@@ -477,7 +477,7 @@ print(json.dumps([p for p in json.loads(sys.argv[1]) if not satisfied(p)]))
 // satisfy. It runs on the host: the base interpreter and its
 // site-packages are the system's own, and -I keeps the worker's PYTHON*
 // variables and user site out.
-func (p *Backend) missingPackages(ctx context.Context, pkgs []string) ([]string, error) {
+func (b *Backend) missingPackages(ctx context.Context, pkgs []string) ([]string, error) {
 	if len(pkgs) == 0 {
 		return nil, nil
 	}
@@ -485,7 +485,7 @@ func (p *Backend) missingPackages(ctx context.Context, pkgs []string) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, p.py.Executable, "-I", "-c", missingScript, string(arg))
+	cmd := exec.CommandContext(ctx, b.py.Executable, "-I", "-c", missingScript, string(arg))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -64,9 +64,9 @@ type execResult struct {
 }
 
 // runLimits are the rlimits of a run.
-func (p *Backend) runLimits(memory int64, timeout time.Duration, cpus float64) limits {
-	nproc := int64(p.cfg.MaxProcs)
-	if !p.root {
+func (b *Backend) runLimits(memory int64, timeout time.Duration, cpus float64) limits {
+	nproc := int64(b.cfg.MaxProcs)
+	if !b.root {
 		// RLIMIT_NPROC counts every task of the real uid; leave the worker's
 		// own processes and threads out of the sandbox's budget.
 		nproc += int64(countUserTasks(os.Getuid()))
@@ -74,13 +74,13 @@ func (p *Backend) runLimits(memory int64, timeout time.Duration, cpus float64) l
 	// CPU seconds: the wall-clock budget times the cores granted, so a
 	// multi-threaded run cannot burn more than its share before the timeout.
 	cpu := int64(math.Ceil(timeout.Seconds()*cpus)) + 1
-	return limits{as: memory, nproc: nproc, fsize: p.cfg.MaxFileSize, nofile: 4096, cpu: cpu}
+	return limits{as: memory, nproc: nproc, fsize: b.cfg.MaxFileSize, nofile: 4096, cpu: cpu}
 }
 
 // runCgroupLimits are the limits of a run's cgroup: memory and CPUs as
 // asked, and the processes of MaxProcs plus bubblewrap's own two.
-func (p *Backend) runCgroupLimits(memory int64, cpus float64) *cgroupLimits {
-	return &cgroupLimits{memory: memory, cpus: cpus, pids: int64(p.cfg.MaxProcs) + 2}
+func (b *Backend) runCgroupLimits(memory int64, cpus float64) *cgroupLimits {
+	return &cgroupLimits{memory: memory, cpus: cpus, pids: int64(b.cfg.MaxProcs) + 2}
 }
 
 // exec runs one sandbox to completion, the timeout, or ctx's end. On the
@@ -88,26 +88,26 @@ func (p *Backend) runCgroupLimits(memory int64, cpus float64) *cgroupLimits {
 // group, and the sandbox's pid namespace through its init process (when
 // a pid namespace's init dies, the kernel kills everything in it). It
 // returns only once every process of the sandbox is gone.
-func (p *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) {
+func (b *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) {
 	pipes, err := openBwrapPipes()
 	if err != nil {
 		return execResult{}, err
 	}
 	// Last: after the argument writer is done with its end.
 	defer pipes.close()
-	cg, err := p.createCgroup(s)
+	cg, err := b.createCgroup(s)
 	if err != nil {
 		return execResult{}, err
 	}
 	if cg != nil {
-		defer p.destroyCgroup(cg)
+		defer b.destroyCgroup(cg)
 	}
 
 	stdout, stderr := sandbox.NewHeadTailBuffer(s.outputLimit), sandbox.NewHeadTailBuffer(s.outputLimit)
-	cmd := p.bwrapCmd(s, pipes, stdout, stderr)
-	options := p.args(s)
+	cmd := b.bwrapCmd(s, pipes, stdout, stderr)
+	options := b.args(s)
 	start := time.Now()
-	if err := p.start(cmd, pipes, cg); err != nil {
+	if err := b.start(cmd, pipes, cg); err != nil {
 		return execResult{}, err
 	}
 	// bwrap reads all arguments before it writes the info report, so this
@@ -120,8 +120,8 @@ func (p *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 	}
 
 	waitErr, timedOut, cancelled := waitOrKill(ctx, cmd, pidfd, s.timeout)
-	if !p.reap(pidfd) {
-		p.log.Error("sandbox processes outlived their sandbox", "pid", cmd.Process.Pid)
+	if !b.reap(pidfd) {
+		b.log.Error("sandbox processes outlived their sandbox", "pid", cmd.Process.Pid)
 	}
 	res := execResult{exitCode: -1, timedOut: timedOut, duration: time.Since(start),
 		stdout: stdout.Bytes(), stderr: stderr.Bytes(), truncated: stdout.Truncated() || stderr.Truncated()}
@@ -131,7 +131,7 @@ func (p *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 	if cancelled {
 		return res, fmt.Errorf("sandbox: run cancelled: %w", context.Cause(ctx))
 	}
-	return res, p.execError(res, waitErr)
+	return res, b.execError(res, waitErr)
 }
 
 // bwrapPipes are the two pipes to bubblewrap besides its output: it
@@ -190,22 +190,22 @@ func (b *bwrapPipes) sendArgs(args []string) <-chan struct{} {
 
 // createCgroup makes the run's own cgroup, or returns nil when the spec
 // asks for none or no cgroup is usable.
-func (p *Backend) createCgroup(s *sandboxSpec) (*runCgroup, error) {
-	if s.cgroup == nil || p.cg == nil {
+func (b *Backend) createCgroup(s *sandboxSpec) (*runCgroup, error) {
+	if s.cgroup == nil || b.cg == nil {
 		return nil, nil
 	}
-	return p.cg.create(*s.cgroup)
+	return b.cg.create(*s.cgroup)
 }
 
-func (p *Backend) destroyCgroup(cg *runCgroup) {
+func (b *Backend) destroyCgroup(cg *runCgroup) {
 	if err := cg.destroy(); err != nil {
-		p.log.Error("sandbox cgroup left behind", "err", err)
+		b.log.Error("sandbox cgroup left behind", "err", err)
 	}
 }
 
 // bwrapCmd is the bubblewrap process, not started.
-func (p *Backend) bwrapCmd(s *sandboxSpec, pipes *bwrapPipes, stdout, stderr io.Writer) *exec.Cmd {
-	cmd := exec.Command(p.bwrap, append([]string{"--args", "4", "--"}, p.command(s)...)...)
+func (b *Backend) bwrapCmd(s *sandboxSpec, pipes *bwrapPipes, stdout, stderr io.Writer) *exec.Cmd {
+	cmd := exec.Command(b.bwrap, append([]string{"--args", "4", "--"}, b.command(s)...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap needs nothing of the worker's environment
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -219,9 +219,9 @@ func (p *Backend) bwrapCmd(s *sandboxSpec, pipes *bwrapPipes, stdout, stderr io.
 
 // start starts bubblewrap and moves it into the run's cgroup (if any)
 // before it can start anything of the sandbox.
-func (p *Backend) start(cmd *exec.Cmd, pipes *bwrapPipes, cg *runCgroup) error {
+func (b *Backend) start(cmd *exec.Cmd, pipes *bwrapPipes, cg *runCgroup) error {
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("sandbox: start %s: %w", p.bwrap, err)
+		return fmt.Errorf("sandbox: start %s: %w", b.bwrap, err)
 	}
 	pipes.closeChildEnds()
 	if cg == nil {
@@ -269,16 +269,16 @@ func waitOrKill(ctx context.Context, cmd *exec.Cmd, pidfd int, timeout time.Dura
 // execError is the error of a sandbox that ran to its end or its timeout:
 // none for the command's own failures, one when bubblewrap could not be
 // waited for or could not set the sandbox up.
-func (p *Backend) execError(res execResult, waitErr error) error {
+func (b *Backend) execError(res execResult, waitErr error) error {
 	var exitErr *exec.ExitError
 	switch {
 	case waitErr == nil, errors.As(waitErr, &exitErr):
 	case errors.Is(waitErr, exec.ErrWaitDelay):
 		// The tree is dead (reap) but something kept a pipe open a while;
 		// what was read is the output.
-		p.log.Warn("sandbox output pipes stayed open after exit")
+		b.log.Warn("sandbox output pipes stayed open after exit")
 	default:
-		return fmt.Errorf("sandbox: wait for %s: %w", p.bwrap, waitErr)
+		return fmt.Errorf("sandbox: wait for %s: %w", b.bwrap, waitErr)
 	}
 	if !res.timedOut && setupFailed(res) {
 		return fmt.Errorf("sandbox: bubblewrap could not set up the sandbox: %s", firstLine(string(res.stderr)))
@@ -308,7 +308,7 @@ func sandboxInit(info *os.File) int {
 // reap kills the sandbox's init (a no-op when it has exited) and waits up
 // to 10s for it to be gone, which means every process of its pid namespace
 // is gone too.
-func (p *Backend) reap(pidfd int) bool {
+func (b *Backend) reap(pidfd int) bool {
 	if pidfd < 0 {
 		return true
 	}

@@ -23,8 +23,8 @@ import (
 // no network, no capabilities, and no environment but PATH, HOME, LANG,
 // thread-count caps and spec.EnvVars. A non-zero exit is a result; an error
 // means the sandbox could not run, or ctx ended (the tree is killed first).
-func (p *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
-	if p.isClosed() {
+func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
+	if b.isClosed() {
 		return sandbox.RunResult{}, sandbox.ErrClosed
 	}
 	if err := spec.Validate(); err != nil {
@@ -33,24 +33,24 @@ func (p *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	if err := ctx.Err(); err != nil {
 		return sandbox.RunResult{}, fmt.Errorf("sandbox: run: %w", err)
 	}
-	envDir, err := p.envDir(spec.Env)
+	envDir, err := b.envDir(spec.Env)
 	if err != nil {
 		return sandbox.RunResult{}, err
 	}
-	uid := p.takeUID()
-	defer p.releaseUID(uid)
-	dir, err := p.newRunDir(spec, uid)
+	uid := b.takeUID()
+	defer b.releaseUID(uid)
+	dir, err := b.newRunDir(spec, uid)
 	if err != nil {
 		return sandbox.RunResult{}, err
 	}
-	defer p.removeRunDir(dir)
+	defer b.removeRunDir(dir)
 
-	res, err := p.exec(ctx, p.runSandbox(spec, envDir, dir, uid))
+	res, err := b.exec(ctx, b.runSandbox(spec, envDir, dir, uid))
 	out := sandbox.RunResult{
 		ExitCode: res.exitCode, TimedOut: res.timedOut, Stdout: res.stdout, Stderr: res.stderr,
 		Truncated: res.truncated, Duration: res.duration,
 	}
-	p.log.Debug("sandbox run", "env", spec.Env, "argv0", spec.Argv[0], "exit_code", out.ExitCode,
+	b.log.Debug("sandbox run", "env", spec.Env, "argv0", spec.Argv[0], "exit_code", out.ExitCode,
 		"timed_out", out.TimedOut, "duration", out.Duration, "err", err)
 	if err != nil {
 		return out, err
@@ -77,46 +77,46 @@ type runDir struct {
 }
 
 // newRunDir makes the run dir, owned (in root mode) by the run's uid.
-func (p *Backend) newRunDir(spec sandbox.RunSpec, uid uint32) (*runDir, error) {
-	root, err := os.MkdirTemp(p.runsDir, "run-")
+func (b *Backend) newRunDir(spec sandbox.RunSpec, uid uint32) (*runDir, error) {
+	root, err := os.MkdirTemp(b.runsDir, "run-")
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: create run dir: %w", err)
 	}
 	d := &runDir{root: root, workspace: filepath.Join(root, "workspace"),
 		outputs: filepath.Join(root, "outputs"), etc: filepath.Join(root, "etc")}
-	if err := p.populateRunDir(d, spec, uid); err != nil {
-		p.removeRunDir(d)
+	if err := b.populateRunDir(d, spec, uid); err != nil {
+		b.removeRunDir(d)
 		return nil, err
 	}
 	return d, nil
 }
 
-func (p *Backend) populateRunDir(d *runDir, spec sandbox.RunSpec, uid uint32) error {
+func (b *Backend) populateRunDir(d *runDir, spec sandbox.RunSpec, uid uint32) error {
 	if err := prepareRunDir(d.workspace, d.outputs, spec.Files); err != nil {
 		return err
 	}
-	if err := writeEtc(d.etc, p.sandboxUID(uid)); err != nil {
+	if err := writeEtc(d.etc, b.sandboxUID(uid)); err != nil {
 		return fmt.Errorf("sandbox: write /etc files: %w", err)
 	}
-	if err := p.chownTree(d.workspace, uid); err != nil {
+	if err := b.chownTree(d.workspace, uid); err != nil {
 		return fmt.Errorf("sandbox: chown workspace: %w", err)
 	}
-	if err := p.chownTree(d.outputs, uid); err != nil {
+	if err := b.chownTree(d.outputs, uid); err != nil {
 		return fmt.Errorf("sandbox: chown outputs: %w", err)
 	}
 	var err error
-	d.inputs, err = p.prepareInputs(d.root, spec.Inputs)
+	d.inputs, err = b.prepareInputs(d.root, spec.Inputs)
 	return err
 }
 
-func (p *Backend) removeRunDir(d *runDir) {
+func (b *Backend) removeRunDir(d *runDir) {
 	if err := os.RemoveAll(d.root); err != nil {
-		p.log.Warn("remove run dir", "path", d.root, "err", err)
+		b.log.Warn("remove run dir", "path", d.root, "err", err)
 	}
 }
 
 // runSandbox is the sandbox of a run, with the RunSpec defaults applied.
-func (p *Backend) runSandbox(spec sandbox.RunSpec, envDir string, d *runDir, uid uint32) *sandboxSpec {
+func (b *Backend) runSandbox(spec sandbox.RunSpec, envDir string, d *runDir, uid uint32) *sandboxSpec {
 	timeout := cmp.Or(spec.Timeout, sandbox.DefaultRunTimeout)
 	memory := cmp.Or(spec.Memory, sandbox.DefaultMemory)
 	cpus := cmp.Or(spec.CPUs, sandbox.DefaultCPUs)
@@ -133,8 +133,8 @@ func (p *Backend) runSandbox(spec sandbox.RunSpec, envDir string, d *runDir, uid
 		inputs:      d.inputs,
 		etcDir:      d.etc,
 		uid:         uid,
-		limits:      p.runLimits(memory, timeout, cpus),
-		cgroup:      p.runCgroupLimits(memory, cpus),
+		limits:      b.runLimits(memory, timeout, cpus),
+		cgroup:      b.runCgroupLimits(memory, cpus),
 		timeout:     timeout,
 		outputLimit: cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit),
 	}
@@ -162,7 +162,7 @@ func prepareRunDir(ws, outs string, files map[string][]byte) error {
 // prepareInputs returns the mounts of the inputs. In root mode an input the
 // run's uid could not read (not world-readable) is copied, world-readable,
 // into the run dir; everything else is bound in place.
-func (p *Backend) prepareInputs(runDir string, inputs map[string]string) ([]mount, error) {
+func (b *Backend) prepareInputs(runDir string, inputs map[string]string) ([]mount, error) {
 	names := make([]string, 0, len(inputs))
 	for name := range inputs {
 		names = append(names, name)
@@ -177,7 +177,7 @@ func (p *Backend) prepareInputs(runDir string, inputs map[string]string) ([]moun
 		if _, err := os.Stat(src); err != nil {
 			return nil, fmt.Errorf("sandbox: input %s: %w", name, err)
 		}
-		if p.root && !worldReadable(src) {
+		if b.root && !worldReadable(src) {
 			dst := filepath.Join(runDir, "inputs", name)
 			if err := copyTree(src, dst); err != nil {
 				return nil, fmt.Errorf("sandbox: copy input %s: %w", name, err)
