@@ -159,21 +159,21 @@ func openBwrapPipes() (*bwrapPipes, error) {
 }
 
 // closeChildEnds closes the ends bubblewrap has inherited once it started.
-func (b *bwrapPipes) closeChildEnds() {
-	b.infoW.Close()
-	b.argsR.Close()
+func (pp *bwrapPipes) closeChildEnds() {
+	pp.infoW.Close()
+	pp.argsR.Close()
 }
 
 // close closes every end (those closed already are left alone).
-func (b *bwrapPipes) close() {
-	for _, f := range []*os.File{b.infoR, b.infoW, b.argsR, b.argsW} {
+func (pp *bwrapPipes) close() {
+	for _, f := range []*os.File{pp.infoR, pp.infoW, pp.argsR, pp.argsW} {
 		_ = f.Close()
 	}
 }
 
 // sendArgs writes the options, NUL-terminated, in the background and
 // closes the pipe; the channel is closed when it is done.
-func (b *bwrapPipes) sendArgs(args []string) <-chan struct{} {
+func (pp *bwrapPipes) sendArgs(args []string) <-chan struct{} {
 	var buf bytes.Buffer
 	for _, a := range args {
 		buf.WriteString(a)
@@ -182,8 +182,8 @@ func (b *bwrapPipes) sendArgs(args []string) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = b.argsW.Write(buf.Bytes())
-		b.argsW.Close()
+		_, _ = pp.argsW.Write(buf.Bytes())
+		pp.argsW.Close()
 	}()
 	return done
 }
