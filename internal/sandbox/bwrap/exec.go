@@ -119,7 +119,7 @@ func (b *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 		defer unix.Close(pidfd)
 	}
 
-	waitErr, timedOut, cancelled := waitOrKill(ctx, cmd, pidfd, s.timeout)
+	timedOut, cancelled, waitErr := waitOrKill(ctx, cmd, pidfd, s.timeout)
 	if !b.reap(pidfd) {
 		b.log.Error("sandbox processes outlived their sandbox", "pid", cmd.Process.Pid)
 	}
@@ -245,15 +245,15 @@ func (b *Backend) start(cmd *exec.Cmd, pipes *bwrapPipes, cg *runCgroup) error {
 // waitOrKill waits for bubblewrap to exit. At the timeout or when ctx
 // ends first, it kills the sandbox's init (pidfd) and bubblewrap's process
 // group, then waits for the exit.
-func waitOrKill(ctx context.Context, cmd *exec.Cmd, pidfd int, timeout time.Duration) (waitErr error, timedOut, cancelled bool) {
+func waitOrKill(ctx context.Context, cmd *exec.Cmd, pidfd int, timeout time.Duration) (timedOut, cancelled bool, waitErr error) {
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }()
 	// A timer, not an injected clock: this bounds a real process.
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
-	case waitErr = <-waitc:
-		return waitErr, false, false
+	case err := <-waitc:
+		return false, false, err
 	case <-timer.C:
 		timedOut = true
 	case <-ctx.Done():
@@ -263,7 +263,7 @@ func waitOrKill(ctx context.Context, cmd *exec.Cmd, pidfd int, timeout time.Dura
 		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	return <-waitc, timedOut, cancelled
+	return timedOut, cancelled, <-waitc
 }
 
 // execError is the error of a sandbox that ran to its end or its timeout:
