@@ -18,6 +18,7 @@ import (
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
 	"github.com/autocoder/autocoder/internal/stack"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -146,7 +147,7 @@ func newRig(b *testing.B, delay time.Duration, backend sandbox.Backend) *rig {
 
 	if backend == nil {
 		// What stack.OpenBackend opens for AUTOCODER_SANDBOX=process.
-		backend, err = sandbox.NewProcess(sandbox.ProcessConfig{Python: python, StateDir: filepath.Join(cfg.StateDir, "envs"),
+		backend, err = bwrap.New(bwrap.Config{Python: python, StateDir: filepath.Join(cfg.StateDir, "envs"),
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatalf("process backend: %v (run scripts/setup.sh)", err)

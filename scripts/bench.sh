@@ -7,4 +7,4 @@ docker_host="$(bash scripts/setup-docker.sh | sed -n 's/^DOCKER_HOST=//p')"
 export DOCKER_HOST="${docker_host:?}" AUTOCODER_DOCKER_BASE_IMAGE="${AUTOCODER_DOCKER_BASE_IMAGE:-autocoder-base:bookworm}"
 go test -run '^$' -bench . -benchtime 50x -count 3 ./bench
 go test -run '^$' -bench . -benchtime 1x ./internal/profile
-go test -run '^$' -bench . ./internal/sandbox/ ./internal/sandbox/docker/
+go test -run '^$' -bench . ./internal/sandbox/bwrap/ ./internal/sandbox/docker/

@@ -60,10 +60,10 @@ func TestRunSpec(tr TestRun) RunSpec {
 		Argv: []string{"python", "-m", "pytest", TestFile,
 			"-q",                     // per-test results come from the XML; keep the log short
 			"-p", "no:cacheprovider", // no .pytest_cache
-			"--junitxml=" + workspaceMount + "/" + JUnitFile,
+			"--junitxml=" + WorkspaceDir + "/" + JUnitFile,
 			"-o", "junit_family=xunit2", // the same XML whatever the pytest version's default
 			"-o", "addopts=", // nothing from an ini file
-			"--rootdir=" + workspaceMount,
+			"--rootdir=" + WorkspaceDir,
 			"--tb=short", // tracebacks a model can read without trimming
 			"--color=no",
 			"-rfE", // a failure summary at the end, where the tail keeps it

@@ -224,7 +224,7 @@ func ParseOutputs(res RunResult, outputs map[string]messages.Type) (map[string]a
 	}
 	for _, name := range names {
 		typ := outputs[name]
-		where := outputsMount + "/" + name
+		where := OutputsDir + "/" + name
 		problem := func(format string, args ...any) {
 			problems = append(problems, fmt.Sprintf("output %s (%s): ", name, typ)+fmt.Sprintf(format, args...))
 		}

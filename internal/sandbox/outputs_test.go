@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -153,4 +155,9 @@ func TestParseOutputs(t *testing.T) {
 	if diff := cmp.Diff(wantProblems, problems); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
 	"github.com/autocoder/autocoder/internal/sandboxstages"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -429,7 +430,7 @@ func newProcessBackend(t *testing.T) sandbox.Backend {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatal("bwrap not found: run scripts/setup.sh")
 	}
-	b, err := sandbox.NewProcess(sandbox.ProcessConfig{Python: python, StateDir: t.TempDir()})
+	b, err := bwrap.New(bwrap.Config{Python: python, StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("process backend: %v (run scripts/setup.sh)", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/autocoder/autocoder/internal/llmstages"
 	"github.com/autocoder/autocoder/internal/samples"
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
 	"github.com/autocoder/autocoder/internal/sandbox/docker"
 	"github.com/autocoder/autocoder/internal/sandboxstages"
 	"github.com/autocoder/autocoder/internal/stagework"
@@ -398,7 +399,7 @@ func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cac
 }
 
 func openProcess(cfg config.Config, log *slog.Logger) (sandbox.Backend, error) {
-	b, err := sandbox.NewProcess(sandbox.ProcessConfig{Python: cfg.Python, StateDir: cfg.StateDir,
+	b, err := bwrap.New(bwrap.Config{Python: cfg.Python, StateDir: cfg.StateDir,
 		PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(), Logger: log})
 	if err != nil {
 		return nil, err // not a typed nil in the interface

@@ -171,7 +171,7 @@ func (b *Backend) collectFiles(ctx context.Context, id string, names []string) (
 		if !b.noLinksOnTheWay(ctx, id, name) {
 			continue
 		}
-		data, ok, err := b.readFile(ctx, id, workspaceDir+"/"+name, budget)
+		data, ok, err := b.readFile(ctx, id, sandbox.WorkspaceDir+"/"+name, budget)
 		if err != nil {
 			return nil, err
 		}
@@ -190,7 +190,7 @@ func (b *Backend) collectFiles(ctx context.Context, id string, names []string) (
 // run should not return.) Nothing of the run is alive any more, so what
 // this sees is what the copy will read.
 func (b *Backend) noLinksOnTheWay(ctx context.Context, id, name string) bool {
-	p := workspaceDir
+	p := sandbox.WorkspaceDir
 	parts := strings.Split(name, "/")
 	for i, part := range parts {
 		p += "/" + part
@@ -244,9 +244,9 @@ const maxSkipped = 256 << 20
 // sandbox.MaxCollected bytes in all, and lists its directories. Symlinks
 // and special files are omitted, as are files past the cap.
 func (b *Backend) collectOutputs(ctx context.Context, id string) (files map[string][]byte, dirs, omitted []string, err error) {
-	rc, _, err := b.cli.CopyFromContainer(ctx, id, outputsDir+"/.")
+	rc, _, err := b.cli.CopyFromContainer(ctx, id, sandbox.OutputsDir+"/.")
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("docker: copy %s out of the sandbox: %w", outputsDir, err)
+		return nil, nil, nil, fmt.Errorf("docker: copy %s out of the sandbox: %w", sandbox.OutputsDir, err)
 	}
 	defer rc.Close()
 	files = map[string][]byte{}
@@ -260,7 +260,7 @@ func (b *Backend) collectOutputs(ctx context.Context, id string) (files map[stri
 			break
 		}
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("docker: read %s: %w", outputsDir, err)
+			return nil, nil, nil, fmt.Errorf("docker: read %s: %w", sandbox.OutputsDir, err)
 		}
 		rel := outputRel(h.Name)
 		if rel == "" {
@@ -269,7 +269,7 @@ func (b *Backend) collectOutputs(ctx context.Context, id string) (files map[stri
 		if n > maxEntries || skipped > maxSkipped {
 			omitted = append(omitted, rel)
 			if skipped > maxSkipped {
-				omitted = append(omitted, "... (the rest of "+outputsDir+" was not read)")
+				omitted = append(omitted, "... (the rest of "+sandbox.OutputsDir+" was not read)")
 				break
 			}
 			continue
@@ -285,7 +285,7 @@ func (b *Backend) collectOutputs(ctx context.Context, id string) (files map[stri
 			}
 			data, err := io.ReadAll(io.LimitReader(tr, h.Size))
 			if err != nil {
-				return nil, nil, nil, fmt.Errorf("docker: read %s: %w", outputsDir, err)
+				return nil, nil, nil, fmt.Errorf("docker: read %s: %w", sandbox.OutputsDir, err)
 			}
 			budget -= int64(len(data))
 			files[rel] = data

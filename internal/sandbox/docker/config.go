@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -131,56 +132,40 @@ type Config struct {
 	Now func() time.Time
 }
 
+// setDefaults replaces every zero field by its default, then validates.
 func (c *Config) setDefaults() error {
-	if c.BaseImage == "" {
-		c.BaseImage = DefaultBaseImage
-	}
+	c.BaseImage = cmp.Or(c.BaseImage, DefaultBaseImage)
 	if c.Worker == "" {
 		h, _ := os.Hostname()
 		c.Worker = fmt.Sprintf("%s-%d", h, os.Getpid())
 	}
-	if c.BuildTimeout == 0 {
-		c.BuildTimeout = DefaultBuildTimeout
-	}
-	if c.PidsLimit == 0 {
-		c.PidsLimit = DefaultPidsLimit
-	}
-	if c.TmpSize == 0 {
-		c.TmpSize = DefaultTmpSize
-	}
-	if c.MaxFileSize == 0 {
-		c.MaxFileSize = DefaultMaxFileSize
-	}
+	c.BuildTimeout = cmp.Or(c.BuildTimeout, DefaultBuildTimeout)
+	c.PidsLimit = cmp.Or(c.PidsLimit, DefaultPidsLimit)
+	c.TmpSize = cmp.Or(c.TmpSize, DefaultTmpSize)
+	c.MaxFileSize = cmp.Or(c.MaxFileSize, DefaultMaxFileSize)
 	if c.NoFile == 0 {
 		c.NoFile = min(DefaultNoFile, hardLimit(unix.RLIMIT_NOFILE))
 	}
 	if c.NProc == 0 {
 		c.NProc = min(DefaultNProc, hardLimit(unix.RLIMIT_NPROC))
 	}
-	if c.LeaseMargin == 0 {
-		c.LeaseMargin = DefaultLeaseMargin
-	}
-	if c.ReapInterval == 0 {
-		c.ReapInterval = DefaultReapInterval
-	}
-	if c.PoolSize == 0 {
-		c.PoolSize = DefaultPoolSize
-	}
-	if c.PoolImages == 0 {
-		c.PoolImages = DefaultPoolImages
-	}
-	if c.PoolLease == 0 {
-		c.PoolLease = DefaultPoolLease
-	}
-	if c.HeartbeatTTL == 0 {
-		c.HeartbeatTTL = DefaultHeartbeatTTL
-	}
+	c.LeaseMargin = cmp.Or(c.LeaseMargin, DefaultLeaseMargin)
+	c.ReapInterval = cmp.Or(c.ReapInterval, DefaultReapInterval)
+	c.PoolSize = cmp.Or(c.PoolSize, DefaultPoolSize)
+	c.PoolImages = cmp.Or(c.PoolImages, DefaultPoolImages)
+	c.PoolLease = cmp.Or(c.PoolLease, DefaultPoolLease)
+	c.HeartbeatTTL = cmp.Or(c.HeartbeatTTL, DefaultHeartbeatTTL)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	return c.validate()
+}
+
+// validate checks a Config with its defaults set.
+func (c *Config) validate() error {
 	switch {
 	case c.BuildTimeout < 0:
 		return errors.New("docker: Config.BuildTimeout must not be negative")

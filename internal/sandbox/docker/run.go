@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -19,13 +21,8 @@ import (
 	"github.com/autocoder/autocoder/internal/sandbox"
 )
 
-// Paths inside every sandbox (Contract 2 (docs/contracts.md)).
-const (
-	workspaceDir = "/workspace"
-	inputsDir    = "/var/inputs"
-	outputsDir   = "/var/outputs"
-	defaultPATH  = "/usr/local/bin:/usr/bin:/bin"
-)
+// defaultPATH is a run's PATH when the image sets none.
+const defaultPATH = "/usr/local/bin:/usr/bin:/bin"
 
 // stubScript is the init process (pid 1) of every sandbox container. It
 // waits, for at most argv[1] seconds, for one JSON request line on stdin
@@ -216,9 +213,9 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	if !imageNameRe.MatchString(spec.Env) {
 		return sandbox.RunResult{}, fmt.Errorf("%w: %q is not a docker backend image", sandbox.ErrEnvNotFound, spec.Env)
 	}
-	timeout := cmpOr(spec.Timeout, sandbox.DefaultRunTimeout)
-	memory := cmpOr(spec.Memory, sandbox.DefaultMemory)
-	cpus := cmpOr(spec.CPUs, sandbox.DefaultCPUs)
+	timeout := cmp.Or(spec.Timeout, sandbox.DefaultRunTimeout)
+	memory := cmp.Or(spec.Memory, sandbox.DefaultMemory)
+	cpus := cmp.Or(spec.CPUs, sandbox.DefaultCPUs)
 	var inputs []byte
 	if len(spec.Inputs) > 0 {
 		var err error
@@ -236,7 +233,7 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	pooled := bx != nil
 	if bx == nil {
 		lease := timeout + stubGrace + b.cfg.LeaseMargin
-		bx, err = b.startBox(ctx, spec.Env, memory, cpus, lease, "run", cmpOr(spec.JobID, noJob))
+		bx, err = b.startBox(ctx, spec.Env, memory, cpus, lease, "run", cmp.Or(spec.JobID, noJob))
 		if err != nil {
 			if cerrdefs.IsNotFound(err) {
 				b.known.Delete(spec.Env)
@@ -248,13 +245,13 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	defer b.removeLater(bx.id)
 	defer b.pool.wake() // replace what this run used, once it is over
 
-	env := threadEnv(cpus)
+	env := sandbox.ThreadEnv(cpus)
 	env["HOME"], env["LANG"] = "/tmp", "C.UTF-8"
 	for k, v := range spec.EnvVars {
 		env[k] = v
 	}
-	res, err := b.execute(ctx, bx, request{Argv: spec.Argv, Env: env, Cwd: workspaceDir,
-		Timeout: (timeout + stubGrace).Seconds()}, timeout, cmpOr(spec.OutputLimit, sandbox.DefaultOutputLimit),
+	res, err := b.execute(ctx, bx, request{Argv: spec.Argv, Env: env, Cwd: sandbox.WorkspaceDir,
+		Timeout: (timeout + stubGrace).Seconds()}, timeout, cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit),
 		workspace, inputs)
 	res.Duration = time.Since(start)
 	b.log.Debug("sandbox run", "job_id", spec.JobID, "container", shortID(bx.id), "env", spec.Env, "argv0", spec.Argv[0], "exit_code", res.ExitCode,
@@ -297,7 +294,7 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 		AttachStderr: true,
 		OpenStdin:    true,
 		StdinOnce:    true,
-		Volumes:      map[string]struct{}{workspaceDir: {}, inputsDir: {}, outputsDir: {}},
+		Volumes:      map[string]struct{}{sandbox.WorkspaceDir: {}, sandbox.InputsDir: {}, sandbox.OutputsDir: {}},
 		Labels:       containerLabels(b.cfg.Worker, b.instance, job, role, b.domain, bx.expiry),
 		StopTimeout:  new(int),
 	}
@@ -348,8 +345,7 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 // container is killed) or ctx's end.
 func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout time.Duration, outputLimit int,
 	workspace, inputs []byte) (sandbox.RunResult, error) {
-	var res sandbox.RunResult
-	res.ExitCode = -1
+	res := sandbox.RunResult{ExitCode: -1}
 	t0 := time.Now()
 	att, err := b.cli.ContainerAttach(ctx, bx.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
@@ -357,32 +353,21 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 	}
 	defer att.Close()
 	tAttach := time.Since(t0)
-	if err := b.copyIn(ctx, bx.id, workspaceDir, workspace); err != nil {
+	if err := b.copyRunFiles(ctx, bx.id, workspace, inputs); err != nil {
 		return res, err
-	}
-	if inputs != nil {
-		if err := b.copyIn(ctx, bx.id, inputsDir, inputs); err != nil {
-			return res, err
-		}
 	}
 	tCopy := time.Since(t0)
 	// Wait before the command can exit, so the exit is not missed. The
 	// trailer usually comes first: the engine notices an exit late.
 	waitCtx, cancelWait := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWait()
-	waitc, waitErrc := b.cli.ContainerWait(waitCtx, bx.id, container.WaitConditionNotRunning)
+	var w exitWatch
+	w.exits, w.errs = b.cli.ContainerWait(waitCtx, bx.id, container.WaitConditionNotRunning)
 
-	req.Limit = outputLimit
-	req.Nonce = newNonce()
-	req.Linger = stubLinger.Seconds()
-	line, err := json.Marshal(req)
-	if err != nil {
+	req.Limit, req.Nonce, req.Linger = outputLimit, newNonce(), stubLinger.Seconds()
+	if err := sendRequest(att, req); err != nil {
 		return res, err
 	}
-	if _, err := att.Conn.Write(append(line, '\n')); err != nil {
-		return res, fmt.Errorf("docker: send the command to the sandbox: %w", err)
-	}
-	_ = att.CloseWrite()
 	tSent := time.Since(t0)
 
 	stdout, stderr := sandbox.NewHeadTailBuffer(outputLimit), sandbox.NewHeadTailBuffer(outputLimit)
@@ -393,49 +378,116 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 		_, _ = stdcopy.StdCopy(trail.out, trail.err, att.Reader)
 		trail.flush()
 	}()
+	end := b.awaitEnd(ctx, bx.id, trail, w, timeout)
+	awaitOutput(att, trail, copied)
+	if end.status < 0 && trail.seen() {
+		end.status = int64(trail.code())
+	}
+	b.log.Debug("sandbox execute", "attach", tAttach, "copy_in", tCopy, "sent", tSent, "done", time.Since(t0))
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	res.Truncated = stdout.Truncated() || stderr.Truncated()
+	res.ExitCode = int(end.status)
+	res.TimedOut = end.timedOut
+	return res, end.runError(ctx, trail)
+}
+
+// copyRunFiles copies the workspace archive, and the inputs' if any, into
+// the box.
+func (b *Backend) copyRunFiles(ctx context.Context, id string, workspace, inputs []byte) error {
+	if err := b.copyIn(ctx, id, sandbox.WorkspaceDir, workspace); err != nil {
+		return err
+	}
+	if inputs != nil {
+		return b.copyIn(ctx, id, sandbox.InputsDir, inputs)
+	}
+	return nil
+}
+
+// sendRequest writes the stub's request line and closes stdin.
+func sendRequest(att types.HijackedResponse, req request) error {
+	line, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if _, err := att.Conn.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("docker: send the command to the sandbox: %w", err)
+	}
+	_ = att.CloseWrite()
+	return nil
+}
+
+// exitWatch is the engine's report of a container's exit (ContainerWait).
+type exitWatch struct {
+	exits <-chan container.WaitResponse
+	errs  <-chan error
+}
+
+// runEnd is how a run ended.
+type runEnd struct {
+	status    int64 // exit status; -1: not known
+	waitErr   error // the engine's wait failed
+	timedOut  bool
+	cancelled bool // ctx ended first
+}
+
+// awaitEnd waits for the run's end: both trailers, the container's exit,
+// the timeout or ctx's end. A run that does not end by itself is stopped.
+func (b *Backend) awaitEnd(ctx context.Context, id string, trail *trailers, w exitWatch, timeout time.Duration) runEnd {
+	end := runEnd{status: -1}
 	// A timer, not the injected clock: this bounds a real process.
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	cancelled := false
-	var status int64 = -1
-	var waitErr error
 	select {
 	case <-trail.done:
-		status = int64(trail.code())
-	case w := <-waitc:
-		status = w.StatusCode
-	case waitErr = <-waitErrc:
+		end.status = int64(trail.code())
+	case r := <-w.exits:
+		end.status = r.StatusCode
+	case end.waitErr = <-w.errs:
 	case <-timer.C:
-		res.TimedOut = true
+		end.timedOut = true
 	case <-ctx.Done():
-		cancelled = true
+		end.cancelled = true
 	}
-	if res.TimedOut {
+	if end.timedOut {
 		// The stub kills the run and flushes the tail of the output it
 		// kept; SIGKILL follows if it has not exited within a moment.
-		b.signal(bx.id, "USR1")
+		b.signal(id, "USR1")
 		select {
-		case w := <-waitc:
-			status = w.StatusCode
-		case waitErr = <-waitErrc:
+		case r := <-w.exits:
+			end.status = r.StatusCode
+		case end.waitErr = <-w.errs:
 		case <-time.After(3 * time.Second):
 		}
 	}
-	if waitErr != nil {
-		b.signal(bx.id, "KILL") // the wait failed: make sure it ends
-	} else if status < 0 && (res.TimedOut || cancelled) {
-		b.signal(bx.id, "KILL")
-		select {
-		case w := <-waitc:
-			status = w.StatusCode
-		case err := <-waitErrc:
-			waitErr = err
-		case <-time.After(30 * time.Second):
-			waitErr = errors.New("the container did not stop 30s after it was killed")
-		}
+	b.stopUnended(id, w, &end)
+	return end
+}
+
+// stopUnended kills the container when the wait failed, or when a run
+// that timed out or was cancelled has not exited, and waits for its exit.
+func (b *Backend) stopUnended(id string, w exitWatch, end *runEnd) {
+	if end.waitErr != nil {
+		b.signal(id, "KILL") // the wait failed: make sure it ends
+		return
 	}
-	// With the trailers in, the output is complete; otherwise the stream
-	// ends when the container has stopped, and a stuck one is cut.
+	if end.status >= 0 || (!end.timedOut && !end.cancelled) {
+		return
+	}
+	b.signal(id, "KILL")
+	select {
+	case r := <-w.exits:
+		end.status = r.StatusCode
+	case err := <-w.errs:
+		end.waitErr = err
+	case <-time.After(30 * time.Second):
+		end.waitErr = errors.New("the container did not stop 30s after it was killed")
+	}
+}
+
+// awaitOutput waits for the output copy to end. With the trailers in, the
+// output is complete; otherwise the stream ends when the container has
+// stopped, and a stuck one is cut.
+func awaitOutput(att types.HijackedResponse, trail *trailers, copied <-chan struct{}) {
 	select {
 	case <-trail.done:
 		att.Close()
@@ -444,23 +496,20 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 		att.Close()
 	}
 	<-copied
-	if status < 0 && trail.seen() {
-		status = int64(trail.code())
+}
+
+// runError is the error of a run that ended so: none for the command's
+// own failures and its timeout.
+func (end runEnd) runError(ctx context.Context, trail *trailers) error {
+	switch {
+	case end.cancelled:
+		return fmt.Errorf("sandbox: run cancelled: %w", context.Cause(ctx))
+	case end.waitErr != nil && !end.timedOut:
+		return fmt.Errorf("docker: wait for sandbox: %w", end.waitErr)
+	case end.status == 125 && !end.timedOut && !trail.seen():
+		return errors.New("docker: the sandbox stub did not receive its command")
 	}
-	b.log.Debug("sandbox execute", "attach", tAttach, "copy_in", tCopy, "sent", tSent, "done", time.Since(t0))
-	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
-	res.Truncated = stdout.Truncated() || stderr.Truncated()
-	res.ExitCode = int(status)
-	if cancelled {
-		return res, fmt.Errorf("sandbox: run cancelled: %w", context.Cause(ctx))
-	}
-	if waitErr != nil && !res.TimedOut {
-		return res, fmt.Errorf("docker: wait for sandbox: %w", waitErr)
-	}
-	if status == 125 && !res.TimedOut && !trail.seen() {
-		return res, errors.New("docker: the sandbox stub did not receive its command")
-	}
-	return res, nil
+	return nil
 }
 
 // signal sends sig to a container's init; SIGKILL stops it now, and takes
@@ -564,20 +613,3 @@ func (e *RuntimeError) Error() string {
 }
 
 func (e *RuntimeError) Unwrap() error { return e.Err }
-
-// threadEnv caps the thread pools of OpenBLAS, MKL, OpenMP and numexpr at
-// the CPUs granted (as the process backend does).
-func threadEnv(cpus float64) map[string]string {
-	n := strconv.Itoa(max(int(math.Ceil(cpus)), 1))
-	return map[string]string{
-		"OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n, "MKL_NUM_THREADS": n, "NUMEXPR_MAX_THREADS": n,
-	}
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}

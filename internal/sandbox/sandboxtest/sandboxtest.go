@@ -1,9 +1,9 @@
 // Package sandboxtest is the conformance suite of sandbox.Backend: every
 // backend runs it (Watermill's Pub/Sub tests, River's driver tests).
 //
-//	func TestProcessConformance(t *testing.T) {
+//	func TestConformance(t *testing.T) {
 //		sandboxtest.Run(t, func(t *testing.T) sandbox.Backend {
-//			b, err := sandbox.NewProcess(sandbox.ProcessConfig{StateDir: dir})
+//			b, err := bwrap.New(bwrap.Config{StateDir: dir})
 //			if err != nil {
 //				t.Fatalf("process backend unavailable: %v", err) // never Skip
 //			}

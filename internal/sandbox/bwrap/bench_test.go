@@ -1,4 +1,4 @@
-package sandbox_test
+package bwrap_test
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
 )
 
 const benchCode = "def add(a, b):\n    return a + b\n"
@@ -29,7 +30,7 @@ def test_identity(a):
 // sandbox setup, pytest, JUnit parsing, cleanup). "compare" alternates
 // the two and reports both and their ratio.
 func BenchmarkRunTests(b *testing.B) {
-	p := newProcess(b, sandbox.ProcessConfig{})
+	p := newBackend(b, bwrap.Config{})
 	env, err := p.Build(b.Context(), sandbox.EnvSpec{})
 	if err != nil {
 		b.Fatal(err)
@@ -85,7 +86,7 @@ func BenchmarkRunTests(b *testing.B) {
 // BenchmarkRun measures the fixed cost of a sandbox: an interpreter that
 // does nothing, bare and through the process backend.
 func BenchmarkRun(b *testing.B) {
-	p := newProcess(b, sandbox.ProcessConfig{})
+	p := newBackend(b, bwrap.Config{})
 	env, err := p.Build(b.Context(), sandbox.EnvSpec{})
 	if err != nil {
 		b.Fatal(err)

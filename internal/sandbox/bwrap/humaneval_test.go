@@ -1,4 +1,4 @@
-package sandbox_test
+package bwrap_test
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -90,7 +91,7 @@ func humanEvalTests(p humanEvalProblem) string {
 
 func TestHumanEval(t *testing.T) {
 	problems := loadHumanEval(t)
-	p := newProcess(t, sandbox.ProcessConfig{})
+	p := newBackend(t, bwrap.Config{})
 	env, err := p.Build(t.Context(), sandbox.EnvSpec{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package sandbox_test
+package bwrap_test
 
 import (
 	"archive/tar"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
 )
 
 // writeSdist writes name-1.0.tar.gz, a source distribution whose setup.py
@@ -60,7 +61,7 @@ func TestBuildCodeHasAMemoryCap(t *testing.T) {
 		{"capped at 256 MiB", 256 << 20, true},
 		{"no cap", -1, false},
 	} {
-		p := newProcess(t, sandbox.ProcessConfig{PipFindLinks: []string{wheels}, BuildMemory: c.memory})
+		p := newBackend(t, bwrap.Config{PipFindLinks: []string{wheels}, BuildMemory: c.memory})
 		if len(p.Limits().CgroupLimits) == 0 {
 			t.Fatal("no cgroup limits in force here: the worker needs root or a delegated cgroup")
 		}

@@ -1,4 +1,4 @@
-package sandbox
+package bwrap
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Each run of the process backend gets a cgroup of its own, so that its
+// Each run of this backend gets a cgroup of its own, so that its
 // memory, CPU and process limits hold for the sandbox as a whole and not
 // only per process (rlimits stay in place as a second line). This is a
 // small implementation of its own rather than containerd/cgroups: that

@@ -1,4 +1,4 @@
-package sandbox_test
+package bwrap_test
 
 import (
 	"archive/zip"
@@ -15,19 +15,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
-	"github.com/autocoder/autocoder/internal/sandbox/sandboxtest"
+	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
 )
 
-var _ sandbox.Backend = (*sandbox.Process)(nil)
-
-func TestProcessConformance(t *testing.T) {
-	dir := sharedStateDir(t)
-	sandboxtest.Run(t, func(t *testing.T) sandbox.Backend {
-		return newProcess(t, sandbox.ProcessConfig{StateDir: dir})
-	})
-}
-
-func TestNewProcessErrors(t *testing.T) {
+func TestNewErrors(t *testing.T) {
 	requireHost(t)
 	venv := filepath.Join(t.TempDir(), "venv")
 	if out, err := runCmd(testPython, "-m", "venv", "--without-pip", venv); err != nil {
@@ -35,15 +26,15 @@ func TestNewProcessErrors(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		cfg  sandbox.ProcessConfig
+		cfg  bwrap.Config
 		want string
 	}{
-		{"no bwrap", sandbox.ProcessConfig{Bwrap: "/nonexistent/bwrap"}, "bubblewrap"},
-		{"no python", sandbox.ProcessConfig{Python: "/nonexistent/python3"}, "ProcessConfig.Python"},
-		{"venv python", sandbox.ProcessConfig{Python: filepath.Join(venv, "bin", "python")}, "virtual environment"},
-		{"tiny tmp", sandbox.ProcessConfig{TmpSize: 10}, "TmpSize"},
-		{"pip disabled and configured", sandbox.ProcessConfig{PipDisabled: true, PipIndexURL: "http://x"}, "PipDisabled"},
-		{"relative extra path", sandbox.ProcessConfig{ExtraReadOnly: []string{"etc/x"}}, "not absolute"},
+		{"no bwrap", bwrap.Config{Bwrap: "/nonexistent/bwrap"}, "bubblewrap"},
+		{"no python", bwrap.Config{Python: "/nonexistent/python3"}, "bwrap.Config.Python"},
+		{"venv python", bwrap.Config{Python: filepath.Join(venv, "bin", "python")}, "virtual environment"},
+		{"tiny tmp", bwrap.Config{TmpSize: 10}, "TmpSize"},
+		{"pip disabled and configured", bwrap.Config{PipDisabled: true, PipIndexURL: "http://x"}, "PipDisabled"},
+		{"relative extra path", bwrap.Config{ExtraReadOnly: []string{"etc/x"}}, "not absolute"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,16 +42,16 @@ func TestNewProcessErrors(t *testing.T) {
 			if tc.cfg.Python == "" {
 				tc.cfg.Python = testPython
 			}
-			_, err := sandbox.NewProcess(tc.cfg)
+			_, err := bwrap.New(tc.cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("NewProcess error = %v, want one mentioning %q", err, tc.want)
+				t.Errorf("New error = %v, want one mentioning %q", err, tc.want)
 			}
 		})
 	}
 }
 
-func TestProcessEnvIDs(t *testing.T) {
-	p := newProcess(t, sandbox.ProcessConfig{})
+func TestEnvIDs(t *testing.T) {
+	p := newBackend(t, bwrap.Config{})
 	ctx := t.Context()
 	id := func(pkgs ...string) string {
 		t.Helper()
@@ -82,8 +73,8 @@ func TestProcessEnvIDs(t *testing.T) {
 	}
 }
 
-func TestProcessBuildReusesBasePackages(t *testing.T) {
-	p := newProcess(t, sandbox.ProcessConfig{PipDisabled: true})
+func TestBuildReusesBasePackages(t *testing.T) {
+	p := newBackend(t, bwrap.Config{PipDisabled: true})
 	// Debian's python3-pandas: no pip, no index, and still importable, with
 	// the default 512 MiB limit (thread caps keep OpenBLAS within it).
 	env, err := p.Build(t.Context(), sandbox.EnvSpec{Packages: []string{"pandas", "numpy>=1.0"}})
@@ -165,8 +156,8 @@ func wheelhouse(t *testing.T) string {
 	return dir
 }
 
-func TestProcessBuildFromWheelhouse(t *testing.T) {
-	p := newProcess(t, sandbox.ProcessConfig{PipFindLinks: []string{wheelhouse(t)}, PipIsolated: true})
+func TestBuildFromWheelhouse(t *testing.T) {
+	p := newBackend(t, bwrap.Config{PipFindLinks: []string{wheelhouse(t)}, PipIsolated: true})
 	env, err := p.Build(t.Context(), sandbox.EnvSpec{Packages: []string{"demo-pkg", "pytest"}})
 	if err != nil {
 		t.Fatalf("Build: %v\n%s", err, buildLog(err))
@@ -198,8 +189,8 @@ func TestProcessBuildFromWheelhouse(t *testing.T) {
 	}
 }
 
-func TestProcessBuildUnknownPackage(t *testing.T) {
-	p := newProcess(t, sandbox.ProcessConfig{PipFindLinks: []string{wheelhouse(t)}, PipIsolated: true})
+func TestBuildUnknownPackage(t *testing.T) {
+	p := newBackend(t, bwrap.Config{PipFindLinks: []string{wheelhouse(t)}, PipIsolated: true})
 	_, err := p.Build(t.Context(), sandbox.EnvSpec{Packages: []string{"demo-pkg", "surely-not-a-real-package-4821"}})
 	var inv *sandbox.InvalidPackageError
 	if !errors.As(err, &inv) {
@@ -213,9 +204,9 @@ func TestProcessBuildUnknownPackage(t *testing.T) {
 	}
 }
 
-func TestProcessBuildIndexUnreachable(t *testing.T) {
+func TestBuildIndexUnreachable(t *testing.T) {
 	// Port 9 on loopback: nothing listens. pip fails fast with no retries.
-	p := newProcess(t, sandbox.ProcessConfig{PipIndexURL: "http://127.0.0.1:9/simple", PipIsolated: true,
+	p := newBackend(t, bwrap.Config{PipIndexURL: "http://127.0.0.1:9/simple", PipIsolated: true,
 		PipExtraArgs: []string{"--retries", "0", "--timeout", "2"}})
 	_, err := p.Build(t.Context(), sandbox.EnvSpec{Packages: []string{"surely-not-a-real-package-4821"}})
 	if err == nil {
@@ -230,12 +221,12 @@ func TestProcessBuildIndexUnreachable(t *testing.T) {
 	}
 }
 
-func TestProcessBuildConcurrent(t *testing.T) {
+func TestBuildConcurrent(t *testing.T) {
 	// Two backends on one state dir (two workers on a machine), each with
 	// concurrent callers: all get the same environment.
 	dir, wheels := sharedStateDir(t), wheelhouse(t)
-	cfg := sandbox.ProcessConfig{StateDir: dir, PipFindLinks: []string{wheels}, PipIsolated: true}
-	backends := []*sandbox.Process{newProcess(t, cfg), newProcess(t, cfg)}
+	cfg := bwrap.Config{StateDir: dir, PipFindLinks: []string{wheels}, PipIsolated: true}
+	backends := []*bwrap.Backend{newBackend(t, cfg), newBackend(t, cfg)}
 	var wg sync.WaitGroup
 	ids := make([]string, 6)
 	errs := make([]error, 6)
@@ -267,8 +258,8 @@ func TestProcessBuildConcurrent(t *testing.T) {
 	}
 }
 
-func TestProcessSystemPackages(t *testing.T) {
-	p := newProcess(t, sandbox.ProcessConfig{})
+func TestSystemPackages(t *testing.T) {
+	p := newBackend(t, bwrap.Config{})
 	if _, err := p.Build(t.Context(), sandbox.EnvSpec{SystemPackages: []string{"coreutils"}}); err != nil {
 		t.Errorf("an installed system package: %v", err)
 	}
@@ -283,8 +274,8 @@ func TestProcessSystemPackages(t *testing.T) {
 	}
 }
 
-func TestProcessRunErrors(t *testing.T) {
-	p := newProcess(t, sandbox.ProcessConfig{})
+func TestRunErrors(t *testing.T) {
+	p := newBackend(t, bwrap.Config{})
 	env, err := p.Build(t.Context(), sandbox.EnvSpec{})
 	if err != nil {
 		t.Fatal(err)
@@ -323,9 +314,9 @@ func TestProcessRunErrors(t *testing.T) {
 	}
 }
 
-func TestProcessHidesHost(t *testing.T) {
+func TestHidesHost(t *testing.T) {
 	dir := sharedStateDir(t)
-	p := newProcess(t, sandbox.ProcessConfig{StateDir: dir})
+	p := newBackend(t, bwrap.Config{StateDir: dir})
 	env, err := p.Build(t.Context(), sandbox.EnvSpec{})
 	if err != nil {
 		t.Fatal(err)
@@ -350,10 +341,10 @@ print("etc-entries", sorted(os.listdir("/etc")))
 	}
 }
 
-func TestProcessPrivateInputsAreReadable(t *testing.T) {
+func TestPrivateInputsAreReadable(t *testing.T) {
 	// An input only its owner (the worker) may read, in a directory nobody
 	// else may enter: the sandbox, a different uid, still reads it.
-	p := newProcess(t, sandbox.ProcessConfig{})
+	p := newBackend(t, bwrap.Config{})
 	env, err := p.Build(t.Context(), sandbox.EnvSpec{})
 	if err != nil {
 		t.Fatal(err)
@@ -376,9 +367,9 @@ func TestProcessPrivateInputsAreReadable(t *testing.T) {
 	}
 }
 
-func TestProcessRunCleansUp(t *testing.T) {
+func TestRunCleansUp(t *testing.T) {
 	dir := sharedStateDir(t)
-	p := newProcess(t, sandbox.ProcessConfig{StateDir: dir})
+	p := newBackend(t, bwrap.Config{StateDir: dir})
 	env, err := p.Build(t.Context(), sandbox.EnvSpec{})
 	if err != nil {
 		t.Fatal(err)
@@ -403,11 +394,11 @@ func runCmd(name string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// TestProcessReportsLimits checks that the backend says which limits are
+// TestReportsLimits checks that the backend says which limits are
 // in force: as root on a host with cgroups (CI), a cgroup per run with
 // memory, memory+swap, CPU and pids limits besides the rlimits.
-func TestProcessReportsLimits(t *testing.T) {
-	p := newProcess(t, sandbox.ProcessConfig{})
+func TestReportsLimits(t *testing.T) {
+	p := newBackend(t, bwrap.Config{})
 	l := p.Limits()
 	t.Logf("limits in force: %+v", l)
 	if diff := cmp.Diff([]string{"as", "nproc", "fsize", "nofile", "cpu"}, l.Rlimits); diff != "" {

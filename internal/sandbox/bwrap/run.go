@@ -1,17 +1,17 @@
-package sandbox
+package bwrap
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strings"
 	"syscall"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
 )
 
 // Run runs spec.Argv in a fresh sandbox of the environment spec.Env.
@@ -23,77 +23,34 @@ import (
 // no network, no capabilities, and no environment but PATH, HOME, LANG,
 // thread-count caps and spec.EnvVars. A non-zero exit is a result; an error
 // means the sandbox could not run, or ctx ended (the tree is killed first).
-func (p *Process) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
-	if p.isClosed() {
-		return RunResult{}, ErrClosed
+func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
+	if b.isClosed() {
+		return sandbox.RunResult{}, sandbox.ErrClosed
 	}
 	if err := spec.Validate(); err != nil {
-		return RunResult{}, err
+		return sandbox.RunResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return RunResult{}, fmt.Errorf("sandbox: run: %w", err)
+		return sandbox.RunResult{}, fmt.Errorf("sandbox: run: %w", err)
 	}
-	envDir, err := p.envDir(spec.Env)
+	envDir, err := b.envDir(spec.Env)
 	if err != nil {
-		return RunResult{}, err
+		return sandbox.RunResult{}, err
 	}
-	timeout := cmpOr(spec.Timeout, DefaultRunTimeout)
-	memory := cmpOr(spec.Memory, DefaultMemory)
-	cpus := cmpOr(spec.CPUs, DefaultCPUs)
-	outputLimit := cmpOr(spec.OutputLimit, DefaultOutputLimit)
+	uid := b.takeUID()
+	defer b.releaseUID(uid)
+	dir, err := b.newRunDir(spec, uid)
+	if err != nil {
+		return sandbox.RunResult{}, err
+	}
+	defer b.removeRunDir(dir)
 
-	uid := p.takeUID()
-	defer p.releaseUID(uid)
-	runDir, err := os.MkdirTemp(p.runsDir, "run-")
-	if err != nil {
-		return RunResult{}, fmt.Errorf("sandbox: create run dir: %w", err)
-	}
-	defer func() {
-		if err := os.RemoveAll(runDir); err != nil {
-			p.log.Warn("remove run dir", "path", runDir, "err", err)
-		}
-	}()
-	ws, outs, etc := filepath.Join(runDir, "workspace"), filepath.Join(runDir, "outputs"), filepath.Join(runDir, "etc")
-	if err := prepareRunDir(ws, outs, spec.Files); err != nil {
-		return RunResult{}, err
-	}
-	if err := writeEtc(etc, p.sandboxUID(uid)); err != nil {
-		return RunResult{}, fmt.Errorf("sandbox: write /etc files: %w", err)
-	}
-	if err := p.chownTree(ws, uid); err != nil {
-		return RunResult{}, fmt.Errorf("sandbox: chown workspace: %w", err)
-	}
-	if err := p.chownTree(outs, uid); err != nil {
-		return RunResult{}, fmt.Errorf("sandbox: chown outputs: %w", err)
-	}
-	inputs, err := p.prepareInputs(runDir, spec.Inputs)
-	if err != nil {
-		return RunResult{}, err
-	}
-
-	env := threadEnv(cpus)
-	for k, v := range spec.EnvVars {
-		env[k] = v
-	}
-	res, err := p.exec(ctx, &sandboxSpec{
-		argv:        spec.Argv,
-		env:         env,
-		envDir:      envDir,
-		workspace:   ws,
-		outputs:     outs,
-		inputs:      inputs,
-		etcDir:      etc,
-		uid:         uid,
-		limits:      p.runLimits(memory, timeout, cpus),
-		cgroup:      p.runCgroupLimits(memory, cpus),
-		timeout:     timeout,
-		outputLimit: outputLimit,
-	})
-	out := RunResult{
+	res, err := b.exec(ctx, b.runSandbox(spec, envDir, dir, uid))
+	out := sandbox.RunResult{
 		ExitCode: res.exitCode, TimedOut: res.timedOut, Stdout: res.stdout, Stderr: res.stderr,
 		Truncated: res.truncated, Duration: res.duration,
 	}
-	p.log.Debug("sandbox run", "env", spec.Env, "argv0", spec.Argv[0], "exit_code", out.ExitCode,
+	b.log.Debug("sandbox run", "env", spec.Env, "argv0", spec.Argv[0], "exit_code", out.ExitCode,
 		"timed_out", out.TimedOut, "duration", out.Duration, "err", err)
 	if err != nil {
 		return out, err
@@ -101,72 +58,86 @@ func (p *Process) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 	// Nothing of the sandbox runs any more, so what it left cannot change
 	// under us; it can still be hostile (symlinks, FIFOs), which collect
 	// handles.
-	if out.Files, err = collectFiles(ws, spec.Collect); err != nil {
+	if out.Files, err = collectFiles(dir.workspace, spec.Collect); err != nil {
 		return out, err
 	}
 	if spec.CollectOutputs {
-		if out.Outputs, out.OutputDirs, out.OutputsOmitted, err = collectTree(outs, MaxCollected); err != nil {
+		if out.Outputs, out.OutputDirs, out.OutputsOmitted, err = collectTree(dir.outputs, sandbox.MaxCollected); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
 }
 
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
+// runDir is a run's scratch directory under runsDir: the workspace, the
+// outputs dir and the synthesized /etc files, and the inputs' mounts.
+type runDir struct {
+	root, workspace, outputs, etc string
+	inputs                        []mount
 }
 
-var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// newRunDir makes the run dir, owned (in root mode) by the run's uid.
+func (b *Backend) newRunDir(spec sandbox.RunSpec, uid uint32) (*runDir, error) {
+	root, err := os.MkdirTemp(b.runsDir, "run-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: create run dir: %w", err)
+	}
+	d := &runDir{root: root, workspace: filepath.Join(root, "workspace"),
+		outputs: filepath.Join(root, "outputs"), etc: filepath.Join(root, "etc")}
+	if err := b.populateRunDir(d, spec, uid); err != nil {
+		b.removeRunDir(d)
+		return nil, err
+	}
+	return d, nil
+}
 
-// Validate checks a RunSpec before any backend acts on it: paths stay
-// inside their directories, limits are sane, no NUL bytes reach argv or env.
-func (s RunSpec) Validate() error {
-	if len(s.Argv) == 0 || s.Argv[0] == "" {
-		return errors.New("sandbox: RunSpec.Argv is empty")
+func (b *Backend) populateRunDir(d *runDir, spec sandbox.RunSpec, uid uint32) error {
+	if err := prepareRunDir(d.workspace, d.outputs, spec.Files); err != nil {
+		return err
 	}
-	for _, a := range s.Argv {
-		if strings.ContainsRune(a, 0) {
-			return errors.New("sandbox: RunSpec.Argv contains a NUL byte")
-		}
+	if err := writeEtc(d.etc, b.sandboxUID(uid)); err != nil {
+		return fmt.Errorf("sandbox: write /etc files: %w", err)
 	}
-	switch {
-	case s.Timeout < 0:
-		return errors.New("sandbox: RunSpec.Timeout is negative")
-	case s.Memory < 0 || (s.Memory > 0 && s.Memory < 16<<20):
-		return errors.New("sandbox: RunSpec.Memory must be at least 16 MiB")
-	case s.CPUs < 0:
-		return errors.New("sandbox: RunSpec.CPUs is negative")
-	case s.OutputLimit < 0:
-		return errors.New("sandbox: RunSpec.OutputLimit is negative")
+	if err := b.chownTree(d.workspace, uid); err != nil {
+		return fmt.Errorf("sandbox: chown workspace: %w", err)
 	}
-	for name := range s.Files {
-		if !filepath.IsLocal(name) || strings.ContainsRune(name, 0) {
-			return fmt.Errorf("sandbox: RunSpec.Files: %q is not a relative path inside /workspace", name)
-		}
+	if err := b.chownTree(d.outputs, uid); err != nil {
+		return fmt.Errorf("sandbox: chown outputs: %w", err)
 	}
-	for _, name := range s.Collect {
-		if !filepath.IsLocal(name) || strings.ContainsRune(name, 0) {
-			return fmt.Errorf("sandbox: RunSpec.Collect: %q is not a relative path inside /workspace", name)
-		}
+	var err error
+	d.inputs, err = b.prepareInputs(d.root, spec.Inputs)
+	return err
+}
+
+func (b *Backend) removeRunDir(d *runDir) {
+	if err := os.RemoveAll(d.root); err != nil {
+		b.log.Warn("remove run dir", "path", d.root, "err", err)
 	}
-	for name, path := range s.Inputs {
-		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
-			return fmt.Errorf("sandbox: RunSpec.Inputs: %q is not a file name", name)
-		}
-		if path == "" || strings.ContainsRune(path, 0) {
-			return fmt.Errorf("sandbox: RunSpec.Inputs[%q]: empty host path", name)
-		}
+}
+
+// runSandbox is the sandbox of a run, with the RunSpec defaults applied.
+func (b *Backend) runSandbox(spec sandbox.RunSpec, envDir string, d *runDir, uid uint32) *sandboxSpec {
+	timeout := cmp.Or(spec.Timeout, sandbox.DefaultRunTimeout)
+	memory := cmp.Or(spec.Memory, sandbox.DefaultMemory)
+	cpus := cmp.Or(spec.CPUs, sandbox.DefaultCPUs)
+	env := sandbox.ThreadEnv(cpus)
+	for k, v := range spec.EnvVars {
+		env[k] = v
 	}
-	for k, v := range s.EnvVars {
-		if !envNameRe.MatchString(k) || strings.ContainsRune(v, 0) {
-			return fmt.Errorf("sandbox: RunSpec.EnvVars: invalid variable %q", k)
-		}
+	return &sandboxSpec{
+		argv:        spec.Argv,
+		env:         env,
+		envDir:      envDir,
+		workspace:   d.workspace,
+		outputs:     d.outputs,
+		inputs:      d.inputs,
+		etcDir:      d.etc,
+		uid:         uid,
+		limits:      b.runLimits(memory, timeout, cpus),
+		cgroup:      b.runCgroupLimits(memory, cpus),
+		timeout:     timeout,
+		outputLimit: cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit),
 	}
-	return nil
 }
 
 // prepareRunDir creates the workspace with the files and an empty outputs dir.
@@ -191,7 +162,7 @@ func prepareRunDir(ws, outs string, files map[string][]byte) error {
 // prepareInputs returns the mounts of the inputs. In root mode an input the
 // run's uid could not read (not world-readable) is copied, world-readable,
 // into the run dir; everything else is bound in place.
-func (p *Process) prepareInputs(runDir string, inputs map[string]string) ([]mount, error) {
+func (b *Backend) prepareInputs(runDir string, inputs map[string]string) ([]mount, error) {
 	names := make([]string, 0, len(inputs))
 	for name := range inputs {
 		names = append(names, name)
@@ -206,14 +177,14 @@ func (p *Process) prepareInputs(runDir string, inputs map[string]string) ([]moun
 		if _, err := os.Stat(src); err != nil {
 			return nil, fmt.Errorf("sandbox: input %s: %w", name, err)
 		}
-		if p.root && !worldReadable(src) {
+		if b.root && !worldReadable(src) {
 			dst := filepath.Join(runDir, "inputs", name)
 			if err := copyTree(src, dst); err != nil {
 				return nil, fmt.Errorf("sandbox: copy input %s: %w", name, err)
 			}
 			src = dst
 		}
-		mounts = append(mounts, mount{src: src, dst: inputsMount + "/" + name})
+		mounts = append(mounts, mount{src: src, dst: sandbox.InputsDir + "/" + name})
 	}
 	return mounts, nil
 }
@@ -304,7 +275,7 @@ func collectFiles(ws string, names []string) (map[string][]byte, error) {
 	}
 	defer root.Close()
 	out := map[string][]byte{}
-	budget := int64(MaxCollected)
+	budget := int64(sandbox.MaxCollected)
 	for _, name := range names {
 		data, ok := readRegular(root, name, budget)
 		if !ok {

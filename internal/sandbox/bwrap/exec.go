@@ -1,0 +1,400 @@
+package bwrap
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
+)
+
+// mount is one bind mount into the sandbox.
+type mount struct {
+	src, dst string
+	rw       bool
+}
+
+// limits are the rlimits of the sandboxed command; zero leaves one alone.
+type limits struct {
+	as, nproc, fsize, nofile, cpu int64
+}
+
+// sandboxSpec is one bubblewrap invocation: a run, a build step or the
+// startup probe.
+type sandboxSpec struct {
+	argv        []string
+	env         map[string]string // besides PATH, HOME and LANG
+	network     bool              // builds only
+	envDir      string            // host venv bound at /opt/venv ("" none)
+	envRW       bool              // builds write the venv
+	workspace   string            // bound read-write at /workspace ("" none)
+	outputs     string            // bound read-write at /var/outputs ("" none)
+	inputs      []mount           // under /var/inputs, read-only
+	tmpDir      string            // disk-backed /tmp for builds ("" = size-capped tmpfs)
+	etcDir      string            // passwd, group, hosts, nsswitch.conf
+	extraEtc    []string          // more /etc entries (builds)
+	extraRO     []string          // more host paths, read-only at the same place
+	uid         uint32            // host uid in root mode
+	limits      limits
+	cgroup      *cgroupLimits // runs: the sandbox's own cgroup (nil: none)
+	timeout     time.Duration
+	outputLimit int
+}
+
+// execResult is what one bubblewrap invocation produced.
+type execResult struct {
+	exitCode       int
+	timedOut       bool
+	stdout, stderr []byte
+	truncated      bool
+	duration       time.Duration
+}
+
+// runLimits are the rlimits of a run.
+func (b *Backend) runLimits(memory int64, timeout time.Duration, cpus float64) limits {
+	nproc := int64(b.cfg.MaxProcs)
+	if !b.root {
+		// RLIMIT_NPROC counts every task of the real uid; leave the worker's
+		// own processes and threads out of the sandbox's budget.
+		nproc += int64(countUserTasks(os.Getuid()))
+	}
+	// CPU seconds: the wall-clock budget times the cores granted, so a
+	// multi-threaded run cannot burn more than its share before the timeout.
+	cpu := int64(math.Ceil(timeout.Seconds()*cpus)) + 1
+	return limits{as: memory, nproc: nproc, fsize: b.cfg.MaxFileSize, nofile: 4096, cpu: cpu}
+}
+
+// runCgroupLimits are the limits of a run's cgroup: memory and CPUs as
+// asked, and the processes of MaxProcs plus bubblewrap's own two.
+func (b *Backend) runCgroupLimits(memory int64, cpus float64) *cgroupLimits {
+	return &cgroupLimits{memory: memory, cpus: cpus, pids: int64(b.cfg.MaxProcs) + 2}
+}
+
+// exec runs one sandbox to completion, the timeout, or ctx's end. On the
+// timeout or cancellation it kills the whole tree: bubblewrap's process
+// group, and the sandbox's pid namespace through its init process (when
+// a pid namespace's init dies, the kernel kills everything in it). It
+// returns only once every process of the sandbox is gone.
+func (b *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) {
+	pipes, err := openBwrapPipes()
+	if err != nil {
+		return execResult{}, err
+	}
+	// Last: after the argument writer is done with its end.
+	defer pipes.close()
+	cg, err := b.createCgroup(s)
+	if err != nil {
+		return execResult{}, err
+	}
+	if cg != nil {
+		defer b.destroyCgroup(cg)
+	}
+
+	stdout, stderr := sandbox.NewHeadTailBuffer(s.outputLimit), sandbox.NewHeadTailBuffer(s.outputLimit)
+	cmd := b.bwrapCmd(s, pipes, stdout, stderr)
+	options := b.args(s)
+	start := time.Now()
+	if err := b.start(cmd, pipes, cg); err != nil {
+		return execResult{}, err
+	}
+	// bwrap reads all arguments before it writes the info report, so this
+	// write finishes (or fails, if bwrap died) before sandboxInit returns.
+	writeDone := pipes.sendArgs(options)
+	defer func() { <-writeDone }()
+	pidfd := sandboxInit(pipes.infoR)
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+	}
+
+	timedOut, cancelled, waitErr := waitOrKill(ctx, cmd, pidfd, s.timeout)
+	if !b.reap(pidfd) {
+		b.log.Error("sandbox processes outlived their sandbox", "pid", cmd.Process.Pid)
+	}
+	res := execResult{exitCode: -1, timedOut: timedOut, duration: time.Since(start),
+		stdout: stdout.Bytes(), stderr: stderr.Bytes(), truncated: stdout.Truncated() || stderr.Truncated()}
+	if cmd.ProcessState != nil {
+		res.exitCode = cmd.ProcessState.ExitCode()
+	}
+	if cancelled {
+		return res, fmt.Errorf("sandbox: run cancelled: %w", context.Cause(ctx))
+	}
+	return res, b.execError(res, waitErr)
+}
+
+// bwrapPipes are the two pipes to bubblewrap besides its output: it
+// reports its sandbox's init on info (fd 3, --info-fd) and reads its
+// options from args (fd 4, --args). The options go through a pipe, not
+// argv: the sandbox can read its init's /proc/1/cmdline, which would show
+// host paths.
+type bwrapPipes struct {
+	infoR, infoW *os.File
+	argsR, argsW *os.File
+}
+
+func openBwrapPipes() (*bwrapPipes, error) {
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	argsR, argsW, err := os.Pipe()
+	if err != nil {
+		infoR.Close()
+		infoW.Close()
+		return nil, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	return &bwrapPipes{infoR: infoR, infoW: infoW, argsR: argsR, argsW: argsW}, nil
+}
+
+// closeChildEnds closes the ends bubblewrap has inherited once it started.
+func (pp *bwrapPipes) closeChildEnds() {
+	pp.infoW.Close()
+	pp.argsR.Close()
+}
+
+// close closes every end (those closed already are left alone).
+func (pp *bwrapPipes) close() {
+	for _, f := range []*os.File{pp.infoR, pp.infoW, pp.argsR, pp.argsW} {
+		_ = f.Close()
+	}
+}
+
+// sendArgs writes the options, NUL-terminated, in the background and
+// closes the pipe; the channel is closed when it is done.
+func (pp *bwrapPipes) sendArgs(args []string) <-chan struct{} {
+	var buf bytes.Buffer
+	for _, a := range args {
+		buf.WriteString(a)
+		buf.WriteByte(0)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = pp.argsW.Write(buf.Bytes())
+		pp.argsW.Close()
+	}()
+	return done
+}
+
+// createCgroup makes the run's own cgroup, or returns nil when the spec
+// asks for none or no cgroup is usable.
+func (b *Backend) createCgroup(s *sandboxSpec) (*runCgroup, error) {
+	if s.cgroup == nil || b.cg == nil {
+		return nil, nil
+	}
+	return b.cg.create(*s.cgroup)
+}
+
+func (b *Backend) destroyCgroup(cg *runCgroup) {
+	if err := cg.destroy(); err != nil {
+		b.log.Error("sandbox cgroup left behind", "err", err)
+	}
+}
+
+// bwrapCmd is the bubblewrap process, not started.
+func (b *Backend) bwrapCmd(s *sandboxSpec, pipes *bwrapPipes, stdout, stderr io.Writer) *exec.Cmd {
+	cmd := exec.Command(b.bwrap, append([]string{"--args", "4", "--"}, b.command(s)...)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap needs nothing of the worker's environment
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.ExtraFiles = []*os.File{pipes.infoW, pipes.argsR} // fd 3: --info-fd, fd 4: --args
+	// Pdeathsig: a worker that dies takes its sandboxes with it
+	// (bubblewrap's --die-with-parent does the rest).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// start starts bubblewrap and moves it into the run's cgroup (if any)
+// before it can start anything of the sandbox.
+func (b *Backend) start(cmd *exec.Cmd, pipes *bwrapPipes, cg *runCgroup) error {
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("sandbox: start %s: %w", b.bwrap, err)
+	}
+	pipes.closeChildEnds()
+	if cg == nil {
+		return nil
+	}
+	// bwrap is now blocked reading its options from the pipe, which
+	// nothing has written yet: it has forked nothing and run nothing
+	// of the sandbox. Moving it into the run's cgroup here is therefore
+	// race-free, and everything the sandbox starts is born inside. (A
+	// clone straight into the cgroup, SysProcAttr.UseCgroupFD, would
+	// do the same on cgroup v2 only; v1 hosts need this way.)
+	if err := cg.add(cmd.Process.Pid); err != nil {
+		pipes.argsW.Close()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return err
+	}
+	return nil
+}
+
+// waitOrKill waits for bubblewrap to exit. At the timeout or when ctx
+// ends first, it kills the sandbox's init (pidfd) and bubblewrap's process
+// group, then waits for the exit.
+func waitOrKill(ctx context.Context, cmd *exec.Cmd, pidfd int, timeout time.Duration) (timedOut, cancelled bool, waitErr error) {
+	waitc := make(chan error, 1)
+	go func() { waitc <- cmd.Wait() }()
+	// A timer, not an injected clock: this bounds a real process.
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-waitc:
+		return false, false, err
+	case <-timer.C:
+		timedOut = true
+	case <-ctx.Done():
+		cancelled = true
+	}
+	if pidfd >= 0 {
+		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	return timedOut, cancelled, <-waitc
+}
+
+// execError is the error of a sandbox that ran to its end or its timeout:
+// none for the command's own failures, one when bubblewrap could not be
+// waited for or could not set the sandbox up.
+func (b *Backend) execError(res execResult, waitErr error) error {
+	var exitErr *exec.ExitError
+	switch {
+	case waitErr == nil, errors.As(waitErr, &exitErr):
+	case errors.Is(waitErr, exec.ErrWaitDelay):
+		// The tree is dead (reap) but something kept a pipe open a while;
+		// what was read is the output.
+		b.log.Warn("sandbox output pipes stayed open after exit")
+	default:
+		return fmt.Errorf("sandbox: wait for %s: %w", b.bwrap, waitErr)
+	}
+	if !res.timedOut && setupFailed(res) {
+		return fmt.Errorf("sandbox: bubblewrap could not set up the sandbox: %s", firstLine(string(res.stderr)))
+	}
+	return nil
+}
+
+// sandboxInit reads bubblewrap's --info-fd report and returns a pidfd for
+// the sandbox's init process (-1 when it is already gone). A pidfd cannot
+// be confused with a later process that reuses the pid.
+func sandboxInit(info *os.File) int {
+	_ = info.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var v struct {
+		ChildPID int `json:"child-pid"`
+	}
+	// Decode one value: the fd may stay open as long as the sandbox runs.
+	if err := json.NewDecoder(info).Decode(&v); err != nil || v.ChildPID <= 0 {
+		return -1
+	}
+	fd, err := unix.PidfdOpen(v.ChildPID, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// reap kills the sandbox's init (a no-op when it has exited) and waits up
+// to 10s for it to be gone, which means every process of its pid namespace
+// is gone too.
+func (b *Backend) reap(pidfd int) bool {
+	if pidfd < 0 {
+		return true
+	}
+	_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ms := int(time.Until(deadline).Milliseconds())
+		if ms <= 0 {
+			return false
+		}
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, ms)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0
+	}
+}
+
+// setupFailed tells the failures of bubblewrap, prlimit and setpriv (the
+// sandbox never ran) from the command's. Their messages are prefixed with
+// the tool's name, and the command has not started when they print. That
+// the command itself cannot be executed ("failed to execute", exit 126 or
+// 127) is the command's failure, as in a shell.
+func setupFailed(r execResult) bool {
+	if r.exitCode == 0 {
+		return false
+	}
+	s := string(r.stderr)
+	for _, tool := range []string{"bwrap: ", "prlimit: ", "setpriv: "} {
+		if strings.HasPrefix(s, tool) && !strings.HasPrefix(s, tool+"failed to execute") {
+			return true
+		}
+	}
+	return false
+}
+
+// writeEtc writes the synthesized /etc files into dir.
+func writeEtc(dir string, uid uint32) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	id := strconv.FormatUint(uint64(uid), 10)
+	files := map[string]string{
+		"passwd":        "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:" + id + ":" + id + ":sandbox:/tmp:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"group":         "root:x:0:\nsandbox:x:" + id + ":\nnogroup:x:65534:\n",
+		"hosts":         "127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost ip6-loopback\n",
+		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countUserTasks counts the processes and threads of uid (best effort).
+func countUserTasks(uid int) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	want := strconv.Itoa(uid)
+	n := 0
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		var realUID string
+		threads := 1
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+				if f := strings.Fields(v); len(f) > 0 {
+					realUID = f[0]
+				}
+			} else if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+				threads, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+		if realUID == want {
+			n += threads
+		}
+	}
+	return n
+}
