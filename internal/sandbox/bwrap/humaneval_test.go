@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,8 +55,15 @@ func loadHumanEval(t testing.TB) []humanEvalProblem {
 	path := filepath.Join(datasetsDir(t), "HumanEval.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
-		t.Fatalf("HumanEval dataset missing (%v): put HumanEval.jsonl in ../shared/datasets of the module root, "+
+		// A fresh clone outside CI has no ../shared: say so in one line and
+		// let the rest of the suite pass. In CI the dataset is a dependency,
+		// and a missing dependency fails the run.
+		msg := fmt.Sprintf("HumanEval dataset missing (%v): put HumanEval.jsonl in ../shared/datasets of the module root, "+
 			"or set AUTOCODER_DATASETS to its directory", err)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
 	}
 	defer f.Close()
 	var out []humanEvalProblem
