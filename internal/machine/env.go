@@ -3,6 +3,7 @@ package machine
 import (
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/pyscan"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -28,11 +29,11 @@ func (m *stepper) env(c int, codeBusy bool) (image string, set []string, ready b
 	dists, unknown := m.scan(sol)
 	have := map[string]bool{}
 	for _, p := range append(append(append([]string{}, dists...), *pkgs...), *asked...) {
-		have[canonical(p)] = true
+		have[protocol.CanonicalName(p)] = true
 	}
 	var still []string
 	for _, u := range unknown {
-		if !have[canonical(u)] {
+		if !have[protocol.CanonicalName(u)] {
 			still = append(still, u)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -379,7 +379,7 @@ func (m *stepper) accept() {
 // fixed like one (the next acceptance run is its verification).
 func (m *stepper) accepted(out messages.AcceptanceOutput) {
 	s := m.s
-	out.Output = prompts.Trim(out.Output, reportOutputBudget)
+	out.Output = protocol.Trim(out.Output, reportOutputBudget)
 	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
 	s.Acceptance = &out
 	if out.OK {
@@ -403,7 +403,7 @@ func (m *stepper) accepted(out messages.AcceptanceOutput) {
 			TestName:         "acceptance_run",
 			ErrorMessage:     problems,
 			ActualBehavior:   out.Output,
-			ExpectedBehavior: "the script runs on the samples in /var/inputs and writes every declared output to /var/outputs/<name>",
+			ExpectedBehavior: "the script runs on the samples in " + protocol.InputsDir + " and writes every declared output to " + protocol.OutputPath("<name>"),
 			RootCause:        "the script fails on the real sample data",
 			SuggestedFix:     "make the __main__ block read the samples and write each declared output",
 			ErrorType:        messages.ErrorLogic,
@@ -454,7 +454,7 @@ func (m *stepper) stageFailed(p Pending, r *messages.StageResult) {
 		return
 	case r.Stage == messages.StagePackageReplacement:
 		m.replacementMaps()
-		m.s.Replacements[canonical(p.Package)] = ""
+		m.s.Replacements[protocol.CanonicalName(p.Package)] = ""
 		m.note("the package_replacement stage failed (" + firstLine(r.Error) + "): building without " + p.Package)
 		m.advance()
 		return
@@ -678,8 +678,8 @@ func failuresFromReport(r *messages.TestReport) []messages.Failure {
 		r = &messages.TestReport{}
 	}
 	for _, c := range r.Cases {
-		if prompts.Failing(c) {
-			out = append(out, messages.Failure{TestName: prompts.TestID(c), ErrorMessage: c.Message, ActualBehavior: c.Details, ErrorType: messages.ErrorLogic})
+		if protocol.Failing(c) {
+			out = append(out, messages.Failure{TestName: protocol.TestID(c), ErrorMessage: c.Message, ActualBehavior: c.Details, ErrorType: messages.ErrorLogic})
 		}
 	}
 	if len(out) == 0 {
@@ -716,17 +716,6 @@ func firstLine(s string) string {
 	return s
 }
 
-// canonical is the PEP 503 normal form of a distribution name, ignoring any
-// version specifier.
-func canonical(p string) string {
-	name := p
-	if i := strings.IndexAny(name, "=<>!~[;"); i >= 0 {
-		name = name[:i]
-	}
-	name = strings.ToLower(strings.TrimSpace(name))
-	return strings.NewReplacer("_", "-", ".", "-").Replace(name)
-}
-
 func validPackages(ps []string) []string {
 	var out []string
 	for _, p := range ps {
@@ -743,25 +732,25 @@ func normPackages(ps []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, p := range ps {
-		c := canonical(p)
+		c := protocol.CanonicalName(p)
 		if c == "" || seen[c] {
 			continue
 		}
 		seen[c] = true
 		out = append(out, strings.TrimSpace(p))
 	}
-	sort.Slice(out, func(i, j int) bool { return canonical(out[i]) < canonical(out[j]) })
+	sort.Slice(out, func(i, j int) bool { return protocol.CanonicalName(out[i]) < protocol.CanonicalName(out[j]) })
 	return out
 }
 
 func newPackages(have, want []string) []string {
 	h := map[string]bool{}
 	for _, p := range have {
-		h[canonical(p)] = true
+		h[protocol.CanonicalName(p)] = true
 	}
 	var out []string
 	for _, p := range want {
-		if c := canonical(p); c != "" && !h[c] {
+		if c := protocol.CanonicalName(p); c != "" && !h[c] {
 			h[c] = true
 			out = append(out, strings.TrimSpace(p))
 		}
@@ -772,11 +761,11 @@ func newPackages(have, want []string) []string {
 func removePackages(ps, bad []string) []string {
 	b := map[string]bool{}
 	for _, p := range bad {
-		b[canonical(p)] = true
+		b[protocol.CanonicalName(p)] = true
 	}
 	var out []string
 	for _, p := range ps {
-		if !b[canonical(p)] {
+		if !b[protocol.CanonicalName(p)] {
 			out = append(out, p)
 		}
 	}

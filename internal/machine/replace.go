@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/pyscan"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -27,7 +28,7 @@ func (m *stepper) askReplacements(p Pending, out messages.BuildOutput) {
 	for _, bad := range out.InvalidPackages {
 		orig := m.origin(bad)
 		if s.ReplaceTries[orig] >= maxReplaceTries {
-			s.Replacements[canonical(bad)] = ""
+			s.Replacements[protocol.CanonicalName(bad)] = ""
 			m.note("no package found in place of " + orig + " after " + itoa(maxReplaceTries) + " tries: building without it")
 			continue
 		}
@@ -69,7 +70,7 @@ func (m *stepper) replaced(p Pending, r *messages.StageResult) {
 		rep = "" // known missing already
 	}
 	m.replacementMaps()
-	s.Replacements[canonical(p.Package)] = rep
+	s.Replacements[protocol.CanonicalName(p.Package)] = rep
 	if rep == "" {
 		m.note("no replacement for " + p.Package + ": building without it")
 	} else {
@@ -88,14 +89,14 @@ func (m *stepper) substitute(ps []string) []string {
 	}
 	out := append([]string{}, ps...)
 	for _, p := range ps {
-		cur := canonical(p)
+		cur := protocol.CanonicalName(p)
 		for i := 0; i <= maxReplaceTries; i++ {
 			rep, ok := s.Replacements[cur]
 			if !ok || rep == "" {
 				break
 			}
 			out = append(out, rep)
-			cur = canonical(rep)
+			cur = protocol.CanonicalName(rep)
 		}
 	}
 	return out
@@ -103,11 +104,11 @@ func (m *stepper) substitute(ps []string) []string {
 
 // origin is the package a (possibly replacement) name stands in for.
 func (m *stepper) origin(name string) string {
-	c := canonical(name)
+	c := protocol.CanonicalName(name)
 	for i := 0; i <= maxReplaceTries; i++ {
 		found := false
 		for _, from := range replacementKeys(m.s.Replacements) { // sorted: Step stays deterministic
-			if to := m.s.Replacements[from]; to != "" && canonical(to) == c {
+			if to := m.s.Replacements[from]; to != "" && protocol.CanonicalName(to) == c {
 				c, found = from, true
 				break
 			}
@@ -129,15 +130,15 @@ func (m *stepper) tried(orig string) []string {
 			break
 		}
 		out = append(out, rep)
-		cur = canonical(rep)
+		cur = protocol.CanonicalName(rep)
 	}
 	return out
 }
 
 func containsCanonical(list []string, name string) bool {
-	c := canonical(name)
+	c := protocol.CanonicalName(name)
 	for _, x := range list {
-		if canonical(x) == c {
+		if protocol.CanonicalName(x) == c {
 			return true
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -59,7 +59,7 @@ func (m *stepper) ran(r *messages.StageResult) {
 	if !m.decode(r, &out) {
 		return
 	}
-	out.Output = prompts.Trim(out.Output, reportOutputBudget)
+	out.Output = protocol.Trim(out.Output, reportOutputBudget)
 	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
 	m.s.Acceptance = &out
 	if out.OK {

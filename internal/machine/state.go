@@ -160,7 +160,7 @@ const (
 // Track follows one failing test across iterations, so the loop can tell a
 // failure that survived its repair from a new one.
 type Track struct {
-	Test      string `json:"test"`      // prompts.TestID form
+	Test      string `json:"test"`      // protocol.TestID form
 	Signature string `json:"signature"` // normalised error (see Signature)
 	Since     int    `json:"since"`     // iteration in which this signature first appeared
 	Runs      int    `json:"runs"`      // consecutive runs with this signature

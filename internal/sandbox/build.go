@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -438,15 +439,13 @@ func (p *Process) missingPackages(ctx context.Context, pkgs []string) ([]string,
 	return missing, nil
 }
 
-var nameSepRe = regexp.MustCompile(`[-_.]+`)
-
 // CanonicalName is the PEP 503 normalized distribution name of a requirement.
 func CanonicalName(req string) string {
 	name := req
 	if i := strings.IndexAny(req, "[<>=!~"); i >= 0 {
 		name = req[:i]
 	}
-	return nameSepRe.ReplaceAllString(strings.ToLower(name), "-")
+	return protocol.CanonicalName(name)
 }
 
 // NormalizePackages validates requirement strings and returns them

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,8 +47,8 @@ const (
 const (
 	envMount       = "/opt/venv"
 	workspaceMount = "/workspace"
-	inputsMount    = "/var/inputs"
-	outputsMount   = "/var/outputs"
+	inputsMount    = protocol.InputsDir
+	outputsMount   = protocol.OutputsDir
 	sandboxPython  = envMount + "/bin/python"
 	sandboxPATH    = envMount + "/bin:/usr/local/bin:/usr/bin:/bin"
 )

@@ -16,14 +16,15 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
 )
 
 // Paths inside every sandbox (Contract 2 (docs/contracts.md)).
 const (
 	workspaceDir = "/workspace"
-	inputsDir    = "/var/inputs"
-	outputsDir   = "/var/outputs"
+	inputsDir    = protocol.InputsDir
+	outputsDir   = protocol.OutputsDir
 	defaultPATH  = "/usr/local/bin:/usr/bin:/bin"
 )
 
