@@ -369,7 +369,7 @@ func (m *stepper) accept() {
 	s.Phase = PhaseAccepting
 	m.dispatch(messages.StageAcceptance, messages.AcceptanceInput{
 		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
-		Code: s.Solution.Code, Samples: s.Samples, Outputs: s.Spec.Outputs,
+		Code: s.Solution.Code, Samples: s.Samples, Args: protocol.FileArgs(s.Samples), Outputs: s.Spec.Outputs,
 		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
 	})
 }
@@ -501,15 +501,7 @@ func (m *stepper) record(p Pending, r *messages.StageResult) {
 		s.CacheHits++
 	}
 	m.appendHistory(r.Messages)
-	outcome := "ok"
-	if r.Error != "" {
-		outcome = "error: " + firstLine(r.Error)
-	} else if r.Stage == messages.StageRunTests {
-		var rep messages.TestReport
-		if json.Unmarshal(r.Output, &rep) == nil {
-			outcome = reportSummary(rep)
-		}
-	}
+	outcome := outcomeOf(r)
 	if p.Candidate > 0 {
 		outcome = fmt.Sprintf("candidate %d: %s", p.Candidate, outcome)
 	}
@@ -525,6 +517,30 @@ func (m *stepper) record(p Pending, r *messages.StageResult) {
 	}
 	m.emit(messages.Event{Type: messages.EventStageFinished, Stage: r.Stage, Seq: r.Seq,
 		Iteration: p.Iteration, Cached: r.Cached, Outcome: outcome})
+}
+
+// outcomeOf says in a few words what a stage result was: its error, a test
+// run's counts, a script run's problems, or "ok".
+func outcomeOf(r *messages.StageResult) string {
+	if r.Error != "" {
+		return "error: " + firstLine(r.Error)
+	}
+	switch r.Stage {
+	case messages.StageRunTests:
+		var rep messages.TestReport
+		if json.Unmarshal(r.Output, &rep) == nil {
+			return reportSummary(rep)
+		}
+	case messages.StageAcceptance, messages.StageRun:
+		var out messages.AcceptanceOutput
+		if json.Unmarshal(r.Output, &out) == nil && !out.OK {
+			if len(out.Problems) == 0 {
+				return "failed"
+			}
+			return "failed: " + firstLine(strings.Join(out.Problems, "; "))
+		}
+	}
+	return "ok"
 }
 
 func (m *stepper) dispatch(stage messages.Stage, input any) bool {

@@ -222,3 +222,43 @@ func TestConstraintStageFailureIsAdvisory(t *testing.T) {
 		t.Fatalf("status %s: %s (stages %v)", s.Status, s.Error, stagesOf(cmds))
 	}
 }
+
+// The acceptance run names every sample by its option, so a script whose
+// sample options are required runs; a failed acceptance says so in its
+// stage record and progress event, not "ok".
+func TestAcceptancePassesSamplesAndSaysHowItWent(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.answers[messages.StageAcceptance] = []any{
+		messages.AcceptanceOutput{ExitCode: 2, Problems: []string{"solution.py exited with code 2: the following arguments are required: --sales"}},
+		messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"total": 12.5}},
+	}
+	w.answers[messages.StageFix] = []any{messages.Solution{Language: "python", Code: "def f():\n    return 2\n"}}
+	spec := messages.JobSpec{Prompt: "sum sales", Samples: map[string]string{"sales": salesRefs[0].Object},
+		Outputs: map[string]messages.Type{"total": messages.TypeFloat}}
+	s, _, cmds := run(t, w, spec, salesRefs)
+	if s.Status != messages.StatusSucceeded {
+		t.Fatalf("status %s: %s", s.Status, s.Error)
+	}
+	acc := dispatched(cmds, messages.StageAcceptance)
+	if len(acc) != 2 {
+		t.Fatalf("%d acceptance runs, want 2", len(acc))
+	}
+	var in messages.AcceptanceInput
+	if err := json.Unmarshal(acc[0].Input, &in); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"sales": "/var/inputs/sales.csv"}, in.Args); diff != "" {
+		t.Errorf("acceptance args (-want +got):\n%s", diff)
+	}
+	var outcomes []string
+	for _, c := range cmds {
+		if e := c.Emit; e != nil && e.Type == messages.EventStageFinished && e.Stage == messages.StageAcceptance {
+			outcomes = append(outcomes, e.Outcome)
+		}
+	}
+	want := []string{"failed: solution.py exited with code 2: the following arguments are required: --sales", "ok"}
+	if diff := cmp.Diff(want, outcomes); diff != "" {
+		t.Errorf("acceptance outcomes (-want +got):\n%s", diff)
+	}
+}

@@ -1,6 +1,9 @@
 package protocol
 
-import "strings"
+import (
+	"github.com/autocoder/autocoder/pkg/messages"
+	"strings"
+)
 
 // The generated files, in the sandbox's working directory.
 const (
@@ -29,3 +32,19 @@ func OutputPath(name string) string { return OutputsDir + "/" + name }
 
 // Option is the command-line option of an input or a sample: "--name".
 func Option(name string) string { return "--" + name }
+
+// FileArgs are the options that name every sample and File/Dir input of a
+// run: --name /var/inputs/<file name>. The harness passes them on every run
+// of the script (the acceptance run and every later run), so a script whose
+// sample options are required (argparse's required=True) works as well as
+// one that falls back to the default paths.
+func FileArgs(refs []messages.SampleRef) map[string]string {
+	if len(refs) == 0 {
+		return nil
+	}
+	args := make(map[string]string, len(refs))
+	for _, r := range refs {
+		args[r.Name] = InputPath(r.FileName)
+	}
+	return args
+}

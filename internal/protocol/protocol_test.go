@@ -106,3 +106,18 @@ func TestTrim(t *testing.T) {
 		t.Error("Trim split a rune")
 	}
 }
+
+func TestFileArgs(t *testing.T) {
+	t.Parallel()
+	refs := []messages.SampleRef{
+		{Name: "sales", Object: "sha256:" + strings.Repeat("a", 64) + ".csv", FileName: "sales.csv"},
+		{Name: "tree", Object: "sha256:" + strings.Repeat("b", 64), FileName: "tree", Dir: true},
+	}
+	want := map[string]string{"sales": "/var/inputs/sales.csv", "tree": "/var/inputs/tree"}
+	if diff := cmp.Diff(want, FileArgs(refs)); diff != "" {
+		t.Errorf("FileArgs (-want +got):\n%s", diff)
+	}
+	if got := FileArgs(nil); got != nil {
+		t.Errorf("FileArgs(nil) = %v, want nil", got)
+	}
+}
