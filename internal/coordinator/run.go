@@ -55,7 +55,7 @@ func (c *Coordinator) PrepareRun(ctx context.Context, jobID string, req messages
 		return nil, err
 	}
 	spec := *res.Spec
-	run := &machine.Run{FromJob: from, Solution: *res.Solution, Image: res.Image,
+	run := &machine.Rerun{FromJob: from, Solution: *res.Solution, Image: res.Image,
 		Packages: res.DetectedPackages, SystemPackages: res.DetectedSystemPackages}
 	// The package set the image was built for is on the job's state; the
 	// result's detected packages stand in if the state is gone.
@@ -75,7 +75,7 @@ func (c *Coordinator) PrepareRun(ctx context.Context, jobID string, req messages
 	if len(run.Args) == 0 {
 		run.Args = nil
 	}
-	return &machine.Submission{JobID: jobID, Spec: spec, Samples: refs, Run: run}, nil
+	return &machine.Submission{JobID: jobID, Spec: spec, Samples: refs, Rerun: run}, nil
 }
 
 // badRun is a problem with a run request.

@@ -104,12 +104,12 @@ func TestPrepareRun(t *testing.T) {
 			if diff := cmp.Diff(tc.wantSamples, sub.Samples); diff != "" {
 				t.Errorf("samples (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantArgs, sub.Run.Args); diff != "" {
+			if diff := cmp.Diff(tc.wantArgs, sub.Rerun.Args); diff != "" {
 				t.Errorf("args (-want +got):\n%s", diff)
 			}
-			if sub.JobID != "run-1" || sub.Run.FromJob != "job-src" || sub.Run.Solution.Code != "print(1)\n" || sub.Run.Image != "env-1" ||
-				!cmp.Equal(sub.Run.Packages, []string{"pandas"}) || sub.Spec.Outputs["report"] != messages.TypeFile {
-				t.Errorf("submission %+v run %+v", sub, sub.Run)
+			if sub.JobID != "run-1" || sub.Rerun.FromJob != "job-src" || sub.Rerun.Solution.Code != "print(1)\n" || sub.Rerun.Image != "env-1" ||
+				!cmp.Equal(sub.Rerun.Packages, []string{"pandas"}) || sub.Spec.Outputs["report"] != messages.TypeFile {
+				t.Errorf("submission %+v run %+v", sub, sub.Rerun)
 			}
 		})
 	}

@@ -7,6 +7,10 @@
 //	s, cmds := machine.Step(machine.State{}, machine.Event{Kind: machine.EventSubmitted, Time: now, Submit: sub})
 //	for _, c := range cmds { ... publish c.Dispatch, c.Emit; store c.Finish ... }
 //
+// What each stage's result does is one table, at the top of results.go;
+// every phase change goes through stepper.enter. A submission with a Rerun
+// runs a finished job's script on new data instead (rerun.go).
+//
 // The loop: profile the samples, plan, then write the code and the tests
 // concurrently (the tests depend on the plan, not the code). Packages come
 // from a static import scan (the model maps only the imports the tables

@@ -43,7 +43,7 @@ func (m *stepper) env(c int, codeBusy bool) (image string, set []string, ready b
 		}
 		*asked = append(*asked, still...)
 		if c == 0 {
-			s.Phase = PhasePackages
+			m.enter(PhasePackages)
 		}
 		m.dispatchWith(messages.StagePackages, messages.PackagesInput{Imports: still, Stdlib: s.Stdlib}, Pending{Candidate: c})
 		return "", nil, false

@@ -40,15 +40,7 @@ func Step(prev State, ev Event) (State, []Command) {
 		m.record(p, r)
 		switch {
 		case p.Orphan:
-			// A losing candidate's stage: counted and listed, nothing more,
-			// except that an image is worth keeping.
-			var out messages.BuildOutput
-			if r.Stage == messages.StageBuild && r.Error == "" && p.Env != "" && json.Unmarshal(r.Output, &out) == nil && out.Image != "" {
-				if s.Images == nil {
-					s.Images = map[string]string{}
-				}
-				s.Images[p.Env] = out.Image
-			}
+			m.orphanResult(p, r) // results.go
 		case r.Error != "":
 			m.stageFailed(p, r)
 		default:
@@ -64,6 +56,9 @@ func Step(prev State, ev Event) (State, []Command) {
 	}
 	return s, m.cmds
 }
+
+// enter moves the job to phase p: every phase change goes through here.
+func (m *stepper) enter(p Phase) { m.s.Phase = p }
 
 type stepper struct {
 	s    *State
@@ -94,12 +89,12 @@ func (m *stepper) submit(sub *Submission) {
 	}
 	s.Packages = normPackages(sub.Spec.Options.BasePackages)
 	m.emit(messages.Event{Type: messages.EventJobStarted, Message: "job accepted"})
-	if sub.Run != nil {
-		m.startRun(sub.Run) // run.go
+	if sub.Rerun != nil {
+		m.startRerun(sub.Rerun) // rerun.go
 		return
 	}
 	if len(s.Samples) > 0 {
-		s.Phase = PhaseProfiling
+		m.enter(PhaseProfiling)
 		m.dispatch(messages.StageProfile, messages.ProfileInput{
 			Samples: s.Samples, MaxSampleRows: s.Spec.Options.MaxSampleRows, Constraints: s.Spec.Constraints,
 		})
@@ -109,7 +104,7 @@ func (m *stepper) submit(sub *Submission) {
 }
 
 func (m *stepper) plan() {
-	m.s.Phase = PhasePlanning
+	m.enter(PhasePlanning)
 	m.dispatch(messages.StagePlan, messages.PlanInput{Task: m.s.Task, DataContext: m.s.DataContext})
 }
 
@@ -118,7 +113,7 @@ func (m *stepper) plan() {
 // independent solutions (see candidates.go).
 func (m *stepper) generate() {
 	s := m.s
-	s.Phase = PhaseGenerating
+	m.enter(PhaseGenerating)
 	in := messages.CodeInput{Task: s.Task, DataContext: s.DataContext, Plan: planOf(s), BasePackages: s.Spec.Options.BasePackages}
 	k := s.Spec.Options.Candidates
 	if k > 1 && s.Spec.Options.SkipTests {
@@ -132,132 +127,6 @@ func (m *stepper) generate() {
 	}
 	if !s.Spec.Options.SkipTests {
 		m.dispatch(messages.StageTests, messages.TestsInput{Task: s.Task, DataContext: s.DataContext, Plan: planOf(s)})
-	}
-}
-
-// result routes a successful stage result.
-func (m *stepper) result(p Pending, r *messages.StageResult) {
-	s := m.s
-	switch r.Stage {
-	case messages.StageProfile:
-		var out messages.ProfileOutput
-		if !m.decode(r, &out) {
-			return
-		}
-		s.DataContext = out.DataContext
-		s.GeneratedSchemas = out.GeneratedSchemas
-		m.constrain(out) // constraint.go: alongside planning
-		m.plan()
-
-	case messages.StagePlan:
-		var out messages.Plan
-		if !m.decode(r, &out) {
-			return
-		}
-		s.Plan = &out
-		if m.busy(0, messages.StageConstraint) {
-			return // generation starts when the checks arrive (constraint.go)
-		}
-		m.generate()
-
-	case messages.StageCode:
-		var out messages.Solution
-		if !m.decode(r, &out) {
-			return
-		}
-		if p.Candidate > 0 {
-			if c := m.candidate(p.Candidate); c != nil {
-				c.Solution = &out
-			}
-		} else {
-			s.Solution = &out
-		}
-		m.advance()
-
-	case messages.StageFix:
-		var out messages.Solution
-		if !m.decode(r, &out) {
-			return
-		}
-		s.Solution = &out
-		m.fixArrived()
-
-	case messages.StageVerify:
-		var out messages.FixVerification
-		if !m.decode(r, &out) {
-			return
-		}
-		m.verified(out)
-
-	case messages.StageTests:
-		var out messages.Tests
-		if !m.decode(r, &out) {
-			return
-		}
-		s.Tests = &out
-		m.advance()
-
-	case messages.StagePatchTests:
-		var out messages.PatchTestsOutput
-		if !m.decode(r, &out) {
-			return
-		}
-		m.patched(out)
-
-	case messages.StagePackages:
-		var out messages.Packages
-		if !m.decode(r, &out) {
-			return
-		}
-		if p.Candidate > 0 {
-			if c := m.candidate(p.Candidate); c != nil {
-				c.Packages = normPackages(append(c.Packages, validPackages(out.Packages)...))
-			}
-		} else {
-			s.Packages = normPackages(append(s.Packages, validPackages(out.Packages)...))
-		}
-		m.advance()
-
-	case messages.StageBuild:
-		var out messages.BuildOutput
-		if !m.decode(r, &out) {
-			return
-		}
-		m.built(p, out)
-
-	case messages.StageRunTests:
-		var out messages.TestReport
-		if !m.decode(r, &out) {
-			return
-		}
-		if p.Candidate > 0 {
-			m.candidateReport(p.Candidate, out)
-			return
-		}
-		m.report(out)
-
-	case messages.StageDiagnose:
-		var out messages.Diagnosis
-		if !m.decode(r, &out) {
-			return
-		}
-		m.route(out)
-
-	case messages.StageAcceptance:
-		var out messages.AcceptanceOutput
-		if !m.decode(r, &out) {
-			return
-		}
-		m.accepted(out)
-
-	case messages.StageConstraint:
-		m.constrained(r) // constraint.go
-
-	case messages.StagePackageReplacement:
-		m.replaced(p, r) // replace.go
-
-	case messages.StageRun:
-		m.ran(r) // run.go
 	}
 }
 
@@ -297,10 +166,11 @@ func (m *stepper) advance() {
 	}
 	if codeBusy || testsBusy || !ready {
 		if !codeBusy && !testsBusy {
-			s.Phase = PhaseBuilding
+			phase := PhaseBuilding
 			if m.busy(0, messages.StagePackages) {
-				s.Phase = PhasePackages
+				phase = PhasePackages
 			}
+			m.enter(phase)
 		}
 		return
 	}
@@ -321,7 +191,7 @@ func (m *stepper) runTests() {
 	s := m.s
 	m.endRound()
 	s.Iteration++
-	s.Phase = PhaseTesting
+	m.enter(PhaseTesting)
 	m.dispatch(messages.StageRunTests, messages.RunTestsInput{
 		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
 		Code: s.Solution.Code, Tests: s.Tests.Code, Samples: s.Samples,
@@ -351,7 +221,7 @@ func (m *stepper) report(out messages.TestReport) {
 	if m.repeated(fp, "the same code, tests, packages and failures") {
 		return
 	}
-	s.Phase = PhaseDiagnosing
+	m.enter(PhaseDiagnosing)
 	m.dispatch(messages.StageDiagnose, messages.DiagnoseInput{
 		Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: s.Tests.Code,
 		Report: rep, Packages: s.Packages, Hints: m.diagnoseHints(), Stdlib: s.Stdlib,
@@ -366,7 +236,7 @@ func (m *stepper) accept() {
 		m.finish(messages.StatusSucceeded, "")
 		return
 	}
-	s.Phase = PhaseAccepting
+	m.enter(PhaseAccepting)
 	m.dispatch(messages.StageAcceptance, messages.AcceptanceInput{
 		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
 		Code: s.Solution.Code, Samples: s.Samples, Args: protocol.FileArgs(s.Samples), Outputs: s.Spec.Outputs,
@@ -377,7 +247,7 @@ func (m *stepper) accept() {
 // accepted handles the acceptance run. The tests passed but the script may
 // still fail on the real samples: that is a logic failure the tests missed,
 // fixed like one (the next acceptance run is its verification).
-func (m *stepper) accepted(out messages.AcceptanceOutput) {
+func (m *stepper) accepted(_ Pending, out messages.AcceptanceOutput) {
 	s := m.s
 	out.Output = protocol.Trim(out.Output, reportOutputBudget)
 	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
@@ -396,7 +266,7 @@ func (m *stepper) accepted(out messages.AcceptanceOutput) {
 	if m.repeated(fp, "the same code, tests and acceptance failure") {
 		return
 	}
-	s.Phase = PhaseRepairing
+	m.enter(PhaseRepairing)
 	m.note("acceptance run on the samples failed: " + problems)
 	s.Round = &Round{Iteration: s.Iteration, Acceptance: true, BaseCode: s.Solution.Code, BaseTests: testsOf(s),
 		Logic: []messages.Failure{trimFailure(messages.Failure{
@@ -423,14 +293,19 @@ func (m *stepper) built(p Pending, out messages.BuildOutput) {
 		m.advance()               // rebuilds once the replacements are in, or fails the line if nothing changes
 		return
 	}
-	if s.Images == nil {
-		s.Images = map[string]string{}
-	}
 	if p.Env != "" {
-		s.Images[p.Env] = out.Image
+		m.keepImage(p.Env, out.Image)
 	}
 	m.learnStdlib(out.Stdlib) // env.go: a rescan may change the set and rebuild
 	m.advance()
+}
+
+// keepImage registers the image built for the environment env.
+func (m *stepper) keepImage(env, image string) {
+	if m.s.Images == nil {
+		m.s.Images = map[string]string{}
+	}
+	m.s.Images[env] = image
 }
 
 // stageFailed ends the job on a failed stage, except for a candidate's
@@ -440,8 +315,8 @@ func (m *stepper) built(p Pending, out messages.BuildOutput) {
 // test run, as an environment failure).
 func (m *stepper) stageFailed(p Pending, r *messages.StageResult) {
 	switch {
-	case r.Stage == messages.StageVerify && m.s.Round != nil && m.s.Round.Fix == repairVerifying:
-		m.s.Round.Fix = repairAssumed
+	case r.Stage == messages.StageVerify && m.s.Round != nil && m.s.Round.Fix == RepairVerifying:
+		m.s.Round.Fix = RepairAssumed
 		m.note("the verify stage failed (" + firstLine(r.Error) + "): testing the fix unverified")
 		m.advance()
 		return
@@ -476,14 +351,6 @@ func (m *stepper) stageFailed(p Pending, r *messages.StageResult) {
 		status = messages.StatusFailed
 	}
 	m.finish(status, fmt.Sprintf("stage %s failed: %s", r.Stage, r.Error))
-}
-
-func (m *stepper) decode(r *messages.StageResult, v any) bool {
-	if err := json.Unmarshal(r.Output, v); err != nil {
-		m.finish(messages.StatusErrored, fmt.Sprintf("stage %s returned malformed output: %v", r.Stage, err))
-		return false
-	}
-	return true
 }
 
 // record counts a result's usage (per stage too), keeps its conversation and
@@ -606,7 +473,7 @@ func (m *stepper) finish(status messages.JobStatus, reason string) {
 	if s.Done() {
 		return
 	}
-	s.Phase = PhaseDone
+	m.enter(PhaseDone)
 	s.Status = status
 	s.Error = reason
 	t := m.now.Time

@@ -144,7 +144,7 @@ func (m *stepper) unstick(why string) {
 		s.Tracks[i].Repair, s.Tracks[i].Applied = RouteRegenerate, false
 	}
 	s.Round = nil
-	s.Phase = PhaseGenerating
+	m.enter(PhaseGenerating)
 	m.dispatch(messages.StageCode, messages.CodeInput{
 		Task: s.Task, DataContext: s.DataContext, Plan: planOf(s), BasePackages: s.Spec.Options.BasePackages,
 		Attempt: s.Regenerations, Hints: m.failureHistory(),
@@ -306,7 +306,7 @@ func planRepair(failures []messages.Failure, tracks []Track, newEnv bool) repair
 }
 
 // route starts the repair round of a diagnosis (see the top of this file).
-func (m *stepper) route(d messages.Diagnosis) {
+func (m *stepper) route(_ Pending, d messages.Diagnosis) {
 	s := m.s
 	d = trimDiagnosis(d)
 	s.Diagnosis = storedDiagnosis(d)
@@ -344,7 +344,7 @@ func (m *stepper) route(d messages.Diagnosis) {
 	logic, testErrs := capFailures(m, p.Logic, "fix"), capFailures(m, p.TestErrors, "test patch")
 	s.Round = &Round{Iteration: s.Iteration, BaseCode: s.Solution.Code, BaseTests: testsOf(s),
 		Logic: trimFailures(logic), TestErrors: trimFailures(testErrs)}
-	s.Phase = PhaseRepairing
+	m.enter(PhaseRepairing)
 	if len(added)+len(addedSys) > 0 {
 		s.Packages = normPackages(append(s.Packages, added...))
 		s.SystemPackages = normPackages(append(s.SystemPackages, addedSys...))
@@ -376,9 +376,9 @@ func (m *stepper) endRound() {
 		t := &s.Tracks[i]
 		switch t.Repair {
 		case RouteFix:
-			t.Applied = r != nil && r.Fix == repairApplied
+			t.Applied = r != nil && r.Fix == RepairApplied
 		case RoutePatch:
-			t.Applied = r != nil && r.Patch == repairApplied
+			t.Applied = r != nil && r.Patch == RepairApplied
 		case RoutePackages, RouteRegenerate:
 			t.Applied = true
 		}
@@ -394,8 +394,14 @@ func (m *stepper) dispatchFix(missing []string) {
 	in := messages.FixInput{Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: testsOf(s),
 		Failures: r.Logic, Packages: s.Packages, Escalation: r.FixAttempts, Missing: missing}
 	r.FixAttempts++
-	r.Fix = repairPending
+	r.Fix = RepairPending
 	m.dispatch(messages.StageFix, in)
+}
+
+// fixed takes the fixed code and verifies it (fixArrived).
+func (m *stepper) fixed(_ Pending, out messages.Solution) {
+	m.s.Solution = &out
+	m.fixArrived()
 }
 
 // fixArrived verifies a fix: mechanically first, with the verify stage for
@@ -404,7 +410,7 @@ func (m *stepper) dispatchFix(missing []string) {
 func (m *stepper) fixArrived() {
 	s := m.s
 	r := s.Round
-	if r == nil || r.Fix != repairPending {
+	if r == nil || r.Fix != RepairPending {
 		m.advance()
 		return
 	}
@@ -413,25 +419,25 @@ func (m *stepper) fixArrived() {
 	case len(missing) > 0:
 		m.fixNotApplied(missing, "the mechanical check")
 	case len(undecided) == 0 && hasSuggestions(r.Logic):
-		r.Fix = repairApplied
+		r.Fix = RepairApplied
 		m.advance()
 	case len(undecided) == 0 || r.Acceptance:
-		r.Fix = repairAssumed
+		r.Fix = RepairAssumed
 		m.advance()
 	default:
-		r.Fix = repairVerifying
+		r.Fix = RepairVerifying
 		m.dispatch(messages.StageVerify, messages.VerifyInput{OldCode: r.BaseCode, NewCode: s.Solution.Code, Failures: undecided})
 	}
 }
 
-func (m *stepper) verified(v messages.FixVerification) {
+func (m *stepper) verified(_ Pending, v messages.FixVerification) {
 	r := m.s.Round
-	if r == nil || r.Fix != repairVerifying {
+	if r == nil || r.Fix != RepairVerifying {
 		m.advance()
 		return
 	}
 	if v.AllFixesApplied && len(v.MissingFixes) == 0 {
-		r.Fix = repairApplied
+		r.Fix = RepairApplied
 		m.advance()
 		return
 	}
@@ -454,7 +460,7 @@ func (m *stepper) fixNotApplied(missing []string, by string) {
 		m.dispatchFix(missing)
 		return
 	}
-	r.Fix = repairUnverified
+	r.Fix = RepairUnverified
 	m.note(fmt.Sprintf("fix attempt %d was still not applied (%s): %s; testing it anyway", r.FixAttempts, by, joinShort(missing, 3)))
 	m.advance()
 }
@@ -465,7 +471,7 @@ func (m *stepper) dispatchPatch(failures []messages.Failure, missing []string) {
 	in := messages.PatchTestsInput{Task: s.Task, Code: s.Solution.Code, Tests: testsOf(s), Failures: failures,
 		Escalation: r.PatchAttempts, Missing: missing}
 	r.PatchAttempts++
-	r.Patch = repairPending
+	r.Patch = RepairPending
 	m.dispatch(messages.StagePatchTests, in)
 }
 
@@ -474,7 +480,7 @@ func (m *stepper) dispatchPatch(failures []messages.Failure, missing []string) {
 // It also checks that no other test function changed: a patch that touched
 // a test that was not failing is unverified (the patch stage refuses such
 // patches, so this guards against a worker that does not).
-func (m *stepper) patched(out messages.PatchTestsOutput) {
+func (m *stepper) patched(_ Pending, out messages.PatchTestsOutput) {
 	s := m.s
 	if strings.TrimSpace(out.Tests) != "" {
 		s.Tests = &messages.Tests{Code: out.Tests}
@@ -485,19 +491,19 @@ func (m *stepper) patched(out messages.PatchTestsOutput) {
 		m.note("test patches not applied: " + strings.Join(out.Unapplied, ", "))
 	}
 	r := s.Round
-	if r == nil || r.Patch != repairPending {
+	if r == nil || r.Patch != RepairPending {
 		m.advance()
 		return
 	}
 	if changed := changedOthers(r.BaseTests, testsOf(s), r.TestErrors); len(changed) > 0 {
-		r.Patch = repairUnverified
+		r.Patch = RepairUnverified
 		m.note(fmt.Sprintf("test patch attempt %d changed %s, which were not failing: the patch is unverified", r.PatchAttempts, joinShort(changed, 5)))
 		m.advance()
 		return
 	}
 	left := unpatched(r.BaseTests, testsOf(s), r.TestErrors, out.Unapplied)
 	if len(left) == 0 {
-		r.Patch = repairApplied
+		r.Patch = RepairApplied
 		m.advance()
 		return
 	}
@@ -510,7 +516,7 @@ func (m *stepper) patched(out messages.PatchTestsOutput) {
 		m.dispatchPatch(left, names)
 		return
 	}
-	r.Patch = repairUnverified
+	r.Patch = RepairUnverified
 	m.note(fmt.Sprintf("test patch attempt %d still left %s unchanged; testing anyway", r.PatchAttempts, joinShort(names, 5)))
 	m.advance()
 }

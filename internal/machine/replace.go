@@ -56,11 +56,7 @@ func (m *stepper) replacementMaps() {
 }
 
 // replaced records the model's answer; the next advance rebuilds with it.
-func (m *stepper) replaced(p Pending, r *messages.StageResult) {
-	var out messages.PackageReplacement
-	if !m.decode(r, &out) {
-		return
-	}
+func (m *stepper) replaced(p Pending, out messages.PackageReplacement) {
 	s := m.s
 	rep := ""
 	if out.Replacement != nil {

@@ -20,6 +20,7 @@ const (
 	PhaseDiagnosing Phase = "diagnosing"
 	PhaseRepairing  Phase = "repairing" // fix, test patches and rebuilds, concurrently
 	PhaseAccepting  Phase = "accepting"
+	PhaseRunning    Phase = "running" // a rerun's one phase: the script runs on new data (rerun.go)
 	PhaseDone       Phase = "done"
 )
 
@@ -137,7 +138,7 @@ type Submission struct {
 	JobID   string               `json:"job_id"`
 	Spec    messages.JobSpec     `json:"spec"` // normalised, samples as object refs
 	Samples []messages.SampleRef `json:"samples,omitempty"`
-	Run     *Run                 `json:"run,omitempty"` // a run of a finished job's script (run.go)
+	Rerun   *Rerun               `json:"run,omitempty"` // a run of a finished job's script on new data (rerun.go)
 }
 
 // Command is an output of Step: exactly one field is set.
@@ -196,19 +197,22 @@ type Round struct {
 	Logic      []messages.Failure `json:"logic,omitempty"`      // routed to the code fix
 	TestErrors []messages.Failure `json:"test_errors,omitempty"`
 	// Attempts so far; attempt n is sent with escalation n-1.
-	FixAttempts   int    `json:"fix_attempts,omitempty"`
-	PatchAttempts int    `json:"patch_attempts,omitempty"`
-	Fix           string `json:"fix,omitempty"`   // pending, verifying, applied, assumed or unverified
-	Patch         string `json:"patch,omitempty"` // pending, applied or unverified
+	FixAttempts   int          `json:"fix_attempts,omitempty"`
+	PatchAttempts int          `json:"patch_attempts,omitempty"`
+	Fix           RepairStatus `json:"fix,omitempty"`   // pending, verifying, applied, assumed or unverified
+	Patch         RepairStatus `json:"patch,omitempty"` // pending, applied or unverified
 }
 
-// Round outcomes of a fix or patch.
+// RepairStatus is where a round's fix or test patch stands.
+type RepairStatus string
+
+// The statuses of a fix or patch in a round.
 const (
-	repairPending    = "pending"
-	repairVerifying  = "verifying"
-	repairApplied    = "applied"    // verified: the check or the verify stage found the fix
-	repairAssumed    = "assumed"    // the code changed and nothing specific could be checked
-	repairUnverified = "unverified" // still missing after the last attempt
+	RepairPending    RepairStatus = "pending"
+	RepairVerifying  RepairStatus = "verifying"  // a fix the mechanical check could not decide, at the verify stage
+	RepairApplied    RepairStatus = "applied"    // verified: the check or the verify stage found the fix
+	RepairAssumed    RepairStatus = "assumed"    // the code changed and nothing specific could be checked
+	RepairUnverified RepairStatus = "unverified" // still missing after the last attempt
 )
 
 // Candidate is one of options.candidates independent solutions of the

@@ -55,7 +55,7 @@ var salesRefs = []messages.SampleRef{{Name: "sales", Object: "sha256:" + strings
 func runSubmission() Submission {
 	spec := messages.JobSpec{Prompt: "sum sales", Inputs: map[string]messages.Type{"threshold": messages.TypeFloat},
 		Samples: map[string]string{"sales": salesRefs[0].Object}, Outputs: map[string]messages.Type{"total": messages.TypeFloat}}
-	return Submission{JobID: "run1", Spec: spec, Samples: salesRefs, Run: &Run{
+	return Submission{JobID: "run1", Spec: spec, Samples: salesRefs, Rerun: &Rerun{
 		FromJob:  "job1",
 		Solution: messages.Solution{Language: "python", Code: "print(1)\n", Packages: []string{"pandas"}},
 		Image:    "env-7", Packages: []string{"pandas"}, SystemPackages: []string{"libgomp1"},
@@ -115,7 +115,7 @@ func TestRunFailures(t *testing.T) {
 	t.Run("no code", func(t *testing.T) {
 		t.Parallel()
 		sub := runSubmission()
-		sub.Run.Solution.Code = " \n"
+		sub.Rerun.Solution.Code = " \n"
 		s, cmds := drive(t, newWorld(t), sub)
 		if len(stagesOf(cmds)) != 0 || s.Status != messages.StatusFailed || !strings.Contains(s.Error, "no script") {
 			t.Errorf("stages %v status %s error %q", stagesOf(cmds), s.Status, s.Error)
