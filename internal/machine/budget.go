@@ -9,6 +9,17 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
+// Ledger is the job's accounting: usage, the stage list, the conversation
+// and the notes, each bounded below.
+type Ledger struct {
+	StageUsage map[messages.Stage]messages.Usage `json:"stage_usage,omitempty"` // exact, even when old stage records are dropped
+	Stages     []messages.StageRecord            `json:"stages,omitempty"`
+	Usage      messages.Usage                    `json:"usage"`
+	CacheHits  int                               `json:"cache_hits"`
+	History    []messages.ChatMessage            `json:"history,omitempty"`
+	Notes      []string                          `json:"notes,omitempty"` // why the loop did what it did
+}
+
 // The state is one KV value (at most about 1 MB, and the coordinator stores
 // the result beside it in the outbox), so everything that grows with the
 // job is bounded here. The caps are far above what a normal job reaches.

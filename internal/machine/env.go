@@ -8,6 +8,31 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
+// Environment is the job's package sets and the image built for them.
+type Environment struct {
+	Packages       []string `json:"packages,omitempty"`        // detected + declared + added
+	SystemPackages []string `json:"system_packages,omitempty"` // declared + added
+	BuiltPackages  []string `json:"built_packages,omitempty"`  // the set Image was built for
+	Image          string   `json:"image,omitempty"`
+}
+
+// ImportScan is what the import scan knows beyond its tables.
+type ImportScan struct {
+	// Stdlib is the sandbox interpreter's standard library, from the first
+	// build that reported it (messages.BuildOutput.Stdlib): the import scan
+	// leaves these modules out. Empty: pyscan's CPython 3.11 list is used
+	// (StdlibNoted: the result says so, once).
+	Stdlib       []string `json:"stdlib,omitempty"`
+	StdlibNoted  bool     `json:"stdlib_noted,omitempty"`
+	AskedImports []string `json:"asked_imports,omitempty"` // imports the model was asked to map, once each
+}
+
+// Builds are the environments built so far, and those that cannot be.
+type Builds struct {
+	Images     map[string]string `json:"images,omitempty"`      // env key -> image, every successful build
+	FailedEnvs []string          `json:"failed_envs,omitempty"` // env keys whose build named invalid packages
+}
+
 // harnessPackages are the harness's own tools: every sandbox environment
 // has them (the tests run under pytest), so an `import pytest` in the tests
 // never changes the package set or forces a rebuild.

@@ -57,6 +57,83 @@ import (
 // the same image cannot change anything), and an empty diagnosis becomes
 // one logic failure per failing test: no round is ever empty.
 
+// RepairLog is the repair bookkeeping of the state. Everything here is
+// bounded, so the state stays far below the KV value limit whatever the job
+// does.
+type RepairLog struct {
+	Tracks        []Track       `json:"tracks,omitempty"` // failing tests of the last run, across iterations
+	Seen          []Fingerprint `json:"seen,omitempty"`   // failing states already tested (stuck detection)
+	Round         *Round        `json:"round,omitempty"`  // the repair round in progress
+	Regenerations int           `json:"regenerations,omitempty"`
+}
+
+// Route is the repair a failing test got in a round.
+type Route string
+
+const (
+	RouteFix        Route = "fix"        // logic: a code fix
+	RoutePatch      Route = "patch"      // test_error: a patch of the test function
+	RoutePackages   Route = "packages"   // environment: packages added, image rebuilt
+	RouteRegenerate Route = "regenerate" // the loop was stuck: code written again from the plan
+)
+
+// Track follows one failing test across iterations, so the loop can tell a
+// failure that survived its repair from a new one.
+type Track struct {
+	Test      string `json:"test"`      // protocol.TestID form
+	Signature string `json:"signature"` // normalised error (see Signature)
+	Since     int    `json:"since"`     // iteration in which this signature first appeared
+	Runs      int    `json:"runs"`      // consecutive runs with this signature
+	// Survived: the signature is the one the test had before the last
+	// round, which applied LastRepair to it (verified if LastApplied).
+	Survived    bool  `json:"survived,omitempty"`
+	LastRepair  Route `json:"last_repair,omitempty"`
+	LastApplied bool  `json:"last_applied,omitempty"`
+	// Class and Repair are what the current round decided for it.
+	Class  messages.ErrorType `json:"class,omitempty"`
+	Repair Route              `json:"repair,omitempty"`
+	// Applied is set when the round ends: its repair was verified as applied.
+	Applied bool     `json:"applied,omitempty"`
+	Flips   []string `json:"flips,omitempty"` // reclassifications, "test_error->logic"
+	Fixes   int      `json:"fixes,omitempty"` // repairs tried on it, for the failure history
+	Patches int      `json:"patches,omitempty"`
+}
+
+// Fingerprint identifies a failing state: code, tests, environment and
+// failure signatures. The same fingerprint twice means no progress.
+type Fingerprint struct {
+	Iteration int    `json:"iteration"`
+	Hash      string `json:"hash"`
+}
+
+// Round is one repair round: the fixes, test patches and rebuilds that one
+// diagnosis (or acceptance failure) asked for, with their verification.
+type Round struct {
+	Iteration  int                `json:"iteration"`
+	Acceptance bool               `json:"acceptance,omitempty"` // repairing an acceptance failure
+	BaseCode   string             `json:"base_code"`            // before the fix, for verification
+	BaseTests  string             `json:"base_tests,omitempty"` // before the patch, for verification
+	Logic      []messages.Failure `json:"logic,omitempty"`      // routed to the code fix
+	TestErrors []messages.Failure `json:"test_errors,omitempty"`
+	// Attempts so far; attempt n is sent with escalation n-1.
+	FixAttempts   int          `json:"fix_attempts,omitempty"`
+	PatchAttempts int          `json:"patch_attempts,omitempty"`
+	Fix           RepairStatus `json:"fix,omitempty"`   // pending, verifying, applied, assumed or unverified
+	Patch         RepairStatus `json:"patch,omitempty"` // pending, applied or unverified
+}
+
+// RepairStatus is where a round's fix or test patch stands.
+type RepairStatus string
+
+// The statuses of a fix or patch in a round.
+const (
+	RepairPending    RepairStatus = "pending"
+	RepairVerifying  RepairStatus = "verifying"  // a fix the mechanical check could not decide, at the verify stage
+	RepairApplied    RepairStatus = "applied"    // verified: the check or the verify stage found the fix
+	RepairAssumed    RepairStatus = "assumed"    // the code changed and nothing specific could be checked
+	RepairUnverified RepairStatus = "unverified" // still missing after the last attempt
+)
+
 // maxRepairAttempts bounds the attempts at one fix or patch in a round.
 const maxRepairAttempts = 3
 

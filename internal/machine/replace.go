@@ -9,6 +9,17 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
+// MissingPackages are the packages a build could not find and what stands
+// in for them.
+type MissingPackages struct {
+	InvalidPackages []string `json:"invalid_packages,omitempty"`
+	// Replacements maps a package the build could not find (canonical name)
+	// to the one the model named instead ("" = go without); ReplaceTries
+	// counts the model's tries per originally missing package.
+	Replacements map[string]string `json:"replacements,omitempty"`
+	ReplaceTries map[string]int    `json:"replace_tries,omitempty"`
+}
+
 // maxReplaceTries is how many replacements the model may name for one
 // missing package before the job goes without it.
 const maxReplaceTries = 3
