@@ -34,7 +34,7 @@ func (c *Coordinator) submitRun(ctx context.Context, jobID string, raw json.RawM
 		}
 		return err // the buckets: retried
 	}
-	return c.apply(ctx, jobID, machine.Event{Kind: machine.EventSubmitted, Time: c.cfg.Now(), Submit: sub})
+	return c.apply(ctx, jobID, machine.Input{Kind: machine.InputSubmitted, Time: c.cfg.Now(), Submit: sub})
 }
 
 // PrepareRun builds the submission of run jobID from the finished job

@@ -4,7 +4,7 @@
 // coordinator's behaviour is tested here exhaustively and can be replayed
 // from a recorded event log.
 //
-//	s, cmds := machine.Step(machine.State{}, machine.Event{Kind: machine.EventSubmitted, Time: now, Submit: sub})
+//	s, cmds := machine.Step(machine.State{}, machine.Input{Kind: machine.InputSubmitted, Time: now, Submit: sub})
 //	for _, c := range cmds { ... publish c.Dispatch, c.Emit; store c.Finish ... }
 //
 // What each stage's result does is one table, at the top of results.go;

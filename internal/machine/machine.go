@@ -10,61 +10,71 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// Step applies one event to a job's state and returns the next state and the
+// Step applies one input to a job's state and returns the next state and the
 // commands to carry out. It is a pure function: no I/O, no clock, no
 // randomness, and prev is never modified, so it can be tested exhaustively and
 // replayed from a recorded event log.
 //
-// Events that do not fit the state (a result for a stage that is not pending,
+// Inputs that do not fit the state (a result for a stage that is not pending,
 // anything after the job is done) change nothing and return no commands: a
 // redelivered message is harmless.
-func Step(prev State, ev Event) (State, []Command) {
+func Step(prev State, in Input) (State, []Command) {
 	s := prev.Clone()
-	m := &stepper{s: &s, now: ev}
-	switch ev.Kind {
-	case EventSubmitted:
-		if s.JobID != "" || ev.Submit == nil {
-			return prev, nil // duplicate submission
+	m := &stepper{s: &s, now: in}
+	changed := false
+	switch in.Kind {
+	case InputSubmitted:
+		changed = s.JobID == "" && in.Submit != nil // else a duplicate submission
+		if changed {
+			m.submit(in.Submit)
 		}
-		m.submit(ev.Submit)
-	case EventStageResult:
-		r := ev.Result
-		if r == nil || s.Done() {
-			return prev, nil
+	case InputStageResult:
+		changed = m.stageResult(in.Result)
+	case InputCancel:
+		changed = !s.Done() && s.JobID != ""
+		if changed {
+			m.finish(messages.StatusFailed, "cancelled: "+in.Reason)
 		}
-		p, ok := s.Pending[r.Seq]
-		if !ok || p.Stage != r.Stage {
-			return prev, nil // stale or duplicate result
-		}
-		delete(s.Pending, r.Seq)
-		m.record(p, r)
-		switch {
-		case p.Orphan:
-			m.orphanResult(p, r) // results.go
-		case r.Error != "":
-			m.stageFailed(p, r)
-		default:
-			m.result(p, r)
-		}
-	case EventCancel:
-		if s.Done() || s.JobID == "" {
-			return prev, nil
-		}
-		m.finish(messages.StatusFailed, "cancelled: "+ev.Reason)
-	default:
+	}
+	if !changed {
 		return prev, nil
 	}
 	return s, m.cmds
 }
 
-// enter moves the job to phase p: every phase change goes through here.
-func (m *stepper) enter(p Phase) { m.s.Phase = p }
+// stageResult takes the result of a pending stage and reports whether it
+// was one: a stale or duplicate result, or one after the job is done,
+// changes nothing.
+func (m *stepper) stageResult(r *messages.StageResult) bool {
+	s := m.s
+	if r == nil || s.Done() {
+		return false
+	}
+	p, ok := s.Pending[r.Seq]
+	if !ok || p.Stage != r.Stage {
+		return false
+	}
+	delete(s.Pending, r.Seq)
+	m.record(p, r)
+	switch {
+	case p.Orphan:
+		m.orphanResult(p, r) // results.go
+	case r.Error != "":
+		m.stageFailed(p, r)
+	default:
+		m.result(p, r) // results.go
+	}
+	return true
+}
 
 type stepper struct {
 	s    *State
-	now  Event
+	now  Input
 	cmds []Command
 }
+
+// enter moves the job to phase p: every phase change goes through here.
+func (m *stepper) enter(p Phase) { m.s.Phase = p }
 
 func (m *stepper) submit(sub *Submission) {
 	s := m.s

@@ -18,7 +18,7 @@ func drive(t *testing.T, w *world, sub Submission) (State, []Command) {
 	sub.Spec.Normalize("")
 	var s State
 	var all []Command
-	queue := []Event{{Kind: EventSubmitted, Time: t0, Submit: &sub}}
+	queue := []Input{{Kind: InputSubmitted, Time: t0, Submit: &sub}}
 	for i := 0; len(queue) > 0; i++ {
 		if i > 500 {
 			t.Fatal("job did not finish in 500 steps")
@@ -30,7 +30,7 @@ func drive(t *testing.T, w *world, sub Submission) (State, []Command) {
 		all = append(all, cmds...)
 		for _, c := range cmds {
 			if c.Dispatch != nil {
-				queue = append(queue, Event{Kind: EventStageResult, Time: ev.Time.Add(time.Second), Result: w.answer(c.Dispatch)})
+				queue = append(queue, Input{Kind: InputStageResult, Time: ev.Time.Add(time.Second), Result: w.answer(c.Dispatch)})
 			}
 		}
 	}
@@ -182,18 +182,18 @@ func TestGenerationWaitsForTheChecks(t *testing.T) {
 		spec := baseSpec()
 		spec.Constraints = []string{"orders ship within a week"}
 		spec.Normalize("")
-		s, cmds := Step(State{}, Event{Kind: EventSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec, Samples: salesRefs}})
-		s, cmds = Step(s, Event{Kind: EventStageResult, Time: t0, Result: w.answer(dispatched(cmds, messages.StageProfile)[0])})
+		s, cmds := Step(State{}, Input{Kind: InputSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec, Samples: salesRefs}})
+		s, cmds = Step(s, Input{Kind: InputStageResult, Time: t0, Result: w.answer(dispatched(cmds, messages.StageProfile)[0])})
 		plan, cons := w.answer(dispatched(cmds, messages.StagePlan)[0]), w.answer(dispatched(cmds, messages.StageConstraint)[0])
 		first, second := plan, cons
 		if !planFirst {
 			first, second = cons, plan
 		}
-		s, cmds = Step(s, Event{Kind: EventStageResult, Time: t0, Result: first})
+		s, cmds = Step(s, Input{Kind: InputStageResult, Time: t0, Result: first})
 		if n := len(dispatched(cmds, messages.StageCode)); n != 0 {
 			t.Errorf("planFirst=%v: code dispatched before both plan and checks were in", planFirst)
 		}
-		_, cmds = Step(s, Event{Kind: EventStageResult, Time: t0, Result: second})
+		_, cmds = Step(s, Input{Kind: InputStageResult, Time: t0, Result: second})
 		if len(dispatched(cmds, messages.StageCode)) != 1 || len(dispatched(cmds, messages.StageTests)) != 1 {
 			t.Errorf("planFirst=%v: stages after both %v, want code and tests once", planFirst, stagesOf(cmds))
 		}

@@ -111,19 +111,23 @@ func (s State) Clone() State {
 // Done reports whether the job has finished.
 func (s *State) Done() bool { return s.Phase == PhaseDone }
 
-// EventKind says what happened.
-type EventKind string
+// InputKind says what happened.
+type InputKind string
 
 const (
-	EventSubmitted   EventKind = "submitted"
-	EventStageResult EventKind = "stage_result"
-	EventCancel      EventKind = "cancel"
+	InputSubmitted   InputKind = "submitted"
+	InputStageResult InputKind = "stage_result"
+	InputCancel      InputKind = "cancel"
 )
 
-// Event is an input of Step. Time is the coordinator's clock when the event
-// was taken: Step itself never reads a clock.
-type Event struct {
-	Kind   EventKind             `json:"kind"`
+// Input is what Step takes: something that happened to the job (a
+// submission, a stage result, a cancellation). It is called Input, not
+// Event, so it is not mistaken for the progress events (messages.Event)
+// that Step emits. Time is the coordinator's clock when it was taken: Step
+// itself never reads a clock. Recorded inputs are the replay logs in
+// testdata (*.events.jsonl).
+type Input struct {
+	Kind   InputKind             `json:"kind"`
 	Time   time.Time             `json:"time"`
 	Submit *Submission           `json:"submit,omitempty"`
 	Result *messages.StageResult `json:"result,omitempty"`
