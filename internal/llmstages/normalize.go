@@ -264,7 +264,7 @@ func sessionFailure(r messages.TestReport) messages.Failure {
 		f.SuggestedFix = "make solution.py finish quickly on small inputs: look for infinite loops, blocking reads of stdin or network access"
 	case r.ExitCode == 5:
 		f.ErrorMessage = "pytest collected no tests"
-		f.SuggestedFix = "define test functions named test_* at module level in test_solution.py"
+		f.SuggestedFix = "define test functions named test_* at module level in " + protocol.TestFile
 		f.ErrorType = messages.ErrorTestError
 	case len(mods) > 0:
 		f.ErrorMessage = "No module named '" + mods[0] + "'"

@@ -138,9 +138,9 @@ Reply fields:
 	renderTask(&b, in.Task)
 	renderPlan(&b, in.Plan)
 	b.WriteString("\n## Code under test\n\n")
-	renderCode(&b, "solution.py", in.Code)
+	renderCode(&b, protocol.SolutionFile, in.Code)
 	b.WriteString("\n")
-	renderCode(&b, "test_solution.py", in.Tests)
+	renderCode(&b, protocol.TestFile, in.Tests)
 	renderPackages(&b, in.Packages)
 	renderReport(&b, in.Report, failing)
 	if len(in.Hints) > 0 {
@@ -206,9 +206,9 @@ Your job now: fix solution.py so that the failing tests pass. The tests are corr
 	renderTask(&b, in.Task)
 	renderPlan(&b, in.Plan)
 	b.WriteString("\n## Current code\n\n")
-	renderCode(&b, "solution.py (to fix)", in.Code)
+	renderCode(&b, protocol.SolutionFile+" (to fix)", in.Code)
 	b.WriteString("\n")
-	renderCode(&b, "test_solution.py (read-only: the tests the code must pass)", in.Tests)
+	renderCode(&b, protocol.TestFile+" (read-only: the tests the code must pass)", in.Tests)
 	b.WriteString("\n## Diagnosed failures\n\n")
 	renderFailures(&b, "Failures to fix", in.Failures)
 	switch {
@@ -247,9 +247,9 @@ Reply fields:
 	var b strings.Builder
 	renderTask(&b, in.Task)
 	b.WriteString("\n## Code\n\n")
-	renderCode(&b, "solution.py (read-only reference)", in.Code)
+	renderCode(&b, protocol.SolutionFile+" (read-only reference)", in.Code)
 	b.WriteString("\n")
-	renderCode(&b, "test_solution.py (to correct)", in.Tests)
+	renderCode(&b, protocol.TestFile+" (to correct)", in.Tests)
 	b.WriteString("\n## Tests diagnosed as wrong\n\n")
 	renderFailures(&b, "Failures", in.Failures)
 	switch {
@@ -285,9 +285,9 @@ Reply fields:
 	var b strings.Builder
 	renderFailures(&b, "Failures and their suggested fixes", in.Failures)
 	b.WriteString("\n")
-	renderCode(&b, "solution.py before the fix", in.OldCode)
+	renderCode(&b, protocol.SolutionFile+" before the fix", in.OldCode)
 	b.WriteString("\n")
-	renderCode(&b, "solution.py after the fix", in.NewCode)
+	renderCode(&b, protocol.SolutionFile+" after the fix", in.NewCode)
 	b.WriteString("\nVerify the fix now.\n")
 	return chat(system, b.String())
 }
