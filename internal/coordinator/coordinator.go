@@ -128,7 +128,7 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 		refs = append(refs, messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext})
 	}
 	spec.Normalize(c.cfg.DefaultModel)
-	ev := machine.Event{Kind: machine.EventSubmitted, Time: c.cfg.Now(), Submit: &machine.Submission{JobID: sub.JobID, Spec: spec, Samples: refs}}
+	ev := machine.Input{Kind: machine.InputSubmitted, Time: c.cfg.Now(), Submit: &machine.Submission{JobID: sub.JobID, Spec: spec, Samples: refs}}
 	return c.apply(ctx, sub.JobID, ev)
 }
 
@@ -160,12 +160,12 @@ func (c *Coordinator) HandleResult(ctx context.Context, msg *bus.Message) error 
 	if !bus.ValidJobID(res.JobID) {
 		return bus.Permanent(fmt.Errorf("stage result has an invalid job id %q", res.JobID))
 	}
-	return c.apply(ctx, res.JobID, machine.Event{Kind: machine.EventStageResult, Time: c.cfg.Now(), Result: &res})
+	return c.apply(ctx, res.JobID, machine.Input{Kind: machine.InputStageResult, Time: c.cfg.Now(), Result: &res})
 }
 
 // Cancel cancels a running job.
 func (c *Coordinator) Cancel(ctx context.Context, jobID, reason string) error {
-	return c.apply(ctx, jobID, machine.Event{Kind: machine.EventCancel, Time: c.cfg.Now(), Reason: reason})
+	return c.apply(ctx, jobID, machine.Input{Kind: machine.InputCancel, Time: c.cfg.Now(), Reason: reason})
 }
 
 // maxCASAttempts bounds retries when coordinators race on one job.
@@ -173,7 +173,7 @@ const maxCASAttempts = 50
 
 // apply loads the job's state, steps the machine and stores the new state
 // with compare-and-set; on a lost race it starts again from the fresh state.
-func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Event) error {
+func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input) error {
 	key := bus.JobKey(jobID)
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
 		var rec record
@@ -181,7 +181,7 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Event)
 		entry, err := c.cfg.States.Get(ctx, key)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			if ev.Kind != machine.EventSubmitted {
+			if ev.Kind != machine.InputSubmitted {
 				c.log.Warn("event for unknown job dropped", "job_id", jobID, "kind", ev.Kind)
 				return nil
 			}

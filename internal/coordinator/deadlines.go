@@ -172,7 +172,7 @@ func (c *Coordinator) expire(ctx context.Context, jobID string, now time.Time) e
 			Error:     fmt.Sprintf("stage %s missed its deadline of %s", p.Stage, shortDuration(limit)),
 			ErrorKind: messages.ErrorInfra, StartedAt: p.DispatchedAt, DurationMS: now.Sub(p.DispatchedAt).Milliseconds(),
 			Worker: deadlineWorker}
-		if err := c.apply(ctx, jobID, machine.Event{Kind: machine.EventStageResult, Time: now, Result: res}); err != nil {
+		if err := c.apply(ctx, jobID, machine.Input{Kind: machine.InputStageResult, Time: now, Result: res}); err != nil {
 			return fmt.Errorf("stage %s (seq %d): %w", p.Stage, seq, err)
 		}
 		// The failure may have ended the job, or moved it on.

@@ -4,7 +4,7 @@
 // stage commands to the worker pools, progress events, results. Any number of
 // coordinators may share the work: a lost race re-steps on the fresh state,
 // and an outbox in the stored record makes publishing crash-safe. A run of a
-// finished job's script on new data (messages.SubmitJob.Run) is filled in
+// finished job's script on new data (messages.SubmitJob.Run, a machine.Rerun) is filled in
 // from that job's stored result (PrepareRun) and then stepped like a job.
 //
 //	c, _ := coordinator.New(coordinator.Config{States: kv, Results: results, Publisher: pub})

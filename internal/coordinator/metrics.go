@@ -34,7 +34,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) step(ev machine.Event, s machine.State) {
+func (m *Metrics) step(ev machine.Input, s machine.State) {
 	if m == nil {
 		return
 	}

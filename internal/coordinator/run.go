@@ -12,6 +12,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/machine"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -33,109 +34,149 @@ func (c *Coordinator) submitRun(ctx context.Context, jobID string, raw json.RawM
 		}
 		return err // the buckets: retried
 	}
-	return c.apply(ctx, jobID, machine.Event{Kind: machine.EventSubmitted, Time: c.cfg.Now(), Submit: sub})
+	return c.apply(ctx, jobID, machine.Input{Kind: machine.InputSubmitted, Time: c.cfg.Now(), Submit: sub})
 }
 
 // PrepareRun builds the submission of run jobID from the finished job
 // req.FromJob: its script, environment, declared outputs and options, its
 // samples with those req replaces, req's File and Dir inputs, and req's
 // values of its scalar inputs, each checked against its declared type.
+// Every sample and File/Dir input is passed to the script by its option
+// (--name /var/inputs/<file>), so a script that requires them runs too.
 // Problems with the request are *messages.FieldError; other errors are the
 // buckets'.
 func (c *Coordinator) PrepareRun(ctx context.Context, jobID string, req messages.RunRequest) (*machine.Submission, error) {
-	bad := func(field, format string, a ...any) error {
-		return &messages.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)}
-	}
 	if !bus.ValidJobID(req.FromJob) {
-		return nil, bad("run.from_job", "%q is not a job id", req.FromJob)
+		return nil, badRun("run.from_job", "%q is not a job id", req.FromJob)
 	}
 	from := req.FromJob
-	entry, err := c.cfg.Results.Get(ctx, bus.JobKey(from))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, bad("run.from_job", "job %s is unknown or not finished", from)
-	}
+	res, err := c.finishedResult(ctx, from)
 	if err != nil {
-		return nil, fmt.Errorf("load result of job %s: %w", from, err)
-	}
-	var res messages.Result
-	if err := json.Unmarshal(entry.Value(), &res); err != nil {
-		return nil, bad("run.from_job", "job %s has a corrupt result: %v", from, err)
-	}
-	switch {
-	case !res.Success:
-		return nil, bad("run.from_job", "job %s did not succeed (%s), so it has no tested script to run", from, res.Status)
-	case res.Solution == nil || res.Solution.Code == "" || res.Spec == nil:
-		return nil, bad("run.from_job", "job %s has no script to run", from)
+		return nil, err
 	}
 	spec := *res.Spec
-	run := &machine.Run{FromJob: from, Solution: *res.Solution, Image: res.Image,
-		Packages: res.DetectedPackages, SystemPackages: res.DetectedSystemPackages, Args: map[string]string{}}
+	run := &machine.Rerun{FromJob: from, Solution: *res.Solution, Image: res.Image,
+		Packages: res.DetectedPackages, SystemPackages: res.DetectedSystemPackages}
 	// The package set the image was built for is on the job's state; the
 	// result's detected packages stand in if the state is gone.
 	if st, err := LoadState(ctx, c.cfg.States, from); err == nil && len(st.BuiltPackages)+len(st.SystemPackages) > 0 {
 		run.Packages, run.SystemPackages = st.BuiltPackages, st.SystemPackages
 	}
+	if run.Args, err = scalarArgs(from, spec.Inputs, req.Args); err != nil {
+		return nil, err
+	}
+	refs, err := runFiles(from, &spec, req.Samples)
+	if err != nil {
+		return nil, err
+	}
+	for name, path := range protocol.FileArgs(refs) {
+		run.Args[name] = path
+	}
+	if len(run.Args) == 0 {
+		run.Args = nil
+	}
+	return &machine.Submission{JobID: jobID, Spec: spec, Samples: refs, Rerun: run}, nil
+}
 
-	for _, name := range sortedKeys(req.Args) {
+// badRun is a problem with a run request.
+func badRun(field, format string, a ...any) error {
+	return &messages.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)}
+}
+
+// finishedResult loads the result of job from, which must have succeeded
+// with a script to run.
+func (c *Coordinator) finishedResult(ctx context.Context, from string) (messages.Result, error) {
+	var res messages.Result
+	entry, err := c.cfg.Results.Get(ctx, bus.JobKey(from))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return res, badRun("run.from_job", "job %s is unknown or not finished", from)
+	}
+	if err != nil {
+		return res, fmt.Errorf("load result of job %s: %w", from, err)
+	}
+	if err := json.Unmarshal(entry.Value(), &res); err != nil {
+		return res, badRun("run.from_job", "job %s has a corrupt result: %v", from, err)
+	}
+	switch {
+	case !res.Success:
+		return res, badRun("run.from_job", "job %s did not succeed (%s), so it has no tested script to run", from, res.Status)
+	case res.Solution == nil || res.Solution.Code == "" || res.Spec == nil:
+		return res, badRun("run.from_job", "job %s has no script to run", from)
+	}
+	return res, nil
+}
+
+// scalarArgs checks the values of the job's str, int, float and bool inputs
+// and returns them in canonical form, by name. It never returns nil.
+func scalarArgs(from string, inputs map[string]messages.Type, values map[string]string) (map[string]string, error) {
+	args := map[string]string{}
+	for _, name := range sortedKeys(values) {
 		field := "run.args." + name
-		t, ok := spec.Inputs[name]
+		t, ok := inputs[name]
 		switch {
 		case !ok:
-			return nil, bad(field, "job %s has no input %s (inputs: %s)", from, name, typedNames(spec.Inputs))
+			return nil, badRun(field, "job %s has no input %s (inputs: %s)", from, name, typedNames(inputs))
 		case t == messages.TypeFile || t == messages.TypeDir:
-			return nil, bad(field, "is a %s input: give a path, uploaded as a file", t)
+			return nil, badRun(field, "is a %s input: give a path, uploaded as a file", t)
 		}
-		v, err := messages.ParseInputValue(t, req.Args[name])
+		v, err := messages.ParseInputValue(t, values[name])
 		if err != nil {
-			return nil, bad(field, "%s input %s", t, err)
+			return nil, badRun(field, "%s input %s", t, err)
 		}
-		run.Args[name] = v
+		args[name] = v
 	}
+	return args, nil
+}
 
+// runFiles returns the files of a run, sorted by name: the job's samples,
+// with those the request replaces (recorded in spec.Samples), and the
+// request's File and Dir inputs.
+func runFiles(from string, spec *messages.JobSpec, given map[string]string) ([]messages.SampleRef, error) {
 	samples := map[string]messages.SampleRef{}
 	for name, obj := range spec.Samples {
 		ref, ok := messages.ParseObjectRef(obj)
 		if !ok {
-			return nil, bad("run.from_job", "job %s: sample %s is not an object reference", from, name)
+			return nil, badRun("run.from_job", "job %s: sample %s is not an object reference", from, name)
 		}
 		samples[name] = messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext}
 	}
-	for _, name := range sortedKeys(req.Samples) {
-		field := "run.samples." + name
-		ref, ok := messages.ParseObjectRef(req.Samples[name])
-		if !ok {
-			return nil, bad(field, "must be an object reference (sha256:<hex>[.ext])")
-		}
-		r := messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext}
-		if old, isSample := samples[name]; isSample {
-			// The script reads /var/inputs/<name><ext of the job's file> by
-			// default; a file of another type is named by its option.
-			if r.FileName != old.FileName {
-				run.Args[name] = "/var/inputs/" + r.FileName
-			}
-			samples[name] = r
-			spec.Samples[name] = r.Object
-			continue
-		}
-		switch spec.Inputs[name] {
-		case messages.TypeFile:
-		case messages.TypeDir:
-			r.FileName, r.Dir = name, true
-		default:
-			return nil, bad(field, "job %s has no sample or File or Dir input %s (samples: %s; inputs: %s)",
-				from, name, names(spec.Samples), typedNames(spec.Inputs))
+	for _, name := range sortedKeys(given) {
+		r, err := runFile(from, spec, name, given[name], samples)
+		if err != nil {
+			return nil, err
 		}
 		samples[name] = r
-		run.Args[name] = "/var/inputs/" + r.FileName
 	}
 	refs := make([]messages.SampleRef, 0, len(samples))
 	for _, name := range keysOf(samples) {
 		refs = append(refs, samples[name])
 	}
-	if len(run.Args) == 0 {
-		run.Args = nil
+	return refs, nil
+}
+
+// runFile is the file the request gives for name: a new sample in place of
+// one of the job's (a file of another type is named by its option like any
+// other), or a File or Dir input.
+func runFile(from string, spec *messages.JobSpec, name, obj string, samples map[string]messages.SampleRef) (messages.SampleRef, error) {
+	field := "run.samples." + name
+	ref, ok := messages.ParseObjectRef(obj)
+	if !ok {
+		return messages.SampleRef{}, badRun(field, "must be an object reference (sha256:<hex>[.ext])")
 	}
-	return &machine.Submission{JobID: jobID, Spec: spec, Samples: refs, Run: run}, nil
+	r := messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext}
+	if _, isSample := samples[name]; isSample {
+		spec.Samples[name] = r.Object
+		return r, nil
+	}
+	switch spec.Inputs[name] {
+	case messages.TypeFile:
+	case messages.TypeDir:
+		r.FileName, r.Dir = name, true
+	default:
+		return messages.SampleRef{}, badRun(field, "job %s has no sample or File or Dir input %s (samples: %s; inputs: %s)",
+			from, name, names(spec.Samples), typedNames(spec.Inputs))
+	}
+	return r, nil
 }
 
 func names[V any](m map[string]V) string {

@@ -60,20 +60,22 @@ func TestPrepareRun(t *testing.T) {
 		wantArgs    map[string]string
 		wantErr     string
 	}{
-		{name: "no changes runs on the job's own samples", req: messages.RunRequest{FromJob: "job-src"},
-			wantSamples: []messages.SampleRef{sales}},
+		{name: "no changes runs on the job's own samples, each passed by its option", req: messages.RunRequest{FromJob: "job-src"},
+			wantSamples: []messages.SampleRef{sales},
+			wantArgs:    map[string]string{"sales": "/var/inputs/sales.csv"}},
 		{name: "typed values in canonical form", req: messages.RunRequest{FromJob: "job-src",
 			Args: map[string]string{"threshold": "1e3", "strict": "false", "label": "a b; rm -rf / `x`", "limit": "+7"}},
 			wantSamples: []messages.SampleRef{sales},
-			wantArgs:    map[string]string{"threshold": "1000", "strict": "false", "label": "a b; rm -rf / `x`", "limit": "7"}},
+			wantArgs:    map[string]string{"threshold": "1000", "strict": "false", "label": "a b; rm -rf / `x`", "limit": "7", "sales": "/var/inputs/sales.csv"}},
 		{name: "a new sample of the same type keeps the default path", req: messages.RunRequest{FromJob: "job-src", Samples: map[string]string{"sales": newCSV}},
-			wantSamples: []messages.SampleRef{{Name: "sales", Object: newCSV, FileName: "sales.csv"}}},
+			wantSamples: []messages.SampleRef{{Name: "sales", Object: newCSV, FileName: "sales.csv"}},
+			wantArgs:    map[string]string{"sales": "/var/inputs/sales.csv"}},
 		{name: "a new sample of another type is named by its option", req: messages.RunRequest{FromJob: "job-src", Samples: map[string]string{"sales": newTSV}},
 			wantSamples: []messages.SampleRef{{Name: "sales", Object: newTSV, FileName: "sales.tsv"}},
 			wantArgs:    map[string]string{"sales": "/var/inputs/sales.tsv"}},
 		{name: "File and Dir inputs are mounted and passed", req: messages.RunRequest{FromJob: "job-src", Samples: map[string]string{"config": configObj, "extra": dirObj}},
 			wantSamples: []messages.SampleRef{{Name: "config", Object: configObj, FileName: "config.json"}, {Name: "extra", Object: dirObj, FileName: "extra", Dir: true}, sales},
-			wantArgs:    map[string]string{"config": "/var/inputs/config.json", "extra": "/var/inputs/extra"}},
+			wantArgs:    map[string]string{"config": "/var/inputs/config.json", "extra": "/var/inputs/extra", "sales": "/var/inputs/sales.csv"}},
 		{name: "unknown job", req: messages.RunRequest{FromJob: "job-none"}, wantErr: "run.from_job: job job-none is unknown or not finished"},
 		{name: "bad job id", req: messages.RunRequest{FromJob: "a.b"}, wantErr: "run.from_job"},
 		{name: "failed job", req: messages.RunRequest{FromJob: "job-failed"}, wantErr: "did not succeed"},
@@ -102,12 +104,12 @@ func TestPrepareRun(t *testing.T) {
 			if diff := cmp.Diff(tc.wantSamples, sub.Samples); diff != "" {
 				t.Errorf("samples (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantArgs, sub.Run.Args); diff != "" {
+			if diff := cmp.Diff(tc.wantArgs, sub.Rerun.Args); diff != "" {
 				t.Errorf("args (-want +got):\n%s", diff)
 			}
-			if sub.JobID != "run-1" || sub.Run.FromJob != "job-src" || sub.Run.Solution.Code != "print(1)\n" || sub.Run.Image != "env-1" ||
-				!cmp.Equal(sub.Run.Packages, []string{"pandas"}) || sub.Spec.Outputs["report"] != messages.TypeFile {
-				t.Errorf("submission %+v run %+v", sub, sub.Run)
+			if sub.JobID != "run-1" || sub.Rerun.FromJob != "job-src" || sub.Rerun.Solution.Code != "print(1)\n" || sub.Rerun.Image != "env-1" ||
+				!cmp.Equal(sub.Rerun.Packages, []string{"pandas"}) || sub.Spec.Outputs["report"] != messages.TypeFile {
+				t.Errorf("submission %+v run %+v", sub, sub.Rerun)
 			}
 		})
 	}

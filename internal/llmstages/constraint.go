@@ -11,6 +11,7 @@ import (
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/profile"
 	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -98,7 +99,7 @@ func checkFromReply(text string, r messages.Constraint) (profile.Check, string) 
 	if r.CheckType == "none" || r.CheckType == "" {
 		why := "not a check on one column"
 		if explain != "" {
-			why += " (" + prompts.Trim(explain, 300) + ")"
+			why += " (" + protocol.Trim(explain, 300) + ")"
 		}
 		return c, why
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/pyscan"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -394,7 +395,7 @@ func TestDiagnoseNormalisation(t *testing.T) {
 			report: messages.TestReport{TimedOut: true, ExitCode: -1, Output: "...."},
 			reply:  messages.Diagnosis{},
 			want: messages.Diagnosis{Failures: []messages.Failure{{
-				TestName: prompts.SessionTest, ErrorMessage: "the test run timed out", ExpectedBehavior: "pytest collects and passes every test",
+				TestName: protocol.SessionTest, ErrorMessage: "the test run timed out", ExpectedBehavior: "pytest collects and passes every test",
 				ActualBehavior: "....", RootCause: "not diagnosed by the model",
 				SuggestedFix: "make solution.py finish quickly on small inputs: look for infinite loops, blocking reads of stdin or network access", ErrorType: messages.ErrorLogic,
 			}}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
@@ -404,7 +405,7 @@ func TestDiagnoseNormalisation(t *testing.T) {
 			report: messages.TestReport{ExitCode: 5},
 			reply:  messages.Diagnosis{},
 			want: messages.Diagnosis{Failures: []messages.Failure{{
-				TestName: prompts.SessionTest, ErrorMessage: "pytest collected no tests", ExpectedBehavior: "pytest collects and passes every test",
+				TestName: protocol.SessionTest, ErrorMessage: "pytest collected no tests", ExpectedBehavior: "pytest collects and passes every test",
 				RootCause: "not diagnosed by the model", SuggestedFix: "define test functions named test_* at module level in test_solution.py", ErrorType: messages.ErrorTestError,
 			}}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
 		},
@@ -412,7 +413,7 @@ func TestDiagnoseNormalisation(t *testing.T) {
 			name:   "session failure diagnosed by the model is kept",
 			report: messages.TestReport{ExitCode: 2, Output: "SyntaxError"},
 			reply:  messages.Diagnosis{Failures: []messages.Failure{with(logic(""), func(f *messages.Failure) { f.ErrorType = "test_error" })}},
-			want: messages.Diagnosis{Failures: []messages.Failure{with(logic(prompts.SessionTest), func(f *messages.Failure) { f.ErrorType = messages.ErrorTestError })},
+			want: messages.Diagnosis{Failures: []messages.Failure{with(logic(protocol.SessionTest), func(f *messages.Failure) { f.ErrorType = messages.ErrorTestError })},
 				NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
 		},
 	}

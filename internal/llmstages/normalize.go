@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/pyscan"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -63,13 +63,6 @@ func pkgBase(req string) string {
 	return req
 }
 
-var separatorsRe = regexp.MustCompile(`[-_.]+`)
-
-// normName is PEP 503's normalised form, for duplicate detection.
-func normName(s string) string {
-	return strings.ToLower(separatorsRe.ReplaceAllString(pkgBase(s), "-"))
-}
-
 // cleanPackages validates pip requirement strings from a reply: trims them,
 // drops what messages.PackageNameRe rejects (URLs, options, shell) and
 // standard library modules, renames import names to their distribution
@@ -87,7 +80,7 @@ func cleanPackages(pkgs []string, std pyscan.Set, what string, n *notes) []strin
 			continue
 		}
 		base := pkgBase(p)
-		if dist, ok := pyscan.Distribution(base); ok && normName(dist) != normName(base) {
+		if dist, ok := pyscan.Distribution(base); ok && protocol.CanonicalName(dist) != protocol.CanonicalName(base) {
 			n.add("%s %q is an import name: using distribution %q", what, base, dist)
 			p = dist + p[len(base):]
 			base = dist
@@ -95,7 +88,7 @@ func cleanPackages(pkgs []string, std pyscan.Set, what string, n *notes) []strin
 			n.add("dropped %s %q: it is in the standard library", what, p)
 			continue
 		}
-		if k := normName(base); !seen[k] {
+		if k := protocol.CanonicalName(base); !seen[k] {
 			seen[k] = true
 			out = append(out, p)
 		}
@@ -240,11 +233,11 @@ func defaultFailure(id string, c messages.TestCase) messages.Failure {
 	}
 	f := messages.Failure{
 		TestName:         id,
-		ErrorMessage:     prompts.Trim(msg, 500),
+		ErrorMessage:     protocol.Trim(msg, 500),
 		ExpectedBehavior: "the test passes",
-		ActualBehavior:   prompts.Trim(strings.TrimSpace(c.Message+"\n"+c.Details), 2000),
+		ActualBehavior:   protocol.Trim(strings.TrimSpace(c.Message+"\n"+c.Details), 2000),
 		RootCause:        "not diagnosed by the model",
-		SuggestedFix:     "make solution.py satisfy " + id + ": " + prompts.Trim(msg, 500),
+		SuggestedFix:     "make " + protocol.SolutionFile + " satisfy " + id + ": " + protocol.Trim(msg, 500),
 		ErrorType:        messages.ErrorLogic,
 	}
 	if mods := missingModules(c.Message, c.Details); len(mods) > 0 {
@@ -259,9 +252,9 @@ func defaultFailure(id string, c messages.TestCase) messages.Failure {
 // collection problem, no tests) when the model diagnosed nothing.
 func sessionFailure(r messages.TestReport) messages.Failure {
 	f := messages.Failure{
-		TestName:         prompts.SessionTest,
+		TestName:         protocol.SessionTest,
 		ExpectedBehavior: "pytest collects and passes every test",
-		ActualBehavior:   prompts.Trim(strings.TrimSpace(r.Output), 2000),
+		ActualBehavior:   protocol.Trim(strings.TrimSpace(r.Output), 2000),
 		RootCause:        "not diagnosed by the model",
 		ErrorType:        messages.ErrorLogic,
 	}
@@ -271,7 +264,7 @@ func sessionFailure(r messages.TestReport) messages.Failure {
 		f.SuggestedFix = "make solution.py finish quickly on small inputs: look for infinite loops, blocking reads of stdin or network access"
 	case r.ExitCode == 5:
 		f.ErrorMessage = "pytest collected no tests"
-		f.SuggestedFix = "define test functions named test_* at module level in test_solution.py"
+		f.SuggestedFix = "define test functions named test_* at module level in " + protocol.TestFile
 		f.ErrorType = messages.ErrorTestError
 	case len(mods) > 0:
 		f.ErrorMessage = "No module named '" + mods[0] + "'"
@@ -299,7 +292,7 @@ func sessionFailure(r messages.TestReport) messages.Failure {
 //     image cannot fix it).
 func normaliseDiagnosis(d *messages.Diagnosis, r messages.TestReport, std pyscan.Set) notes {
 	var n notes
-	failing := prompts.FailingTests(r)
+	failing := protocol.FailingTests(r)
 	cases := failingCases(r)
 	d.Failures = oneFailurePerTest(d.Failures, failing, cases, r, &n)
 
@@ -338,9 +331,9 @@ func normaliseDiagnosis(d *messages.Diagnosis, r messages.TestReport, std pyscan
 func failingCases(r messages.TestReport) map[string]messages.TestCase {
 	cases := map[string]messages.TestCase{}
 	for _, c := range r.Cases {
-		if prompts.Failing(c) {
-			if _, ok := cases[prompts.TestID(c)]; !ok {
-				cases[prompts.TestID(c)] = c
+		if protocol.Failing(c) {
+			if _, ok := cases[protocol.TestID(c)]; !ok {
+				cases[protocol.TestID(c)] = c
 			}
 		}
 	}
@@ -361,7 +354,7 @@ func oneFailurePerTest(fs []messages.Failure, failing []string, cases map[string
 		}
 		if len(failing) == 0 {
 			if strings.TrimSpace(f.TestName) == "" {
-				f.TestName = prompts.SessionTest
+				f.TestName = protocol.SessionTest
 			}
 			kept = append(kept, f)
 			continue
@@ -418,13 +411,13 @@ func addMissingModules(d *messages.Diagnosis, texts []string, std pyscan.Set, n 
 	dists, unknown := pyscan.Resolver{Stdlib: std}.Distributions(missingModules(texts...))
 	have := map[string]bool{}
 	for _, p := range d.NeedsPackages {
-		have[normName(p)] = true
+		have[protocol.CanonicalName(p)] = true
 	}
 	for _, p := range append(dists, unknown...) {
 		// An unknown module's name is the best guess at its distribution; the
 		// build reports it as invalid if the index has no such package.
-		if !have[normName(p)] && messages.PackageNameRe.MatchString(p) {
-			have[normName(p)] = true
+		if !have[protocol.CanonicalName(p)] && messages.PackageNameRe.MatchString(p) {
+			have[protocol.CanonicalName(p)] = true
 			d.NeedsPackages = append(d.NeedsPackages, p)
 			n.add("added needed package %q from a missing-module error", p)
 		}

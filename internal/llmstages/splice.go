@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/pyscan"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -233,7 +233,7 @@ func parseTestName(name string) (classes []string, fn string, ok bool) {
 	}
 	if len(parts) == 1 && strings.Contains(parts[0], ".") {
 		parts = strings.Split(parts[0], ".")
-		if parts[0] == "test_solution" {
+		if parts[0] == protocol.TestModule {
 			parts = parts[1:]
 		}
 	}
@@ -277,7 +277,7 @@ type refusal struct {
 
 // failingSet is the tests a patch round may change: the round's failing
 // tests, each once (the cases of a parametrised test are one function). A
-// failure of the run as a whole (prompts.SessionTest: a collection error, a
+// failure of the run as a whole (protocol.SessionTest: a collection error, a
 // timeout) failed every test, so it leaves none to protect and any test may
 // be patched.
 type failingSet struct {
@@ -289,7 +289,7 @@ func newFailingSet(failing []string) failingSet {
 	var fs failingSet
 	seen := map[string]bool{}
 	for _, name := range failing {
-		if strings.TrimSpace(name) == prompts.SessionTest {
+		if strings.TrimSpace(name) == protocol.SessionTest {
 			fs.all = true
 			continue
 		}

@@ -5,9 +5,20 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
+
+// Ledger is the job's accounting: usage, the stage list, the conversation
+// and the notes, each bounded below.
+type Ledger struct {
+	StageUsage map[messages.Stage]messages.Usage `json:"stage_usage,omitempty"` // exact, even when old stage records are dropped
+	Stages     []messages.StageRecord            `json:"stages,omitempty"`
+	Usage      messages.Usage                    `json:"usage"`
+	CacheHits  int                               `json:"cache_hits"`
+	History    []messages.ChatMessage            `json:"history,omitempty"`
+	Notes      []string                          `json:"notes,omitempty"` // why the loop did what it did
+}
 
 // The state is one KV value (at most about 1 MB, and the coordinator stores
 // the result beside it in the outbox), so everything that grows with the
@@ -37,33 +48,33 @@ const (
 // their names, and at most maxCases cases. Counts are kept as they are.
 func trimReport(r messages.TestReport) messages.TestReport {
 	out := r
-	out.Output = prompts.Trim(r.Output, reportOutputBudget)
+	out.Output = protocol.Trim(r.Output, reportOutputBudget)
 	out.Cases = nil
 	failing := 0
 	for _, c := range r.Cases {
-		if prompts.Failing(c) {
+		if protocol.Failing(c) {
 			failing++
 		}
 	}
 	room := max(0, maxCases-failing) // for passing and skipped cases
 	detailed, kept := 0, 0
 	for _, c := range r.Cases {
-		if prompts.Failing(c) {
+		if protocol.Failing(c) {
 			if kept >= maxCases {
 				continue
 			}
 			if detailed < detailedCases {
-				c.Message, c.Details = prompts.Trim(c.Message, caseMessageBudget), prompts.Trim(c.Details, caseDetailsBudget)
+				c.Message, c.Details = protocol.Trim(c.Message, caseMessageBudget), protocol.Trim(c.Details, caseDetailsBudget)
 				detailed++
 			} else {
-				c.Message, c.Details = prompts.Trim(c.Message, briefCaseBudget), ""
+				c.Message, c.Details = protocol.Trim(c.Message, briefCaseBudget), ""
 			}
 		} else {
 			if room == 0 {
 				continue
 			}
 			room--
-			c.Message, c.Details = prompts.Trim(c.Message, briefCaseBudget), ""
+			c.Message, c.Details = protocol.Trim(c.Message, briefCaseBudget), ""
 		}
 		kept++
 		out.Cases = append(out.Cases, c)
@@ -72,7 +83,7 @@ func trimReport(r messages.TestReport) messages.TestReport {
 }
 
 func trimFailure(f messages.Failure) messages.Failure {
-	t := func(s string) string { return prompts.Trim(s, failureFieldBudget) }
+	t := func(s string) string { return protocol.Trim(s, failureFieldBudget) }
 	f.ErrorMessage, f.ExpectedBehavior, f.ActualBehavior = t(f.ErrorMessage), t(f.ExpectedBehavior), t(f.ActualBehavior)
 	f.RootCause, f.SuggestedFix = t(f.RootCause), t(f.SuggestedFix)
 	return f
@@ -112,7 +123,7 @@ func trimAll(ss []string, budget, n int) []string {
 		if len(out) == n {
 			break
 		}
-		out = append(out, prompts.Trim(s, budget))
+		out = append(out, protocol.Trim(s, budget))
 	}
 	return out
 }
@@ -175,7 +186,7 @@ func markerCount(c messages.ChatMessage) int {
 
 func (m *stepper) note(n string) {
 	s := m.s
-	s.Notes = append(s.Notes, prompts.Trim(n, 600))
+	s.Notes = append(s.Notes, protocol.Trim(n, 600))
 	if len(s.Notes) > maxNotes {
 		s.Notes = append([]string(nil), s.Notes[len(s.Notes)-maxNotes:]...)
 	}

@@ -27,6 +27,26 @@ import (
 // fewest failing tests (then the most passing, then the lowest index) is
 // kept and repaired as a single solution would be; the others are dropped.
 
+// CandidateRound is the candidate round's part of the state.
+type CandidateRound struct {
+	Candidates []Candidate `json:"candidates,omitempty"` // the candidate round (options.candidates > 1)
+}
+
+// Candidate is one of options.candidates independent solutions of the
+// first round. Each is built and tested on its own; the first that passes
+// becomes the job's solution.
+type Candidate struct {
+	Index    int                  `json:"index"` // 1-based
+	Solution *messages.Solution   `json:"solution,omitempty"`
+	Packages []string             `json:"packages,omitempty"`
+	Asked    []string             `json:"asked,omitempty"` // imports the model was asked to map
+	Image    string               `json:"image,omitempty"`
+	Report   *messages.TestReport `json:"report,omitempty"`
+	Failed   string               `json:"failed,omitempty"` // why it could not be tested
+}
+
+func (c *Candidate) done() bool { return c.Report != nil || c.Failed != "" }
+
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func (m *stepper) startCandidates(in messages.CodeInput, k int) {

@@ -23,11 +23,7 @@ func (m *stepper) constrain(out messages.ProfileOutput) {
 
 // constrained folds the checks the model read into the data context and
 // the generated schemas, then starts generation if the plan is in.
-func (m *stepper) constrained(r *messages.StageResult) {
-	var out messages.ConstraintOutput
-	if !m.decode(r, &out) {
-		return
-	}
+func (m *stepper) constrained(_ Pending, out messages.ConstraintOutput) {
 	s := m.s
 	if out.DataContext != "" {
 		s.DataContext = out.DataContext

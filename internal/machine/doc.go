@@ -1,11 +1,15 @@
-// Package machine is the job state machine: Step(state, event) returns the
+// Package machine is the job state machine: Step(state, input) returns the
 // next state and the commands to carry out (dispatch a stage, emit a progress
 // event, finish the job). It does no I/O and reads no clock, so the
 // coordinator's behaviour is tested here exhaustively and can be replayed
-// from a recorded event log.
+// from a recorded log of its inputs.
 //
-//	s, cmds := machine.Step(machine.State{}, machine.Event{Kind: machine.EventSubmitted, Time: now, Submit: sub})
+//	s, cmds := machine.Step(machine.State{}, machine.Input{Kind: machine.InputSubmitted, Time: now, Submit: sub})
 //	for _, c := range cmds { ... publish c.Dispatch, c.Emit; store c.Finish ... }
+//
+// What each stage's result does is one table, at the top of results.go;
+// every phase change goes through stepper.enter. A submission with a Rerun
+// runs a finished job's script on new data instead (rerun.go).
 //
 // The loop: profile the samples, plan, then write the code and the tests
 // concurrently (the tests depend on the plan, not the code). Packages come

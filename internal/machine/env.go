@@ -3,9 +3,35 @@ package machine
 import (
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/pyscan"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
+
+// Environment is the job's package sets and the image built for them.
+type Environment struct {
+	Packages       []string `json:"packages,omitempty"`        // detected + declared + added
+	SystemPackages []string `json:"system_packages,omitempty"` // declared + added
+	BuiltPackages  []string `json:"built_packages,omitempty"`  // the set Image was built for
+	Image          string   `json:"image,omitempty"`
+}
+
+// ImportScan is what the import scan knows beyond its tables.
+type ImportScan struct {
+	// Stdlib is the sandbox interpreter's standard library, from the first
+	// build that reported it (messages.BuildOutput.Stdlib): the import scan
+	// leaves these modules out. Empty: pyscan's CPython 3.11 list is used
+	// (StdlibNoted: the result says so, once).
+	Stdlib       []string `json:"stdlib,omitempty"`
+	StdlibNoted  bool     `json:"stdlib_noted,omitempty"`
+	AskedImports []string `json:"asked_imports,omitempty"` // imports the model was asked to map, once each
+}
+
+// Builds are the environments built so far, and those that cannot be.
+type Builds struct {
+	Images     map[string]string `json:"images,omitempty"`      // env key -> image, every successful build
+	FailedEnvs []string          `json:"failed_envs,omitempty"` // env keys whose build named invalid packages
+}
 
 // harnessPackages are the harness's own tools: every sandbox environment
 // has them (the tests run under pytest), so an `import pytest` in the tests
@@ -28,11 +54,11 @@ func (m *stepper) env(c int, codeBusy bool) (image string, set []string, ready b
 	dists, unknown := m.scan(sol)
 	have := map[string]bool{}
 	for _, p := range append(append(append([]string{}, dists...), *pkgs...), *asked...) {
-		have[canonical(p)] = true
+		have[protocol.CanonicalName(p)] = true
 	}
 	var still []string
 	for _, u := range unknown {
-		if !have[canonical(u)] {
+		if !have[protocol.CanonicalName(u)] {
 			still = append(still, u)
 		}
 	}
@@ -42,7 +68,7 @@ func (m *stepper) env(c int, codeBusy bool) (image string, set []string, ready b
 		}
 		*asked = append(*asked, still...)
 		if c == 0 {
-			s.Phase = PhasePackages
+			m.enter(PhasePackages)
 		}
 		m.dispatchWith(messages.StagePackages, messages.PackagesInput{Imports: still, Stdlib: s.Stdlib}, Pending{Candidate: c})
 		return "", nil, false

@@ -6,70 +6,75 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// Step applies one event to a job's state and returns the next state and the
+// Step applies one input to a job's state and returns the next state and the
 // commands to carry out. It is a pure function: no I/O, no clock, no
 // randomness, and prev is never modified, so it can be tested exhaustively and
 // replayed from a recorded event log.
 //
-// Events that do not fit the state (a result for a stage that is not pending,
+// Inputs that do not fit the state (a result for a stage that is not pending,
 // anything after the job is done) change nothing and return no commands: a
 // redelivered message is harmless.
-func Step(prev State, ev Event) (State, []Command) {
+func Step(prev State, in Input) (State, []Command) {
 	s := prev.Clone()
-	m := &stepper{s: &s, now: ev}
-	switch ev.Kind {
-	case EventSubmitted:
-		if s.JobID != "" || ev.Submit == nil {
-			return prev, nil // duplicate submission
+	m := &stepper{s: &s, now: in}
+	changed := false
+	switch in.Kind {
+	case InputSubmitted:
+		changed = s.JobID == "" && in.Submit != nil // else a duplicate submission
+		if changed {
+			m.submit(in.Submit)
 		}
-		m.submit(ev.Submit)
-	case EventStageResult:
-		r := ev.Result
-		if r == nil || s.Done() {
-			return prev, nil
+	case InputStageResult:
+		changed = m.stageResult(in.Result)
+	case InputCancel:
+		changed = !s.Done() && s.JobID != ""
+		if changed {
+			m.finish(messages.StatusFailed, "cancelled: "+in.Reason)
 		}
-		p, ok := s.Pending[r.Seq]
-		if !ok || p.Stage != r.Stage {
-			return prev, nil // stale or duplicate result
-		}
-		delete(s.Pending, r.Seq)
-		m.record(p, r)
-		switch {
-		case p.Orphan:
-			// A losing candidate's stage: counted and listed, nothing more,
-			// except that an image is worth keeping.
-			var out messages.BuildOutput
-			if r.Stage == messages.StageBuild && r.Error == "" && p.Env != "" && json.Unmarshal(r.Output, &out) == nil && out.Image != "" {
-				if s.Images == nil {
-					s.Images = map[string]string{}
-				}
-				s.Images[p.Env] = out.Image
-			}
-		case r.Error != "":
-			m.stageFailed(p, r)
-		default:
-			m.result(p, r)
-		}
-	case EventCancel:
-		if s.Done() || s.JobID == "" {
-			return prev, nil
-		}
-		m.finish(messages.StatusFailed, "cancelled: "+ev.Reason)
-	default:
+	}
+	if !changed {
 		return prev, nil
 	}
 	return s, m.cmds
 }
 
+// stageResult takes the result of a pending stage and reports whether it
+// was one: a stale or duplicate result, or one after the job is done,
+// changes nothing.
+func (m *stepper) stageResult(r *messages.StageResult) bool {
+	s := m.s
+	if r == nil || s.Done() {
+		return false
+	}
+	p, ok := s.Pending[r.Seq]
+	if !ok || p.Stage != r.Stage {
+		return false
+	}
+	delete(s.Pending, r.Seq)
+	m.record(p, r)
+	switch {
+	case p.Orphan:
+		m.orphanResult(p, r) // results.go
+	case r.Error != "":
+		m.stageFailed(p, r)
+	default:
+		m.result(p, r) // results.go
+	}
+	return true
+}
+
 type stepper struct {
 	s    *State
-	now  Event
+	now  Input
 	cmds []Command
 }
+
+// enter moves the job to phase p: every phase change goes through here.
+func (m *stepper) enter(p Phase) { m.s.Phase = p }
 
 func (m *stepper) submit(sub *Submission) {
 	s := m.s
@@ -94,12 +99,12 @@ func (m *stepper) submit(sub *Submission) {
 	}
 	s.Packages = normPackages(sub.Spec.Options.BasePackages)
 	m.emit(messages.Event{Type: messages.EventJobStarted, Message: "job accepted"})
-	if sub.Run != nil {
-		m.startRun(sub.Run) // run.go
+	if sub.Rerun != nil {
+		m.startRerun(sub.Rerun) // rerun.go
 		return
 	}
 	if len(s.Samples) > 0 {
-		s.Phase = PhaseProfiling
+		m.enter(PhaseProfiling)
 		m.dispatch(messages.StageProfile, messages.ProfileInput{
 			Samples: s.Samples, MaxSampleRows: s.Spec.Options.MaxSampleRows, Constraints: s.Spec.Constraints,
 		})
@@ -109,7 +114,7 @@ func (m *stepper) submit(sub *Submission) {
 }
 
 func (m *stepper) plan() {
-	m.s.Phase = PhasePlanning
+	m.enter(PhasePlanning)
 	m.dispatch(messages.StagePlan, messages.PlanInput{Task: m.s.Task, DataContext: m.s.DataContext})
 }
 
@@ -118,7 +123,7 @@ func (m *stepper) plan() {
 // independent solutions (see candidates.go).
 func (m *stepper) generate() {
 	s := m.s
-	s.Phase = PhaseGenerating
+	m.enter(PhaseGenerating)
 	in := messages.CodeInput{Task: s.Task, DataContext: s.DataContext, Plan: planOf(s), BasePackages: s.Spec.Options.BasePackages}
 	k := s.Spec.Options.Candidates
 	if k > 1 && s.Spec.Options.SkipTests {
@@ -132,132 +137,6 @@ func (m *stepper) generate() {
 	}
 	if !s.Spec.Options.SkipTests {
 		m.dispatch(messages.StageTests, messages.TestsInput{Task: s.Task, DataContext: s.DataContext, Plan: planOf(s)})
-	}
-}
-
-// result routes a successful stage result.
-func (m *stepper) result(p Pending, r *messages.StageResult) {
-	s := m.s
-	switch r.Stage {
-	case messages.StageProfile:
-		var out messages.ProfileOutput
-		if !m.decode(r, &out) {
-			return
-		}
-		s.DataContext = out.DataContext
-		s.GeneratedSchemas = out.GeneratedSchemas
-		m.constrain(out) // constraint.go: alongside planning
-		m.plan()
-
-	case messages.StagePlan:
-		var out messages.Plan
-		if !m.decode(r, &out) {
-			return
-		}
-		s.Plan = &out
-		if m.busy(0, messages.StageConstraint) {
-			return // generation starts when the checks arrive (constraint.go)
-		}
-		m.generate()
-
-	case messages.StageCode:
-		var out messages.Solution
-		if !m.decode(r, &out) {
-			return
-		}
-		if p.Candidate > 0 {
-			if c := m.candidate(p.Candidate); c != nil {
-				c.Solution = &out
-			}
-		} else {
-			s.Solution = &out
-		}
-		m.advance()
-
-	case messages.StageFix:
-		var out messages.Solution
-		if !m.decode(r, &out) {
-			return
-		}
-		s.Solution = &out
-		m.fixArrived()
-
-	case messages.StageVerify:
-		var out messages.FixVerification
-		if !m.decode(r, &out) {
-			return
-		}
-		m.verified(out)
-
-	case messages.StageTests:
-		var out messages.Tests
-		if !m.decode(r, &out) {
-			return
-		}
-		s.Tests = &out
-		m.advance()
-
-	case messages.StagePatchTests:
-		var out messages.PatchTestsOutput
-		if !m.decode(r, &out) {
-			return
-		}
-		m.patched(out)
-
-	case messages.StagePackages:
-		var out messages.Packages
-		if !m.decode(r, &out) {
-			return
-		}
-		if p.Candidate > 0 {
-			if c := m.candidate(p.Candidate); c != nil {
-				c.Packages = normPackages(append(c.Packages, validPackages(out.Packages)...))
-			}
-		} else {
-			s.Packages = normPackages(append(s.Packages, validPackages(out.Packages)...))
-		}
-		m.advance()
-
-	case messages.StageBuild:
-		var out messages.BuildOutput
-		if !m.decode(r, &out) {
-			return
-		}
-		m.built(p, out)
-
-	case messages.StageRunTests:
-		var out messages.TestReport
-		if !m.decode(r, &out) {
-			return
-		}
-		if p.Candidate > 0 {
-			m.candidateReport(p.Candidate, out)
-			return
-		}
-		m.report(out)
-
-	case messages.StageDiagnose:
-		var out messages.Diagnosis
-		if !m.decode(r, &out) {
-			return
-		}
-		m.route(out)
-
-	case messages.StageAcceptance:
-		var out messages.AcceptanceOutput
-		if !m.decode(r, &out) {
-			return
-		}
-		m.accepted(out)
-
-	case messages.StageConstraint:
-		m.constrained(r) // constraint.go
-
-	case messages.StagePackageReplacement:
-		m.replaced(p, r) // replace.go
-
-	case messages.StageRun:
-		m.ran(r) // run.go
 	}
 }
 
@@ -297,10 +176,11 @@ func (m *stepper) advance() {
 	}
 	if codeBusy || testsBusy || !ready {
 		if !codeBusy && !testsBusy {
-			s.Phase = PhaseBuilding
+			phase := PhaseBuilding
 			if m.busy(0, messages.StagePackages) {
-				s.Phase = PhasePackages
+				phase = PhasePackages
 			}
+			m.enter(phase)
 		}
 		return
 	}
@@ -321,7 +201,7 @@ func (m *stepper) runTests() {
 	s := m.s
 	m.endRound()
 	s.Iteration++
-	s.Phase = PhaseTesting
+	m.enter(PhaseTesting)
 	m.dispatch(messages.StageRunTests, messages.RunTestsInput{
 		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
 		Code: s.Solution.Code, Tests: s.Tests.Code, Samples: s.Samples,
@@ -351,7 +231,7 @@ func (m *stepper) report(out messages.TestReport) {
 	if m.repeated(fp, "the same code, tests, packages and failures") {
 		return
 	}
-	s.Phase = PhaseDiagnosing
+	m.enter(PhaseDiagnosing)
 	m.dispatch(messages.StageDiagnose, messages.DiagnoseInput{
 		Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: s.Tests.Code,
 		Report: rep, Packages: s.Packages, Hints: m.diagnoseHints(), Stdlib: s.Stdlib,
@@ -366,10 +246,10 @@ func (m *stepper) accept() {
 		m.finish(messages.StatusSucceeded, "")
 		return
 	}
-	s.Phase = PhaseAccepting
+	m.enter(PhaseAccepting)
 	m.dispatch(messages.StageAcceptance, messages.AcceptanceInput{
 		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
-		Code: s.Solution.Code, Samples: s.Samples, Outputs: s.Spec.Outputs,
+		Code: s.Solution.Code, Samples: s.Samples, Args: protocol.FileArgs(s.Samples), Outputs: s.Spec.Outputs,
 		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
 	})
 }
@@ -377,9 +257,9 @@ func (m *stepper) accept() {
 // accepted handles the acceptance run. The tests passed but the script may
 // still fail on the real samples: that is a logic failure the tests missed,
 // fixed like one (the next acceptance run is its verification).
-func (m *stepper) accepted(out messages.AcceptanceOutput) {
+func (m *stepper) accepted(_ Pending, out messages.AcceptanceOutput) {
 	s := m.s
-	out.Output = prompts.Trim(out.Output, reportOutputBudget)
+	out.Output = protocol.Trim(out.Output, reportOutputBudget)
 	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
 	s.Acceptance = &out
 	if out.OK {
@@ -396,14 +276,14 @@ func (m *stepper) accepted(out messages.AcceptanceOutput) {
 	if m.repeated(fp, "the same code, tests and acceptance failure") {
 		return
 	}
-	s.Phase = PhaseRepairing
+	m.enter(PhaseRepairing)
 	m.note("acceptance run on the samples failed: " + problems)
 	s.Round = &Round{Iteration: s.Iteration, Acceptance: true, BaseCode: s.Solution.Code, BaseTests: testsOf(s),
 		Logic: []messages.Failure{trimFailure(messages.Failure{
 			TestName:         "acceptance_run",
 			ErrorMessage:     problems,
 			ActualBehavior:   out.Output,
-			ExpectedBehavior: "the script runs on the samples in /var/inputs and writes every declared output to /var/outputs/<name>",
+			ExpectedBehavior: "the script runs on the samples in " + protocol.InputsDir + " and writes every declared output to " + protocol.OutputPath("<name>"),
 			RootCause:        "the script fails on the real sample data",
 			SuggestedFix:     "make the __main__ block read the samples and write each declared output",
 			ErrorType:        messages.ErrorLogic,
@@ -423,14 +303,19 @@ func (m *stepper) built(p Pending, out messages.BuildOutput) {
 		m.advance()               // rebuilds once the replacements are in, or fails the line if nothing changes
 		return
 	}
-	if s.Images == nil {
-		s.Images = map[string]string{}
-	}
 	if p.Env != "" {
-		s.Images[p.Env] = out.Image
+		m.keepImage(p.Env, out.Image)
 	}
 	m.learnStdlib(out.Stdlib) // env.go: a rescan may change the set and rebuild
 	m.advance()
+}
+
+// keepImage registers the image built for the environment env.
+func (m *stepper) keepImage(env, image string) {
+	if m.s.Images == nil {
+		m.s.Images = map[string]string{}
+	}
+	m.s.Images[env] = image
 }
 
 // stageFailed ends the job on a failed stage, except for a candidate's
@@ -440,8 +325,8 @@ func (m *stepper) built(p Pending, out messages.BuildOutput) {
 // test run, as an environment failure).
 func (m *stepper) stageFailed(p Pending, r *messages.StageResult) {
 	switch {
-	case r.Stage == messages.StageVerify && m.s.Round != nil && m.s.Round.Fix == repairVerifying:
-		m.s.Round.Fix = repairAssumed
+	case r.Stage == messages.StageVerify && m.s.Round != nil && m.s.Round.Fix == RepairVerifying:
+		m.s.Round.Fix = RepairAssumed
 		m.note("the verify stage failed (" + firstLine(r.Error) + "): testing the fix unverified")
 		m.advance()
 		return
@@ -454,7 +339,7 @@ func (m *stepper) stageFailed(p Pending, r *messages.StageResult) {
 		return
 	case r.Stage == messages.StagePackageReplacement:
 		m.replacementMaps()
-		m.s.Replacements[canonical(p.Package)] = ""
+		m.s.Replacements[protocol.CanonicalName(p.Package)] = ""
 		m.note("the package_replacement stage failed (" + firstLine(r.Error) + "): building without " + p.Package)
 		m.advance()
 		return
@@ -478,14 +363,6 @@ func (m *stepper) stageFailed(p Pending, r *messages.StageResult) {
 	m.finish(status, fmt.Sprintf("stage %s failed: %s", r.Stage, r.Error))
 }
 
-func (m *stepper) decode(r *messages.StageResult, v any) bool {
-	if err := json.Unmarshal(r.Output, v); err != nil {
-		m.finish(messages.StatusErrored, fmt.Sprintf("stage %s returned malformed output: %v", r.Stage, err))
-		return false
-	}
-	return true
-}
-
 // record counts a result's usage (per stage too), keeps its conversation and
 // lists it on the result object, whatever becomes of it.
 func (m *stepper) record(p Pending, r *messages.StageResult) {
@@ -501,15 +378,7 @@ func (m *stepper) record(p Pending, r *messages.StageResult) {
 		s.CacheHits++
 	}
 	m.appendHistory(r.Messages)
-	outcome := "ok"
-	if r.Error != "" {
-		outcome = "error: " + firstLine(r.Error)
-	} else if r.Stage == messages.StageRunTests {
-		var rep messages.TestReport
-		if json.Unmarshal(r.Output, &rep) == nil {
-			outcome = reportSummary(rep)
-		}
-	}
+	outcome := outcomeOf(r)
 	if p.Candidate > 0 {
 		outcome = fmt.Sprintf("candidate %d: %s", p.Candidate, outcome)
 	}
@@ -525,6 +394,30 @@ func (m *stepper) record(p Pending, r *messages.StageResult) {
 	}
 	m.emit(messages.Event{Type: messages.EventStageFinished, Stage: r.Stage, Seq: r.Seq,
 		Iteration: p.Iteration, Cached: r.Cached, Outcome: outcome})
+}
+
+// outcomeOf says in a few words what a stage result was: its error, a test
+// run's counts, a script run's problems, or "ok".
+func outcomeOf(r *messages.StageResult) string {
+	if r.Error != "" {
+		return "error: " + firstLine(r.Error)
+	}
+	switch r.Stage {
+	case messages.StageRunTests:
+		var rep messages.TestReport
+		if json.Unmarshal(r.Output, &rep) == nil {
+			return reportSummary(rep)
+		}
+	case messages.StageAcceptance, messages.StageRun:
+		var out messages.AcceptanceOutput
+		if json.Unmarshal(r.Output, &out) == nil && !out.OK {
+			if len(out.Problems) == 0 {
+				return "failed"
+			}
+			return "failed: " + firstLine(strings.Join(out.Problems, "; "))
+		}
+	}
+	return "ok"
 }
 
 func (m *stepper) dispatch(stage messages.Stage, input any) bool {
@@ -590,7 +483,7 @@ func (m *stepper) finish(status messages.JobStatus, reason string) {
 	if s.Done() {
 		return
 	}
-	s.Phase = PhaseDone
+	m.enter(PhaseDone)
 	s.Status = status
 	s.Error = reason
 	t := m.now.Time
@@ -678,8 +571,8 @@ func failuresFromReport(r *messages.TestReport) []messages.Failure {
 		r = &messages.TestReport{}
 	}
 	for _, c := range r.Cases {
-		if prompts.Failing(c) {
-			out = append(out, messages.Failure{TestName: prompts.TestID(c), ErrorMessage: c.Message, ActualBehavior: c.Details, ErrorType: messages.ErrorLogic})
+		if protocol.Failing(c) {
+			out = append(out, messages.Failure{TestName: protocol.TestID(c), ErrorMessage: c.Message, ActualBehavior: c.Details, ErrorType: messages.ErrorLogic})
 		}
 	}
 	if len(out) == 0 {
@@ -716,17 +609,6 @@ func firstLine(s string) string {
 	return s
 }
 
-// canonical is the PEP 503 normal form of a distribution name, ignoring any
-// version specifier.
-func canonical(p string) string {
-	name := p
-	if i := strings.IndexAny(name, "=<>!~[;"); i >= 0 {
-		name = name[:i]
-	}
-	name = strings.ToLower(strings.TrimSpace(name))
-	return strings.NewReplacer("_", "-", ".", "-").Replace(name)
-}
-
 func validPackages(ps []string) []string {
 	var out []string
 	for _, p := range ps {
@@ -743,25 +625,25 @@ func normPackages(ps []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, p := range ps {
-		c := canonical(p)
+		c := protocol.CanonicalName(p)
 		if c == "" || seen[c] {
 			continue
 		}
 		seen[c] = true
 		out = append(out, strings.TrimSpace(p))
 	}
-	sort.Slice(out, func(i, j int) bool { return canonical(out[i]) < canonical(out[j]) })
+	sort.Slice(out, func(i, j int) bool { return protocol.CanonicalName(out[i]) < protocol.CanonicalName(out[j]) })
 	return out
 }
 
 func newPackages(have, want []string) []string {
 	h := map[string]bool{}
 	for _, p := range have {
-		h[canonical(p)] = true
+		h[protocol.CanonicalName(p)] = true
 	}
 	var out []string
 	for _, p := range want {
-		if c := canonical(p); c != "" && !h[c] {
+		if c := protocol.CanonicalName(p); c != "" && !h[c] {
 			h[c] = true
 			out = append(out, strings.TrimSpace(p))
 		}
@@ -772,11 +654,11 @@ func newPackages(have, want []string) []string {
 func removePackages(ps, bad []string) []string {
 	b := map[string]bool{}
 	for _, p := range bad {
-		b[canonical(p)] = true
+		b[protocol.CanonicalName(p)] = true
 	}
 	var out []string
 	for _, p := range ps {
-		if !b[canonical(p)] {
+		if !b[protocol.CanonicalName(p)] {
 			out = append(out, p)
 		}
 	}

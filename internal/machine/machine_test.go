@@ -92,14 +92,14 @@ func (w *world) answer(c *messages.StageCommand) *messages.StageResult {
 
 // run drives a job to completion, answering every dispatch in FIFO order, and
 // returns the final state, every event applied and every command produced.
-func run(t *testing.T, w *world, spec messages.JobSpec, samples []messages.SampleRef) (State, []Event, []Command) {
+func run(t *testing.T, w *world, spec messages.JobSpec, samples []messages.SampleRef) (State, []Input, []Command) {
 	t.Helper()
 	spec.Normalize("")
-	ev := Event{Kind: EventSubmitted, Time: t0, Submit: &Submission{JobID: "job1", Spec: spec, Samples: samples}}
+	ev := Input{Kind: InputSubmitted, Time: t0, Submit: &Submission{JobID: "job1", Spec: spec, Samples: samples}}
 	var s State
-	var events []Event
+	var events []Input
 	var all []Command
-	queue := []Event{ev}
+	queue := []Input{ev}
 	for i := 0; len(queue) > 0; i++ {
 		if i > 500 {
 			t.Fatal("job did not finish in 500 steps")
@@ -116,7 +116,7 @@ func run(t *testing.T, w *world, spec messages.JobSpec, samples []messages.Sampl
 		all = append(all, cmds...)
 		for _, c := range cmds {
 			if c.Dispatch != nil {
-				queue = append(queue, Event{Kind: EventStageResult, Time: ev.Time.Add(time.Second), Result: w.answer(c.Dispatch)})
+				queue = append(queue, Input{Kind: InputStageResult, Time: ev.Time.Add(time.Second), Result: w.answer(c.Dispatch)})
 			}
 		}
 	}
@@ -417,7 +417,7 @@ func TestStaleAndDuplicateEventsChangeNothing(t *testing.T) {
 	w := newWorld(t)
 	spec := baseSpec()
 	spec.Normalize("")
-	s, cmds := Step(State{}, Event{Kind: EventSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec}})
+	s, cmds := Step(State{}, Input{Kind: InputSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec}})
 	plan := cmds[1].Dispatch
 	if plan == nil || plan.Stage != messages.StagePlan {
 		t.Fatalf("first dispatch = %+v", cmds)
@@ -425,34 +425,34 @@ func TestStaleAndDuplicateEventsChangeNothing(t *testing.T) {
 	res := w.answer(plan)
 
 	// A second submission of the same job is ignored.
-	if s2, c := Step(s, Event{Kind: EventSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec}}); c != nil || !equalJSON(s, s2) {
+	if s2, c := Step(s, Input{Kind: InputSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec}}); c != nil || !equalJSON(s, s2) {
 		t.Error("duplicate submission changed the state")
 	}
 	// A result for an unknown seq, or the right seq with the wrong stage, is ignored.
 	bogus := *res
 	bogus.Seq = 99
-	if s2, c := Step(s, Event{Kind: EventStageResult, Time: t0, Result: &bogus}); c != nil || !equalJSON(s, s2) {
+	if s2, c := Step(s, Input{Kind: InputStageResult, Time: t0, Result: &bogus}); c != nil || !equalJSON(s, s2) {
 		t.Error("unknown seq changed the state")
 	}
 	wrong := *res
 	wrong.Stage = messages.StageCode
-	if s2, c := Step(s, Event{Kind: EventStageResult, Time: t0, Result: &wrong}); c != nil || !equalJSON(s, s2) {
+	if s2, c := Step(s, Input{Kind: InputStageResult, Time: t0, Result: &wrong}); c != nil || !equalJSON(s, s2) {
 		t.Error("wrong stage changed the state")
 	}
 	// The real result advances; delivering it again does nothing.
-	s3, c := Step(s, Event{Kind: EventStageResult, Time: t0, Result: res})
+	s3, c := Step(s, Input{Kind: InputStageResult, Time: t0, Result: res})
 	if len(c) == 0 {
 		t.Fatal("plan result produced no commands")
 	}
-	if s4, c := Step(s3, Event{Kind: EventStageResult, Time: t0, Result: res}); c != nil || !equalJSON(s3, s4) {
+	if s4, c := Step(s3, Input{Kind: InputStageResult, Time: t0, Result: res}); c != nil || !equalJSON(s3, s4) {
 		t.Error("redelivered result changed the state")
 	}
 	// Cancel finishes the job; later results are stale.
-	s5, c := Step(s3, Event{Kind: EventCancel, Time: t0, Reason: "user"})
+	s5, c := Step(s3, Input{Kind: InputCancel, Time: t0, Reason: "user"})
 	if !s5.Done() || s5.Status != messages.StatusFailed || len(s5.Pending) != 0 || len(c) == 0 {
 		t.Errorf("cancel: done=%v status=%s pending=%v", s5.Done(), s5.Status, s5.Pending)
 	}
-	if _, c := Step(s5, Event{Kind: EventCancel, Time: t0}); c != nil {
+	if _, c := Step(s5, Input{Kind: InputCancel, Time: t0}); c != nil {
 		t.Error("cancel after done produced commands")
 	}
 }
@@ -461,9 +461,9 @@ func TestMalformedOutputErrorsTheJob(t *testing.T) {
 	t.Parallel()
 	spec := baseSpec()
 	spec.Normalize("")
-	s, cmds := Step(State{}, Event{Kind: EventSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec}})
+	s, cmds := Step(State{}, Input{Kind: InputSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec}})
 	d := cmds[1].Dispatch
-	s, _ = Step(s, Event{Kind: EventStageResult, Time: t0, Result: &messages.StageResult{JobID: "j", Seq: d.Seq, Stage: d.Stage, Output: json.RawMessage(`"not a plan"`)}})
+	s, _ = Step(s, Input{Kind: InputStageResult, Time: t0, Result: &messages.StageResult{JobID: "j", Seq: d.Seq, Stage: d.Stage, Output: json.RawMessage(`"not a plan"`)}})
 	if s.Status != messages.StatusErrored || !strings.Contains(s.Error, "malformed output") {
 		t.Errorf("status %s error %q", s.Status, s.Error)
 	}
@@ -486,7 +486,7 @@ func TestRandomEventsKeepInvariants(t *testing.T) {
 		spec := baseSpec()
 		spec.Outputs = map[string]messages.Type{"n": messages.TypeInt}
 		spec.Normalize("")
-		s, cmds := Step(State{}, Event{Kind: EventSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec}})
+		s, cmds := Step(State{}, Input{Kind: InputSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec}})
 		var inflight []*messages.StageResult
 		seen := map[int]bool{}
 		for step := 0; step < 200; step++ {
@@ -504,7 +504,7 @@ func TestRandomEventsKeepInvariants(t *testing.T) {
 					t.Fatalf("seed %d: done with pending %v", seed, s.Pending)
 				}
 			}
-			var ev Event
+			var ev Input
 			switch k := rng.Intn(10); {
 			case k < 6 && len(inflight) > 0: // a real result, in random order
 				i := rng.Intn(len(inflight))
@@ -513,17 +513,17 @@ func TestRandomEventsKeepInvariants(t *testing.T) {
 				if rng.Intn(4) == 0 {
 					inflight = append(inflight, r) // and deliver it again later
 				}
-				ev = Event{Kind: EventStageResult, Time: t0, Result: r}
+				ev = Input{Kind: InputStageResult, Time: t0, Result: r}
 			case k < 8: // a bogus result
 				r := &messages.StageResult{JobID: "j", Seq: rng.Intn(20), Stage: stages[rng.Intn(len(stages))], Output: json.RawMessage(`{}`)}
 				if rng.Intn(3) == 0 {
 					r.Error, r.ErrorKind = "x", messages.ErrorInfra
 				}
-				ev = Event{Kind: EventStageResult, Time: t0, Result: r}
+				ev = Input{Kind: InputStageResult, Time: t0, Result: r}
 			case k == 8:
-				ev = Event{Kind: EventStageResult, Time: t0} // nil result
+				ev = Input{Kind: InputStageResult, Time: t0} // nil result
 			default:
-				ev = Event{Kind: EventKind("unknown"), Time: t0}
+				ev = Input{Kind: InputKind("unknown"), Time: t0}
 			}
 			wasDone := s.Done()
 			s, cmds = Step(s, ev)
@@ -603,7 +603,7 @@ func TestReplay(t *testing.T) {
 	}
 }
 
-func writeLog(t *testing.T, path string, events []Event) {
+func writeLog(t *testing.T, path string, events []Input) {
 	var buf bytes.Buffer
 	for _, ev := range events {
 		b, _ := json.Marshal(ev)
@@ -621,17 +621,17 @@ func writeJSON(t *testing.T, path string, v any) {
 	}
 }
 
-func readLog(t *testing.T, path string) []Event {
+func readLog(t *testing.T, path string) []Input {
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []Event
+	var out []Input
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var ev Event
+		var ev Input
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

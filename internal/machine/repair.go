@@ -57,6 +57,83 @@ import (
 // the same image cannot change anything), and an empty diagnosis becomes
 // one logic failure per failing test: no round is ever empty.
 
+// RepairLog is the repair bookkeeping of the state. Everything here is
+// bounded, so the state stays far below the KV value limit whatever the job
+// does.
+type RepairLog struct {
+	Tracks        []Track       `json:"tracks,omitempty"` // failing tests of the last run, across iterations
+	Seen          []Fingerprint `json:"seen,omitempty"`   // failing states already tested (stuck detection)
+	Round         *Round        `json:"round,omitempty"`  // the repair round in progress
+	Regenerations int           `json:"regenerations,omitempty"`
+}
+
+// Route is the repair a failing test got in a round.
+type Route string
+
+const (
+	RouteFix        Route = "fix"        // logic: a code fix
+	RoutePatch      Route = "patch"      // test_error: a patch of the test function
+	RoutePackages   Route = "packages"   // environment: packages added, image rebuilt
+	RouteRegenerate Route = "regenerate" // the loop was stuck: code written again from the plan
+)
+
+// Track follows one failing test across iterations, so the loop can tell a
+// failure that survived its repair from a new one.
+type Track struct {
+	Test      string `json:"test"`      // protocol.TestID form
+	Signature string `json:"signature"` // normalised error (see Signature)
+	Since     int    `json:"since"`     // iteration in which this signature first appeared
+	Runs      int    `json:"runs"`      // consecutive runs with this signature
+	// Survived: the signature is the one the test had before the last
+	// round, which applied LastRepair to it (verified if LastApplied).
+	Survived    bool  `json:"survived,omitempty"`
+	LastRepair  Route `json:"last_repair,omitempty"`
+	LastApplied bool  `json:"last_applied,omitempty"`
+	// Class and Repair are what the current round decided for it.
+	Class  messages.ErrorType `json:"class,omitempty"`
+	Repair Route              `json:"repair,omitempty"`
+	// Applied is set when the round ends: its repair was verified as applied.
+	Applied bool     `json:"applied,omitempty"`
+	Flips   []string `json:"flips,omitempty"` // reclassifications, "test_error->logic"
+	Fixes   int      `json:"fixes,omitempty"` // repairs tried on it, for the failure history
+	Patches int      `json:"patches,omitempty"`
+}
+
+// Fingerprint identifies a failing state: code, tests, environment and
+// failure signatures. The same fingerprint twice means no progress.
+type Fingerprint struct {
+	Iteration int    `json:"iteration"`
+	Hash      string `json:"hash"`
+}
+
+// Round is one repair round: the fixes, test patches and rebuilds that one
+// diagnosis (or acceptance failure) asked for, with their verification.
+type Round struct {
+	Iteration  int                `json:"iteration"`
+	Acceptance bool               `json:"acceptance,omitempty"` // repairing an acceptance failure
+	BaseCode   string             `json:"base_code"`            // before the fix, for verification
+	BaseTests  string             `json:"base_tests,omitempty"` // before the patch, for verification
+	Logic      []messages.Failure `json:"logic,omitempty"`      // routed to the code fix
+	TestErrors []messages.Failure `json:"test_errors,omitempty"`
+	// Attempts so far; attempt n is sent with escalation n-1.
+	FixAttempts   int          `json:"fix_attempts,omitempty"`
+	PatchAttempts int          `json:"patch_attempts,omitempty"`
+	Fix           RepairStatus `json:"fix,omitempty"`   // pending, verifying, applied, assumed or unverified
+	Patch         RepairStatus `json:"patch,omitempty"` // pending, applied or unverified
+}
+
+// RepairStatus is where a round's fix or test patch stands.
+type RepairStatus string
+
+// The statuses of a fix or patch in a round.
+const (
+	RepairPending    RepairStatus = "pending"
+	RepairVerifying  RepairStatus = "verifying"  // a fix the mechanical check could not decide, at the verify stage
+	RepairApplied    RepairStatus = "applied"    // verified: the check or the verify stage found the fix
+	RepairAssumed    RepairStatus = "assumed"    // the code changed and nothing specific could be checked
+	RepairUnverified RepairStatus = "unverified" // still missing after the last attempt
+)
+
 // maxRepairAttempts bounds the attempts at one fix or patch in a round.
 const maxRepairAttempts = 3
 
@@ -144,7 +221,7 @@ func (m *stepper) unstick(why string) {
 		s.Tracks[i].Repair, s.Tracks[i].Applied = RouteRegenerate, false
 	}
 	s.Round = nil
-	s.Phase = PhaseGenerating
+	m.enter(PhaseGenerating)
 	m.dispatch(messages.StageCode, messages.CodeInput{
 		Task: s.Task, DataContext: s.DataContext, Plan: planOf(s), BasePackages: s.Spec.Options.BasePackages,
 		Attempt: s.Regenerations, Hints: m.failureHistory(),
@@ -306,7 +383,7 @@ func planRepair(failures []messages.Failure, tracks []Track, newEnv bool) repair
 }
 
 // route starts the repair round of a diagnosis (see the top of this file).
-func (m *stepper) route(d messages.Diagnosis) {
+func (m *stepper) route(_ Pending, d messages.Diagnosis) {
 	s := m.s
 	d = trimDiagnosis(d)
 	s.Diagnosis = storedDiagnosis(d)
@@ -344,7 +421,7 @@ func (m *stepper) route(d messages.Diagnosis) {
 	logic, testErrs := capFailures(m, p.Logic, "fix"), capFailures(m, p.TestErrors, "test patch")
 	s.Round = &Round{Iteration: s.Iteration, BaseCode: s.Solution.Code, BaseTests: testsOf(s),
 		Logic: trimFailures(logic), TestErrors: trimFailures(testErrs)}
-	s.Phase = PhaseRepairing
+	m.enter(PhaseRepairing)
 	if len(added)+len(addedSys) > 0 {
 		s.Packages = normPackages(append(s.Packages, added...))
 		s.SystemPackages = normPackages(append(s.SystemPackages, addedSys...))
@@ -376,9 +453,9 @@ func (m *stepper) endRound() {
 		t := &s.Tracks[i]
 		switch t.Repair {
 		case RouteFix:
-			t.Applied = r != nil && r.Fix == repairApplied
+			t.Applied = r != nil && r.Fix == RepairApplied
 		case RoutePatch:
-			t.Applied = r != nil && r.Patch == repairApplied
+			t.Applied = r != nil && r.Patch == RepairApplied
 		case RoutePackages, RouteRegenerate:
 			t.Applied = true
 		}
@@ -394,8 +471,14 @@ func (m *stepper) dispatchFix(missing []string) {
 	in := messages.FixInput{Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: testsOf(s),
 		Failures: r.Logic, Packages: s.Packages, Escalation: r.FixAttempts, Missing: missing}
 	r.FixAttempts++
-	r.Fix = repairPending
+	r.Fix = RepairPending
 	m.dispatch(messages.StageFix, in)
+}
+
+// fixed takes the fixed code and verifies it (fixArrived).
+func (m *stepper) fixed(_ Pending, out messages.Solution) {
+	m.s.Solution = &out
+	m.fixArrived()
 }
 
 // fixArrived verifies a fix: mechanically first, with the verify stage for
@@ -404,7 +487,7 @@ func (m *stepper) dispatchFix(missing []string) {
 func (m *stepper) fixArrived() {
 	s := m.s
 	r := s.Round
-	if r == nil || r.Fix != repairPending {
+	if r == nil || r.Fix != RepairPending {
 		m.advance()
 		return
 	}
@@ -413,25 +496,25 @@ func (m *stepper) fixArrived() {
 	case len(missing) > 0:
 		m.fixNotApplied(missing, "the mechanical check")
 	case len(undecided) == 0 && hasSuggestions(r.Logic):
-		r.Fix = repairApplied
+		r.Fix = RepairApplied
 		m.advance()
 	case len(undecided) == 0 || r.Acceptance:
-		r.Fix = repairAssumed
+		r.Fix = RepairAssumed
 		m.advance()
 	default:
-		r.Fix = repairVerifying
+		r.Fix = RepairVerifying
 		m.dispatch(messages.StageVerify, messages.VerifyInput{OldCode: r.BaseCode, NewCode: s.Solution.Code, Failures: undecided})
 	}
 }
 
-func (m *stepper) verified(v messages.FixVerification) {
+func (m *stepper) verified(_ Pending, v messages.FixVerification) {
 	r := m.s.Round
-	if r == nil || r.Fix != repairVerifying {
+	if r == nil || r.Fix != RepairVerifying {
 		m.advance()
 		return
 	}
 	if v.AllFixesApplied && len(v.MissingFixes) == 0 {
-		r.Fix = repairApplied
+		r.Fix = RepairApplied
 		m.advance()
 		return
 	}
@@ -454,7 +537,7 @@ func (m *stepper) fixNotApplied(missing []string, by string) {
 		m.dispatchFix(missing)
 		return
 	}
-	r.Fix = repairUnverified
+	r.Fix = RepairUnverified
 	m.note(fmt.Sprintf("fix attempt %d was still not applied (%s): %s; testing it anyway", r.FixAttempts, by, joinShort(missing, 3)))
 	m.advance()
 }
@@ -465,7 +548,7 @@ func (m *stepper) dispatchPatch(failures []messages.Failure, missing []string) {
 	in := messages.PatchTestsInput{Task: s.Task, Code: s.Solution.Code, Tests: testsOf(s), Failures: failures,
 		Escalation: r.PatchAttempts, Missing: missing}
 	r.PatchAttempts++
-	r.Patch = repairPending
+	r.Patch = RepairPending
 	m.dispatch(messages.StagePatchTests, in)
 }
 
@@ -474,7 +557,7 @@ func (m *stepper) dispatchPatch(failures []messages.Failure, missing []string) {
 // It also checks that no other test function changed: a patch that touched
 // a test that was not failing is unverified (the patch stage refuses such
 // patches, so this guards against a worker that does not).
-func (m *stepper) patched(out messages.PatchTestsOutput) {
+func (m *stepper) patched(_ Pending, out messages.PatchTestsOutput) {
 	s := m.s
 	if strings.TrimSpace(out.Tests) != "" {
 		s.Tests = &messages.Tests{Code: out.Tests}
@@ -485,19 +568,19 @@ func (m *stepper) patched(out messages.PatchTestsOutput) {
 		m.note("test patches not applied: " + strings.Join(out.Unapplied, ", "))
 	}
 	r := s.Round
-	if r == nil || r.Patch != repairPending {
+	if r == nil || r.Patch != RepairPending {
 		m.advance()
 		return
 	}
 	if changed := changedOthers(r.BaseTests, testsOf(s), r.TestErrors); len(changed) > 0 {
-		r.Patch = repairUnverified
+		r.Patch = RepairUnverified
 		m.note(fmt.Sprintf("test patch attempt %d changed %s, which were not failing: the patch is unverified", r.PatchAttempts, joinShort(changed, 5)))
 		m.advance()
 		return
 	}
 	left := unpatched(r.BaseTests, testsOf(s), r.TestErrors, out.Unapplied)
 	if len(left) == 0 {
-		r.Patch = repairApplied
+		r.Patch = RepairApplied
 		m.advance()
 		return
 	}
@@ -510,7 +593,7 @@ func (m *stepper) patched(out messages.PatchTestsOutput) {
 		m.dispatchPatch(left, names)
 		return
 	}
-	r.Patch = repairUnverified
+	r.Patch = RepairUnverified
 	m.note(fmt.Sprintf("test patch attempt %d still left %s unchanged; testing anyway", r.PatchAttempts, joinShort(names, 5)))
 	m.advance()
 }

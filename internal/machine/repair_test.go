@@ -1002,7 +1002,7 @@ func TestStateAndPromptsStayBounded(t *testing.T) {
 	// Large conversations on every model result.
 	var states []State
 	spec.Normalize("")
-	s, cmds := Step(State{}, Event{Kind: EventSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec}})
+	s, cmds := Step(State{}, Input{Kind: InputSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec}})
 	queue := cmds
 	for len(queue) > 0 && !s.Done() {
 		c := queue[0]
@@ -1017,7 +1017,7 @@ func TestStateAndPromptsStayBounded(t *testing.T) {
 		if c.Dispatch.Stage.Pool() == messages.PoolLLM {
 			r.Messages = []messages.ChatMessage{{Role: "system", Content: "rules"}, {Role: "user", Content: big}, {Role: "assistant", Content: big}}
 		}
-		s, cmds = Step(s, Event{Kind: EventStageResult, Time: t0, Result: r})
+		s, cmds = Step(s, Input{Kind: InputStageResult, Time: t0, Result: r})
 		queue = append(queue, cmds...)
 		states = append(states, s)
 	}
@@ -1208,7 +1208,7 @@ func TestCandidates(t *testing.T) {
 type simEvent struct {
 	at  time.Duration
 	seq int
-	ev  Event
+	ev  Input
 }
 type simQueue []simEvent
 
@@ -1237,7 +1237,7 @@ func simulate(t *testing.T, w *world, spec messages.JobSpec, dur func(messages.S
 	t.Helper()
 	spec.Normalize("")
 	q := &simQueue{}
-	heap.Push(q, simEvent{0, 0, Event{Kind: EventSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec}}})
+	heap.Push(q, simEvent{0, 0, Input{Kind: InputSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec}}})
 	var s State
 	var log []simStage
 	n := 0
@@ -1258,7 +1258,7 @@ func simulate(t *testing.T, w *world, spec messages.JobSpec, dur func(messages.S
 			n++
 			d := dur(c.Dispatch.Stage)
 			log = append(log, simStage{c.Dispatch.Stage, e.at, e.at + d})
-			heap.Push(q, simEvent{e.at + d, n, Event{Kind: EventStageResult, Time: t0.Add(e.at + d), Result: w.answer(c.Dispatch)}})
+			heap.Push(q, simEvent{e.at + d, n, Input{Kind: InputStageResult, Time: t0.Add(e.at + d), Result: w.answer(c.Dispatch)}})
 		}
 	}
 	t.Fatal("job did not finish")

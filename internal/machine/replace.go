@@ -4,9 +4,21 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/pyscan"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
+
+// MissingPackages are the packages a build could not find and what stands
+// in for them.
+type MissingPackages struct {
+	InvalidPackages []string `json:"invalid_packages,omitempty"`
+	// Replacements maps a package the build could not find (canonical name)
+	// to the one the model named instead ("" = go without); ReplaceTries
+	// counts the model's tries per originally missing package.
+	Replacements map[string]string `json:"replacements,omitempty"`
+	ReplaceTries map[string]int    `json:"replace_tries,omitempty"`
+}
 
 // maxReplaceTries is how many replacements the model may name for one
 // missing package before the job goes without it.
@@ -27,7 +39,7 @@ func (m *stepper) askReplacements(p Pending, out messages.BuildOutput) {
 	for _, bad := range out.InvalidPackages {
 		orig := m.origin(bad)
 		if s.ReplaceTries[orig] >= maxReplaceTries {
-			s.Replacements[canonical(bad)] = ""
+			s.Replacements[protocol.CanonicalName(bad)] = ""
 			m.note("no package found in place of " + orig + " after " + itoa(maxReplaceTries) + " tries: building without it")
 			continue
 		}
@@ -55,11 +67,7 @@ func (m *stepper) replacementMaps() {
 }
 
 // replaced records the model's answer; the next advance rebuilds with it.
-func (m *stepper) replaced(p Pending, r *messages.StageResult) {
-	var out messages.PackageReplacement
-	if !m.decode(r, &out) {
-		return
-	}
+func (m *stepper) replaced(p Pending, out messages.PackageReplacement) {
 	s := m.s
 	rep := ""
 	if out.Replacement != nil {
@@ -69,7 +77,7 @@ func (m *stepper) replaced(p Pending, r *messages.StageResult) {
 		rep = "" // known missing already
 	}
 	m.replacementMaps()
-	s.Replacements[canonical(p.Package)] = rep
+	s.Replacements[protocol.CanonicalName(p.Package)] = rep
 	if rep == "" {
 		m.note("no replacement for " + p.Package + ": building without it")
 	} else {
@@ -88,14 +96,14 @@ func (m *stepper) substitute(ps []string) []string {
 	}
 	out := append([]string{}, ps...)
 	for _, p := range ps {
-		cur := canonical(p)
+		cur := protocol.CanonicalName(p)
 		for i := 0; i <= maxReplaceTries; i++ {
 			rep, ok := s.Replacements[cur]
 			if !ok || rep == "" {
 				break
 			}
 			out = append(out, rep)
-			cur = canonical(rep)
+			cur = protocol.CanonicalName(rep)
 		}
 	}
 	return out
@@ -103,11 +111,11 @@ func (m *stepper) substitute(ps []string) []string {
 
 // origin is the package a (possibly replacement) name stands in for.
 func (m *stepper) origin(name string) string {
-	c := canonical(name)
+	c := protocol.CanonicalName(name)
 	for i := 0; i <= maxReplaceTries; i++ {
 		found := false
 		for _, from := range replacementKeys(m.s.Replacements) { // sorted: Step stays deterministic
-			if to := m.s.Replacements[from]; to != "" && canonical(to) == c {
+			if to := m.s.Replacements[from]; to != "" && protocol.CanonicalName(to) == c {
 				c, found = from, true
 				break
 			}
@@ -129,15 +137,15 @@ func (m *stepper) tried(orig string) []string {
 			break
 		}
 		out = append(out, rep)
-		cur = canonical(rep)
+		cur = protocol.CanonicalName(rep)
 	}
 	return out
 }
 
 func containsCanonical(list []string, name string) bool {
-	c := canonical(name)
+	c := protocol.CanonicalName(name)
 	for _, x := range list {
-		if canonical(x) == c {
+		if protocol.CanonicalName(x) == c {
 			return true
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -82,10 +82,10 @@ func Signature(c messages.TestCase) string {
 func failingSignatures(r messages.TestReport) (ids []string, sigs map[string]string) {
 	sigs = map[string]string{}
 	for _, c := range r.Cases {
-		if !prompts.Failing(c) {
+		if !protocol.Failing(c) {
 			continue
 		}
-		id := prompts.TestID(c)
+		id := protocol.TestID(c)
 		if _, dup := sigs[id]; dup {
 			continue
 		}
@@ -93,7 +93,7 @@ func failingSignatures(r messages.TestReport) (ids []string, sigs map[string]str
 		sigs[id] = Signature(c)
 	}
 	if len(ids) == 0 && !r.OK() {
-		id := prompts.SessionTest
+		id := protocol.SessionTest
 		msg := firstLine(r.Output)
 		if r.TimedOut {
 			msg = "timed out"

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/pyscan"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -313,11 +313,11 @@ func namesAny(src string, names map[string]bool) bool {
 // failing tests. Functions are compared by name, so a name that fails
 // anywhere (TestK::test_a) is not checked anywhere (TestJ::test_a); helpers
 // and fixtures (not named test*) may change. A failure of the run as a whole
-// (prompts.SessionTest) failed every test, so there is nothing to check.
+// (protocol.SessionTest) failed every test, so there is nothing to check.
 func changedOthers(oldTests, newTests string, fs []messages.Failure) []string {
 	failing := map[string]bool{}
 	for _, f := range fs {
-		if strings.TrimSpace(f.TestName) == prompts.SessionTest {
+		if strings.TrimSpace(f.TestName) == protocol.SessionTest {
 			return nil
 		}
 		failing[testFunc(f.TestName)] = true
@@ -371,7 +371,7 @@ func testClasses(id string) string {
 	}
 	var parts []string
 	for _, p := range strings.Split(strings.ReplaceAll(id, "::", "."), ".") {
-		if p != "" && p != "py" && p != "test_solution" && p != "()" {
+		if p != "" && p != "py" && p != protocol.TestModule && p != "()" {
 			parts = append(parts, p)
 		}
 	}

@@ -3,6 +3,7 @@ package profile
 import (
 	"encoding/csv"
 	"fmt"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"math"
 	"path"
 	"strconv"
@@ -12,7 +13,7 @@ import (
 
 const (
 	// InputsDir is where samples are mounted for the generated script.
-	InputsDir = "/var/inputs"
+	InputsDir = protocol.InputsDir
 	// sampleCellRunes shortens long cells in the representative rows.
 	sampleCellRunes = 200
 	topValueRunes   = 60

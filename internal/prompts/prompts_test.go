@@ -331,24 +331,6 @@ func TestFence(t *testing.T) {
 	}
 }
 
-func TestTrim(t *testing.T) {
-	t.Parallel()
-	if got := Trim("short", 10); got != "short" {
-		t.Errorf("Trim short = %q", got)
-	}
-	s := "HEAD" + strings.Repeat("é", 5000) + "TAIL"
-	got := Trim(s, 1000)
-	if !strings.HasPrefix(got, "HEAD") || !strings.HasSuffix(got, "TAIL") || !strings.Contains(got, "bytes trimmed") {
-		t.Errorf("Trim lost head, tail or marker: %q", got)
-	}
-	if len(got) > 1000+50 {
-		t.Errorf("Trim result is %d bytes, want about 1000", len(got))
-	}
-	if !utf8.ValidString(got) {
-		t.Error("Trim split a rune")
-	}
-}
-
 func TestDiagnoseCapsOutput(t *testing.T) {
 	t.Parallel()
 	huge := "FIRST-LINE\n" + strings.Repeat("noise line\n", 200000) + "LAST-LINE\n"
@@ -424,29 +406,5 @@ func TestPatchEscalation(t *testing.T) {
 	}
 	if esc3 := PatchTests(messages.PatchTestsInput{Task: task, Code: "x", Tests: "y", Failures: failures, Escalation: 3, Missing: []string{"test_totals"}})[1].Content; esc3 != esc2 {
 		t.Error("escalation 3 differs from 2: the strongest text should hold from 2 on")
-	}
-}
-
-func TestTestID(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		c    messages.TestCase
-		want string
-	}{
-		{messages.TestCase{Name: "test_a", ClassName: "test_solution"}, "test_a"},
-		{messages.TestCase{Name: "test_a[1-2]", ClassName: "test_solution"}, "test_a[1-2]"},
-		{messages.TestCase{Name: "test_b", ClassName: "test_solution.TestX"}, "TestX::test_b"},
-		{messages.TestCase{Name: "test_b", ClassName: "tests.test_solution.TestX.TestInner"}, "TestX::TestInner::test_b"},
-		{messages.TestCase{Name: "test_solution", ClassName: ""}, "test_solution"},
-		{messages.TestCase{Name: "test_c", ClassName: "other.TestY"}, "TestY::test_c"},
-		{messages.TestCase{Name: "test_c", ClassName: "other"}, "test_c"},
-	}
-	for _, tc := range tests {
-		if got := TestID(tc.c); got != tc.want {
-			t.Errorf("TestID(%+v) = %q, want %q", tc.c, got, tc.want)
-		}
-	}
-	if diff := cmp.Diff([]string{"test_totals", "TestMain::test_m[1-2]", "test_solution"}, FailingTests(report)); diff != "" {
-		t.Errorf("FailingTests (-want +got):\n%s", diff)
 	}
 }

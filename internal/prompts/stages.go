@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -60,7 +61,7 @@ Your job now: write solution.py following the plan and the script protocol. Impl
 func trimAll(ss []string, budget int) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		out[i] = Trim(s, budget)
+		out[i] = protocol.Trim(s, budget)
 	}
 	return out
 }
@@ -118,7 +119,7 @@ Reply fields:
 // llm.DiagnosisSchema). Test output is capped at TestOutputBudget bytes and
 // tracebacks share a budget of their own, whatever the caller sent.
 func Diagnose(in messages.DiagnoseInput) []messages.ChatMessage {
-	failing := FailingTests(in.Report)
+	failing := protocol.FailingTests(in.Report)
 	system := preamble + `
 
 Your job now: diagnose why tests failed. For each failing test, decide where the fault lies:
@@ -137,9 +138,9 @@ Reply fields:
 	renderTask(&b, in.Task)
 	renderPlan(&b, in.Plan)
 	b.WriteString("\n## Code under test\n\n")
-	renderCode(&b, "solution.py", in.Code)
+	renderCode(&b, protocol.SolutionFile, in.Code)
 	b.WriteString("\n")
-	renderCode(&b, "test_solution.py", in.Tests)
+	renderCode(&b, protocol.TestFile, in.Tests)
 	renderPackages(&b, in.Packages)
 	renderReport(&b, in.Report, failing)
 	if len(in.Hints) > 0 {
@@ -159,13 +160,13 @@ func renderReport(b *strings.Builder, r messages.TestReport, failing []string) {
 	}
 	b.WriteString("\n\n")
 	if len(failing) == 0 {
-		b.WriteString("No individual test case failed: the run as a whole failed. Name the failure \"" + SessionTest + "\".\n")
+		b.WriteString("No individual test case failed: the run as a whole failed. Name the failure \"" + protocol.SessionTest + "\".\n")
 	} else {
 		b.WriteString(data("Failing tests (copy these names exactly as test_name)", "text", strings.Join(failing, "\n")))
 	}
 	var cases []messages.TestCase
 	for _, c := range r.Cases {
-		if Failing(c) {
+		if protocol.Failing(c) {
 			cases = append(cases, c)
 		}
 	}
@@ -173,12 +174,12 @@ func renderReport(b *strings.Builder, r messages.TestReport, failing []string) {
 		per := max(caseMinBudget, caseDetailsBudget/len(cases))
 		var s strings.Builder
 		for _, c := range cases {
-			fmt.Fprintf(&s, "=== %s (%s)\n", TestID(c), c.Outcome)
+			fmt.Fprintf(&s, "=== %s (%s)\n", protocol.TestID(c), c.Outcome)
 			if c.Message != "" {
-				s.WriteString(Trim(c.Message, fieldBudget) + "\n")
+				s.WriteString(protocol.Trim(c.Message, fieldBudget) + "\n")
 			}
 			if c.Details != "" {
-				s.WriteString(Trim(c.Details, per) + "\n")
+				s.WriteString(protocol.Trim(c.Details, per) + "\n")
 			}
 		}
 		b.WriteString("\n")
@@ -186,7 +187,7 @@ func renderReport(b *strings.Builder, r messages.TestReport, failing []string) {
 	}
 	if strings.TrimSpace(r.Output) != "" {
 		b.WriteString("\n")
-		b.WriteString(data("pytest output (trimmed)", "text", Trim(r.Output, TestOutputBudget)))
+		b.WriteString(data("pytest output (trimmed)", "text", protocol.Trim(r.Output, TestOutputBudget)))
 	}
 }
 
@@ -205,9 +206,9 @@ Your job now: fix solution.py so that the failing tests pass. The tests are corr
 	renderTask(&b, in.Task)
 	renderPlan(&b, in.Plan)
 	b.WriteString("\n## Current code\n\n")
-	renderCode(&b, "solution.py (to fix)", in.Code)
+	renderCode(&b, protocol.SolutionFile+" (to fix)", in.Code)
 	b.WriteString("\n")
-	renderCode(&b, "test_solution.py (read-only: the tests the code must pass)", in.Tests)
+	renderCode(&b, protocol.TestFile+" (read-only: the tests the code must pass)", in.Tests)
 	b.WriteString("\n## Diagnosed failures\n\n")
 	renderFailures(&b, "Failures to fix", in.Failures)
 	switch {
@@ -246,9 +247,9 @@ Reply fields:
 	var b strings.Builder
 	renderTask(&b, in.Task)
 	b.WriteString("\n## Code\n\n")
-	renderCode(&b, "solution.py (read-only reference)", in.Code)
+	renderCode(&b, protocol.SolutionFile+" (read-only reference)", in.Code)
 	b.WriteString("\n")
-	renderCode(&b, "test_solution.py (to correct)", in.Tests)
+	renderCode(&b, protocol.TestFile+" (to correct)", in.Tests)
 	b.WriteString("\n## Tests diagnosed as wrong\n\n")
 	renderFailures(&b, "Failures", in.Failures)
 	switch {
@@ -284,9 +285,9 @@ Reply fields:
 	var b strings.Builder
 	renderFailures(&b, "Failures and their suggested fixes", in.Failures)
 	b.WriteString("\n")
-	renderCode(&b, "solution.py before the fix", in.OldCode)
+	renderCode(&b, protocol.SolutionFile+" before the fix", in.OldCode)
 	b.WriteString("\n")
-	renderCode(&b, "solution.py after the fix", in.NewCode)
+	renderCode(&b, protocol.SolutionFile+" after the fix", in.NewCode)
 	b.WriteString("\nVerify the fix now.\n")
 	return chat(system, b.String())
 }
@@ -327,7 +328,7 @@ Reply fields:
 		cols.WriteString("(no tabular sample)\n")
 	}
 	b.WriteString("\n")
-	b.WriteString(data("Columns", "text", Trim(cols.String(), dataBudget)))
+	b.WriteString(data("Columns", "text", protocol.Trim(cols.String(), dataBudget)))
 	b.WriteString("\nMap the constraint to a check now.\n")
 	return chat(system, b.String())
 }
@@ -358,7 +359,7 @@ Reply fields:
 		b.WriteString(data("Imports of the code", "text", strings.Join(in.Imports, "\n")))
 	}
 	if in.Log != "" {
-		b.WriteString(data("Build log", "text", Trim(in.Log, 4000)))
+		b.WriteString(data("Build log", "text", protocol.Trim(in.Log, 4000)))
 	}
 	b.WriteString("\nName the replacement now.\n")
 	return chat(system, b.String())

@@ -5,8 +5,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -66,24 +66,6 @@ func data(label, info, content string) string {
 	return label + " " + DataLabel + ":\n" + fence(info, content)
 }
 
-// Trim returns s cut to at most budget bytes (plus a short marker), keeping
-// its head and tail: a pytest run puts the first failure at the top and the
-// summary at the bottom. Cuts fall on UTF-8 boundaries.
-func Trim(s string, budget int) string {
-	if budget <= 0 || len(s) <= budget {
-		return s
-	}
-	head := budget / 2
-	for head > 0 && !utf8.RuneStart(s[head]) {
-		head--
-	}
-	tail := len(s) - (budget - head)
-	for tail < len(s) && !utf8.RuneStart(s[tail]) {
-		tail++
-	}
-	return s[:head] + fmt.Sprintf("\n... [%d bytes trimmed] ...\n", tail-head) + s[tail:]
-}
-
 var (
 	identRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	fileNameRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
@@ -101,8 +83,8 @@ func name(s string) string {
 // samplePath is where a sample is mounted; odd file names are quoted.
 func samplePath(file string) string {
 	// TaskSpec holds file names, but a full path must not become /var/inputs//var/inputs/...
-	file = strings.TrimPrefix(file, "/var/inputs/")
-	p := "/var/inputs/" + file
+	file = strings.TrimPrefix(file, protocol.InputsDir+"/")
+	p := protocol.InputPath(file)
 	if fileNameRe.MatchString(file) {
 		return p
 	}
@@ -125,7 +107,7 @@ func renderTask(b *strings.Builder, t messages.TaskSpec) {
 	b.WriteString(data("Task description", "text", t.Prompt))
 	if strings.TrimSpace(t.Schema) != "" {
 		b.WriteString("\n")
-		b.WriteString(data("Schema and context notes from the user", "text", Trim(t.Schema, dataBudget)))
+		b.WriteString(data("Schema and context notes from the user", "text", protocol.Trim(t.Schema, dataBudget)))
 	}
 	if len(t.Constraints) > 0 {
 		var cs strings.Builder
@@ -170,7 +152,7 @@ func renderDataContext(b *strings.Builder, dc string) {
 		return
 	}
 	b.WriteString("\n## Sample data\n\n")
-	b.WriteString(data("Profile of the sample files: schema, statistics and sample rows", "text", Trim(dc, dataBudget)))
+	b.WriteString(data("Profile of the sample files: schema, statistics and sample rows", "text", protocol.Trim(dc, dataBudget)))
 }
 
 func renderPlan(b *strings.Builder, p messages.Plan) {
@@ -226,7 +208,7 @@ func scriptProtocol(t messages.TaskSpec) string {
 	b.WriteString(`## Script protocol (the harness depends on every rule)
 
 1. The file is solution.py. Importing it has no side effects: no work, file access or argument parsing at import time. All functions, classes and constants are defined at module level, never inside main() or the __main__ block, so that tests can import them with ` + "`from solution import ...`" + `.
-2. Define ` + "`main(argv=None, out_dir=\"/var/outputs\")`" + `: it builds an argparse.ArgumentParser, calls ` + "`parser.parse_args(argv)`" + `, does the work, calls ` + "`write_outputs(results, out_dir)`" + ` and returns 0. The file ends with:
+2. Define ` + "`main(argv=None, out_dir=\"" + protocol.OutputsDir + "\")`" + `: it builds an argparse.ArgumentParser, calls ` + "`parser.parse_args(argv)`" + `, does the work, calls ` + "`write_outputs(results, out_dir)`" + ` and returns 0. The file ends with:
 
        if __name__ == "__main__":
            sys.exit(main())
@@ -252,7 +234,7 @@ func scriptProtocol(t messages.TaskSpec) string {
 		}
 		b.WriteString("   Never write under /var/inputs.\n")
 	}
-	b.WriteString("5. Define `write_outputs(results, out_dir=\"/var/outputs\")`, where results is a dict keyed by output name. It creates out_dir (`os.makedirs(out_dir, exist_ok=True)`) and ")
+	b.WriteString("5. Define `write_outputs(results, out_dir=\"" + protocol.OutputsDir + "\")`, where results is a dict keyed by output name. It creates out_dir (`os.makedirs(out_dir, exist_ok=True)`) and ")
 	if len(t.Outputs) == 0 {
 		b.WriteString("writes nothing else: no outputs are declared, so main prints the results to stdout instead.\n")
 	} else {
@@ -319,7 +301,7 @@ func renderFailures(b *strings.Builder, label string, fs []messages.Failure) {
 		fmt.Fprintf(&s, "%d. test_name: %s\n", i+1, f.TestName)
 		field := func(k, v string) {
 			if v = strings.TrimSpace(v); v != "" {
-				fmt.Fprintf(&s, "   %s: %s\n", k, strings.ReplaceAll(Trim(v, fieldBudget), "\n", "\n     "))
+				fmt.Fprintf(&s, "   %s: %s\n", k, strings.ReplaceAll(protocol.Trim(v, fieldBudget), "\n", "\n     "))
 			}
 		}
 		field("error_type", string(f.ErrorType))

@@ -1,6 +1,7 @@
 package pyscan
 
 import (
+	"github.com/autocoder/autocoder/internal/protocol"
 	"sort"
 	"strings"
 )
@@ -117,7 +118,7 @@ var namespaceRoots = map[string]bool{
 }
 
 // alwaysLocal are the module names of the generated files themselves.
-var alwaysLocal = [...]string{"solution", "test_solution", "conftest", "__main__"}
+var alwaysLocal = [...]string{protocol.SolutionModule, protocol.TestModule, "conftest", "__main__"}
 
 // Set is a set of top-level module names. A nil Set is empty.
 type Set map[string]struct{}

@@ -1,23 +1,12 @@
 package sandbox
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
-
-var nameSepRe = regexp.MustCompile(`[-_.]+`)
-
-// CanonicalName is the PEP 503 normalized distribution name of a requirement.
-func CanonicalName(req string) string {
-	name := req
-	if i := strings.IndexAny(req, "[<>=!~"); i >= 0 {
-		name = req[:i]
-	}
-	return nameSepRe.ReplaceAllString(strings.ToLower(name), "-")
-}
 
 // NormalizePackages validates requirement strings and returns them
 // canonical (normalized name, sorted extras), deduplicated and sorted, so
@@ -31,13 +20,13 @@ func NormalizePackages(pkgs []string) ([]string, error) {
 			bad = append(bad, p)
 			continue
 		}
-		name := CanonicalName(p)
+		name := protocol.CanonicalName(p)
 		rest := strings.TrimLeft(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
 		if strings.HasPrefix(rest, "[") {
 			end := strings.IndexByte(rest, ']')
 			extras := strings.Split(rest[1:end], ",")
 			for i, e := range extras {
-				extras[i] = CanonicalName(e)
+				extras[i] = protocol.CanonicalName(e)
 			}
 			sort.Strings(extras)
 			name += "[" + strings.Join(extras, ",") + "]"

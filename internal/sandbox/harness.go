@@ -6,13 +6,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Files of the script protocol (Contract 2 (docs/contracts.md)), in /workspace.
 const (
-	SolutionFile = "solution.py"
-	TestFile     = "test_solution.py"
+	SolutionFile = protocol.SolutionFile
+	TestFile     = protocol.TestFile
 	// JUnitFile is where pytest writes its report: under /workspace/.harness,
 	// apart from /var/outputs, which belongs to the script.
 	JUnitFile = ".harness/junit.xml"
@@ -27,7 +28,7 @@ const (
 
 // collectionCase names the synthetic case that reports a run with no
 // per-test results, the way pytest names a collection error of the file.
-const collectionCase = "test_solution"
+const collectionCase = protocol.SessionTest
 
 // TestRun is one pytest run of a solution and its tests.
 type TestRun struct {

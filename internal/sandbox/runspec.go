@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -26,8 +27,8 @@ const (
 // Paths inside every sandbox (Contract 2 (docs/contracts.md)).
 const (
 	WorkspaceDir = "/workspace"
-	InputsDir    = "/var/inputs"
-	OutputsDir   = "/var/outputs"
+	InputsDir    = protocol.InputsDir
+	OutputsDir   = protocol.OutputsDir
 )
 
 var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

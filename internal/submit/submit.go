@@ -17,6 +17,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/stack"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -351,12 +352,12 @@ func writeOut(dir string, r *messages.Result) error {
 		return err
 	}
 	if r.Solution != nil {
-		if err := os.WriteFile(filepath.Join(dir, "solution.py"), []byte(r.Solution.Code), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, protocol.SolutionFile), []byte(r.Solution.Code), 0o644); err != nil {
 			return err
 		}
 	}
 	if r.Tests != "" {
-		if err := os.WriteFile(filepath.Join(dir, "test_solution.py"), []byte(r.Tests), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, protocol.TestFile), []byte(r.Tests), 0o644); err != nil {
 			return err
 		}
 	}
@@ -384,7 +385,7 @@ func printSummary(w io.Writer, r *messages.Result) {
 		}
 	}
 	if r.Solution != nil {
-		fmt.Fprintf(w, "\n# solution.py\n%s\n", messages.Printable(strings.TrimRight(r.Solution.Code, "\n")))
+		fmt.Fprintf(w, "\n# %s\n%s\n", protocol.SolutionFile, messages.Printable(strings.TrimRight(r.Solution.Code, "\n")))
 	}
 }
 

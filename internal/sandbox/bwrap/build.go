@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
 )
 
@@ -406,11 +407,11 @@ func classifyPipFailure(id string, requested []string, pipLog, buildLog string) 
 		var bad []string
 		seen := map[string]bool{}
 		for _, sm := range m {
-			name := sandbox.CanonicalName(sm[1])
+			name := protocol.CanonicalName(sm[1])
 			// A requested package, or else the dependency pip could not find.
 			found := false
 			for _, r := range requested {
-				if sandbox.CanonicalName(r) == name && !seen[r] {
+				if protocol.CanonicalName(r) == name && !seen[r] {
 					bad, seen[r], found = append(bad, r), true, true
 				}
 			}
@@ -427,7 +428,7 @@ func classifyPipFailure(id string, requested []string, pipLog, buildLog string) 
 
 func containsName(pkgs []string, name string) bool {
 	for _, p := range pkgs {
-		if sandbox.CanonicalName(p) == name {
+		if protocol.CanonicalName(p) == name {
 			return true
 		}
 	}

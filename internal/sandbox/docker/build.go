@@ -23,6 +23,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/pkg/cache"
 )
@@ -416,13 +417,12 @@ func (b *Backend) pipIndexKey() string {
 }
 
 var (
-	aptNameRe      = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]{1,62}$`)
-	aptNotFoundRe  = regexp.MustCompile(`Unable to locate package (\S+)|Package '?([^' ]+)'? has no installation candidate|Couldn't find any package by (?:glob|regex) '([^']+)'`)
-	aptNetworkRe   = regexp.MustCompile(`Temporary failure resolving|Could not resolve|Failed to fetch|Could not connect to|Unable to connect to|Connection timed out|Network is unreachable`)
-	pipNotFoundRe  = regexp.MustCompile(`(?:No matching distribution found for|Could not find a version that satisfies the requirement) (\S+)`)
-	pipNetworkRe   = regexp.MustCompile(`NewConnectionError|Failed to establish a new connection|Temporary failure in name resolution|Name or service not known|ConnectTimeoutError|ReadTimeoutError|ProxyError|SSLError|Network is unreachable|No route to host|Connection refused|Connection reset|Max retries exceeded`)
-	stepFailedRe   = regexp.MustCompile(`returned a non-zero code|exit status \d+|non-zero exit|error building at STEP`)
-	nameSeparators = regexp.MustCompile(`[-_.]+`)
+	aptNameRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]{1,62}$`)
+	aptNotFoundRe = regexp.MustCompile(`Unable to locate package (\S+)|Package '?([^' ]+)'? has no installation candidate|Couldn't find any package by (?:glob|regex) '([^']+)'`)
+	aptNetworkRe  = regexp.MustCompile(`Temporary failure resolving|Could not resolve|Failed to fetch|Could not connect to|Unable to connect to|Connection timed out|Network is unreachable`)
+	pipNotFoundRe = regexp.MustCompile(`(?:No matching distribution found for|Could not find a version that satisfies the requirement) (\S+)`)
+	pipNetworkRe  = regexp.MustCompile(`NewConnectionError|Failed to establish a new connection|Temporary failure in name resolution|Name or service not known|ConnectTimeoutError|ReadTimeoutError|ProxyError|SSLError|Network is unreachable|No route to host|Connection refused|Connection reset|Max retries exceeded`)
+	stepFailedRe  = regexp.MustCompile(`returned a non-zero code|exit status \d+|non-zero exit|error building at STEP`)
 )
 
 // normalizeApt validates Debian package names (lower case letters, digits,
@@ -472,10 +472,10 @@ func classifyBuildFailure(name string, pip, apt []string, errMsg, log string) er
 		}
 	}
 	for _, m := range pipNotFoundRe.FindAllStringSubmatch(all, -1) {
-		found := sandbox.CanonicalName(m[1])
+		found := protocol.CanonicalName(m[1])
 		matched := false
 		for _, r := range pip {
-			if sandbox.CanonicalName(r) == found && !seen["pip "+r] {
+			if protocol.CanonicalName(r) == found && !seen["pip "+r] {
 				seen["pip "+r], matched = true, true
 				bad = append(bad, r)
 			}

@@ -1,4 +1,4 @@
-package prompts
+package protocol
 
 import (
 	"strings"
@@ -6,9 +6,10 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// SessionTest is the test name a diagnosis uses for a run that failed as a
-// whole (timeout, collection error) without a failing test case.
-const SessionTest = "test_solution"
+// SessionTest is the test name of a run that failed as a whole (timeout,
+// collection error) without a failing test case: pytest names a collection
+// error after the test module.
+const SessionTest = TestModule
 
 // TestID names a test case as prompts, diagnoses and test patches do:
 // "test_x" for a module-level test and "TestX::test_x" for a method, with
@@ -17,8 +18,8 @@ const SessionTest = "test_solution"
 // classname and the module as its name.
 func TestID(c messages.TestCase) string {
 	cls := c.ClassName
-	if i := strings.LastIndex(cls, "test_solution"); i >= 0 {
-		cls = strings.TrimPrefix(cls[i+len("test_solution"):], ".")
+	if i := strings.LastIndex(cls, TestModule); i >= 0 {
+		cls = strings.TrimPrefix(cls[i+len(TestModule):], ".")
 	} else if i := strings.LastIndexByte(cls, '.'); i >= 0 {
 		// Some other module path: keep only a trailing class name.
 		cls = cls[i+1:]

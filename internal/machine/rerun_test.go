@@ -18,7 +18,7 @@ func drive(t *testing.T, w *world, sub Submission) (State, []Command) {
 	sub.Spec.Normalize("")
 	var s State
 	var all []Command
-	queue := []Event{{Kind: EventSubmitted, Time: t0, Submit: &sub}}
+	queue := []Input{{Kind: InputSubmitted, Time: t0, Submit: &sub}}
 	for i := 0; len(queue) > 0; i++ {
 		if i > 500 {
 			t.Fatal("job did not finish in 500 steps")
@@ -30,7 +30,7 @@ func drive(t *testing.T, w *world, sub Submission) (State, []Command) {
 		all = append(all, cmds...)
 		for _, c := range cmds {
 			if c.Dispatch != nil {
-				queue = append(queue, Event{Kind: EventStageResult, Time: ev.Time.Add(time.Second), Result: w.answer(c.Dispatch)})
+				queue = append(queue, Input{Kind: InputStageResult, Time: ev.Time.Add(time.Second), Result: w.answer(c.Dispatch)})
 			}
 		}
 	}
@@ -55,7 +55,7 @@ var salesRefs = []messages.SampleRef{{Name: "sales", Object: "sha256:" + strings
 func runSubmission() Submission {
 	spec := messages.JobSpec{Prompt: "sum sales", Inputs: map[string]messages.Type{"threshold": messages.TypeFloat},
 		Samples: map[string]string{"sales": salesRefs[0].Object}, Outputs: map[string]messages.Type{"total": messages.TypeFloat}}
-	return Submission{JobID: "run1", Spec: spec, Samples: salesRefs, Run: &Run{
+	return Submission{JobID: "run1", Spec: spec, Samples: salesRefs, Rerun: &Rerun{
 		FromJob:  "job1",
 		Solution: messages.Solution{Language: "python", Code: "print(1)\n", Packages: []string{"pandas"}},
 		Image:    "env-7", Packages: []string{"pandas"}, SystemPackages: []string{"libgomp1"},
@@ -115,7 +115,7 @@ func TestRunFailures(t *testing.T) {
 	t.Run("no code", func(t *testing.T) {
 		t.Parallel()
 		sub := runSubmission()
-		sub.Run.Solution.Code = " \n"
+		sub.Rerun.Solution.Code = " \n"
 		s, cmds := drive(t, newWorld(t), sub)
 		if len(stagesOf(cmds)) != 0 || s.Status != messages.StatusFailed || !strings.Contains(s.Error, "no script") {
 			t.Errorf("stages %v status %s error %q", stagesOf(cmds), s.Status, s.Error)
@@ -182,18 +182,18 @@ func TestGenerationWaitsForTheChecks(t *testing.T) {
 		spec := baseSpec()
 		spec.Constraints = []string{"orders ship within a week"}
 		spec.Normalize("")
-		s, cmds := Step(State{}, Event{Kind: EventSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec, Samples: salesRefs}})
-		s, cmds = Step(s, Event{Kind: EventStageResult, Time: t0, Result: w.answer(dispatched(cmds, messages.StageProfile)[0])})
+		s, cmds := Step(State{}, Input{Kind: InputSubmitted, Time: t0, Submit: &Submission{JobID: "j", Spec: spec, Samples: salesRefs}})
+		s, cmds = Step(s, Input{Kind: InputStageResult, Time: t0, Result: w.answer(dispatched(cmds, messages.StageProfile)[0])})
 		plan, cons := w.answer(dispatched(cmds, messages.StagePlan)[0]), w.answer(dispatched(cmds, messages.StageConstraint)[0])
 		first, second := plan, cons
 		if !planFirst {
 			first, second = cons, plan
 		}
-		s, cmds = Step(s, Event{Kind: EventStageResult, Time: t0, Result: first})
+		s, cmds = Step(s, Input{Kind: InputStageResult, Time: t0, Result: first})
 		if n := len(dispatched(cmds, messages.StageCode)); n != 0 {
 			t.Errorf("planFirst=%v: code dispatched before both plan and checks were in", planFirst)
 		}
-		_, cmds = Step(s, Event{Kind: EventStageResult, Time: t0, Result: second})
+		_, cmds = Step(s, Input{Kind: InputStageResult, Time: t0, Result: second})
 		if len(dispatched(cmds, messages.StageCode)) != 1 || len(dispatched(cmds, messages.StageTests)) != 1 {
 			t.Errorf("planFirst=%v: stages after both %v, want code and tests once", planFirst, stagesOf(cmds))
 		}
@@ -220,5 +220,45 @@ func TestConstraintStageFailureIsAdvisory(t *testing.T) {
 	s, _, cmds := run(t, w, spec, []messages.SampleRef{{Name: "s", Object: "sha256:" + strings.Repeat("c", 64) + ".csv", FileName: "s.csv"}})
 	if s.Status != messages.StatusSucceeded {
 		t.Fatalf("status %s: %s (stages %v)", s.Status, s.Error, stagesOf(cmds))
+	}
+}
+
+// The acceptance run names every sample by its option, so a script whose
+// sample options are required runs; a failed acceptance says so in its
+// stage record and progress event, not "ok".
+func TestAcceptancePassesSamplesAndSaysHowItWent(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.answers[messages.StageAcceptance] = []any{
+		messages.AcceptanceOutput{ExitCode: 2, Problems: []string{"solution.py exited with code 2: the following arguments are required: --sales"}},
+		messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"total": 12.5}},
+	}
+	w.answers[messages.StageFix] = []any{messages.Solution{Language: "python", Code: "def f():\n    return 2\n"}}
+	spec := messages.JobSpec{Prompt: "sum sales", Samples: map[string]string{"sales": salesRefs[0].Object},
+		Outputs: map[string]messages.Type{"total": messages.TypeFloat}}
+	s, _, cmds := run(t, w, spec, salesRefs)
+	if s.Status != messages.StatusSucceeded {
+		t.Fatalf("status %s: %s", s.Status, s.Error)
+	}
+	acc := dispatched(cmds, messages.StageAcceptance)
+	if len(acc) != 2 {
+		t.Fatalf("%d acceptance runs, want 2", len(acc))
+	}
+	var in messages.AcceptanceInput
+	if err := json.Unmarshal(acc[0].Input, &in); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"sales": "/var/inputs/sales.csv"}, in.Args); diff != "" {
+		t.Errorf("acceptance args (-want +got):\n%s", diff)
+	}
+	var outcomes []string
+	for _, c := range cmds {
+		if e := c.Emit; e != nil && e.Type == messages.EventStageFinished && e.Stage == messages.StageAcceptance {
+			outcomes = append(outcomes, e.Outcome)
+		}
+	}
+	want := []string{"failed: solution.py exited with code 2: the following arguments are required: --sales", "ok"}
+	if diff := cmp.Diff(want, outcomes); diff != "" {
+		t.Errorf("acceptance outcomes (-want +got):\n%s", diff)
 	}
 }

@@ -4,20 +4,18 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// PhaseRunning is a run's one phase: the script runs on new data.
-const PhaseRunning Phase = "running"
-
-// Run makes a submission a run of a finished job's generated script on new
-// data (submit run, submit task run): a small job of one StageRun that
+// Rerun makes a submission a rerun: a run of a finished job's generated
+// script on new data (submit run, submit task run), a small job of one
+// StageRun, in PhaseRunning, that
 // finishes with the typed outputs. The coordinator fills it from the
 // finished job; the submission's Spec is that job's (its outputs, timeout
 // and resources) and its Samples are the run's files: the job's samples,
 // or new ones under the same names, plus File and Dir inputs.
-type Run struct {
+type Rerun struct {
 	FromJob  string            `json:"from_job"`
 	Solution messages.Solution `json:"solution"`
 	// Image and the package sets are the environment the script passed its
@@ -30,8 +28,8 @@ type Run struct {
 	Args map[string]string `json:"args,omitempty"`
 }
 
-// startRun dispatches the run.
-func (m *stepper) startRun(r *Run) {
+// startRerun dispatches the rerun.
+func (m *stepper) startRerun(r *Rerun) {
 	s := m.s
 	if strings.TrimSpace(r.Solution.Code) == "" {
 		m.finish(messages.StatusFailed, fmt.Sprintf("job %s has no script to run", r.FromJob))
@@ -43,7 +41,7 @@ func (m *stepper) startRun(r *Run) {
 	s.BuiltPackages = append([]string(nil), r.Packages...)
 	s.SystemPackages = append([]string(nil), r.SystemPackages...)
 	s.Image = r.Image
-	s.Phase = PhaseRunning
+	m.enter(PhaseRunning)
 	m.note(fmt.Sprintf("a run of job %s's script on new data", r.FromJob))
 	m.dispatch(messages.StageRun, messages.AcceptanceInput{
 		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
@@ -52,14 +50,10 @@ func (m *stepper) startRun(r *Run) {
 	})
 }
 
-// ran finishes the run: succeeded when the script exited 0 and every
+// rerunFinished finishes the rerun: succeeded when the script exited 0 and every
 // declared output parses to its type; failed, with the problems, otherwise.
-func (m *stepper) ran(r *messages.StageResult) {
-	var out messages.AcceptanceOutput
-	if !m.decode(r, &out) {
-		return
-	}
-	out.Output = prompts.Trim(out.Output, reportOutputBudget)
+func (m *stepper) rerunFinished(_ Pending, out messages.AcceptanceOutput) {
+	out.Output = protocol.Trim(out.Output, reportOutputBudget)
 	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
 	m.s.Acceptance = &out
 	if out.OK {
