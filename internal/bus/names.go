@@ -96,9 +96,42 @@ func StageStream(pool Pool) string { return "AUTOCODER_STAGE_" + strings.ToUpper
 // StageConsumer is the durable pull consumer a pool's workers share, e.g. "llm-workers".
 func StageConsumer(pool Pool) string { return string(pool) + "-workers" }
 
-// ResultSubject is where workers publish stage results of one job:
-// autocoder.results.<job_id>. jobID must satisfy ValidJobID.
-func ResultSubject(jobID string) string { return subjectRoot + ".results." + jobID }
+// ResultSubject is where the workers of pool publish stage results of one
+// job: autocoder.results.<pool>.<job_id>. A pool of its own in the subject
+// lets NATS permissions give each pool's credentials only its own results
+// (PoolResultSubjects), and lets the coordinator check that a result came
+// from the pool its stage was dispatched to (ParseResultSubject). jobID
+// must satisfy ValidJobID.
+func ResultSubject(pool Pool, jobID string) string {
+	return subjectRoot + ".results." + string(pool) + "." + jobID
+}
+
+// PoolResultSubjects matches every result subject of one pool:
+// autocoder.results.<pool>.* (a job ID is one token).
+func PoolResultSubjects(pool Pool) string { return subjectRoot + ".results." + string(pool) + ".*" }
+
+// ParseResultSubject returns the pool and job ID of a result subject; ok is
+// false for anything else, including a pool that does not exist.
+func ParseResultSubject(subject string) (pool Pool, jobID string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, subjectRoot+".results.")
+	if !ok {
+		return "", "", false
+	}
+	p, id, ok := strings.Cut(rest, ".")
+	if !ok || !knownPool(Pool(p)) || !ValidJobID(id) {
+		return "", "", false
+	}
+	return Pool(p), id, true
+}
+
+func knownPool(p Pool) bool {
+	for _, q := range Pools() {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
 
 // EventSubject is where progress events of one job go: autocoder.events.<job_id>.
 // jobID must satisfy ValidJobID.
@@ -106,10 +139,11 @@ func EventSubject(jobID string) string { return subjectRoot + ".events." + jobID
 
 // JobIDFromSubject returns the job ID of a result or event subject.
 func JobIDFromSubject(subject string) (string, bool) {
-	for _, prefix := range []string{subjectRoot + ".results.", subjectRoot + ".events."} {
-		if id, ok := strings.CutPrefix(subject, prefix); ok && ValidJobID(id) {
-			return id, true
-		}
+	if _, id, ok := ParseResultSubject(subject); ok {
+		return id, true
+	}
+	if id, ok := strings.CutPrefix(subject, subjectRoot+".events."); ok && ValidJobID(id) {
+		return id, true
 	}
 	return "", false
 }
@@ -125,8 +159,13 @@ func SubmitMsgID(jobID string) string { return "submit." + jobID }
 // StageMsgID is the Nats-Msg-Id of a stage command; seq is unique within the job.
 func StageMsgID(jobID string, seq int) string { return "stage." + jobID + "." + strconv.Itoa(seq) }
 
-// ResultMsgID is the Nats-Msg-Id of the result of stage command seq.
-func ResultMsgID(jobID string, seq int) string { return "result." + jobID + "." + strconv.Itoa(seq) }
+// ResultMsgID is the Nats-Msg-Id of the result of stage command seq, as
+// published by pool. The pool is part of it: de-duplication is per stream,
+// so a result published by another pool (refused by the coordinator) must
+// not take the Msg-Id of the real one and have it dropped as a duplicate.
+func ResultMsgID(pool Pool, jobID string, seq int) string {
+	return "result." + string(pool) + "." + jobID + "." + strconv.Itoa(seq)
+}
 
 // JobKey is the key of a job in BucketJobState and BucketJobResults.
 func JobKey(jobID string) string { return jobID }

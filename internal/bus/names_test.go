@@ -26,11 +26,13 @@ func TestNames(t *testing.T) {
 		{"sandbox stream", bus.StageStream(messages.PoolSandbox), "AUTOCODER_STAGE_SANDBOX"},
 		{"llm consumer", bus.StageConsumer(messages.PoolLLM), "llm-workers"},
 		{"sandbox consumer", bus.StageConsumer(messages.PoolSandbox), "sandbox-workers"},
-		{"result subject", bus.ResultSubject("j1"), "autocoder.results.j1"},
+		{"llm result subject", bus.ResultSubject(bus.PoolLLM, "j1"), "autocoder.results.llm.j1"},
+		{"sandbox result subject", bus.ResultSubject(bus.PoolSandbox, "j1"), "autocoder.results.sandbox.j1"},
+		{"sandbox result subjects", bus.PoolResultSubjects(bus.PoolSandbox), "autocoder.results.sandbox.*"},
 		{"event subject", bus.EventSubject("j1"), "autocoder.events.j1"},
 		{"submit msg id", bus.SubmitMsgID("j1"), "submit.j1"},
 		{"stage msg id", bus.StageMsgID("j1", 7), "stage.j1.7"},
-		{"result msg id", bus.ResultMsgID("j1", 7), "result.j1.7"},
+		{"result msg id", bus.ResultMsgID(bus.PoolSandbox, "j1", 7), "result.sandbox.j1.7"},
 		{"job key", bus.JobKey("j1"), "j1"},
 	}
 	for _, tt := range tests {
@@ -82,7 +84,11 @@ func TestJobIDFromSubject(t *testing.T) {
 		id      string
 		ok      bool
 	}{
-		{bus.ResultSubject("j1"), "j1", true},
+		{bus.ResultSubject(bus.PoolLLM, "j1"), "j1", true},
+		{bus.ResultSubject(bus.PoolSandbox, "j1"), "j1", true},
+		{"autocoder.results.j1", "", false},
+		{"autocoder.results.nopool.j1", "", false},
+		{"autocoder.results.llm.j1.x", "", false},
 		{bus.EventSubject("j-2"), "j-2", true},
 		{"autocoder.results.a.b", "", false},
 		{"autocoder.results.", "", false},
@@ -145,6 +151,31 @@ func TestDefaultRetryDelay(t *testing.T) {
 				t.Errorf("DefaultRetryDelay(%d) = %s, want %s ±10%%", tt.n, got, tt.want)
 				break
 			}
+		}
+	}
+}
+
+// TestParseResultSubject: the pool and job of every pool's result subject
+// come back, and each is under the results stream's subjects and its
+// pool's permission subject.
+func TestParseResultSubject(t *testing.T) {
+	t.Parallel()
+	for _, pool := range bus.Pools() {
+		s := bus.ResultSubject(pool, "j1")
+		p, id, ok := bus.ParseResultSubject(s)
+		if p != pool || id != "j1" || !ok {
+			t.Errorf("ParseResultSubject(%q) = %q, %q, %v; want %q, j1, true", s, p, id, ok, pool)
+		}
+		if want := strings.TrimSuffix(bus.PoolResultSubjects(pool), "*"); !strings.HasPrefix(s, want) {
+			t.Errorf("%q is not under %q", s, bus.PoolResultSubjects(pool))
+		}
+		if !strings.HasPrefix(s, strings.TrimSuffix(bus.SubjectResultsAll, ">")) {
+			t.Errorf("%q is not under the results stream's %q", s, bus.SubjectResultsAll)
+		}
+	}
+	for _, s := range []string{"autocoder.results.j1", "autocoder.results.llm.", "autocoder.results.gpu.j1", "autocoder.events.llm.j1"} {
+		if p, id, ok := bus.ParseResultSubject(s); ok {
+			t.Errorf("ParseResultSubject(%q) = %q, %q, true; want not ok", s, p, id)
 		}
 	}
 }

@@ -42,15 +42,15 @@ func TestPublishSetsJobHeaders(t *testing.T) {
 	js, res := provisioned(t, bus.ProvisionConfig{})
 	pub := bus.NewPublisher(js, bus.PublisherConfig{})
 	result := &messages.StageResult{V: messages.SchemaVersion, JobID: "job7", Seq: 4, Stage: messages.StageBuild}
-	if err := pub.PublishJSON(ctxT(t), bus.ResultSubject("job7"), result, bus.ResultMsgID("job7", 4)); err != nil {
+	if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(bus.PoolSandbox, "job7"), result, bus.ResultMsgID(bus.PoolSandbox, "job7", 4)); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
-	msg, err := res.Results.GetLastMsgForSubject(ctxT(t), bus.ResultSubject("job7"))
+	msg, err := res.Results.GetLastMsgForSubject(ctxT(t), bus.ResultSubject(bus.PoolSandbox, "job7"))
 	if err != nil {
 		t.Fatalf("get: %v", err)
 	}
 	if msg.Header.Get(bus.HeaderJobID) != "job7" || msg.Header.Get(bus.HeaderStage) != "build" ||
-		msg.Header.Get(jetstream.MsgIDHeader) != "result.job7.4" {
+		msg.Header.Get(jetstream.MsgIDHeader) != "result.sandbox.job7.4" {
 		t.Errorf("headers = %v", msg.Header)
 	}
 }

@@ -82,11 +82,12 @@ func (s *system) run(cons jetstream.Consumer, h bus.Handler) {
 
 // startWorkers starts a worker per pool whose stages all succeed at once.
 func (s *system) startWorkers() {
-	r, err := stagework.NewExecutor(stagework.Config{Handler: canned{}, Publisher: s.pub})
-	if err != nil {
-		s.t.Fatal(err)
-	}
 	for _, pool := range bus.Pools() {
+		r, err := stagework.NewExecutor(stagework.Config{Handler: canned{}, Publisher: s.pub,
+			Pool: pool, Jobs: stagework.KVJobs{KV: s.res.JobState}})
+		if err != nil {
+			s.t.Fatal(err)
+		}
 		s.run(s.res.StageConsumers[pool], r)
 	}
 }

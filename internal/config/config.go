@@ -49,6 +49,12 @@ type Config struct {
 	LogLevel            string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
 	WorkerName          string // AUTOCODER_WORKER_NAME; default host name and pid
 
+	// The sandbox-worker's ceilings on one run, whatever its command asks
+	// (see Ceilings, ceilings.go). Empty: the default.
+	MaxRunTimeout string // AUTOCODER_MAX_RUN_TIMEOUT: a Go duration; default 30m
+	MaxMemory     string // AUTOCODER_MAX_MEMORY: a quantity such as 8Gi; default 8Gi
+	MaxCPUs       string // AUTOCODER_MAX_CPUS: a number of cores; default the machine's
+
 	// CacheKeys are the HMAC keys of the stage cache (AUTOCODER_CACHE_KEYS),
 	// "id:base64secret[,id:base64secret...]": the first signs, all verify.
 	// A secret: never logged, never shown as a flag default. Only workers
@@ -97,6 +103,7 @@ func FromEnv() Config {
 		StageDeadlines:      os.Getenv("AUTOCODER_STAGE_DEADLINES"),
 	}
 	c.CacheUnsigned, _ = strconv.ParseBool(os.Getenv("AUTOCODER_CACHE_UNSIGNED"))
+	c.readRunCeilings()
 	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
 	fmt.Sscan(os.Getenv("AUTOCODER_DOCKER_POOL_SIZE"), &c.DockerPoolSize)
 	if c.WorkerName == "" {
@@ -132,6 +139,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.CacheKeyFile, "cache-key-file", c.CacheKeyFile, "file holding the stage cache keys (AUTOCODER_CACHE_KEY_FILE)")
 	fs.BoolVar(&c.CacheUnsigned, "cache-unsigned", c.CacheUnsigned, "use a Redis cache without a key: anyone who can write to it can forge results (AUTOCODER_CACHE_UNSIGNED)")
 	fs.StringVar(&c.StageDeadlines, "stage-deadlines", c.StageDeadlines, "per-stage deadlines, e.g. build=45m,plan=5m (AUTOCODER_STAGE_DEADLINES)")
+	c.registerRunCeilings(fs)
 }
 
 // secretFlag is a string flag whose value is never printed, not even as
@@ -160,6 +168,9 @@ func (c *Config) Validate() error {
 		return errors.New("AUTOCODER_CONCURRENCY: must not be negative")
 	}
 	if _, err := c.Deadlines(); err != nil {
+		return err
+	}
+	if _, err := c.Ceilings(); err != nil {
 		return err
 	}
 	return c.validateCacheKeys()

@@ -114,3 +114,38 @@ func TestStageDeadlines(t *testing.T) {
 		}
 	}
 }
+
+// TestRunCeilings: the sandbox-worker's ceilings come from the environment
+// or their flags; unset means the worker's defaults (zero); a bad value
+// fails Validate with the setting's name.
+func TestRunCeilings(t *testing.T) {
+	t.Setenv("AUTOCODER_MAX_RUN_TIMEOUT", "20m")
+	t.Setenv("AUTOCODER_MAX_MEMORY", "4Gi")
+	t.Setenv("AUTOCODER_MAX_CPUS", "")
+	c := FromEnv()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	c.Register(fs)
+	if err := fs.Parse([]string{"--max-cpus", "1.5"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Ceilings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(RunCeilings{Timeout: 20 * time.Minute, Memory: 4 << 30, CPUs: 1.5}, got); diff != "" {
+		t.Errorf("Ceilings (-want +got):\n%s", diff)
+	}
+	if got, err := (&Config{}).Ceilings(); err != nil || got != (RunCeilings{}) {
+		t.Errorf("Ceilings of nothing set = %+v, %v; want zeros (the defaults)", got, err)
+	}
+	for setting, bad := range map[string]Config{
+		"AUTOCODER_MAX_RUN_TIMEOUT": {MaxRunTimeout: "-1h"},
+		"AUTOCODER_MAX_MEMORY":      {MaxMemory: "1Ki"},
+		"AUTOCODER_MAX_CPUS":        {MaxCPUs: "NaN"},
+	} {
+		bad.StateDir, bad.LogLevel = t.TempDir(), "info"
+		if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), setting) {
+			t.Errorf("Validate with a bad %s = %v, want an error naming it", setting, err)
+		}
+	}
+}

@@ -160,7 +160,30 @@ func (c *Coordinator) HandleResult(ctx context.Context, msg *bus.Message) error 
 	if !bus.ValidJobID(res.JobID) {
 		return bus.Permanent(fmt.Errorf("stage result has an invalid job id %q", res.JobID))
 	}
+	if err := fromItsPool(msg.Subject(), &res); err != nil {
+		// Only the pool a stage was dispatched to may answer it (each
+		// pool's credentials publish on its own subject only); whether
+		// that stage is pending, and only once, the machine checks.
+		c.log.Warn("stage result refused", "job_id", res.JobID, "stage", res.Stage, "seq", res.Seq, "subject", msg.Subject(), "err", err)
+		c.cfg.Metrics.resultRefused()
+		return nil
+	}
 	return c.apply(ctx, res.JobID, machine.Input{Kind: machine.InputStageResult, Time: c.cfg.Now(), Result: &res})
+}
+
+// fromItsPool checks that a result arrived on the result subject of the
+// pool that does its stage, for its job.
+func fromItsPool(subject string, res *messages.StageResult) error {
+	pool, jobID, ok := bus.ParseResultSubject(subject)
+	switch {
+	case !ok:
+		return fmt.Errorf("%q is not a result subject", subject)
+	case jobID != res.JobID:
+		return fmt.Errorf("a result of job %s on the subject of job %s", res.JobID, jobID)
+	case pool != bus.PoolOf(res.Stage):
+		return fmt.Errorf("a %s result from the %s pool: the %s pool does that stage", res.Stage, pool, bus.PoolOf(res.Stage))
+	}
+	return nil
 }
 
 // Cancel cancels a running job.

@@ -87,7 +87,7 @@ func resultMsg(t *testing.T, r *messages.StageResult) *bus.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bus.NewMessage(bus.ResultSubject(r.JobID), b, nil, 1)
+	return bus.NewMessage(bus.ResultSubject(bus.PoolOf(r.Stage), r.JobID), b, nil, 1)
 }
 
 // answerSpec asks for one int output and has no samples.

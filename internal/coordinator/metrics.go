@@ -14,6 +14,7 @@ type Metrics struct {
 	casConflicts prometheus.Counter
 	jobSeconds   prometheus.Histogram
 	deadlines    *prometheus.CounterVec
+	refused      prometheus.Counter
 }
 
 // NewMetrics registers the coordinator's metrics on reg.
@@ -29,8 +30,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Wall time from submission to finish.", Buckets: prometheus.ExponentialBuckets(0.5, 2, 14)}),
 		deadlines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "autocoder_stage_deadlines_missed_total",
 			Help: "Dispatched stages failed by the coordinator for missing their deadline, by stage."}, []string{"stage"}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "autocoder_coordinator_results_refused_total",
+			Help: "Stage results refused for arriving on the result subject of a pool that does not do their stage, or of another job."}),
 	}
-	reg.MustRegister(m.steps, m.finishedJobs, m.casConflicts, m.jobSeconds, m.deadlines)
+	reg.MustRegister(m.steps, m.finishedJobs, m.casConflicts, m.jobSeconds, m.deadlines, m.refused)
 	return m
 }
 
@@ -63,4 +66,11 @@ func (m *Metrics) deadlineMissed(stage messages.Stage) {
 		return
 	}
 	m.deadlines.WithLabelValues(string(stage)).Inc()
+}
+
+func (m *Metrics) resultRefused() {
+	if m == nil {
+		return
+	}
+	m.refused.Inc()
 }

@@ -9,8 +9,11 @@
 // File and Dir outputs are stored by content hash in the outputs object
 // store (a Dir as its files plus a manifest), and each output's value names
 // its object, for clients to download. Dir inputs arrive as tar archives
-// and are unpacked for the run.
+// and are unpacked for the run. Every run's timeout, memory and CPUs are
+// capped at the worker's Ceilings, whatever the command asks for.
 //
-//	h := sandboxstages.New(backend, sampleStore).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: res.Outputs})
-//	executor, _ := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: pub, Cache: c})
+//	h := sandboxstages.New(backend, sampleStore).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: res.Outputs}).
+//		WithCeilings(sandboxstages.Ceilings{Timeout: 30 * time.Minute, Memory: 8 << 30})
+//	executor, _ := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: pub, Cache: c,
+//		Pool: bus.PoolSandbox, Jobs: stagework.KVJobs{KV: res.JobState}})
 package sandboxstages

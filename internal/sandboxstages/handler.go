@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/autocoder/autocoder/internal/profile"
 	"github.com/autocoder/autocoder/internal/samples"
@@ -33,12 +34,17 @@ type Handlers struct {
 	samples SampleFetcher
 	outputs OutputStore // nil: File and Dir outputs are not stored
 	std     stdlibProbe // the sandbox interpreter's stdlib, learned at the first build
+	// ceilings cap every run's limits (ceilings.go); log notes the cuts.
+	ceilings Ceilings
+	log      *slog.Logger
 }
 
 var _ stagework.Handler = (*Handlers)(nil)
 
-// New returns the handlers.
-func New(b sandbox.Backend, s SampleFetcher) *Handlers { return &Handlers{backend: b, samples: s} }
+// New returns the handlers, with the default Ceilings (see WithCeilings).
+func New(b sandbox.Backend, s SampleFetcher) *Handlers {
+	return &Handlers{backend: b, samples: s, ceilings: Ceilings{}.withDefaults(), log: slog.New(slog.DiscardHandler)}
+}
 
 // WithOutputs makes the acceptance and run stages store the files of File
 // and Dir outputs in o (the outputs object store), so that clients can
@@ -74,13 +80,13 @@ func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (stag
 		if err := decode(cmd, &in); err != nil {
 			return stagework.Output{}, err
 		}
-		return h.runTests(ctx, cmd.JobID, in)
+		return h.runTests(ctx, cmd, in)
 	case messages.StageAcceptance, messages.StageRun:
 		var in messages.AcceptanceInput
 		if err := decode(cmd, &in); err != nil {
 			return stagework.Output{}, err
 		}
-		return h.runScript(ctx, cmd.JobID, in)
+		return h.runScript(ctx, cmd, in)
 	}
 	return stagework.Output{}, stagework.Permanent(fmt.Errorf("sandbox worker cannot do stage %q", cmd.Stage))
 }
@@ -132,7 +138,7 @@ func (h *Handlers) build(ctx context.Context, jobID string, in messages.BuildInp
 	return stagework.Output{Value: messages.BuildOutput{Image: env.ID, Log: env.Log, Stdlib: h.stdlib(ctx, jobID, env.ID)}}, nil
 }
 
-func (h *Handlers) runTests(ctx context.Context, jobID string, in messages.RunTestsInput) (stagework.Output, error) {
+func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in messages.RunTestsInput) (stagework.Output, error) {
 	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
 		return stagework.Output{}, err
@@ -141,10 +147,10 @@ func (h *Handlers) runTests(ctx context.Context, jobID string, in messages.RunTe
 	if err != nil {
 		return stagework.Output{}, err
 	}
-	mem, cpus := limits(in.Resources)
+	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	rep, err := sandbox.RunTests(ctx, h.backend, sandbox.TestRun{
 		Env: image, Code: in.Code, Tests: in.Tests, Inputs: inputs,
-		Timeout: in.Timeout.Std(), Memory: mem, CPUs: cpus, JobID: jobID,
+		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID,
 	})
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("run tests: %w", err)
@@ -152,7 +158,7 @@ func (h *Handlers) runTests(ctx context.Context, jobID string, in messages.RunTe
 	return stagework.Output{Value: rep}, nil
 }
 
-func (h *Handlers) runScript(ctx context.Context, jobID string, in messages.AcceptanceInput) (stagework.Output, error) {
+func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in messages.AcceptanceInput) (stagework.Output, error) {
 	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
 		return stagework.Output{}, err
@@ -166,10 +172,10 @@ func (h *Handlers) runScript(ctx context.Context, jobID string, in messages.Acce
 	if err != nil {
 		return stagework.Output{}, err
 	}
-	mem, cpus := limits(in.Resources)
+	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	out, res, err := sandbox.RunScriptFiles(ctx, h.backend, sandbox.ScriptRun{
 		Env: image, Code: in.Code, Inputs: inputs, Args: in.Args, Outputs: in.Outputs,
-		Timeout: in.Timeout.Std(), Memory: mem, CPUs: cpus, JobID: jobID,
+		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID,
 	})
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("run script: %w", err)
@@ -207,12 +213,4 @@ func (h *Handlers) fetch(ctx context.Context, refs []messages.SampleRef) (map[st
 		return nil, stagework.Permanent(err)
 	}
 	return paths, err
-}
-
-func limits(r messages.Resources) (int64, float64) {
-	var mem int64
-	if r.Memory != "" {
-		mem, _ = messages.ParseQuantity(r.Memory) // validated at submit
-	}
-	return mem, r.CPU
 }

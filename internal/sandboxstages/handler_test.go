@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -436,4 +438,113 @@ func newProcessBackend(t *testing.T) sandbox.Backend {
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
+}
+
+// recordingBackend is a real backend that records the run specs it is given.
+type recordingBackend struct {
+	sandbox.Backend
+	mu   sync.Mutex
+	runs []sandbox.RunSpec
+}
+
+func (b *recordingBackend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
+	b.mu.Lock()
+	b.runs = append(b.runs, spec)
+	b.mu.Unlock()
+	return b.Backend.Run(ctx, spec)
+}
+
+// TestCeilings: commands that ask for 100 h, 1 TiB and 64 CPUs run on the
+// real bubblewrap backend at the worker's ceilings, which the sandboxed
+// code sees as its own limits (RLIMIT_AS is the memory, RLIMIT_CPU the
+// timeout times the CPUs, plus one).
+func TestCeilings(t *testing.T) {
+	t.Parallel()
+	b := &recordingBackend{Backend: newProcessBackend(t)}
+	ceil := sandboxstages.Ceilings{Timeout: 2 * time.Minute, Memory: 1 << 30, CPUs: 1}
+	h := sandboxstages.New(b, &fetcher{}).WithCeilings(ceil)
+	greedy := messages.Resources{CPU: 64, Memory: "1Ti"}
+	const hours100 = messages.Duration(100 * time.Hour)
+	const wantAS, wantCPU = 1 << 30, 2*60*1 + 1
+	code := "import resource\n\n\ndef limits():\n" +
+		"    return resource.getrlimit(resource.RLIMIT_AS)[0], resource.getrlimit(resource.RLIMIT_CPU)[0]\n\n\n" +
+		"if __name__ == \"__main__\":\n    a, c = limits()\n" +
+		"    open(\"/var/outputs/as\", \"w\").write(str(a))\n    open(\"/var/outputs/cpu\", \"w\").write(str(c))\n"
+	tests := fmt.Sprintf("from solution import limits\n\n\ndef test_limits():\n    assert limits() == (%d, %d)\n", wantAS, wantCPU)
+
+	out, err := h.Handle(ctxT(t), command(t, messages.StageBuild, messages.BuildInput{Packages: []string{}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := out.Value.(messages.BuildOutput).Image
+	b.mu.Lock()
+	b.runs = nil // the build's own run (the stdlib probe) is not a command's
+	b.mu.Unlock()
+	out, err = h.Handle(ctxT(t), command(t, messages.StageRunTests, messages.RunTestsInput{Image: image,
+		Code: code, Tests: tests, Timeout: hours100, Resources: greedy}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := out.Value.(messages.TestReport); !rep.OK() {
+		t.Errorf("run_tests inside the sandbox: %+v", rep)
+	}
+	for _, stage := range []messages.Stage{messages.StageAcceptance, messages.StageRun} {
+		out, err = h.Handle(ctxT(t), command(t, stage, messages.AcceptanceInput{Image: image, Code: code,
+			Outputs: map[string]messages.Type{"as": messages.TypeInt, "cpu": messages.TypeInt}, Timeout: hours100, Resources: greedy}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]any{"as": int64(wantAS), "cpu": int64(wantCPU)}
+		if diff := cmp.Diff(want, out.Value.(messages.AcceptanceOutput).Outputs); diff != "" {
+			t.Errorf("%s: limits seen inside the sandbox (-want +got):\n%s", stage, diff)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.runs) != 3 {
+		t.Fatalf("%d runs, want 3", len(b.runs))
+	}
+	for _, spec := range b.runs {
+		if spec.Timeout != ceil.Timeout || spec.Memory != ceil.Memory || spec.CPUs != ceil.CPUs {
+			t.Errorf("the backend got timeout %s, memory %d, %v CPUs; want the ceilings %s", spec.Timeout, spec.Memory, spec.CPUs, ceil)
+		}
+	}
+}
+
+// TestDefaultCeilings: without WithCeilings a run is capped at 30m, 8 GiB
+// and the machine's cores; what stays under them, or is not asked for,
+// is what the command asks for or the sandbox's default.
+func TestDefaultCeilings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		timeout messages.Duration
+		res     messages.Resources
+		want    sandbox.RunSpec
+	}{
+		{"greedy", messages.Duration(100 * time.Hour), messages.Resources{CPU: 64 * float64(runtime.NumCPU()), Memory: "1Ti"},
+			sandbox.RunSpec{Timeout: sandboxstages.DefaultMaxRunTimeout, Memory: sandboxstages.DefaultMaxMemory, CPUs: float64(runtime.NumCPU())}},
+		{"modest", messages.Duration(45 * time.Second), messages.Resources{CPU: 1, Memory: "1Gi"},
+			sandbox.RunSpec{Timeout: 45 * time.Second, Memory: 1 << 30, CPUs: 1}},
+		{"unset", 0, messages.Resources{},
+			sandbox.RunSpec{Timeout: sandbox.DefaultRunTimeout, Memory: sandbox.DefaultMemory, CPUs: sandbox.DefaultCPUs}},
+		{"nonsense", -5, messages.Resources{CPU: -3, Memory: "lots"},
+			sandbox.RunSpec{Timeout: sandbox.DefaultRunTimeout, Memory: sandbox.DefaultMemory, CPUs: sandbox.DefaultCPUs}},
+		{"astronomical CPUs", 0, messages.Resources{CPU: math.MaxFloat64},
+			sandbox.RunSpec{Timeout: sandbox.DefaultRunTimeout, Memory: sandbox.DefaultMemory, CPUs: float64(runtime.NumCPU())}},
+	}
+	for _, tc := range tests {
+		b := &fakeBackend{run: func(sandbox.RunSpec) (sandbox.RunResult, error) { return sandbox.RunResult{}, nil }}
+		h := sandboxstages.New(b, &fetcher{})
+		_, err := h.Handle(ctxT(t), command(t, messages.StageAcceptance, messages.AcceptanceInput{Image: "env-1", Code: "print()\n",
+			Timeout: tc.timeout, Resources: tc.res}))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got := b.runs[0]
+		if got.Timeout != tc.want.Timeout || got.Memory != tc.want.Memory || got.CPUs != tc.want.CPUs {
+			t.Errorf("%s: the backend got timeout %s, memory %d, %v CPUs; want %s, %d, %v", tc.name,
+				got.Timeout, got.Memory, got.CPUs, tc.want.Timeout, tc.want.Memory, tc.want.CPUs)
+		}
+	}
 }

@@ -103,6 +103,8 @@ type Stack struct {
 	metrics     bus.Metrics
 	stageOnce   sync.Once
 	stageHook   func(messages.Stage, bool, string, time.Duration)
+	refusedOnce sync.Once
+	refusedHook func(messages.Stage, string)
 	err         error
 	closers     []func() error
 }
@@ -285,7 +287,13 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h := sandboxstages.New(st.Backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs})
+	rc, err := st.opts.Config.Ceilings()
+	if err != nil {
+		return err
+	}
+	ceil := sandboxstages.Ceilings{Timeout: rc.Timeout, Memory: rc.Memory, CPUs: rc.CPUs}
+	h := sandboxstages.New(st.Backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}).
+		WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages"))
 	return st.startStageWorker(bus.PoolSandbox, h, c, 2)
 }
 
@@ -304,7 +312,8 @@ func (st *Stack) startLocal(ctx context.Context) error {
 func (st *Stack) startStageWorker(pool bus.Pool, h stagework.Handler, c cache.Cache, defaultSlots int) error {
 	cfg, name := st.opts.Config, string(pool)+"-worker"
 	r, err := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: st.Publisher, Cache: c,
-		Logger: st.log.With("component", name), Worker: cfg.WorkerName, OnResult: st.stageMetrics()})
+		Pool: pool, Jobs: stagework.KVJobs{KV: st.Resources.JobState},
+		Logger: st.log.With("component", name), Worker: cfg.WorkerName, OnResult: st.stageMetrics(), OnRefused: st.refusalMetrics()})
 	if err != nil {
 		return err
 	}
@@ -428,6 +437,22 @@ func (st *Stack) busMetrics() bus.Metrics {
 		st.metrics = m
 	})
 	return st.metrics
+}
+
+// refusalMetrics returns the shared refused-command hook, registering it once; nil without a registry.
+func (st *Stack) refusalMetrics() func(messages.Stage, string) {
+	if st.opts.Registry == nil {
+		return nil
+	}
+	st.refusedOnce.Do(func() {
+		h, err := stagework.NewRefusalMetrics(st.opts.Registry)
+		if err != nil {
+			st.log.Warn("refusal metrics", "err", err)
+			return
+		}
+		st.refusedHook = h
+	})
+	return st.refusedHook
 }
 
 // stageMetrics returns the shared stage-metrics hook, registering it once; nil without a registry.

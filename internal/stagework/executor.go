@@ -54,6 +54,19 @@ type Publisher interface {
 type Config struct {
 	Handler   Handler
 	Publisher Publisher
+	// Pool is the pool whose stages the executor does; its results go to
+	// the pool's result subject (bus.ResultSubject). Required.
+	Pool bus.Pool
+	// Jobs is where commands are checked against what the coordinator
+	// dispatched (admit.go), normally KVJobs on the job-state bucket.
+	// Required: a worker runs nothing it cannot check.
+	Jobs Jobs
+	// ConfirmWait is how long a command that is not (yet) pending is
+	// looked up again before it is refused. Default DefaultConfirmWait.
+	ConfirmWait time.Duration
+	// OnRefused, if set, is called for each refused command (metrics,
+	// NewRefusalMetrics); reason is one of the Refused constants.
+	OnRefused func(stage messages.Stage, reason string)
 	Cache     cache.Cache  // nil: no caching
 	Logger    *slog.Logger // nil: discard
 	Worker    string       // name on results; default "worker"
@@ -70,10 +83,11 @@ type Config struct {
 }
 
 // Executor is the stage executor: it turns stage command messages into
-// stage results. It decodes the command, answers from the content-addressed
+// stage results. It decodes the command, checks that the coordinator sent
+// it (admit.go) and refuses it otherwise, answers from the content-addressed
 // cache when it can, runs the handler otherwise, applies the failure policy
-// (policy.go) to its error, stores the result, and publishes it to the job's
-// result subject. It is a bus.Handler.
+// (policy.go) to its error, stores the result, and publishes it on the
+// result subject of its pool and the job. It is a bus.Handler.
 type Executor struct {
 	cfg Config
 	log *slog.Logger
@@ -81,8 +95,14 @@ type Executor struct {
 
 // NewExecutor validates cfg and returns an Executor.
 func NewExecutor(cfg Config) (*Executor, error) {
-	if cfg.Handler == nil || cfg.Publisher == nil {
-		return nil, errors.New("stagework: Handler and Publisher are required")
+	if cfg.Handler == nil || cfg.Publisher == nil || cfg.Jobs == nil {
+		return nil, errors.New("stagework: Handler, Publisher and Jobs are required")
+	}
+	if !knownPool(cfg.Pool) {
+		return nil, fmt.Errorf("stagework: Pool %q is not one of %v", cfg.Pool, bus.Pools())
+	}
+	if cfg.ConfirmWait <= 0 {
+		cfg.ConfirmWait = DefaultConfirmWait
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -116,6 +136,13 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 	cmd, err := decodeCommand(msg)
 	if err != nil {
 		return err
+	}
+	switch r, err := e.admit(ctx, cmd); {
+	case err != nil:
+		return fmt.Errorf("check stage command: %w", err)
+	case r != nil:
+		e.refuse(cmd, r)
+		return nil
 	}
 	start := e.cfg.Now()
 	res := messages.StageResult{V: messages.SchemaVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage, StartedAt: start, Worker: e.cfg.Worker}
@@ -177,7 +204,7 @@ func (e *Executor) store(ctx context.Context, cmd *messages.StageCommand, key st
 func (e *Executor) publish(ctx context.Context, res *messages.StageResult, start time.Time) error {
 	d := e.cfg.Now().Sub(start)
 	res.DurationMS = d.Milliseconds()
-	if err := e.cfg.Publisher.PublishJSON(ctx, bus.ResultSubject(res.JobID), res, bus.ResultMsgID(res.JobID, res.Seq)); err != nil {
+	if err := e.cfg.Publisher.PublishJSON(ctx, bus.ResultSubject(e.cfg.Pool, res.JobID), res, bus.ResultMsgID(e.cfg.Pool, res.JobID, res.Seq)); err != nil {
 		return fmt.Errorf("publish result: %w", err) // redelivered; the cache makes the retry cheap
 	}
 	if e.cfg.OnResult != nil {
@@ -200,4 +227,13 @@ func trimMessages(ms []messages.ChatMessage) []messages.ChatMessage {
 		out[i] = m
 	}
 	return out
+}
+
+func knownPool(p bus.Pool) bool {
+	for _, q := range bus.Pools() {
+		if p == q {
+			return true
+		}
+	}
+	return false
 }

@@ -162,7 +162,8 @@ func message(t *testing.T, cmd *messages.StageCommand, numDelivered uint64) *bus
 
 func newExecutor(t *testing.T, h stagework.Handler, p stagework.Publisher, c cache.Cache, mod func(*stagework.Config)) *stagework.Executor {
 	t.Helper()
-	cfg := stagework.Config{Handler: h, Publisher: p, Worker: "w1", Now: func() time.Time { return t0 }}
+	cfg := stagework.Config{Handler: h, Publisher: p, Worker: "w1", Now: func() time.Time { return t0 },
+		Pool: bus.PoolLLM, Jobs: pendingAs{messages.StagePlan}}
 	cfg.Cache = c
 	if mod != nil {
 		mod(&cfg)
@@ -172,6 +173,14 @@ func newExecutor(t *testing.T, h stagework.Handler, p stagework.Publisher, c cac
 		t.Fatal(err)
 	}
 	return r
+}
+
+// pendingAs is a Jobs that has every job's every seq pending as one stage
+// (the stage of command()): the executor's own behaviour, admission apart.
+type pendingAs struct{ stage messages.Stage }
+
+func (p pendingAs) PendingStage(context.Context, string, int) (messages.Stage, bool, error) {
+	return p.stage, true, nil
 }
 
 func TestCacheModes(t *testing.T) {
@@ -219,7 +228,7 @@ func TestCacheModes(t *testing.T) {
 				t.Fatalf("published %d results, want 1", len(res))
 			}
 			got := res[0]
-			if got.Subject != bus.ResultSubject("job-1") || got.MsgID != bus.ResultMsgID("job-1", 3) {
+			if got.Subject != bus.ResultSubject(bus.PoolLLM, "job-1") || got.MsgID != bus.ResultMsgID(bus.PoolLLM, "job-1", 3) {
 				t.Errorf("published to %s with id %s", got.Subject, got.MsgID)
 			}
 			var plan messages.Plan
@@ -320,7 +329,7 @@ func TestPermanentErrorIsAResult(t *testing.T) {
 	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
 		t.Fatalf("Handle = %v, want nil (the failure is reported as a result)", err)
 	}
-	want := []published{{Subject: bus.ResultSubject("job-1"), MsgID: bus.ResultMsgID("job-1", 3), Result: messages.StageResult{
+	want := []published{{Subject: bus.ResultSubject(bus.PoolLLM, "job-1"), MsgID: bus.ResultMsgID(bus.PoolLLM, "job-1", 3), Result: messages.StageResult{
 		V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan, Error: "the model refused",
 		ErrorKind: messages.ErrorPermanent, StartedAt: t0, Worker: "w1"}}}
 	if diff := cmp.Diff(want, p.results()); diff != "" {
@@ -598,8 +607,11 @@ func TestOnResult(t *testing.T) {
 func TestNewExecutorValidates(t *testing.T) {
 	t.Parallel()
 	for name, cfg := range map[string]stagework.Config{
-		"no handler":   {Publisher: &publisher{}},
-		"no publisher": {Handler: &handler{}},
+		"no handler":   {Publisher: &publisher{}, Pool: bus.PoolLLM, Jobs: pendingAs{}},
+		"no publisher": {Handler: &handler{}, Pool: bus.PoolLLM, Jobs: pendingAs{}},
+		"no jobs":      {Handler: &handler{}, Publisher: &publisher{}, Pool: bus.PoolLLM},
+		"no pool":      {Handler: &handler{}, Publisher: &publisher{}, Jobs: pendingAs{}},
+		"unknown pool": {Handler: &handler{}, Publisher: &publisher{}, Jobs: pendingAs{}, Pool: "gpu"},
 	} {
 		if _, err := stagework.NewExecutor(cfg); err == nil {
 			t.Errorf("%s: NewExecutor accepted it", name)

@@ -46,7 +46,7 @@ func TestOnlyHermeticResultsAreCached(t *testing.T) {
 			cmd := command(messages.CacheAuto)
 			for range 2 {
 				// The last delivery: an error becomes an infra result, published.
-				if err := r.Handle(ctxT(t), message(t, cmd, 4)); err != nil {
+				if err := r.Handle(ctxT(t), message(t, cmd, 4).WithMaxDeliver(4)); err != nil {
 					t.Fatalf("Handle: %v", err)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 const (
 	MetricStageResults = "autocoder_stage_results_total"
 	MetricStageSeconds = "autocoder_stage_duration_seconds"
+	MetricRefused      = "autocoder_stage_commands_refused_total"
 )
 
 // NewMetrics registers stage metrics on reg and returns the Config.OnResult
@@ -39,5 +40,27 @@ func NewMetrics(reg prometheus.Registerer) (func(messages.Stage, bool, string, t
 		}
 		results.WithLabelValues(string(stage), c, outcome).Inc()
 		seconds.WithLabelValues(string(stage), c).Observe(d.Seconds())
+	}, nil
+}
+
+// NewRefusalMetrics registers the refused-command counter on reg and
+// returns the Config.OnRefused hook that counts. Labels are the stage (one
+// no pool does counts as "unknown": the name is the sender's, and labels
+// must stay few) and the reason.
+func NewRefusalMetrics(reg prometheus.Registerer) (func(messages.Stage, string), error) {
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRefused,
+		Help: "Stage commands refused because the coordinator did not send them, by stage and reason."}, []string{"stage", "reason"})
+	if err := reg.Register(refused); err != nil {
+		return nil, err
+	}
+	known := map[messages.Stage]bool{}
+	for _, s := range messages.Stages() {
+		known[s] = true
+	}
+	return func(stage messages.Stage, reason string) {
+		if !known[stage] {
+			stage = "unknown"
+		}
+		refused.WithLabelValues(string(stage), reason).Inc()
 	}, nil
 }

@@ -268,7 +268,8 @@ func safely[T any](f func() T) (v T, err error) {
 // executor would hand the command back to the bus instead.
 func execute(ctx context.Context, h stagework.Handler, cmd *messages.StageCommand) (*messages.StageResult, error) {
 	pub := &publisher{}
-	x, err := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: pub, Worker: "handlertest"})
+	x, err := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: pub, Worker: "handlertest",
+		Pool: bus.PoolOf(cmd.Stage), Jobs: dispatched{cmd}})
 	if err != nil {
 		return nil, err
 	}
@@ -281,6 +282,17 @@ func execute(ctx context.Context, h stagework.Handler, cmd *messages.StageComman
 		return nil, fmt.Errorf("%s with input %q: the executor returned %v to the bus (retry or terminate), want a published result", cmd.Stage, cmd.Input, err)
 	}
 	return pub.result, nil
+}
+
+// dispatched is a Jobs with just cmd pending: the command the
+// coordinator sent.
+type dispatched struct{ cmd *messages.StageCommand }
+
+func (d dispatched) PendingStage(_ context.Context, jobID string, seq int) (messages.Stage, bool, error) {
+	if jobID != d.cmd.JobID || seq != d.cmd.Seq {
+		return "", false, nil
+	}
+	return d.cmd.Stage, true, nil
 }
 
 // publisher keeps the result the executor publishes.

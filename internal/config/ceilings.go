@@ -1,0 +1,62 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// RunCeilings are a sandbox-worker's own caps on one sandboxed run
+// (sandboxstages.Ceilings). A zero field means the worker's default.
+type RunCeilings struct {
+	Timeout time.Duration
+	Memory  int64 // bytes
+	CPUs    float64
+}
+
+// readRunCeilings reads the ceilings' environment variables.
+func (c *Config) readRunCeilings() {
+	c.MaxRunTimeout = os.Getenv("AUTOCODER_MAX_RUN_TIMEOUT")
+	c.MaxMemory = os.Getenv("AUTOCODER_MAX_MEMORY")
+	c.MaxCPUs = os.Getenv("AUTOCODER_MAX_CPUS")
+}
+
+// registerRunCeilings adds the ceilings' flags.
+func (c *Config) registerRunCeilings(fs *flag.FlagSet) {
+	fs.StringVar(&c.MaxRunTimeout, "max-run-timeout", c.MaxRunTimeout, "sandbox-worker: the longest one run may take, whatever its job asks; default 30m (AUTOCODER_MAX_RUN_TIMEOUT)")
+	fs.StringVar(&c.MaxMemory, "max-memory", c.MaxMemory, "sandbox-worker: the most memory one run may have, e.g. 8Gi; default 8Gi (AUTOCODER_MAX_MEMORY)")
+	fs.StringVar(&c.MaxCPUs, "max-cpus", c.MaxCPUs, "sandbox-worker: the most CPUs one run may have; default the machine's cores (AUTOCODER_MAX_CPUS)")
+}
+
+// Ceilings parses MaxRunTimeout, MaxMemory and MaxCPUs. The error names
+// the setting.
+func (c *Config) Ceilings() (RunCeilings, error) {
+	var r RunCeilings
+	if c.MaxRunTimeout != "" {
+		d, err := time.ParseDuration(c.MaxRunTimeout)
+		if err != nil || d <= 0 {
+			return r, fmt.Errorf("AUTOCODER_MAX_RUN_TIMEOUT: %q is not a positive duration such as 30m", c.MaxRunTimeout)
+		}
+		r.Timeout = d
+	}
+	if c.MaxMemory != "" {
+		m, err := messages.ParseQuantity(c.MaxMemory)
+		if err != nil || m < 16<<20 {
+			return r, fmt.Errorf("AUTOCODER_MAX_MEMORY: %q is not a quantity of at least 16Mi, such as 8Gi", c.MaxMemory)
+		}
+		r.Memory = m
+	}
+	if c.MaxCPUs != "" {
+		n, err := strconv.ParseFloat(c.MaxCPUs, 64)
+		if err != nil || !(n > 0) || math.IsInf(n, 0) {
+			return r, fmt.Errorf("AUTOCODER_MAX_CPUS: %q is not a positive number of CPUs", c.MaxCPUs)
+		}
+		r.CPUs = n
+	}
+	return r, nil
+}

@@ -1,0 +1,140 @@
+package stagework
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// Admission: a worker believes nothing it can check. Anyone who can
+// publish on a stage subject could otherwise make an llm-worker send their
+// prompt to the model with the operator's key and publish the reply, or
+// make a sandbox-worker run their code. So before a command runs (or is
+// answered from the cache), the executor checks it against the coordinator's
+// own record in the job-state bucket: the job exists, is not finished, and
+// has this command's seq pending with this stage, a stage of this
+// executor's pool. A command that fails the check is refused: acked, logged
+// and counted (Config.OnRefused), never run, never answered.
+
+// Jobs tells the executor which stage commands the coordinator has sent.
+type Jobs interface {
+	// PendingStage returns the stage the coordinator has pending as seq of
+	// job jobID. ok is false when it has none: no such job, a finished job,
+	// or a seq not (or no longer) pending. err is for a lookup that failed.
+	PendingStage(ctx context.Context, jobID string, seq int) (stage messages.Stage, ok bool, err error)
+}
+
+// KVJobs reads the job-state bucket (bus.BucketJobState), read only.
+type KVJobs struct {
+	KV jetstream.KeyValue
+}
+
+var _ Jobs = KVJobs{}
+
+// jobRecord is the part of the coordinator's record (the state and its
+// outbox) that admission needs: the phase and the pending stages of
+// machine.State. Decoding only these keeps the state machine out of the
+// workers.
+type jobRecord struct {
+	State struct {
+		Phase   string `json:"phase"`
+		Pending map[int]struct {
+			Stage messages.Stage `json:"stage"`
+		} `json:"pending"`
+	} `json:"state"`
+}
+
+// phaseDone is machine.PhaseDone: a finished job has nothing pending.
+const phaseDone = "done"
+
+// PendingStage implements Jobs.
+func (j KVJobs) PendingStage(ctx context.Context, jobID string, seq int) (messages.Stage, bool, error) {
+	entry, err := j.KV.Get(ctx, bus.JobKey(jobID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("load job %s: %w", jobID, err)
+	}
+	var rec jobRecord
+	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
+		return "", false, fmt.Errorf("job %s: corrupt state: %w", jobID, err)
+	}
+	p, ok := rec.State.Pending[seq]
+	if !ok || rec.State.Phase == phaseDone {
+		return "", false, nil
+	}
+	return p.Stage, true, nil
+}
+
+// DefaultConfirmWait is how long the executor looks for a command's
+// pending stage before refusing it (Config.ConfirmWait).
+const DefaultConfirmWait = time.Second
+
+// Refusal reasons, the reason label of the refusal metric.
+const (
+	RefusedWrongPool  = "wrong_pool"  // a stage another pool does
+	RefusedNotPending = "not_pending" // no such job, finished, or not this seq and stage
+)
+
+// refusal says why a command is not run.
+type refusal struct {
+	reason string
+	detail string
+}
+
+// admit checks cmd against the coordinator's record. It returns a refusal,
+// or nil to run the command, or an error when the record could not be read
+// (the command is delivered again).
+//
+// The coordinator stores a job's state before it publishes the commands of
+// that step, so a command on the stream is normally pending already. A
+// replicated bucket may answer from a follower that has not caught up
+// (direct get), so a miss is looked up again, for up to ConfirmWait, before
+// the command is refused.
+func (e *Executor) admit(ctx context.Context, cmd *messages.StageCommand) (*refusal, error) {
+	if pool := bus.PoolOf(cmd.Stage); pool != e.cfg.Pool {
+		return &refusal{RefusedWrongPool, fmt.Sprintf("stage %q is done by the %s pool, not %s", cmd.Stage, pool, e.cfg.Pool)}, nil
+	}
+	wait, cancel := context.WithTimeout(ctx, e.cfg.ConfirmWait)
+	defer cancel()
+	for pause := 50 * time.Millisecond; ; pause *= 2 {
+		stage, ok, err := e.cfg.Jobs.PendingStage(ctx, cmd.JobID, cmd.Seq)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case ok && stage == cmd.Stage:
+			return nil, nil
+		case ok:
+			// Pending as another stage: no wait makes that right.
+			return &refusal{RefusedNotPending, fmt.Sprintf("seq %d is pending as %s, not %s", cmd.Seq, stage, cmd.Stage)}, nil
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-wait.Done():
+			t.Stop()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return &refusal{RefusedNotPending, "the coordinator has no such stage pending"}, nil
+		case <-t.C:
+		}
+	}
+}
+
+// refuse records a refused command; the command is then acked.
+func (e *Executor) refuse(cmd *messages.StageCommand, r *refusal) {
+	e.log.Warn("stage command refused", "job_id", cmd.JobID, "stage", cmd.Stage, "seq", cmd.Seq,
+		"reason", r.reason, "detail", r.detail)
+	if e.cfg.OnRefused != nil {
+		e.cfg.OnRefused(cmd.Stage, r.reason)
+	}
+}
