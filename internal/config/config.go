@@ -43,7 +43,31 @@ type Config struct {
 	Concurrency         int    // AUTOCODER_CONCURRENCY: stages a worker runs at once; default 4 (llm) / 2 (sandbox)
 	LogLevel            string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
 	WorkerName          string // AUTOCODER_WORKER_NAME; default host name and pid
+
+	// Access to the HTTP API and to Redis (README "Security").
+
+	// HTTPTokensFile holds the HTTP API's bearer tokens, one a line: "scope
+	// token" or "name:scope:token" (AUTOCODER_HTTP_TOKENS_FILE).
+	HTTPTokensFile string
+	// HTTPAuth is "token" (the default when empty) or "none": an API open to
+	// whoever reaches it, logged as a warning (AUTOCODER_HTTP_AUTH).
+	HTTPAuth string
+	// HTTPAllowedHosts are Host names the API answers besides the listen
+	// host, localhost and IP literals, comma separated (AUTOCODER_HTTP_ALLOWED_HOSTS).
+	HTTPAllowedHosts string
+	// RedisTLSCA is a PEM file of the CAs that sign a rediss:// server's
+	// certificate (AUTOCODER_REDIS_TLS_CA); empty: the system's roots.
+	RedisTLSCA string
+	// RedisTLSCert and RedisTLSKey are a client certificate and key for a
+	// Redis that requires one (AUTOCODER_REDIS_TLS_CERT, AUTOCODER_REDIS_TLS_KEY).
+	RedisTLSCert, RedisTLSKey string
 }
+
+// HTTP authentication modes (AUTOCODER_HTTP_AUTH).
+const (
+	HTTPAuthToken = "token"
+	HTTPAuthNone  = "none"
+)
 
 // FromEnv reads the environment.
 func FromEnv() Config {
@@ -67,6 +91,12 @@ func FromEnv() Config {
 		PipFindLinks:        os.Getenv("AUTOCODER_PIP_FIND_LINKS"),
 		LogLevel:            env("AUTOCODER_LOG_LEVEL", "info"),
 		WorkerName:          os.Getenv("AUTOCODER_WORKER_NAME"),
+		HTTPTokensFile:      os.Getenv("AUTOCODER_HTTP_TOKENS_FILE"),
+		HTTPAuth:            env("AUTOCODER_HTTP_AUTH", HTTPAuthToken),
+		HTTPAllowedHosts:    os.Getenv("AUTOCODER_HTTP_ALLOWED_HOSTS"),
+		RedisTLSCA:          os.Getenv("AUTOCODER_REDIS_TLS_CA"),
+		RedisTLSCert:        os.Getenv("AUTOCODER_REDIS_TLS_CERT"),
+		RedisTLSKey:         os.Getenv("AUTOCODER_REDIS_TLS_KEY"),
 	}
 	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
 	fmt.Sscan(os.Getenv("AUTOCODER_DOCKER_POOL_SIZE"), &c.DockerPoolSize)
@@ -99,6 +129,17 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "stages a worker runs at once (AUTOCODER_CONCURRENCY)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug|info|warn|error (AUTOCODER_LOG_LEVEL)")
 	fs.StringVar(&c.WorkerName, "worker-name", c.WorkerName, "worker name on results (AUTOCODER_WORKER_NAME)")
+	c.registerAccess(fs)
+}
+
+// registerAccess adds the flags of the HTTP API's and Redis's access settings.
+func (c *Config) registerAccess(fs *flag.FlagSet) {
+	fs.StringVar(&c.HTTPTokensFile, "http-tokens-file", c.HTTPTokensFile, `HTTP API bearer tokens, lines "scope token" or "name:scope:token" (AUTOCODER_HTTP_TOKENS_FILE)`)
+	fs.StringVar(&c.HTTPAuth, "http-auth", c.HTTPAuth, "token|none: none opens the HTTP API to whoever reaches it (AUTOCODER_HTTP_AUTH)")
+	fs.StringVar(&c.HTTPAllowedHosts, "http-allowed-hosts", c.HTTPAllowedHosts, "Host names the HTTP API answers besides the listen host and localhost, comma separated (AUTOCODER_HTTP_ALLOWED_HOSTS)")
+	fs.StringVar(&c.RedisTLSCA, "redis-tls-ca", c.RedisTLSCA, "PEM CAs of a rediss:// server; empty: system roots (AUTOCODER_REDIS_TLS_CA)")
+	fs.StringVar(&c.RedisTLSCert, "redis-tls-cert", c.RedisTLSCert, "client certificate for Redis TLS (AUTOCODER_REDIS_TLS_CERT)")
+	fs.StringVar(&c.RedisTLSKey, "redis-tls-key", c.RedisTLSKey, "client key for Redis TLS (AUTOCODER_REDIS_TLS_KEY)")
 }
 
 // Validate checks the settings that can be checked without I/O.
@@ -119,7 +160,31 @@ func (c *Config) Validate() error {
 	if c.Concurrency < 0 {
 		return errors.New("AUTOCODER_CONCURRENCY: must not be negative")
 	}
+	return c.validateAccess()
+}
+
+// validateAccess checks the HTTP API's and Redis's access settings.
+func (c *Config) validateAccess() error {
+	switch c.HTTPAuth {
+	case "", HTTPAuthToken, HTTPAuthNone:
+	default:
+		return fmt.Errorf("AUTOCODER_HTTP_AUTH: %q is not token or none", c.HTTPAuth)
+	}
+	if (c.RedisTLSCert == "") != (c.RedisTLSKey == "") {
+		return errors.New("AUTOCODER_REDIS_TLS_CERT and AUTOCODER_REDIS_TLS_KEY go together: set both or neither")
+	}
 	return nil
+}
+
+// AllowedHosts splits HTTPAllowedHosts.
+func (c *Config) AllowedHosts() []string {
+	var out []string
+	for _, h := range strings.Split(c.HTTPAllowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // DockerExtra splits DockerExtraCommands into its non-blank lines.
