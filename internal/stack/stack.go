@@ -349,7 +349,7 @@ func (st *Stack) Close() error {
 // embedded cache under the state dir.
 func OpenCache(ctx context.Context, cfg config.Config) (cache.Cache, error) {
 	if cfg.RedisURL != "" {
-		return cache.OpenRedis(ctx, cfg.RedisURL)
+		return cache.OpenRedisWith(ctx, cfg.RedisURL, cache.RedisOptions{CAFile: cfg.RedisTLSCA, CertFile: cfg.RedisTLSCert, KeyFile: cfg.RedisTLSKey})
 	}
 	return cache.OpenDir(filepath.Join(cfg.StateDir, "cache"))
 }
