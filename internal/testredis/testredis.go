@@ -48,7 +48,12 @@ type Options struct {
 }
 
 // User is an ACL user.
-type User struct{ Name, Password string }
+type User struct {
+	Name, Password string
+	// Rules are the user's ACL rules; nil: every key and command
+	// ("~*", "&*", "+@all").
+	Rules []string
+}
 
 // Server is one redis-server owned by a test. Its methods call t.Fatal on
 // failure, so call them from the test's goroutine.
@@ -223,7 +228,11 @@ func (s *Server) args(port int) []string {
 		args = append(args, "--requirepass", s.opts.Password)
 	}
 	for _, u := range s.opts.Users {
-		args = append(args, "--user", u.Name, "on", ">"+u.Password, "~*", "&*", "+@all")
+		rules := u.Rules
+		if rules == nil {
+			rules = []string{"~*", "&*", "+@all"}
+		}
+		args = append(append(args, "--user", u.Name, "on", ">"+u.Password), rules...)
 	}
 	if len(s.opts.Users) > 0 {
 		args = append(args, "--user", "default", "off")

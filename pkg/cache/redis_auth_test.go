@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/autocoder/autocoder/internal/testredis"
 	"github.com/autocoder/autocoder/pkg/cache"
@@ -15,13 +16,45 @@ const (
 	aclPassword = "acl-s3cr3t-pw"
 )
 
-// TestRedisConformanceACL: the cache works as an ACL user on a server that
-// lets no one else in.
+// TestRedisConformanceACL: the cache works as an ACL user without admin
+// commands, on a server that lets no one else in.
 func TestRedisConformanceACL(t *testing.T) {
 	t.Parallel()
-	srv := testredis.StartServerWith(t, testredis.Options{Users: []testredis.User{{Name: aclUser, Password: aclPassword}}})
+	srv := testredis.StartServerWith(t, testredis.Options{Users: []testredis.User{
+		{Name: aclUser, Password: aclPassword, Rules: []string{"~*", "+@all", "-@admin"}}}})
 	url := srv.UserURL(aclUser, aclPassword)
 	cachetest.Run(t, func(t *testing.T) cache.Cache { return openRedis(t, url) })
+}
+
+// TestRedisACLKeyPattern: a user limited to autocoder's keys, as the
+// README's Security section advises, can do all autocoder does: every key
+// cache.Key makes and every lock is under that pattern.
+func TestRedisACLKeyPattern(t *testing.T) {
+	t.Parallel()
+	srv := testredis.StartServerWith(t, testredis.Options{Users: []testredis.User{
+		{Name: aclUser, Password: aclPassword, Rules: []string{"~autocoder:*", "+@all", "-@admin"}}}})
+	c := openRedis(t, srv.UserURL(aclUser, aclPassword))
+	ctx := t.Context()
+	key := cache.Key("stage", []byte("plan"))
+	if err := c.Set(ctx, key, []byte("v"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(ctx, key); err != nil || string(v) != "v" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	tok, err := c.TryLock(ctx, "build/numpy", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Unlock(ctx, "build/numpy", tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "other-app:key", []byte("v"), 0); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("Set outside the pattern: err = %v, want NOPERM", err)
+	}
 }
 
 // TestRedisConformanceTLS: the cache works over TLS with the test's own CA
