@@ -71,3 +71,25 @@ func TestAccessFlags(t *testing.T) {
 		t.Errorf("flags (-want +got):\n%s", diff)
 	}
 }
+
+// TestHelpHidesCredentials: --help shows URL defaults from the environment
+// without their passwords or tokens; the flags still set the whole URL.
+func TestHelpHidesCredentials(t *testing.T) {
+	t.Setenv("AUTOCODER_REDIS_URL", "rediss://autocoder:redis-s3cr3t@redis:6380/0")
+	t.Setenv("AUTOCODER_PIP_INDEX_URL", "https://tok3n-s3cr3t@pypi.example/simple")
+	c := FromEnv()
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	var help strings.Builder
+	fs.SetOutput(&help)
+	c.Register(fs)
+	fs.PrintDefaults()
+	if strings.Contains(help.String(), "s3cr3t") {
+		t.Errorf("--help shows a secret:\n%s", help.String())
+	}
+	if !strings.Contains(help.String(), "rediss://autocoder:xxxxx@redis:6380/0") || !strings.Contains(help.String(), "https://xxxxx@pypi.example/simple") {
+		t.Errorf("--help lacks the redacted defaults:\n%s", help.String())
+	}
+	if err := fs.Parse([]string{"--redis-url=redis://:pw@h:1/0"}); err != nil || c.RedisURL != "redis://:pw@h:1/0" || c.PipIndexURL != "https://tok3n-s3cr3t@pypi.example/simple" {
+		t.Errorf("flags: %v, redis %q, index %q", err, c.RedisURL, c.PipIndexURL)
+	}
+}

@@ -138,6 +138,8 @@ func TestRedactURL(t *testing.T) {
 		"rediss://:pw@host/0":         "rediss://:xxxxx@host/0",
 		"redis://host:6379/0":         "redis://host:6379/0",
 		"redis://%zz:pw@host:6379/0":  "<unparsable url>",
+		"https://token@host/simple":   "https://xxxxx@host/simple",
+		"":                            "",
 	} {
 		if got := cache.RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)

@@ -42,13 +42,21 @@ func (o RedisOptions) applyTLS(opts *redis.Options) error {
 	return nil
 }
 
-// RedactURL is u with its password replaced by "xxxxx", for logs and
-// errors; a string that does not parse as a URL is replaced whole, since
-// where its secret is cannot be told.
+// RedactURL is u fit for logs, errors and --help: a password becomes
+// "xxxxx", and so does a user name standing alone (a token). A string that
+// does not parse is replaced whole, since where its secret is cannot be told.
 func RedactURL(u string) string {
+	if u == "" {
+		return ""
+	}
 	p, err := url.Parse(u)
 	if err != nil {
 		return "<unparsable url>"
+	}
+	if p.User != nil {
+		if _, ok := p.User.Password(); !ok && p.User.Username() != "" {
+			p.User = url.User("xxxxx")
+		}
 	}
 	return p.Redacted()
 }
