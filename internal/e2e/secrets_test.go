@@ -123,6 +123,16 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if !indexAuthed() {
 		t.Errorf("pip never asked the index with its password")
 	}
+	// A worker with a wrong Redis password does not start, and says why
+	// without the password.
+	const wrong = "wr0ng-redis-s3cr3t"
+	bad := fleet.cfg("bad-worker")
+	bad.RedisURL = redis.UserURL("autocoder", wrong)
+	err = serve.Serve(ctx, stack.RoleSandboxWorker, serve.Options{Config: bad, Logger: slog.New(slog.NewJSONHandler(fleet.logs, nil))})
+	if err == nil || !strings.Contains(err.Error(), "WRONGPASS") || strings.Contains(err.Error(), wrong) {
+		t.Errorf("a worker with a wrong Redis password: %v; want WRONGPASS without the password", err)
+	}
+	secrets = append(secrets, wrong)
 	fleet.stop(t)
 
 	for what, text := range map[string]string{"log": fleet.logs.String(), "events": events, "result": result} {
