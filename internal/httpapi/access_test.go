@@ -220,4 +220,16 @@ func TestFromConfig(t *testing.T) {
 	if _, _, ok := o.Tokens.Check(readToken, ScopeRead); !ok {
 		t.Error("the file's token is not accepted")
 	}
+	if strings.Contains(logs.String(), "readable by other users") {
+		t.Error("a 0600 tokens file is reported as readable by others")
+	}
+	if err := os.Chmod(cfg.HTTPTokensFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromConfig(cfg, "127.0.0.1:8080", log); err != nil || !strings.Contains(logs.String(), "readable by other users") {
+		t.Errorf("a 0644 tokens file: err %v, no warning in %s", err, logs.String())
+	}
+	if strings.Contains(logs.String(), readToken) {
+		t.Error("the log shows a token")
+	}
 }

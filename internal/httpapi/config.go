@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 
 	"github.com/autocoder/autocoder/internal/config"
 )
@@ -29,6 +30,9 @@ func FromConfig(cfg config.Config, listen string, log *slog.Logger) (Options, er
 			return o, err
 		}
 		o.Tokens = t
+		if fi, err := os.Stat(cfg.HTTPTokensFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			log.Warn("HTTP tokens file is readable by other users: chmod 600 it", "path", cfg.HTTPTokensFile, "mode", fi.Mode().Perm().String())
+		}
 	}
 	return o, nil
 }
