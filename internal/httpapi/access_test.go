@@ -233,3 +233,20 @@ func TestFromConfig(t *testing.T) {
 		t.Error("the log shows a token")
 	}
 }
+
+// TestOpenRoutes: the routes without a scope are the page, /healthz, and
+// events, which checks a token or a ticket itself; a new route left without
+// one fails here.
+func TestOpenRoutes(t *testing.T) {
+	t.Parallel()
+	var open []string
+	for _, rt := range routes {
+		if rt.scope == "" {
+			open = append(open, rt.pattern)
+		}
+	}
+	want := []string{"GET /{$}", "GET /healthz", "GET /v1/jobs/{id}/events"}
+	if strings.Join(open, ",") != strings.Join(want, ",") {
+		t.Errorf("routes without a scope: %q, want %q", open, want)
+	}
+}
