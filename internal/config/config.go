@@ -74,7 +74,30 @@ type Config struct {
 	// dispatched stage may wait for its result before its job fails with
 	// the reason. Stages not named keep their defaults (coordinator.StageDeadline).
 	StageDeadlines string
+	// Access to the HTTP API and to Redis (README "Security").
+
+	// HTTPTokensFile holds the HTTP API's bearer tokens, one a line: "scope
+	// token" or "name:scope:token" (AUTOCODER_HTTP_TOKENS_FILE).
+	HTTPTokensFile string
+	// HTTPAuth is "token" (the default when empty) or "none": an API open to
+	// whoever reaches it, logged as a warning (AUTOCODER_HTTP_AUTH).
+	HTTPAuth string
+	// HTTPAllowedHosts are Host names the API answers besides the listen
+	// host, localhost and IP literals, comma separated (AUTOCODER_HTTP_ALLOWED_HOSTS).
+	HTTPAllowedHosts string
+	// RedisTLSCA is a PEM file of the CAs that sign a rediss:// server's
+	// certificate (AUTOCODER_REDIS_TLS_CA); empty: the system's roots.
+	RedisTLSCA string
+	// RedisTLSCert and RedisTLSKey are a client certificate and key for a
+	// Redis that requires one (AUTOCODER_REDIS_TLS_CERT, AUTOCODER_REDIS_TLS_KEY).
+	RedisTLSCert, RedisTLSKey string
 }
+
+// HTTP authentication modes (AUTOCODER_HTTP_AUTH).
+const (
+	HTTPAuthToken = "token"
+	HTTPAuthNone  = "none"
+)
 
 // FromEnv reads the environment.
 func FromEnv() Config {
@@ -101,6 +124,12 @@ func FromEnv() Config {
 		CacheKeys:           os.Getenv("AUTOCODER_CACHE_KEYS"),
 		CacheKeyFile:        os.Getenv("AUTOCODER_CACHE_KEY_FILE"),
 		StageDeadlines:      os.Getenv("AUTOCODER_STAGE_DEADLINES"),
+		HTTPTokensFile:      os.Getenv("AUTOCODER_HTTP_TOKENS_FILE"),
+		HTTPAuth:            env("AUTOCODER_HTTP_AUTH", HTTPAuthToken),
+		HTTPAllowedHosts:    os.Getenv("AUTOCODER_HTTP_ALLOWED_HOSTS"),
+		RedisTLSCA:          os.Getenv("AUTOCODER_REDIS_TLS_CA"),
+		RedisTLSCert:        os.Getenv("AUTOCODER_REDIS_TLS_CERT"),
+		RedisTLSKey:         os.Getenv("AUTOCODER_REDIS_TLS_KEY"),
 	}
 	c.CacheUnsigned, _ = strconv.ParseBool(os.Getenv("AUTOCODER_CACHE_UNSIGNED"))
 	c.readRunCeilings()
@@ -119,7 +148,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Model, "model", c.Model, "default model (AUTOCODER_MODEL)")
 	fs.StringVar(&c.NATSURL, "nats-url", c.NATSURL, "NATS to join; empty: embedded server (AUTOCODER_NATS_URL)")
 	fs.StringVar(&c.NATSListen, "nats-listen", c.NATSListen, "where an embedded NATS lets other processes in (AUTOCODER_NATS_LISTEN)")
-	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis cache; empty: embedded cache (AUTOCODER_REDIS_URL)")
+	fs.Var(secretURL{&c.RedisURL}, "redis-url", "Redis cache; empty: embedded cache (AUTOCODER_REDIS_URL)")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "embedded JetStream store and cache (AUTOCODER_STATE_DIR)")
 	fs.StringVar(&c.Sandbox, "sandbox", c.Sandbox, "docker|process; empty: docker if an engine answers, else process (AUTOCODER_SANDBOX)")
 	fs.StringVar(&c.DockerHost, "docker-host", c.DockerHost, "Docker Engine API, or Podman's compatible service (DOCKER_HOST)")
@@ -130,7 +159,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.HTTPListen, "http-listen", c.HTTPListen, "coordinator HTTP API, web UI and /metrics (AUTOCODER_HTTP_LISTEN)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "a worker's /metrics (AUTOCODER_METRICS_LISTEN)")
 	fs.StringVar(&c.Python, "python", c.Python, "the sandbox's Python interpreter (AUTOCODER_PYTHON)")
-	fs.StringVar(&c.PipIndexURL, "pip-index-url", c.PipIndexURL, "package index for sandbox environments (AUTOCODER_PIP_INDEX_URL)")
+	fs.Var(secretURL{&c.PipIndexURL}, "pip-index-url", "package index for sandbox environments (AUTOCODER_PIP_INDEX_URL)")
 	fs.StringVar(&c.PipFindLinks, "pip-find-links", c.PipFindLinks, "local wheel folders, comma separated (AUTOCODER_PIP_FIND_LINKS)")
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "stages a worker runs at once (AUTOCODER_CONCURRENCY)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug|info|warn|error (AUTOCODER_LOG_LEVEL)")
@@ -140,6 +169,17 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.CacheUnsigned, "cache-unsigned", c.CacheUnsigned, "use a Redis cache without a key: anyone who can write to it can forge results (AUTOCODER_CACHE_UNSIGNED)")
 	fs.StringVar(&c.StageDeadlines, "stage-deadlines", c.StageDeadlines, "per-stage deadlines, e.g. build=45m,plan=5m (AUTOCODER_STAGE_DEADLINES)")
 	c.registerRunCeilings(fs)
+	c.registerAccess(fs)
+}
+
+// registerAccess adds the flags of the HTTP API's and Redis's access settings.
+func (c *Config) registerAccess(fs *flag.FlagSet) {
+	fs.StringVar(&c.HTTPTokensFile, "http-tokens-file", c.HTTPTokensFile, `HTTP API bearer tokens, lines "scope token" or "name:scope:token" (AUTOCODER_HTTP_TOKENS_FILE)`)
+	fs.StringVar(&c.HTTPAuth, "http-auth", c.HTTPAuth, "token|none: none opens the HTTP API to whoever reaches it (AUTOCODER_HTTP_AUTH)")
+	fs.StringVar(&c.HTTPAllowedHosts, "http-allowed-hosts", c.HTTPAllowedHosts, "Host names the HTTP API answers besides the listen host and localhost, comma separated (AUTOCODER_HTTP_ALLOWED_HOSTS)")
+	fs.StringVar(&c.RedisTLSCA, "redis-tls-ca", c.RedisTLSCA, "PEM CAs of a rediss:// server; empty: system roots (AUTOCODER_REDIS_TLS_CA)")
+	fs.StringVar(&c.RedisTLSCert, "redis-tls-cert", c.RedisTLSCert, "client certificate for Redis TLS (AUTOCODER_REDIS_TLS_CERT)")
+	fs.StringVar(&c.RedisTLSKey, "redis-tls-key", c.RedisTLSKey, "client key for Redis TLS (AUTOCODER_REDIS_TLS_KEY)")
 }
 
 // secretFlag is a string flag whose value is never printed, not even as
@@ -173,7 +213,10 @@ func (c *Config) Validate() error {
 	if _, err := c.Ceilings(); err != nil {
 		return err
 	}
-	return c.validateCacheKeys()
+	if err := c.validateCacheKeys(); err != nil {
+		return err
+	}
+	return c.validateAccess()
 }
 
 // validateCacheKeys checks the cache key settings that need no I/O. Its
@@ -189,6 +232,19 @@ func (c *Config) validateCacheKeys() error {
 		if _, err := cache.ParseKeyring(c.CacheKeys); err != nil {
 			return fmt.Errorf("AUTOCODER_CACHE_KEYS: %w", err)
 		}
+	}
+	return nil
+}
+
+// validateAccess checks the HTTP API's and Redis's access settings.
+func (c *Config) validateAccess() error {
+	switch c.HTTPAuth {
+	case "", HTTPAuthToken, HTTPAuthNone:
+	default:
+		return fmt.Errorf("AUTOCODER_HTTP_AUTH: %q is not token or none", c.HTTPAuth)
+	}
+	if (c.RedisTLSCert == "") != (c.RedisTLSKey == "") {
+		return errors.New("AUTOCODER_REDIS_TLS_CERT and AUTOCODER_REDIS_TLS_KEY go together: set both or neither")
 	}
 	return nil
 }
@@ -259,6 +315,17 @@ func stageNames() string {
 		names = append(names, string(s))
 	}
 	return strings.Join(names, ", ")
+}
+
+// AllowedHosts splits HTTPAllowedHosts.
+func (c *Config) AllowedHosts() []string {
+	var out []string
+	for _, h := range strings.Split(c.HTTPAllowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // DockerExtra splits DockerExtraCommands into its non-blank lines.

@@ -36,19 +36,45 @@ func TestHTTPAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	srv := httptest.NewServer(httpapi.Handler(st.Client, reg))
+	const token = "e2e-read-token-0123456789"
+	tokens, err := httpapi.ParseTokens(strings.NewReader("ui:read:" + token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.Handler(st.Client, reg, httpapi.Options{Tokens: tokens}))
 	defer srv.Close()
+	do := func(method, path, token string) (*http.Response, error) {
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		return http.DefaultClient.Do(req)
+	}
 
 	id := client.NewJobID()
 	if err := st.Client.Submit(ctx, id, answerSpec()); err != nil {
 		t.Fatal(err)
 	}
-	// Follow the job over SSE while it runs.
-	resp, err := http.Get(srv.URL + "/v1/jobs/" + id + "/events")
+	// Follow the job over SSE while it runs, as the web UI does: a ticket
+	// from the token, then EventSource's plain GET with the ticket.
+	tr, err := do("POST", "/v1/jobs/"+id+"/ticket", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ticket struct{ Ticket string }
+	if err := json.NewDecoder(tr.Body).Decode(&ticket); err != nil || tr.StatusCode != 200 || ticket.Ticket == "" {
+		t.Fatalf("ticket: %d %v %+v", tr.StatusCode, err, ticket)
+	}
+	tr.Body.Close()
+	eventsURL := "/v1/jobs/" + id + "/events?ticket=" + ticket.Ticket
+	resp, err := do("GET", eventsURL, "")
 	for i := 0; err == nil && resp.StatusCode == http.StatusNotFound && i < 100; i++ {
 		resp.Body.Close() // the coordinator has not stored the job yet
 		time.Sleep(50 * time.Millisecond)
-		resp, err = http.Get(srv.URL + "/v1/jobs/" + id + "/events")
+		resp, err = do("GET", eventsURL, "")
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +105,7 @@ func TestHTTPAPI(t *testing.T) {
 	}
 
 	get := func(path string) (int, string) {
-		r, err := http.Get(srv.URL + path)
+		r, err := do("GET", path, token)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,6 +130,21 @@ func TestHTTPAPI(t *testing.T) {
 	}
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("healthz: %d %q", code, body)
+	}
+	for _, path := range []string{"/v1/jobs", "/v1/jobs/" + id, "/v1/jobs/" + id + "/result", "/v1/jobs/" + id + "/events", "/metrics"} {
+		r, err := do("GET", path, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s without a token: %d, want 401", path, r.StatusCode)
+		}
+	}
+	if r, err := do("GET", "/v1/jobs/"+id+"/events?ticket="+ticket.Ticket[:len(ticket.Ticket)-4]+"AAAA", ""); err != nil {
+		t.Fatal(err)
+	} else if r.Body.Close(); r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET events with a forged ticket: %d, want 401", r.StatusCode)
 	}
 	_, metrics := get("/metrics")
 	for _, m := range []string{"autocoder_jobs_finished_total", "autocoder_stage_results_total", "autocoder_bus_messages_total", "autocoder_job_duration_seconds"} {

@@ -61,7 +61,10 @@ func TestServerBinariesAsSeparateProcesses(t *testing.T) {
 		})
 		return cmd
 	}
-	start("coordinator", []string{fmt.Sprintf("AUTOCODER_NATS_LISTEN=127.0.0.1:%d", port), "AUTOCODER_HTTP_LISTEN=127.0.0.1:0"}, "--embedded")
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(tokens, []byte("read process-test-token-0123456789\n"), 0o600)
+	start("coordinator", []string{fmt.Sprintf("AUTOCODER_NATS_LISTEN=127.0.0.1:%d", port), "AUTOCODER_HTTP_LISTEN=127.0.0.1:0",
+		"AUTOCODER_HTTP_TOKENS_FILE=" + tokens}, "--embedded")
 	waitListening(t, port)
 	start("llm-worker", []string{"AUTOCODER_NATS_URL=" + natsURL, "OPENAI_BASE_URL=" + fake.URL(), "OPENAI_API_KEY=test"})
 	start("sandbox-worker", []string{"AUTOCODER_NATS_URL=" + natsURL, "AUTOCODER_PYTHON=" + python, "AUTOCODER_SANDBOX=process"})

@@ -1,5 +1,7 @@
 // Package httpapi is the coordinator's HTTP surface: health, Prometheus
-// metrics and read access to jobs' result objects.
+// metrics, read access to jobs' result objects and the web UI, behind bearer
+// tokens with scopes (read, submit) and a Host check against DNS rebinding.
 //
-//	srv := &http.Server{Addr: addr, Handler: httpapi.Handler(st.Client, reg)}
+//	o, err := httpapi.FromConfig(cfg, cfg.HTTPListen, log) // ErrNoTokens without tokens
+//	srv := &http.Server{Addr: addr, Handler: httpapi.Handler(st.Client, reg, o)}
 package httpapi

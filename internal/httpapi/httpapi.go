@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -18,84 +19,156 @@ import (
 //go:embed ui/index.html
 var indexHTML []byte
 
-// Handler serves the coordinator's HTTP API:
+// api is one Handler's state.
+type api struct {
+	c      *client.Client
+	prom   http.Handler // nil: no /metrics
+	access *access
+}
+
+// route is one endpoint: its pattern, the scope its token needs ("" for
+// none), and its handler. routes below is the one place that says which
+// endpoint takes which scope.
+type route struct {
+	pattern string
+	scope   Scope
+	handle  func(*api, http.ResponseWriter, *http.Request)
+	needs   func(*api) bool // nil: always served
+}
+
+var routes = []route{
+	// The page holds no data: it asks for a token and calls the API with it.
+	{"GET /{$}", "", (*api).index, nil},
+	{"GET /healthz", "", (*api).healthz, nil},
+	// Prometheus sends a bearer token from its scrape config (authorization).
+	{"GET /metrics", ScopeRead, (*api).metrics, func(a *api) bool { return a.prom != nil }},
+	{"GET /v1/jobs", ScopeRead, (*api).list, hasClient},
+	{"GET /v1/jobs/{id}", ScopeRead, (*api).status, hasClient},
+	{"GET /v1/jobs/{id}/result", ScopeRead, (*api).result, hasClient},
+	{"POST /v1/jobs/{id}/ticket", ScopeRead, (*api).ticket, hasClient},
+	// A bearer token with read, or a ticket from /ticket (EventSource sends
+	// no headers): the handler checks either.
+	{"GET /v1/jobs/{id}/events", "", (*api).events, hasClient},
+}
+
+func hasClient(a *api) bool { return a.c != nil }
+
+// Handler serves the coordinator's HTTP API to the callers o lets in:
 //
-//	GET /                   the web UI: jobs, live stage progress, results
-//	GET /v1/jobs            the newest jobs (at most 200), newest first
-//	GET /healthz            liveness
-//	GET /metrics            Prometheus metrics from reg
-//	GET /v1/jobs/{id}       the result object so far (Contract 5 (docs/contracts.md))
-//	GET /v1/jobs/{id}/result the final result object, 404 while running
-//	GET /v1/jobs/{id}/events progress events as Server-Sent Events, ending with the result
-func Handler(c *client.Client, reg *prometheus.Registry) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'")
-		w.Write(indexHTML)
-	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("ok\n"))
-	})
+//	GET  /                      the web UI: jobs, live stage progress, results
+//	GET  /healthz               liveness, open to all
+//	GET  /metrics               Prometheus metrics from reg (read)
+//	GET  /v1/jobs               the newest jobs (at most 200), newest first (read)
+//	GET  /v1/jobs/{id}          the result object so far (Contract 5 (docs/contracts.md)) (read)
+//	GET  /v1/jobs/{id}/result   the final result object, 404 while running (read)
+//	POST /v1/jobs/{id}/ticket   a short-lived ticket for the events of one job (read)
+//	GET  /v1/jobs/{id}/events   progress events as Server-Sent Events, ending with the result (read, or ?ticket=)
+func Handler(c *client.Client, reg *prometheus.Registry, o Options) http.Handler {
+	a := &api{c: c, access: &access{Options: o, tickets: newTickets()}}
 	if reg != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		a.prom = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	}
-	if c != nil {
-		mux.HandleFunc("GET /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
-			jobs, err := c.List(r.Context(), 200)
-			writeResult(w, jobs, err)
-		})
-		mux.HandleFunc("GET /v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
-			id := r.PathValue("id")
-			if !bus.ValidJobID(id) {
-				http.Error(w, "invalid job id", http.StatusBadRequest)
-				return
-			}
-			res, err := c.Status(r.Context(), id)
-			writeResult(w, res, err)
-		})
-		mux.HandleFunc("GET /v1/jobs/{id}/result", func(w http.ResponseWriter, r *http.Request) {
-			id := r.PathValue("id")
-			if !bus.ValidJobID(id) {
-				http.Error(w, "invalid job id", http.StatusBadRequest)
-				return
-			}
-			res, err := c.Result(r.Context(), id)
-			writeResult(w, res, err)
-		})
-		mux.HandleFunc("GET /v1/jobs/{id}/events", func(w http.ResponseWriter, r *http.Request) {
-			id := r.PathValue("id")
-			if !bus.ValidJobID(id) {
-				http.Error(w, "invalid job id", http.StatusBadRequest)
-				return
-			}
-			if _, err := c.Status(r.Context(), id); err != nil {
-				writeResult(w, nil, err)
-				return
-			}
-			flusher, _ := w.(http.Flusher)
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Header().Set("Cache-Control", "no-cache")
-			send := func(event string, v any) error {
-				b, err := json.Marshal(v)
-				if err != nil {
-					return err
-				}
-				if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
-					return err
-				}
-				if flusher != nil {
-					flusher.Flush()
-				}
-				return nil
-			}
-			res, err := c.Watch(r.Context(), id, func(e messages.Event) error { return send(string(e.Type), e) })
-			if err == nil {
-				_ = send("result", res)
-			}
-		})
+	mux := http.NewServeMux()
+	for _, rt := range routes {
+		if rt.needs == nil || rt.needs(a) {
+			handle := rt.handle
+			mux.HandleFunc(rt.pattern, a.access.require(rt.scope, func(w http.ResponseWriter, r *http.Request) { handle(a, w, r) }))
+		}
 	}
-	return mux
+	return a.access.checkHost(mux)
+}
+
+func (a *api) index(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Write(indexHTML)
+}
+
+func (a *api) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Write([]byte("ok\n"))
+}
+
+func (a *api) metrics(w http.ResponseWriter, r *http.Request) {
+	a.prom.ServeHTTP(w, r)
+}
+
+func (a *api) list(w http.ResponseWriter, r *http.Request) {
+	jobs, err := a.c.List(r.Context(), 200)
+	writeResult(w, jobs, err)
+}
+
+func (a *api) status(w http.ResponseWriter, r *http.Request) {
+	if id, ok := jobID(w, r); ok {
+		res, err := a.c.Status(r.Context(), id)
+		writeResult(w, res, err)
+	}
+}
+
+func (a *api) result(w http.ResponseWriter, r *http.Request) {
+	if id, ok := jobID(w, r); ok {
+		res, err := a.c.Result(r.Context(), id)
+		writeResult(w, res, err)
+	}
+}
+
+// ticket issues a ticket that opens the job's events without a header.
+func (a *api) ticket(w http.ResponseWriter, r *http.Request) {
+	id, ok := jobID(w, r)
+	if !ok {
+		return
+	}
+	t, exp := a.access.tickets.issue(id)
+	writeResult(w, struct {
+		Ticket    string    `json:"ticket"`
+		ExpiresAt time.Time `json:"expires_at"`
+	}{t, exp}, nil)
+}
+
+func (a *api) events(w http.ResponseWriter, r *http.Request) {
+	id, ok := jobID(w, r)
+	if !ok {
+		return
+	}
+	if t := r.URL.Query().Get("ticket"); t == "" || !a.access.tickets.valid(t, id) {
+		if !a.access.allowed(w, r, ScopeRead) {
+			return
+		}
+	}
+	if _, err := a.c.Status(r.Context(), id); err != nil {
+		writeResult(w, nil, err)
+		return
+	}
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	send := func(event string, v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	}
+	res, err := a.c.Watch(r.Context(), id, func(e messages.Event) error { return send(string(e.Type), e) })
+	if err == nil {
+		_ = send("result", res)
+	}
+}
+
+// jobID is the request's {id}, or a 400 answer when it is not a job id.
+func jobID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if !bus.ValidJobID(id) {
+		http.Error(w, "invalid job id", http.StatusBadRequest)
+		return "", false
+	}
+	return id, true
 }
 
 func writeResult(w http.ResponseWriter, res any, err error) {

@@ -27,6 +27,8 @@ type server struct {
 	// listen is where the HTTP endpoint listens: the coordinator's API, web
 	// UI and /metrics, or a worker's /metrics.
 	listen func(config.Config) string
+	// access is who may use that endpoint (httpapi.FromConfig).
+	access func(cfg config.Config, listen string, log *slog.Logger) (httpapi.Options, error)
 	// canEmbed: the binary takes --embedded and then hosts the NATS server.
 	canEmbed bool
 	// noNATS is the error when there is no NATS to join.
@@ -35,11 +37,11 @@ type server struct {
 
 // servers are the server binaries, by the role each runs.
 var servers = map[stack.Role]server{
-	stack.RoleCoordinator: {listen: func(c config.Config) string { return c.HTTPListen }, canEmbed: true,
+	stack.RoleCoordinator: {listen: func(c config.Config) string { return c.HTTPListen }, access: httpapi.FromConfig, canEmbed: true,
 		noNATS: "no NATS to join: set AUTOCODER_NATS_URL, or run coordinator --embedded"},
-	stack.RoleLLMWorker: {listen: func(c config.Config) string { return c.MetricsListen },
+	stack.RoleLLMWorker: {listen: func(c config.Config) string { return c.MetricsListen }, access: httpapi.MetricsFromConfig,
 		noNATS: "no NATS to join: set AUTOCODER_NATS_URL (a coordinator --embedded hosts one)"},
-	stack.RoleSandboxWorker: {listen: func(c config.Config) string { return c.MetricsListen },
+	stack.RoleSandboxWorker: {listen: func(c config.Config) string { return c.MetricsListen }, access: httpapi.MetricsFromConfig,
 		noNATS: "no NATS to join: set AUTOCODER_NATS_URL (a coordinator --embedded hosts one)"},
 }
 
@@ -70,6 +72,12 @@ func Serve(ctx context.Context, role stack.Role, o Options) error {
 	if err != nil {
 		return err
 	}
+	// Before the stack starts: an API nobody may use, or anybody may, is a
+	// configuration error to fix first.
+	access, err := srv.access(o.Config, srv.listen(o.Config), o.Logger.With("component", "httpapi"))
+	if err != nil {
+		return err
+	}
 	st, err := stack.Start(ctx, so)
 	if err != nil {
 		return err
@@ -78,7 +86,7 @@ func Serve(ctx context.Context, role stack.Role, o Options) error {
 	if st.Embedded != nil {
 		o.Logger.Info("embedded NATS listening", "url", st.Embedded.ClientURL())
 	}
-	if err := serveHTTP(ctx, srv.listen(o.Config), httpapi.Handler(st.Client, reg), o.Logger.With("role", role)); err != nil {
+	if err := serveHTTP(ctx, srv.listen(o.Config), httpapi.Handler(st.Client, reg, access), o.Logger.With("role", role)); err != nil {
 		return err
 	}
 	return st.Close()

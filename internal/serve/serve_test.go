@@ -3,6 +3,8 @@ package serve_test
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,10 @@ func TestServeFailsCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { busy.Close() })
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("read 0123456789abcdef0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
 		role     stack.Role
@@ -35,6 +41,8 @@ func TestServeFailsCleanly(t *testing.T) {
 		{"the HTTP port is taken", stack.RoleCoordinator, true, func(c *config.Config) { c.HTTPListen = busy.Addr().String() }, "listen " + busy.Addr().String()},
 		{"not a server role", stack.RoleLocal, false, func(*config.Config) {}, `unknown role "local"`},
 		{"a bad setting", stack.RoleCoordinator, true, func(c *config.Config) { c.Sandbox = "vm" }, "AUTOCODER_SANDBOX"},
+		{"a coordinator without HTTP tokens", stack.RoleCoordinator, true, func(c *config.Config) { c.HTTPTokensFile = "" }, "AUTOCODER_HTTP_TOKENS_FILE"},
+		{"a tokens file that is not there", stack.RoleCoordinator, true, func(c *config.Config) { c.HTTPTokensFile += ".missing" }, "http tokens"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,6 +51,7 @@ func TestServeFailsCleanly(t *testing.T) {
 			cfg.StateDir = t.TempDir()
 			cfg.NATSURL, cfg.RedisURL = "", ""
 			cfg.NATSListen, cfg.HTTPListen = "127.0.0.1:0", "127.0.0.1:0"
+			cfg.HTTPAuth, cfg.HTTPTokensFile = config.HTTPAuthToken, tokens
 			tc.edit(&cfg)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()

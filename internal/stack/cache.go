@@ -36,7 +36,7 @@ func OpenCache(ctx context.Context, cfg config.Config, log *slog.Logger, reg *pr
 	if cfg.RedisURL != "" {
 		// Connected before the missing-key check: an unreachable Redis is
 		// the more useful thing to hear about first.
-		r, err := cache.OpenRedis(ctx, cfg.RedisURL)
+		r, err := cache.OpenRedisWith(ctx, cfg.RedisURL, cache.RedisOptions{CAFile: cfg.RedisTLSCA, CertFile: cfg.RedisTLSCert, KeyFile: cfg.RedisTLSKey})
 		if err != nil {
 			return nil, err
 		}

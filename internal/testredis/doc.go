@@ -11,4 +11,9 @@
 //
 // StartServer returns a handle for tests about outages: Stop takes the server
 // away, Restart brings it back on the same port, Pause freezes it.
+// StartServerWith makes a server that checks who connects: a password, ACL
+// users, TLS with a CA made for the test.
+//
+//	s := testredis.StartServerWith(t, testredis.Options{TLS: true, Users: []testredis.User{{Name: "app", Password: "pw"}}})
+//	c, err := cache.OpenRedisWith(ctx, s.UserURL("app", "pw"), cache.RedisOptions{CAFile: s.TLS().CA})
 package testredis

@@ -3,10 +3,12 @@ package testredis
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -33,6 +35,26 @@ func Start(t testing.TB) (url string) {
 	return StartServer(t).URL()
 }
 
+// Options make a server that checks who connects.
+type Options struct {
+	// Password is the default user's password (requirepass).
+	Password string
+	// Users are ACL users with every permission; with any, the default user
+	// is switched off, so only they get in.
+	Users []User
+	// TLS serves TLS only, with a CA and certificates made for the test
+	// (Server.TLS); the URL's scheme is rediss.
+	TLS bool
+}
+
+// User is an ACL user.
+type User struct {
+	Name, Password string
+	// Rules are the user's ACL rules; nil: every key and command
+	// ("~*", "&*", "+@all").
+	Rules []string
+}
+
 // Server is one redis-server owned by a test. Its methods call t.Fatal on
 // failure, so call them from the test's goroutine.
 type Server struct {
@@ -40,6 +62,8 @@ type Server struct {
 	bin  string
 	dir  string // working directory, so nothing lands in the package dir
 	port int
+	opts Options
+	tls  *TLSFiles // nil without Options.TLS
 
 	mu   sync.Mutex
 	proc *process // nil while stopped
@@ -56,11 +80,23 @@ type process struct {
 // when t ends.
 func StartServer(t testing.TB) *Server {
 	t.Helper()
+	return StartServerWith(t, Options{})
+}
+
+// StartServerWith starts a redis-server as StartServer does, with
+// authentication or TLS as o asks.
+func StartServerWith(t testing.TB, o Options) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("testredis: redis-server not found: run scripts/setup.sh (%v)", err)
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), opts: o}
+	if o.TLS {
+		if s.tls, err = writeTLSFiles(s.dir); err != nil {
+			t.Fatalf("testredis: %v", err)
+		}
+	}
 	t.Cleanup(s.Stop)
 
 	var lastErr error
@@ -78,10 +114,28 @@ func StartServer(t testing.TB) *Server {
 	return nil
 }
 
-// URL is the server's redis:// URL (database 0).
+// URL is the server's redis:// URL (database 0), rediss:// with TLS. It
+// carries no credentials: see UserURL.
 func (s *Server) URL() string {
-	return fmt.Sprintf("redis://%s/0", s.Addr())
+	return s.UserURL("", "")
 }
+
+// UserURL is URL with a user name and password ("" for none; a password
+// without a name is the default user's).
+func (s *Server) UserURL(name, password string) string {
+	u := url.URL{Scheme: "redis", Host: s.Addr(), Path: "/0"}
+	if s.tls != nil {
+		u.Scheme = "rediss"
+	}
+	if name != "" || password != "" {
+		u.User = url.UserPassword(name, password)
+	}
+	return u.String()
+}
+
+// TLS is the server's CA and a client certificate it accepts; nil without
+// Options.TLS.
+func (s *Server) TLS() *TLSFiles { return s.tls }
 
 // Addr is the server's host:port.
 func (s *Server) Addr() string {
@@ -154,9 +208,9 @@ func (s *Server) signal(sig os.Signal, what string) {
 	}
 }
 
-// start runs redis-server on port and waits until it answers, as itself.
-func (s *Server) start(port int) error {
-	cmd := exec.Command(s.bin,
+// args are redis-server's arguments for port.
+func (s *Server) args(port int) []string {
+	args := []string{
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -164,7 +218,55 @@ func (s *Server) start(port int) error {
 		"--daemonize", "no",
 		"--dir", s.dir,
 		"--loglevel", "warning",
-	)
+	}
+	if s.tls != nil {
+		args[1] = "0"
+		args = append(args, "--tls-port", strconv.Itoa(port), "--tls-cert-file", s.tls.serverCert,
+			"--tls-key-file", s.tls.serverKey, "--tls-ca-cert-file", s.tls.CA, "--tls-auth-clients", "optional")
+	}
+	if s.opts.Password != "" {
+		args = append(args, "--requirepass", s.opts.Password)
+	}
+	for _, u := range s.opts.Users {
+		rules := u.Rules
+		if rules == nil {
+			rules = []string{"~*", "&*", "+@all"}
+		}
+		args = append(append(args, "--user", u.Name, "on", ">"+u.Password), rules...)
+	}
+	if len(s.opts.Users) > 0 {
+		args = append(args, "--user", "default", "off")
+	}
+	return args
+}
+
+// login is the AUTH command the readiness probe sends first, if any.
+func (s *Server) login() string {
+	switch {
+	case len(s.opts.Users) > 0:
+		return fmt.Sprintf("AUTH %s %s\r\n", s.opts.Users[0].Name, s.opts.Users[0].Password)
+	case s.opts.Password != "":
+		return fmt.Sprintf("AUTH %s\r\n", s.opts.Password)
+	}
+	return ""
+}
+
+// dial connects to the server for the readiness probe.
+func (s *Server) dial(addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: time.Second}
+	if s.tls == nil {
+		return d.Dial("tcp", addr)
+	}
+	cfg, err := s.tls.Config()
+	if err != nil {
+		return nil, err
+	}
+	return tls.DialWithDialer(d, "tcp", addr, cfg)
+}
+
+// start runs redis-server on port and waits until it answers, as itself.
+func (s *Server) start(port int) error {
+	cmd := exec.Command(s.bin, s.args(port)...)
 	cmd.SysProcAttr = procAttr()
 	out := &syncBuffer{}
 	cmd.Stdout = out
@@ -177,7 +279,7 @@ func (s *Server) start(port int) error {
 		_ = cmd.Wait()
 		close(p.done)
 	}()
-	if err := waitReady(p, port); err != nil {
+	if err := waitReady(p, port, s.dial, s.login()); err != nil {
 		_ = p.stop()
 		return fmt.Errorf("redis-server on port %d: %w\n%s", port, err, out)
 	}
@@ -190,7 +292,7 @@ func (s *Server) start(port int) error {
 // waitReady polls the port until our redis-server answers. The reply to INFO
 // must carry our pid: if another process won the port, our server exits with
 // "Address already in use" and the one answering is not ours.
-func waitReady(p *process, port int) error {
+func waitReady(p *process, port int, dial func(addr string) (net.Conn, error), login string) error {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	deadline := time.Now().Add(startTimeout)
 	var lastErr error
@@ -200,7 +302,7 @@ func waitReady(p *process, port int) error {
 			return errors.New("exited during startup")
 		default:
 		}
-		pid, err := serverPID(addr)
+		pid, err := askPID(dial, addr, login)
 		if err == nil {
 			if pid == p.cmd.Process.Pid {
 				return nil
@@ -213,10 +315,16 @@ func waitReady(p *process, port int) error {
 	return fmt.Errorf("no answer within %v: %v", startTimeout, lastErr)
 }
 
-// serverPID asks the server at addr for its process id, speaking just enough
-// RESP to do so without a client library.
+// serverPID asks the plain, open server at addr for its process id.
 func serverPID(addr string) (int, error) {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	return askPID(func(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, time.Second) }, addr, "")
+}
+
+// askPID asks the server at addr for its process id, speaking just enough
+// RESP to do so without a client library; login (an AUTH command) goes
+// first when the server wants one.
+func askPID(dial func(addr string) (net.Conn, error), addr, login string) (int, error) {
+	conn, err := dial(addr)
 	if err != nil {
 		return 0, err
 	}
@@ -224,10 +332,15 @@ func serverPID(addr string) (int, error) {
 	if err := conn.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
 		return 0, err
 	}
-	if _, err := io.WriteString(conn, "INFO server\r\n"); err != nil {
+	if _, err := io.WriteString(conn, login+"INFO server\r\n"); err != nil {
 		return 0, err
 	}
 	r := bufio.NewReader(conn)
+	if login != "" {
+		if ok, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(ok, "+OK") {
+			return 0, fmt.Errorf("AUTH: %q %v", strings.TrimSpace(ok), err)
+		}
+	}
 	head, err := r.ReadString('\n')
 	if err != nil {
 		return 0, err

@@ -8,6 +8,11 @@
 //	key := cache.Key("stage", []byte("plan"), []byte("v3"), inputJSON)
 //	if v, err := c.Get(ctx, key); err == nil { ... }
 //
+// Redis credentials go in the URL (an ACL user, or requirepass), TLS files in
+// RedisOptions; errors never show the password (RedactURL for logs):
+//
+//	c, err := cache.OpenRedisWith(ctx, "rediss://autocoder:pw@redis:6380/0", cache.RedisOptions{CAFile: caPEM})
+//
 // Locks are leases: they keep two workers from paying for the same result at
 // once, and expire on their own if a holder dies. Release them with a context
 // that outlives the work, or a cancelled job leaves its lock for the full ttl:

@@ -37,13 +37,33 @@ type Redis struct {
 	closeErr  error
 }
 
-// OpenRedis connects to the Redis server at url ("redis://[:password@]host:port/db",
-// "rediss://..." for TLS, or "unix:///path"; go-redis's query options such as
-// dial_timeout and read_timeout are honoured) and checks that it answers a PING.
+// RedisOptions are a Redis connection's settings beyond its URL.
+type RedisOptions struct {
+	// CAFile is a PEM file of the CAs that sign a rediss:// server's
+	// certificate (AUTOCODER_REDIS_TLS_CA). Empty: the system's roots.
+	CAFile string
+	// CertFile and KeyFile are a client certificate and its key, for a
+	// server that asks for one (tls-auth-clients). Empty: none.
+	CertFile, KeyFile string
+}
+
+// OpenRedis connects to the Redis server at url
+// ("redis://[user:password@]host:port/db", "rediss://..." for TLS, or
+// "unix:///path"; go-redis's query options such as dial_timeout and
+// read_timeout are honoured) and checks that it answers a PING. Errors
+// never show the URL's password.
 func OpenRedis(ctx context.Context, url string) (*Redis, error) {
+	return OpenRedisWith(ctx, url, RedisOptions{})
+}
+
+// OpenRedisWith is OpenRedis with the TLS files of o.
+func OpenRedisWith(ctx context.Context, url string, o RedisOptions) (*Redis, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("cache: redis url: %w", err)
+		return nil, fmt.Errorf("cache: redis url %s: %w", RedactURL(url), redactErr(err, urlSecrets(url)...))
+	}
+	if err := o.applyTLS(opts); err != nil {
+		return nil, err
 	}
 	// Without this, go-redis ignores ctx deadlines on the socket and a caller's
 	// timeout would not cut a read from a wedged server short.
@@ -54,7 +74,7 @@ func OpenRedis(ctx context.Context, url string) (*Redis, error) {
 	defer cancel()
 	if err := client.Ping(pingCtx).Err(); err != nil {
 		_ = client.Close()
-		return nil, fmt.Errorf("cache: redis at %s unreachable: %w", opts.Addr, err)
+		return nil, fmt.Errorf("cache: redis at %s unreachable: %w", opts.Addr, redactErr(err, urlSecrets(url)...))
 	}
 	return &Redis{
 		client: client,

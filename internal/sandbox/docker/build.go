@@ -231,7 +231,7 @@ func (b *Backend) build(ctx context.Context, name string, pip, apt []string) (sa
 	fmt.Fprintf(logBuf, "FROM %s\n", from.ref)
 	errMsg, err := readJSONStream(resp.Body, logBuf)
 	resp.Body.Close()
-	log := string(logBuf.Bytes())
+	errMsg, log := b.redactBuildText(errMsg), b.redactBuildText(string(logBuf.Bytes()))
 	if err == nil && errMsg == "" {
 		// Podman reports some failures only by not making the image.
 		if ok, ierr := b.imageExists(ctx, name); ierr != nil || !ok {
