@@ -43,6 +43,8 @@ type Config struct {
 	Concurrency         int    // AUTOCODER_CONCURRENCY: stages a worker runs at once; default 4 (llm) / 2 (sandbox)
 	LogLevel            string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
 	WorkerName          string // AUTOCODER_WORKER_NAME; default host name and pid
+
+	NATSAuthConfig // NATS credentials, TLS and the embedded server's users (natsauth.go)
 }
 
 // FromEnv reads the environment.
@@ -68,6 +70,7 @@ func FromEnv() Config {
 		LogLevel:            env("AUTOCODER_LOG_LEVEL", "info"),
 		WorkerName:          os.Getenv("AUTOCODER_WORKER_NAME"),
 	}
+	c.NATSAuthConfig = natsAuthFromEnv()
 	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
 	fmt.Sscan(os.Getenv("AUTOCODER_DOCKER_POOL_SIZE"), &c.DockerPoolSize)
 	if c.WorkerName == "" {
@@ -99,6 +102,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "stages a worker runs at once (AUTOCODER_CONCURRENCY)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug|info|warn|error (AUTOCODER_LOG_LEVEL)")
 	fs.StringVar(&c.WorkerName, "worker-name", c.WorkerName, "worker name on results (AUTOCODER_WORKER_NAME)")
+	c.NATSAuthConfig.register(fs)
 }
 
 // Validate checks the settings that can be checked without I/O.
@@ -119,7 +123,7 @@ func (c *Config) Validate() error {
 	if c.Concurrency < 0 {
 		return errors.New("AUTOCODER_CONCURRENCY: must not be negative")
 	}
-	return nil
+	return c.NATSAuthConfig.validate()
 }
 
 // DockerExtra splits DockerExtraCommands into its non-blank lines.
