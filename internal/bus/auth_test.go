@@ -3,6 +3,8 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,5 +228,27 @@ func TestProducerPermissions(t *testing.T) {
 	}
 	if n := streamMsgs(t, s.res.Jobs); n != 1 {
 		t.Errorf("the jobs stream holds %d submissions, want 1", n)
+	}
+}
+
+// TestConnectNeverShowsTheURLPassword: a URL with credentials, parseable or
+// not, appears neither in Connect's error nor in its log lines.
+func TestConnectNeverShowsTheURLPassword(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"nats://u:s3cr3t@127.0.0.1:99999", "nats://u:s3cr3t@127.0.0.1:4222x",
+		"nats://u:s3cr3t@[::1", "nats://u:s3 cr3t@host:1", "nats://s3cr3t@127.0.0.1:4222x"} {
+		logs := newLogCapture("nats not reachable")
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err := bus.Connect(ctx, u, "test", slog.New(logs))
+		cancel()
+		if err == nil {
+			t.Fatalf("Connect(%q) succeeded", u)
+		}
+		if strings.Contains(err.Error(), "s3") {
+			t.Errorf("Connect(%q): the error shows the password: %v", u, err)
+		}
+		if attrs, ok := logs.find("nats not reachable"); ok && strings.Contains(fmt.Sprint(attrs), "s3") {
+			t.Errorf("Connect(%q): the log shows the password: %v", u, attrs)
+		}
 	}
 }

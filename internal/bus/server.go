@@ -237,6 +237,7 @@ func Connect(ctx context.Context, natsURL, name string, logger *slog.Logger, opt
 			return nil, fmt.Errorf("bus: connect to %s: %w", redactURL(natsURL), err)
 		}
 		nc, err := nats.Connect(natsURL, all...)
+		err = redactError(err, natsURL)
 		if err == nil {
 			logger.Info("nats connected", "server", nc.ConnectedUrlRedacted())
 			return nc, nil
@@ -257,23 +258,50 @@ func Connect(ctx context.Context, natsURL, name string, logger *slog.Logger, opt
 // retryableConnectError is true for "nothing answers there yet"; bad
 // credentials or a malformed URL fail at once.
 func retryableConnectError(err error) bool {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) && urlErr.Op == "parse" {
+		return false // a *url.Error is a net.Error, but a typo does not heal
+	}
 	var netErr net.Error
 	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || errors.As(err, &netErr)
 }
 
 // redactURL hides credentials (user:password or a token) in NATS URLs
-// before they are logged or put in errors.
+// before they are logged or put in errors, even in a URL that does not parse.
 func redactURL(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		u, err := url.Parse(strings.TrimSpace(p))
-		if err != nil || u.User == nil {
-			continue
+	return redactSecrets(urls, urls)
+}
+
+// redactSecrets replaces in s the userinfo ("user:password@", "token@") of
+// every URL of urls with "redacted".
+func redactSecrets(s, urls string) string {
+	for _, p := range strings.Split(urls, ",") {
+		_, rest, ok := strings.Cut(strings.TrimSpace(p), "://")
+		if !ok {
+			rest = strings.TrimSpace(p)
 		}
-		u.User = url.User("redacted")
-		parts[i] = u.String()
+		if i := strings.LastIndex(rest, "@"); i > 0 {
+			s = strings.ReplaceAll(s, rest[:i], "redacted")
+		}
 	}
-	return strings.Join(parts, ",")
+	return s
+}
+
+// redactedError is an error whose text hides the credentials of NATS URLs
+// (nats.go quotes a URL that does not parse in full).
+type redactedError struct {
+	err  error
+	text string
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func redactError(err error, urls string) error {
+	if err == nil {
+		return nil
+	}
+	return &redactedError{err: err, text: redactSecrets(err.Error(), urls)}
 }
 
 // serverLogger routes nats-server's printf-style log to slog.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
+	"golang.org/x/crypto/bcrypt"
 	"gopkg.in/yaml.v3"
 )
 
@@ -93,7 +94,13 @@ func serverAuth(opts *server.Options, users []User) (string, error) {
 		return "", err
 	}
 	password := hex.EncodeToString(secret)
-	opts.Users = []*server.User{{Username: inProcessUser, Password: password}}
+	// Hashed, so that the server does not warn about plain passwords when
+	// the operator's are all hashed; the lowest cost: the secret is random.
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		return "", err
+	}
+	opts.Users = []*server.User{{Username: inProcessUser, Password: string(hash)}}
 	for _, u := range users {
 		perms, err := serverPermissions(u.Role)
 		if err != nil {

@@ -84,7 +84,7 @@ func FromEnv() Config {
 func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", c.OpenAIBaseURL, "model endpoint (OPENAI_BASE_URL)")
 	fs.StringVar(&c.Model, "model", c.Model, "default model (AUTOCODER_MODEL)")
-	fs.StringVar(&c.NATSURL, "nats-url", c.NATSURL, "NATS to join; empty: embedded server (AUTOCODER_NATS_URL)")
+	fs.Var(natsURLFlag{&c.NATSURL}, "nats-url", "NATS `URL` to join; empty: embedded server (AUTOCODER_NATS_URL)")
 	fs.StringVar(&c.NATSListen, "nats-listen", c.NATSListen, "where an embedded NATS lets other processes in (AUTOCODER_NATS_LISTEN)")
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis cache; empty: embedded cache (AUTOCODER_REDIS_URL)")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "embedded JetStream store and cache (AUTOCODER_STATE_DIR)")

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 )
 
 // NATSAuthConfig is how a process authenticates to NATS and, for
@@ -52,7 +53,7 @@ func natsAuthFromEnv() NATSAuthConfig {
 
 func (c *NATSAuthConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.NATSUser, "nats-user", c.NATSUser, "NATS user name, with a password (AUTOCODER_NATS_USER)")
-	fs.Var(secret{&c.NATSPassword}, "nats-password", "NATS password; prefer the file or the environment (AUTOCODER_NATS_PASSWORD)")
+	fs.Var(secret{&c.NATSPassword}, "nats-password", "NATS `password`; prefer the file or the environment (AUTOCODER_NATS_PASSWORD)")
 	fs.StringVar(&c.NATSPasswordFile, "nats-password-file", c.NATSPasswordFile, "file holding the NATS password (AUTOCODER_NATS_PASSWORD_FILE)")
 	fs.StringVar(&c.NATSNKeyFile, "nats-nkey-file", c.NATSNKeyFile, "NATS nkey seed file (AUTOCODER_NATS_NKEY_FILE)")
 	fs.StringVar(&c.NATSCredsFile, "nats-creds-file", c.NATSCredsFile, "NATS JWT creds file (AUTOCODER_NATS_CREDS_FILE)")
@@ -87,3 +88,24 @@ type secret struct{ p *string }
 func (s secret) String() string { return "" }
 
 func (s secret) Set(v string) error { *s.p = v; return nil }
+
+// natsURLFlag is a NATS URL flag whose --help default hides the
+// credentials a URL may carry (nats://user:password@host).
+type natsURLFlag struct{ p *string }
+
+func (f natsURLFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	parts := strings.Split(*f.p, ",")
+	for i, p := range parts {
+		if scheme, rest, ok := strings.Cut(p, "://"); ok {
+			if at := strings.LastIndex(rest, "@"); at >= 0 {
+				parts[i] = scheme + "://redacted" + rest[at:]
+			}
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f natsURLFlag) Set(v string) error { *f.p = v; return nil }
