@@ -1,11 +1,13 @@
 package bus
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -43,7 +45,9 @@ func LoadUsers(path string) ([]User, error) {
 		return nil, fmt.Errorf("bus: users file: %w", err)
 	}
 	var f usersFile
-	if err := yaml.Unmarshal(b, &f); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true) // a misspelt "pasword" is an error, not a user without one
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("bus: users file %s: %w", path, err)
 	}
 	if len(f.Users) == 0 {

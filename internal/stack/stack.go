@@ -284,6 +284,11 @@ func (st *Stack) awaitProvisioned(ctx context.Context) (*bus.Resources, error) {
 	wait := 100 * time.Millisecond
 	for {
 		res, err := bus.Open(ctx, st.JS)
+		if errors.Is(err, context.DeadlineExceeded) {
+			// A request the server refuses gets no reply: the refusal is
+			// only in the log (nats async error).
+			return nil, fmt.Errorf("%w (no answer: does this NATS user have its role's permissions? see README, NATS authentication)", err)
+		}
 		if !errors.Is(err, bus.ErrNotProvisioned) {
 			return res, err
 		}
