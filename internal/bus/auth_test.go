@@ -236,7 +236,7 @@ func TestProducerPermissions(t *testing.T) {
 func TestConnectNeverShowsTheURLPassword(t *testing.T) {
 	t.Parallel()
 	for _, u := range []string{"nats://u:s3cr3t@127.0.0.1:99999", "nats://u:s3cr3t@127.0.0.1:4222x",
-		"nats://u:s3cr3t@[::1", "nats://u:s3 cr3t@host:1", "nats://s3cr3t@127.0.0.1:4222x"} {
+		"nats://u:s3cr3t@[::1", "nats://u:s3 cr3t@host:1", "nats://s3cr3t@127.0.0.1:4222x", `nats://u:s3"cr3t@host:1x`} {
 		logs := newLogCapture("nats not reachable")
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		_, err := bus.Connect(ctx, u, "test", slog.New(logs))

@@ -282,6 +282,9 @@ func redactSecrets(s, urls string) string {
 		}
 		if i := strings.LastIndex(rest, "@"); i > 0 {
 			s = strings.ReplaceAll(s, rest[:i], "redacted")
+			// url.Error quotes the URL (%q), escaping quotes and backslashes.
+			q := strconv.Quote(rest[:i])
+			s = strings.ReplaceAll(s, q[1:len(q)-1], "redacted")
 		}
 	}
 	return s
