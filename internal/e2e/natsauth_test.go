@@ -14,13 +14,16 @@ import (
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/submit"
 )
 
-// TestComposeNATSPermissions runs a job on a standalone nats-server
-// configured with deploy/compose/nats.conf, each part as the role compose
-// gives it: the coordinator (which alone provisions), both workers (started
-// first: they wait for the coordinator) and a producer that submits with a
-// sample file and watches. Any permission the table lacks fails the job.
+// TestComposeNATSPermissions runs the orders job of TestDataAwareJobAndRuns
+// on a standalone nats-server configured with deploy/compose/nats.conf, each
+// part as the role compose gives it: the coordinator (which alone
+// provisions), both workers (started first: they wait for the coordinator)
+// and the submit CLI as a producer, which uploads the sample, downloads File
+// and Dir outputs, and runs the script again with File and Dir inputs. Any
+// permission the table lacks fails a step.
 func TestComposeNATSPermissions(t *testing.T) {
 	requireSandboxTools(t)
 	passwords := map[string]string{}
@@ -31,7 +34,8 @@ func TestComposeNATSPermissions(t *testing.T) {
 	natsURL := startComposeNATS(t)
 	fake := fakellm.New()
 	defer fake.Close()
-	scriptBasics(fake, sol(code("6 * 7")))
+	dir := t.TempDir()
+	job := ordersJob(t, fake, dir)
 
 	cfgAs := func(user string) config.Config {
 		cfg := testConfig(t, fake)
@@ -40,14 +44,13 @@ func TestComposeNATSPermissions(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	start := func(user string, roles ...stack.Role) *stack.Stack {
-		st, err := stack.Start(ctx, stack.Options{Config: cfgAs(user), Roles: roles})
+	start := func(user string, role stack.Role) {
+		st, err := stack.Start(ctx, stack.Options{Config: cfgAs(user), Roles: []stack.Role{role}})
 		if err != nil {
 			t.Errorf("start %s: %v", user, err)
-			return nil
+			return
 		}
 		t.Cleanup(func() { st.Close() })
-		return st
 	}
 	var wg sync.WaitGroup
 	for user, role := range map[string]stack.Role{"llm-worker": stack.RoleLLMWorker, "sandbox-worker": stack.RoleSandboxWorker} {
@@ -57,20 +60,41 @@ func TestComposeNATSPermissions(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // let the workers find nothing provisioned yet
 	start("coordinator", stack.RoleCoordinator)
 	wg.Wait()
-	producer := start("producer")
 	if t.Failed() {
 		t.FailNow()
 	}
 
-	sample := filepath.Join(t.TempDir(), "notes.txt")
-	if err := os.WriteFile(sample, []byte("the answer is 42\n"), 0o644); err != nil {
+	producer := cfgAs("producer")
+	out1 := filepath.Join(dir, "out1")
+	code, stdout, stderr := cli(t, producer, "--json", "--out", out1, job)
+	if code != submit.ExitSuccess {
+		t.Fatalf("exit %d\nstderr:\n%s\nstdout:\n%s", code, stderr, stdout)
+	}
+	res := decodeResult(t, stdout)
+	if got := readFile(t, filepath.Join(out1, "report")); got != "region,amount\nnorth,25.00\nsouth,3.00\n" {
+		t.Errorf("downloaded report %q", got)
+	}
+	notes := filepath.Join(dir, "notes.txt")
+	attachments := filepath.Join(dir, "attachments")
+	if err := os.MkdirAll(attachments, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	spec := answerSpec()
-	spec.Samples = map[string]string{"notes": sample}
-	res := runJob(t, producer, spec)
-	if !res.Success || res.Outputs["answer"] != float64(42) {
-		t.Fatalf("result: success %v, outputs %v, error %s", res.Success, res.Outputs, res.Error)
+	for p, body := range map[string]string{notes: "twelve bytes", filepath.Join(attachments, "a.txt"): "a"} {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out2 := filepath.Join(dir, "out2")
+	code, stdout, stderr = cli(t, producer, "run", res.JobID, "--json", "--input", "threshold=15", "--input", "label=x",
+		"--input", "notes="+notes, "--input", "attachments="+attachments, "--out", out2)
+	if code != submit.ExitSuccess {
+		t.Fatalf("submit run: exit %d\nstderr:\n%s\nstdout:\n%s", code, stderr, stdout)
+	}
+	if run := decodeResult(t, stdout); run.Outputs["notes_len"] != 12.0 || run.Outputs["attachment_count"] != 1.0 {
+		t.Errorf("run outputs %v", run.Outputs)
+	}
+	if got := readFile(t, filepath.Join(out2, "charts", "meta", "count.txt")); got != "2" {
+		t.Errorf("run's charts/meta/count.txt %q", got)
 	}
 }
 
