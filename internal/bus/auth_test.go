@@ -252,3 +252,31 @@ func TestConnectNeverShowsTheURLPassword(t *testing.T) {
 		}
 	}
 }
+
+func TestLLMWorkerPermissions(t *testing.T) {
+	t.Parallel()
+	s := newAuthServer(t)
+	w := s.connect(t, bus.ClientAuth{User: "llm", Password: testPassword, Role: bus.RoleLLMWorker})
+	w.refused(t, "publish a stage command", publishRaw(w, bus.StageSubject(messages.StagePlan)))
+	w.refused(t, "pull the sandbox pool's commands", func(ctx context.Context) error {
+		_, err := w.res.StageConsumers[messages.PoolSandbox].Fetch(1, jetstream.FetchMaxWait(time.Second))
+		return err
+	})
+	w.refused(t, "write an output", func(ctx context.Context) error {
+		_, err := w.res.Outputs.PutBytes(ctx, "forged", []byte("x"))
+		return err
+	})
+	cmd := messages.StageCommand{JobID: "job1", Seq: 1, Stage: messages.StagePlan}
+	if err := bus.NewPublisher(s.admin, bus.PublisherConfig{}).PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := w.res.StageConsumers[messages.PoolLLM].Fetch(1, jetstream.FetchMaxWait(testTimeout))
+	if err != nil {
+		t.Fatalf("pull its own pool's command: %v", err)
+	}
+	for m := range msgs.Messages() {
+		if err := m.DoubleAck(ctxT(t)); err != nil {
+			t.Errorf("ack its own command: %v", err)
+		}
+	}
+}
