@@ -53,4 +53,18 @@
 // Distributed: bus.Connect(ctx, url, "llm-worker", logger) instead of the
 // embedded server, and bus.Open instead of Provision in processes that do not
 // own the configuration.
+//
+// Authentication (permissions.go, users.go, clientauth.go): every NATS user
+// has a Role, and PermissionsOf(role) is the one table of what it may
+// publish and subscribe to, built from names.go: only the coordinator
+// publishes stage commands and writes job state, a worker pulls only its own
+// pool's consumer and publishes results, a producer submits and reads. An
+// embedded server with a listener requires Users (LoadUsers reads them from
+// a users file) unless NoAuth says otherwise; its in-process connections
+// need nothing. ServerConf renders the same table for a standalone
+// nats-server (deploy/compose/nats.conf). A client sends its credentials
+// and TLS with ClientAuth:
+//
+//	opts, err := bus.ClientAuth{User: "llm-1", PasswordFile: f, Role: bus.RoleLLMWorker}.Options()
+//	nc, err := bus.Connect(ctx, url, "llm-worker", logger, opts...)
 package bus

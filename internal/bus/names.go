@@ -187,3 +187,32 @@ var jobIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 func ValidJobID(id string) bool {
 	return len(id) > 0 && len(id) <= MaxJobIDLen && jobIDRe.MatchString(id)
 }
+
+// Names nats.go gives the streams behind KV buckets and object stores, and
+// the JetStream API subjects, for the role permissions (permissions.go).
+
+// kvStream is the stream behind KV bucket: KV_<bucket>.
+func kvStream(bucket string) string { return "KV_" + bucket }
+
+// kvSubjects matches every key of KV bucket: $KV.<bucket>.>.
+func kvSubjects(bucket string) string { return "$KV." + bucket + ".>" }
+
+// objStream is the stream behind object store bucket: OBJ_<bucket>.
+func objStream(bucket string) string { return "OBJ_" + bucket }
+
+// objSubjects matches every chunk and meta subject of object store bucket: $O.<bucket>.>.
+func objSubjects(bucket string) string { return "$O." + bucket + ".>" }
+
+// jsAPI is a JetStream API subject: $JS.API.<op>.
+func jsAPI(op string) string { return "$JS.API." + op }
+
+// ackSubjects matches the ack replies of one consumer's messages: $JS.ACK.<stream>.<consumer>.>.
+func ackSubjects(stream, consumer string) string { return "$JS.ACK." + stream + "." + consumer + ".>" }
+
+// flowControlSubjects matches the flow-control replies of push consumers on stream: $JS.FC.<stream>.>.
+func flowControlSubjects(stream string) string { return "$JS.FC." + stream + ".>" }
+
+// InboxPrefix is where a connection of role gets its request replies
+// (nats.CustomInboxPrefix): a role may read only its own inboxes, so no
+// client reads the replies (pulled commands, KV reads) meant for another.
+func InboxPrefix(role Role) string { return "_INBOX_" + strings.ReplaceAll(string(role), "-", "_") }

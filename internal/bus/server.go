@@ -35,12 +35,29 @@ type EmbeddedConfig struct {
 	// accept connections (JetStream recovery of a large StoreDir counts).
 	// Default 30s.
 	ReadyTimeout time.Duration
+
+	// Users may connect over Listen, each with its role's permissions
+	// (PermissionsOf). A Listen without Users is refused unless NoAuth:
+	// an open listener would let any local process publish stage commands.
+	// In-process connections (Connect) need no credentials either way.
+	Users []User
+	// NoAuth lets anyone in over Listen with every permission: the
+	// operator's explicit choice (AUTOCODER_NATS_AUTH=none). Default false.
+	NoAuth bool
+	// TLSCert and TLSKey are PEM files: when set, the listener speaks TLS.
+	TLSCert, TLSKey string
 }
+
+// ErrNoUsers is returned (wrapped) by StartEmbedded for a listener with
+// neither Users nor NoAuth.
+var ErrNoUsers = errors.New("bus: embedded server: a listener needs users")
 
 // Embedded is a running in-process NATS server.
 type Embedded struct {
 	srv    *server.Server
 	listen bool
+	// password of the in-process user when the server has users ("" when not).
+	password string
 }
 
 // StartEmbedded starts an in-process NATS server with JetStream and waits
@@ -63,14 +80,9 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		NoSigs: true,
 		NoLog:  cfg.Logger == nil,
 	}
-	if cfg.Listen == "" {
-		opts.DontListen = true
-	} else {
-		host, port, err := splitListen(cfg.Listen)
-		if err != nil {
-			return nil, fmt.Errorf("bus: embedded server: listen %q: %w", cfg.Listen, err)
-		}
-		opts.Host, opts.Port = host, port
+	password, err := listenerOptions(opts, cfg)
+	if err != nil {
+		return nil, err
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -103,7 +115,34 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		srv.WaitForShutdown()
 		return nil, fmt.Errorf("bus: embedded server (store %s): %s", cfg.StoreDir, why)
 	}
-	return &Embedded{srv: srv, listen: !opts.DontListen}, nil
+	return &Embedded{srv: srv, listen: !opts.DontListen, password: password}, nil
+}
+
+// listenerOptions sets the listener of opts: none, or cfg.Listen with its
+// users and TLS. It returns the in-process user's password ("" without users).
+func listenerOptions(opts *server.Options, cfg EmbeddedConfig) (string, error) {
+	if cfg.Listen == "" {
+		opts.DontListen = true
+		return "", nil
+	}
+	host, port, err := splitListen(cfg.Listen)
+	if err != nil {
+		return "", fmt.Errorf("bus: embedded server: listen %q: %w", cfg.Listen, err)
+	}
+	opts.Host, opts.Port = host, port
+	if cfg.TLSCert != "" || cfg.TLSKey != "" {
+		if opts.TLSConfig, err = listenerTLS(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return "", err
+		}
+		opts.TLS = true
+	}
+	switch {
+	case len(cfg.Users) > 0:
+		return serverAuth(opts, cfg.Users)
+	case cfg.NoAuth:
+		return "", nil
+	}
+	return "", fmt.Errorf("%w: listening on %s", ErrNoUsers, cfg.Listen)
 }
 
 // splitListen parses "host:port". Port 0 means a free port: nats-server reads
@@ -127,7 +166,11 @@ func splitListen(addr string) (string, int, error) {
 // in-process (a net.Pipe, no TCP) since the server lives in this process;
 // opts are applied after the defaults, so they can override the name.
 func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
-	all := append([]nats.Option{nats.Name("autocoder-embedded-client"), nats.InProcessServer(e.srv)}, opts...)
+	all := []nats.Option{nats.Name("autocoder-embedded-client"), nats.InProcessServer(e.srv)}
+	if e.password != "" {
+		all = append(all, nats.UserInfo(inProcessUser, e.password))
+	}
+	all = append(all, opts...)
 	nc, err := nats.Connect("", all...)
 	if err != nil {
 		return nil, fmt.Errorf("bus: connect to embedded server: %w", err)
@@ -194,6 +237,7 @@ func Connect(ctx context.Context, natsURL, name string, logger *slog.Logger, opt
 			return nil, fmt.Errorf("bus: connect to %s: %w", redactURL(natsURL), err)
 		}
 		nc, err := nats.Connect(natsURL, all...)
+		err = redactError(err, natsURL)
 		if err == nil {
 			logger.Info("nats connected", "server", nc.ConnectedUrlRedacted())
 			return nc, nil
@@ -214,23 +258,53 @@ func Connect(ctx context.Context, natsURL, name string, logger *slog.Logger, opt
 // retryableConnectError is true for "nothing answers there yet"; bad
 // credentials or a malformed URL fail at once.
 func retryableConnectError(err error) bool {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) && urlErr.Op == "parse" {
+		return false // a *url.Error is a net.Error, but a typo does not heal
+	}
 	var netErr net.Error
 	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || errors.As(err, &netErr)
 }
 
 // redactURL hides credentials (user:password or a token) in NATS URLs
-// before they are logged or put in errors.
+// before they are logged or put in errors, even in a URL that does not parse.
 func redactURL(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		u, err := url.Parse(strings.TrimSpace(p))
-		if err != nil || u.User == nil {
-			continue
+	return redactSecrets(urls, urls)
+}
+
+// redactSecrets replaces in s the userinfo ("user:password@", "token@") of
+// every URL of urls with "redacted".
+func redactSecrets(s, urls string) string {
+	for _, p := range strings.Split(urls, ",") {
+		_, rest, ok := strings.Cut(strings.TrimSpace(p), "://")
+		if !ok {
+			rest = strings.TrimSpace(p)
 		}
-		u.User = url.User("redacted")
-		parts[i] = u.String()
+		if i := strings.LastIndex(rest, "@"); i > 0 {
+			s = strings.ReplaceAll(s, rest[:i], "redacted")
+			// url.Error quotes the URL (%q), escaping quotes and backslashes.
+			q := strconv.Quote(rest[:i])
+			s = strings.ReplaceAll(s, q[1:len(q)-1], "redacted")
+		}
 	}
-	return strings.Join(parts, ",")
+	return s
+}
+
+// redactedError is an error whose text hides the credentials of NATS URLs
+// (nats.go quotes a URL that does not parse in full).
+type redactedError struct {
+	err  error
+	text string
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func redactError(err error, urls string) error {
+	if err == nil {
+		return nil
+	}
+	return &redactedError{err: err, text: redactSecrets(err.Error(), urls)}
 }
 
 // serverLogger routes nats-server's printf-style log to slog.

@@ -91,6 +91,7 @@ type Config struct {
 	// RedisTLSCert and RedisTLSKey are a client certificate and key for a
 	// Redis that requires one (AUTOCODER_REDIS_TLS_CERT, AUTOCODER_REDIS_TLS_KEY).
 	RedisTLSCert, RedisTLSKey string
+	NATSAuthConfig // NATS credentials, TLS and the embedded server's users (natsauth.go)
 }
 
 // HTTP authentication modes (AUTOCODER_HTTP_AUTH).
@@ -133,6 +134,7 @@ func FromEnv() Config {
 	}
 	c.CacheUnsigned, _ = strconv.ParseBool(os.Getenv("AUTOCODER_CACHE_UNSIGNED"))
 	c.readRunCeilings()
+	c.NATSAuthConfig = natsAuthFromEnv()
 	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
 	fmt.Sscan(os.Getenv("AUTOCODER_DOCKER_POOL_SIZE"), &c.DockerPoolSize)
 	if c.WorkerName == "" {
@@ -146,7 +148,7 @@ func FromEnv() Config {
 func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.OpenAIBaseURL, "openai-base-url", c.OpenAIBaseURL, "model endpoint (OPENAI_BASE_URL)")
 	fs.StringVar(&c.Model, "model", c.Model, "default model (AUTOCODER_MODEL)")
-	fs.StringVar(&c.NATSURL, "nats-url", c.NATSURL, "NATS to join; empty: embedded server (AUTOCODER_NATS_URL)")
+	fs.Var(natsURLFlag{&c.NATSURL}, "nats-url", "NATS `URL` to join; empty: embedded server (AUTOCODER_NATS_URL)")
 	fs.StringVar(&c.NATSListen, "nats-listen", c.NATSListen, "where an embedded NATS lets other processes in (AUTOCODER_NATS_LISTEN)")
 	fs.Var(secretURL{&c.RedisURL}, "redis-url", "Redis cache; empty: embedded cache (AUTOCODER_REDIS_URL)")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "embedded JetStream store and cache (AUTOCODER_STATE_DIR)")
@@ -170,6 +172,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.StageDeadlines, "stage-deadlines", c.StageDeadlines, "per-stage deadlines, e.g. build=45m,plan=5m (AUTOCODER_STAGE_DEADLINES)")
 	c.registerRunCeilings(fs)
 	c.registerAccess(fs)
+	c.NATSAuthConfig.register(fs)
 }
 
 // registerAccess adds the flags of the HTTP API's and Redis's access settings.
@@ -216,7 +219,10 @@ func (c *Config) Validate() error {
 	if err := c.validateCacheKeys(); err != nil {
 		return err
 	}
-	return c.validateAccess()
+	if err := c.validateAccess(); err != nil {
+		return err
+	}
+	return c.NATSAuthConfig.validate()
 }
 
 // validateCacheKeys checks the cache key settings that need no I/O. Its

@@ -171,16 +171,10 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// TestDataAwareJobAndRuns is issue 4's user story on the CLI: a job over a
-// CSV with typed inputs and outputs (File and Dir among them) and
-// constraints, one of which only the model can read; its File and Dir
-// outputs downloaded with --out; then `submit run` of its script on a new
-// CSV with new input values (no model call), and the same as a named task.
-func TestDataAwareJobAndRuns(t *testing.T) {
-	t.Parallel()
-	requireSandboxTools(t)
-	fake := fakellm.New()
-	defer fake.Close()
+// ordersJob scripts fake for the orders job of TestDataAwareJobAndRuns and
+// writes its job file and sample CSV to dir; it returns the job file.
+func ordersJob(t *testing.T, fake *fakellm.Server, dir string) string {
+	t.Helper()
 	fake.On("plan", fakellm.JSON(messages.Plan{Description: "order totals", Approach: "summarize(rows, threshold) -> dict; main writes the outputs"}))
 	fake.On("solution", fakellm.JSON(sol(ordersCode)))
 	fake.On("tests", fakellm.JSON(messages.Tests{Code: ordersTests}))
@@ -190,9 +184,6 @@ func TestDataAwareJobAndRuns(t *testing.T) {
 	fake.On("constraint",
 		fakellm.JSON(messages.Constraint{CheckType: "none", Explanation: "relates region and price"}),
 		fakellm.JSON(messages.Constraint{ColumnName: &col, CheckType: "less_than", Parameters: messages.ConstraintParameters{Value: &bound}, Explanation: "under 10000"}))
-	cfg := testConfig(t, fake)
-
-	dir := t.TempDir()
 	writeOrders(t, filepath.Join(dir, "orders.csv"), [][]string{
 		{"1", "north", "2", "7.5", "first"},
 		{"2", "south", "1", "3", injectionCell},
@@ -212,6 +203,22 @@ options: {max_iterations: 3}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return job
+}
+
+// TestDataAwareJobAndRuns is issue 4's user story on the CLI: a job over a
+// CSV with typed inputs and outputs (File and Dir among them) and
+// constraints, one of which only the model can read; its File and Dir
+// outputs downloaded with --out; then `submit run` of its script on a new
+// CSV with new input values (no model call), and the same as a named task.
+func TestDataAwareJobAndRuns(t *testing.T) {
+	t.Parallel()
+	requireSandboxTools(t)
+	fake := fakellm.New()
+	defer fake.Close()
+	dir := t.TempDir()
+	job := ordersJob(t, fake, dir)
+	cfg := testConfig(t, fake)
 
 	out1 := filepath.Join(dir, "out1")
 	code, stdout, stderr := cli(t, cfg, "--local", "--json", "--out", out1, job)

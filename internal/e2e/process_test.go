@@ -14,13 +14,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // TestServerBinariesAsSeparateProcesses runs coordinator --embedded,
 // llm-worker and sandbox-worker as three processes on one NATS, and the
-// submit binary as a fourth that joins it over TCP.
+// submit binary as a fourth that joins it over TCP. The listener takes the
+// users of a users file, each with its role: a plain password, a bcrypt
+// hash with the password in a file, an nkey; a connection without
+// credentials is refused.
 func TestServerBinariesAsSeparateProcesses(t *testing.T) {
 	requireSandboxTools(t)
 	bin := t.TempDir()
@@ -63,18 +70,28 @@ func TestServerBinariesAsSeparateProcesses(t *testing.T) {
 	}
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	os.WriteFile(tokens, []byte("read process-test-token-0123456789\n"), 0o600)
+	creds := writeNATSUsers(t)
 	start("coordinator", []string{fmt.Sprintf("AUTOCODER_NATS_LISTEN=127.0.0.1:%d", port), "AUTOCODER_HTTP_LISTEN=127.0.0.1:0",
-		"AUTOCODER_HTTP_TOKENS_FILE=" + tokens}, "--embedded")
+		"AUTOCODER_HTTP_TOKENS_FILE=" + tokens, "AUTOCODER_NATS_USERS_FILE=" + creds.usersFile}, "--embedded")
 	waitListening(t, port)
-	start("llm-worker", []string{"AUTOCODER_NATS_URL=" + natsURL, "OPENAI_BASE_URL=" + fake.URL(), "OPENAI_API_KEY=test"})
-	start("sandbox-worker", []string{"AUTOCODER_NATS_URL=" + natsURL, "AUTOCODER_PYTHON=" + python, "AUTOCODER_SANDBOX=process"})
+	if nc, err := nats.Connect(natsURL); err == nil {
+		nc.Close()
+		t.Fatal("a connection without credentials was let in")
+	} else if !strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
+		t.Fatalf("a connection without credentials: %v, want an authorization violation", err)
+	}
+	start("llm-worker", []string{"AUTOCODER_NATS_URL=" + natsURL, "OPENAI_BASE_URL=" + fake.URL(), "OPENAI_API_KEY=test",
+		"AUTOCODER_NATS_USER=llm-1", "AUTOCODER_NATS_PASSWORD=llm-secret"})
+	start("sandbox-worker", []string{"AUTOCODER_NATS_URL=" + natsURL, "AUTOCODER_PYTHON=" + python, "AUTOCODER_SANDBOX=process"},
+		"--nats-user=sandbox-1", "--nats-password-file="+creds.sandboxPasswordFile)
 
 	job := filepath.Join(t.TempDir(), "job.yaml")
 	os.WriteFile(job, []byte("prompt: Compute the answer (42) and write it as the output answer.\noutputs: {answer: int}\n"), 0o644)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	submit := exec.CommandContext(ctx, filepath.Join(bin, "submit"), "--json", job)
-	submit.Env = append(append([]string{}, base...), "AUTOCODER_NATS_URL="+natsURL, "AUTOCODER_STATE_DIR="+t.TempDir())
+	submit.Env = append(append([]string{}, base...), "AUTOCODER_NATS_URL="+natsURL, "AUTOCODER_STATE_DIR="+t.TempDir(),
+		"AUTOCODER_NATS_NKEY_FILE="+creds.producerSeedFile)
 	var stdout, stderr bytes.Buffer
 	submit.Stdout, submit.Stderr = &stdout, &stderr
 	err := submit.Run()
@@ -95,6 +112,51 @@ func TestServerBinariesAsSeparateProcesses(t *testing.T) {
 	if !workers["plan"] || !workers["run_tests"] {
 		t.Errorf("stages %v", stageNames(&res))
 	}
+
+	// The producer's other commands work within its permissions: lookups,
+	// the task bucket, and a run of the script (a rerun job on the workers).
+	for _, args := range [][]string{{"status", res.JobID}, {"events", res.JobID}, {"result", res.JobID},
+		{"task", "register", "answer", res.JobID}, {"task", "list"}, {"task", "show", "answer"},
+		{"run", res.JobID, "--json"}, {"task", "delete", "answer"}} {
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "submit"), args...)
+		cmd.Env = submit.Env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("submit %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// natsCreds are the files of writeNATSUsers.
+type natsCreds struct {
+	usersFile, sandboxPasswordFile, producerSeedFile string
+}
+
+// writeNATSUsers writes a users file with an llm-worker (plain password
+// llm-secret), a sandbox-worker (bcrypt hash; its password in a file) and a
+// producer (nkey; its seed in a file).
+func writeNATSUsers(t *testing.T) natsCreds {
+	t.Helper()
+	dir := t.TempDir()
+	c := natsCreds{usersFile: filepath.Join(dir, "users.yaml"), sandboxPasswordFile: filepath.Join(dir, "sandbox.password"),
+		producerSeedFile: filepath.Join(dir, "producer.nk")}
+	hash, err := bcrypt.GenerateFromPassword([]byte("sandbox-secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	users := fmt.Sprintf("users:\n  - {user: llm-1, password: llm-secret, role: llm-worker}\n"+
+		"  - {user: sandbox-1, password: %q, role: sandbox-worker}\n  - {nkey: %s, role: producer}\n", hash, pub)
+	for path, data := range map[string]string{c.usersFile: users, c.sandboxPasswordFile: "sandbox-secret\n", c.producerSeedFile: string(seed)} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
 }
 
 func cleanEnv() []string {

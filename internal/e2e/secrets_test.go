@@ -33,6 +33,12 @@ const (
 	secretRedisPass = "redis-s3cr3t-8d2a"
 	secretHTTPToken = "http-token-s3cr3t-9b7e"
 	secretPipPass   = "pip-s3cr3t-4e6f"
+	// NATS passwords, one per role that logs in over the listener.
+	secretNATSLLM      = "nats-llm-s3cr3t-81a2"
+	secretNATSSandbox  = "nats-sandbox-s3cr3t-77c0"
+	secretNATSProducer = "nats-producer-s3cr3t-2d94"
+	// The stage cache's signing key, base64 as AUTOCODER_CACHE_KEYS takes it.
+	secretCacheKey = "Y2FjaGUta2V5LXMzY3IzdC0xYjNlLWNhY2hlLWtleQ=="
 )
 
 // envCode is a solution that needs a package (installed through the
@@ -88,7 +94,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 	t.Setenv("AUTOCODER_HTTP_TOKENS_FILE", tokens)
 	t.Setenv("AUTOCODER_PIP_INDEX_URL", strings.Replace(index, "://", "://pip:"+secretPipPass+"@", 1)+"/simple")
 	t.Setenv("AUTOCODER_PIP_FIND_LINKS", wheels)
-	secrets := []string{secretAPIKey, secretRedisPass, secretHTTPToken, secretPipPass}
+	t.Setenv("AUTOCODER_CACHE_KEYS", "e2e:"+secretCacheKey)
+	secrets := []string{secretAPIKey, secretRedisPass, secretHTTPToken, secretPipPass,
+		secretNATSLLM, secretNATSSandbox, secretNATSProducer, secretCacheKey}
 
 	fleet := startFleet(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -178,6 +186,7 @@ func authIndex(t *testing.T, user, password string) (url string, authed func() b
 // binaries run them (serve.Serve), logging at debug level into one buffer.
 type fleet struct {
 	natsURL, httpURL string
+	natsUsers        string // the embedded server's users file
 	logs             *lockedBuffer
 	stateDirs        []string
 	cancel           context.CancelFunc
@@ -193,6 +202,13 @@ func startFleet(t *testing.T) *fleet {
 		httpURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
 		logs:    &lockedBuffer{}, errs: make(chan error, 3), t: t,
 	}
+	f.natsUsers = filepath.Join(t.TempDir(), "nats-users.yaml")
+	users := fmt.Sprintf("users:\n  - {user: llm, password: %s, role: llm-worker}\n"+
+		"  - {user: sandbox, password: %s, role: sandbox-worker}\n  - {user: producer, password: %s, role: producer}\n",
+		secretNATSLLM, secretNATSSandbox, secretNATSProducer)
+	if err := os.WriteFile(f.natsUsers, []byte(users), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	t.Cleanup(func() { f.stop(t) })
@@ -203,6 +219,7 @@ func startFleet(t *testing.T) *fleet {
 			o.Embedded, o.Config.NATSURL = true, ""
 			o.Config.NATSListen = fmt.Sprintf("127.0.0.1:%d", natsPort)
 			o.Config.HTTPListen = fmt.Sprintf("127.0.0.1:%d", httpPort)
+			o.Config.NATSUsersFile = f.natsUsers
 		}
 		f.wg.Add(1)
 		go func() {
@@ -223,6 +240,15 @@ func (f *fleet) cfg(name string) config.Config {
 	f.stateDirs = append(f.stateDirs, c.StateDir)
 	c.NATSURL, c.MetricsListen = f.natsURL, "127.0.0.1:0"
 	c.Sandbox, c.Python, c.LogLevel, c.Concurrency = "process", python, "debug", 2
+	// Each process logs in as its role (the coordinator hosts the server).
+	switch name {
+	case string(stack.RoleLLMWorker):
+		c.NATSUser, c.NATSPassword = "llm", secretNATSLLM
+	case string(stack.RoleSandboxWorker), "bad-worker":
+		c.NATSUser, c.NATSPassword = "sandbox", secretNATSSandbox
+	case "submit":
+		c.NATSUser, c.NATSPassword = "producer", secretNATSProducer
+	}
 	return c
 }
 
@@ -231,7 +257,11 @@ func (f *fleet) cfg(name string) config.Config {
 func (f *fleet) get(t *testing.T, path string) string {
 	t.Helper()
 	for i := 0; ; i++ {
-		req, _ := http.NewRequest("GET", f.httpURL+path, nil)
+		// Bounded: the event stream ends only when the job does, and a job
+		// that never ends must fail the test, not hang it.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", f.httpURL+path, nil)
 		req.Header.Set("Authorization", "Bearer "+secretHTTPToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -250,10 +280,15 @@ func (f *fleet) get(t *testing.T, path string) string {
 	}
 }
 
-// stop ends the three roles and fails the test if one ended with an error.
+// stop ends the three roles and fails the test if one ended with an error;
+// a failed test shows the end of the fleet's logs.
 func (f *fleet) stop(t *testing.T) {
 	f.cancel()
 	f.wg.Wait()
+	if t.Failed() {
+		logs := f.logs.String()
+		t.Logf("fleet logs (last 256 KiB):\n%s", logs[max(0, len(logs)-262144):])
+	}
 	for {
 		select {
 		case err := <-f.errs:

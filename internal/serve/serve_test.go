@@ -37,7 +37,9 @@ func TestServeFailsCleanly(t *testing.T) {
 		{"a worker without NATS", stack.RoleLLMWorker, false, func(*config.Config) {}, "a coordinator --embedded hosts one"},
 		{"--embedded is the coordinator's", stack.RoleSandboxWorker, true, func(*config.Config) {}, "no NATS to join"},
 		{"a coordinator without NATS", stack.RoleCoordinator, false, func(*config.Config) {}, "run coordinator --embedded"},
-		{"the embedded NATS port is taken", stack.RoleCoordinator, true, func(c *config.Config) { c.NATSListen = busy.Addr().String() }, "listen"},
+		{"the embedded NATS port is taken", stack.RoleCoordinator, true, func(c *config.Config) { c.NATSListen = busy.Addr().String() }, "address already in use"},
+		{"the embedded NATS has no users", stack.RoleCoordinator, true, func(c *config.Config) { c.NATSAuth = "" }, "AUTOCODER_NATS_USERS_FILE"},
+		{"a bad NATS auth setting", stack.RoleCoordinator, true, func(c *config.Config) { c.NATSAuth = "off" }, "AUTOCODER_NATS_AUTH"},
 		{"the HTTP port is taken", stack.RoleCoordinator, true, func(c *config.Config) { c.HTTPListen = busy.Addr().String() }, "listen " + busy.Addr().String()},
 		{"not a server role", stack.RoleLocal, false, func(*config.Config) {}, `unknown role "local"`},
 		{"a bad setting", stack.RoleCoordinator, true, func(c *config.Config) { c.Sandbox = "vm" }, "AUTOCODER_SANDBOX"},
@@ -52,6 +54,7 @@ func TestServeFailsCleanly(t *testing.T) {
 			cfg.NATSURL, cfg.RedisURL = "", ""
 			cfg.NATSListen, cfg.HTTPListen = "127.0.0.1:0", "127.0.0.1:0"
 			cfg.HTTPAuth, cfg.HTTPTokensFile = config.HTTPAuthToken, tokens
+			cfg.NATSAuth, cfg.NATSUsersFile = config.NATSAuthNone, "" // authentication is tested on its own
 			tc.edit(&cfg)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()

@@ -169,8 +169,11 @@ func (st *Stack) connect(ctx context.Context) error {
 
 // startEmbedded starts the in-process NATS server and connects to it.
 func (st *Stack) startEmbedded() (*nats.Conn, error) {
-	emb, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: filepath.Join(st.opts.Config.StateDir, "jetstream"),
-		Listen: st.opts.EmbeddedListen, Logger: st.log.With("component", "nats")})
+	ec, err := st.embeddedConfig()
+	if err != nil {
+		return nil, err
+	}
+	emb, err := bus.StartEmbedded(ec)
 	if err != nil {
 		return nil, err
 	}
@@ -179,27 +182,127 @@ func (st *Stack) startEmbedded() (*nats.Conn, error) {
 	return emb.Connect()
 }
 
-// joinRemote connects to Config.NATSURL: within ConnectTimeout (the CLI),
-// or retrying until ctx ends (the servers).
-func (st *Stack) joinRemote(ctx context.Context) (*nats.Conn, error) {
-	if d := st.opts.ConnectTimeout; d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
+// errNoNATSAuth is a listener with neither users nor auth switched off.
+const errNoNATSAuth = "the embedded NATS listener %s needs authentication: set AUTOCODER_NATS_USERS_FILE " +
+	"(--nats-users-file) to a users file (see README, NATS authentication), or AUTOCODER_NATS_AUTH=none " +
+	"(--nats-auth=none) to let any process that reaches it in"
+
+// embeddedConfig is the embedded server: its store, and the listener with
+// the users file's users (or, said so explicitly, no authentication).
+func (st *Stack) embeddedConfig() (bus.EmbeddedConfig, error) {
 	cfg := st.opts.Config
-	return bus.Connect(ctx, cfg.NATSURL, "autocoder-"+cfg.WorkerName, st.log)
+	ec := bus.EmbeddedConfig{StoreDir: filepath.Join(cfg.StateDir, "jetstream"), Listen: st.opts.EmbeddedListen,
+		Logger: st.log.With("component", "nats"), TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey}
+	switch {
+	case ec.Listen == "":
+	case cfg.NATSAuth == config.NATSAuthNone:
+		ec.NoAuth = true
+		st.log.Warn("embedded NATS listener without authentication (AUTOCODER_NATS_AUTH=none): "+
+			"any process that reaches it can run code and spend the model budget", "listen", ec.Listen)
+	case cfg.NATSUsersFile == "":
+		return ec, fmt.Errorf(errNoNATSAuth, ec.Listen)
+	default:
+		users, err := bus.LoadUsers(cfg.NATSUsersFile)
+		if err != nil {
+			return ec, err
+		}
+		ec.Users = users
+	}
+	return ec, nil
+}
+
+// joinRemote connects to Config.NATSURL with the configured credentials:
+// within ConnectTimeout (the CLI), or retrying until ctx ends (the servers).
+func (st *Stack) joinRemote(ctx context.Context) (*nats.Conn, error) {
+	cfg := st.opts.Config
+	opts, err := clientAuth(cfg, natsRole(st.opts.Roles)).Options()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := st.withConnectTimeout(ctx)
+	defer cancel()
+	return bus.Connect(ctx, cfg.NATSURL, "autocoder-"+cfg.WorkerName, st.log, opts...)
+}
+
+// withConnectTimeout bounds ctx by Options.ConnectTimeout, when set.
+func (st *Stack) withConnectTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d := st.opts.ConnectTimeout; d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return ctx, func() {}
+}
+
+// clientAuth is the NATS credentials and TLS of the configuration.
+func clientAuth(cfg config.Config, role bus.Role) bus.ClientAuth {
+	return bus.ClientAuth{User: cfg.NATSUser, Password: cfg.NATSPassword, PasswordFile: cfg.NATSPasswordFile,
+		NKeyFile: cfg.NATSNKeyFile, CredsFile: cfg.NATSCredsFile,
+		CAFile: cfg.NATSCAFile, CertFile: cfg.NATSCertFile, KeyFile: cfg.NATSKeyFile, Role: role}
+}
+
+// natsRoles is the NATS role (the permissions) a process needs to run one
+// role of the stack.
+var natsRoles = map[Role]bus.Role{
+	RoleCoordinator:   bus.RoleCoordinator,
+	RoleLLMWorker:     bus.RoleLLMWorker,
+	RoleSandboxWorker: bus.RoleSandboxWorker,
+	RoleLocal:         bus.RoleCoordinator,
+}
+
+// natsRole is the NATS role of a process running roles: no role is a
+// producer (the CLI), several need everything.
+func natsRole(roles []Role) bus.Role {
+	switch len(roles) {
+	case 0:
+		return bus.RoleProducer
+	case 1:
+		return natsRoles[roles[0]]
+	}
+	return bus.RoleCoordinator
 }
 
 // provision creates (or updates) the streams, consumers, KV buckets and
-// object stores, and the Publisher and Client on them.
+// object stores when this process owns them (it hosts NATS, or runs the
+// coordinator); else it binds to what the coordinator made, waiting for
+// it. Then it makes the Publisher and Client on them.
 func (st *Stack) provision(ctx context.Context) (err error) {
-	if st.Resources, err = bus.Provision(ctx, st.JS, st.opts.Provision); err != nil {
+	if st.Embedded != nil || natsRole(st.opts.Roles) == bus.RoleCoordinator {
+		st.Resources, err = bus.Provision(ctx, st.JS, st.opts.Provision)
+	} else {
+		st.Resources, err = st.awaitProvisioned(ctx)
+	}
+	if err != nil {
 		return err
 	}
 	st.Publisher = bus.NewPublisher(st.JS, bus.PublisherConfig{Logger: st.log.With("component", "publisher")})
 	st.Client, err = client.New(st.JS, st.Resources, st.Publisher, filepath.Join(st.opts.Config.StateDir, "samples"))
 	return err
+}
+
+// awaitProvisioned opens what the coordinator provisioned, retrying until
+// it exists (workers may start before the coordinator does), ctx ends or
+// ConnectTimeout passes (the CLI).
+func (st *Stack) awaitProvisioned(ctx context.Context) (*bus.Resources, error) {
+	ctx, cancel := st.withConnectTimeout(ctx)
+	defer cancel()
+	wait := 100 * time.Millisecond
+	for {
+		res, err := bus.Open(ctx, st.JS)
+		if errors.Is(err, context.DeadlineExceeded) {
+			// A request the server refuses gets no reply: the refusal is
+			// only in the log (nats async error).
+			return nil, fmt.Errorf("%w (no answer: does this NATS user have its role's permissions? see README, NATS authentication)", err)
+		}
+		if !errors.Is(err, bus.ErrNotProvisioned) {
+			return res, err
+		}
+		st.log.Info("waiting for a coordinator to provision NATS", "missing", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (is a coordinator running on this NATS?)", err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }
 
 // workerCache is the cache the workers share: Options.Cache, or the one the

@@ -47,8 +47,23 @@ func TestStartFailsCleanly(t *testing.T) {
 		}, "jetstream"},
 		{"the listen port is taken", func(t *testing.T, o *stack.Options) {
 			o.EmbeddedListen = busy.Addr().String()
+			o.Config.NATSAuth = config.NATSAuthNone // this case is about the port
 			o.Roles = []stack.Role{stack.RoleCoordinator}
-		}, "listen"},
+		}, "address already in use"},
+		{"the listener has no users", func(t *testing.T, o *stack.Options) {
+			o.EmbeddedListen = "127.0.0.1:0"
+			o.Roles = []stack.Role{stack.RoleCoordinator}
+		}, "AUTOCODER_NATS_AUTH=none"},
+		{"the users file is missing", func(t *testing.T, o *stack.Options) {
+			o.EmbeddedListen = "127.0.0.1:0"
+			o.Config.NATSUsersFile = "/nonexistent/users.yaml"
+			o.Roles = []stack.Role{stack.RoleCoordinator}
+		}, "/nonexistent/users.yaml"},
+		{"a worker's NATS credentials are incomplete", func(t *testing.T, o *stack.Options) {
+			o.Config.NATSURL = "nats://" + deadAddr
+			o.Config.NATSUser = "llm"
+			o.Roles = []stack.Role{stack.RoleLLMWorker}
+		}, "password"},
 		{"redis does not answer", func(t *testing.T, o *stack.Options) {
 			o.Config.RedisURL = "redis://" + deadAddr + "/0"
 			o.Roles = []stack.Role{stack.RoleLLMWorker}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -11,7 +12,7 @@ import (
 
 // statusCmd is `submit status JOB_ID`: the job's result object so far.
 func statusCmd(ctx context.Context, in *invocation) (int, error) {
-	pos, err := in.positional(in.flagSet(), 1)
+	pos, err := in.positional(in.settingsFlagSet(), 1)
 	if err != nil {
 		return 0, err
 	}
@@ -21,13 +22,21 @@ func statusCmd(ctx context.Context, in *invocation) (int, error) {
 // resultCmd is `submit result JOB_ID [--out DIR]`: the finished job's
 // result object, and with --out its files.
 func resultCmd(ctx context.Context, in *invocation) (int, error) {
-	fs := in.flagSet()
+	fs := in.settingsFlagSet()
 	outDir := fs.String("out", "", "write solution.py, test_solution.py, result.json and the File and Dir outputs to this folder")
 	pos, err := in.positional(fs, 1)
 	if err != nil {
 		return 0, err
 	}
 	return printLookup(ctx, in, pos[0], *outDir, (*client.Client).Result)
+}
+
+// settingsFlagSet is flagSet with the settings' flags (config.Config.Register):
+// a lookup needs the NATS URL and credentials like any other command.
+func (in *invocation) settingsFlagSet() *flag.FlagSet {
+	fs := in.flagSet()
+	in.cfg.Register(fs)
+	return fs
 }
 
 // printLookup prints the result object get finds for job id (with outDir,
@@ -64,7 +73,7 @@ func printLookup(ctx context.Context, in *invocation, id, outDir string,
 // eventsCmd is `submit events JOB_ID`: the job's events as JSON lines until
 // it ends, exiting as the job did.
 func eventsCmd(ctx context.Context, in *invocation) (int, error) {
-	pos, err := in.positional(in.flagSet(), 1)
+	pos, err := in.positional(in.settingsFlagSet(), 1)
 	if err != nil {
 		return 0, err
 	}

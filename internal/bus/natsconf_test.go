@@ -1,0 +1,119 @@
+package bus_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats-server/v2/server"
+	"gopkg.in/yaml.v3"
+
+	"github.com/autocoder/autocoder/internal/bus"
+)
+
+var update = flag.Bool("update", false, "rewrite deploy/compose/nats.conf from the permission table")
+
+// composeConf is deploy/compose/nats.conf: one user per role, named after
+// it, its password from NATS_<ROLE>_PASSWORD (compose.yaml passes them).
+const composeConf = "../../deploy/compose/nats.conf"
+
+func composeUsers() []bus.ConfUser {
+	var users []bus.ConfUser
+	for _, r := range bus.Roles() {
+		env := "NATS_" + strings.ToUpper(strings.ReplaceAll(string(r), "-", "_")) + "_PASSWORD"
+		users = append(users, bus.ConfUser{Name: string(r), PasswordEnv: env, Role: r})
+	}
+	return users
+}
+
+// TestComposeNATSConf: the checked-in compose NATS configuration is what
+// the permission table generates (go test ./internal/bus -run TestComposeNATSConf -update
+// rewrites it), and nats-server reads from it each role's permissions.
+func TestComposeNATSConf(t *testing.T) {
+	want, err := bus.ServerConf("Generated from internal/bus/permissions.go; do not edit. Regenerate with\n"+
+		"  go test ./internal/bus -run TestComposeNATSConf -update\n"+
+		"Passwords come from the environment (NATS_<ROLE>_PASSWORD, see compose.yaml).", composeUsers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(composeConf, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(composeConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Fatalf("%s is stale; regenerate it with -update (-want +got):\n%s", composeConf, diff)
+	}
+
+	for _, u := range composeUsers() {
+		t.Setenv(u.PasswordEnv, "pw-"+u.Name)
+	}
+	abs, _ := filepath.Abs(composeConf)
+	opts, err := server.ProcessConfigFile(abs)
+	if err != nil {
+		t.Fatalf("nats-server reads %s: %v", composeConf, err)
+	}
+	byName := map[string]*server.User{}
+	for _, u := range opts.Users {
+		byName[u.Username] = u
+	}
+	for _, u := range composeUsers() {
+		su := byName[u.Name]
+		if su == nil || su.Password != "pw-"+u.Name || su.Permissions == nil {
+			t.Fatalf("user %s: %+v, want its password from %s and permissions", u.Name, su, u.PasswordEnv)
+		}
+		p, _ := bus.PermissionsOf(u.Role)
+		got := bus.Permission{Publish: su.Permissions.Publish.Allow, Subscribe: su.Permissions.Subscribe.Allow}
+		if diff := cmp.Diff(p, got); diff != "" {
+			t.Errorf("user %s as nats-server reads it (-want +got):\n%s", u.Name, diff)
+		}
+	}
+}
+
+// TestComposeUsesCredentials: every compose service on NATS logs in as a
+// user of nats.conf with the password of that user, and NATS publishes no
+// port.
+func TestComposeUsesCredentials(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/compose/compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Ports       []string          `yaml:"ports"`
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(b, &compose); err != nil {
+		t.Fatal(err)
+	}
+	if p := compose.Services["nats"].Ports; len(p) > 0 {
+		t.Errorf("the nats service publishes ports %v", p)
+	}
+	env := map[string]string{}
+	for _, u := range composeUsers() {
+		env[u.Name] = u.PasswordEnv
+	}
+	clients := 0
+	for name, s := range compose.Services {
+		if s.Environment["AUTOCODER_NATS_URL"] == "" {
+			continue
+		}
+		clients++
+		user := s.Environment["AUTOCODER_NATS_USER"]
+		if env[user] == "" || !strings.HasPrefix(s.Environment["AUTOCODER_NATS_PASSWORD"], "${"+env[user]+":") {
+			t.Errorf("service %s: NATS user %q with password %q, want a nats.conf user and its password variable",
+				name, user, s.Environment["AUTOCODER_NATS_PASSWORD"])
+		}
+	}
+	if clients < 4 {
+		t.Errorf("%d services on NATS, want the coordinator, both workers and submit", clients)
+	}
+}
