@@ -122,7 +122,7 @@ func joinComma(s []string) string {
 // CONNECT tunnel as connect://host:port with its size only: the proxy
 // cannot see inside TLS).
 type Artifact struct {
-	URL    string
-	SHA256 string // hex; empty when unknown (tunnels)
-	Bytes  int64  // bytes that flowed through the proxy; zero when not seen by it
+	URL    string `json:"url"`
+	SHA256 string `json:"sha256,omitempty"` // hex; empty when unknown (tunnels)
+	Bytes  int64  `json:"bytes,omitempty"`  // bytes that flowed through the proxy; zero when not seen by it
 }
