@@ -18,6 +18,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/egress"
 )
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -37,7 +38,8 @@ type Backend struct {
 	instance string
 
 	flight sandbox.BuildGroup
-	known  sync.Map // image name -> struct{}: built or seen, so Build needs no API call
+	egress *egress.Proxy // the only way out of pip's build containers
+	known  sync.Map      // image name -> struct{}: built or seen, so Build needs no API call
 	pool   *pool
 
 	// reapMu serialises reaper passes; missingSince (under it) is when a
@@ -102,6 +104,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{cfg: cfg, log: cfg.Logger, cli: cli, stop: make(chan struct{}), instance: newNonce(), missingSince: map[string]time.Time{}}
+	if b.egress, err = egress.New(egress.Config{Sources: pipSources(cfg), Logger: cfg.Logger}); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker: %w", err)
+	}
 	if err := b.init(ctx); err != nil {
 		cli.Close()
 		return nil, err
