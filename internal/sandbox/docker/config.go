@@ -79,9 +79,10 @@ type Config struct {
 	// without it.
 	PipIndexURL string
 	// PipFindLinks are wheel locations (pip --find-links). URLs are passed
-	// as they are; local directories are copied into the build context, so
-	// a wheelhouse on the worker works with a remote engine. Set without
-	// PipIndexURL, pip runs with --no-index: offline installs.
+	// as they are (allowed by the egress proxy, without credentials); local
+	// directories are bound read-only into pip's container (copied into the
+	// build context with BuildNetwork). Set without PipIndexURL, pip runs
+	// with --no-index: offline installs.
 	PipFindLinks []string
 	// PipExtraArgs are added to every pip install, e.g. "--trusted-host", "pypi.internal".
 	PipExtraArgs []string

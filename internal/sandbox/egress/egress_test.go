@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -167,4 +168,75 @@ func TestParseProvenance(t *testing.T) {
 	if rest != "Collecting x\nInstalled x\n" {
 		t.Errorf("rest = %q", rest)
 	}
+}
+
+// TestUpstreamProxyCredentialsStayInTheProxy: the worker's upstream proxy
+// (with a password) is used for tunnels and plain-HTTP fetches alike, and
+// the build's requests carry no Proxy-Authorization of their own.
+func TestUpstreamProxyCredentialsStayInTheProxy(t *testing.T) {
+	source := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer source.Close()
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "plain") }))
+	defer plain.Close()
+	var authed, seen atomic.Int64
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		if user, pw, ok := parseProxyAuth(r.Header.Get("Proxy-Authorization")); !ok || user != "corp" || pw != "hunter2" {
+			http.Error(w, "proxy auth", http.StatusProxyAuthRequired)
+			return
+		}
+		authed.Add(1)
+		if r.Method != http.MethodConnect {
+			resp, err := http.DefaultTransport.RoundTrip(&http.Request{Method: r.Method, URL: r.URL, Header: http.Header{}})
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			defer resp.Body.Close()
+			w.WriteHeader(resp.StatusCode)
+			io.Copy(w, resp.Body)
+			return
+		}
+		up, err := net.Dial("tcp", r.Host)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		c, buf, _ := http.NewResponseController(w).Hijack()
+		c.Write([]byte("HTTP/1.1 200 OK\r\n\r\n"))
+		go func() { io.Copy(up, buf); up.Close() }()
+		io.Copy(c, up)
+		c.Close()
+	}))
+	defer upstream.Close()
+	upstreamURL, _ := url.Parse(strings.Replace(upstream.URL, "http://", "http://corp:hunter2@", 1))
+	p, err := egress.New(egress.Config{Sources: []string{source.URL + "/simple/", plain.URL + "/simple/"},
+		Upstream: func(*http.Request) (*url.URL, error) { return upstreamURL, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := session(t, p)
+	c := client(t, s)
+	c.Transport.(*http.Transport).TLSClientConfig = source.Client().Transport.(*http.Transport).TLSClientConfig
+	for _, u := range []string{source.URL + "/simple/", plain.URL + "/simple/"} {
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s = %d", u, resp.StatusCode)
+		}
+	}
+	c.Transport.(*http.Transport).CloseIdleConnections()
+	s.Close()
+	if seen.Load() != 2 || authed.Load() != 2 {
+		t.Errorf("upstream proxy saw %d requests, %d with its credentials; want 2 and 2", seen.Load(), authed.Load())
+	}
+}
+
+func parseProxyAuth(h string) (user, pw string, ok bool) {
+	r := &http.Request{Header: http.Header{"Authorization": {h}}}
+	return r.BasicAuth()
 }
