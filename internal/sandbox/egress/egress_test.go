@@ -240,3 +240,18 @@ func parseProxyAuth(h string) (user, pw string, ok bool) {
 	r := &http.Request{Header: http.Header{"Authorization": {h}}}
 	return r.BasicAuth()
 }
+
+// TestSourcesOnOneHost: find-links on the index's host without credentials
+// share the index's; two different credentials for one host are an error.
+func TestSourcesOnOneHost(t *testing.T) {
+	p, err := egress.New(egress.Config{Sources: []string{"https://u:pw@idx.example/simple/", "https://idx.example/links/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.SandboxURL("https://idx.example/links/"); got != "http://idx.example:443/links/" {
+		t.Errorf("SandboxURL of the find-links = %q, want it through the proxy's credentials", got)
+	}
+	if _, err := egress.New(egress.Config{Sources: []string{"https://u:pw@idx.example/simple/", "https://v:pw@idx.example/links/"}}); err == nil {
+		t.Error("New accepted two credentials for one host")
+	}
+}

@@ -80,8 +80,15 @@ func New(cfg Config) (*Proxy, error) {
 			return nil, fmt.Errorf("egress: package source %s: %w", u.Redacted(), err)
 		}
 		src := source{scheme: u.Scheme, user: u.User}
-		if old, ok := p.sources[key]; ok && (old.scheme != src.scheme || old.user.String() != src.user.String()) {
-			return nil, fmt.Errorf("egress: package sources name %s twice, with different schemes or credentials", key)
+		if old, ok := p.sources[key]; ok {
+			// The same host named again (find-links beside the index): one
+			// without credentials takes the other's.
+			if old.scheme != src.scheme || (old.user != nil && src.user != nil && old.user.String() != src.user.String()) {
+				return nil, fmt.Errorf("egress: package sources name %s twice, with different schemes or credentials", key)
+			}
+			if src.user == nil {
+				src.user = old.user
+			}
 		}
 		p.sources[key] = src
 	}

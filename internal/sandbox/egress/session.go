@@ -230,7 +230,7 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(upstream, buf) // buf holds what the client sent early
+		_, _ = io.Copy(upstream, buf.Reader) // it holds what the client sent early
 		closeWrite(upstream)
 	}()
 	n, _ := io.Copy(client, upstream)
