@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,6 +151,11 @@ func (b *Backend) init(ctx context.Context) error {
 		return fmt.Errorf("docker: base image %s: %w", b.cfg.BaseImage, err)
 	}
 	b.base.ID = inspect.ID
+	if b.cfg.BuildNetwork == "" && !engineIsLocal(b.cli.DaemonHost()) {
+		return fmt.Errorf("docker: the engine at %s is not on this machine, and pip builds bind the worker's egress "+
+			"proxy socket into their container: run the engine here, or set Config.BuildNetwork "+
+			"(AUTOCODER_DOCKER_BUILD_NETWORK) to build on a network of the engine's (then only as confined as it)", b.cli.DaemonHost())
+	}
 	return b.probe(ctx)
 }
 
@@ -275,6 +282,26 @@ func readJSONStream(r io.Reader, log io.Writer) (string, error) {
 			return msg, nil
 		}
 	}
+}
+
+// engineIsLocal tells whether an engine address is on this machine: a
+// Unix socket, or TCP on a loopback address.
+func engineIsLocal(host string) bool {
+	u, err := url.Parse(host)
+	if err != nil {
+		return false
+	}
+	switch u.Scheme {
+	case "unix", "npipe":
+		return true
+	case "tcp", "http", "https":
+		if u.Hostname() == "localhost" {
+			return true
+		}
+		ip := net.ParseIP(u.Hostname())
+		return ip != nil && ip.IsLoopback()
+	}
+	return false
 }
 
 func shortID(id string) string {

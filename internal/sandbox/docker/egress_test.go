@@ -112,3 +112,22 @@ func streamContains(r io.Reader, needle []byte) (bool, error) {
 		}
 	}
 }
+
+// TestEngineIsLocal: confined builds bind a socket of this machine, so New
+// refuses an engine elsewhere unless BuildNetwork is set.
+func TestEngineIsLocal(t *testing.T) {
+	t.Parallel()
+	for host, want := range map[string]bool{
+		"unix:///run/autocoder/podman.sock": true,
+		"tcp://127.0.0.1:2375":              true,
+		"tcp://localhost:2376":              true,
+		"tcp://[::1]:2375":                  true,
+		"tcp://10.1.2.3:2376":               false,
+		"tcp://docker.internal:2376":        false,
+		"ssh://user@host":                   false,
+	} {
+		if got := docker.EngineIsLocal(host); got != want {
+			t.Errorf("EngineIsLocal(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
