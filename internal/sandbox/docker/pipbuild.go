@@ -32,11 +32,11 @@ import (
 
 // pipJob is one pip step: install into stage, committed as name.
 type pipJob struct {
-	name, stage   string
-	pip, apt      []string // the environment's packages (for errors)
-	install       []string // what pip installs
-	labels        map[string]string
-	wheels, binds []string
+	name, stage string
+	pip, apt    []string // the environment's packages (for errors)
+	install     []string // what pip installs
+	labels      map[string]string
+	binds       []string // the egress socket and local find-links directories
 }
 
 // pipReportPath is pip's --report file in the build container's /tmp (a
