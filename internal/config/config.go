@@ -54,6 +54,12 @@ type Config struct {
 	MaxRunTimeout string // AUTOCODER_MAX_RUN_TIMEOUT: a Go duration; default 30m
 	MaxMemory     string // AUTOCODER_MAX_MEMORY: a quantity such as 8Gi; default 8Gi
 	MaxCPUs       string // AUTOCODER_MAX_CPUS: a number of cores; default the machine's
+	// DockerBuildNetwork, when set (AUTOCODER_DOCKER_BUILD_NETWORK), is the
+	// network pip runs on in the docker backend's image builds, instead of a
+	// container with no network behind the worker's egress proxy: for an
+	// engine on another machine, which cannot reach the proxy's socket.
+	// Builds are then only as confined as that network.
+	DockerBuildNetwork string
 
 	// CacheKeys are the HMAC keys of the stage cache (AUTOCODER_CACHE_KEYS),
 	// "id:base64secret[,id:base64secret...]": the first signs, all verify.
@@ -91,7 +97,7 @@ type Config struct {
 	// RedisTLSCert and RedisTLSKey are a client certificate and key for a
 	// Redis that requires one (AUTOCODER_REDIS_TLS_CERT, AUTOCODER_REDIS_TLS_KEY).
 	RedisTLSCert, RedisTLSKey string
-	NATSAuthConfig // NATS credentials, TLS and the embedded server's users (natsauth.go)
+	NATSAuthConfig            // NATS credentials, TLS and the embedded server's users (natsauth.go)
 }
 
 // HTTP authentication modes (AUTOCODER_HTTP_AUTH).
@@ -137,6 +143,7 @@ func FromEnv() Config {
 	c.NATSAuthConfig = natsAuthFromEnv()
 	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
 	fmt.Sscan(os.Getenv("AUTOCODER_DOCKER_POOL_SIZE"), &c.DockerPoolSize)
+	c.DockerBuildNetwork = os.Getenv("AUTOCODER_DOCKER_BUILD_NETWORK")
 	if c.WorkerName == "" {
 		h, _ := os.Hostname()
 		c.WorkerName = fmt.Sprintf("%s-%d", h, os.Getpid())
@@ -158,6 +165,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.DockerRuntime, "docker-runtime", c.DockerRuntime, "OCI runtime of sandbox containers, e.g. runsc (AUTOCODER_DOCKER_RUNTIME)")
 	fs.IntVar(&c.DockerPoolSize, "docker-pool-size", c.DockerPoolSize, "pre-started sandboxes per hot image; negative: none (AUTOCODER_DOCKER_POOL_SIZE)")
 	fs.StringVar(&c.DockerExtraCommands, "docker-extra-commands", c.DockerExtraCommands, "shell commands run as root in every docker sandbox image build, one per line (AUTOCODER_DOCKER_EXTRA_COMMANDS)")
+	fs.StringVar(&c.DockerBuildNetwork, "docker-build-network", c.DockerBuildNetwork, "network of pip in docker image builds, for a remote engine; empty: confined to the egress proxy (AUTOCODER_DOCKER_BUILD_NETWORK)")
 	fs.StringVar(&c.HTTPListen, "http-listen", c.HTTPListen, "coordinator HTTP API, web UI and /metrics (AUTOCODER_HTTP_LISTEN)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "a worker's /metrics (AUTOCODER_METRICS_LISTEN)")
 	fs.StringVar(&c.Python, "python", c.Python, "the sandbox's Python interpreter (AUTOCODER_PYTHON)")

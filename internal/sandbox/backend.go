@@ -59,6 +59,9 @@ type EnvSpec struct {
 type Env struct {
 	ID  string // image name (docker) or environment hash (process)
 	Log string // build log, trimmed
+	// Provenance lists what the build that made the environment fetched
+	// (see Artifact); empty when it fetched nothing or was built before.
+	Provenance []Artifact
 }
 
 // RunSpec describes one sandboxed run. The working directory is /workspace,
@@ -111,4 +114,15 @@ func joinComma(s []string) string {
 		out += x
 	}
 	return out
+}
+
+// Artifact is one thing a build fetched: a distribution pip installed
+// (URL and SHA-256 from pip's report) or what flowed through the build's
+// egress proxy (a plain-HTTP download with its SHA-256 and size, or a
+// CONNECT tunnel as connect://host:port with its size only: the proxy
+// cannot see inside TLS).
+type Artifact struct {
+	URL    string `json:"url"`
+	SHA256 string `json:"sha256,omitempty"` // hex; empty when unknown (tunnels)
+	Bytes  int64  `json:"bytes,omitempty"`  // bytes that flowed through the proxy; zero when not seen by it
 }

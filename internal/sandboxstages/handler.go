@@ -135,7 +135,17 @@ func (h *Handlers) build(ctx context.Context, jobID string, in messages.BuildInp
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("build environment: %w", err)
 	}
-	return stagework.Output{Value: messages.BuildOutput{Image: env.ID, Log: env.Log, Stdlib: h.stdlib(ctx, jobID, env.ID)}}, nil
+	return stagework.Output{Value: messages.BuildOutput{Image: env.ID, Log: env.Log, Stdlib: h.stdlib(ctx, jobID, env.ID),
+		Provenance: provenance(env.Provenance)}}, nil
+}
+
+// provenance is the wire form of a build's provenance.
+func provenance(arts []sandbox.Artifact) []messages.Artifact {
+	var out []messages.Artifact
+	for _, a := range arts {
+		out = append(out, messages.Artifact{URL: a.URL, SHA256: a.SHA256, Bytes: a.Bytes})
+	}
+	return out
 }
 
 func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in messages.RunTestsInput) (stagework.Output, error) {

@@ -59,7 +59,7 @@ func (b *fakeBackend) Build(_ context.Context, spec sandbox.EnvSpec) (sandbox.En
 	if b.buildErr != nil {
 		return sandbox.Env{}, b.buildErr
 	}
-	return sandbox.Env{ID: "env-" + strings.Join(spec.Packages, "-"), Log: "built"}, nil
+	return sandbox.Env{ID: "env-" + strings.Join(spec.Packages, "-"), Log: "built", Provenance: fakeProvenance}, nil
 }
 
 func (b *fakeBackend) Run(_ context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
@@ -136,6 +136,9 @@ func TestBadCommandsArePermanent(t *testing.T) {
 	}
 }
 
+// fakeProvenance is what every fake build fetched.
+var fakeProvenance = []sandbox.Artifact{{URL: "http://idx:443/files/numpy-2.0-py3-none-any.whl", SHA256: strings.Repeat("ab", 32), Bytes: 3}}
+
 func TestBuild(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -144,7 +147,8 @@ func TestBuild(t *testing.T) {
 		want     messages.BuildOutput
 		wantErr  bool
 	}{
-		{"built, with the interpreter's stdlib", nil, messages.BuildOutput{Image: "env-numpy", Log: "built", Stdlib: fakeStdlib}, false},
+		{"built, with the interpreter's stdlib", nil, messages.BuildOutput{Image: "env-numpy", Log: "built", Stdlib: fakeStdlib,
+			Provenance: []messages.Artifact{{URL: fakeProvenance[0].URL, SHA256: fakeProvenance[0].SHA256, Bytes: 3}}}, false},
 		{"invalid packages are an output, not a failure",
 			&sandbox.InvalidPackageError{Packages: []string{"nosuchpkg"}, Log: "pip: no matching distribution"},
 			messages.BuildOutput{InvalidPackages: []string{"nosuchpkg"}, Log: "pip: no matching distribution"}, false},

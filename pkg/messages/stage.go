@@ -402,6 +402,20 @@ type BuildOutput struct {
 	// the target Python itself provides; empty when the worker could not
 	// ask its interpreter.
 	Stdlib []string `json:"stdlib,omitempty"`
+	// Provenance lists what the build fetched: each distribution pip
+	// installed (URL as the build saw it, never with credentials, and
+	// SHA-256), and what flowed through the worker's egress proxy (bytes;
+	// SHA-256 for plain-HTTP downloads; "connect://host:port" for TLS
+	// tunnels). Empty when nothing was fetched or the environment was
+	// built before; absent from older workers' outputs.
+	Provenance []Artifact `json:"provenance,omitempty"`
+}
+
+// Artifact is one entry of BuildOutput.Provenance.
+type Artifact struct {
+	URL    string `json:"url"`
+	SHA256 string `json:"sha256,omitempty"`
+	Bytes  int64  `json:"bytes,omitempty"`
 }
 
 // RunTestsInput is the input of StageRunTests.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/egress"
 )
 
 // innerUID is the uid inside the sandbox when bubblewrap maps one user
@@ -26,8 +27,9 @@ var hostEtc = []string{
 	"lsb-release", "gai.conf", "ImageMagick-6", "ImageMagick-7", "R",
 }
 
-// buildEtc are the extra /etc entries a build sees: it has the network.
-var buildEtc = []string{"resolv.conf", "hosts", "host.conf", "nsswitch.conf", "pip.conf", "xdg/pip"}
+// buildEtc are the extra /etc entries a build sees: pip's configuration
+// (a build has no network, only the egress proxy, so no resolver files).
+var buildEtc = []string{"pip.conf", "xdg/pip"}
 
 // topLevel are the root entries that are symlinks into /usr on merged-/usr
 // systems and directories elsewhere.
@@ -37,7 +39,7 @@ var topLevel = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 // order, and / is made read-only after everything is in place.
 func (b *Backend) args(s *sandboxSpec) []string {
 	a := &bwrapArgs{made: map[string]bool{"/": true}}
-	a.namespaces(b.root, s.network)
+	a.namespaces(b.root)
 	a.add("--hostname", "sandbox", "--die-with-parent", "--new-session", "--info-fd", "3", "--clearenv")
 	a.environment(s.env)
 	a.systemDirs()
@@ -48,6 +50,7 @@ func (b *Backend) args(s *sandboxSpec) []string {
 	a.pythonPrefixes(b.py.Prefixes)
 	a.extraReadOnly(append(append([]string{}, b.cfg.ExtraReadOnly...), s.extraRO...))
 	a.venv(s.envDir, s.envRW)
+	a.egressSocket(s.egress)
 	a.runDirs(s)
 	a.add("--remount-ro", "/")
 	a.capabilities(b.root)
@@ -81,24 +84,30 @@ func (a *bwrapArgs) mkdirAll(dir string) {
 // bindParents creates the parents of a mount point.
 func (a *bwrapArgs) bindParents(target string) { a.mkdirAll(filepath.Dir(target)) }
 
-// namespaces unshares everything but what the sandbox needs.
-func (a *bwrapArgs) namespaces(root, network bool) {
+// namespaces unshares everything but what the sandbox needs. No sandbox
+// shares the host's network, builds included: their way out is the egress
+// proxy's socket.
+func (a *bwrapArgs) namespaces(root bool) {
 	if root {
 		// No user namespace: the command then runs as a real, unprivileged
 		// host uid (setpriv in command), which is what makes RLIMIT_NPROC
 		// hold; a namespace would map it back to host root, which the
 		// kernel exempts. The other namespaces are --unshare-all's.
-		a.add("--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try")
-		if !network {
-			a.add("--unshare-net")
-		}
+		a.add("--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net")
 		return
 	}
 	a.add("--unshare-all", "--unshare-user", "--disable-userns",
 		"--uid", strconv.Itoa(innerUID), "--gid", strconv.Itoa(innerUID))
-	if network {
-		a.add("--share-net")
+}
+
+// egressSocket binds a build's egress proxy socket (read-write: connecting
+// to a socket is a write).
+func (a *bwrapArgs) egressSocket(socket string) {
+	if socket == "" {
+		return
 	}
+	a.bindParents(egress.SocketPath)
+	a.add("--bind", socket, egress.SocketPath)
 }
 
 // environment sets the sandbox's whole environment (see sandboxEnv).
@@ -138,9 +147,6 @@ func (a *bwrapArgs) etc(s *sandboxSpec) {
 		return
 	}
 	for _, f := range []string{"passwd", "group", "hosts", "nsswitch.conf"} {
-		if s.network && (f == "hosts" || f == "nsswitch.conf") {
-			continue // a build resolves names like the host does
-		}
 		a.add("--ro-bind", filepath.Join(s.etcDir, f), "/etc/"+f)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/egress"
 )
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -45,6 +46,7 @@ type Backend struct {
 	cg     *cgroups // nil: no usable cgroup, rlimits only
 	limits Limits
 	flight sandbox.BuildGroup
+	egress *egress.Proxy // the only way out of a build
 
 	envsDir, runsDir string
 
@@ -119,6 +121,9 @@ func New(cfg Config) (*Backend, error) {
 					"(chmod -R o+rX): builds run as unprivileged uids", fl)
 			}
 		}
+	}
+	if b.egress, err = egress.New(egress.Config{Sources: pipSources(cfg), Logger: cfg.Logger}); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	b.removeStale()
 	b.setupCgroups()

@@ -11,16 +11,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/egress"
 )
 
 // builderVersion is part of every Env.ID: bump it when the layout of an
 // environment changes, so old ones are not reused.
-const builderVersion = 1
+const builderVersion = 2 // 2: builds confined to the egress proxy
 
 // envMarker is written last into a finished environment.
 const envMarker = "autocoder-env.json"
@@ -34,6 +37,8 @@ type envRecord struct {
 	Installed []string  `json:"installed"` // by pip; the rest came with the base interpreter
 	Log       string    `json:"log"`
 	BuiltAt   time.Time `json:"built_at"`
+	// Provenance is what the build fetched (sandbox.Env.Provenance).
+	Provenance []sandbox.Artifact `json:"provenance,omitempty"`
 }
 
 var envIDRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -43,8 +48,9 @@ var envIDRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
 // Names are validated first (an *InvalidPackageError for URLs, paths,
 // options and the like). Packages the base interpreter already has, at a
 // satisfying version, are not installed again; the rest are installed by
-// pip, which runs in a sandbox that has the network but nothing of the
-// host's secrets. The environment is built in a temporary directory and
+// pip, which runs in a sandbox with no network of its own and nothing of
+// the host's secrets: its only way out is the egress proxy, which reaches
+// the configured package sources and nothing else (package egress). The environment is built in a temporary directory and
 // renamed into place, so concurrent builds of the same spec, in this process
 // or others sharing StateDir, are safe.
 //
@@ -112,7 +118,7 @@ func (b *Backend) lookupEnv(id string) (sandbox.Env, bool) {
 	if err := json.Unmarshal(data, &rec); err != nil || rec.ID != id {
 		return sandbox.Env{}, false
 	}
-	return sandbox.Env{ID: id, Log: rec.Log}, true
+	return sandbox.Env{ID: id, Log: rec.Log, Provenance: rec.Provenance}, true
 }
 
 // build makes the environment id in a temporary directory and renames it
@@ -136,13 +142,14 @@ func (b *Backend) build(ctx context.Context, id string, pkgs []string) (sandbox.
 	if err := b.createVenv(ctx, base); err != nil {
 		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: create venv: %w", id, err)
 	}
+	var provenance []sandbox.Artifact
 	if len(missing) > 0 {
-		if err := b.pipInstall(ctx, id, base, missing, &log); err != nil {
+		if provenance, err = b.pipInstall(ctx, id, base, missing, &log); err != nil {
 			return sandbox.Env{}, err
 		}
 	}
 	return b.installEnv(dir.venv, envRecord{ID: id, Python: b.py.Executable, Version: b.py.Version,
-		Packages: pkgs, Installed: missing, Log: log.String(), BuiltAt: time.Now().UTC()})
+		Packages: pkgs, Installed: missing, Log: log.String(), BuiltAt: time.Now().UTC(), Provenance: provenance})
 }
 
 // packagesToInstall returns the packages the base interpreter lacks, and
@@ -235,33 +242,72 @@ func (b *Backend) createVenv(ctx context.Context, base sandboxSpec) error {
 	return err
 }
 
-// pipInstall installs the missing packages into the venv, in a sandbox
-// with the network, and turns a failure into the error the caller acts on
-// (classifyPipFailure).
-func (b *Backend) pipInstall(ctx context.Context, id string, base sandboxSpec, missing []string, log *strings.Builder) error {
+// pipInstall installs the missing packages into the venv and returns what
+// was fetched. pip runs behind the egress forwarder, in a sandbox whose only
+// way out is a Session of the worker's egress proxy; a failure becomes the
+// error the caller acts on (classifyPipFailure).
+func (b *Backend) pipInstall(ctx context.Context, id string, base sandboxSpec, missing []string, log *strings.Builder) ([]sandbox.Artifact, error) {
+	sess, closeSession, err := b.egressSession()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: build %s: %w", id, err)
+	}
+	defer closeSession()
 	pip := base
-	pip.network = true
-	pip.argv, pip.env, pip.extraRO = b.pipCommand(missing)
+	pip.egress = sess.Path
+	var argv []string
+	argv, pip.env, pip.extraRO = b.pipCommand(missing)
+	pip.argv = egress.ForwarderArgv(b.py.Executable, "/tmp/"+pipReport, argv)
 	pip.extraEtc = buildEtc
 	pip.timeout = remaining(ctx, b.cfg.BuildTimeout)
 	fmt.Fprintf(log, "pip install %s\n", strings.Join(missing, " "))
 	res, err := b.exec(ctx, &pip)
+	closeSession()
 	if err != nil {
-		return fmt.Errorf("sandbox: build %s: pip: %w", id, err)
+		return nil, fmt.Errorf("sandbox: build %s: pip: %w", id, err)
 	}
-	pipLog := string(res.stdout) + string(res.stderr)
+	reported, stdout := egress.ParseProvenance(string(res.stdout))
+	pipLog := stdout + string(res.stderr)
+	if denied := sess.Denied(); len(denied) > 0 {
+		pipLog += fmt.Sprintf("\negress proxy refused (not package sources): %s\n", strings.Join(denied, " "))
+	}
 	log.WriteString(sandbox.TrimHeadTail(pipLog, 16<<10))
 	if res.timedOut {
-		return fmt.Errorf("sandbox: build %s: pip install timed out after %s", id, pip.timeout)
+		return nil, fmt.Errorf("sandbox: build %s: pip install timed out after %s", id, pip.timeout)
 	}
 	if res.exitCode != 0 {
 		fetch := fetchFailures(base.tmpDir)
 		if fetch != "" {
 			log.WriteString("\n" + fetch)
 		}
-		return classifyPipFailure(id, missing, pipLog+"\n"+fetch, log.String())
+		return nil, classifyPipFailure(id, missing, pipLog+"\n"+fetch, log.String())
 	}
-	return nil
+	return egress.Merge(reported, sess.Artifacts()), nil
+}
+
+// egressSession serves the egress proxy to one build, on a socket in a
+// directory of its own (short: a socket path has at most 107 bytes). The
+// returned func closes it and may be called twice.
+func (b *Backend) egressSession() (*egress.Session, func(), error) {
+	dir, err := os.MkdirTemp("", "autocoder-egress-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("egress socket: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // the build's uid connects to the socket
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("egress socket: %w", err)
+	}
+	sess, err := b.egress.Listen(filepath.Join(dir, "proxy.sock"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	var once sync.Once
+	return sess, func() {
+		once.Do(func() {
+			sess.Close()
+			os.RemoveAll(dir)
+		})
+	}, nil
 }
 
 // installEnv marks the finished venv with its record and renames it into
@@ -284,7 +330,7 @@ func (b *Backend) installEnv(venv string, rec envRecord) (sandbox.Env, error) {
 		}
 		return sandbox.Env{}, fmt.Errorf("sandbox: build %s: %w", rec.ID, err)
 	}
-	return sandbox.Env{ID: rec.ID, Log: rec.Log}, nil
+	return sandbox.Env{ID: rec.ID, Log: rec.Log, Provenance: rec.Provenance}, nil
 }
 
 // remaining is the time left before ctx's deadline, at most limit.
@@ -295,48 +341,111 @@ func remaining(ctx context.Context, limit time.Duration) time.Duration {
 	return limit
 }
 
-// pipCommand is the pip invocation, its environment and the host paths it
-// needs to see (local wheel directories, certificate and config files).
+// pipURLVars are pip's environment variables that name package sources:
+// their URLs are allowed by the egress proxy and shown to pip without
+// credentials.
+var pipURLVars = []string{"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS"}
+
+// pipSources are the URLs a build may fetch from: the configured index and
+// find-links, the URLs in PipExtraArgs, pip's PIP_INDEX_URL,
+// PIP_EXTRA_INDEX_URL and PIP_FIND_LINKS unless PipIsolated, and PyPI when
+// no index is configured at all. pip.conf's are not read: a source named
+// only there is refused.
+func pipSources(cfg Config) []string {
+	src := append([]string{cfg.PipIndexURL}, cfg.PipFindLinks...)
+	for _, a := range cfg.PipExtraArgs {
+		if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
+			a = v
+		}
+		src = append(src, a)
+	}
+	envIndex := false
+	if !cfg.PipIsolated {
+		for _, k := range pipURLVars {
+			src = append(src, strings.Fields(os.Getenv(k))...)
+		}
+		envIndex = os.Getenv("PIP_INDEX_URL") != ""
+	}
+	if cfg.PipIndexURL == "" && len(cfg.PipFindLinks) == 0 && !envIndex {
+		src = append(src, egress.PyPISources...)
+	}
+	return src
+}
+
+// sandboxArg is a pip argument as the sandbox sees it: a source URL in it
+// (alone or after "--option=") without credentials (egress.SandboxURL).
+func (b *Backend) sandboxArg(a string) string {
+	if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
+		return k + "=" + b.egress.SandboxURL(v)
+	}
+	return b.egress.SandboxURL(a)
+}
+
+// pipCommand is the pip invocation (its --proxy is egress.ProxyPlaceholder),
+// its environment and the host paths it needs to see (local wheel
+// directories, certificate and config files). No credential is in any of
+// them: the egress proxy keeps the sources' and the upstream proxy's.
 func (b *Backend) pipCommand(pkgs []string) (argv []string, env map[string]string, ro []string) {
 	// --log: only pip's debug log says why an index page could not be
 	// fetched; without it an unreachable index looks like a missing package.
 	argv = []string{b.py.Executable, "-I", "-m", "pip", "--python", sandboxPython, "install",
-		"--log", "/tmp/" + pipDebugLog,
+		"--log", "/tmp/" + pipDebugLog, "--proxy", egress.ProxyPlaceholder, "--report", "/tmp/" + pipReport,
 		"--disable-pip-version-check", "--no-input", "--progress-bar", "off", "--no-cache-dir"}
 	env = map[string]string{}
 	if b.cfg.PipIsolated {
 		argv = append(argv, "--isolated")
 		env["PIP_CONFIG_FILE"] = os.DevNull
 	} else {
-		for _, kv := range os.Environ() {
-			k, v, _ := strings.Cut(kv, "=")
-			if strings.HasPrefix(k, "PIP_") {
-				env[k] = v
-				ro = append(ro, absPaths(v)...)
-			}
-		}
+		env, ro = b.pipEnv()
 	}
-	// The network plumbing pip needs whatever configures it.
-	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-		"no_proxy", "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE"} {
+	// TLS to the sources is pip's own (through CONNECT tunnels): it needs
+	// the certificates that configure it.
+	for _, k := range []string{"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env[k] = v
 			ro = append(ro, absPaths(v)...)
 		}
 	}
+	for _, h := range b.egress.TrustedHosts() {
+		argv = append(argv, "--trusted-host", h)
+	}
 	if b.cfg.PipIndexURL != "" {
-		argv = append(argv, "--index-url", b.cfg.PipIndexURL)
+		argv = append(argv, "--index-url", b.egress.SandboxURL(b.cfg.PipIndexURL))
 		ro = append(ro, absPaths(b.cfg.PipIndexURL)...)
 	} else if len(b.cfg.PipFindLinks) > 0 {
 		argv = append(argv, "--no-index")
 	}
 	for _, fl := range b.cfg.PipFindLinks {
-		argv = append(argv, "--find-links", fl)
+		argv = append(argv, "--find-links", b.egress.SandboxURL(fl))
 		ro = append(ro, absPaths(fl)...)
 	}
-	argv = append(argv, b.cfg.PipExtraArgs...)
+	for _, a := range b.cfg.PipExtraArgs {
+		argv = append(argv, b.sandboxArg(a))
+	}
 	argv = append(argv, "--")
 	return append(argv, pkgs...), env, ro
+}
+
+// pipEnv is the worker's PIP_* variables for a non-isolated pip: source
+// URLs without credentials, and no PIP_PROXY (the egress proxy is pip's).
+func (b *Backend) pipEnv() (env map[string]string, ro []string) {
+	env = map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(k, "PIP_") || k == "PIP_PROXY" {
+			continue
+		}
+		if slices.Contains(pipURLVars, k) {
+			fields := strings.Fields(v)
+			for i, f := range fields {
+				fields[i] = b.egress.SandboxURL(f)
+			}
+			v = strings.Join(fields, " ")
+		}
+		env[k] = v
+		ro = append(ro, absPaths(v)...)
+	}
+	return env, ro
 }
 
 // absPaths returns the existing absolute paths in a setting's value
@@ -365,6 +474,10 @@ var (
 
 // pipDebugLog is pip's --log file, in the build's /tmp.
 const pipDebugLog = "pip-debug.log"
+
+// pipReport is pip's --report file, in the build's /tmp: the forwarder
+// prints the provenance lines from it, then removes it.
+const pipReport = "pip-report.json"
 
 // fetchFailures returns the "Could not fetch URL" lines of pip's debug log
 // in the build's work dir (read without following links: a package's

@@ -17,7 +17,10 @@
 // system site-packages, under StateDir/envs/<id>; packages the host already
 // has (Debian's python3-pandas) are reused, the others installed by pip
 // (index, wheelhouse or neither: see Config), which runs in a sandbox of its
-// own that has the network and nothing else of the host.
+// own with no network of its own and nothing else of the host: its only way
+// out is a session of the worker's egress proxy (package egress), bound in
+// as a Unix socket, which reaches the configured package sources and
+// nothing else and keeps their credentials.
 //
 // # Runs
 //

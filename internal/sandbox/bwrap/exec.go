@@ -37,7 +37,7 @@ type limits struct {
 type sandboxSpec struct {
 	argv        []string
 	env         map[string]string // besides PATH, HOME and LANG
-	network     bool              // builds only
+	egress      string            // builds: the host path of the egress Session's socket, bound at egress.SocketPath
 	envDir      string            // host venv bound at /opt/venv ("" none)
 	envRW       bool              // builds write the venv
 	workspace   string            // bound read-write at /workspace ("" none)

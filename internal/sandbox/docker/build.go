@@ -25,6 +25,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/egress"
 	"github.com/autocoder/autocoder/pkg/cache"
 )
 
@@ -55,9 +56,9 @@ func (b *Backend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env,
 		return sandbox.Env{}, err
 	}
 	name := imageName(imageHash(b.base.ID, b.base.Python, pip, apt, b.pipIndexKey(), b.cfg.ExtraCommands))
-	if log, ok := b.known.Load(name); ok {
+	if env, ok := b.known.Load(name); ok {
 		b.pool.touch(name)
-		return sandbox.Env{ID: name, Log: log.(string)}, nil
+		return env.(sandbox.Env), nil
 	}
 	env, err := b.flight.Do(ctx, name, func(ctx context.Context) (sandbox.Env, error) {
 		return b.buildOnce(ctx, name, pip, apt)
@@ -65,7 +66,7 @@ func (b *Backend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env,
 	if err != nil {
 		return sandbox.Env{}, err
 	}
-	b.known.Store(name, env.Log)
+	b.known.Store(name, env)
 	b.pool.touch(name)
 	return env, nil
 }
@@ -187,23 +188,72 @@ func subset(small, big []string) bool {
 	return true
 }
 
-// build runs one image build.
+// build makes image name from the nearest parent. The trusted steps (the
+// sandbox layout, ExtraCommands, apt) are an image build; pip, which runs
+// the build code of packages the model named, runs in a container with no
+// network whose only way out is the egress proxy (pipBuild), and that
+// container becomes the image. With Config.BuildNetwork set, pip runs in
+// the image build on that network instead (the operator's own egress).
 func (b *Backend) build(ctx context.Context, name string, pip, apt []string) (sandbox.Env, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.BuildTimeout)
 	defer cancel()
-	start := time.Now()
 	from := b.nearest(ctx, pip, apt)
-	dockerfile, wheels, err := b.dockerfile(from, pip, apt)
-	if err != nil {
-		return sandbox.Env{}, err
+	install := b.pipInstallList(from, pip)
+	labels := b.imageLabels(from, pip, apt)
+	b.log.Info("image build started", "image", name, "from", from.ref, "pip", strings.Join(pip, " "), "apt", strings.Join(apt, " "))
+	if len(install) == 0 || b.cfg.BuildNetwork != "" {
+		log, err := b.imageBuild(ctx, name, from, pip, apt, install, labels)
+		if err != nil {
+			return sandbox.Env{}, err
+		}
+		return sandbox.Env{ID: name, Log: sandbox.TrimHeadTail(log, maxBuildLog)}, nil
 	}
-	buildCtx, err := contextTar(dockerfile, wheels)
-	if err != nil {
-		return sandbox.Env{}, fmt.Errorf("docker: build %s: %w", name, err)
+	stage, log := from.ref, "FROM "+from.ref+"\n"
+	if from.fromBase || len(apt) > 0 {
+		stage = stageName(name)
+		var err error
+		if log, err = b.imageBuild(ctx, stage, from, pip, apt, nil, nil); err != nil {
+			return sandbox.Env{}, err
+		}
+		defer b.untag(stage)
 	}
+	return b.pipBuild(ctx, pipJob{name: name, stage: stage, pip: pip, apt: apt, install: install, labels: labels}, log)
+}
+
+// pipInstallList is what pip installs FROM from: the packages, and pytest
+// when the base image lacks it.
+func (b *Backend) pipInstallList(from parent, pip []string) []string {
+	install := append([]string{}, pip...)
+	if from.fromBase && !b.base.Pytest {
+		install = append(install, "pytest")
+	}
+	return install
+}
+
+// imageLabels are the labels of an environment image (names.go).
+func (b *Backend) imageLabels(from parent, pip, apt []string) map[string]string {
 	pipJSON, _ := json.Marshal(nonNil(pip))
 	aptJSON, _ := json.Marshal(nonNil(apt))
-	b.log.Info("image build started", "image", name, "from", from.ref, "pip", strings.Join(pip, " "), "apt", strings.Join(apt, " "))
+	return map[string]string{
+		labelBuilder:     strconv.Itoa(builderVersion),
+		labelBase:        b.base.ID,
+		labelPipPackages: string(pipJSON),
+		labelAptPackages: string(aptJSON),
+		labelPipIndex:    b.pipIndexKey(),
+		labelExtra:       b.extraKey(),
+		labelParent:      from.ref,
+	}
+}
+
+// imageBuild runs one image build of the Dockerfile for from, apt and
+// install (nil: no pip step), tagged name, and returns its log.
+func (b *Backend) imageBuild(ctx context.Context, name string, from parent, pip, apt, install []string, labels map[string]string) (string, error) {
+	start := time.Now()
+	dockerfile, wheels := b.dockerfile(from, apt, install)
+	buildCtx, err := contextTar(dockerfile, wheels)
+	if err != nil {
+		return "", fmt.Errorf("docker: build %s: %w", name, err)
+	}
 	resp, err := b.cli.ImageBuild(ctx, bytes.NewReader(buildCtx), build.ImageBuildOptions{
 		Tags:        []string{name},
 		Dockerfile:  "Dockerfile",
@@ -214,18 +264,10 @@ func (b *Backend) build(ctx context.Context, name string, pip, apt []string) (sa
 		Version:     build.BuilderV1,
 		// No Ulimits: Podman's compat API refuses Docker's format, and
 		// build steps run trusted installers with the engine's defaults.
-		Labels: map[string]string{
-			labelBuilder:     strconv.Itoa(builderVersion),
-			labelBase:        b.base.ID,
-			labelPipPackages: string(pipJSON),
-			labelAptPackages: string(aptJSON),
-			labelPipIndex:    b.pipIndexKey(),
-			labelExtra:       b.extraKey(),
-			labelParent:      from.ref,
-		},
+		Labels: labels,
 	})
 	if err != nil {
-		return sandbox.Env{}, fmt.Errorf("docker: build %s: %w", name, err)
+		return "", fmt.Errorf("docker: build %s: %w", name, err)
 	}
 	logBuf := sandbox.NewHeadTailBuffer(1 << 20)
 	fmt.Fprintf(logBuf, "FROM %s\n", from.ref)
@@ -241,12 +283,29 @@ func (b *Backend) build(ctx context.Context, name string, pip, apt []string) (sa
 	b.log.Info("image build finished", "image", name, "from", from.ref, "duration", time.Since(start),
 		"err", errMsg, "stream_err", err)
 	if err != nil {
-		return sandbox.Env{}, fmt.Errorf("docker: build %s: read build output: %w", name, err)
+		return "", fmt.Errorf("docker: build %s: read build output: %w", name, err)
 	}
 	if errMsg != "" {
-		return sandbox.Env{}, classifyBuildFailure(name, pip, apt, errMsg, log)
+		return "", classifyBuildFailure(name, pip, apt, errMsg, log)
 	}
-	return sandbox.Env{ID: name, Log: sandbox.TrimHeadTail(log, maxBuildLog)}, nil
+	return log, nil
+}
+
+// untag removes a stage image's tag; the image itself stays as the
+// parent of the environment built on it. Podman may refuse for a moment
+// after the pip container's removal ("in use"): retry a little.
+func (b *Backend) untag(ref string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var err error
+	for attempt := range 5 {
+		_, err = b.cli.ImageRemove(ctx, ref, image.RemoveOptions{})
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return
+		}
+		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+	}
+	b.log.Warn("untag stage image", "image", ref, "err", err)
 }
 
 func nonNil(s []string) []string {
@@ -276,10 +335,12 @@ rm -rf /var/lib/apt/lists/*`
 // wheelsDir is where local find-links directories are copied in a build.
 const wheelsDir = "/tmp/autocoder-wheels"
 
-// dockerfile writes the Dockerfile of a build and lists the local wheel
-// directories to send with it. Every instruction is in exec form: package
-// names never meet a shell.
-func (b *Backend) dockerfile(from parent, pip, apt []string) (string, []string, error) {
+// dockerfile writes the Dockerfile of an image build and lists the local
+// wheel directories to send with it: the sandbox layout and ExtraCommands
+// FROM the base image, apt, and pip for install (only with
+// Config.BuildNetwork: pipBuild installs otherwise). Every instruction is
+// in exec form: package names never meet a shell.
+func (b *Backend) dockerfile(from parent, apt, install []string) (string, []string) {
 	var df strings.Builder
 	run := func(argv ...string) {
 		j, _ := json.Marshal(argv)
@@ -298,37 +359,52 @@ func (b *Backend) dockerfile(from parent, pip, apt []string) (string, []string, 
 	if len(apt) > 0 {
 		run(append([]string{"/bin/sh", "-c", aptInstall, "apt-install"}, apt...)...)
 	}
-	install := append([]string{}, pip...)
-	if from.fromBase && !b.base.Pytest {
-		install = append(install, "pytest")
+	if len(install) == 0 {
+		return df.String(), nil
+	}
+	argv, wheels := b.pipArgv(install, b.cfg.PipIndexURL, func(a string) string { return a })
+	if len(wheels) > 0 {
+		fmt.Fprintf(&df, "COPY wheels/ %s/\n", wheelsDir)
+	}
+	run(argv...)
+	return df.String(), wheels
+}
+
+// pipArgv is the pip install command of install, with indexURL and every
+// URL argument passed through shown (how the build sees it), and the local
+// find-links directories it expects at wheelsDir/<i>.
+func (b *Backend) pipArgv(install []string, indexURL string, shown func(string) string) ([]string, []string) {
+	argv := []string{"/usr/bin/env", "PIP_BREAK_SYSTEM_PACKAGES=1", "PIP_ROOT_USER_ACTION=ignore",
+		"python3", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check", "--no-input",
+		"--progress-bar", "off"}
+	if indexURL != "" {
+		argv = append(argv, "--index-url", shown(indexURL))
+	} else if len(b.cfg.PipFindLinks) > 0 {
+		argv = append(argv, "--no-index")
 	}
 	var wheels []string
-	if len(install) > 0 {
-		argv := []string{"/usr/bin/env", "PIP_BREAK_SYSTEM_PACKAGES=1", "PIP_ROOT_USER_ACTION=ignore",
-			"python3", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check", "--no-input",
-			"--progress-bar", "off"}
-		if b.cfg.PipIndexURL != "" {
-			argv = append(argv, "--index-url", b.cfg.PipIndexURL)
-		} else if len(b.cfg.PipFindLinks) > 0 {
-			argv = append(argv, "--no-index")
+	for _, fl := range b.cfg.PipFindLinks {
+		if dir := localDir(fl); dir != "" {
+			argv = append(argv, "--find-links", fmt.Sprintf("%s/%d", wheelsDir, len(wheels)))
+			wheels = append(wheels, dir)
+			continue
 		}
-		for _, fl := range b.cfg.PipFindLinks {
-			if dir := localDir(fl); dir != "" {
-				argv = append(argv, "--find-links", fmt.Sprintf("%s/%d", wheelsDir, len(wheels)))
-				wheels = append(wheels, dir)
-				continue
-			}
-			argv = append(argv, "--find-links", fl)
-		}
-		argv = append(argv, b.cfg.PipExtraArgs...)
-		argv = append(argv, "--")
-		argv = append(argv, install...)
-		if len(wheels) > 0 {
-			fmt.Fprintf(&df, "COPY wheels/ %s/\n", wheelsDir)
-		}
-		run(argv...)
+		argv = append(argv, "--find-links", shown(fl))
 	}
-	return df.String(), wheels, nil
+	for _, a := range b.cfg.PipExtraArgs {
+		argv = append(argv, shownArg(a, shown))
+	}
+	argv = append(argv, "--")
+	return append(argv, install...), wheels
+}
+
+// shownArg passes the URL in a pip argument (alone or after "--option=")
+// through shown.
+func shownArg(a string, shown func(string) string) string {
+	if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
+		return k + "=" + shown(v)
+	}
+	return shown(a)
 }
 
 // localDir returns the directory a find-links entry names on this machine
@@ -401,6 +477,24 @@ func (b *Backend) extraKey() string {
 		fmt.Fprintf(h, "extra %q\n", c)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// pipSources are the URLs a build may fetch from (egress.Config.Sources):
+// the index and find-links, the URLs in PipExtraArgs, and PyPI when no
+// index is configured at all. A pip.conf an ExtraCommands step writes into
+// the image is not read: a source named only there is refused.
+func pipSources(cfg Config) []string {
+	src := append([]string{cfg.PipIndexURL}, cfg.PipFindLinks...)
+	for _, a := range cfg.PipExtraArgs {
+		if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
+			a = v
+		}
+		src = append(src, a)
+	}
+	if cfg.PipIndexURL == "" && len(cfg.PipFindLinks) == 0 {
+		src = append(src, egress.PyPISources...)
+	}
+	return src
 }
 
 // pipIndexKey hashes the pip settings that decide what a name resolves to.

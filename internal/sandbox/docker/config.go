@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -73,12 +74,15 @@ type Config struct {
 	HeartbeatTTL time.Duration
 
 	// PipIndexURL is pip's --index-url inside builds. Empty: pip's default
-	// (PyPI), or no index at all when only PipFindLinks is set.
+	// (PyPI), or no index at all when only PipFindLinks is set. Its
+	// user:password stays in the worker's egress proxy: builds see the URL
+	// without it.
 	PipIndexURL string
 	// PipFindLinks are wheel locations (pip --find-links). URLs are passed
-	// as they are; local directories are copied into the build context, so
-	// a wheelhouse on the worker works with a remote engine. Set without
-	// PipIndexURL, pip runs with --no-index: offline installs.
+	// as they are (allowed by the egress proxy, without credentials); local
+	// directories are bound read-only into pip's container (copied into the
+	// build context with BuildNetwork). Set without PipIndexURL, pip runs
+	// with --no-index: offline installs.
 	PipFindLinks []string
 	// PipExtraArgs are added to every pip install, e.g. "--trusted-host", "pypi.internal".
 	PipExtraArgs []string
@@ -88,8 +92,15 @@ type Config struct {
 	// library. They are the operator's trusted configuration, never model
 	// output, and part of the image name, so changing them makes new images.
 	ExtraCommands []string
-	// BuildNetwork is the network mode of builds (apt and pip need one).
-	// Empty: the engine's default.
+	// BuildNetwork, when set, is the network mode of image builds, and pip
+	// runs in the image build on it, as it did before builds were confined:
+	// for a remote engine (the confined pip container needs the worker's
+	// egress socket and wheel directories on the engine's machine), with a
+	// network the operator confines. It cannot be set with credentials in
+	// PipIndexURL (they would be in the image's history). Empty (the
+	// default): the trusted steps (layout, ExtraCommands, apt) build with the
+	// engine's default network, and pip runs in a container with no network
+	// whose only way out is the worker's egress proxy (package egress).
 	BuildNetwork string
 	// BuildTimeout bounds one image build. Default 15m.
 	BuildTimeout time.Duration
@@ -183,6 +194,10 @@ func (c *Config) validate() error {
 		return errors.New("docker: Config.LeaseMargin must not be negative")
 	case c.PoolImages < 0 || c.PoolLease < time.Minute:
 		return errors.New("docker: Config.PoolImages must not be negative and Config.PoolLease must be at least 1m")
+	}
+	if u, err := url.Parse(c.PipIndexURL); c.BuildNetwork != "" && err == nil && u.User != nil {
+		return errors.New("docker: Config.BuildNetwork cannot be used with credentials in Config.PipIndexURL: " +
+			"they would be in the image's history (leave BuildNetwork empty: the egress proxy keeps them)")
 	}
 	for _, cmd := range c.ExtraCommands {
 		if strings.TrimSpace(cmd) == "" || containsNUL(cmd) {

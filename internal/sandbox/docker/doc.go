@@ -13,6 +13,13 @@
 // Its init process is a small stub that waits for the command on stdin,
 // which lets a warm pool keep started containers for hot images.
 //
+// An environment build runs its trusted steps (the sandbox layout,
+// Config.ExtraCommands, apt) as an image build, then pip in a container
+// with no network, whose only way out is a session of the worker's egress
+// proxy (package egress) bound in as a Unix socket; that container is
+// committed as the image (pipbuild.go says why not a build step). Index
+// credentials stay in the proxy, out of the image and its history.
+//
 // Every container is labelled with its worker, job and lease expiry; a
 // reaper on any worker removes those whose lease is over. With a Cache,
 // each backend also heartbeats there, and a reaper removes the containers

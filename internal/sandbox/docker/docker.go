@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/egress"
 )
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -37,7 +40,8 @@ type Backend struct {
 	instance string
 
 	flight sandbox.BuildGroup
-	known  sync.Map // image name -> struct{}: built or seen, so Build needs no API call
+	egress *egress.Proxy // the only way out of pip's build containers
+	known  sync.Map      // image name -> struct{}: built or seen, so Build needs no API call
 	pool   *pool
 
 	// reapMu serialises reaper passes; missingSince (under it) is when a
@@ -102,6 +106,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{cfg: cfg, log: cfg.Logger, cli: cli, stop: make(chan struct{}), instance: newNonce(), missingSince: map[string]time.Time{}}
+	if b.egress, err = egress.New(egress.Config{Sources: pipSources(cfg), Logger: cfg.Logger}); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker: %w", err)
+	}
 	if err := b.init(ctx); err != nil {
 		cli.Close()
 		return nil, err
@@ -143,6 +151,11 @@ func (b *Backend) init(ctx context.Context) error {
 		return fmt.Errorf("docker: base image %s: %w", b.cfg.BaseImage, err)
 	}
 	b.base.ID = inspect.ID
+	if b.cfg.BuildNetwork == "" && !engineIsLocal(b.cli.DaemonHost()) {
+		return fmt.Errorf("docker: the engine at %s is not on this machine, and pip builds bind the worker's egress "+
+			"proxy socket into their container: run the engine here, or set Config.BuildNetwork "+
+			"(AUTOCODER_DOCKER_BUILD_NETWORK) to build on a network of the engine's (then only as confined as it)", b.cli.DaemonHost())
+	}
 	return b.probe(ctx)
 }
 
@@ -269,6 +282,26 @@ func readJSONStream(r io.Reader, log io.Writer) (string, error) {
 			return msg, nil
 		}
 	}
+}
+
+// engineIsLocal tells whether an engine address is on this machine: a
+// Unix socket, or TCP on a loopback address.
+func engineIsLocal(host string) bool {
+	u, err := url.Parse(host)
+	if err != nil {
+		return false
+	}
+	switch u.Scheme {
+	case "unix", "npipe":
+		return true
+	case "tcp", "http", "https":
+		if u.Hostname() == "localhost" {
+			return true
+		}
+		ip := net.ParseIP(u.Hostname())
+		return ip != nil && ip.IsLoopback()
+	}
+	return false
 }
 
 func shortID(id string) string {

@@ -15,3 +15,6 @@ const StubScript = stubScript
 
 // Removing counts container removals in flight.
 func Removing(b *Backend) int64 { return b.removing.Load() }
+
+// EngineIsLocal tells whether an engine address is on this machine.
+var EngineIsLocal = engineIsLocal

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/autocoder/autocoder/pkg/cache"
@@ -16,7 +17,16 @@ import (
 // builderVersion is part of every image name: bump it when the layout of an
 // environment image (the Dockerfile below, the stub, the user) changes, so
 // old images are not reused.
-const builderVersion = 1
+const builderVersion = 2 // 2: pip confined to the egress proxy
+
+// stageName tags the image of a build's trusted steps, which pip's
+// container starts from; the tag is removed once the environment is made.
+func stageName(name string) string { return name + "-stage" }
+
+// buildContainerName names the container pip runs in for image name.
+func buildContainerName(name, nonce string) string {
+	return "autocoder-build-" + strings.TrimPrefix(name, imageRepo+":") + "-" + nonce
+}
 
 // imageRepo is the repository of environment images: autocoder-env:<hash>.
 const imageRepo = "autocoder-env"
