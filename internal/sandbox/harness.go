@@ -110,7 +110,7 @@ func ParseTestReport(res RunResult, timeout time.Duration) messages.TestReport {
 	case res.TimedOut:
 		cases = []messages.TestCase{{Name: collectionCase, Outcome: messages.OutcomeError,
 			Message: fmt.Sprintf("the test run timed out after %s and was killed", timeout),
-			Details: TrimTail(rep.Output, caseDetailsLimit)}}
+			Details: protocol.TrimTail(rep.Output, caseDetailsLimit)}}
 	case !haveXML || parseErr != nil:
 		msg := fmt.Sprintf("pytest exited with code %d without a test report", res.ExitCode)
 		if parseErr != nil {
@@ -120,14 +120,14 @@ func ParseTestReport(res RunResult, timeout time.Duration) messages.TestReport {
 			msg += ": " + line
 		}
 		cases = []messages.TestCase{{Name: collectionCase, Outcome: messages.OutcomeError,
-			Message: TrimHead(msg, caseMessageLimit), Details: TrimTail(rep.Output, caseDetailsLimit)}}
+			Message: protocol.TrimHead(msg, caseMessageLimit), Details: protocol.TrimTail(rep.Output, caseDetailsLimit)}}
 	case len(cases) == 0 && res.ExitCode != 0:
 		// Exit 5 is "no tests collected"; anything else without cases is
 		// an internal error or a usage error. Either way there is nothing
 		// to pass.
 		cases = []messages.TestCase{{Name: collectionCase, Outcome: messages.OutcomeError,
 			Message: fmt.Sprintf("pytest ran no tests (exit code %d)", res.ExitCode),
-			Details: TrimTail(rep.Output, caseDetailsLimit)}}
+			Details: protocol.TrimTail(rep.Output, caseDetailsLimit)}}
 	}
 	for _, c := range cases {
 		switch c.Outcome {
@@ -154,7 +154,7 @@ func combinedOutput(res RunResult) string {
 		}
 		out += "--- stderr ---\n" + string(res.Stderr)
 	}
-	return TrimHeadTail(toValidUTF8([]byte(out)), reportOutputLimit)
+	return protocol.TrimHeadTail(strings.ToValidUTF8(out, ""), reportOutputLimit)
 }
 
 // lastErrorLine finds the most telling line of a crash log: the last one
@@ -164,7 +164,7 @@ func lastErrorLine(out string) string {
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i]), "E "))
 		if head, _, ok := strings.Cut(l, ": "); ok && (strings.HasSuffix(head, "Error") || strings.HasSuffix(head, "Exception")) {
-			return TrimHead(l, 300)
+			return protocol.TrimHead(l, 300)
 		}
 	}
 	return ""

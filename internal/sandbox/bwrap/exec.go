@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/protocol"
 )
 
 // mount is one bind mount into the sandbox.
@@ -103,7 +103,7 @@ func (b *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 		defer b.destroyCgroup(cg)
 	}
 
-	stdout, stderr := sandbox.NewHeadTailBuffer(s.outputLimit), sandbox.NewHeadTailBuffer(s.outputLimit)
+	stdout, stderr := protocol.NewHeadTailBuffer(s.outputLimit), protocol.NewHeadTailBuffer(s.outputLimit)
 	cmd := b.bwrapCmd(s, pipes, stdout, stderr)
 	options := b.args(s)
 	start := time.Now()

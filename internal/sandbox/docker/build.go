@@ -206,7 +206,7 @@ func (b *Backend) build(ctx context.Context, name string, pip, apt []string) (sa
 		if err != nil {
 			return sandbox.Env{}, err
 		}
-		return sandbox.Env{ID: name, Log: sandbox.TrimHeadTail(log, maxBuildLog)}, nil
+		return sandbox.Env{ID: name, Log: protocol.TrimHeadTail(log, maxBuildLog)}, nil
 	}
 	stage, log := from.ref, "FROM "+from.ref+"\n"
 	if from.fromBase || len(apt) > 0 {
@@ -269,7 +269,7 @@ func (b *Backend) imageBuild(ctx context.Context, name string, from parent, pip,
 	if err != nil {
 		return "", fmt.Errorf("docker: build %s: %w", name, err)
 	}
-	logBuf := sandbox.NewHeadTailBuffer(1 << 20)
+	logBuf := protocol.NewHeadTailBuffer(1 << 20)
 	fmt.Fprintf(logBuf, "FROM %s\n", from.ref)
 	errMsg, err := readJSONStream(resp.Body, logBuf)
 	resp.Body.Close()
@@ -553,7 +553,7 @@ func sortedKeys(set map[string]bool) []string {
 func classifyBuildFailure(name string, pip, apt []string, errMsg, log string) error {
 	all := log + "\n" + errMsg
 	if aptNetworkRe.MatchString(all) || pipNetworkRe.MatchString(all) {
-		return fmt.Errorf("docker: build %s: a package source could not be reached: %s: %s", name, errMsg, sandbox.TrimTail(log, 2048))
+		return fmt.Errorf("docker: build %s: a package source could not be reached: %s: %s", name, errMsg, protocol.TrimTail(log, 2048))
 	}
 	var bad []string
 	seen := map[string]bool{}
@@ -580,10 +580,10 @@ func classifyBuildFailure(name string, pip, apt []string, errMsg, log string) er
 		}
 	}
 	if len(bad) > 0 {
-		return &sandbox.InvalidPackageError{Packages: bad, Log: sandbox.TrimTail(log, maxBuildLog)}
+		return &sandbox.InvalidPackageError{Packages: bad, Log: protocol.TrimTail(log, maxBuildLog)}
 	}
 	if stepFailedRe.MatchString(all) {
-		return fmt.Errorf("%w: %s: %s\n%s", sandbox.ErrBuildFailed, name, errMsg, sandbox.TrimTail(log, 4096))
+		return fmt.Errorf("%w: %s: %s\n%s", sandbox.ErrBuildFailed, name, errMsg, protocol.TrimTail(log, 4096))
 	}
-	return fmt.Errorf("docker: build %s: %s\n%s", name, errMsg, sandbox.TrimTail(log, 2048))
+	return fmt.Errorf("docker: build %s: %s\n%s", name, errMsg, protocol.TrimTail(log, 2048))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/egress"
 )
@@ -82,7 +83,7 @@ func (b *Backend) pipBuild(ctx context.Context, job pipJob, log string) (sandbox
 	if err := b.commit(ctx, id, job); err != nil {
 		return sandbox.Env{}, err
 	}
-	return sandbox.Env{ID: job.name, Log: sandbox.TrimHeadTail(log, maxBuildLog),
+	return sandbox.Env{ID: job.name, Log: protocol.TrimHeadTail(log, maxBuildLog),
 		Provenance: egress.Merge(reported, sess.Artifacts())}, nil
 }
 
@@ -150,7 +151,7 @@ func (b *Backend) runBuildContainer(ctx context.Context, id string) (string, int
 		return "", -1, fmt.Errorf("attach pip container: %w", err)
 	}
 	defer att.Close()
-	out := &lockedBuffer{buf: sandbox.NewHeadTailBuffer(1 << 20)}
+	out := &lockedBuffer{buf: protocol.NewHeadTailBuffer(1 << 20)}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -231,7 +232,7 @@ func (b *Backend) egressSession() (*egress.Session, func(), error) {
 // another.
 type lockedBuffer struct {
 	mu  sync.Mutex
-	buf *sandbox.HeadTailBuffer
+	buf *protocol.HeadTailBuffer
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {

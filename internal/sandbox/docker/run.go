@@ -18,6 +18,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
 )
 
@@ -370,7 +371,7 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 	}
 	tSent := time.Since(t0)
 
-	stdout, stderr := sandbox.NewHeadTailBuffer(outputLimit), sandbox.NewHeadTailBuffer(outputLimit)
+	stdout, stderr := protocol.NewHeadTailBuffer(outputLimit), protocol.NewHeadTailBuffer(outputLimit)
 	trail := newTrailers(req.Nonce, stdout, stderr)
 	copied := make(chan struct{})
 	go func() {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/testredis"
 )
 
@@ -199,7 +199,7 @@ for d in ("/opt/venv", "/usr/local"):
 func (b *Bait) Check(t *testing.T, seen string) {
 	t.Helper()
 	if !strings.Contains(seen, "report=") {
-		t.Errorf("the build code wrote no %s (it did not run?): %q", SeenFile, sandbox.TrimTail(seen, 2000))
+		t.Errorf("the build code wrote no %s (it did not run?): %q", SeenFile, protocol.TrimTail(seen, 2000))
 	}
 	if strings.Contains(seen, "CONNECTED") {
 		t.Errorf("the build code connected somewhere: %s", reportOf(seen))

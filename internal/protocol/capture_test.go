@@ -1,4 +1,4 @@
-package sandbox
+package protocol
 
 import (
 	"bytes"
@@ -85,7 +85,7 @@ func TestHeadTailBufferMarkerCount(t *testing.T) {
 	}
 }
 
-func TestTrim(t *testing.T) {
+func TestTrimHeadTailAndEnds(t *testing.T) {
 	long := strings.Repeat("é", 100) // 200 bytes, two per rune
 	for _, got := range []string{TrimHead(long, 51), TrimTail(long, 51), TrimHeadTail(long, 101)} {
 		if !utf8.ValidString(got) {
