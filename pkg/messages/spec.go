@@ -285,9 +285,14 @@ func (o *Options) validateChoices() error {
 		return &FieldError{"options.cache", fmt.Sprintf("unsupported value %q (want auto, override or disable)", o.Cache)}
 	}
 	switch o.Backend {
-	case "", BackendPipeline, BackendAgent:
+	case "", BackendPipeline:
+	case BackendAgent:
+		// Refused rather than accepted and run as the pipeline: a user who
+		// asks for the agent must not silently get something else. The
+		// agent's shell policy and workspace are built; its tool loop is not.
+		return &FieldError{"options.backend", "agent is not available yet in this version (its tool loop is being built); use pipeline"}
 	default:
-		return &FieldError{"options.backend", fmt.Sprintf("unsupported value %q (want pipeline or agent)", o.Backend)}
+		return &FieldError{"options.backend", fmt.Sprintf("unsupported value %q (want pipeline)", o.Backend)}
 	}
 	return nil
 }
