@@ -224,8 +224,10 @@ func TestProducerPermissions(t *testing.T) {
 	if n := streamMsgs(t, s.res.Stages[messages.PoolLLM]); n != 0 {
 		t.Errorf("the llm stage stream holds %d messages after a refused publish, want 0", n)
 	}
-	if n := streamMsgs(t, s.res.Results); n != 0 {
-		t.Errorf("the results stream holds %d messages after a refused publish, want 0", n)
+	for pool, results := range s.res.Results {
+		if n := streamMsgs(t, results); n != 0 {
+			t.Errorf("the %s results stream holds %d messages after a refused publish, want 0", pool, n)
+		}
 	}
 	if n := streamMsgs(t, s.res.Jobs); n != 1 {
 		t.Errorf("the jobs stream holds %d submissions, want 1", n)

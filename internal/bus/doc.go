@@ -8,7 +8,7 @@
 //
 //	autocoder.jobs.submit               AUTOCODER_JOBS          work queue  -> coordinator
 //	autocoder.stage.<pool>.<stage>      AUTOCODER_STAGE_<POOL>  work queue  -> <pool>-workers
-//	autocoder.results.<pool>.<job_id>   AUTOCODER_RESULTS       work queue  -> coordinator
+//	autocoder.results.<pool>.<job_id>   AUTOCODER_RESULTS_<POOL> work queue -> coordinator
 //	autocoder.events.<job_id>           AUTOCODER_EVENTS        limits, 24h -> live views
 //	KV autocoder_job_state, autocoder_job_results; objects autocoder_samples, autocoder_outputs
 //

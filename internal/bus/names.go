@@ -20,7 +20,8 @@ const (
 	SubjectJobsSubmit = subjectRoot + ".jobs.submit"
 	// SubjectJobsAll matches every job subject (the jobs stream's subjects).
 	SubjectJobsAll = subjectRoot + ".jobs.>"
-	// SubjectResultsAll matches every job's stage results.
+	// SubjectResultsAll matches every pool's stage results (each pool's
+	// results have a stream of their own: ResultStream).
 	SubjectResultsAll = subjectRoot + ".results.>"
 	// SubjectEventsAll matches every job's progress events.
 	SubjectEventsAll = subjectRoot + ".events.>"
@@ -30,8 +31,6 @@ const (
 const (
 	// StreamJobs holds job submissions until the coordinator takes them (work queue).
 	StreamJobs = "AUTOCODER_JOBS"
-	// StreamResults holds stage results until a coordinator takes them (work queue).
-	StreamResults = "AUTOCODER_RESULTS"
 	// StreamEvents keeps progress events for live views and `submit events` (limits, max age).
 	StreamEvents = "AUTOCODER_EVENTS"
 )
@@ -39,9 +38,14 @@ const (
 // Durable consumers that are not per pool.
 const (
 	// ConsumerCoordinator is the durable pull consumer coordinators share, on
-	// StreamJobs and on StreamResults (consumer names are per stream).
+	// StreamJobs and on each pool's ResultStream (consumer names are per stream).
 	ConsumerCoordinator = "coordinator"
 )
+
+// legacyStreamResults is the one results stream of autocoder before each
+// pool had its own; it captured SubjectResultsAll, which overlaps every
+// ResultStream, so Provision retires it (provisioner.retireLegacyResults).
+const legacyStreamResults = "AUTOCODER_RESULTS"
 
 // KV buckets and object stores. Bucket names allow [A-Za-z0-9_-] only.
 const (
@@ -110,6 +114,14 @@ func ResultSubject(pool Pool, jobID string) string {
 // autocoder.results.<pool>.* (a job ID is one token).
 func PoolResultSubjects(pool Pool) string { return subjectRoot + ".results." + string(pool) + ".*" }
 
+// ResultStream is the work-queue stream of one pool's stage results, e.g.
+// AUTOCODER_RESULTS_SANDBOX, capturing PoolResultSubjects(pool). One stream
+// per pool because JetStream de-duplicates Nats-Msg-Ids per stream: in a
+// shared stream, a result published by one pool with the Msg-Id the other
+// pool's real result will use (ResultMsgID) would have the real one dropped
+// as a duplicate. The coordinators take each with ConsumerCoordinator.
+func ResultStream(pool Pool) string { return "AUTOCODER_RESULTS_" + strings.ToUpper(string(pool)) }
+
 // ParseResultSubject returns the pool and job ID of a result subject; ok is
 // false for anything else, including a pool that does not exist.
 func ParseResultSubject(subject string) (pool Pool, jobID string, ok bool) {
@@ -160,9 +172,8 @@ func SubmitMsgID(jobID string) string { return "submit." + jobID }
 func StageMsgID(jobID string, seq int) string { return "stage." + jobID + "." + strconv.Itoa(seq) }
 
 // ResultMsgID is the Nats-Msg-Id of the result of stage command seq, as
-// published by pool. The pool is part of it: de-duplication is per stream,
-// so a result published by another pool (refused by the coordinator) must
-// not take the Msg-Id of the real one and have it dropped as a duplicate.
+// published by pool. Each pool's results are de-duplicated in the pool's
+// own ResultStream, so a Msg-Id another pool publishes never shadows it.
 func ResultMsgID(pool Pool, jobID string, seq int) string {
 	return "result." + string(pool) + "." + jobID + "." + strconv.Itoa(seq)
 }

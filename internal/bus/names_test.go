@@ -29,6 +29,8 @@ func TestNames(t *testing.T) {
 		{"llm result subject", bus.ResultSubject(bus.PoolLLM, "j1"), "autocoder.results.llm.j1"},
 		{"sandbox result subject", bus.ResultSubject(bus.PoolSandbox, "j1"), "autocoder.results.sandbox.j1"},
 		{"sandbox result subjects", bus.PoolResultSubjects(bus.PoolSandbox), "autocoder.results.sandbox.*"},
+		{"llm result stream", bus.ResultStream(bus.PoolLLM), "AUTOCODER_RESULTS_LLM"},
+		{"sandbox result stream", bus.ResultStream(bus.PoolSandbox), "AUTOCODER_RESULTS_SANDBOX"},
 		{"event subject", bus.EventSubject("j1"), "autocoder.events.j1"},
 		{"submit msg id", bus.SubmitMsgID("j1"), "submit.j1"},
 		{"stage msg id", bus.StageMsgID("j1", 7), "stage.j1.7"},

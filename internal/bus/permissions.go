@@ -72,7 +72,8 @@ func PermissionsOf(role Role) (Permission, error) {
 }
 
 // worker may pull and ack its pool's stage commands, publish results on
-// its pool's result subjects only, and read (never write) job state, which
+// its pool's result subjects only (which only its pool's ResultStream
+// captures, so its Msg-Ids never shadow another pool's), and read (never write) job state, which
 // it checks before running a command (stagework's admission).
 func worker(pool Pool) Permission {
 	stream, consumer := StageStream(pool), StageConsumer(pool)

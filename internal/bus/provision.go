@@ -91,13 +91,13 @@ func (c *ProvisionConfig) setDefaults() error {
 // Resources are handles to everything Provision (or Open) found or made.
 type Resources struct {
 	Jobs    jetstream.Stream          // StreamJobs
-	Results jetstream.Stream          // StreamResults
 	Events  jetstream.Stream          // StreamEvents
 	Stages  map[Pool]jetstream.Stream // by pool: StageStream(pool)
+	Results map[Pool]jetstream.Stream // by pool: ResultStream(pool)
 
 	JobsConsumer    jetstream.Consumer          // ConsumerCoordinator on StreamJobs
-	ResultsConsumer jetstream.Consumer          // ConsumerCoordinator on StreamResults
 	StageConsumers  map[Pool]jetstream.Consumer // by pool: StageConsumer(pool)
+	ResultConsumers map[Pool]jetstream.Consumer // by pool: ConsumerCoordinator on ResultStream(pool)
 
 	JobState   jetstream.KeyValue    // BucketJobState
 	JobResults jetstream.KeyValue    // BucketJobResults
@@ -107,7 +107,10 @@ type Resources struct {
 }
 
 func newResources() *Resources {
-	return &Resources{Stages: map[Pool]jetstream.Stream{}, StageConsumers: map[Pool]jetstream.Consumer{}}
+	return &Resources{
+		Stages: map[Pool]jetstream.Stream{}, StageConsumers: map[Pool]jetstream.Consumer{},
+		Results: map[Pool]jetstream.Stream{}, ResultConsumers: map[Pool]jetstream.Consumer{},
+	}
 }
 
 // What Provision makes and Open finds is listed once, in the tables below,
@@ -123,7 +126,7 @@ type workQueue struct {
 }
 
 // workQueues lists the work queues: job submissions, each pool's stage
-// commands, stage results.
+// commands, each pool's stage results.
 func (r *Resources) workQueues() []workQueue {
 	qs := []workQueue{{
 		stream: StreamJobs, consumer: ConsumerCoordinator, subjects: SubjectJobsAll,
@@ -137,11 +140,14 @@ func (r *Resources) workQueues() []workQueue {
 			setStream: func(s jetstream.Stream) { r.Stages[pool] = s }, setConsumer: func(c jetstream.Consumer) { r.StageConsumers[pool] = c },
 		})
 	}
-	return append(qs, workQueue{
-		stream: StreamResults, consumer: ConsumerCoordinator, subjects: SubjectResultsAll,
-		streamDesc: "autocoder stage results", consumerDesc: "coordinators take stage results",
-		setStream: func(s jetstream.Stream) { r.Results = s }, setConsumer: func(c jetstream.Consumer) { r.ResultsConsumer = c },
-	})
+	for _, pool := range Pools() {
+		qs = append(qs, workQueue{
+			stream: ResultStream(pool), consumer: ConsumerCoordinator, subjects: PoolResultSubjects(pool),
+			streamDesc: "autocoder " + string(pool) + " stage results", consumerDesc: "coordinators take " + string(pool) + " stage results",
+			setStream: func(s jetstream.Stream) { r.Results[pool] = s }, setConsumer: func(c jetstream.Consumer) { r.ResultConsumers[pool] = c },
+		})
+	}
+	return qs
 }
 
 // store is a KV bucket or an object store.
@@ -169,12 +175,17 @@ func (r *Resources) objectStores() []store[jetstream.ObjectStore] {
 // cfg: the streams, the durable pull consumers, the KV buckets and the object
 // stores. It is idempotent, so every coordinator may call it at start. A
 // change the server cannot make in place (such as the storage type of an
-// existing stream) is an error.
+// existing stream) is an error. The one results stream of older versions
+// is deleted when empty and an error (ErrLegacyResults) when not; see
+// retireLegacyResults.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig) (*Resources, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
 	p := provisioner{js: js, cfg: cfg}
+	if err := p.retireLegacyResults(ctx); err != nil {
+		return nil, err
+	}
 	res := newResources()
 	for _, q := range res.workQueues() {
 		if err := p.workQueue(ctx, q); err != nil {
@@ -239,6 +250,37 @@ func (p provisioner) workQueue(ctx context.Context, q workQueue) error {
 		return fmt.Errorf("bus: provision consumer %s on %s: %w", q.consumer, q.stream, err)
 	}
 	q.setConsumer(c)
+	return nil
+}
+
+// ErrLegacyResults is returned (wrapped) by Provision when the results
+// stream of an older autocoder still holds stage results.
+var ErrLegacyResults = errors.New("bus: the old results stream " + legacyStreamResults + " still holds stage results")
+
+// retireLegacyResults deletes the one results stream older versions made,
+// whose subjects (SubjectResultsAll) overlap every pool's ResultStream, so
+// that those can be made: JetStream refuses streams with overlapping
+// subjects. Only an empty one is deleted; results still in it belong to
+// running jobs, and deleting them would stall those jobs until their stage
+// deadlines, so Provision stops and says what to do instead. (A result an
+// older worker publishes between the check and the delete is lost the same
+// way; stop older workers before upgrading.)
+func (p provisioner) retireLegacyResults(ctx context.Context) error {
+	s, err := p.js.Stream(ctx, legacyStreamResults)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bus: provision: look up the old results stream %s: %w", legacyStreamResults, err)
+	}
+	if n := s.CachedInfo().State.Msgs; n > 0 {
+		return fmt.Errorf("%w (%d of them): let a coordinator of the older version take them until the stream is empty, "+
+			"or delete it (nats stream rm %s; the jobs waiting for those results fail at their stage deadline), then start again",
+			ErrLegacyResults, n, legacyStreamResults)
+	}
+	if err := p.js.DeleteStream(ctx, legacyStreamResults); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("bus: provision: delete the empty old results stream %s: %w", legacyStreamResults, err)
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func TestProvisionIsIdempotent(t *testing.T) {
 		t.Errorf("llm consumer config = %+v", llm.Config)
 	}
 	for name, s := range map[string]jetstream.Stream{
-		"jobs": second.Jobs, "results": second.Results,
+		"jobs": second.Jobs, "llm results": second.Results[bus.PoolLLM], "sandbox results": second.Results[bus.PoolSandbox],
 		"llm": second.Stages[messages.PoolLLM], "sandbox": second.Stages[messages.PoolSandbox],
 	} {
 		c := s.CachedInfo().Config
@@ -63,8 +64,10 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Provision with a new AckWait: %v", err)
 	}
-	if got := third.ResultsConsumer.CachedInfo().Config.AckWait; got != 20*time.Second {
-		t.Errorf("coordinator AckWait after update = %s, want 20s", got)
+	for _, pool := range bus.Pools() {
+		if got := third.ResultConsumers[pool].CachedInfo().Config.AckWait; got != 20*time.Second {
+			t.Errorf("coordinator AckWait on the %s results after update = %s, want 20s", pool, got)
+		}
 	}
 
 	opened, err := bus.Open(ctx, js)
@@ -73,6 +76,50 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	}
 	if opened.StageConsumers[messages.PoolSandbox].CachedInfo().Name != "sandbox-workers" || opened.Samples == nil || opened.Outputs == nil {
 		t.Errorf("Open returned incomplete resources: %+v", opened)
+	}
+}
+
+// TestProvisionRetiresTheSharedResultsStream: the one results stream of
+// older versions overlaps the per-pool ones. Empty, Provision deletes it;
+// holding results, Provision refuses and leaves it as it was.
+func TestProvisionRetiresTheSharedResultsStream(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	legacy := jetstream.StreamConfig{Name: "AUTOCODER_RESULTS", Subjects: []string{bus.SubjectResultsAll},
+		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.MemoryStorage}
+
+	_, js := newBus(t)
+	if _, err := js.CreateStream(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	res, err := bus.Provision(ctx, js, bus.ProvisionConfig{MemoryStorage: true})
+	if err != nil {
+		t.Fatalf("Provision over an empty old results stream: %v", err)
+	}
+	if _, err := js.Stream(ctx, legacy.Name); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("the empty old results stream: %v, want deleted", err)
+	}
+	if len(res.Results) != 2 || len(res.ResultConsumers) != 2 {
+		t.Errorf("result streams %v, consumers %v; want one per pool", res.Results, res.ResultConsumers)
+	}
+
+	_, js = newBus(t)
+	if _, err := js.CreateStream(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, bus.ResultSubject(bus.PoolSandbox, "job1"), []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = bus.Provision(ctx, js, bus.ProvisionConfig{MemoryStorage: true})
+	if !errors.Is(err, bus.ErrLegacyResults) || !strings.Contains(err.Error(), "nats stream rm AUTOCODER_RESULTS") {
+		t.Fatalf("Provision over an old results stream holding a result: %v, want ErrLegacyResults saying what to do", err)
+	}
+	s, err := js.Stream(ctx, legacy.Name)
+	if err != nil {
+		t.Fatalf("the old results stream after a refused Provision: %v", err)
+	}
+	if n := s.CachedInfo().State.Msgs; n != 1 {
+		t.Errorf("the old results stream holds %d results after a refused Provision, want 1", n)
 	}
 }
 
@@ -91,9 +138,12 @@ func configs(t *testing.T, r *bus.Resources) map[string]any {
 	t.Helper()
 	ctx := ctxT(t)
 	out := map[string]any{}
-	streams := map[string]jetstream.Stream{"jobs": r.Jobs, "results": r.Results, "events": r.Events}
+	streams := map[string]jetstream.Stream{"jobs": r.Jobs, "events": r.Events}
 	for pool, s := range r.Stages {
 		streams[string(pool)] = s
+	}
+	for pool, s := range r.Results {
+		streams[string(pool)+" results"] = s
 	}
 	for name, s := range streams {
 		info, err := s.Info(ctx)
@@ -102,9 +152,12 @@ func configs(t *testing.T, r *bus.Resources) map[string]any {
 		}
 		out["stream "+name] = info.Config
 	}
-	consumers := map[string]jetstream.Consumer{"jobs": r.JobsConsumer, "results": r.ResultsConsumer}
+	consumers := map[string]jetstream.Consumer{"jobs": r.JobsConsumer}
 	for pool, c := range r.StageConsumers {
 		consumers[string(pool)] = c
+	}
+	for pool, c := range r.ResultConsumers {
+		consumers[string(pool)+" results"] = c
 	}
 	for name, c := range consumers {
 		info, err := c.Info(ctx)

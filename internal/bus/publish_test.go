@@ -45,7 +45,7 @@ func TestPublishSetsJobHeaders(t *testing.T) {
 	if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(bus.PoolSandbox, "job7"), result, bus.ResultMsgID(bus.PoolSandbox, "job7", 4)); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
-	msg, err := res.Results.GetLastMsgForSubject(ctxT(t), bus.ResultSubject(bus.PoolSandbox, "job7"))
+	msg, err := res.Results[bus.PoolSandbox].GetLastMsgForSubject(ctxT(t), bus.ResultSubject(bus.PoolSandbox, "job7"))
 	if err != nil {
 		t.Fatalf("get: %v", err)
 	}

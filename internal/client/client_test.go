@@ -62,7 +62,9 @@ func newSystem(t *testing.T) *system {
 		t.Fatal(err)
 	}
 	s.run(res.JobsConsumer, bus.HandlerFunc(c.HandleSubmit))
-	s.run(res.ResultsConsumer, bus.HandlerFunc(c.HandleResult))
+	for _, pool := range bus.Pools() {
+		s.run(res.ResultConsumers[pool], bus.HandlerFunc(c.HandleResult))
+	}
 	return s
 }
 

@@ -3,13 +3,18 @@ package coordinator_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/bus/bustest"
+	"github.com/autocoder/autocoder/internal/coordinator"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -95,8 +100,8 @@ func TestForgedResultsChangeNothing(t *testing.T) {
 	}
 }
 
-// TestForgedResultOnTheBus: a forged plan result published on the results
-// stream on the sandbox pool's subject, before the real one, does not make
+// TestForgedResultOnTheBus: a forged plan result published on the sandbox
+// pool's result subject, before the real one, does not make
 // the job take the attacker's plan, and does not keep the real one out.
 func TestForgedResultOnTheBus(t *testing.T) {
 	t.Parallel()
@@ -114,16 +119,7 @@ func TestForgedResultOnTheBus(t *testing.T) {
 	if err := e.pub.PublishJSON(ctx, bus.ResultSubject(bus.PoolLLM, "job-b"), answer(t, plan), bus.ResultMsgID(bus.PoolLLM, "job-b", plan.Seq)); err != nil {
 		t.Fatal(err)
 	}
-	w := bus.NewWorker(e.res.ResultsConsumer, bus.HandlerFunc(c.HandleResult), bus.WorkerConfig{Concurrency: 1})
-	wctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	}()
+	e.takeResults(t, c)
 	for {
 		st, err := c.State(ctx, "job-b")
 		if err != nil {
@@ -141,4 +137,101 @@ func TestForgedResultOnTheBus(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// takeResults runs c on every pool's results consumer until the test ends,
+// as the stack's coordinator does.
+func (e *env) takeResults(t *testing.T, c *coordinator.Coordinator) {
+	t.Helper()
+	for _, pool := range bus.Pools() {
+		w := bus.NewWorker(e.res.ResultConsumers[pool], bus.HandlerFunc(c.HandleResult), bus.WorkerConfig{Concurrency: 1})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- w.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("%s results worker: %v", pool, err)
+			}
+		})
+	}
+}
+
+// TestForgedMsgIDFromAnotherPool: a connection with the llm workers'
+// credentials publishes, on the llm pool's own result subject (all its
+// permissions allow), a result carrying the Msg-Id that the sandbox pool's
+// real result of a pending stage will use. The coordinator refuses it (the
+// stage is not the llm pool's), and the real result, published next with
+// the sandbox workers' credentials, is not dropped by the server as a
+// duplicate: each pool's results are de-duplicated in their own stream, and
+// the job finishes.
+func TestForgedMsgIDFromAnotherPool(t *testing.T) {
+	t.Parallel()
+	const job, password = "job-m", "pa55-word"
+	be := bustest.StartWithUsers(t, bus.ProvisionConfig{MemoryStorage: true}, []bus.User{
+		{Name: "llm", Password: password, Role: bus.RoleLLMWorker},
+		{Name: "sandbox", Password: password, Role: bus.RoleSandboxWorker},
+	})
+	e := &env{js: be.JS, res: be.Resources, pub: be.Publisher}
+	reg := prometheus.NewRegistry()
+	c := e.coordinator(t, nil, nil, reg)
+	e.takeResults(t, c)
+	workers := map[bus.Pool]*bus.Publisher{}
+	for pool, role := range map[bus.Pool]bus.Role{bus.PoolLLM: bus.RoleLLMWorker, bus.PoolSandbox: bus.RoleSandboxWorker} {
+		js := be.ConnectAs(t, bus.ClientAuth{User: string(pool), Password: password, Role: role})
+		workers[pool] = bus.NewPublisher(js, bus.PublisherConfig{})
+	}
+	ctx := ctxT(t)
+	if err := c.HandleSubmit(ctx, submitMsg(t, job, answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(by bus.Pool, r *messages.StageResult, msgID string) {
+		t.Helper()
+		if err := workers[by].PublishJSON(ctx, bus.ResultSubject(by, job), r, msgID); err != nil {
+			t.Fatalf("publish a result with the %s workers' credentials: %v", by, err)
+		}
+	}
+	answered := map[int]bool{}
+	forgedFor := "" // the sandbox stage whose Msg-Id the llm pool took
+	for !e.finished(t, job) {
+		for _, cmd := range e.commands(t) {
+			if answered[cmd.Seq] {
+				continue
+			}
+			answered[cmd.Seq] = true
+			pool := bus.PoolOf(cmd.Stage)
+			if pool == bus.PoolSandbox && forgedFor == "" {
+				forgedFor = fmt.Sprintf("%s (seq %d)", cmd.Stage, cmd.Seq)
+				publish(bus.PoolLLM, answer(t, cmd), bus.ResultMsgID(bus.PoolSandbox, job, cmd.Seq))
+			}
+			publish(pool, answer(t, cmd), bus.ResultMsgID(pool, job, cmd.Seq))
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the job never finished: was the real result of %s dropped as a duplicate?", forgedFor)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if forgedFor == "" {
+		t.Fatal("the job had no sandbox stage to forge a result for")
+	}
+	if r := e.result(t, job); !r.Success {
+		t.Errorf("job %s: status %s, error %q; want success", job, r.Status, r.Error)
+	}
+	if n := counterValue(t, reg, "autocoder_coordinator_results_refused_total"); n != 1 {
+		t.Errorf("results refused for their subject: %v, want 1 (the forgery)", n)
+	}
+}
+
+// finished reports whether the job has a result object.
+func (e *env) finished(t *testing.T, jobID string) bool {
+	t.Helper()
+	_, err := e.res.JobResults.Get(ctxT(t), bus.JobKey(jobID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("result of %s: %v", jobID, err)
+	}
+	return true
 }

@@ -326,7 +326,7 @@ func (st *Stack) workerCache(ctx context.Context) (cache.Cache, error) {
 }
 
 // startCoordinator re-publishes the stored jobs' outboxes and takes
-// submissions and stage results.
+// submissions and stage results, each pool's from its own stream.
 func (st *Stack) startCoordinator(ctx context.Context) error {
 	var m *coordinator.Metrics
 	if st.opts.Registry != nil {
@@ -348,7 +348,9 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 		st.log.Warn("recover outboxes", "err", err)
 	}
 	st.consume("coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(coord.HandleSubmit), 4)
-	st.consume("coordinator-results", st.Resources.ResultsConsumer, bus.HandlerFunc(coord.HandleResult), 8)
+	for _, pool := range bus.Pools() {
+		st.consume("coordinator-results-"+string(pool), st.Resources.ResultConsumers[pool], bus.HandlerFunc(coord.HandleResult), 8)
+	}
 	return nil
 }
 

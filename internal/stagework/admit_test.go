@@ -92,14 +92,18 @@ func (s *llmSystem) submit(t *testing.T, jobID string) messages.StageCommand {
 	return messages.StageCommand{}
 }
 
-// results is every stage result the results stream holds.
+// results is every stage result the results streams hold.
 func (s *llmSystem) results(t *testing.T) uint64 {
 	t.Helper()
-	info, err := s.be.Resources.Results.Info(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
+	var n uint64
+	for _, results := range s.be.Resources.Results {
+		info, err := results.Info(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += info.State.LastSeq
 	}
-	return info.State.LastSeq
+	return n
 }
 
 func (s *llmSystem) reasons() []string {

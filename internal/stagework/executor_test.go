@@ -399,7 +399,7 @@ func TestLastDeliveryBecomesInfra(t *testing.T) {
 	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := res.ResultsConsumer.Next(jetstream.FetchMaxWait(testTimeout))
+	msg, err := res.ResultConsumers[bus.PoolLLM].Next(jetstream.FetchMaxWait(testTimeout))
 	if err != nil {
 		t.Fatalf("no result: %v", err)
 	}
@@ -673,7 +673,7 @@ func TestBusPermanentInAWorker(t *testing.T) {
 	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := res.ResultsConsumer.Next(jetstream.FetchMaxWait(testTimeout))
+	msg, err := res.ResultConsumers[bus.PoolLLM].Next(jetstream.FetchMaxWait(testTimeout))
 	if err != nil {
 		t.Fatalf("no result: %v", err)
 	}
