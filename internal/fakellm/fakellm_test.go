@@ -465,3 +465,16 @@ func TestListenError(t *testing.T) {
 		t.Error("listening on a port in use succeeded")
 	}
 }
+
+// TestOversizedReply: Oversized streams a well-formed reply whose content
+// has the size asked for.
+func TestOversizedReply(t *testing.T) {
+	t.Parallel()
+	s, hc := start(t)
+	s.On("plan", fakellm.Oversized(200<<10))
+	r := post(t, hc, s, schemaReq)
+	c, finish := content(t, r)
+	if r.status != 200 || len(c) != 200<<10 || strings.Trim(c, "x") != "" || finish != "stop" {
+		t.Errorf("status %d, content of %d bytes, finish %q; want 200, %d bytes of x, stop", r.status, len(c), finish, 200<<10)
+	}
+}

@@ -15,6 +15,7 @@ const (
 	kindToolCalls                  // tool calls, finish_reason tool_calls
 	kindStatus                     // an HTTP error with OpenAI's error body
 	kindDrop                       // the connection closed without a response
+	kindOversized                  // an assistant message of size bytes, streamed
 )
 
 // Reply is one scripted answer. Build it with JSON, Text, Truncated,
@@ -27,6 +28,7 @@ type Reply struct {
 	status     int
 	retryAfter string
 	errMessage string
+	size       int64 // content bytes of an Oversized reply
 	delay      time.Duration
 	usage      *[2]int // prompt, completion tokens; nil means estimated
 }
@@ -82,6 +84,14 @@ func Status(code int, retryAfter string) Reply {
 // reset connection.
 func Drop() Reply {
 	return Reply{kind: kindDrop}
+}
+
+// Oversized answers with a well-formed reply whose content is n bytes of
+// "x", written as it streams (the server never holds it): a model that
+// rambles, or a proxy gone wrong, for testing a client's reply cap. The
+// server stops writing when the client goes away.
+func Oversized(n int64) Reply {
+	return Reply{kind: kindOversized, size: n}
 }
 
 // Delay makes the server wait d before answering (model latency for demos

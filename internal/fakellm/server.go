@@ -1,6 +1,8 @@
 package fakellm
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -304,6 +306,9 @@ func (s *Server) write(w http.ResponseWriter, req Request, r Reply) {
 		}
 		writeError(w, r.status, "", msg)
 		return
+	case kindOversized:
+		s.writeOversized(w, req, r.size)
+		return
 	}
 
 	msg := wireOutMessage{Role: "assistant"}
@@ -339,6 +344,27 @@ func (s *Server) write(w http.ResponseWriter, req Request, r Reply) {
 		Usage:             wireUsage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion},
 		SystemFingerprint: "fakellm",
 	})
+}
+
+// writeOversized streams a reply whose content is n bytes of "x", in the
+// shape write gives, without building it in memory.
+func (s *Server) writeOversized(w http.ResponseWriter, req Request, n int64) {
+	head := fmt.Sprintf(`{"id":"chatcmpl-fakellm-%d","object":"chat.completion","created":%d,"model":%q,`+
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"`, s.nextID(), time.Now().Unix(), cmp.Or(req.Model, "fakellm"))
+	tail := fmt.Sprintf(`"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":%d,"total_tokens":%d},`+
+		`"system_fingerprint":"fakellm"}`, n/4, n/4+1)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.WriteString(w, head); err != nil {
+		return
+	}
+	chunk := bytes.Repeat([]byte("x"), 64<<10)
+	for left := n; left > 0; left -= int64(len(chunk)) {
+		if _, err := w.Write(chunk[:min(left, int64(len(chunk)))]); err != nil {
+			return // the client stopped reading
+		}
+	}
+	_, _ = io.WriteString(w, tail)
 }
 
 func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {

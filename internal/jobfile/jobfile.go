@@ -3,10 +3,13 @@ package jobfile
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -14,23 +17,22 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// MaxSpecBytes bounds a job file: a spec is a page of text, not data.
+// MaxSpecBytes bounds a job file (1 MiB): a spec is a page of text, not
+// data; samples are separate files.
 const MaxSpecBytes = 1 << 20
 
 // Load reads a job file (YAML or JSON, by content), decodes it strictly and
-// validates it. Relative sample paths are resolved against the file's folder,
+// validates it. The file must be a regular file of at most MaxSpecBytes (see
+// ReadRegular). Relative sample paths are resolved against the file's folder,
 // and every sample must be a readable regular file.
 func Load(path string) (*messages.JobSpec, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("job file: %w", err)
-	}
-	if fi.Size() > MaxSpecBytes {
-		return nil, fmt.Errorf("job file %s: larger than %d bytes", path, MaxSpecBytes)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("job file: %w", err)
+	data, err := ReadRegular(path, MaxSpecBytes)
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return nil, fmt.Errorf("job file: %w", err) // already names the file
+	case err != nil:
+		return nil, fmt.Errorf("job file %s: %w", path, err)
 	}
 	spec, err := Decode(data)
 	if err != nil {
@@ -145,7 +147,7 @@ func CheckSamples(spec *messages.JobSpec) error {
 		if !fi.Mode().IsRegular() {
 			return &messages.FieldError{Field: "samples." + name, Msg: fmt.Sprintf("%s is not a regular file", p)}
 		}
-		f, err := os.Open(p)
+		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0) // never blocks, even if p became a FIFO
 		if err != nil {
 			return &messages.FieldError{Field: "samples." + name, Msg: fmt.Sprintf("cannot read %s: %v", p, err)}
 		}

@@ -56,6 +56,10 @@ type OpenAIConfig struct {
 	// invalid reply and a corrective message, when a reply cannot be turned
 	// into the schema's object. Zero means 2; negative means none.
 	MaxCorrections int
+	// MaxReplyBytes caps the HTTP body of each reply. A longer one fails the
+	// call at once, permanently (ErrReplyTooLarge), instead of growing the
+	// worker's memory. Zero means 4 MiB; negative means no cap.
+	MaxReplyBytes int64
 	// Clock times backoff waits and reads Retry-After dates. Nil means the
 	// system clock.
 	Clock Clock
@@ -74,6 +78,7 @@ type OpenAI struct {
 	initialBackoff time.Duration
 	maxBackoff     time.Duration
 	timeout        time.Duration
+	maxReply       int64
 
 	mu sync.Mutex
 	// formats remembers, per model, the strongest response_format the server
@@ -101,6 +106,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		initialBackoff: orDefault(cfg.InitialBackoff, defaultInitialBackoff),
 		maxBackoff:     orDefault(cfg.MaxBackoff, defaultMaxBackoff),
 		timeout:        orDefault(cfg.RequestTimeout, defaultRequestTimeout),
+		maxReply:       orDefault(cfg.MaxReplyBytes, defaultMaxReplyBytes),
 		formats:        make(map[string]responseFormat),
 	}
 	if c.initialBackoff > c.maxBackoff {
@@ -124,13 +130,13 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	oc.HTTPClient = recordingDoer{hc: hc}
+	oc.HTTPClient = recordingDoer{hc: hc, maxReply: c.maxReply}
 	c.api = openai.NewClientWithConfig(oc)
 	return c, nil
 }
 
 // orDefault maps zero to def and negative to zero ("none").
-func orDefault[T int | time.Duration](v, def T) T {
+func orDefault[T int | int64 | time.Duration](v, def T) T {
 	switch {
 	case v == 0:
 		return def

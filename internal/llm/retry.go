@@ -102,17 +102,26 @@ type attempt struct {
 	status       int
 	retryAfter   string
 	retryAfterMS string
+	tooLarge     bool // the body went past the reply cap (cappedBody)
 }
 
 // recordingDoer is the HTTPDoer given to go-openai: it records the status and
 // Retry-After headers of each response into the attempt in the request's
-// context. Per-request state lives in the context (not the doer) so one
-// client serves concurrent calls.
-type recordingDoer struct{ hc *http.Client }
+// context, and caps each response body at maxReply bytes (none if zero).
+// Per-request state lives in the context (not the doer) so one client serves
+// concurrent calls.
+type recordingDoer struct {
+	hc       *http.Client
+	maxReply int64
+}
 
 func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 	resp, err := d.hc.Do(req)
-	if a, ok := req.Context().Value(attemptKey{}).(*attempt); ok {
+	a, _ := req.Context().Value(attemptKey{}).(*attempt)
+	if err == nil && d.maxReply > 0 {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: d.maxReply, limit: d.maxReply, a: a}
+	}
+	if a != nil {
 		a.sent = true
 		if err != nil {
 			a.netErr = err
@@ -181,6 +190,10 @@ func (c *OpenAI) classify(err error, a *attempt, n int) *CallError {
 		ce.Message = clip(strings.TrimSpace(string(reqErr.Body)), 300)
 	}
 	switch {
+	case a.tooLarge || errors.Is(err, ErrReplyTooLarge):
+		// The endpoint answered, but with more than we keep: the same call
+		// would flood again, so this is permanent.
+		ce.StatusCode, ce.Message = a.status, replyTooLargeError{c.maxReply}.Error()
 	case errors.Is(err, errNoChoices):
 		ce.StatusCode, ce.temporary = a.status, true
 	case !a.sent:

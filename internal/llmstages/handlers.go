@@ -24,6 +24,16 @@ import (
 // permanent failure (messages.ErrorPermanent).
 var ErrBadInput = errors.New("llmstages: bad input")
 
+// ErrPromptTooLarge means the messages assembled for a stage exceed
+// Options.MaxPromptBytes. Nothing is sent; the stage fails permanently, as
+// the same input would assemble the same prompt.
+var ErrPromptTooLarge = errors.New("llmstages: prompt too large")
+
+// DefaultMaxPromptBytes is Options.MaxPromptBytes's default (256 KiB): many
+// times a normal stage prompt (prompt, sample rows, code, a trimmed test
+// report), well below what costs real money per call.
+const DefaultMaxPromptBytes = 256 << 10
+
 // normVersion identifies the normalisation rules in this package; it is part
 // of StageVersion because they shape the cached outputs too.
 const normVersion = "3"
@@ -34,6 +44,10 @@ type Options struct {
 	Model string
 	// MaxTokens caps each reply; zero means the server's default.
 	MaxTokens int
+	// MaxPromptBytes bounds the messages of one call (the sum of their
+	// contents); a larger prompt fails the stage with ErrPromptTooLarge
+	// before it is sent. Zero means DefaultMaxPromptBytes; negative, no bound.
+	MaxPromptBytes int
 	// Stdlib is the sandbox interpreter's standard library (pyscan.StdlibFrom),
 	// used to drop standard modules from package lists. Nil means CPython 3.11.
 	Stdlib pyscan.Set
@@ -73,6 +87,9 @@ func New(client llm.Client, opts Options) *Handlers {
 	h := &Handlers{client: client, opts: opts, std: opts.Stdlib, log: opts.Logger}
 	if h.opts.Model == "" {
 		h.opts.Model = messages.DefaultModel
+	}
+	if h.opts.MaxPromptBytes == 0 {
+		h.opts.MaxPromptBytes = DefaultMaxPromptBytes
 	}
 	if h.std == nil {
 		h.std = pyscan.Stdlib()
@@ -186,6 +203,9 @@ func (h *Handlers) call(ctx context.Context, cmd *messages.StageCommand, msgs []
 	if model == "" {
 		model = h.opts.Model
 	}
+	if err := h.checkPromptSize(cmd.Stage, msgs); err != nil {
+		return Output{}, err
+	}
 	reply, err := h.client.Structured(ctx, llm.StructuredRequest{Model: model, Messages: msgs, Schema: schema, MaxTokens: h.opts.MaxTokens})
 	out := Output{Usage: reply.Usage}
 	if err != nil {
@@ -205,6 +225,24 @@ func (h *Handlers) call(ctx context.Context, cmd *messages.StageCommand, msgs []
 	}
 	out.Messages = append(out.Messages, messages.ChatMessage{Role: "assistant", Content: content, Stage: cmd.Stage})
 	return out, nil
+}
+
+// checkPromptSize is the one place every stage's prompt passes before it is
+// sent: a prompt past Options.MaxPromptBytes (a huge task text, a sample
+// file pasted whole) fails here instead of being paid for.
+func (h *Handlers) checkPromptSize(stage messages.Stage, msgs []messages.ChatMessage) error {
+	if h.opts.MaxPromptBytes < 0 {
+		return nil
+	}
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content)
+	}
+	if n > h.opts.MaxPromptBytes {
+		return fmt.Errorf("%s: %w: %d KiB of messages, over the %d KiB budget (llmstages.Options.MaxPromptBytes)",
+			stage, ErrPromptTooLarge, (n+1023)>>10, h.opts.MaxPromptBytes>>10)
+	}
+	return nil
 }
 
 func invalid(stage messages.Stage, what string) error {

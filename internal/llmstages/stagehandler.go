@@ -32,11 +32,12 @@ func (s StageHandler) Handle(ctx context.Context, cmd *messages.StageCommand) (s
 	return stagework.Output{Value: out.Value, Usage: out.Usage, Messages: out.Messages}, nil
 }
 
-// failure marks err for the executor's policy: bad input and the model's
-// permanent errors fail the stage; a wait the endpoint asked for is kept,
-// so the command comes back then instead of holding a slot.
+// failure marks err for the executor's policy: bad input, a prompt over
+// budget and the model's permanent errors fail the stage; a wait the
+// endpoint asked for is kept, so the command comes back then instead of
+// holding a slot.
 func failure(err error) error {
-	if errors.Is(err, ErrBadInput) {
+	if errors.Is(err, ErrBadInput) || errors.Is(err, ErrPromptTooLarge) {
 		return stagework.Permanent(err)
 	}
 	switch v := llm.Classify(err); {

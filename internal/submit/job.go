@@ -1,10 +1,12 @@
 package submit
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -156,13 +158,20 @@ func (f *jobFlags) scriptedModel(io IO, jobDir string) (*fakellm.Server, error) 
 	return srv, nil
 }
 
+// maxTranscriptBytes bounds a --transcript file (64 MiB): a script of model
+// replies, read whole before the job starts.
+const maxTranscriptBytes = 64 << 20
+
 func scripted(path string) (*fakellm.Server, string, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	data, err := jobfile.ReadRegular(path, maxTranscriptBytes)
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
 		return nil, "", err
+	case err != nil:
+		return nil, "", fmt.Errorf("transcript %s: %w", path, err)
 	}
-	defer f.Close()
-	t, err := fakellm.LoadTranscript(f)
+	t, err := fakellm.LoadTranscript(bytes.NewReader(data))
 	if err != nil {
 		return nil, "", fmt.Errorf("transcript %s: %w", path, err)
 	}

@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/fakellm"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// TestOversizedModelReplyEndsTheJob: a 5 MB model reply is cut at the
+// client's 4 MiB cap; the stage fails with that reason, permanently (one
+// request, not five retries), and the job ends saying so: no hang, no
+// unbounded memory.
+func TestOversizedModelReplyEndsTheJob(t *testing.T) {
+	t.Parallel()
+	fake := fakellm.New()
+	defer fake.Close()
+	fake.On("plan", fakellm.Oversized(5<<20))
+	st := startLocal(t, testConfig(t, fake))
+	res := runJob(t, st, answerSpec())
+	if res.Success || res.Status != messages.StatusFailed {
+		t.Fatalf("success %v, status %s: want a failed job", res.Success, res.Status)
+	}
+	for _, want := range []string{"stage plan failed", "model reply larger than 4 MiB"} {
+		if !strings.Contains(res.Error, want) {
+			t.Errorf("error %q does not say %q", res.Error, want)
+		}
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Errorf("%d requests for an oversized reply, want 1 (it is permanent)", n)
+	}
+}
+
+// TestOversizedPromptIsNotSent: a 300 KB task text is over the stages'
+// 256 KiB prompt budget: the plan stage fails saying so and the model is
+// never called.
+func TestOversizedPromptIsNotSent(t *testing.T) {
+	t.Parallel()
+	fake := fakellm.New()
+	defer fake.Close()
+	scriptBasics(fake, sol(code("6 * 7")))
+	st := startLocal(t, testConfig(t, fake))
+	spec := answerSpec()
+	spec.Prompt += strings.Repeat(" Really, write 42.", 300<<10/18)
+	res := runJob(t, st, spec)
+	if res.Success || res.Status != messages.StatusFailed {
+		t.Fatalf("success %v, status %s: want a failed job", res.Success, res.Status)
+	}
+	for _, want := range []string{"stage plan failed", "over the 256 KiB budget"} {
+		if !strings.Contains(res.Error, want) {
+			t.Errorf("error %q does not say %q", res.Error, want)
+		}
+	}
+	if n := len(fake.Requests()); n != 0 {
+		t.Errorf("%d model calls for a prompt over budget, want none", n)
+	}
+}
