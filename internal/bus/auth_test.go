@@ -126,6 +126,18 @@ func (c *client) refused(t *testing.T, what string, do func(ctx context.Context)
 	}
 }
 
+// fetchOne pulls one message and waits for the pull to end, so no fetch
+// goroutine outlives the test (goleak checks).
+func fetchOne(cons jetstream.Consumer) error {
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		return err
+	}
+	for range batch.Messages() {
+	}
+	return batch.Error()
+}
+
 func publishRaw(c *client, subject string) func(context.Context) error {
 	return func(context.Context) error { return c.nc.Publish(subject, []byte(`{}`)) }
 }
@@ -165,8 +177,7 @@ func TestSandboxWorkerPermissions(t *testing.T) {
 	w.refused(t, "publish a stage command", publishRaw(w, bus.StageSubject(messages.StageCode)))
 	w.refused(t, "submit a job", publishRaw(w, bus.SubjectJobsSubmit))
 	w.refused(t, "pull the llm pool's commands", func(ctx context.Context) error {
-		_, err := w.res.StageConsumers[messages.PoolLLM].Fetch(1, jetstream.FetchMaxWait(time.Second))
-		return err
+		return fetchOne(w.res.StageConsumers[messages.PoolLLM])
 	})
 	w.refused(t, "write job state", func(ctx context.Context) error {
 		_, err := w.res.JobState.Put(ctx, bus.JobKey("job1"), []byte(`{}`))
@@ -218,8 +229,7 @@ func TestProducerPermissions(t *testing.T) {
 	p.refused(t, "publish a stage command", publishRaw(p, bus.StageSubject(messages.StageCode)))
 	p.refused(t, "publish a result", publishRaw(p, bus.ResultSubject(bus.PoolLLM, "job1")))
 	p.refused(t, "pull the coordinator's submissions", func(ctx context.Context) error {
-		_, err := p.res.JobsConsumer.Fetch(1, jetstream.FetchMaxWait(time.Second))
-		return err
+		return fetchOne(p.res.JobsConsumer)
 	})
 	if n := streamMsgs(t, s.res.Stages[messages.PoolLLM]); n != 0 {
 		t.Errorf("the llm stage stream holds %d messages after a refused publish, want 0", n)
@@ -262,8 +272,7 @@ func TestLLMWorkerPermissions(t *testing.T) {
 	w := s.connect(t, bus.ClientAuth{User: "llm", Password: testPassword, Role: bus.RoleLLMWorker})
 	w.refused(t, "publish a stage command", publishRaw(w, bus.StageSubject(messages.StagePlan)))
 	w.refused(t, "pull the sandbox pool's commands", func(ctx context.Context) error {
-		_, err := w.res.StageConsumers[messages.PoolSandbox].Fetch(1, jetstream.FetchMaxWait(time.Second))
-		return err
+		return fetchOne(w.res.StageConsumers[messages.PoolSandbox])
 	})
 	w.refused(t, "write an output", func(ctx context.Context) error {
 		_, err := w.res.Outputs.PutBytes(ctx, "forged", []byte("x"))
