@@ -2,6 +2,7 @@ package codemode
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -24,8 +25,7 @@ func Check(code string, tools *Registry) error {
 var builtinNames = []string{"is_error", "parallel_map"}
 
 func isBuiltinName(name string) bool {
-	return starlark.Universe.Has(name) || strings.HasPrefix(name, "__") ||
-		name == builtinNames[0] || name == builtinNames[1]
+	return starlark.Universe.Has(name) || strings.HasPrefix(name, "__") || slices.Contains(builtinNames, name)
 }
 
 type checker struct {

@@ -203,7 +203,7 @@ print("paris is", f)
 		},
 		{
 			name:      "a multiplying method stopped by the memory budget",
-			code:      "s = \"a\" * 10000\nt = s.replace(\"a\", s)\n",
+			code:      "s = \"a\" * 20000\nt = s.replace(\"a\", s)\n",
 			wantKind:  codemode.KindLimit,
 			wantErr:   "memory limit",
 			wantLine:  2,
@@ -211,7 +211,7 @@ print("paris is", f)
 		},
 		{
 			name:      "getattr reaches the same charged method",
-			code:      "s = \"a\" * 10000\nt = getattr(s, \"replace\")(\"a\", s)\n",
+			code:      "s = \"a\" * 20000\nt = getattr(s, \"replace\")(\"a\", s)\n",
 			wantKind:  codemode.KindLimit,
 			wantErr:   "memory limit",
 			wantCalls: 0,
@@ -230,6 +230,20 @@ print("paris is", f)
 			wantErr:   "memory limit",
 			wantLine:  4,
 			wantCalls: 0,
+		},
+		{
+			name:      "appending in a loop is charged by element, not by copy",
+			code:      "out = []\nfor i in range(100000):\n    out += [i]\nlen(out)",
+			want:      int64(100000),
+			wantCalls: 0,
+		},
+		{
+			name:      "a tool that blocks is stopped at the wall time",
+			code:      "r = gate(i=1)\nr",
+			limits:    codemode.Limits{WallTime: 100 * time.Millisecond},
+			wantKind:  codemode.KindLimit,
+			wantErr:   "wall time limit",
+			wantCalls: 1,
 		},
 		{
 			name:      "recursion refused",

@@ -30,6 +30,8 @@ const dialectRules = `Write the program in Starlark, a small dialect of Python:
 - The value of the program's last line, if it is an expression, is the
   result (the observation you will see), together with what print() wrote.
   End with the value you want to see, for example a dict.
+- Build text by appending to a list and joining it ("\n".join(lines)), not
+  with s += line in a loop: every copy counts against the memory budget.
 - Limits: a step budget, a wall-time limit and a memory budget stop long or
   large programs with an error that names the limit; print output is capped.
 `

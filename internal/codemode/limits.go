@@ -9,7 +9,7 @@ type Limits struct {
 	// WallTime bounds the run, tool calls included. Default 30s.
 	WallTime time.Duration
 	// MaxAllocBytes is the budget for what the program builds (see
-	// memory.go for what is charged). Default 64 MiB.
+	// memory.go for what is charged). Default 128 MiB.
 	MaxAllocBytes int64
 	// MaxOutputBytes caps what print() keeps. Default 16 KiB.
 	MaxOutputBytes int
@@ -22,7 +22,7 @@ type Limits struct {
 const (
 	DefaultMaxSteps       = 10_000_000
 	DefaultWallTime       = 30 * time.Second
-	DefaultMaxAllocBytes  = 64 << 20
+	DefaultMaxAllocBytes  = 128 << 20
 	DefaultMaxOutputBytes = 16 << 10
 	DefaultMaxParallel    = 8
 )

@@ -30,7 +30,10 @@ import (
 //   - every tool result.
 //
 // The budget is cumulative (garbage counts), which errs on the side of
-// stopping. Values built one element at a time (append, comprehensions)
+// stopping: building a string with += in a loop copies it every time and
+// is charged every time, so the dialect rules say to join a list instead.
+// Reaching the live values to count only those is not possible from
+// outside the interpreter (temporaries live on its operand stack). Values built one element at a time (append, comprehensions)
 // cost at least one execution step per element, so the step limit bounds
 // them to a few words per step.
 
@@ -145,7 +148,11 @@ func binopBuiltin(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tu
 func augcheckBuiltin(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 	op, x, y := opTokens[string(args[0].(starlark.String))], args[1], args[2]
 	b := budgetOf(thread)
-	if err := b.charge(binaryCost(op, x, y, b.max-b.used), "`"+op.String()+"=`"); err != nil {
+	cost := binaryCost(op, x, y, b.max-b.used)
+	if _, isList := x.(*starlark.List); isList && op == syntax.PLUS {
+		cost = sizeOf(y) // list += extends in place: only the new elements are new
+	}
+	if err := b.charge(cost, "`"+op.String()+"=`"); err != nil {
 		return nil, err
 	}
 	return y, nil

@@ -13,7 +13,7 @@ import (
 // calls; a failed call's slot holds its error value. Only tools run in
 // parallel: a Starlark thread is single-goroutine, and tools are where the
 // waiting is.
-func (rs *runState) parallelMap(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+func (rs *runState) parallelMap(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var fn, calls starlark.Value
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "fn", &fn, "calls", &calls); err != nil {
 		return nil, err
@@ -34,6 +34,10 @@ func (rs *runState) parallelMap(_ *starlark.Thread, b *starlark.Builtin, args st
 	slots := make(chan struct{}, rs.limits.MaxParallel)
 	var wg sync.WaitGroup
 	for i, a := range bound {
+		if err := rs.ctx.Err(); err != nil {
+			outcomes[i] = outcome{err: err} // the run is over: start nothing more
+			continue
+		}
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
@@ -42,6 +46,7 @@ func (rs *runState) parallelMap(_ *starlark.Thread, b *starlark.Builtin, args st
 		})
 	}
 	wg.Wait()
+	rs.stopIfDone(thread)
 	results := make([]starlark.Value, len(outcomes))
 	for i, o := range outcomes {
 		v, err := rs.toolResult(tool.Name, o.res, o.err)

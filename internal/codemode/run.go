@@ -153,6 +153,15 @@ func (rs *runState) cancelReason() string {
 	return "run cancelled"
 }
 
+// stopIfDone cancels the thread at once when the run's context ended
+// during a tool call, so that the program does not go on with the
+// tool's "context deadline exceeded" as if it were an ordinary failure.
+func (rs *runState) stopIfDone(thread *starlark.Thread) {
+	if rs.ctx.Err() != nil {
+		thread.Cancel(rs.cancelReason())
+	}
+}
+
 // print keeps output up to the cap and notes, once, that it cut the rest.
 func (rs *runState) print(_ *starlark.Thread, msg string) {
 	rs.mu.Lock()

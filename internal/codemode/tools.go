@@ -36,7 +36,9 @@ type Param struct {
 // ToolFunc is the Go side of a tool. args holds the arguments the program
 // passed, converted to JSON-able Go values (string, int64, float64, bool,
 // []any, map[string]any) and checked against the declared types. The result
-// must be JSON-able; an error reaches the program as an error value.
+// must be JSON-able; an error reaches the program as an error value. A
+// tool must return when ctx is done: that is how the wall-time limit
+// reaches a call in progress.
 type ToolFunc func(ctx context.Context, args map[string]any) (any, error)
 
 // Tool is a Go function the program can call by name.
@@ -274,12 +276,13 @@ func (v *toolValue) Truth() starlark.Bool  { return true }
 func (v *toolValue) Hash() (uint32, error) { return starlark.String(v.tool.Name).Hash() }
 func (v *toolValue) Name() string          { return v.tool.Name }
 
-func (v *toolValue) CallInternal(_ *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+func (v *toolValue) CallInternal(thread *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	goArgs, err := v.tool.bindArgs(args, kwargs)
 	if err != nil {
 		return nil, err
 	}
 	res, err := v.tool.call(v.run.ctx, goArgs)
+	v.run.stopIfDone(thread)
 	return v.run.toolResult(v.tool.Name, res, err)
 }
 
