@@ -217,6 +217,14 @@ print("paris is", f)
 			wantCalls: 0,
 		},
 		{
+			name:      "repeated squaring stopped before math/big runs away",
+			code:      "x = 3\nfor i in range(64):\n    x = x * x\n",
+			wantKind:  codemode.KindLimit,
+			wantErr:   "bits",
+			wantLine:  3,
+			wantCalls: 0,
+		},
+		{
 			name:      "materialising a huge range stopped by the memory budget",
 			code:      `x = list(range(1000000000))`,
 			wantKind:  codemode.KindLimit,

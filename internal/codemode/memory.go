@@ -27,7 +27,9 @@ import (
 //   - the builtins that materialise an iterable (list, tuple, sorted, dict,
 //     enumerate, zip, reversed, set) or write a value as text (str, repr,
 //     print: lists that share elements print far larger than they are);
-//   - every tool result.
+//   - every tool result;
+//   - and, apart from the budget, products of ints are capped in size
+//     (maxIntBits), since their cost is time inside math/big.
 //
 // The budget is cumulative (garbage counts), which errs on the side of
 // stopping: building a string with += in a loop copies it every time and
@@ -130,12 +132,41 @@ func mulSat(a, b int64) int64 {
 	return a * b
 }
 
+// maxIntBits bounds the ints a product may make. Repeated squaring
+// doubles an int's size per step, and one multiplication of two
+// megabyte-sized ints runs for minutes inside math/big, where neither the
+// step limit nor cancellation can reach it.
+const maxIntBits = 1 << 16
+
+func checkIntProduct(op syntax.Token, x, y starlark.Value) error {
+	xi, xOK := x.(starlark.Int)
+	yi, yOK := y.(starlark.Int)
+	if op != syntax.STAR || !xOK || !yOK {
+		return nil
+	}
+	if bits := intBits(xi) + intBits(yi); bits > maxIntBits {
+		return fmt.Errorf("memory limit: `*` would make an int of about %d bits, over the limit of %d bits", bits, maxIntBits)
+	}
+	return nil
+}
+
+func intBits(i starlark.Int) int {
+	if _, small := i.Int64(); small {
+		return 64
+	}
+	return i.BigInt().BitLen()
+}
+
 var opTokens = map[string]syntax.Token{"+": syntax.PLUS, "*": syntax.STAR, "%": syntax.PERCENT}
 
 // binopBuiltin is __binop(op, x, y): x op y, charged first.
 func binopBuiltin(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 	op, x, y := opTokens[string(args[0].(starlark.String))], args[1], args[2]
 	b := budgetOf(thread)
+	if err := checkIntProduct(op, x, y); err != nil {
+		b.exceeded = true
+		return nil, err
+	}
 	if err := b.charge(binaryCost(op, x, y, b.max-b.used), "`"+op.String()+"`"); err != nil {
 		return nil, err
 	}
