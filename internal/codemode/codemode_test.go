@@ -335,6 +335,10 @@ print("paris is", f)
 			fx := newFixture(t, 4)
 			res, err := codemode.Run(context.Background(), tt.code, fx.tools, tt.limits)
 			checkRunError(t, err, tt.wantKind, tt.wantErr, tt.wantLine, tt.wantCol)
+			var ce *codemode.Error
+			if errors.As(err, &ce) && strings.Contains(ce.Backtrace, "__") {
+				t.Errorf("backtrace shows a rewritten builtin:\n%s", ce.Backtrace)
+			}
 			if tt.wantKind == "" {
 				if diff := cmp.Diff(tt.want, res.Value); diff != "" {
 					t.Errorf("value (-want +got):\n%s", diff)

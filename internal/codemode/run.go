@@ -225,6 +225,14 @@ func syntaxError(err error) *Error {
 	return &Error{Kind: KindSyntax, Msg: err.Error()}
 }
 
+// rewrittenFrames hides the builtins rewrite.go inserted from the
+// backtrace the model sees: the error is the operator's, on its line.
+var rewrittenFrames = strings.NewReplacer(
+	"Error in "+binopName+": ", "Error: ",
+	"Error in "+augcheckName+": ", "Error: ",
+	"Error in "+attrName+": ", "Error: ",
+)
+
 // runError turns an execution error into an *Error at the innermost line
 // of the program, telling limits from the program's own failures.
 func (rs *runState) runError(err error) *Error {
@@ -232,7 +240,7 @@ func (rs *runState) runError(err error) *Error {
 	var ee *starlark.EvalError
 	if errors.As(err, &ee) {
 		e.Msg = ee.Msg
-		e.Backtrace = ee.Backtrace()
+		e.Backtrace = rewrittenFrames.Replace(ee.Backtrace())
 		for i := range ee.CallStack {
 			if pos := ee.CallStack.At(i).Pos; pos.IsValid() && pos.Filename() == fileName {
 				e.Line, e.Col = int(pos.Line), int(pos.Col)
