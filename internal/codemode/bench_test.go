@@ -1,0 +1,121 @@
+package codemode_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/codemode"
+)
+
+// The same program in both languages: ten tool calls, a sum.
+const (
+	starlarkTenCalls = `total = 0
+for i in range(10):
+    total += get_weather(city="c%d" % i)["temp_c"]
+total`
+
+	pythonTenCalls = `import json, sys
+def call(tool, **args):
+    sys.stdout.write(json.dumps({"tool": tool, "args": args}) + "\n")
+    sys.stdout.flush()
+    return json.loads(sys.stdin.readline())["result"]
+total = 0
+for i in range(10):
+    total += call("get_weather", city="c%d" % i)["temp_c"]
+sys.stdout.write(json.dumps({"done": total}) + "\n")
+`
+)
+
+// BenchmarkTenToolCalls measures, per op, one Starlark run (interpreter
+// start, check, ten tool calls) and one /usr/bin/python3 subprocess making
+// the same ten calls through a JSON-lines bridge over its stdin and
+// stdout to this process. It reports each as ns/op and their ratio.
+func BenchmarkTenToolCalls(b *testing.B) {
+	tools := codemode.NewRegistry()
+	tools.MustRegister(codemode.Tool{
+		Name:   "get_weather",
+		Params: []codemode.Param{{Name: "city", Type: codemode.TypeStr, Required: true}},
+		Func:   benchWeather,
+	})
+	var starlarkTime, pythonTime time.Duration
+	for b.Loop() {
+		start := time.Now()
+		res, err := codemode.Run(context.Background(), starlarkTenCalls, tools, codemode.Limits{})
+		if err != nil || res.Value != int64(210) {
+			b.Fatalf("starlark: %v %v", res.Value, err)
+		}
+		starlarkTime += time.Since(start)
+
+		start = time.Now()
+		if err := runPythonBridge(benchWeather); err != nil {
+			b.Fatalf("python: %v", err)
+		}
+		pythonTime += time.Since(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(starlarkTime.Nanoseconds())/n, "starlark-ns/op")
+	b.ReportMetric(float64(pythonTime.Nanoseconds())/n, "python-ns/op")
+	b.ReportMetric(float64(pythonTime)/float64(starlarkTime), "python/starlark")
+}
+
+// benchWeather is the tool both programs call.
+func benchWeather(_ context.Context, args map[string]any) (any, error) {
+	return map[string]any{"city": args["city"], "temp_c": 21}, nil
+}
+
+// runPythonBridge runs pythonTenCalls and answers its tool requests.
+func runPythonBridge(tool codemode.ToolFunc) error {
+	cmd := exec.Command("/usr/bin/python3", "-c", pythonTenCalls)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	serveErr := serveBridge(stdout, stdin, tool)
+	_ = stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("python3: %w", err)
+	}
+	return serveErr
+}
+
+func serveBridge(from io.Reader, to io.Writer, tool codemode.ToolFunc) error {
+	sc := bufio.NewScanner(from)
+	enc := json.NewEncoder(to)
+	for sc.Scan() {
+		var msg struct {
+			Tool string         `json:"tool"`
+			Args map[string]any `json:"args"`
+			Done *float64       `json:"done"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &msg); err != nil {
+			return err
+		}
+		if msg.Done != nil {
+			if *msg.Done != 210 {
+				return fmt.Errorf("python total %v, want 210", *msg.Done)
+			}
+			return nil
+		}
+		res, err := tool(context.Background(), msg.Args)
+		if err != nil {
+			return err
+		}
+		if err := enc.Encode(map[string]any{"result": res}); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("python ended without a result: %w", sc.Err())
+}

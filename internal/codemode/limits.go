@@ -1,0 +1,47 @@
+package codemode
+
+import "time"
+
+// Limits bound one run. The zero value of each field means its default.
+type Limits struct {
+	// MaxSteps is the Starlark execution-step budget. Default 10,000,000.
+	MaxSteps uint64
+	// WallTime bounds the run, tool calls included. Default 30s.
+	WallTime time.Duration
+	// MaxAllocBytes is the budget for what the program builds (see
+	// memory.go for what is charged). Default 128 MiB.
+	MaxAllocBytes int64
+	// MaxOutputBytes caps what print() keeps. Default 16 KiB.
+	MaxOutputBytes int
+	// MaxParallel bounds the tool calls parallel_map runs at once.
+	// Default 8.
+	MaxParallel int
+}
+
+// Defaults for Limits.
+const (
+	DefaultMaxSteps       = 10_000_000
+	DefaultWallTime       = 30 * time.Second
+	DefaultMaxAllocBytes  = 128 << 20
+	DefaultMaxOutputBytes = 16 << 10
+	DefaultMaxParallel    = 8
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxSteps == 0 {
+		l.MaxSteps = DefaultMaxSteps
+	}
+	if l.WallTime <= 0 {
+		l.WallTime = DefaultWallTime
+	}
+	if l.MaxAllocBytes <= 0 {
+		l.MaxAllocBytes = DefaultMaxAllocBytes
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if l.MaxParallel <= 0 {
+		l.MaxParallel = DefaultMaxParallel
+	}
+	return l
+}
