@@ -54,6 +54,10 @@ type Config struct {
 	MaxRunTimeout string // AUTOCODER_MAX_RUN_TIMEOUT: a Go duration; default 30m
 	MaxMemory     string // AUTOCODER_MAX_MEMORY: a quantity such as 8Gi; default 8Gi
 	MaxCPUs       string // AUTOCODER_MAX_CPUS: a number of cores; default the machine's
+
+	// The llm-worker's bounds on one model call (see Bounds, modelbounds.go).
+	MaxReplyBytes  string // AUTOCODER_MAX_REPLY_BYTES: a quantity such as 4Mi; default 4Mi
+	MaxPromptBytes string // AUTOCODER_MAX_PROMPT_BYTES: a quantity such as 256Ki; default 256Ki
 	// DockerBuildNetwork, when set (AUTOCODER_DOCKER_BUILD_NETWORK), is the
 	// network pip runs on in the docker backend's image builds, instead of a
 	// container with no network behind the worker's egress proxy: for an
@@ -140,6 +144,7 @@ func FromEnv() Config {
 	}
 	c.CacheUnsigned, _ = strconv.ParseBool(os.Getenv("AUTOCODER_CACHE_UNSIGNED"))
 	c.readRunCeilings()
+	c.readModelBounds()
 	c.NATSAuthConfig = natsAuthFromEnv()
 	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
 	fmt.Sscan(os.Getenv("AUTOCODER_DOCKER_POOL_SIZE"), &c.DockerPoolSize)
@@ -179,6 +184,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.CacheUnsigned, "cache-unsigned", c.CacheUnsigned, "use a Redis cache without a key: anyone who can write to it can forge results (AUTOCODER_CACHE_UNSIGNED)")
 	fs.StringVar(&c.StageDeadlines, "stage-deadlines", c.StageDeadlines, "per-stage deadlines, e.g. build=45m,plan=5m (AUTOCODER_STAGE_DEADLINES)")
 	c.registerRunCeilings(fs)
+	c.registerModelBounds(fs)
 	c.registerAccess(fs)
 	c.NATSAuthConfig.register(fs)
 }
@@ -222,6 +228,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if _, err := c.Ceilings(); err != nil {
+		return err
+	}
+	if _, err := c.Bounds(); err != nil {
 		return err
 	}
 	if err := c.validateCacheKeys(); err != nil {

@@ -221,3 +221,35 @@ func TestHelpHidesCredentials(t *testing.T) {
 		t.Errorf("flags: %v, redis %q, index %q", err, c.RedisURL, c.PipIndexURL)
 	}
 }
+
+// TestModelBounds: the llm-worker's reply and prompt bounds come from the
+// environment or their flags as quantities; a bad one names its setting.
+func TestModelBounds(t *testing.T) {
+	t.Setenv("AUTOCODER_MAX_REPLY_BYTES", "2Mi")
+	t.Setenv("AUTOCODER_MAX_PROMPT_BYTES", "")
+	c := FromEnv()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	c.Register(fs)
+	if err := fs.Parse([]string{"--max-prompt-bytes", "128Ki"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Bounds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ModelBounds{ReplyBytes: 2 << 20, PromptBytes: 128 << 10}, got); diff != "" {
+		t.Errorf("Bounds (-want +got):\n%s", diff)
+	}
+	if got, err := (&Config{}).Bounds(); err != nil || got != (ModelBounds{}) {
+		t.Errorf("Bounds of nothing set = %+v, %v; want zeros (the defaults)", got, err)
+	}
+	for setting, bad := range map[string]Config{
+		"AUTOCODER_MAX_REPLY_BYTES":  {MaxReplyBytes: "lots"},
+		"AUTOCODER_MAX_PROMPT_BYTES": {MaxPromptBytes: "2Gi"},
+	} {
+		bad.StateDir, bad.LogLevel = t.TempDir(), "info"
+		if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), setting) {
+			t.Errorf("Validate with a bad %s = %v, want an error naming it", setting, err)
+		}
+	}
+}

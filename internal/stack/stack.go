@@ -361,15 +361,21 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	bounds, err := st.opts.Config.Bounds()
+	if err != nil {
+		return err
+	}
 	model := st.opts.LLM
 	if model == nil {
 		cfg := st.opts.Config
-		model, err = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Logger: st.log.With("component", "llm")})
+		model, err = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey,
+			MaxReplyBytes: bounds.ReplyBytes, Logger: st.log.With("component", "llm")})
 		if err != nil {
 			return err
 		}
 	}
-	h := llmstages.NewStageHandler(llmstages.New(model, llmstages.Options{Logger: st.log.With("component", "llm-stages")}))
+	h := llmstages.NewStageHandler(llmstages.New(model, llmstages.Options{MaxPromptBytes: bounds.PromptBytes,
+		Logger: st.log.With("component", "llm-stages")}))
 	return st.startStageWorker(bus.PoolLLM, h, c, 4)
 }
 

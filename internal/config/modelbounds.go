@@ -1,0 +1,50 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// ModelBounds are an llm-worker's caps on one model call: the reply's HTTP
+// body (llm.OpenAIConfig.MaxReplyBytes) and the prompt sent
+// (llmstages.Options.MaxPromptBytes). Zero means the worker's default.
+type ModelBounds struct {
+	ReplyBytes  int64
+	PromptBytes int
+}
+
+// readModelBounds reads the bounds' environment variables.
+func (c *Config) readModelBounds() {
+	c.MaxReplyBytes = os.Getenv("AUTOCODER_MAX_REPLY_BYTES")
+	c.MaxPromptBytes = os.Getenv("AUTOCODER_MAX_PROMPT_BYTES")
+}
+
+// registerModelBounds adds the bounds' flags.
+func (c *Config) registerModelBounds(fs *flag.FlagSet) {
+	fs.StringVar(&c.MaxReplyBytes, "max-reply-bytes", c.MaxReplyBytes, "llm-worker: the largest model reply read, e.g. 4Mi; default 4Mi (AUTOCODER_MAX_REPLY_BYTES)")
+	fs.StringVar(&c.MaxPromptBytes, "max-prompt-bytes", c.MaxPromptBytes, "llm-worker: the largest prompt sent, e.g. 256Ki; default 256Ki (AUTOCODER_MAX_PROMPT_BYTES)")
+}
+
+// Bounds parses MaxReplyBytes and MaxPromptBytes (quantities such as 4Mi).
+// The error names the setting.
+func (c *Config) Bounds() (ModelBounds, error) {
+	var b ModelBounds
+	if c.MaxReplyBytes != "" {
+		n, err := messages.ParseQuantity(c.MaxReplyBytes)
+		if err != nil || n < 4<<10 {
+			return b, fmt.Errorf("AUTOCODER_MAX_REPLY_BYTES: %q is not a quantity of at least 4Ki, such as 4Mi", c.MaxReplyBytes)
+		}
+		b.ReplyBytes = n
+	}
+	if c.MaxPromptBytes != "" {
+		n, err := messages.ParseQuantity(c.MaxPromptBytes)
+		if err != nil || n < 4<<10 || n > 1<<30 {
+			return b, fmt.Errorf("AUTOCODER_MAX_PROMPT_BYTES: %q is not a quantity between 4Ki and 1Gi, such as 256Ki", c.MaxPromptBytes)
+		}
+		b.PromptBytes = int(n)
+	}
+	return b, nil
+}
