@@ -7,7 +7,7 @@
 // it sits: pipelines, lists, subshells, blocks, if/for/while/case, command and
 // process substitutions, arithmetic, redirections and here-documents. A
 // command name must be a literal word (quotes and escapes are resolved, so
-// c”url is curl); wrappers (env, command, builtin, nohup, timeout, nice,
+// \curl is curl); wrappers (env, command, builtin, nohup, timeout, nice,
 // stdbuf, xargs) are resolved to the command they run; bash -c and sh -c
 // strings are parsed and checked in turn. Only listed tools run: read-only
 // and text tools anywhere, writing tools (tee, cp, mv, rm, mkdir, touch,

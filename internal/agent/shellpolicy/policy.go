@@ -139,7 +139,7 @@ func (c *checker) redirect(r *syntax.Redirect) {
 	word := splitBraces(r.Word)[0]
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrAll, syntax.AppAll,
-		syntax.ClbOut, syntax.RdrAllClob, syntax.AppAllClob:
+		syntax.RdrClob, syntax.RdrAllClob, syntax.AppAllClob:
 		c.writePath(word, true)
 	case syntax.DplOut:
 		if lit, ok := literal(word); ok && isFD(lit) {

@@ -10,7 +10,8 @@ import (
 
 // literal returns a word's value after quote removal when nothing in it is
 // decided at run time: only plain text, '...', $'...' and "..." holding plain
-// text. "cu"rl, c''url, \curl and $'\x63url' all read as curl.
+// text. Quotes, backslashes and ANSI-C strings are decoded: "cu"rl, \curl and
+// $'\x63url' all read as curl, as does curl with an empty quoted pair inside.
 func literal(w *syntax.Word) (string, bool) {
 	if w == nil || len(w.Parts) == 0 {
 		return "", false

@@ -44,7 +44,7 @@ func Resolve(root, p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("workspace: resolve root %s: %w", root, err)
 	}
-	existing, rest, err := longestExisting(filepath.Join(realRoot, filepath.Clean("/" + p)))
+	existing, rest, err := longestExisting(filepath.Join(realRoot, filepath.Clean("/"+p)))
 	if err != nil {
 		return "", fmt.Errorf("workspace: %q: %w", p, err)
 	}
