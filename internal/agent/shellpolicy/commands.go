@@ -95,6 +95,9 @@ func buildRules() map[string]rule {
 	for n, check := range specialTools {
 		r[n] = rule{check: check}
 	}
+	for _, n := range []string{"test", "["} {
+		r[n] = rule{check: checkTest, pure: true}
+	}
 	return r
 }
 

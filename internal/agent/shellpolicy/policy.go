@@ -2,6 +2,7 @@ package shellpolicy
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -91,6 +92,16 @@ func (c *checker) node(n syntax.Node) {
 		if n.Op == syntax.Inc || n.Op == syntax.Dec {
 			c.arithTarget(n.X)
 		}
+	case *syntax.ParamExp:
+		if n.Param != nil && n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) {
+			c.checkName(n.Param.Value) // ${LD_PRELOAD:=x} assigns
+		}
+	case *syntax.UnaryTest:
+		if n.Op == syntax.TsVarSet {
+			if w, ok := n.X.(*syntax.Word); ok {
+				c.checkTestOperand(w)
+			}
+		}
 	case *syntax.FuncDecl:
 		c.refuse("defining functions is not allowed: a function can shadow a command name; write the commands out directly")
 	case *syntax.CoprocClause:
@@ -110,7 +121,7 @@ func (c *checker) command(words []*syntax.Word) {
 	base := name
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		base = name[i+1:]
-		if !strings.HasPrefix(name, "/") {
+		if !systemDirs[name[:i]] {
 			c.refuse("running %s directly is not allowed: run Python files with python3 FILE.py and tests with pytest", name)
 			return
 		}
@@ -128,6 +139,10 @@ func (c *checker) command(words []*syntax.Word) {
 	}
 }
 
+// systemDirs are where a command named by absolute path may come from; a
+// workspace file named cat is not cat.
+var systemDirs = map[string]bool{"/bin": true, "/usr/bin": true, "/usr/local/bin": true, "/sbin": true, "/usr/sbin": true}
+
 // redirect checks where a redirection writes.
 func (c *checker) redirect(r *syntax.Redirect) {
 	if r.N != nil && strings.HasPrefix(r.N.Value, "{") {
@@ -137,6 +152,10 @@ func (c *checker) redirect(r *syntax.Redirect) {
 		return
 	}
 	word := splitBraces(r.Word)[0]
+	if lit, ok := literal(word); ok && (strings.HasPrefix(path.Clean(lit), "/dev/tcp/") || strings.HasPrefix(path.Clean(lit), "/dev/udp/")) {
+		c.refuse("%s is a network connection: the sandbox has no network; write code instead, using the files in the workspace", lit)
+		return
+	}
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrAll, syntax.AppAll,
 		syntax.RdrClob, syntax.RdrAllClob, syntax.AppAllClob:
@@ -203,6 +222,9 @@ func (c *checker) decl(d *syntax.DeclClause) {
 		if strings.HasPrefix(v, "-") && strings.Contains(v, "n") {
 			c.refuse("name references (%s -n) are not allowed: assign variables directly", d.Variant.Value)
 			return
+		}
+		if !strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "+") {
+			c.checkName(v) // declare "PATH=/tmp" assigns too
 		}
 	}
 }

@@ -118,6 +118,20 @@ var verdictCases = []verdictCase{
 	{command: "./run.sh", reason: "running ./run.sh directly is not allowed"},
 	{command: "nmap localhost", reason: "nmap is not an allowed command"},
 
+	{command: "cat < /dev/tcp/example.com/80", reason: "is a network connection"},
+	{command: "echo hi > /dev/udp/10.0.0.1/53", reason: "is a network connection"},
+	{command: "sort --compress-program=curl data.txt", reason: "sort --compress-program runs a program"},
+	{command: "awk -f prog.awk data.txt", reason: "awk -f runs a program file"},
+	{command: "gawk -l ./evil.so 'BEGIN{}'", reason: "gawk -l runs a program file or extension"},
+	{command: ": ${LD_PRELOAD:=/tmp/x.so}", reason: "setting LD_PRELOAD is not allowed"},
+	{command: "[[ -v 'a[$(curl x)]' ]]", reason: "array subscript with a command substitution"},
+	{command: "test -v 'a[$(curl x)]'", reason: "array subscript with a command substitution"},
+	{command: "printf -v 'a[$(curl x)]' %s 1", reason: "array subscript with a command substitution"},
+	{command: "declare \"PATH=/tmp\"", reason: "setting PATH is not allowed"},
+	{command: "/workspace/cat solution.py", reason: "running /workspace/cat directly is not allowed"},
+	{command: "/usr/bin/cat solution.py", allowed: true},
+	{command: "[ -f a.txt ] && echo yes", allowed: true},
+
 	// Quoting and escaping games.
 	{command: "c''url http://x", reason: "curl is a network tool"},
 	{command: "\"cu\"rl http://x", reason: "curl is a network tool"},

@@ -209,8 +209,8 @@ func checkAwk(c *checker, name string, args []*syntax.Word) {
 	for i := 0; i < len(lits); i++ {
 		s := lits[i]
 		switch {
-		case s == "-f" || strings.HasPrefix(s, "--file") || strings.HasPrefix(s, "-f"):
-			c.refuse("%s -f runs a program file the policy cannot see: give the program inline", name)
+		case awkLoadsFile(s):
+			c.refuse("%s %s runs a program file or extension the policy cannot see: give the program inline", name, s)
 			return
 		case s == "-e" || s == "--source":
 			if i+1 < len(lits) {
@@ -238,4 +238,15 @@ func checkAwk(c *checker, name string, args []*syntax.Word) {
 			}
 		}
 	}
+}
+
+// awkLoadsFile reports the options that read program source or load native
+// extensions from files: -f, -E, -i, -l and their long forms (gawk).
+func awkLoadsFile(opt string) bool {
+	for _, p := range []string{"--file", "--exec", "--include", "--load", "-f", "-E", "-i", "-l"} {
+		if strings.HasPrefix(opt, p) {
+			return true
+		}
+	}
+	return false
 }

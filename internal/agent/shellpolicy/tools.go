@@ -66,6 +66,9 @@ func checkSort(c *checker, name string, args []*syntax.Word) {
 	}
 	for i, s := range lits {
 		switch {
+		case strings.HasPrefix(s, "--compress-prog"):
+			c.refuse("sort --compress-program runs a program: sort without it")
+			return
 		case (s == "-o" || s == "--output") && i+1 < len(lits):
 			c.checkWritePath(lits[i+1], true)
 		case strings.HasPrefix(s, "--output="):
@@ -310,5 +313,12 @@ func checkPrintf(c *checker, name string, args []*syntax.Word) {
 			}
 		}
 		c.checkName(target)
+	}
+}
+
+// checkTest: test -v evaluates an array subscript, and with it a command substitution.
+func checkTest(c *checker, _ string, args []*syntax.Word) {
+	for _, w := range args {
+		c.checkTestOperand(w)
 	}
 }

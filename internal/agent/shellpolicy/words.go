@@ -83,6 +83,13 @@ func (c *checker) literals(name string, words []*syntax.Word) ([]string, bool) {
 	return out, true
 }
 
+// checkTestOperand refuses test -v on a name whose subscript runs a command.
+func (c *checker) checkTestOperand(w *syntax.Word) {
+	if s, ok := literal(w); ok && runsSubscript(s) {
+		c.refuse("an array subscript with a command substitution runs a command: write the command out directly")
+	}
+}
+
 // devices are the files outside the workspace a command may write to.
 var devices = map[string]bool{"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true}
 
@@ -156,7 +163,17 @@ func protected(name string) bool {
 	return false
 }
 
+// runsSubscript reports a name whose array subscript holds a command
+// substitution: bash evaluates it when it assigns or tests the name.
+func runsSubscript(name string) bool {
+	return strings.Contains(name, "[") && (strings.Contains(name, "$(") || strings.Contains(name, "`"))
+}
+
 func (c *checker) checkName(name string) {
+	if runsSubscript(name) {
+		c.refuse("an array subscript with a command substitution runs a command: write the command out directly")
+		return
+	}
 	if protected(name) {
 		c.refuse("setting %s is not allowed: it changes which programs run or what they load; use the environment as it is", strings.SplitN(name, "=", 2)[0])
 	}
