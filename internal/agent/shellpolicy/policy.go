@@ -25,6 +25,7 @@ type Verdict struct {
 	Reason string
 	// Pytest is true when the command runs pytest (pytest, py.test or
 	// python -m pytest) anywhere: the caller runs it as the job's test stage.
+	// Always false when the command is refused.
 	Pytest bool
 }
 
@@ -33,7 +34,7 @@ func Check(command string) Verdict {
 	c := &checker{rules: rules}
 	c.source(command)
 	if c.reason != "" {
-		return Verdict{Reason: c.reason, Pytest: c.pytest}
+		return Verdict{Reason: c.reason} // nothing runs, so no test stage either
 	}
 	return Verdict{Allowed: true, Pytest: c.pytest}
 }

