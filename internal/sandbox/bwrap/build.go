@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/autocoder/autocoder/internal/protocol"
@@ -247,7 +246,7 @@ func (b *Backend) createVenv(ctx context.Context, base sandboxSpec) error {
 // way out is a Session of the worker's egress proxy; a failure becomes the
 // error the caller acts on (classifyPipFailure).
 func (b *Backend) pipInstall(ctx context.Context, id string, base sandboxSpec, missing []string, log *strings.Builder) ([]sandbox.Artifact, error) {
-	sess, closeSession, err := b.egressSession()
+	sess, closeSession, err := b.egress.ListenInTempDir()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: build %s: %w", id, err)
 	}
@@ -282,32 +281,6 @@ func (b *Backend) pipInstall(ctx context.Context, id string, base sandboxSpec, m
 		return nil, classifyPipFailure(id, missing, pipLog+"\n"+fetch, log.String())
 	}
 	return egress.Merge(reported, sess.Artifacts()), nil
-}
-
-// egressSession serves the egress proxy to one build, on a socket in a
-// directory of its own (short: a socket path has at most 107 bytes). The
-// returned func closes it and may be called twice.
-func (b *Backend) egressSession() (*egress.Session, func(), error) {
-	dir, err := os.MkdirTemp("", "autocoder-egress-")
-	if err != nil {
-		return nil, nil, fmt.Errorf("egress socket: %w", err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil { // the build's uid connects to the socket
-		os.RemoveAll(dir)
-		return nil, nil, fmt.Errorf("egress socket: %w", err)
-	}
-	sess, err := b.egress.Listen(filepath.Join(dir, "proxy.sock"))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	var once sync.Once
-	return sess, func() {
-		once.Do(func() {
-			sess.Close()
-			os.RemoveAll(dir)
-		})
-	}, nil
 }
 
 // installEnv marks the finished venv with its record and renames it into

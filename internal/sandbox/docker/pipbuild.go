@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -49,7 +47,7 @@ const pipReportPath = "/tmp/pip-report.json"
 // of the steps before.
 func (b *Backend) pipBuild(ctx context.Context, job pipJob, log string) (sandbox.Env, error) {
 	start := time.Now()
-	sess, closeSession, err := b.egressSession()
+	sess, closeSession, err := b.egress.ListenInTempDir()
 	if err != nil {
 		return sandbox.Env{}, fmt.Errorf("docker: build %s: %w", job.name, err)
 	}
@@ -200,32 +198,6 @@ func (b *Backend) commit(ctx context.Context, id string, job pipJob) error {
 		return fmt.Errorf("docker: build %s: the commit made no image (%v)", job.name, err)
 	}
 	return nil
-}
-
-// egressSession serves the egress proxy to one build, on a socket in a
-// directory of its own (short: a socket path has at most 107 bytes). The
-// returned func closes it and may be called twice.
-func (b *Backend) egressSession() (*egress.Session, func(), error) {
-	dir, err := os.MkdirTemp("", "autocoder-egress-")
-	if err != nil {
-		return nil, nil, fmt.Errorf("egress socket: %w", err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, fmt.Errorf("egress socket: %w", err)
-	}
-	sess, err := b.egress.Listen(filepath.Join(dir, "proxy.sock"))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	var once sync.Once
-	return sess, func() {
-		once.Do(func() {
-			sess.Close()
-			os.RemoveAll(dir)
-		})
-	}, nil
 }
 
 // lockedBuffer is a HeadTailBuffer written by one goroutine and read by

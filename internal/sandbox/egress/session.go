@@ -14,6 +14,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,33 @@ type Session struct {
 	tunnels map[net.Conn]bool // hijacked connections, closed by Close
 	closed  bool
 	wg      sync.WaitGroup // tunnels
+}
+
+// ListenInTempDir serves the proxy to one build on a socket in a directory
+// of its own (short: a socket path has at most 107 bytes), readable by the
+// build's uid. The returned func closes the session and removes the
+// directory; it may be called twice.
+func (p *Proxy) ListenInTempDir() (*Session, func(), error) {
+	dir, err := os.MkdirTemp("", "autocoder-egress-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("egress socket: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // the build's uid connects to the socket
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("egress socket: %w", err)
+	}
+	sess, err := p.Listen(filepath.Join(dir, "proxy.sock"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	var once sync.Once
+	return sess, func() {
+		once.Do(func() {
+			sess.Close()
+			os.RemoveAll(dir)
+		})
+	}, nil
 }
 
 // Listen serves the proxy on a new Unix socket at path, which any uid may
