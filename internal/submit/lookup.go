@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -14,6 +15,9 @@ import (
 func statusCmd(ctx context.Context, in *invocation) (int, error) {
 	pos, err := in.positional(in.settingsFlagSet(), 1)
 	if err != nil {
+		return 0, err
+	}
+	if err := checkJobID(pos[0]); err != nil {
 		return 0, err
 	}
 	return printLookup(ctx, in, pos[0], "", (*client.Client).Status)
@@ -28,7 +32,19 @@ func resultCmd(ctx context.Context, in *invocation) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := checkJobID(pos[0]); err != nil {
+		return 0, err
+	}
 	return printLookup(ctx, in, pos[0], *outDir, (*client.Client).Result)
+}
+
+// checkJobID refuses, before anything connects, an argument that no job
+// can have as its id: a usage error (exit 2), not an infrastructure one.
+func checkJobID(id string) error {
+	if !bus.ValidJobID(id) {
+		return usagef("%q is not a job id (job ids look like job-20261124-221047-4bf855e6d6)", id)
+	}
+	return nil
 }
 
 // settingsFlagSet is flagSet with the settings' flags (config.Config.Register):
@@ -75,6 +91,9 @@ func printLookup(ctx context.Context, in *invocation, id, outDir string,
 func eventsCmd(ctx context.Context, in *invocation) (int, error) {
 	pos, err := in.positional(in.settingsFlagSet(), 1)
 	if err != nil {
+		return 0, err
+	}
+	if err := checkJobID(pos[0]); err != nil {
 		return 0, err
 	}
 	st, err := in.startClient(ctx)

@@ -2,6 +2,7 @@ package submit
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -269,4 +270,24 @@ func TestResultOut(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestBadJobIDIsUsage: an argument no job can have as its id is exit 2
+// with one line, before anything connects (it was exit 3, an
+// "infrastructure failure", from the KV lookup).
+func TestBadJobIDIsUsage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"status", "bad id"}, {"result", "../x"}, {"events", "job.1"}, {"run", "bad\x1b[31mid"},
+		{"task", "register", "report", "bad id"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Run(t.Context(), args, config.Config{}, IO{Stdout: &stdout, Stderr: &stderr})
+		if code != ExitUsage || !strings.Contains(stderr.String(), "is not a job id") || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d and one line saying it is not a job id", args, code, stderr.String(), ExitUsage)
+		}
+		if strings.Contains(stderr.String(), "\x1b") {
+			t.Errorf("%q: stderr shows a raw escape: %q", args, stderr.String())
+		}
+	}
 }

@@ -48,6 +48,9 @@ func rerunCmd(ctx context.Context, in *invocation) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := checkJobID(pos[0]); err != nil {
+		return 0, err
+	}
 	return rerun(ctx, pos[0], "", f, in.cfg, in.io)
 }
 

@@ -60,6 +60,9 @@ func taskRegisterCmd(ctx context.Context, in *invocation) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := checkJobID(pos[1]); err != nil {
+		return 0, err
+	}
 	return in.withClient(ctx, func(c *client.Client) (int, error) {
 		t, err := c.RegisterTask(ctx, pos[0], pos[1], *description)
 		if err != nil {
