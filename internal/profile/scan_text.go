@@ -117,13 +117,7 @@ func (t *table) pipeline(next func() ([]string, error)) (truncated bool, err err
 // the sample.
 func (t *table) batchRow(b *rowBatch, rec []string) {
 	n := len(t.cols)
-	switch {
-	case len(rec) < n:
-		t.shortRows++
-	case len(rec) > n:
-		t.longRows++
-		rec = rec[:n]
-	}
+	rec = t.fitRow(rec)
 	rh := uint64(len(rec))
 	for _, s := range rec {
 		h := xxhash.Sum64String(s)

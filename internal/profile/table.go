@@ -61,10 +61,9 @@ func (t *table) full() bool {
 	return t.rows >= t.sc.opts.MaxScanRows || t.sc.raw.n >= t.sc.opts.MaxScanBytes
 }
 
-// textRow adds a row of text cells (CSV, TSV, Excel). rec may be reused by
-// the caller after the call. Each cell is hashed once, for its column's
-// distinct count and for the row's duplicate check.
-func (t *table) textRow(rec []string) {
+// fitRow counts a ragged row (shorter or longer than the table's columns)
+// and cuts one that is too long to the columns.
+func (t *table) fitRow(rec []string) []string {
 	n := len(t.cols)
 	switch {
 	case len(rec) < n:
@@ -73,6 +72,15 @@ func (t *table) textRow(rec []string) {
 		t.longRows++
 		rec = rec[:n]
 	}
+	return rec
+}
+
+// textRow adds a row of text cells (CSV, TSV, Excel). rec may be reused by
+// the caller after the call. Each cell is hashed once, for its column's
+// distinct count and for the row's duplicate check.
+func (t *table) textRow(rec []string) {
+	n := len(t.cols)
+	rec = t.fitRow(rec)
 	rh := uint64(len(rec))
 	for i, s := range rec {
 		h := xxhash.Sum64String(s)
