@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // ReadRegular reads the file at path, which must be a regular file (a
@@ -61,7 +63,7 @@ func checkRegular(fi fs.FileInfo, limit int64) error {
 }
 
 func tooLarge(limit int64) error {
-	return fmt.Errorf("%w: larger than %s", ErrTooLarge, byteSize(limit))
+	return fmt.Errorf("%w: larger than %s", ErrTooLarge, messages.FormatBytes(limit))
 }
 
 // fileKind names what a non-regular file is, for the error message.
@@ -79,15 +81,4 @@ func fileKind(m fs.FileMode) string {
 		return "a socket"
 	}
 	return "file mode " + m.String()
-}
-
-// byteSize is n in MiB or KiB when it is a whole number of them, else bytes.
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

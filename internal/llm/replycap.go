@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // defaultMaxReplyBytes is OpenAIConfig.MaxReplyBytes's default: far above
@@ -19,7 +21,7 @@ var ErrReplyTooLarge = errors.New("llm: model reply too large")
 type replyTooLargeError struct{ limit int64 }
 
 func (e replyTooLargeError) Error() string {
-	return fmt.Sprintf("model reply larger than %s (OpenAIConfig.MaxReplyBytes)", byteSize(e.limit))
+	return fmt.Sprintf("model reply larger than %s (OpenAIConfig.MaxReplyBytes)", messages.FormatBytes(e.limit))
 }
 
 func (e replyTooLargeError) Is(target error) bool { return target == ErrReplyTooLarge }
@@ -52,15 +54,4 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
 	return n, err
-}
-
-// byteSize is n in MiB or KiB when it is a whole number of them, else bytes.
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -160,6 +160,18 @@ var pythonReserved = map[string]bool{
 
 var quantityRe = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|K|M|G|T|k)?$`)
 
+// FormatBytes writes n in MiB or KiB when it is a whole number of them,
+// else in bytes: how a bound is named in an error ("larger than 4 MiB").
+func FormatBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // ParseQuantity parses a Kubernetes-style memory quantity ("512Mi", "1G", "1048576") into bytes.
 func ParseQuantity(s string) (int64, error) {
 	m := quantityRe.FindStringSubmatch(strings.TrimSpace(s))
