@@ -40,18 +40,28 @@ func (f *rerunFlags) register(fs *flag.FlagSet) {
 // rerunCmd is `submit run JOB_ID [flags]`: the job's generated script on new
 // data, with typed outputs back.
 func rerunCmd(ctx context.Context, in *invocation) (int, error) {
+	jobID, f, err := in.rerunArgs()
+	if err != nil {
+		return 0, err
+	}
+	if err := checkJobID(jobID); err != nil {
+		return 0, err
+	}
+	return rerun(ctx, jobID, "", f, in.cfg, in.io)
+}
+
+// rerunArgs parses the flags of `submit run` and `submit task run` and
+// their one positional argument (a job id or a task name).
+func (in *invocation) rerunArgs() (string, rerunFlags, error) {
 	fs := in.flagSet()
 	var f rerunFlags
 	f.register(fs)
 	in.cfg.Register(fs)
 	pos, err := in.positional(fs, 1)
 	if err != nil {
-		return 0, err
+		return "", f, err
 	}
-	if err := checkJobID(pos[0]); err != nil {
-		return 0, err
-	}
-	return rerun(ctx, pos[0], "", f, in.cfg, in.io)
+	return pos[0], f, nil
 }
 
 // rerun runs the script of job from (of task, when named) on new data and

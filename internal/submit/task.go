@@ -40,15 +40,11 @@ func taskCmd(ctx context.Context, in *invocation) (int, error) {
 // taskRerunCmd is `submit task run NAME [flags]`: `submit run` on the job
 // the task names.
 func taskRerunCmd(ctx context.Context, in *invocation) (int, error) {
-	fs := in.flagSet()
-	var f rerunFlags
-	f.register(fs)
-	in.cfg.Register(fs)
-	pos, err := in.positional(fs, 1)
+	name, f, err := in.rerunArgs()
 	if err != nil {
 		return 0, err
 	}
-	return rerun(ctx, "", pos[0], f, in.cfg, in.io)
+	return rerun(ctx, "", name, f, in.cfg, in.io)
 }
 
 // taskRegisterCmd is `submit task register NAME JOB_ID`: the job's script
