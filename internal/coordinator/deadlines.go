@@ -85,6 +85,9 @@ func (c *Coordinator) WatchDeadlines(ctx context.Context) error {
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
+				if ctx.Err() != nil {
+					return nil // the watch ends with ctx: a shutdown, not a failure
+				}
 				return errors.New("coordinator: the job state watch stopped")
 			}
 			if e != nil { // nil marks the end of the initial values
