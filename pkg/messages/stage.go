@@ -130,6 +130,7 @@ type TaskSpec struct {
 	Samples     map[string]string `json:"samples,omitempty"` // name -> file name under /var/inputs
 	Inputs      map[string]Type   `json:"inputs,omitempty"`
 	Outputs     map[string]Type   `json:"outputs,omitempty"`
+	Context     []string          `json:"context,omitempty"` // object references of ContextBundles (coderunner.go)
 }
 
 // ---- LLM stage inputs and outputs (Contract 3 (docs/contracts.md) shapes) ----
