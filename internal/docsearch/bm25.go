@@ -93,8 +93,9 @@ func wordSet(words string) map[string]bool {
 	return m
 }
 
-// Tokens are the lower-cased words of s without stopwords; an identifier
-// such as read_frame or lib.open also yields its parts.
+// Tokens are the lower-cased words of s without stopwords, plurals folded
+// ("records" is "record"); an identifier such as read_frame or lib.open
+// also yields its parts.
 func Tokens(s string) []string {
 	var out []string
 	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
@@ -116,6 +117,15 @@ func Tokens(s string) []string {
 
 func keep(out *[]string, w string) {
 	if len(w) > 1 && !stopwords[w] {
-		*out = append(*out, w)
+		*out = append(*out, singular(w))
 	}
+}
+
+// singular folds a plain English plural: a trailing "s" goes, except
+// after "s", "u" or "i" (class, status, analysis) and in short words.
+func singular(w string) string {
+	if len(w) <= 3 || !strings.HasSuffix(w, "s") || strings.ContainsAny(w[len(w)-2:len(w)-1], "siu") {
+		return w
+	}
+	return w[:len(w)-1]
 }

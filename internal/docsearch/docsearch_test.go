@@ -15,7 +15,10 @@ import (
 func TestTokens(t *testing.T) {
 	t.Parallel()
 	got := Tokens("How do I open a Frame with read_frame() and lib.open? The CRC-32 is 4 bytes.")
-	want := []string{"open", "frame", "read_frame", "read", "frame", "lib.open", "lib", "open", "crc-32", "crc", "32", "bytes"}
+	if plural := Tokens("records status class bus"); !cmp.Equal(plural, []string{"record", "status", "class", "bus"}) {
+		t.Errorf("plural folding: %v", plural)
+	}
+	want := []string{"open", "frame", "read_frame", "read", "frame", "lib.open", "lib", "open", "crc-32", "crc", "32", "byte"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Tokens (-want +got):\n%s", diff)
 	}

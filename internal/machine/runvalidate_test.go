@@ -81,7 +81,7 @@ func TestValidateRun(t *testing.T) {
 				return
 			}
 			in := inputOf[messages.FixInput](t, fixes[0])
-			if in.Tests != "" || len(in.Failures) != 1 {
+			if !in.Reflect || in.Tests != "" || len(in.Failures) != 1 {
 				t.Fatalf("reflection input has tests %q and %d failures, want none and one", in.Tests, len(in.Failures))
 			}
 			f, _ := json.Marshal(in.Failures[0])

@@ -192,11 +192,11 @@ func renderReport(b *strings.Builder, r messages.TestReport, failing []string) {
 }
 
 // Fix builds the fix stage's conversation (reply: llm.SolutionSchema); with
-// no tests it is the code runner's reflection turn (reflectRun). With
+// Reflect it is the code runner's reflection turn (reflectRun). With
 // Escalation 1 it names the changes a previous fix failed to apply; from 2 it
 // demands a rewrite of every affected function.
 func Fix(in messages.FixInput) []messages.ChatMessage {
-	if in.Tests == "" {
+	if in.Reflect {
 		return reflectRun(in) // the code runner: no tests, the run failed (coderunner.go)
 	}
 	system := preamble + `

@@ -379,7 +379,7 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 		return err
 	}
 	h := llmstages.NewStageHandler(llmstages.New(model, llmstages.Options{MaxPromptBytes: bounds.PromptBytes,
-		Logger: st.log.With("component", "llm-stages"), Context: docs}))
+		Logger: st.log.With("component", "llm-stages"), Context: docs, ContextBytes: bounds.ContextBytes}))
 	return st.startStageWorker(bus.PoolLLM, h, c, 4)
 }
 

@@ -252,6 +252,9 @@ type FixInput struct {
 	// Escalation is 0 on a first attempt; higher when earlier fixes were not applied.
 	Escalation int      `json:"escalation,omitempty"`
 	Missing    []string `json:"missing,omitempty"` // fixes a verification found missing
+	// Reflect marks the code runner's reflection turn (options.validate:
+	// run): there are no tests, and the failure is a run of the script.
+	Reflect bool `json:"reflect,omitempty"`
 }
 
 // PatchTestsInput is the input of StagePatchTests.
