@@ -15,3 +15,8 @@
 // library on the module proxy is both maintained and this small; the
 // scoring is 60 lines and tested here.
 package docsearch
+
+// Version identifies the loading, chunking and ranking rules: a change to
+// any of them changes what a prompt holds, so it is part of the cache
+// version of the stages that use them (llmstages).
+const Version = "1"

@@ -121,6 +121,16 @@ func readBundle(path string) (messages.ContextBundle, error) {
 	return b, nil
 }
 
+// contextVersion is the part of a stage's cache version that its use of
+// the job's documentation adds: the ranker's version and the budgets.
+func (h *Handlers) contextVersion(stage messages.Stage) string {
+	switch stage {
+	case messages.StagePlan, messages.StageCode, messages.StageFix:
+		return fmt.Sprintf(".docs%s-%d-%d", docsearch.Version, h.opts.ContextBytes, h.opts.ChunkBytes)
+	}
+	return ""
+}
+
 // reflectionQuery is a fix stage's retrieval query: the task and the errors.
 func reflectionQuery(in messages.FixInput) string {
 	var b strings.Builder

@@ -125,3 +125,19 @@ func usedOf(t *testing.T, v any) messages.StageContext {
 	}
 	return *use.Context
 }
+
+// TestContextBudgetInCacheVersion: a cached plan, code or fix made with
+// another documentation budget is not reused; other stages keep their version.
+func TestContextBudgetInCacheVersion(t *testing.T) {
+	t.Parallel()
+	fc := &fakeClient{}
+	def, small := NewStageHandler(New(fc, Options{})), NewStageHandler(New(fc, Options{ContextBytes: 1 << 10}))
+	for _, st := range []messages.Stage{messages.StagePlan, messages.StageCode, messages.StageFix} {
+		if def.Version(st) == small.Version(st) || !strings.HasPrefix(def.Version(st), StageVersion(st)) {
+			t.Errorf("%s: versions %q and %q, want distinct extensions of %q", st, def.Version(st), small.Version(st), StageVersion(st))
+		}
+	}
+	if def.Version(messages.StageTests) != StageVersion(messages.StageTests) {
+		t.Errorf("tests stage version changed: %q", def.Version(messages.StageTests))
+	}
+}
