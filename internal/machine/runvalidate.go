@@ -23,9 +23,14 @@ import (
 // sees: the tail, where a traceback ends.
 const runTailBudget = caseDetailsBudget
 
-// maxContextRecords bounds the context record (one entry per model stage
-// that had the job's context in its prompt).
-const maxContextRecords = 60
+// The context record (one entry per model stage that had the job's
+// context in its prompt) is bounded like the rest of the state: the most
+// recent records, the best chunks of each, names cut short.
+const (
+	maxContextRecords = 40
+	maxContextChunks  = 20
+	contextNameBudget = 160
+)
 
 // ContextLog is which chunks of the job's context each model stage was
 // given (ContextUsed on the result).
@@ -124,6 +129,13 @@ func (m *stepper) recordContext(p Pending, r *messages.StageResult) {
 	}
 	c := *use.Context
 	c.Stage, c.Seq, c.Iteration = r.Stage, r.Seq, p.Iteration
+	if len(c.Chunks) > maxContextChunks {
+		c.Chunks = c.Chunks[:maxContextChunks] // retrieved chunks come best first
+	}
+	for i := range c.Chunks {
+		c.Chunks[i].File = protocol.Trim(c.Chunks[i].File, contextNameBudget)
+		c.Chunks[i].Heading = protocol.Trim(c.Chunks[i].Heading, contextNameBudget)
+	}
 	s := m.s
 	s.ContextUsed = append(s.ContextUsed, c)
 	if len(s.ContextUsed) > maxContextRecords {

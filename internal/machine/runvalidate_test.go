@@ -139,3 +139,31 @@ func TestContextUsedIsRecorded(t *testing.T) {
 		t.Errorf("code input's task context = %v, want %v", in.Task.Context, spec.Context)
 	}
 }
+
+// TestContextRecordStaysBounded: however many chunks a stage reports, and
+// however long their names, the stored record is bounded.
+func TestContextRecordStaysBounded(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.answers[messages.StageAcceptance] = []any{ranOK}
+	var many []messages.ContextChunk
+	for i := range 500 {
+		many = append(many, messages.ContextChunk{File: strings.Repeat("f", 5000), Index: i, Heading: strings.Repeat("h", 5000)})
+	}
+	w.fn[messages.StagePlan] = func(*messages.StageCommand, int) any {
+		return struct {
+			messages.Plan
+			messages.ContextUse
+		}{messages.Plan{Description: "d", Approach: "a"}, messages.ContextUse{Context: &messages.StageContext{Retrieved: true, Chunks: many}}}
+	}
+	spec := runSpec(3)
+	spec.Context = []string{"sha256:" + strings.Repeat("c", 64) + ".json"}
+	s, _, _ := run(t, w, spec, nil)
+	got := ResultOf(s).ContextUsed
+	if len(got) != 1 || len(got[0].Chunks) != maxContextChunks || got[0].Chunks[0].Index != 0 {
+		t.Fatalf("context_used has %d records, the first with %d chunks; want 1 with the best %d", len(got), len(got[0].Chunks), maxContextChunks)
+	}
+	if b, _ := json.Marshal(got); len(b) > maxContextChunks*(2*contextNameBudget+200) {
+		t.Errorf("context record is %d bytes", len(b))
+	}
+}

@@ -56,7 +56,7 @@ type StageContext struct {
 	Seq       int            `json:"seq"`
 	Iteration int            `json:"iteration"`
 	Retrieved bool           `json:"retrieved"` // false: the whole context fitted the budget
-	Chunks    []ContextChunk `json:"chunks"`
+	Chunks    []ContextChunk `json:"chunks"`    // on the result, at most the first 20
 }
 
 // ContextUse is the part of a model stage's output that says which chunks
