@@ -78,7 +78,7 @@ type command struct {
 // file or from flags.
 func commands() []command {
 	return []command{
-		{"", "[--local] [--json] JOBFILE | [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v]", submitCmd},
+		{"", "[--local] [--json] JOBFILE | [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v] [--context PATH]", submitCmd},
 		{"status", "status JOB_ID", statusCmd},
 		{"result", "result JOB_ID [--out DIR]", resultCmd},
 		{"events", "events JOB_ID", eventsCmd},
