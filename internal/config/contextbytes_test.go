@@ -22,8 +22,14 @@ func TestContextBytes(t *testing.T) {
 	if got, err := c.Bounds(); err != nil || got.ContextBytes != 2<<10 {
 		t.Errorf("Bounds with --context-bytes 2Ki = %+v, %v", got, err)
 	}
-	bad := Config{ContextBytes: "12", StateDir: t.TempDir(), LogLevel: "info"}
-	if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), "AUTOCODER_CONTEXT_BYTES") {
-		t.Errorf("Validate with a bad AUTOCODER_CONTEXT_BYTES = %v, want an error naming it", err)
+	for _, bad := range []Config{
+		{ContextBytes: "12"},
+		{ContextBytes: "200Ki"},                        // over half of the default 256Ki prompt
+		{ContextBytes: "24Ki", MaxPromptBytes: "32Ki"}, // over half of the prompt set
+	} {
+		bad.StateDir, bad.LogLevel = t.TempDir(), "info"
+		if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), "AUTOCODER_CONTEXT_BYTES") {
+			t.Errorf("Validate with AUTOCODER_CONTEXT_BYTES %q = %v, want an error naming it", bad.ContextBytes, err)
+		}
 	}
 }

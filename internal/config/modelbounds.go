@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
@@ -16,6 +17,10 @@ type ModelBounds struct {
 	PromptBytes  int
 	ContextBytes int // llmstages.Options.ContextBytes
 }
+
+// defaultPromptBytes is the llm-worker's prompt bound when none is set
+// (llmstages.DefaultMaxPromptBytes).
+const defaultPromptBytes = 256 << 10
 
 // readModelBounds reads the bounds' environment variables.
 func (c *Config) readModelBounds() {
@@ -55,6 +60,11 @@ func (c *Config) Bounds() (ModelBounds, error) {
 			return b, fmt.Errorf("AUTOCODER_CONTEXT_BYTES: %q is not a quantity between 1Ki and 1Gi, such as 24Ki", c.ContextBytes)
 		}
 		b.ContextBytes = int(n)
+		prompt := cmp.Or(b.PromptBytes, defaultPromptBytes)
+		if b.ContextBytes > prompt/2 {
+			return b, fmt.Errorf("AUTOCODER_CONTEXT_BYTES: %s is more than half of the prompt bound (%s, AUTOCODER_MAX_PROMPT_BYTES): the task, code and error need the rest",
+				messages.FormatBytes(int64(b.ContextBytes)), messages.FormatBytes(int64(prompt)))
+		}
 	}
 	return b, nil
 }
