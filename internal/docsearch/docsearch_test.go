@@ -208,3 +208,18 @@ func write(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// TestCorpusConcurrentSelect: one corpus serves concurrent calls (run with -race).
+func TestCorpusConcurrentSelect(t *testing.T) {
+	t.Parallel()
+	c := NewCorpus(chunks)
+	done := make(chan Selection)
+	for range 4 {
+		go func() { done <- c.Select("verify the CRC checksum", 150) }()
+	}
+	for range 4 {
+		if sel := <-done; !sel.Retrieved || len(sel.Hits) == 0 || sel.Hits[0].Heading != "Checksums" {
+			t.Errorf("concurrent Select = %+v, want the checksum chunk first", sel)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/autocoder/autocoder/internal/docsearch"
 	"github.com/autocoder/autocoder/internal/prompts"
@@ -53,11 +54,11 @@ func (h *Handlers) withContext(ctx context.Context, stage messages.Stage, task m
 	if len(task.Context) == 0 {
 		return msgs, nil, nil
 	}
-	chunks, err := h.contextChunks(ctx, stage, task.Context)
+	corpus, err := h.corpus(ctx, stage, task.Context)
 	if err != nil {
 		return nil, nil, err
 	}
-	sel := docsearch.Select(chunks, query, h.opts.ContextBytes)
+	sel := corpus.Select(query, h.opts.ContextBytes)
 	use := &messages.StageContext{Retrieved: sel.Retrieved, Chunks: make([]messages.ContextChunk, 0, len(sel.Hits))}
 	docs := make([]prompts.DocChunk, 0, len(sel.Hits))
 	for _, hit := range sel.Hits {
@@ -91,6 +92,55 @@ func (h *Handlers) contextChunks(ctx context.Context, stage messages.Stage, refs
 		chunks = append(chunks, docsearch.Split(b.Files, h.opts.ChunkBytes)...)
 	}
 	return chunks, nil
+}
+
+// maxCorpora is how many jobs' contexts a worker keeps split and indexed
+// (each at most messages.MaxContextBytes of text).
+const maxCorpora = 4
+
+// corpora keeps the last contexts' corpora: a job's plan, code and fix
+// calls, and its retries, split and index its bundle once.
+type corpora struct {
+	mu    sync.Mutex
+	byKey map[string]*docsearch.Corpus
+	order []string // oldest first
+}
+
+func (c *corpora) get(key string) *docsearch.Corpus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byKey[key]
+}
+
+func (c *corpora) put(key string, v *docsearch.Corpus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byKey == nil {
+		c.byKey = map[string]*docsearch.Corpus{}
+	}
+	if _, ok := c.byKey[key]; !ok {
+		c.order = append(c.order, key)
+	}
+	c.byKey[key] = v
+	for len(c.order) > maxCorpora {
+		delete(c.byKey, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+// corpus returns the job's context as a corpus, from the cache or built.
+func (h *Handlers) corpus(ctx context.Context, stage messages.Stage, refs []string) (*docsearch.Corpus, error) {
+	key := strings.Join(refs, "\n")
+	if c := h.corpora.get(key); c != nil {
+		return c, nil
+	}
+	chunks, err := h.contextChunks(ctx, stage, refs)
+	if err != nil {
+		return nil, err
+	}
+	c := docsearch.NewCorpus(chunks)
+	h.corpora.put(key, c)
+	return c, nil
 }
 
 // readBundle reads and checks a context bundle file.

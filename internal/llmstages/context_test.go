@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/bus/bustest"
+	"github.com/autocoder/autocoder/internal/docsearch"
 	"github.com/autocoder/autocoder/internal/samples"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -139,5 +142,46 @@ func TestContextBudgetInCacheVersion(t *testing.T) {
 	}
 	if def.Version(messages.StageTests) != StageVersion(messages.StageTests) {
 		t.Errorf("tests stage version changed: %q", def.Version(messages.StageTests))
+	}
+}
+
+// countingSource counts fetches of the store it wraps.
+type countingSource struct {
+	ContextSource
+	n atomic.Int32
+}
+
+func (c *countingSource) Fetch(ctx context.Context, r messages.SampleRef) (string, error) {
+	c.n.Add(1)
+	return c.ContextSource.Fetch(ctx, r)
+}
+
+// TestContextSplitOncePerJob: a job's plan and code calls read and split
+// its bundle once; only the last maxCorpora contexts are kept.
+func TestContextSplitOncePerJob(t *testing.T) {
+	t.Parallel()
+	st, ref := contextStore(t, zrlBundle)
+	src := &countingSource{ContextSource: st}
+	fc := &fakeClient{replies: map[string]string{
+		"plan":     `{"description":"d","approach":"a"}`,
+		"solution": `{"language":"python","code":"print(1)\n","packages":[],"system_packages":[]}`,
+	}}
+	h := New(fc, Options{Context: src, ContextBytes: 400})
+	tk := messages.TaskSpec{Prompt: "retracted records", Context: []string{ref}}
+	if _, err := h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: tk})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Handle(context.Background(), command(t, messages.StageCode, messages.CodeInput{Task: tk})); err != nil {
+		t.Fatal(err)
+	}
+	if n := src.n.Load(); n != 1 {
+		t.Errorf("the bundle was fetched %d times for two calls, want once", n)
+	}
+	var c corpora
+	for i := range maxCorpora + 2 {
+		c.put(fmt.Sprint(i), docsearch.NewCorpus(nil))
+	}
+	if c.get("0") != nil || c.get("1") != nil || c.get(fmt.Sprint(maxCorpora+1)) == nil || len(c.byKey) != maxCorpora {
+		t.Errorf("the corpus cache keeps %d entries %v, want the last %d", len(c.byKey), c.order, maxCorpora)
 	}
 }

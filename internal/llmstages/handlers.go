@@ -81,10 +81,11 @@ type Output struct {
 
 // Handlers handle the LLM stages. They are safe for concurrent use.
 type Handlers struct {
-	client llm.Client
-	opts   Options
-	std    pyscan.Set
-	log    *slog.Logger
+	client  llm.Client
+	opts    Options
+	std     pyscan.Set
+	log     *slog.Logger
+	corpora corpora // context.go
 }
 
 // New returns Handlers that call client. It panics if client is nil.
