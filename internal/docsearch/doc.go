@@ -6,9 +6,9 @@
 // at headings and paragraphs; Select returns every chunk when they fit a
 // byte budget, and otherwise the best BM25 matches for a query that do.
 //
-//	bundle, err := docsearch.Load([]string{"docs/"})     // submitter side
-//	chunks := docsearch.Split(bundle.Files, 2000)        // llm-worker side
-//	sel := docsearch.Select(chunks, task.Prompt, 24<<10) // sel.Retrieved: ranked, not all
+//	bundle, err := docsearch.Load([]string{"docs/"})               // submitter side
+//	corpus := docsearch.NewCorpus(docsearch.Split(bundle.Files, 1500)) // llm-worker side, once per job
+//	sel := corpus.Select(task.Prompt, 24<<10)                        // per call; sel.Retrieved: ranked, not all
 //
 // The ranker is a small Okapi BM25 (k1 1.2, b 0.75) over lower-cased
 // words, with identifiers also split at '_', '.' and '-'. No Go BM25
