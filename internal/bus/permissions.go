@@ -56,6 +56,7 @@ func PermissionsOf(role Role) (Permission, error) {
 		return Permission{Publish: []string{">"}, Subscribe: []string{">"}}, nil
 	case RoleLLMWorker:
 		p = worker(PoolLLM)
+		p.Publish = append(p.Publish, readStream(objStream(ObjectStoreSamples))...) // jobs' context bundles (llmstages/context.go)
 	case RoleSandboxWorker:
 		p = worker(PoolSandbox)
 		p.Publish = append(p.Publish, readStream(objStream(ObjectStoreSamples))...)

@@ -69,6 +69,13 @@ func (c *Client) Submit(ctx context.Context, jobID string, spec messages.JobSpec
 		}
 		wire.Samples[name] = ref.Object
 	}
+	if len(spec.Context) > 0 {
+		refs, err := c.uploadContext(ctx, spec.Context) // context.go
+		if err != nil {
+			return err
+		}
+		wire.Context = refs
+	}
 	sub := messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Spec: wire}
 	if err := c.pub.PublishJSON(ctx, bus.SubjectJobsSubmit, sub, bus.SubmitMsgID(jobID)); err != nil {
 		return fmt.Errorf("submit job: %w", err)

@@ -58,6 +58,9 @@ type Config struct {
 	// The llm-worker's bounds on one model call (see Bounds, modelbounds.go).
 	MaxReplyBytes  string // AUTOCODER_MAX_REPLY_BYTES: a quantity such as 4Mi; default 4Mi
 	MaxPromptBytes string // AUTOCODER_MAX_PROMPT_BYTES: a quantity such as 256Ki; default 256Ki
+	// ContextBytes (AUTOCODER_CONTEXT_BYTES) is how much of a job's
+	// documentation one prompt holds before chunks are retrieved; default 24Ki.
+	ContextBytes string
 	// DockerBuildNetwork, when set (AUTOCODER_DOCKER_BUILD_NETWORK), is the
 	// network pip runs on in the docker backend's image builds, instead of a
 	// container with no network behind the worker's egress proxy: for an

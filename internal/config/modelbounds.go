@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
@@ -12,20 +13,27 @@ import (
 // body (llm.OpenAIConfig.MaxReplyBytes) and the prompt sent
 // (llmstages.Options.MaxPromptBytes). Zero means the worker's default.
 type ModelBounds struct {
-	ReplyBytes  int64
-	PromptBytes int
+	ReplyBytes   int64
+	PromptBytes  int
+	ContextBytes int // llmstages.Options.ContextBytes
 }
+
+// defaultPromptBytes is the llm-worker's prompt bound when none is set
+// (llmstages.DefaultMaxPromptBytes).
+const defaultPromptBytes = 256 << 10
 
 // readModelBounds reads the bounds' environment variables.
 func (c *Config) readModelBounds() {
 	c.MaxReplyBytes = os.Getenv("AUTOCODER_MAX_REPLY_BYTES")
 	c.MaxPromptBytes = os.Getenv("AUTOCODER_MAX_PROMPT_BYTES")
+	c.ContextBytes = os.Getenv("AUTOCODER_CONTEXT_BYTES")
 }
 
 // registerModelBounds adds the bounds' flags.
 func (c *Config) registerModelBounds(fs *flag.FlagSet) {
 	fs.StringVar(&c.MaxReplyBytes, "max-reply-bytes", c.MaxReplyBytes, "llm-worker: the largest model reply read, e.g. 4Mi; default 4Mi (AUTOCODER_MAX_REPLY_BYTES)")
 	fs.StringVar(&c.MaxPromptBytes, "max-prompt-bytes", c.MaxPromptBytes, "llm-worker: the largest prompt sent, e.g. 256Ki; default 256Ki (AUTOCODER_MAX_PROMPT_BYTES)")
+	fs.StringVar(&c.ContextBytes, "context-bytes", c.ContextBytes, "llm-worker: the job documentation one prompt holds before chunks are retrieved, e.g. 24Ki; default 24Ki (AUTOCODER_CONTEXT_BYTES)")
 }
 
 // Bounds parses MaxReplyBytes and MaxPromptBytes (quantities such as 4Mi).
@@ -45,6 +53,18 @@ func (c *Config) Bounds() (ModelBounds, error) {
 			return b, fmt.Errorf("AUTOCODER_MAX_PROMPT_BYTES: %q is not a quantity between 4Ki and 1Gi, such as 256Ki", c.MaxPromptBytes)
 		}
 		b.PromptBytes = int(n)
+	}
+	if c.ContextBytes != "" {
+		n, err := messages.ParseQuantity(c.ContextBytes)
+		if err != nil || n < 1<<10 || n > 1<<30 {
+			return b, fmt.Errorf("AUTOCODER_CONTEXT_BYTES: %q is not a quantity between 1Ki and 1Gi, such as 24Ki", c.ContextBytes)
+		}
+		b.ContextBytes = int(n)
+		prompt := cmp.Or(b.PromptBytes, defaultPromptBytes)
+		if b.ContextBytes > prompt/2 {
+			return b, fmt.Errorf("AUTOCODER_CONTEXT_BYTES: %s is more than half of the prompt bound (%s, AUTOCODER_MAX_PROMPT_BYTES): the task, code and error need the rest",
+				messages.FormatBytes(int64(b.ContextBytes)), messages.FormatBytes(int64(prompt)))
+		}
 	}
 	return b, nil
 }

@@ -127,6 +127,11 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 		}
 		refs = append(refs, messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext})
 	}
+	for i, obj := range spec.Context {
+		if _, ok := messages.ParseObjectRef(obj); !ok {
+			return c.reject(ctx, sub.JobID, &messages.FieldError{Field: fmt.Sprintf("context[%d]", i), Msg: "must be an object reference (sha256:<hex>[.ext]) on the wire"})
+		}
+	}
 	spec.Normalize(c.cfg.DefaultModel)
 	ev := machine.Input{Kind: machine.InputSubmitted, Time: c.cfg.Now(), Submit: &machine.Submission{JobID: sub.JobID, Spec: spec, Samples: refs}}
 	return c.apply(ctx, sub.JobID, ev)

@@ -39,6 +39,7 @@ func Load(path string) (*messages.JobSpec, error) {
 		return nil, fmt.Errorf("job file %s: %w", path, err)
 	}
 	ResolveSamples(spec, filepath.Dir(path))
+	ResolveContext(spec, filepath.Dir(path)) // context.go
 	if err := CheckSamples(spec); err != nil {
 		return nil, fmt.Errorf("job file %s: %w", path, err)
 	}

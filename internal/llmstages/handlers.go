@@ -53,6 +53,14 @@ type Options struct {
 	Stdlib pyscan.Set
 	// Logger receives a line per normalisation note. Nil discards them.
 	Logger *slog.Logger
+	// Context fetches jobs' documentation bundles (context.go); nil: a job
+	// with context fails its plan, code and fix stages.
+	Context ContextSource
+	// ContextBytes is how much documentation one prompt holds; past it the
+	// best-matching chunks are retrieved. Zero means DefaultContextBytes.
+	ContextBytes int
+	// ChunkBytes is the size of a documentation chunk. Zero means DefaultChunkBytes.
+	ChunkBytes int
 }
 
 // Output is a handled stage.
@@ -73,10 +81,11 @@ type Output struct {
 
 // Handlers handle the LLM stages. They are safe for concurrent use.
 type Handlers struct {
-	client llm.Client
-	opts   Options
-	std    pyscan.Set
-	log    *slog.Logger
+	client  llm.Client
+	opts    Options
+	std     pyscan.Set
+	log     *slog.Logger
+	corpora corpora // context.go
 }
 
 // New returns Handlers that call client. It panics if client is nil.
@@ -93,6 +102,12 @@ func New(client llm.Client, opts Options) *Handlers {
 	}
 	if h.std == nil {
 		h.std = pyscan.Stdlib()
+	}
+	if h.opts.ContextBytes <= 0 {
+		h.opts.ContextBytes = DefaultContextBytes
+	}
+	if h.opts.ChunkBytes <= 0 {
+		h.opts.ChunkBytes = DefaultChunkBytes
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -260,8 +275,12 @@ func (h *Handlers) plan(ctx context.Context, cmd *messages.StageCommand, in mess
 	if err := requireTask(cmd.Stage, in.Task); err != nil {
 		return Output{}, err
 	}
+	msgs, use, err := h.withContext(ctx, cmd.Stage, in.Task, in.Task.Prompt, prompts.Plan(in))
+	if err != nil {
+		return Output{}, err
+	}
 	var p messages.Plan
-	out, err := h.call(ctx, cmd, prompts.Plan(in), &p)
+	out, err := h.call(ctx, cmd, msgs, &p)
 	if err != nil {
 		return out, err
 	}
@@ -270,6 +289,9 @@ func (h *Handlers) plan(ctx context.Context, cmd *messages.StageCommand, in mess
 		return out, invalid(cmd.Stage, "empty plan")
 	}
 	out.Value = p
+	if use != nil {
+		out.Value = planWithContext{Plan: p, ContextUse: messages.ContextUse{Context: use}}
+	}
 	return out, nil
 }
 
@@ -277,7 +299,11 @@ func (h *Handlers) code(ctx context.Context, cmd *messages.StageCommand, in mess
 	if err := requireTask(cmd.Stage, in.Task); err != nil {
 		return Output{}, err
 	}
-	return h.solution(ctx, cmd, prompts.Code(in), nil)
+	msgs, use, err := h.withContext(ctx, cmd.Stage, in.Task, in.Task.Prompt, prompts.Code(in))
+	if err != nil {
+		return Output{}, err
+	}
+	return h.solution(ctx, cmd, msgs, nil, use)
 }
 
 func (h *Handlers) fix(ctx context.Context, cmd *messages.StageCommand, in messages.FixInput) (Output, error) {
@@ -289,10 +315,14 @@ func (h *Handlers) fix(ctx context.Context, cmd *messages.StageCommand, in messa
 	}
 	// Installed packages stay: the prompt calls them installed, so the model
 	// may leave them out of its list.
-	return h.solution(ctx, cmd, prompts.Fix(in), in.Packages)
+	msgs, use, err := h.withContext(ctx, cmd.Stage, in.Task, reflectionQuery(in), prompts.Fix(in))
+	if err != nil {
+		return Output{}, err
+	}
+	return h.solution(ctx, cmd, msgs, in.Packages, use)
 }
 
-func (h *Handlers) solution(ctx context.Context, cmd *messages.StageCommand, msgs []messages.ChatMessage, keep []string) (Output, error) {
+func (h *Handlers) solution(ctx context.Context, cmd *messages.StageCommand, msgs []messages.ChatMessage, keep []string, use *messages.StageContext) (Output, error) {
 	var s messages.Solution
 	out, err := h.call(ctx, cmd, msgs, &s)
 	if err != nil {
@@ -303,6 +333,9 @@ func (h *Handlers) solution(ctx context.Context, cmd *messages.StageCommand, msg
 		return out, invalid(cmd.Stage, "empty code")
 	}
 	out.Value = s
+	if use != nil {
+		out.Value = solutionWithContext{Solution: s, ContextUse: messages.ContextUse{Context: use}}
+	}
 	return out, nil
 }
 

@@ -19,8 +19,12 @@ var _ stagework.Handler = StageHandler{}
 // NewStageHandler returns h as a stagework.Handler.
 func NewStageHandler(h *Handlers) StageHandler { return StageHandler{h: h} }
 
-// Version implements stagework.Handler.
-func (s StageHandler) Version(stage messages.Stage) string { return StageVersion(stage) }
+// Version implements stagework.Handler. The stages that put a job's
+// documentation into their prompt also name how it is chunked and
+// retrieved (contextVersion), which shapes their output too.
+func (s StageHandler) Version(stage messages.Stage) string {
+	return StageVersion(stage) + s.h.contextVersion(stage)
+}
 
 // Handle implements stagework.Handler. A failed stage still reports the
 // usage of the model calls it paid for.

@@ -90,6 +90,7 @@ func (m *stepper) submit(sub *Submission) {
 		Constraints: sub.Spec.Constraints,
 		Inputs:      sub.Spec.Inputs,
 		Outputs:     sub.Spec.Outputs,
+		Context:     sub.Spec.Context,
 	}
 	if len(sub.Samples) > 0 {
 		s.Task.Samples = map[string]string{}
@@ -135,7 +136,7 @@ func (m *stepper) generate() {
 	} else {
 		m.dispatch(messages.StageCode, in)
 	}
-	if !s.Spec.Options.SkipTests {
+	if !s.Spec.Options.SkipTests && !validatesByRun(s) {
 		m.dispatch(messages.StageTests, messages.TestsInput{Task: s.Task, DataContext: s.DataContext, Plan: planOf(s)})
 	}
 }
@@ -185,6 +186,10 @@ func (m *stepper) advance() {
 		return
 	}
 	s.Image, s.BuiltPackages = img, set
+	if validatesByRun(s) {
+		m.runValidate() // runvalidate.go
+		return
+	}
 	if s.Spec.Options.SkipTests {
 		m.note("skip_tests: no tests were generated or run")
 		m.finish(messages.StatusSucceeded, "")
@@ -247,6 +252,12 @@ func (m *stepper) accept() {
 		return
 	}
 	m.enter(PhaseAccepting)
+	m.dispatchAcceptance()
+}
+
+// dispatchAcceptance runs the script on the samples, with the declared outputs.
+func (m *stepper) dispatchAcceptance() {
+	s := m.s
 	m.dispatch(messages.StageAcceptance, messages.AcceptanceInput{
 		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
 		Code: s.Solution.Code, Samples: s.Samples, Args: protocol.FileArgs(s.Samples), Outputs: s.Spec.Outputs,
@@ -264,6 +275,10 @@ func (m *stepper) accepted(_ Pending, out messages.AcceptanceOutput) {
 	s.Acceptance = &out
 	if out.OK {
 		m.finish(messages.StatusSucceeded, "")
+		return
+	}
+	if validatesByRun(s) {
+		m.reflect(out) // runvalidate.go
 		return
 	}
 	problems := strings.Join(out.Problems, "; ")
@@ -378,6 +393,7 @@ func (m *stepper) record(p Pending, r *messages.StageResult) {
 		s.CacheHits++
 	}
 	m.appendHistory(r.Messages)
+	m.recordContext(p, r) // runvalidate.go
 	outcome := outcomeOf(r)
 	if p.Candidate > 0 {
 		outcome = fmt.Sprintf("candidate %d: %s", p.Candidate, outcome)
@@ -493,7 +509,7 @@ func (m *stepper) finish(status messages.JobStatus, reason string) {
 	s.Round = nil
 	res := ResultOf(*s)
 	success := status == messages.StatusSucceeded
-	msg := "tests passed"
+	msg := finishedMessage(s)
 	if !success {
 		msg = reason
 	}
@@ -513,7 +529,7 @@ func ResultOf(s State) messages.Result {
 		LLMCalls: s.Usage.Calls, CacheHits: s.CacheHits, Stages: s.Stages,
 		ConversationHistory: s.History, SkippedTests: s.Spec.Options.SkipTests,
 		SubmittedAt: s.SubmittedAt, FinishedAt: s.FinishedAt,
-		UsageByStage: s.StageUsage, Notes: s.Notes,
+		UsageByStage: s.StageUsage, Notes: s.Notes, ContextUsed: s.ContextUsed,
 	}
 	spec := s.Spec
 	r.Spec = &spec

@@ -469,7 +469,7 @@ func (m *stepper) dispatchFix(missing []string) {
 	s := m.s
 	r := s.Round
 	in := messages.FixInput{Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: testsOf(s),
-		Failures: r.Logic, Packages: s.Packages, Escalation: r.FixAttempts, Missing: missing}
+		Failures: r.Logic, Packages: s.Packages, Escalation: r.FixAttempts, Missing: missing, Reflect: validatesByRun(s)}
 	r.FixAttempts++
 	r.Fix = RepairPending
 	m.dispatch(messages.StageFix, in)

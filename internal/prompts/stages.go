@@ -191,10 +191,14 @@ func renderReport(b *strings.Builder, r messages.TestReport, failing []string) {
 	}
 }
 
-// Fix builds the fix stage's conversation (reply: llm.SolutionSchema). With
+// Fix builds the fix stage's conversation (reply: llm.SolutionSchema); with
+// Reflect it is the code runner's reflection turn (reflectRun). With
 // Escalation 1 it names the changes a previous fix failed to apply; from 2 it
 // demands a rewrite of every affected function.
 func Fix(in messages.FixInput) []messages.ChatMessage {
+	if in.Reflect {
+		return reflectRun(in) // the code runner: no tests, the run failed (coderunner.go)
+	}
 	system := preamble + `
 
 Your job now: fix solution.py so that the failing tests pass. The tests are correct: change the code, not the tests. Keep everything that works, keep the names and signatures the plan and the tests use, and follow the script protocol.

@@ -374,8 +374,12 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 			return err
 		}
 	}
+	docs, err := samples.New(st.Resources.Samples, filepath.Join(st.opts.Config.StateDir, "context"))
+	if err != nil {
+		return err
+	}
 	h := llmstages.NewStageHandler(llmstages.New(model, llmstages.Options{MaxPromptBytes: bounds.PromptBytes,
-		Logger: st.log.With("component", "llm-stages")}))
+		Logger: st.log.With("component", "llm-stages"), Context: docs, ContextBytes: bounds.ContextBytes}))
 	return st.startStageWorker(bus.PoolLLM, h, c, 4)
 }
 

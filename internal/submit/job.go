@@ -12,6 +12,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
+	"github.com/autocoder/autocoder/internal/docsearch"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/jobfile"
 	"github.com/autocoder/autocoder/internal/stack"
@@ -27,6 +28,7 @@ type jobFlags struct {
 	wait       time.Duration
 	prompt     string
 	samples    multi
+	context    multi
 	inputs     multi
 	outputs    multi
 	cons       multi
@@ -41,6 +43,7 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to wait for the job")
 	fs.StringVar(&f.prompt, "prompt", "", "the task, when no job file is given")
 	fs.Var(&f.samples, "sample", "name=path of a sample file (repeatable)")
+	fs.Var(&f.context, "context", "a documentation file or folder for the model: Markdown, text or HTML (repeatable)")
 	fs.Var(&f.inputs, "input", "name=type of an input (repeatable)")
 	fs.Var(&f.outputs, "output", "name=type of an output (repeatable)")
 	fs.Var(&f.cons, "constraint", "a constraint on the data (repeatable)")
@@ -113,6 +116,12 @@ func (f *jobFlags) spec(args []string) (spec *messages.JobSpec, jobDir string, e
 	}
 	if err := jobfile.CheckSamples(spec); err != nil {
 		return nil, "", err
+	}
+	spec.Context = append(spec.Context, f.context...)
+	if len(spec.Context) > 0 {
+		if _, err := docsearch.Load(spec.Context); err != nil { // checked before anything connects
+			return nil, "", usagef("%v", err)
+		}
 	}
 	return spec, jobDir, nil
 }

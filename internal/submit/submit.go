@@ -78,7 +78,7 @@ type command struct {
 // file or from flags.
 func commands() []command {
 	return []command{
-		{"", "[--local] [--json] JOBFILE | [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v]", submitCmd},
+		{"", "[--local] [--json] JOBFILE | [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v] [--context PATH]", submitCmd},
 		{"status", "status JOB_ID", statusCmd},
 		{"result", "result JOB_ID [--out DIR]", resultCmd},
 		{"events", "events JOB_ID", eventsCmd},
@@ -366,7 +366,7 @@ func writeOut(dir string, r *messages.Result) error {
 }
 
 func printSummary(w io.Writer, r *messages.Result) {
-	status := "SUCCESS: the generated script passed its tests"
+	status := successLine(r) // coderunner.go
 	if !r.Success {
 		status = "FAILED: " + messages.Printable(r.Error)
 	}
@@ -384,6 +384,7 @@ func printSummary(w io.Writer, r *messages.Result) {
 			fmt.Fprintf(w, "  %s = %s\n", messages.QuoteName(k), messages.Printable(string(b)))
 		}
 	}
+	printContextUsed(w, r) // coderunner.go
 	if r.Solution != nil {
 		fmt.Fprintf(w, "\n# %s\n%s\n", protocol.SolutionFile, messages.Printable(strings.TrimRight(r.Solution.Code, "\n")))
 	}

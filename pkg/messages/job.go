@@ -101,6 +101,7 @@ type Result struct {
 	FinishedAt             *time.Time        `json:"finished_at,omitempty"`
 	UsageByStage           map[Stage]Usage   `json:"usage_by_stage,omitempty"` // Usage summed per stage; cached stages cost nothing
 	Notes                  []string          `json:"notes,omitempty"`          // why the loop did what it did (the most recent)
+	ContextUsed            []StageContext    `json:"context_used,omitempty"`   // the context chunks each model stage was given
 }
 
 // DecodeJobSpecJSON decodes a JSON JobSpec strictly: unknown fields and wrong
@@ -130,8 +131,8 @@ func DecodeJobSpecJSON(data []byte) (*JobSpec, error) {
 
 // known lists the fields of each object in a JobSpec, by dotted path.
 var known = map[string][]string{
-	"":                  {"name", "prompt", "schema", "constraints", "samples", "inputs", "outputs", "options"},
-	"options":           {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget"},
+	"":                  {"name", "prompt", "schema", "constraints", "samples", "inputs", "outputs", "options", "context"},
+	"options":           {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "validate"},
 	"options.resources": {"cpu", "memory"},
 }
 

@@ -71,6 +71,11 @@ type JobSpec struct {
 	Inputs      map[string]Type   `json:"inputs,omitempty"`
 	Outputs     map[string]Type   `json:"outputs,omitempty"`
 	Options     Options           `json:"options,omitempty"`
+
+	// Context is documentation for the model (coderunner.go): on the CLI,
+	// Markdown, text or HTML files or folders; on the wire, object
+	// references of ContextBundles.
+	Context []string `json:"context,omitempty"`
 }
 
 // Options tune a job. The zero value of every field means its default.
@@ -86,6 +91,9 @@ type Options struct {
 	Backend       Backend   `json:"backend,omitempty"`    // default pipeline
 	Candidates    int       `json:"candidates,omitempty"` // parallel solutions; default 1
 	TokenBudget   int       `json:"token_budget,omitempty"`
+
+	// Validate is tests (default) or run, the code runner (coderunner.go).
+	Validate Validation `json:"validate,omitempty"`
 }
 
 // Resources limit one sandbox run.
@@ -197,6 +205,7 @@ func (s *JobSpec) Validate() error {
 		o.validateChoices,
 		o.validateRun,
 		o.validateBasePackages,
+		s.validateCodeRunner,
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {

@@ -130,6 +130,7 @@ type TaskSpec struct {
 	Samples     map[string]string `json:"samples,omitempty"` // name -> file name under /var/inputs
 	Inputs      map[string]Type   `json:"inputs,omitempty"`
 	Outputs     map[string]Type   `json:"outputs,omitempty"`
+	Context     []string          `json:"context,omitempty"` // object references of ContextBundles (coderunner.go)
 }
 
 // ---- LLM stage inputs and outputs (Contract 3 (docs/contracts.md) shapes) ----
@@ -251,6 +252,9 @@ type FixInput struct {
 	// Escalation is 0 on a first attempt; higher when earlier fixes were not applied.
 	Escalation int      `json:"escalation,omitempty"`
 	Missing    []string `json:"missing,omitempty"` // fixes a verification found missing
+	// Reflect marks the code runner's reflection turn (options.validate:
+	// run): there are no tests, and the failure is a run of the script.
+	Reflect bool `json:"reflect,omitempty"`
 }
 
 // PatchTestsInput is the input of StagePatchTests.

@@ -1,0 +1,63 @@
+package docsearch
+
+import "sync"
+
+// Selection is what of a context goes into one prompt.
+type Selection struct {
+	Hits []Hit
+	// Retrieved is true when the context did not fit the budget and Hits
+	// are the best matches for the query; false when Hits are every chunk,
+	// in order, with score 0.
+	Retrieved bool
+}
+
+// Corpus is a context's chunks, indexed the first time a selection needs
+// the ranker. It is safe for concurrent use, so one corpus can serve every
+// model call of a job.
+type Corpus struct {
+	chunks []Chunk
+	total  int // bytes, as size counts them
+	once   sync.Once
+	ix     *Index
+}
+
+// NewCorpus returns a corpus of chunks.
+func NewCorpus(chunks []Chunk) *Corpus {
+	c := &Corpus{chunks: chunks}
+	for _, ch := range chunks {
+		c.total += size(ch)
+	}
+	return c
+}
+
+// Select is the package's Select over the corpus.
+func (c *Corpus) Select(query string, budget int) Selection {
+	if c.total <= budget {
+		hits := make([]Hit, len(c.chunks))
+		for i, ch := range c.chunks {
+			hits[i] = Hit{Chunk: ch}
+		}
+		return Selection{Hits: hits}
+	}
+	c.once.Do(func() { c.ix = NewIndex(c.chunks) })
+	sel := Selection{Retrieved: true}
+	room := budget
+	for _, h := range c.ix.Search(query) {
+		if n := size(h.Chunk); n <= room {
+			sel.Hits = append(sel.Hits, h)
+			room -= n
+		}
+	}
+	return sel
+}
+
+// Select returns every chunk when their text fits budget bytes, and
+// otherwise the chunks that best match query, best first, as many as fit
+// (a chunk that does not fit is passed over for smaller ones below it).
+// Chunks that share no term with the query are never retrieved.
+func Select(chunks []Chunk, query string, budget int) Selection {
+	return NewCorpus(chunks).Select(query, budget)
+}
+
+// size is what a chunk costs in a prompt: its text and a line naming it.
+func size(c Chunk) int { return len(c.Text) + len(c.File) + len(c.Heading) + 32 }
