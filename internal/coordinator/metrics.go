@@ -21,17 +21,18 @@ type Metrics struct {
 	refused      prometheus.Counter
 }
 
-// casHelp says where conflicts come from. Every step writes a job's state
-// twice (the new state with its outbox, then the state without it once the
-// commands are out), and the coordinator handles submissions and each
-// pool's results in several slots at once: a result (a cache hit comes back
-// in milliseconds) or a deadline sweep of the same job that loads the state
-// between those two writes loses the compare-and-set and steps again. So
-// one coordinator counts some; several coordinators on one job add more.
-const casHelp = "Compare-and-set conflicts on a job's state: an event of a job (a stage result, often a fast cache hit, " +
-	"or a deadline sweep) was loaded while another step of the same job stored it (each step writes twice: " +
-	"the state with its outbox, then without it), so it was stepped again on the fresh state. " +
-	"One coordinator counts some; several coordinators add more. Harmless unless it grows with load."
+// casHelp says where conflicts come from, as measured with one
+// coordinator: the loop dispatches some stages together (code and tests
+// after the plan), the coordinator handles each pool's results in several
+// slots at once, and each step writes a job's state twice (with its outbox,
+// then without it). Two results of one job that arrive together, as cache
+// hits do within milliseconds, load the same revision, and one of them loses
+// the compare-and-set and is stepped again on the fresh state. Several
+// coordinators add more of the same.
+const casHelp = "Compare-and-set conflicts on a job's state: two events of one job stepped at once, one stepped again " +
+	"on the other's state. With one coordinator they come from stages dispatched together (code and tests after the plan) " +
+	"whose results arrive together, as cache hits do, and are handled in parallel result slots; each step also writes " +
+	"twice (state with outbox, then without). Several coordinators add more. Harmless retries unless it grows with load."
 
 // NewMetrics registers the coordinator's metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
