@@ -109,6 +109,42 @@ func TestModelObserver(t *testing.T) {
 	}
 }
 
+// TestModelObserverTimeoutAndAbandon: an attempt past RequestTimeout is a
+// timeout error; a call its caller abandons is no verdict on the model.
+func TestModelObserverTimeoutAndAbandon(t *testing.T) {
+	t.Parallel()
+	s := fakellm.New()
+	defer s.Close()
+	s.On("plan", fakellm.JSON(messages.Plan{Description: "d", Approach: "a"}).Delay(time.Minute))
+	reg := prometheus.NewRegistry()
+	obs, err := metrics.NewModel(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: s.URL(), RequestTimeout: 50 * time.Millisecond, MaxRetries: -1, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := llm.StructuredRequest{Model: "m2", Schema: llm.PlanSchema, Messages: []messages.ChatMessage{{Role: "user", Content: "plan"}}}
+	if _, err := c.Structured(llm.WithStage(context.Background(), "code"), req); err == nil {
+		t.Fatal("a reply slower than RequestTimeout succeeded")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Structured(ctx, req); err == nil {
+		t.Fatal("a cancelled call succeeded")
+	}
+	got := samples(t, reg)
+	if got[metrics.ModelErrorsTotal+"{kind=timeout,model=m2,stage=code}"] != 1 || got[metrics.ModelCallsTotal+"{model=m2,outcome=error,stage=code}"] != 1 {
+		t.Errorf("after one timed-out attempt: %v", got)
+	}
+	for k := range got {
+		if strings.Contains(k, "stage=none") {
+			t.Errorf("the abandoned call was counted: %s", k)
+		}
+	}
+}
+
 type memCache struct {
 	cache.Cache // only Get is called
 	hits        map[string]bool

@@ -95,3 +95,12 @@ func (st *Stack) observedCache(c cache.Cache) (cache.Cache, error) {
 	}
 	return metrics.ObserveCache(c, layer, st.opts.Registry)
 }
+
+// warnMonitorIgnored says so when the NATS monitoring setting has nothing
+// to apply to: it is the embedded server's, and this process joins a remote one.
+func (st *Stack) warnMonitorIgnored() {
+	if addr := st.opts.Config.NATSMonitorListen; addr != "" {
+		st.log.Warn("AUTOCODER_NATS_MONITOR_LISTEN is ignored: it serves an embedded NATS server's monitoring, "+
+			"and this process joins the one at AUTOCODER_NATS_URL (start that server with -m to monitor it)", "monitor_listen", addr)
+	}
+}

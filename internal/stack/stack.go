@@ -154,6 +154,7 @@ func (st *Stack) connect(ctx context.Context) error {
 	if st.opts.Config.NATSURL == "" {
 		st.Conn, err = st.startEmbedded()
 	} else {
+		st.warnMonitorIgnored()
 		st.Conn, err = st.joinRemote(ctx)
 	}
 	if err != nil {
