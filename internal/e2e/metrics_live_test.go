@@ -248,6 +248,12 @@ func checkScrapes(t *testing.T, e binaryEndpoints) {
 	t.Helper()
 	scraped := map[string]map[string]*dto.MetricFamily{}
 	for b, addr := range e.metrics {
+		// The compose healthchecks probe /healthz on the same port, without a token.
+		if resp, err := http.Get("http://" + addr + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("%s /healthz: %v %v", b, err, resp)
+		} else {
+			resp.Body.Close()
+		}
 		token := ""
 		if b == metrics.BinCoordinator {
 			token = e.token

@@ -225,6 +225,9 @@ func TestObserveBackend(t *testing.T) {
 	for _, argv0 := range []string{"pass", "pass", "fail", "slow", "hog", "chatty", "broken"} {
 		_, _ = b.Run(ctx, sandbox.RunSpec{Argv: []string{argv0}})
 	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, _ = b.Run(cancelled, sandbox.RunSpec{Argv: []string{"hog"}}) // killed by a cancel: not counted
 	_, _ = b.Build(ctx, sandbox.EnvSpec{Packages: []string{"pandas"}})
 	_, _ = b.Build(ctx, sandbox.EnvSpec{Packages: []string{"nosuch"}})
 	want := map[string]float64{

@@ -75,8 +75,8 @@ func ObserveBackend(b sandbox.Backend, reg prometheus.Registerer) (sandbox.Backe
 func (o *observedBackend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
 	began := time.Now()
 	res, err := o.Backend.Run(ctx, spec)
-	if err != nil && ctx.Err() != nil {
-		return res, err // abandoned (shutdown, cancel): no verdict on the sandbox
+	if ctx.Err() != nil {
+		return res, err // abandoned (shutdown, cancel): a kill then is no verdict on the code or the sandbox
 	}
 	o.runs.WithLabelValues(o.Name(), RunOutcome(res, err)).Inc()
 	o.runSecs.Observe(time.Since(began).Seconds())
