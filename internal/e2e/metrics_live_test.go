@@ -244,7 +244,7 @@ func labelsOf(mf *dto.MetricFamily) []string {
 
 // checkScrapes finds every README family on each binary that exposes it,
 // with its labels, and a non-zero sample where a job must have made one.
-func checkScrapes(t *testing.T, e binaryEndpoints) {
+func checkScrapes(t *testing.T, e binaryEndpoints) map[string]map[string]*dto.MetricFamily {
 	t.Helper()
 	scraped := map[string]map[string]*dto.MetricFamily{}
 	for b, addr := range e.metrics {
@@ -282,6 +282,31 @@ func checkScrapes(t *testing.T, e binaryEndpoints) {
 	if c := scraped[metrics.BinCoordinator][metrics.CoordinatorCASConflictsTotal]; c != nil {
 		t.Logf("CAS conflicts after one job on one coordinator: %v", c.GetMetric()[0].GetCounter().GetValue())
 	}
+	return scraped
+}
+
+// sampleValue is the value of mf's sample with exactly labels (as
+// name="value" pairs sorted by name); a histogram's is its count.
+func sampleValue(mf *dto.MetricFamily, labels string) float64 {
+	for _, m := range mf.GetMetric() {
+		var pairs []string
+		for _, l := range m.GetLabel() {
+			pairs = append(pairs, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+		}
+		slices.Sort(pairs)
+		if strings.Join(pairs, ",") != labels {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return 0
 }
 
 func TestMetricsAfterJob(t *testing.T) {
@@ -289,11 +314,36 @@ func TestMetricsAfterJob(t *testing.T) {
 	promBin := requirePrometheus(t)
 	fake := fakellm.New()
 	defer fake.Close()
-	scriptBasics(fake, sol(code("6 * 7")))
+	// A logic bug fixed in the second iteration: a failed run, a diagnosis
+	// and a fix (a repair route), then a passing run.
+	scriptBasics(fake, sol(code("6 * 6")), sol(code("6 * 7")))
+	fake.On("diagnosis", fakellm.JSON(messages.Diagnosis{Failures: []messages.Failure{{
+		TestName: "test_answer", ErrorMessage: "assert 36 == 42", RootCause: "multiplies 6 by 6",
+		SuggestedFix: "return 6 * 7", ErrorType: messages.ErrorLogic}}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}}))
+	fake.On("fix_verification", fakellm.JSON(messages.FixVerification{AllFixesApplied: true, MissingFixes: []string{}}))
 	e := startMetricsStack(t, fake)
 	prom := startPrometheus(t, promBin, e)
-	submitJob(t, e)
-	checkScrapes(t, e)
+	if res := submitJob(t, e); res.Attempts != 2 {
+		t.Errorf("attempts = %d, want 2 (stages %v)", res.Attempts, stageNames(&res))
+	}
+	scraped := checkScrapes(t, e)
+	for _, want := range []struct {
+		binary, family, labels string
+		min                    float64
+	}{
+		{metrics.BinCoordinator, metrics.StagesDispatchedTotal, `stage="fix"`, 1},
+		{metrics.BinCoordinator, metrics.JobsFinishedTotal, `outcome="passed",status="succeeded"`, 1},
+		{metrics.BinCoordinator, metrics.JobIterations, ``, 1},
+		{metrics.BinSandboxWorker, metrics.SandboxRunsTotal, `backend="process",outcome="failed"`, 1},
+		{metrics.BinSandboxWorker, metrics.SandboxRunsTotal, `backend="process",outcome="passed"`, 1},
+		{metrics.BinLLMWorker, metrics.ModelTokensTotal, `direction="input",model="gpt-4.1",stage="fix"`, 1},
+		{metrics.BinLLMWorker, metrics.ModelCallsTotal, `model="gpt-4.1",outcome="ok",stage="diagnose"`, 1},
+		{metrics.BinLLMWorker, metrics.CacheLookupsTotal, `layer="local",result="miss"`, 1},
+	} {
+		if got := sampleValue(scraped[want.binary][want.family], want.labels); got < want.min {
+			t.Errorf("%s on %s{%s} = %v, want at least %v", want.family, want.binary, want.labels, got, want.min)
+		}
+	}
 	checkNATSMonitor(t, e.monitor)
 	checkDashboardsLive(t, prom)
 }
@@ -368,11 +418,9 @@ func promQuery(base, expr string) (int, error) {
 	return len(r.Data.Result), nil
 }
 
-// mayBeEmpty are the panels one first-pass successful job need not give
-// data, and why.
+// mayBeEmpty are the panels the test's job need not give data, and why.
 var mayBeEmpty = map[string]string{
-	"Stage errors / s, by stage": "no stage failed",
-	"Repair routes (1h)":         "the first code passed: nothing to repair",
+	"Stage errors / s, by stage": "no stage failed (a failing test run is a result, not a stage error)",
 }
 
 // checkDashboardsLive queries every dashboard expression on Prometheus
