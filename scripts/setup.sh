@@ -14,6 +14,8 @@ packages=(
   python3-venv
   util-linux       # prlimit
   ca-certificates
+  prometheus       # the dashboards test runs it (and promtool) against a live stack
+  docker-compose   # validates deploy/compose (the compose config check)
 )
 
 missing=()
@@ -32,6 +34,8 @@ command -v go >/dev/null || { echo "setup: Go is not installed (need 1.26+)"; ex
 command -v bwrap >/dev/null || { echo "setup: bwrap missing after install"; exit 1; }
 command -v redis-server >/dev/null || { echo "setup: redis-server missing after install"; exit 1; }
 /usr/bin/python3 -c 'import pytest, pandas' || { echo "setup: /usr/bin/python3 lacks pytest or pandas"; exit 1; }
+command -v prometheus >/dev/null && command -v promtool >/dev/null || { echo "setup: prometheus missing after install"; exit 1; }
+command -v docker-compose >/dev/null || { echo "setup: docker-compose missing after install"; exit 1; }
 bwrap --unshare-all --die-with-parent --ro-bind / / true || { echo "setup: bubblewrap cannot create a sandbox here"; exit 1; }
 # golangci-lint checks the house rules (.golangci.yml); a pinned version,
 # built from the Go module proxy into GOBIN once, then reused.

@@ -1,17 +1,21 @@
 package bus
 
-import "time"
+import (
+	"time"
 
-// Metric names, for the Prometheus adapter and dashboards. Labels:
-// consumer (the durable consumer name, e.g. "llm-workers") and outcome. Job
-// IDs never go in labels.
+	"github.com/autocoder/autocoder/internal/metrics"
+)
+
+// Metric names (internal/metrics/names.go holds every family's), for the
+// Prometheus adapter and dashboards. Labels: consumer (the durable
+// consumer name, e.g. "llm-workers") and outcome. Job IDs never go in labels.
 const (
 	// MetricMessagesTotal counts settled messages by {consumer, outcome}.
-	MetricMessagesTotal = "autocoder_bus_messages_total"
+	MetricMessagesTotal = metrics.BusMessagesTotal
 	// MetricHandleSeconds is a histogram of handler run time by {consumer}.
-	MetricHandleSeconds = "autocoder_bus_handle_seconds"
+	MetricHandleSeconds = metrics.BusHandleSeconds
 	// MetricInFlight is the number of handlers running, by {consumer}.
-	MetricInFlight = "autocoder_bus_in_flight"
+	MetricInFlight = metrics.BusInFlight
 )
 
 // Outcome is what a Worker did with a message; the "outcome" label.

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/autocoder/autocoder/internal/metrics"
 )
 
 // PrometheusMetrics is Metrics on a Prometheus registry: MetricMessagesTotal,
@@ -33,8 +35,8 @@ func NewPrometheusMetrics(reg *prometheus.Registry) (*PrometheusMetrics, error) 
 		handle: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: MetricHandleSeconds,
 			Help: "Time bus handlers ran, by consumer.",
-			// Stages run from milliseconds (cache hits) to many minutes (image builds).
-			Buckets: []float64{0.01, 0.05, 0.25, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800},
+			// Stages run from milliseconds (cache hits) to the longest run a job may ask for.
+			Buckets: metrics.StageBuckets,
 		}, []string{"consumer"}),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: MetricInFlight,

@@ -46,6 +46,11 @@ type EmbeddedConfig struct {
 	NoAuth bool
 	// TLSCert and TLSKey are PEM files: when set, the listener speaks TLS.
 	TLSCert, TLSKey string
+	// MonitorListen serves the server's HTTP monitoring endpoint (/varz,
+	// /jsz, /connz, ...) on host:port; port 0 picks a free one (see
+	// MonitorURL). Default "": none. It takes no authentication: bind it
+	// where only operators and Prometheus reach it.
+	MonitorListen string
 }
 
 // ErrNoUsers is returned (wrapped) by StartEmbedded for a listener with
@@ -82,6 +87,9 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	password, err := listenerOptions(opts, cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := monitorOptions(opts, cfg.MonitorListen); err != nil {
 		return nil, err
 	}
 	srv, err := server.NewServer(opts)

@@ -49,6 +49,10 @@ type Config struct {
 	LogLevel            string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
 	WorkerName          string // AUTOCODER_WORKER_NAME; default host name and pid
 
+	// NATSMonitorListen serves the embedded NATS server's monitoring
+	// endpoint (AUTOCODER_NATS_MONITOR_LISTEN, monitor.go); empty: off.
+	NATSMonitorListen string
+
 	// The sandbox-worker's ceilings on one run, whatever its command asks
 	// (see Ceilings, ceilings.go). Empty: the default.
 	MaxRunTimeout string // AUTOCODER_MAX_RUN_TIMEOUT: a Go duration; default 30m
@@ -147,6 +151,7 @@ func FromEnv() Config {
 	}
 	c.CacheUnsigned, _ = strconv.ParseBool(os.Getenv("AUTOCODER_CACHE_UNSIGNED"))
 	c.readRunCeilings()
+	c.readMonitor()
 	c.readModelBounds()
 	c.NATSAuthConfig = natsAuthFromEnv()
 	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
@@ -187,6 +192,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.CacheUnsigned, "cache-unsigned", c.CacheUnsigned, "use a Redis cache without a key: anyone who can write to it can forge results (AUTOCODER_CACHE_UNSIGNED)")
 	fs.StringVar(&c.StageDeadlines, "stage-deadlines", c.StageDeadlines, "per-stage deadlines, e.g. build=45m,plan=5m (AUTOCODER_STAGE_DEADLINES)")
 	c.registerRunCeilings(fs)
+	c.registerMonitor(fs)
 	c.registerModelBounds(fs)
 	c.registerAccess(fs)
 	c.NATSAuthConfig.register(fs)
@@ -231,6 +237,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if _, err := c.Ceilings(); err != nil {
+		return err
+	}
+	if err := c.validateMonitor(); err != nil {
 		return err
 	}
 	if _, err := c.Bounds(); err != nil {

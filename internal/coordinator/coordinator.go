@@ -253,7 +253,7 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input)
 		if err := c.publish(ctx, cmds); err != nil {
 			return err // the outbox holds them; redelivery of this event retries
 		}
-		c.cfg.Metrics.step(ev, next)
+		c.cfg.Metrics.step(ev, cmds)
 		c.clearOutbox(ctx, jobID, next, rev)
 		return nil
 	}

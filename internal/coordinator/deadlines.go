@@ -96,6 +96,7 @@ func (c *Coordinator) WatchDeadlines(ctx context.Context) error {
 		case <-ticks:
 			c.sweep(ctx, due)
 		}
+		c.cfg.Metrics.jobsRunning(len(due))
 	}
 }
 

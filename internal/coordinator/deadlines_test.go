@@ -221,6 +221,15 @@ func TestDeadlineOfConcurrentStages(t *testing.T) {
 		t.Fatalf("pending %v (err %v), want code and tests", s.Pending, err)
 	}
 	watchDeadlines(t, c)
+	// The watch counts the job as running once it has seen its state (each
+	// tick ends with the gauge set).
+	for gaugeValue(t, reg, "autocoder_jobs_running") != 1 {
+		select {
+		case ticks <- time.Time{}:
+		case <-ctx.Done():
+			t.Fatal("jobs running never became 1")
+		}
+	}
 
 	setNow(t0.Add(time.Hour))
 	w, err := e.res.JobResults.Watch(ctx, bus.JobKey("job-two"))
@@ -246,6 +255,24 @@ func TestDeadlineOfConcurrentStages(t *testing.T) {
 	if got := counterValue(t, reg, "autocoder_stage_deadlines_missed_total"); got != 1 {
 		t.Errorf("deadlines missed = %v, want 1", got)
 	}
+	if got := gaugeValue(t, reg, "autocoder_jobs_running"); got != 0 {
+		t.Errorf("jobs running after the job ended = %v, want 0", got)
+	}
+}
+
+// gaugeValue is a gauge's value in reg (its first series).
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
 }
 
 // counterValue sums a counter's series in reg.

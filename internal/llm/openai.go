@@ -65,6 +65,9 @@ type OpenAIConfig struct {
 	Clock Clock
 	// Logger receives retries and fallbacks. Nil discards them.
 	Logger *slog.Logger
+	// Observer receives each attempt's outcome, latency and tokens
+	// (metrics.Model). Nil records nothing.
+	Observer Observer
 }
 
 // OpenAI is the Client on an OpenAI-compatible chat completions API, via
@@ -79,6 +82,7 @@ type OpenAI struct {
 	maxBackoff     time.Duration
 	timeout        time.Duration
 	maxReply       int64
+	observer       Observer
 
 	mu sync.Mutex
 	// formats remembers, per model, the strongest response_format the server
@@ -108,6 +112,10 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		timeout:        orDefault(cfg.RequestTimeout, defaultRequestTimeout),
 		maxReply:       orDefault(cfg.MaxReplyBytes, defaultMaxReplyBytes),
 		formats:        make(map[string]responseFormat),
+		observer:       cfg.Observer,
+	}
+	if c.observer == nil {
+		c.observer = nopObserver{}
 	}
 	if c.initialBackoff > c.maxBackoff {
 		return nil, fmt.Errorf("llm: OpenAIConfig.InitialBackoff (%s) exceeds MaxBackoff (%s)", c.initialBackoff, c.maxBackoff)
@@ -207,6 +215,7 @@ func (c *OpenAI) Structured(ctx context.Context, req StructuredRequest) (Structu
 			perr = fmt.Errorf("the model refused: %s", choice.Message.Refusal)
 		}
 		truncated := choice.FinishReason == openai.FinishReasonLength
+		c.observer.InvalidReply(req.Model, stageOf(ctx))
 		if try >= c.maxCorrections {
 			return out, fmt.Errorf("%w for schema %s (%d replies): %w", ErrInvalidReply, name, try+1, perr)
 		}

@@ -140,8 +140,10 @@ func (c *OpenAI) send(ctx context.Context, req openai.ChatCompletionRequest, usa
 	for n := 1; ; n++ {
 		a := &attempt{}
 		actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, a), c.timeout)
+		began := c.clock.Now()
 		resp, err := c.api.CreateChatCompletion(actx, req)
 		cancel()
+		c.observe(ctx, req.Model, began, err, a, resp.Usage)
 		if err == nil {
 			*usage = usage.Add(messages.Usage{
 				InputTokens:  resp.Usage.PromptTokens,

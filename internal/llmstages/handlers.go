@@ -163,6 +163,7 @@ func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (Outp
 	if cmd.V > messages.SchemaVersion {
 		return Output{}, fmt.Errorf("%w: %s command has schema version %d, newer than %d", ErrBadInput, cmd.Stage, cmd.V, messages.SchemaVersion)
 	}
+	ctx = llm.WithStage(ctx, string(cmd.Stage)) // the model calls' stage label
 	switch cmd.Stage {
 	case messages.StagePlan:
 		return handle(ctx, h, cmd, h.plan)

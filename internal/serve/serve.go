@@ -84,7 +84,7 @@ func Serve(ctx context.Context, role stack.Role, o Options) error {
 	}
 	defer st.Close()
 	if st.Embedded != nil {
-		o.Logger.Info("embedded NATS listening", "url", st.Embedded.ClientURL())
+		o.Logger.Info("embedded NATS listening", "url", st.Embedded.ClientURL(), "monitor", st.Embedded.MonitorURL())
 	}
 	if err := serveHTTP(ctx, srv.listen(o.Config), httpapi.Handler(st.Client, reg, access), o.Logger.With("role", role)); err != nil {
 		return err

@@ -154,6 +154,7 @@ func (st *Stack) connect(ctx context.Context) error {
 	if st.opts.Config.NATSURL == "" {
 		st.Conn, err = st.startEmbedded()
 	} else {
+		st.warnMonitorIgnored()
 		st.Conn, err = st.joinRemote(ctx)
 	}
 	if err != nil {
@@ -192,7 +193,8 @@ const errNoNATSAuth = "the embedded NATS listener %s needs authentication: set A
 func (st *Stack) embeddedConfig() (bus.EmbeddedConfig, error) {
 	cfg := st.opts.Config
 	ec := bus.EmbeddedConfig{StoreDir: filepath.Join(cfg.StateDir, "jetstream"), Listen: st.opts.EmbeddedListen,
-		Logger: st.log.With("component", "nats"), TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey}
+		Logger: st.log.With("component", "nats"), TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey,
+		MonitorListen: cfg.NATSMonitorListen}
 	switch {
 	case ec.Listen == "":
 	case cfg.NATSAuth == config.NATSAuthNone:
@@ -343,6 +345,9 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 		return err
 	}
 	st.Coord = coord
+	if err := st.registerQueues(); err != nil {
+		return err
+	}
 	st.watchDeadlines()
 	if err := coord.Recover(ctx); err != nil {
 		st.log.Warn("recover outboxes", "err", err)
@@ -368,8 +373,12 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 	model := st.opts.LLM
 	if model == nil {
 		cfg := st.opts.Config
+		obs, err := st.modelObserver()
+		if err != nil {
+			return err
+		}
 		model, err = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey,
-			MaxReplyBytes: bounds.ReplyBytes, Logger: st.log.With("component", "llm")})
+			MaxReplyBytes: bounds.ReplyBytes, Logger: st.log.With("component", "llm"), Observer: obs})
 		if err != nil {
 			return err
 		}
@@ -407,7 +416,11 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 		return err
 	}
 	ceil := sandboxstages.Ceilings{Timeout: rc.Timeout, Memory: rc.Memory, CPUs: rc.CPUs}
-	h := sandboxstages.New(st.Backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}).
+	backend, err := st.observedBackend()
+	if err != nil {
+		return err
+	}
+	h := sandboxstages.New(backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}).
 		WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages"))
 	return st.startStageWorker(bus.PoolSandbox, h, c, 2)
 }
@@ -426,6 +439,10 @@ func (st *Stack) startLocal(ctx context.Context) error {
 // by h, cached in c, in Config.Concurrency slots (defaultSlots when unset).
 func (st *Stack) startStageWorker(pool bus.Pool, h stagework.Handler, c cache.Cache, defaultSlots int) error {
 	cfg, name := st.opts.Config, string(pool)+"-worker"
+	c, err := st.observedCache(c)
+	if err != nil {
+		return err
+	}
 	r, err := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: st.Publisher, Cache: c,
 		Pool: pool, Jobs: stagework.KVJobs{KV: st.Resources.JobState},
 		Logger: st.log.With("component", name), Worker: cfg.WorkerName, OnResult: st.stageMetrics(), OnRefused: st.refusalMetrics()})

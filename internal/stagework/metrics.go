@@ -5,14 +5,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/autocoder/autocoder/internal/metrics"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Metric names of stage work.
 const (
-	MetricStageResults = "autocoder_stage_results_total"
-	MetricStageSeconds = "autocoder_stage_duration_seconds"
-	MetricRefused      = "autocoder_stage_commands_refused_total"
+	MetricStageResults = metrics.StageResultsTotal
+	MetricStageSeconds = metrics.StageDurationSeconds
+	MetricRefused      = metrics.StageCommandsRefusedTotal
 )
 
 // NewMetrics registers stage metrics on reg and returns the Config.OnResult
@@ -22,7 +23,7 @@ func NewMetrics(reg prometheus.Registerer) (func(messages.Stage, bool, string, t
 	results := prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricStageResults,
 		Help: "Stage results published, by stage, cache hit and outcome."}, []string{"stage", "cached", "outcome"})
 	seconds := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricStageSeconds,
-		Help: "Time to produce a stage result, by stage and cache hit.", Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12)},
+		Help: "Time to produce a stage result, by stage and cache hit.", Buckets: metrics.StageBuckets},
 		[]string{"stage", "cached"})
 	for _, c := range []prometheus.Collector{results, seconds} {
 		if err := reg.Register(c); err != nil {
@@ -56,6 +57,9 @@ func NewRefusalMetrics(reg prometheus.Registerer) (func(messages.Stage, string),
 	known := map[messages.Stage]bool{}
 	for _, s := range messages.Stages() {
 		known[s] = true
+		for _, reason := range []string{RefusedWrongPool, RefusedNotPending} {
+			refused.WithLabelValues(string(s), reason) // every series from the start: rates see the first refusal
+		}
 	}
 	return func(stage messages.Stage, reason string) {
 		if !known[stage] {

@@ -58,6 +58,8 @@ const (
 	DefaultMaxIterations = 10
 	DefaultMaxSampleRows = 100
 	DefaultTimeout       = 60 * time.Second
+	// MaxTimeout is the longest options.timeout a job may ask for.
+	MaxTimeout = time.Hour
 )
 
 // JobSpec is what a user asks for (Contract 1 (docs/contracts.md)). On the CLI, Samples are file
@@ -323,7 +325,7 @@ func (o *Options) validateRun() error {
 	if o.Timeout < 0 {
 		return &FieldError{"options.timeout", "must not be negative"}
 	}
-	if o.Timeout.Std() > time.Hour {
+	if o.Timeout.Std() > MaxTimeout {
 		return &FieldError{"options.timeout", "must be at most 1h"}
 	}
 	if o.Resources.CPU < 0 || o.Resources.CPU > 64 {
