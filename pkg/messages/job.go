@@ -45,17 +45,18 @@ const (
 
 // Event is a progress event, published on the job's event subject.
 type Event struct {
-	V         int       `json:"v"`
-	JobID     string    `json:"job_id"`
-	Type      EventType `json:"type"`
-	Stage     Stage     `json:"stage,omitempty"`
-	Seq       int       `json:"seq,omitempty"`
-	Iteration int       `json:"iteration,omitempty"`
-	Cached    bool      `json:"cached,omitempty"`
-	Outcome   string    `json:"outcome,omitempty"`
-	Message   string    `json:"message,omitempty"`
-	Success   *bool     `json:"success,omitempty"` // on job_finished
-	Time      time.Time `json:"time"`
+	V         int             `json:"v"`
+	JobID     string          `json:"job_id"`
+	Type      EventType       `json:"type"`
+	Stage     Stage           `json:"stage,omitempty"`
+	Seq       int             `json:"seq,omitempty"`
+	Iteration int             `json:"iteration,omitempty"`
+	Cached    bool            `json:"cached,omitempty"`
+	Outcome   string          `json:"outcome,omitempty"`
+	Message   string          `json:"message,omitempty"`
+	Success   *bool           `json:"success,omitempty"` // on job_finished
+	Tool      *ToolCallRecord `json:"tool,omitempty"`    // on tool_call (the agent backend)
+	Time      time.Time       `json:"time"`
 }
 
 // StageRecord is one stage on the result object.
@@ -101,6 +102,7 @@ type Result struct {
 	FinishedAt             *time.Time        `json:"finished_at,omitempty"`
 	UsageByStage           map[Stage]Usage   `json:"usage_by_stage,omitempty"` // Usage summed per stage; cached stages cost nothing
 	Notes                  []string          `json:"notes,omitempty"`          // why the loop did what it did (the most recent)
+	Agent                  *AgentReport      `json:"agent,omitempty"`          // backend agent: the tool-call trace and summary
 }
 
 // DecodeJobSpecJSON decodes a JSON JobSpec strictly: unknown fields and wrong
@@ -131,7 +133,7 @@ func DecodeJobSpecJSON(data []byte) (*JobSpec, error) {
 // known lists the fields of each object in a JobSpec, by dotted path.
 var known = map[string][]string{
 	"":                  {"name", "prompt", "schema", "constraints", "samples", "inputs", "outputs", "options"},
-	"options":           {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget"},
+	"options":           {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "agent_max_turns"},
 	"options.resources": {"cpu", "memory"},
 }
 
