@@ -321,7 +321,7 @@ func (m *stepper) agentAccepted(out messages.AcceptanceOutput) {
 // trimAgentMessages keeps the conversation within agentConversationBudget:
 // the oldest tool results, then the oldest tool-call arguments, are
 // replaced by a short note (the same way every time, so a stored turn's
-// content key repeats on a resumed job).
+// content key repeats on a resumed job). The latest message stays whole.
 func trimAgentMessages(a *AgentState) {
 	size := func() int {
 		n := 0
@@ -334,7 +334,7 @@ func trimAgentMessages(a *AgentState) {
 		return n
 	}
 	total := size()
-	keep := 6 // the latest messages stay whole
+	keep := 1 // the latest message stays whole
 	for i := 0; i < len(a.Messages)-keep && total > agentConversationBudget; i++ {
 		msg := &a.Messages[i]
 		if msg.Role == "tool" && msg.Content != agentDroppedResult {
