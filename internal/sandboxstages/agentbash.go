@@ -56,7 +56,7 @@ func (h *Handlers) bash(ctx context.Context, cmd *messages.StageCommand, in mess
 	if err != nil {
 		return out, fmt.Errorf("run bash in %s sandbox: %w", h.backend.Name(), err)
 	}
-	out.Verdict, out.Result = messages.VerdictOK, bashResult(res)
+	out.Verdict, out.Result, out.TimedOut = messages.VerdictOK, bashResult(res), res.TimedOut
 	archive, ok := res.Outputs[workspaceArchive]
 	if !ok {
 		out.Result += "\n(the workspace was not collected after the command, so its changes are lost)"

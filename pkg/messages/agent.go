@@ -107,7 +107,14 @@ type AgentToolOutput struct {
 	// test_solution.py, packages.txt, system_packages.txt) as they are
 	// after the call; absent ones are left out.
 	Files map[string]string `json:"files,omitempty"`
+	// TimedOut: a bash command was killed at the job's timeout.
+	TimedOut bool `json:"timed_out,omitempty"`
 }
+
+// Hermetic reports whether the output follows from the input alone: not
+// when a command timed out, which depends on the machine's load as well.
+// Workers do not cache such outputs.
+func (o AgentToolOutput) Hermetic() bool { return !o.TimedOut }
 
 // EventToolCall is the progress event of one agent tool call.
 const EventToolCall EventType = "tool_call"
