@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -276,7 +278,16 @@ for p in [%q, "/etc/autocoder-pwned", "/workspace/../pwned"]:
 			bashCall("cp probe.py "+hostDir+"/"),
 		),
 		fakellm.Text("done"))
-	st := startLocal(t, testConfig(t, fake))
+	var logs syncBuffer
+	requireSandboxTools(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := stack.Start(ctx, stack.Options{Config: testConfig(t, fake), Roles: []stack.Role{stack.RoleLocal},
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatalf("start stack: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
 	res, events := runAgentJob(t, st, agentSpec(0))
 	results := allToolResults(fake)
 	if !strings.Contains(results, "no connection") || strings.Contains(results, "CONNECTED") {
@@ -290,7 +301,11 @@ for p in [%q, "/etc/autocoder-pwned", "/workspace/../pwned"]:
 	}
 	blob, _ := json.Marshal(res)
 	evs, _ := json.Marshal(events)
-	for what, text := range map[string]string{"the result": string(blob), "the events": string(evs), "the model's requests": results} {
+	if logs.String() == "" {
+		t.Error("the stack logged nothing at debug level")
+	}
+	for what, text := range map[string]string{"the result": string(blob), "the events": string(evs), "the model's requests": results,
+		"the logs": logs.String()} {
 		if strings.Contains(text, secret) {
 			t.Errorf("the worker's secret appears in %s", what)
 		}
@@ -334,4 +349,22 @@ func listenLoopback(t *testing.T) (port int, connections func() int) {
 		}
 	}()
 	return ln.Addr().(*net.TCPAddr).Port, func() int { return int(n.Load()) }
+}
+
+// syncBuffer is a bytes.Buffer that the stack's goroutines may log to at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
