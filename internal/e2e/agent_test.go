@@ -210,11 +210,12 @@ func TestAgentSymlinkEscape(t *testing.T) {
 			call(messages.ToolReadFile, map[string]string{"path": "etcdir/passwd"}),
 			writeCall("tmpdir/escaped", "x"),
 			call(messages.ToolEditFile, map[string]string{"path": "etcdir/hostname", "old": "a", "new": "b"}),
-			call(messages.ToolListFiles, map[string]string{"path": "."})),
+			call(messages.ToolListFiles, map[string]string{"path": "."}),
+			writeCall("solution.py", strings.Repeat("#\n", 40<<10))),
 		fakellm.Text("done"))
 	st := startLocal(t, testConfig(t, fake))
 	res, _ := runAgentJob(t, st, agentSpec(0))
-	want := []string{"bash:denied", "write_file:ok", "bash:ok", "read_file:error", "write_file:error", "edit_file:error", "list_files:ok"}
+	want := []string{"bash:denied", "write_file:ok", "bash:ok", "read_file:error", "write_file:error", "edit_file:error", "list_files:ok", "write_file:error"}
 	if got := traceVerdicts(res); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("trace %v, want %v", got, want)
 	}
@@ -222,7 +223,8 @@ func TestAgentSymlinkEscape(t *testing.T) {
 		t.Errorf("success %v error %q", res.Success, res.Error)
 	}
 	results := allToolResults(fake)
-	for _, w := range []string{"ln is not allowed", "outside the workspace through a symbolic link", "etcdir -> /etc"} {
+	for _, w := range []string{"ln is not allowed", "outside the workspace through a symbolic link", "etcdir -> /etc",
+		"solution.py would be 81920 bytes, more than the 65536 a job keeps of it"} {
 		if !strings.Contains(results, w) {
 			t.Errorf("no tool result says %q; results:\n%s", w, results)
 		}

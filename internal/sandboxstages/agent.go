@@ -24,6 +24,9 @@ const (
 	maxWrittenFile    = 256 << 10
 	maxReadResult     = 64 << 10
 	maxListed         = 300
+	// maxOwnFile bounds each of the job's own files: their contents travel
+	// in every tool result and live in the job's state (one KV value).
+	maxOwnFile = 64 << 10
 )
 
 // ownFiles are the job's own files: their contents go back to the
@@ -76,7 +79,27 @@ func (h *Handlers) agentTool(ctx context.Context, cmd *messages.StageCommand, in
 	if out.Files, err = h.ownFiles(ctx, out.Workspace); err != nil {
 		return stagework.Output{}, err
 	}
+	if big := oversized(out.Files); big != "" {
+		// The call's changes are dropped: the job could not keep the file.
+		out.Verdict = messages.VerdictError
+		out.Result = fmt.Sprintf("%s would be %d bytes, more than the %d a job keeps of it: the change was undone; make the file smaller (put data in another file)",
+			big, len(out.Files[big]), maxOwnFile)
+		out.Workspace = in.Workspace
+		if out.Files, err = h.ownFiles(ctx, out.Workspace); err != nil {
+			return stagework.Output{}, err
+		}
+	}
 	return stagework.Output{Value: out}, nil
+}
+
+// oversized names an own file larger than maxOwnFile, or returns "".
+func oversized(files map[string]string) string {
+	for _, name := range ownFiles {
+		if len(files[name]) > maxOwnFile {
+			return name
+		}
+	}
+	return ""
 }
 
 // fileTool does write_file, read_file, edit_file and list_files in root.
