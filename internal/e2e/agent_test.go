@@ -211,11 +211,14 @@ func TestAgentSymlinkEscape(t *testing.T) {
 			writeCall("tmpdir/escaped", "x"),
 			call(messages.ToolEditFile, map[string]string{"path": "etcdir/hostname", "old": "a", "new": "b"}),
 			call(messages.ToolListFiles, map[string]string{"path": "."}),
-			writeCall("solution.py", strings.Repeat("#\n", 40<<10))),
+			writeCall("solution.py", strings.Repeat("#\n", 40<<10)),
+			writeCall("many.py", "import os\nos.mkdir('many')\nfor i in range(600):\n    open(f'many/{i}', 'w').close()\n"),
+			bashCall("python3 many.py")),
 		fakellm.Text("done"))
 	st := startLocal(t, testConfig(t, fake))
 	res, _ := runAgentJob(t, st, agentSpec(0))
-	want := []string{"bash:denied", "write_file:ok", "bash:ok", "read_file:error", "write_file:error", "edit_file:error", "list_files:ok", "write_file:error"}
+	want := []string{"bash:denied", "write_file:ok", "bash:ok", "read_file:error", "write_file:error", "edit_file:error", "list_files:ok", "write_file:error",
+		"write_file:ok", "bash:error"}
 	if got := traceVerdicts(res); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("trace %v, want %v", got, want)
 	}
@@ -224,7 +227,8 @@ func TestAgentSymlinkEscape(t *testing.T) {
 	}
 	results := allToolResults(fake)
 	for _, w := range []string{"ln is not allowed", "outside the workspace through a symbolic link", "etcdir -> /etc",
-		"solution.py would be 81920 bytes, more than the 65536 a job keeps of it"} {
+		"solution.py would be 81920 bytes, more than the 65536 a job keeps of it",
+		"the workspace has more than 500 files: the change was undone"} {
 		if !strings.Contains(results, w) {
 			t.Errorf("no tool result says %q; results:\n%s", w, results)
 		}
@@ -234,6 +238,9 @@ func TestAgentSymlinkEscape(t *testing.T) {
 	}
 	if _, err := os.Stat("/tmp/escaped"); err == nil {
 		t.Error("/tmp/escaped exists on the host")
+	}
+	if _, ok := res.Agent.Workspace["many/1"]; ok {
+		t.Error("the files past the workspace's bound were kept")
 	}
 	if res.Agent.Workspace["etcdir"] != messages.SymlinkPrefix+"/etc" {
 		t.Errorf("workspace %v, want etcdir kept as a link", res.Agent.Workspace)

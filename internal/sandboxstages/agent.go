@@ -29,6 +29,10 @@ const (
 	maxOwnFile = 64 << 10
 )
 
+// errWorkspaceFull marks a workspace past its bounds: the call's changes
+// are undone and the model told why, the job goes on.
+var errWorkspaceFull = errors.New("workspace full")
+
 // ownFiles are the job's own files: their contents go back to the
 // coordinator with every tool result (AgentToolOutput.Files).
 var ownFiles = []string{protocol.SolutionFile, protocol.TestFile, "packages.txt", "system_packages.txt"}
@@ -68,13 +72,15 @@ func (h *Handlers) agentTool(ctx context.Context, cmd *messages.StageCommand, in
 	default:
 		out.Verdict, out.Result = fileTool(root, in.Call)
 	}
+	if err == nil && out.Verdict == messages.VerdictOK && in.Call.Name != messages.ToolReadFile && in.Call.Name != messages.ToolListFiles {
+		out.Workspace, err = h.collect(ctx, root)
+	}
+	if errors.Is(err, errWorkspaceFull) {
+		out.Result += "\n" + strings.TrimPrefix(err.Error(), errWorkspaceFull.Error()+": ") + ": the change was undone; remove files instead of adding them"
+		out.Verdict, out.Workspace, err = messages.VerdictError, in.Workspace, nil
+	}
 	if err != nil {
 		return stagework.Output{}, err
-	}
-	if out.Verdict == messages.VerdictOK && in.Call.Name != messages.ToolReadFile && in.Call.Name != messages.ToolListFiles {
-		if out.Workspace, err = h.collect(ctx, root); err != nil {
-			return stagework.Output{}, err
-		}
 	}
 	if out.Files, err = h.ownFiles(ctx, out.Workspace); err != nil {
 		return stagework.Output{}, err
@@ -286,7 +292,7 @@ func (h *Handlers) collect(ctx context.Context, root string) (messages.Workspace
 			return fs.SkipDir
 		}
 		if len(ws) >= maxWorkspaceFiles {
-			return fmt.Errorf("the workspace has more than %d files", maxWorkspaceFiles)
+			return fmt.Errorf("%w: the workspace has more than %d files", errWorkspaceFull, maxWorkspaceFiles)
 		}
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
@@ -301,7 +307,7 @@ func (h *Handlers) collect(ctx context.Context, root string) (messages.Workspace
 				return err
 			}
 			if total += len(data); total > maxWorkspaceBytes {
-				return fmt.Errorf("the workspace holds more than %d bytes", maxWorkspaceBytes)
+				return fmt.Errorf("%w: the workspace holds more than %d bytes", errWorkspaceFull, maxWorkspaceBytes)
 			}
 			if ws[rel], err = h.workspace.Put(ctx, data); err != nil {
 				return err
@@ -309,10 +315,10 @@ func (h *Handlers) collect(ctx context.Context, root string) (messages.Workspace
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, stagework.Permanent(fmt.Errorf("collect the workspace: %w", err))
+	if err != nil && !errors.Is(err, errWorkspaceFull) {
+		err = stagework.Permanent(fmt.Errorf("collect the workspace: %w", err))
 	}
-	return ws, nil
+	return ws, err
 }
 
 // ownFiles reads the job's own files from the workspace.

@@ -63,6 +63,9 @@ func (h *Handlers) bash(ctx context.Context, cmd *messages.StageCommand, in mess
 		return out, nil
 	}
 	if err := replaceTree(root, archive); err != nil {
+		if errors.Is(err, errWorkspaceFull) {
+			return out, err
+		}
 		return out, stagework.Permanent(fmt.Errorf("unpack the workspace after bash: %w", err))
 	}
 	return out, nil
@@ -166,7 +169,7 @@ func replaceTree(root string, archive []byte) error {
 			return fmt.Errorf("read the workspace archive: %w", err)
 		}
 		if n > 4*maxWorkspaceFiles {
-			return fmt.Errorf("the workspace archive has more than %d entries", 4*maxWorkspaceFiles)
+			return fmt.Errorf("%w: the workspace has more than %d entries", errWorkspaceFull, 4*maxWorkspaceFiles)
 		}
 		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
 		if name == "." || name == ".harness" || strings.HasPrefix(name, ".harness/") {
@@ -176,7 +179,7 @@ func replaceTree(root string, archive []byte) error {
 			continue // not the wrapper's archive of /workspace: leave it out
 		}
 		if total += hdr.Size; total > maxWorkspaceBytes {
-			return fmt.Errorf("the workspace holds more than %d bytes", maxWorkspaceBytes)
+			return fmt.Errorf("%w: the workspace holds more than %d bytes", errWorkspaceFull, maxWorkspaceBytes)
 		}
 		if err := unpackEntry(root, name, hdr, tr); err != nil {
 			return err
