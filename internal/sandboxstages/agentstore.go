@@ -23,7 +23,8 @@ type WorkspaceStore interface {
 }
 
 // ObjectStoreWorkspace is a WorkspaceStore over a NATS Object Store (the
-// samples store): objects are named as samples are, by their hash.
+// outputs store, which sandbox-workers may write): objects are named as
+// samples are, by their hash.
 type ObjectStoreWorkspace struct{ Obj jetstream.ObjectStore }
 
 var _ WorkspaceStore = ObjectStoreWorkspace{}

@@ -404,7 +404,7 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 	}
 	ceil := sandboxstages.Ceilings{Timeout: rc.Timeout, Memory: rc.Memory, CPUs: rc.CPUs}
 	h := sandboxstages.New(st.Backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}).
-		WithWorkspace(sandboxstages.ObjectStoreWorkspace{Obj: st.Resources.Samples}).WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages"))
+		WithWorkspace(sandboxstages.ObjectStoreWorkspace{Obj: st.Resources.Outputs}).WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages"))
 	return st.startStageWorker(bus.PoolSandbox, h, c, 2)
 }
 

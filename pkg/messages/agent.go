@@ -42,7 +42,7 @@ const (
 )
 
 // Workspace is the agent's per-job workspace: relative path -> the file's
-// object reference ("sha256:<hex>", content in the samples object store) or
+// object reference ("sha256:<hex>", content in the outputs object store) or
 // a symbolic link ("symlink:<target>"). Content-addressed, so a tool call's
 // input (and so its cache key) names exactly the files it sees.
 type Workspace map[string]string
