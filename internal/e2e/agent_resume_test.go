@@ -12,20 +12,21 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/client"
-	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/stack"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// TestAgentResumesAfterWorkerKilled: the llm-worker, a process of its own,
+// TestAgentResumesAfterWorkerKilled: the workers are processes of their
+// own, each with its role's NATS credentials (so the sandbox-worker stores
+// the workspace with no more than its role's permissions); the llm-worker
 // is SIGKILLed while a model turn is in flight. Another llm-worker takes the
 // redelivered turn and the job finishes; the turns already stored are not
 // asked of the model again: only the turn that was in flight is.
 func TestAgentResumesAfterWorkerKilled(t *testing.T) {
 	requireSandboxTools(t)
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/llm-worker")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/llm-worker", "./cmd/sandbox-worker")
 	build.Dir = repoRoot(t)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -40,33 +41,40 @@ func TestAgentResumesAfterWorkerKilled(t *testing.T) {
 		fakellm.ToolCalls(call(messages.ToolRunTests, map[string]any{})),
 		fakellm.Text("The tests pass."))
 
-	// The coordinator and a sandbox-worker in this process, on an embedded
-	// NATS the llm-worker processes join; a short AckWait so the killed
-	// worker's message comes back soon.
+	// The coordinator in this process, on an embedded NATS with users; the
+	// workers are processes that join it with their roles' credentials. A
+	// short AckWait brings the killed worker's message back soon.
 	port := freePort(t)
+	creds := writeNATSUsers(t)
 	cfg := testConfig(t, nil)
-	cfg.NATSAuth = config.NATSAuthNone
+	cfg.NATSUsersFile = creds.usersFile
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleCoordinator, stack.RoleSandboxWorker},
+	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleCoordinator},
 		EmbeddedListen: fmt.Sprintf("127.0.0.1:%d", port), Provision: bus.ProvisionConfig{AckWait: 3 * time.Second}})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
 
-	startWorker := func() (*exec.Cmd, *bytes.Buffer) {
-		cmd := exec.Command(filepath.Join(bin, "llm-worker"))
-		cmd.Env = append(cleanEnv(), fmt.Sprintf("AUTOCODER_NATS_URL=nats://127.0.0.1:%d", port), "OPENAI_BASE_URL="+fake.URL(),
-			"OPENAI_API_KEY=test", "AUTOCODER_STATE_DIR="+t.TempDir(), "AUTOCODER_LOG_LEVEL=warn")
+	natsURL := fmt.Sprintf("AUTOCODER_NATS_URL=nats://127.0.0.1:%d", port)
+	start := func(name string, env ...string) (*exec.Cmd, *bytes.Buffer) {
+		cmd := exec.Command(filepath.Join(bin, name))
+		cmd.Env = append(append(cleanEnv(), natsURL, "AUTOCODER_STATE_DIR="+t.TempDir(), "AUTOCODER_LOG_LEVEL=warn"), env...)
 		var logs bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &logs, &logs
 		if err := cmd.Start(); err != nil {
-			t.Fatalf("start llm-worker: %v", err)
+			t.Fatalf("start %s: %v", name, err)
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		return cmd, &logs
 	}
+	startWorker := func() (*exec.Cmd, *bytes.Buffer) {
+		return start("llm-worker", "OPENAI_BASE_URL="+fake.URL(), "OPENAI_API_KEY=test",
+			"AUTOCODER_NATS_USER=llm-1", "AUTOCODER_NATS_PASSWORD=llm-secret")
+	}
+	_, sandboxLogs := start("sandbox-worker", "AUTOCODER_PYTHON="+python, "AUTOCODER_SANDBOX=process",
+		"AUTOCODER_NATS_USER=sandbox-1", "AUTOCODER_NATS_PASSWORD_FILE="+creds.sandboxPasswordFile)
 	first, _ := startWorker()
 
 	jobCtx, jobCancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -89,10 +97,10 @@ func TestAgentResumesAfterWorkerKilled(t *testing.T) {
 
 	res, err := st.Client.Watch(jobCtx, id, nil)
 	if err != nil {
-		t.Fatalf("watch %s: %v\nsecond worker:\n%s", id, err, logs)
+		t.Fatalf("watch %s: %v\nsecond llm-worker:\n%s\nsandbox-worker:\n%s", id, err, logs, sandboxLogs)
 	}
 	if !res.Success || res.Outputs["answer"] != float64(42) {
-		t.Fatalf("success %v, outputs %v, error %s", res.Success, res.Outputs, res.Error)
+		t.Fatalf("success %v, outputs %v, error %s\nsandbox-worker:\n%s", res.Success, res.Outputs, res.Error, sandboxLogs)
 	}
 	// Each turn is a conversation of its own length: count the model calls per turn.
 	calls := map[int]int{}
