@@ -45,18 +45,20 @@ const (
 
 // Event is a progress event, published on the job's event subject.
 type Event struct {
-	V         int             `json:"v"`
-	JobID     string          `json:"job_id"`
-	Type      EventType       `json:"type"`
-	Stage     Stage           `json:"stage,omitempty"`
-	Seq       int             `json:"seq,omitempty"`
-	Iteration int             `json:"iteration,omitempty"`
-	Cached    bool            `json:"cached,omitempty"`
-	Outcome   string          `json:"outcome,omitempty"`
-	Message   string          `json:"message,omitempty"`
-	Success   *bool           `json:"success,omitempty"` // on job_finished
-	Tool      *ToolCallRecord `json:"tool,omitempty"`    // on tool_call (the agent backend)
-	Time      time.Time       `json:"time"`
+	V         int       `json:"v"`
+	JobID     string    `json:"job_id"`
+	Type      EventType `json:"type"`
+	Stage     Stage     `json:"stage,omitempty"`
+	Seq       int       `json:"seq,omitempty"`
+	Iteration int       `json:"iteration,omitempty"`
+	Cached    bool      `json:"cached,omitempty"`
+	Outcome   string    `json:"outcome,omitempty"`
+	Message   string    `json:"message,omitempty"`
+	Success   *bool     `json:"success,omitempty"` // on job_finished
+	Time      time.Time `json:"time"`
+
+	// Tool is the call on a tool_call event (the agent backend).
+	Tool *ToolCallRecord `json:"tool,omitempty"`
 }
 
 // StageRecord is one stage on the result object.
