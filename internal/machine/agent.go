@@ -72,18 +72,18 @@ func (m *stepper) agentStart() {
 // agentTurn asks the model for its next turn, within options.agent_max_turns.
 func (m *stepper) agentTurn() {
 	s, a := m.s, m.s.Agent
-	max := s.Spec.Options.AgentMaxTurns
-	if max <= 0 {
-		max = messages.DefaultAgentMaxTurns
+	limit := s.Spec.Options.AgentMaxTurns
+	if limit <= 0 {
+		limit = messages.DefaultAgentMaxTurns
 	}
-	if a.Turns >= max {
-		m.finish(messages.StatusFailed, fmt.Sprintf("the agent reached options.agent_max_turns (%d turns) without finishing: %s", max, m.agentStatus()))
+	if a.Turns >= limit {
+		m.finish(messages.StatusFailed, fmt.Sprintf("the agent reached options.agent_max_turns (%d turns) without finishing: %s", limit, m.agentStatus()))
 		return
 	}
 	a.Turns++
 	m.enter(PhaseAgent)
 	m.dispatch(messages.StageAgentTurn, messages.AgentTurnInput{
-		Task: s.Task, DataContext: s.DataContext, Messages: a.Messages, Turn: a.Turns, MaxTurns: max,
+		Task: s.Task, DataContext: s.DataContext, Messages: a.Messages, Turn: a.Turns, MaxTurns: limit,
 	})
 }
 
