@@ -47,7 +47,7 @@ func StageDeadline(stage messages.Stage, opts messages.Options, overrides map[me
 		return DefaultBuildDeadline
 	case messages.StageProfile:
 		return DefaultProfileDeadline
-	case messages.StageRunTests, messages.StageAcceptance, messages.StageRun:
+	case messages.StageRunTests, messages.StageAcceptance, messages.StageRun, messages.StageAgentTool:
 		timeout := opts.Timeout.Std()
 		if timeout <= 0 {
 			timeout = messages.DefaultTimeout

@@ -27,7 +27,7 @@ func TestDecodeRejectsBadInputNamingTheField(t *testing.T) {
 		{"missing prompt", "name: x\n", "prompt: is required"},
 		{"bad timeout", "prompt: x\noptions: {timeout: soon}\n", "options.timeout"},
 		{"bad cache mode", "prompt: x\noptions: {cache: sometimes}\n", "options.cache"},
-		{"the agent backend is refused, not run as the pipeline", "prompt: x\noptions: {backend: agent}\n", "options.backend: agent is not available yet"},
+		{"agent_max_turns out of range", "prompt: x\noptions: {backend: agent, agent_max_turns: 100000}\n", "options.agent_max_turns: must be between 1 and 500"},
 		{"unknown backend", "prompt: x\noptions: {backend: magic}\n", "options.backend"},
 		{"bad package name", "prompt: x\noptions: {base_packages: ['numpy; rm -rf /']}\n", "options.base_packages[0]"},
 		{"options not a mapping", "prompt: x\noptions: 3\n", "options: must be a mapping"},

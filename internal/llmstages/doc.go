@@ -5,6 +5,9 @@
 // the stage's output struct (pkg/messages), so the coordinator can rely on
 // its shape: Python only, valid package names, a diagnosis that covers
 // every failing test, test patches already spliced into the test file.
+// The agent backend's agent_turn is one tool-calling turn instead
+// (agent.go): the conversation and Contract 7's tools, through a client
+// that implements ChatClient.
 //
 //	h := llmstages.New(client, llmstages.Options{Logger: logger})
 //	out, err := h.Handle(ctx, cmd)

@@ -145,6 +145,9 @@ func stageSchema(stage messages.Stage) (llm.Schema, bool) {
 // normalisation rules. It belongs in the stage's cache key. It is "" for a
 // stage these handlers do not handle.
 func StageVersion(stage messages.Stage) string {
+	if stage == messages.StageAgentTurn {
+		return agentVersion() // agent.go
+	}
 	s, ok := stageSchema(stage)
 	if !ok {
 		return ""
@@ -185,6 +188,8 @@ func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (Outp
 		return handle(ctx, h, cmd, h.constraint)
 	case messages.StagePackageReplacement:
 		return handle(ctx, h, cmd, h.packageReplacement)
+	case messages.StageAgentTurn:
+		return handle(ctx, h, cmd, h.agentTurn) // agent.go
 	}
 	return Output{}, fmt.Errorf("%w: %q is not an LLM stage", ErrBadInput, cmd.Stage)
 }

@@ -21,4 +21,8 @@
 // options.candidates several solutions race in the first round
 // (candidates.go). Every part of the state that grows with the job is
 // bounded (budget.go), since the state is one KV value.
+//
+// With options.backend agent, the model drives the work instead: turns and
+// tool calls, one stage each, with run_tests as the job's own test stage
+// and the same acceptance run at the end (agent.go).
 package machine

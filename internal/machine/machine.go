@@ -115,6 +115,10 @@ func (m *stepper) submit(sub *Submission) {
 }
 
 func (m *stepper) plan() {
+	if m.isAgent() {
+		m.agentStart() // agent.go
+		return
+	}
 	m.enter(PhasePlanning)
 	m.dispatch(messages.StagePlan, messages.PlanInput{Task: m.s.Task, DataContext: m.s.DataContext})
 }
@@ -158,6 +162,10 @@ func (m *stepper) advance() {
 	case PhaseGenerating, PhaseRepairing, PhasePackages, PhaseBuilding:
 	default:
 		return // testing, diagnosing, accepting: a late build only registered its image
+	}
+	if s.Agent != nil {
+		m.agentAdvance() // agent.go
+		return
 	}
 	if len(s.Candidates) > 0 {
 		m.advanceCandidates()
@@ -270,6 +278,10 @@ func (m *stepper) dispatchAcceptance() {
 // fixed like one (the next acceptance run is its verification).
 func (m *stepper) accepted(_ Pending, out messages.AcceptanceOutput) {
 	s := m.s
+	if s.Agent != nil {
+		m.agentAccepted(out) // agent.go
+		return
+	}
 	out.Output = protocol.Trim(out.Output, reportOutputBudget)
 	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
 	s.Acceptance = &out
@@ -558,6 +570,9 @@ func ResultOf(s State) messages.Result {
 	}
 	if r.GeneratedSchemas == nil {
 		r.GeneratedSchemas = map[string]string{}
+	}
+	if s.Agent != nil {
+		agentResult(s, &r) // agent.go
 	}
 	return r
 }

@@ -27,6 +27,8 @@ var results = map[messages.Stage]resultHandler{
 	messages.StagePatchTests:         on((*stepper).patched),  // repair.go
 	messages.StageAcceptance:         on((*stepper).accepted),
 	messages.StageRun:                on((*stepper).rerunFinished), // rerun.go
+	messages.StageAgentTurn:          on((*stepper).agentTurned),   // agent.go
+	messages.StageAgentTool:          on((*stepper).agentToolDone), // agent.go
 }
 
 // resultHandler acts on a successful stage result.
@@ -63,6 +65,10 @@ func (m *stepper) result(p Pending, r *messages.StageResult) {
 func (m *stepper) profiled(_ Pending, out messages.ProfileOutput) {
 	m.s.DataContext = out.DataContext
 	m.s.GeneratedSchemas = out.GeneratedSchemas
+	if m.isAgent() {
+		m.agentStart() // agent.go: the model reads the data context itself
+		return
+	}
 	m.constrain(out) // constraint.go: alongside planning
 	m.plan()
 }
@@ -106,6 +112,10 @@ func (m *stepper) packaged(p Pending, out messages.Packages) {
 
 // tested takes a test run of the job's line or of a candidate's.
 func (m *stepper) tested(p Pending, out messages.TestReport) {
+	if m.s.Agent != nil {
+		m.agentTested(p, out) // agent.go
+		return
+	}
 	if p.Candidate > 0 {
 		m.candidateReport(p.Candidate, out)
 		return

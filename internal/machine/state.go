@@ -57,6 +57,7 @@ type State struct {
 	Ledger          // budget.go
 	Outcome
 	ContextLog // runvalidate.go
+	AgentRun   // agent.go
 }
 
 // Job is the job's identity, its place in the loop and its clock.

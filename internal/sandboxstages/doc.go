@@ -12,6 +12,12 @@
 // and are unpacked for the run. Every run's timeout, memory and CPUs are
 // capped at the worker's Ceilings, whatever the command asks for.
 //
+// With WithWorkspace, it also does the agent backend's tool calls
+// (agent_tool, agent.go): the file tools on a temporary copy of the job's
+// content-addressed workspace, confined by internal/agent/workspace, and
+// bash after internal/agent/shellpolicy, inside the sandbox, with the
+// workspace archived back when the command ends (agentbash.go).
+//
 //	h := sandboxstages.New(backend, sampleStore).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: res.Outputs}).
 //		WithCeilings(sandboxstages.Ceilings{Timeout: 30 * time.Minute, Memory: 8 << 30})
 //	executor, _ := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: pub, Cache: c,

@@ -37,6 +37,8 @@ type Handlers struct {
 	// ceilings cap every run's limits (ceilings.go); log notes the cuts.
 	ceilings Ceilings
 	log      *slog.Logger
+	// workspace keeps the agent's workspace files (agent.go); nil: no agent_tool stages.
+	workspace WorkspaceStore
 }
 
 var _ stagework.Handler = (*Handlers)(nil)
@@ -87,6 +89,12 @@ func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (stag
 			return stagework.Output{}, err
 		}
 		return h.runScript(ctx, cmd, in)
+	case messages.StageAgentTool:
+		var in messages.AgentToolInput
+		if err := decode(cmd, &in); err != nil {
+			return stagework.Output{}, err
+		}
+		return h.agentTool(ctx, cmd, in) // agent.go
 	}
 	return stagework.Output{}, stagework.Permanent(fmt.Errorf("sandbox worker cannot do stage %q", cmd.Stage))
 }

@@ -421,6 +421,7 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 		return err
 	}
 	h := sandboxstages.New(backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}).
+		WithWorkspace(sandboxstages.ObjectStoreWorkspace{Obj: st.Resources.Outputs}).
 		WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages"))
 	return st.startStageWorker(bus.PoolSandbox, h, c, 2)
 }

@@ -47,6 +47,11 @@ func (p *progress) event(e messages.Event) error {
 			cached = " (cached)"
 		}
 		fmt.Fprintf(w, "  %-12s iteration %d%s  %s%s  [%s]\n", messages.QuoteName(string(e.Stage)), e.Iteration, try, messages.Printable(e.Outcome), cached, time.Since(p.start).Round(100*time.Millisecond))
+	case messages.EventToolCall:
+		if t := e.Tool; t != nil {
+			p.clear()
+			fmt.Fprintf(w, "  tool %-10s %s  %s  %dms  [%s]\n", messages.QuoteName(t.Tool), messages.Printable(t.Arguments), messages.Printable(t.Verdict), t.DurationMS, time.Since(p.start).Round(100*time.Millisecond))
+		}
 	case messages.EventJobFinished:
 		p.clear()
 		return nil

@@ -56,6 +56,9 @@ type Event struct {
 	Message   string    `json:"message,omitempty"`
 	Success   *bool     `json:"success,omitempty"` // on job_finished
 	Time      time.Time `json:"time"`
+
+	// Tool is the call on a tool_call event (the agent backend).
+	Tool *ToolCallRecord `json:"tool,omitempty"`
 }
 
 // StageRecord is one stage on the result object.
@@ -102,6 +105,7 @@ type Result struct {
 	UsageByStage           map[Stage]Usage   `json:"usage_by_stage,omitempty"` // Usage summed per stage; cached stages cost nothing
 	Notes                  []string          `json:"notes,omitempty"`          // why the loop did what it did (the most recent)
 	ContextUsed            []StageContext    `json:"context_used,omitempty"`   // the context chunks each model stage was given
+	Agent                  *AgentReport      `json:"agent,omitempty"`          // backend agent: the tool-call trace and summary
 }
 
 // DecodeJobSpecJSON decodes a JSON JobSpec strictly: unknown fields and wrong
@@ -132,7 +136,7 @@ func DecodeJobSpecJSON(data []byte) (*JobSpec, error) {
 // known lists the fields of each object in a JobSpec, by dotted path.
 var known = map[string][]string{
 	"":                  {"name", "prompt", "schema", "constraints", "samples", "inputs", "outputs", "options", "context"},
-	"options":           {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "validate"},
+	"options":           {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "validate", "agent_max_turns"},
 	"options.resources": {"cpu", "memory"},
 }
 

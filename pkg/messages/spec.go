@@ -95,7 +95,8 @@ type Options struct {
 	TokenBudget   int       `json:"token_budget,omitempty"`
 
 	// Validate is tests (default) or run, the code runner (coderunner.go).
-	Validate Validation `json:"validate,omitempty"`
+	Validate      Validation `json:"validate,omitempty"`
+	AgentMaxTurns int        `json:"agent_max_turns,omitempty"` // backend agent: model turns; default 50
 }
 
 // Resources limit one sandbox run.
@@ -297,6 +298,9 @@ func (o *Options) validateLimits() error {
 	if o.TokenBudget < 0 {
 		return &FieldError{"options.token_budget", "must not be negative"}
 	}
+	if o.AgentMaxTurns < 0 || o.AgentMaxTurns > MaxAgentMaxTurns {
+		return &FieldError{"options.agent_max_turns", fmt.Sprintf("must be between 1 and %d", MaxAgentMaxTurns)}
+	}
 	return nil
 }
 
@@ -310,12 +314,8 @@ func (o *Options) validateChoices() error {
 	switch o.Backend {
 	case "", BackendPipeline:
 	case BackendAgent:
-		// Refused rather than accepted and run as the pipeline: a user who
-		// asks for the agent must not silently get something else. The
-		// agent's shell policy and workspace are built; its tool loop is not.
-		return &FieldError{"options.backend", "agent is not available yet in this version (its tool loop is being built); use pipeline"}
 	default:
-		return &FieldError{"options.backend", fmt.Sprintf("unsupported value %q (want pipeline)", o.Backend)}
+		return &FieldError{"options.backend", fmt.Sprintf("unsupported value %q (want pipeline or agent)", o.Backend)}
 	}
 	return nil
 }
@@ -385,6 +385,9 @@ func (s *JobSpec) Normalize(defaultModel string) {
 	}
 	if o.Candidates == 0 {
 		o.Candidates = 1
+	}
+	if o.AgentMaxTurns == 0 && o.Backend == BackendAgent {
+		o.AgentMaxTurns = DefaultAgentMaxTurns
 	}
 	if o.Resources.CPU == 0 {
 		o.Resources.CPU = 1

@@ -1,0 +1,151 @@
+package llmstages
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// ChatClient is a model client that can make tool calls (llm.OpenAI is one).
+type ChatClient interface {
+	Chat(ctx context.Context, req llm.ChatRequest) (llm.ChatReply, error)
+}
+
+// maxAgentToolCalls bounds the calls of one turn: a model that asks for
+// more gets the first ones run.
+const maxAgentToolCalls = 20
+
+// agentTools are Contract 7's tools with their JSON Schemas.
+var agentTools = []llm.Tool{
+	{Name: messages.ToolWriteFile, Description: "Create or replace a file in the workspace.",
+		Parameters: objectSchema(map[string]string{"path": "a path relative to the workspace", "content": "the whole new content"}, "path", "content")},
+	{Name: messages.ToolReadFile, Description: "Read a file of the workspace.",
+		Parameters: objectSchema(map[string]string{"path": "a path relative to the workspace"}, "path")},
+	{Name: messages.ToolEditFile, Description: "Replace the one exact occurrence of old with new in a file.",
+		Parameters: objectSchema(map[string]string{"path": "a path relative to the workspace", "old": "the exact text to replace; it must occur once", "new": "the replacement"}, "path", "old", "new")},
+	{Name: messages.ToolListFiles, Description: "List the files under a directory of the workspace.",
+		Parameters: objectSchema(map[string]string{"path": `a directory relative to the workspace; "." for all`}, "path")},
+	{Name: messages.ToolBash, Description: "Run a bash command in the sandbox, in the workspace, without network. A policy refuses what it does not allow, with the reason.",
+		Parameters: objectSchema(map[string]string{"command": "the bash command"}, "command")},
+	{Name: messages.ToolRunTests, Description: "Run pytest on test_solution.py in the sandbox, with the packages of packages.txt installed.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)},
+}
+
+func objectSchema(props map[string]string, required ...string) json.RawMessage {
+	type prop struct {
+		Type        string `json:"type"`
+		Description string `json:"description"`
+	}
+	p := map[string]prop{}
+	for k, d := range props {
+		p[k] = prop{Type: "string", Description: d}
+	}
+	b, _ := json.Marshal(map[string]any{"type": "object", "properties": p, "required": required, "additionalProperties": false})
+	return b
+}
+
+// agentVersion is the agent_turn stage's part of its cache key: the prompt
+// texts and the tools' schemas.
+func agentVersion() string {
+	b, _ := json.Marshal(agentTools)
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("%s/prompts%s/tools@%s", messages.StageAgentTurn, prompts.AgentVersion, hex.EncodeToString(sum[:6]))
+}
+
+// agentTurn makes one model call with the conversation and the tools.
+func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in messages.AgentTurnInput) (Output, error) {
+	if err := requireTask(cmd.Stage, in.Task); err != nil {
+		return Output{}, err
+	}
+	chat, ok := h.client.(ChatClient)
+	if !ok {
+		return Output{}, fmt.Errorf("%w: the model client cannot make tool calls, which the agent backend needs", ErrBadInput)
+	}
+	head := prompts.Agent(in)
+	if err := h.checkPromptSize(cmd.Stage, agentPromptSize(head, in.Messages)); err != nil {
+		return Output{}, err
+	}
+	model := cmd.Model
+	if model == "" {
+		model = h.opts.Model
+	}
+	req := llm.ChatRequest{Model: model, Tools: agentTools, MaxTokens: h.opts.MaxTokens}
+	for _, m := range head {
+		req.Messages = append(req.Messages, llm.ChatMessage{Role: m.Role, Content: m.Content})
+	}
+	for _, m := range in.Messages {
+		req.Messages = append(req.Messages, llm.ChatMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolCalls: toLLMCalls(m.ToolCalls)})
+	}
+	reply, err := chat.Chat(ctx, req)
+	out := Output{Usage: reply.Usage}
+	if err != nil {
+		return out, fmt.Errorf("%s: %w", cmd.Stage, err)
+	}
+	turn := messages.AgentTurnOutput{Content: reply.Content, FinishReason: reply.FinishReason}
+	for i, c := range reply.ToolCalls {
+		if i == maxAgentToolCalls {
+			out.Notes = append(out.Notes, fmt.Sprintf("the model asked for %d tool calls in one turn; the first %d run", len(reply.ToolCalls), maxAgentToolCalls))
+			break
+		}
+		if c.ID == "" {
+			c.ID = fmt.Sprintf("call_%d_%d", in.Turn, i+1)
+		}
+		turn.ToolCalls = append(turn.ToolCalls, messages.AgentToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	if turn.Content == "" && len(turn.ToolCalls) == 0 && reply.FinishReason == "length" {
+		return out, invalid(cmd.Stage, "the reply was cut off at the token limit before any content or tool call")
+	}
+	out.Value = turn
+	out.Messages = agentTranscript(cmd.Stage, in.Turn, head, turn)
+	return out, nil
+}
+
+// agentPromptSize is the prompt as checkPromptSize counts it.
+func agentPromptSize(head []messages.ChatMessage, turns []messages.AgentMessage) []messages.ChatMessage {
+	out := append([]messages.ChatMessage(nil), head...)
+	for _, m := range turns {
+		n := m.Content
+		for _, c := range m.ToolCalls {
+			n += c.Arguments
+		}
+		out = append(out, messages.ChatMessage{Role: m.Role, Content: n})
+	}
+	return out
+}
+
+func toLLMCalls(cs []messages.AgentToolCall) []llm.ToolCall {
+	var out []llm.ToolCall
+	for _, c := range cs {
+		out = append(out, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	return out
+}
+
+// agentTranscript is what the turn adds to the job's conversation history:
+// the rules and the task on the first turn, then the assistant's message
+// with its tool calls written out.
+func agentTranscript(stage messages.Stage, turn int, head []messages.ChatMessage, t messages.AgentTurnOutput) []messages.ChatMessage {
+	var out []messages.ChatMessage
+	if turn <= 1 {
+		for _, m := range head {
+			m.Stage = stage
+			out = append(out, m)
+		}
+	}
+	var b strings.Builder
+	b.WriteString(t.Content)
+	for _, c := range t.ToolCalls {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "[tool call %s %s]", c.Name, c.Arguments)
+	}
+	return append(out, messages.ChatMessage{Role: "assistant", Content: b.String(), Stage: stage})
+}

@@ -1,0 +1,227 @@
+package sandboxstages
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/agent/shellpolicy"
+	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// workspaceArchive is the file under /var/outputs the bash wrapper writes
+// the workspace to after the command, to bring it back.
+const workspaceArchive = "agent-workspace.tar"
+
+// bashResultBudget bounds a command's output as the model reads it.
+const bashResultBudget = 8000
+
+// bash checks a command with the shell policy, then runs it inside the
+// sandbox with the workspace mounted (never on this host): no network, only
+// the sandbox's own environment variables, the job's limits. A command
+// that runs pytest is not run here: the job's test stage runs the tests.
+func (h *Handlers) bash(ctx context.Context, cmd *messages.StageCommand, in messages.AgentToolInput, root string) (messages.AgentToolOutput, error) {
+	out := messages.AgentToolOutput{Workspace: in.Workspace}
+	command, err := bashCommand(in.Call.Arguments)
+	if err != nil {
+		out.Verdict, out.Result = messages.VerdictError, err.Error()
+		return out, nil
+	}
+	v := shellpolicy.Check(command)
+	switch {
+	case !v.Allowed:
+		out.Verdict, out.Result = messages.VerdictDenied, "denied by the shell policy: "+v.Reason
+		return out, nil
+	case v.Pytest:
+		out.Verdict, out.Result = messages.VerdictTests, "pytest runs as the job's test stage"
+		return out, nil
+	}
+	spec, cleanup, err := h.bashSpec(ctx, cmd, in, root, command)
+	if err != nil {
+		return out, err
+	}
+	defer cleanup()
+	res, err := h.backend.Run(ctx, spec)
+	if err != nil {
+		return out, fmt.Errorf("run bash in %s sandbox: %w", h.backend.Name(), err)
+	}
+	out.Verdict, out.Result, out.TimedOut = messages.VerdictOK, bashResult(res), res.TimedOut
+	archive, ok := res.Outputs[workspaceArchive]
+	if !ok {
+		out.Result += "\n(the workspace was not collected after the command, so its changes are lost)"
+		return out, nil
+	}
+	if err := replaceTree(root, archive); err != nil {
+		if errors.Is(err, errWorkspaceFull) {
+			return out, err
+		}
+		return out, stagework.Permanent(fmt.Errorf("unpack the workspace after bash: %w", err))
+	}
+	return out, nil
+}
+
+func bashCommand(arguments string) (string, error) {
+	var args struct {
+		Command *string `json:"command"`
+	}
+	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
+		return "", fmt.Errorf("the arguments of bash are not a JSON object: %w", err)
+	}
+	if args.Command == nil || strings.TrimSpace(*args.Command) == "" {
+		return "", errors.New("bash needs a command")
+	}
+	return *args.Command, nil
+}
+
+// bashSpec is the sandbox run of one command: the workspace's files, its
+// links made again by the wrapper, the samples under /var/inputs.
+func (h *Handlers) bashSpec(ctx context.Context, cmd *messages.StageCommand, in messages.AgentToolInput, root, command string) (sandbox.RunSpec, func(), error) {
+	files := map[string][]byte{}
+	var links strings.Builder
+	for _, p := range sortedPaths(in.Workspace) {
+		if target, ok := strings.CutPrefix(in.Workspace[p], messages.SymlinkPrefix); ok {
+			fmt.Fprintf(&links, "mkdir -p -- %s && ln -sfn -- %s %s\n", shellQuote(path.Dir(p)), shellQuote(target), shellQuote(p))
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			return sandbox.RunSpec{}, nil, err
+		}
+		files[p] = data
+	}
+	inputs, err := h.fetch(ctx, in.Samples)
+	if err != nil {
+		return sandbox.RunSpec{}, nil, err
+	}
+	inputs, cleanup, err := unpackDirs(in.Samples, inputs)
+	if err != nil {
+		return sandbox.RunSpec{}, nil, err
+	}
+	env, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: in.Env.Packages, SystemPackages: in.Env.SystemPackages})
+	if err != nil {
+		cleanup()
+		return sandbox.RunSpec{}, nil, fmt.Errorf("prepare environment: %w", err)
+	}
+	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
+	// The command runs in a shell of its own; the wrapper then archives
+	// the workspace, whatever the command did, and exits with its status.
+	wrapper := "cd " + sandbox.WorkspaceDir + "\n" + links.String() +
+		"bash -c \"$1\" </dev/null\nstatus=$?\ncd " + sandbox.WorkspaceDir +
+		" && tar --exclude=./.harness -cf " + sandbox.OutputsDir + "/" + workspaceArchive + " . 2>/dev/null\nexit $status\n"
+	return sandbox.RunSpec{
+		Env: env.ID, Files: files, Inputs: inputs,
+		Argv:    []string{"bash", "-c", wrapper, "agent-bash", command},
+		EnvVars: map[string]string{"PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"},
+		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, OutputLimit: 64 << 10,
+		CollectOutputs: true, JobID: cmd.JobID,
+	}, cleanup, nil
+}
+
+// bashResult is a command's exit status and output, as the model reads it.
+func bashResult(res sandbox.RunResult) string {
+	var b strings.Builder
+	if res.TimedOut {
+		b.WriteString("the command timed out and was killed\n")
+	}
+	fmt.Fprintf(&b, "exit code %d\n", res.ExitCode)
+	b.Write(res.Stdout)
+	if len(res.Stderr) > 0 {
+		b.WriteString("\n--- stderr ---\n")
+		b.Write(res.Stderr)
+	}
+	return protocol.TrimHeadTail(strings.ToValidUTF8(b.String(), "\uFFFD"), bashResultBudget)
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// replaceTree empties root and unpacks the archive into it: directories,
+// regular files and symbolic links (kept as links, never followed), every
+// entry inside root and under no link.
+func replaceTree(root string, archive []byte) error {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+			return err
+		}
+	}
+	tr := tar.NewReader(bytes.NewReader(archive))
+	var total int64
+	for n := 0; ; n++ {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the workspace archive: %w", err)
+		}
+		if n > 4*maxWorkspaceFiles {
+			return fmt.Errorf("%w: the workspace has more than %d entries", errWorkspaceFull, 4*maxWorkspaceFiles)
+		}
+		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
+		if name == "." || name == ".harness" || strings.HasPrefix(name, ".harness/") {
+			continue
+		}
+		if !filepath.IsLocal(name) || strings.ContainsRune(name, 0) || underLink(root, name) {
+			continue // not the wrapper's archive of /workspace: leave it out
+		}
+		if total += hdr.Size; total > maxWorkspaceBytes {
+			return fmt.Errorf("%w: the workspace holds more than %d bytes", errWorkspaceFull, maxWorkspaceBytes)
+		}
+		if err := unpackEntry(root, name, hdr, tr); err != nil {
+			return err
+		}
+	}
+}
+
+func unpackEntry(root, name string, hdr *tar.Header, r io.Reader) error {
+	target := filepath.Join(root, filepath.FromSlash(name))
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		return os.MkdirAll(target, 0o755)
+	case tar.TypeSymlink:
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		return os.Symlink(hdr.Linkname, target)
+	case tar.TypeReg:
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, io.LimitReader(r, hdr.Size))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	return nil // hard links, devices, FIFOs: not workspace files
+}
+
+// underLink reports whether a parent of name inside root is a symbolic link.
+func underLink(root, name string) bool {
+	dir := path.Dir(name)
+	for dir != "." && dir != "/" {
+		if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir))); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return true
+		}
+		dir = path.Dir(dir)
+	}
+	return false
+}
