@@ -61,6 +61,7 @@ func PermissionsOf(role Role) (Permission, error) {
 		p.Publish = append(p.Publish, readStream(objStream(ObjectStoreSamples))...)
 		p.Publish = append(p.Publish, readStream(objStream(ObjectStoreOutputs))...)
 		p.Publish = append(p.Publish, writeObjects(ObjectStoreOutputs)...)
+		p.Publish = append(p.Publish, codeModeTools...)
 	case RoleProducer:
 		p = producer()
 	default:
@@ -70,6 +71,11 @@ func PermissionsOf(role Role) (Permission, error) {
 	p.Subscribe = append(p.Subscribe, InboxPrefix(role)+".>")
 	return p, nil
 }
+
+// codeModeTools are what the sandbox-workers' code-mode stages request of
+// tools served as NATS micro services (internal/codemode): a tool's
+// description by its service name, and its calls.
+var codeModeTools = []string{"$SRV.INFO.*", subjectRoot + ".tool.*"}
 
 // worker may pull and ack its pool's stage commands, publish results on
 // its pool's result subjects only (which only its pool's ResultStream

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Model is the chat model an Agent talks to; *llm.OpenAI (go-openai)
@@ -16,11 +17,9 @@ type Model interface {
 	Chat(ctx context.Context, req llm.ChatRequest) (llm.ChatReply, error)
 }
 
-// Message is one message of the conversation before the request (history).
-type Message struct {
-	Role    string `json:"role"` // user or assistant
-	Content string `json:"content"`
-}
+// Message is one message of the conversation before the request
+// (history): role user or assistant, and content.
+type Message = messages.ChatMessage
 
 // Agent answers a message by having the model write programs over Tools.
 // With MaxTurns > 0 it is multi-turn: each reply's program runs and its
@@ -59,15 +58,9 @@ type AgentResult struct {
 	Events  []Event `json:"events"`
 }
 
-// Event is one step of a run, for the caller's log.
-type Event struct {
-	Turn        int    `json:"turn"`
-	Type        string `json:"type"` // code, observation, error, answer
-	Code        string `json:"code,omitempty"`
-	Observation string `json:"observation,omitempty"`
-	Error       string `json:"error,omitempty"`
-	Text        string `json:"text,omitempty"`
-}
+// Event is one step of a run, for the caller's log; a code-mode job's
+// result lists the same.
+type Event = messages.CodeModeEvent
 
 // The Event types.
 const (
@@ -95,12 +88,7 @@ func (a *Agent) Run(ctx context.Context, message string, history []Message) (Age
 	if err != nil {
 		return AgentResult{}, err
 	}
-	conv := []llm.ChatMessage{{Role: "system", Content: sys}}
-	for _, m := range history {
-		conv = append(conv, llm.ChatMessage{Role: m.Role, Content: m.Content})
-	}
-	conv = append(conv, llm.ChatMessage{Role: "user", Content: message})
-	s := &session{a: a, conv: conv}
+	s := &session{a: a, system: sys, history: history, message: message}
 	if a.MaxTurns > 0 {
 		return s.multiTurn(ctx)
 	}
@@ -125,17 +113,21 @@ func (a *Agent) systemPrompt() (string, error) {
 
 // session is one Run's conversation and result.
 type session struct {
-	a    *Agent
-	conv []llm.ChatMessage
-	res  AgentResult
+	a       *Agent
+	system  string
+	history []Message
+	message string
+	steps   []messages.CodeModeStep
+	res     AgentResult
 }
 
+// ask sends the conversation so far; the caller appends the reply's step.
 func (s *session) ask(ctx context.Context) (string, error) {
-	reply, err := s.a.Model.Chat(ctx, llm.ChatRequest{Model: s.a.ModelName, Messages: s.conv})
+	conv := Conversation(s.system, s.history, s.message, s.steps, s.a.MaxTurns > 0)
+	reply, err := s.a.Model.Chat(ctx, llm.ChatRequest{Model: s.a.ModelName, Messages: conv})
 	if err != nil {
 		return "", fmt.Errorf("codemode: model: %w", err)
 	}
-	s.conv = append(s.conv, llm.ChatMessage{Role: "assistant", Content: reply.Content})
 	return reply.Content, nil
 }
 
@@ -163,25 +155,11 @@ func (s *session) multiTurn(ctx context.Context) (AgentResult, error) {
 		}
 		obs := Observation(res, runErr, s.a.ObservationBytes)
 		s.event(Event{Turn: turn, Type: EventObservation, Observation: obs})
-		s.conv = append(s.conv, llm.ChatMessage{Role: "user", Content: "Observation:\n" + obs})
+		s.steps = append(s.steps, messages.CodeModeStep{Reply: reply, Observation: obs, Failed: runErr != nil})
 	}
-	s.res.Error = MaxTurnsReason(s.a.MaxTurns)
+	s.res.Error = messages.MaxTurnsReason(s.a.MaxTurns)
 	return s.res, nil
 }
-
-// MaxTurnsReason is the result's error when the turns ran out.
-func MaxTurnsReason(maxTurns int) string {
-	return fmt.Sprintf("max_turns reached: %d turns without a final answer (a reply with no code block)", maxTurns)
-}
-
-// MaxRetriesReason is the result's error when the retries ran out.
-func MaxRetriesReason(attempts int, last string) string {
-	return fmt.Sprintf("max_retries reached: no program succeeded in %d attempts; last error: %s", attempts, last)
-}
-
-// NoCodeFeedback is what the model is told when a single-shot reply has
-// no program.
-const NoCodeFeedback = "Your reply has no code block. Reply with the program in one fenced code block."
 
 // singleShot asks for a program and retries it on errors.
 func (s *session) singleShot(ctx context.Context) (AgentResult, error) {
@@ -200,7 +178,7 @@ func (s *session) singleShot(ctx context.Context) (AgentResult, error) {
 		if !ok {
 			last = "no code block in the reply"
 			s.event(Event{Turn: attempt, Type: EventError, Error: last, Text: prose})
-			s.conv = append(s.conv, llm.ChatMessage{Role: "user", Content: NoCodeFeedback})
+			s.steps = append(s.steps, messages.CodeModeStep{Reply: reply, NoCode: true})
 			continue
 		}
 		s.res.Code, s.res.Summary = code, prose
@@ -213,16 +191,10 @@ func (s *session) singleShot(ctx context.Context) (AgentResult, error) {
 		}
 		last = ErrorText(runErr)
 		s.event(Event{Turn: attempt, Type: EventError, Error: last})
-		s.conv = append(s.conv, llm.ChatMessage{Role: "user", Content: RetryFeedback(Observation(res, runErr, s.a.ObservationBytes))})
+		s.steps = append(s.steps, messages.CodeModeStep{Reply: reply, Observation: Observation(res, runErr, s.a.ObservationBytes), Failed: true})
 	}
-	s.res.Error = MaxRetriesReason(retries+1, last)
+	s.res.Error = messages.MaxRetriesReason(retries+1, last)
 	return s.res, nil
-}
-
-// RetryFeedback is the message that gives a failed program's error back
-// to the model.
-func RetryFeedback(observation string) string {
-	return "The program failed:\n" + observation + "\nFix it and reply with the whole corrected program in one code block."
 }
 
 // MarshalValue is the JSON of a result value (null when there is none).

@@ -12,6 +12,7 @@ import (
 	"github.com/autocoder/autocoder/internal/codemode"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // newAgent returns an agent over the fixture's tools that talks to a fake
@@ -205,7 +206,7 @@ func TestAgentMaxTurnsReached(t *testing.T) {
 	a, fake := newAgent(t, fx.tools, program(`get_weather(city="Paris")`))
 	a.MaxTurns = 3
 	res := runAgent(t, a, "Loop forever.")
-	if res.Turns != 3 || res.Error != codemode.MaxTurnsReason(3) || len(fake.Requests()) != 3 {
+	if res.Turns != 3 || res.Error != messages.MaxTurnsReason(3) || len(fake.Requests()) != 3 {
 		t.Fatalf("result %+v after %d requests", res, len(fake.Requests()))
 	}
 	if !strings.Contains(res.Error, "max_turns reached") {

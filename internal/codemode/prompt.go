@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // PromptConfig is what the system prompt of a code-mode conversation is
@@ -140,3 +143,41 @@ func Truncate(s string, budget int) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// NoCodeFeedback is what the model is told when a single-shot reply has
+// no program.
+const NoCodeFeedback = "Your reply has no code block. Reply with the program in one fenced code block."
+
+// RetryFeedback is the message that gives a failed program's error back
+// to the model.
+func RetryFeedback(observation string) string {
+	return "The program failed:\n" + observation + "\nFix it and reply with the whole corrected program in one code block."
+}
+
+// Conversation is the request to the model: the system prompt, the
+// history, the message, then each step's reply and what the model was
+// told of it (the observation in a multi-turn conversation, the error or
+// the missing code otherwise). Agent and the job's turn stage both ask
+// with it.
+func Conversation(system string, history []messages.ChatMessage, message string, steps []messages.CodeModeStep, multiTurn bool) []llm.ChatMessage {
+	conv := make([]llm.ChatMessage, 0, len(history)+2+2*len(steps))
+	conv = append(conv, llm.ChatMessage{Role: "system", Content: system})
+	for _, m := range history {
+		conv = append(conv, llm.ChatMessage{Role: m.Role, Content: m.Content})
+	}
+	conv = append(conv, llm.ChatMessage{Role: "user", Content: message})
+	for _, st := range steps {
+		conv = append(conv, llm.ChatMessage{Role: "assistant", Content: st.Reply})
+		var told string
+		switch {
+		case st.NoCode:
+			told = NoCodeFeedback
+		case multiTurn:
+			told = "Observation:\n" + st.Observation
+		default:
+			told = RetryFeedback(st.Observation)
+		}
+		conv = append(conv, llm.ChatMessage{Role: "user", Content: told})
+	}
+	return conv
+}

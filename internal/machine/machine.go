@@ -103,6 +103,10 @@ func (m *stepper) submit(sub *Submission) {
 		m.startRerun(sub.Rerun) // rerun.go
 		return
 	}
+	if sub.Spec.Mode == messages.ModeCodeMode {
+		m.startCodeMode() // codemode.go
+		return
+	}
 	if len(s.Samples) > 0 {
 		m.enter(PhaseProfiling)
 		m.dispatch(messages.StageProfile, messages.ProfileInput{
@@ -494,6 +498,9 @@ func (m *stepper) finish(status messages.JobStatus, reason string) {
 	res := ResultOf(*s)
 	success := status == messages.StatusSucceeded
 	msg := "tests passed"
+	if s.CodeMode != nil {
+		msg = "answered"
+	}
 	if !success {
 		msg = reason
 	}
@@ -513,7 +520,7 @@ func ResultOf(s State) messages.Result {
 		LLMCalls: s.Usage.Calls, CacheHits: s.CacheHits, Stages: s.Stages,
 		ConversationHistory: s.History, SkippedTests: s.Spec.Options.SkipTests,
 		SubmittedAt: s.SubmittedAt, FinishedAt: s.FinishedAt,
-		UsageByStage: s.StageUsage, Notes: s.Notes,
+		UsageByStage: s.StageUsage, Notes: s.Notes, CodeMode: codeModeResult(s),
 	}
 	spec := s.Spec
 	r.Spec = &spec

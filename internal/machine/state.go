@@ -56,6 +56,7 @@ type State struct {
 	RepairLog       // repair.go
 	Ledger          // budget.go
 	Outcome
+	CodeModeRun // codemode.go
 }
 
 // Job is the job's identity, its place in the loop and its clock.

@@ -71,6 +71,10 @@ type JobSpec struct {
 	Inputs      map[string]Type   `json:"inputs,omitempty"`
 	Outputs     map[string]Type   `json:"outputs,omitempty"`
 	Options     Options           `json:"options,omitempty"`
+	// Mode codemode makes the job a code-mode job (codemode.go), whose
+	// fields are the CodeModeSpec's, flat in the spec.
+	Mode Mode `json:"mode,omitempty"`
+	CodeModeSpec
 }
 
 // Options tune a job. The zero value of every field means its default.
@@ -188,6 +192,9 @@ func ParseQuantity(s string) (int64, error) {
 // It does not touch the filesystem: the CLI checks that sample paths exist.
 // The checks run in the order of the spec's fields.
 func (s *JobSpec) Validate() error {
+	if done, err := s.validateMode(); done {
+		return err
+	}
 	o := &s.Options
 	checks := []func() error{
 		s.validateTask,

@@ -45,7 +45,7 @@ const (
 // Pool returns the worker pool that handles the stage.
 func (s Stage) Pool() string {
 	switch s {
-	case StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun:
+	case StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageCodeModeTools, StageCodeModeExec:
 		return PoolSandbox
 	}
 	return PoolLLM
@@ -54,8 +54,8 @@ func (s Stage) Pool() string {
 // Stages lists every stage, the LLM stages first.
 func Stages() []Stage {
 	return []Stage{StagePlan, StageCode, StageTests, StagePackages, StageDiagnose, StageFix, StagePatchTests,
-		StageVerify, StageConstraint, StagePackageReplacement,
-		StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun}
+		StageVerify, StageConstraint, StagePackageReplacement, StageCodeModeTurn,
+		StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageCodeModeTools, StageCodeModeExec}
 }
 
 // StageCommand asks a worker to do one stage of one job. Input holds the
