@@ -22,6 +22,10 @@ const (
 	// RoleProducer submits jobs (the submit CLI, the HTTP API of another
 	// process), uploads samples and reads results, events and tasks.
 	RoleProducer Role = "producer"
+	// RoleToolServer serves code-mode tools (internal/codemode.ServeTool):
+	// it answers their calls and the micro framework's discovery requests,
+	// and may publish only the replies to the sandbox-workers who ask.
+	RoleToolServer Role = "tool-server"
 )
 
 // Permission is what a role may publish and subscribe to: NATS subjects,
@@ -33,7 +37,7 @@ type Permission struct {
 
 // Roles lists every role, in a stable order.
 func Roles() []Role {
-	return []Role{RoleCoordinator, RoleLLMWorker, RoleSandboxWorker, RoleProducer}
+	return []Role{RoleCoordinator, RoleLLMWorker, RoleSandboxWorker, RoleProducer, RoleToolServer}
 }
 
 // ValidRole reports whether r is one of Roles.
@@ -64,6 +68,8 @@ func PermissionsOf(role Role) (Permission, error) {
 		p.Publish = append(p.Publish, codeModeTools...)
 	case RoleProducer:
 		p = producer()
+	case RoleToolServer:
+		p = Permission{Publish: []string{InboxPrefix(RoleSandboxWorker) + ".>"}, Subscribe: []string{subjectRoot + ".tool.>", "$SRV.>"}}
 	default:
 		return Permission{}, fmt.Errorf("bus: unknown role %q (want one of %v)", role, Roles())
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/bus/bustest"
 	"github.com/autocoder/autocoder/internal/codemode"
 	"github.com/autocoder/autocoder/pkg/cache"
 )
@@ -199,4 +200,42 @@ func remoteTool(t *testing.T, r *codemode.Registry, name string) (codemode.Tool,
 		t.Fatalf("no tool %s", name)
 	}
 	return tool, ok
+}
+
+// TestNATSToolRoles: on a NATS with users, a tool-server user serves a
+// tool, a sandbox-worker user (as the exec stage runs) discovers and calls
+// it, and a producer may do neither.
+func TestNATSToolRoles(t *testing.T) {
+	const pw = "tool-roles-test-password"
+	env := bustest.StartWithUsers(t, bus.ProvisionConfig{}, []bus.User{
+		{Name: "tools", Password: pw, Role: bus.RoleToolServer},
+		{Name: "sandbox", Password: pw, Role: bus.RoleSandboxWorker},
+		{Name: "producer", Password: pw, Role: bus.RoleProducer},
+	})
+	connect := func(user string, role bus.Role) *nats.Conn {
+		return env.ConnectAs(t, bus.ClientAuth{User: user, Password: pw, Role: role}).Conn()
+	}
+	svc, err := codemode.ServeTool(connect("tools", bus.RoleToolServer), codemode.Tool{
+		Name: "echo", Params: []codemode.Param{{Name: "s", Type: codemode.TypeStr, Required: true}},
+		Func: func(_ context.Context, args map[string]any) (any, error) { return args["s"], nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = svc.Stop() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tools, err := codemode.DiscoverTools(ctx, connect("sandbox", bus.RoleSandboxWorker), []string{"echo"})
+	if err != nil {
+		t.Fatalf("a sandbox-worker discovers the tool: %v", err)
+	}
+	res, err := codemode.Run(ctx, `echo(s="hi")`, tools, codemode.Limits{})
+	if err != nil || res.Value != "hi" {
+		t.Fatalf("a sandbox-worker calls the tool: %v, %v", res.Value, err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+	defer cancelShort()
+	if _, err := codemode.DiscoverTools(short, connect("producer", bus.RoleProducer), []string{"echo"}); err == nil {
+		t.Fatal("a producer discovered a tool: only sandbox-workers may")
+	}
 }
