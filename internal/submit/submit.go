@@ -367,6 +367,10 @@ func writeOut(dir string, r *messages.Result) error {
 }
 
 func printSummary(w io.Writer, r *messages.Result) {
+	if r.CodeMode != nil {
+		printCodeModeSummary(w, r) // codemode.go
+		return
+	}
 	status := "SUCCESS: the generated script passed its tests"
 	if !r.Success {
 		status = "FAILED: " + messages.Printable(r.Error)
