@@ -69,7 +69,7 @@ func PermissionsOf(role Role) (Permission, error) {
 	case RoleProducer:
 		p = producer()
 	case RoleToolServer:
-		p = Permission{Publish: []string{InboxPrefix(RoleSandboxWorker) + ".>"}, Subscribe: []string{subjectRoot + ".tool.>", "$SRV.>"}}
+		p = Permission{Publish: []string{InboxPrefix(RoleSandboxWorker) + ".>"}, Subscribe: []string{ToolSubjects(), ServiceSubjects()}}
 	default:
 		return Permission{}, fmt.Errorf("bus: unknown role %q (want one of %v)", role, Roles())
 	}
@@ -81,7 +81,7 @@ func PermissionsOf(role Role) (Permission, error) {
 // codeModeTools are what the sandbox-workers' code-mode stages request of
 // tools served as NATS micro services (internal/codemode): a tool's
 // description by its service name, and its calls.
-var codeModeTools = []string{"$SRV.INFO.*", subjectRoot + ".tool.*"}
+var codeModeTools = []string{ServiceInfoSubjects(), ToolSubjects()}
 
 // worker may pull and ack its pool's stage commands, publish results on
 // its pool's result subjects only (which only its pool's ResultStream
