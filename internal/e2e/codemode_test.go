@@ -1,13 +1,18 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/codemode"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -94,5 +99,51 @@ func TestCodeModeJobMissingTool(t *testing.T) {
 	}})
 	if res.Success || !strings.Contains(res.Error, "no process serves the tool no_such_tool") || len(fake.Requests()) != 0 {
 		t.Fatalf("status %s, error %q, %d model requests", res.Status, res.Error, len(fake.Requests()))
+	}
+}
+
+// codeModeAcrossProcesses runs a code-mode job on the deployment of
+// TestServerBinariesAsSeparateProcesses (every part a process, NATS with
+// users): the test serves a tool as the tool-server user, the
+// sandbox-worker binary discovers and calls it, the CLI submits with
+// `submit codemode` as the producer.
+func codeModeAcrossProcesses(ctx context.Context, t *testing.T, submitBin string, env []string, natsURL string, fake *fakellm.Server) {
+	t.Helper()
+	opts, err := bus.ClientAuth{User: "tools-1", Password: "tools-secret", Role: bus.RoleToolServer}.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(natsURL, opts...)
+	if err != nil {
+		t.Fatalf("connect as the tool server: %v", err)
+	}
+	defer nc.Close()
+	svc, err := codemode.ServeTool(nc, codemode.Tool{
+		Name: "double", Doc: "Twice n.", Params: []codemode.Param{{Name: "n", Type: codemode.TypeInt, Required: true}},
+		Func: func(_ context.Context, args map[string]any) (any, error) { return args["n"].(int64) * 2, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = svc.Stop() }()
+	fake.On(fakellm.NoSchema, fakellm.Text("```python\n{\"doubled\": double(n=21)}\n```"), fakellm.Text("Twice 21 is 42."))
+
+	cmd := exec.CommandContext(ctx, submitBin, "codemode", "What is twice 21?", "--tool", "double", "--max-turns", "3", "--json")
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("submit codemode: %v\n%s", err, stderr.String())
+	}
+	var res messages.Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("result: %v\n%s", err, stdout.String())
+	}
+	var value map[string]any
+	if res.CodeMode != nil {
+		_ = json.Unmarshal(res.CodeMode.Value, &value)
+	}
+	if !res.Success || res.CodeMode == nil || value["doubled"] != 42.0 || res.CodeMode.Summary != "Twice 21 is 42." {
+		t.Fatalf("code-mode job: success %v, error %q, codemode %+v", res.Success, res.Error, res.CodeMode)
 	}
 }
