@@ -110,7 +110,38 @@ func (s *JobSpec) validateCodeMode() error {
 	case c.MaxTurns > 0 && c.MaxRetries > 0:
 		return &FieldError{"max_retries", "is for single-shot jobs; a job with max_turns is multi-turn"}
 	}
+	if err := s.Options.validateCodeModeOptions(); err != nil {
+		return err
+	}
 	return s.Options.validateChoices()
+}
+
+// validateCodeModeOptions refuses the options a code-mode job would ignore
+// (they are about the generated script and its tests): only model, cache
+// and token_budget apply.
+func (o *Options) validateCodeModeOptions() error {
+	ignored := []struct {
+		field string
+		set   bool
+	}{
+		{"options.max_iterations", o.MaxIterations != 0},
+		{"options.skip_tests", o.SkipTests},
+		{"options.max_sample_rows", o.MaxSampleRows != 0},
+		{"options.base_packages", len(o.BasePackages) > 0},
+		{"options.timeout", o.Timeout != 0},
+		{"options.resources", o.Resources != (Resources{})},
+		{"options.backend", o.Backend != ""},
+		{"options.candidates", o.Candidates != 0},
+	}
+	for _, opt := range ignored {
+		if opt.set {
+			return &FieldError{opt.field, "does not apply to mode: codemode (model, cache and token_budget do)"}
+		}
+	}
+	if o.TokenBudget < 0 {
+		return &FieldError{"options.token_budget", "must not be negative"}
+	}
+	return nil
 }
 
 // MultiTurn reports whether the job runs turns with observations.

@@ -17,6 +17,9 @@ func TestCodeModeValidate(t *testing.T) {
 		field string
 	}{
 		{"valid", func(*JobSpec) {}, ""},
+		{"valid with the options that apply", func(s *JobSpec) {
+			s.Options = Options{Model: "m", Cache: CacheDisable, TokenBudget: 1000}
+		}, ""},
 		{"no message", func(s *JobSpec) { s.Message = " " }, "message"},
 		{"prompt too", func(s *JobSpec) { s.Prompt = "x" }, "mode"},
 		{"bad role", func(s *JobSpec) { s.History = []ChatMessage{{Role: "system", Content: "x"}} }, "history[0].role"},
@@ -28,6 +31,10 @@ func TestCodeModeValidate(t *testing.T) {
 		{"both", func(s *JobSpec) { s.MaxTurns, s.MaxRetries = 2, 2 }, "max_retries"},
 		{"unknown mode", func(s *JobSpec) { s.Mode = "agentic" }, "mode"},
 		{"fields without mode", func(s *JobSpec) { s.Mode = ""; s.Prompt = "x" }, "mode"},
+		{"an option it ignores", func(s *JobSpec) { s.Options.MaxIterations = 3 }, "options.max_iterations"},
+		{"resources", func(s *JobSpec) { s.Options.Resources.Memory = "1Gi" }, "options.resources"},
+		{"bad cache", func(s *JobSpec) { s.Options.Cache = "sometimes" }, "options.cache"},
+		{"negative token budget", func(s *JobSpec) { s.Options.TokenBudget = -1 }, "options.token_budget"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
