@@ -227,3 +227,15 @@ func flowControlSubjects(stream string) string { return "$JS.FC." + stream + ".>
 // (nats.CustomInboxPrefix): a role may read only its own inboxes, so no
 // client reads the replies (pulled commands, KV reads) meant for another.
 func InboxPrefix(role Role) string { return "_INBOX_" + strings.ReplaceAll(string(role), "-", "_") }
+
+// ToolSubjects matches the calls of every code-mode tool served on NATS:
+// autocoder.tool.<name> (internal/codemode.ToolSubject).
+func ToolSubjects() string { return subjectRoot + ".tool.*" }
+
+// ServiceInfoSubjects matches the micro framework's description requests
+// by service name, $SRV.INFO.<name>: how a code-mode tool is discovered.
+func ServiceInfoSubjects() string { return "$SRV.INFO.*" }
+
+// ServiceSubjects matches every micro framework control request ($SRV.>),
+// which a service answers.
+func ServiceSubjects() string { return "$SRV.>" }

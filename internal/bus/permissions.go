@@ -22,6 +22,10 @@ const (
 	// RoleProducer submits jobs (the submit CLI, the HTTP API of another
 	// process), uploads samples and reads results, events and tasks.
 	RoleProducer Role = "producer"
+	// RoleToolServer serves code-mode tools (internal/codemode.ServeTool):
+	// it answers their calls and the micro framework's discovery requests,
+	// and may publish only the replies to the sandbox-workers who ask.
+	RoleToolServer Role = "tool-server"
 )
 
 // Permission is what a role may publish and subscribe to: NATS subjects,
@@ -33,7 +37,7 @@ type Permission struct {
 
 // Roles lists every role, in a stable order.
 func Roles() []Role {
-	return []Role{RoleCoordinator, RoleLLMWorker, RoleSandboxWorker, RoleProducer}
+	return []Role{RoleCoordinator, RoleLLMWorker, RoleSandboxWorker, RoleProducer, RoleToolServer}
 }
 
 // ValidRole reports whether r is one of Roles.
@@ -62,8 +66,11 @@ func PermissionsOf(role Role) (Permission, error) {
 		p.Publish = append(p.Publish, readStream(objStream(ObjectStoreSamples))...)
 		p.Publish = append(p.Publish, readStream(objStream(ObjectStoreOutputs))...)
 		p.Publish = append(p.Publish, writeObjects(ObjectStoreOutputs)...)
+		p.Publish = append(p.Publish, codeModeTools...)
 	case RoleProducer:
 		p = producer()
+	case RoleToolServer:
+		p = Permission{Publish: []string{InboxPrefix(RoleSandboxWorker) + ".>"}, Subscribe: []string{ToolSubjects(), ServiceSubjects()}}
 	default:
 		return Permission{}, fmt.Errorf("bus: unknown role %q (want one of %v)", role, Roles())
 	}
@@ -71,6 +78,11 @@ func PermissionsOf(role Role) (Permission, error) {
 	p.Subscribe = append(p.Subscribe, InboxPrefix(role)+".>")
 	return p, nil
 }
+
+// codeModeTools are what the sandbox-workers' code-mode stages request of
+// tools served as NATS micro services (internal/codemode): a tool's
+// description by its service name, and its calls.
+var codeModeTools = []string{ServiceInfoSubjects(), ToolSubjects()}
 
 // worker may pull and ack its pool's stage commands, publish results on
 // its pool's result subjects only (which only its pool's ResultStream

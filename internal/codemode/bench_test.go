@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/codemode"
 )
 
@@ -118,4 +119,54 @@ func serveBridge(from io.Reader, to io.Writer, tool codemode.ToolFunc) error {
 		}
 	}
 	return fmt.Errorf("python ended without a result: %w", sc.Err())
+}
+
+// BenchmarkTenNATSToolCalls is BenchmarkTenToolCalls with the tool served
+// as a NATS micro service (in-process embedded server) and discovered by
+// name for every run, as a code-mode job's exec stage does; the Python
+// subprocess and its JSON bridge are the same baseline.
+func BenchmarkTenNATSToolCalls(b *testing.B) {
+	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	svc, err := codemode.ServeTool(nc, codemode.Tool{
+		Name:   "get_weather",
+		Params: []codemode.Param{{Name: "city", Type: codemode.TypeStr, Required: true}},
+		Func:   benchWeather,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = svc.Stop() }()
+	ctx := context.Background()
+	var starlarkTime, pythonTime time.Duration
+	for b.Loop() {
+		start := time.Now()
+		tools, err := codemode.DiscoverTools(ctx, nc, []string{"get_weather"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := codemode.Run(ctx, starlarkTenCalls, tools, codemode.Limits{})
+		if err != nil || res.Value != int64(210) {
+			b.Fatalf("starlark: %v %v", res.Value, err)
+		}
+		starlarkTime += time.Since(start)
+
+		start = time.Now()
+		if err := runPythonBridge(benchWeather); err != nil {
+			b.Fatalf("python: %v", err)
+		}
+		pythonTime += time.Since(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(starlarkTime.Nanoseconds())/n, "starlark-nats-ns/op")
+	b.ReportMetric(float64(pythonTime.Nanoseconds())/n, "python-ns/op")
+	b.ReportMetric(float64(pythonTime)/float64(starlarkTime), "python/starlark")
 }

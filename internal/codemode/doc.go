@@ -6,8 +6,13 @@
 // test with is_error; parallel_map runs independent tool calls at once; the
 // value of the last expression is the run's result.
 //
-// The package is the interpreter and the tools only; jobs of mode
-// codemode (Contract 8) are wired on top of it.
+// On top of the interpreter: Agent has a chat model write the programs,
+// multi-turn (each program's value is the observation, a reply without
+// code is the answer) or single-shot with retries (agent.go); ServeTool
+// and DiscoverTool make a Go function a tool served by another process as
+// a NATS micro service (natstools.go); CachedTools keys tool calls by
+// content in the project cache (cachedtools.go). Jobs of mode codemode
+// run the same pieces as stages (internal/codemodestages).
 //
 // Usage:
 //

@@ -3,6 +3,7 @@ package codemode_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -11,7 +12,14 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain is also the tool server of the NATS tests when the test binary
+// is started as one (natstools_test.go): a separate process.
+func TestMain(m *testing.M) {
+	if url := os.Getenv(toolServerEnv); url != "" {
+		os.Exit(serveToolsProcess(url))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func TestToolDescriptions(t *testing.T) {
 	t.Parallel()

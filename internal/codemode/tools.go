@@ -47,6 +47,9 @@ type Tool struct {
 	Doc    string
 	Params []Param
 	Func   ToolFunc
+	// NoCache marks a tool whose calls must not be answered from the
+	// cache (CachedTools): one with effects, or whose answer changes.
+	NoCache bool
 }
 
 // Registry holds the tools a program may call. It is safe for concurrent
@@ -317,4 +320,13 @@ func (e *errorValue) Attr(name string) (starlark.Value, error) {
 
 func (e *errorValue) Get(starlark.Value) (starlark.Value, bool, error) {
 	return nil, false, fmt.Errorf("tool %s failed: %s (check is_error(result) before using a result)", e.tool, e.message)
+}
+
+// Tool returns a copy of the named tool, to register it elsewhere.
+func (r *Registry) Tool(name string) (Tool, bool) {
+	t, ok := r.lookup(name)
+	if !ok {
+		return Tool{}, false
+	}
+	return *t, true
 }

@@ -124,6 +124,7 @@ func TestServerBinariesAsSeparateProcesses(t *testing.T) {
 			t.Errorf("submit %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+	codeModeAcrossProcesses(ctx, t, filepath.Join(bin, "submit"), submit.Env, natsURL, fake) // codemode_test.go
 }
 
 // natsCreds are the files of writeNATSUsers.
@@ -150,7 +151,8 @@ func writeNATSUsers(t *testing.T) natsCreds {
 	pub, _ := kp.PublicKey()
 	seed, _ := kp.Seed()
 	users := fmt.Sprintf("users:\n  - {user: llm-1, password: llm-secret, role: llm-worker}\n"+
-		"  - {user: sandbox-1, password: %q, role: sandbox-worker}\n  - {nkey: %s, role: producer}\n", hash, pub)
+		"  - {user: sandbox-1, password: %q, role: sandbox-worker}\n  - {nkey: %s, role: producer}\n"+
+		"  - {user: tools-1, password: tools-secret, role: tool-server}\n", hash, pub)
 	for path, data := range map[string]string{c.usersFile: users, c.sandboxPasswordFile: "sandbox-secret\n", c.producerSeedFile: string(seed)} {
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/codemodestages"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/internal/stagework/handlertest"
@@ -40,7 +41,8 @@ func TestConformance(t *testing.T) {
 	task := messages.TaskSpec{Prompt: "Set x to 1."}
 	plan := messages.Plan{Description: "d", Approach: "a"}
 	handlertest.Run(t, func(*testing.T) stagework.Handler {
-		return NewStageHandler(New(ctxClient{&fakeClient{replies: replies}}, Options{}))
+		// As the llm-worker runs it: code-mode turns in front (this client cannot chat).
+		return codemodestages.Wrap(NewStageHandler(New(ctxClient{&fakeClient{replies: replies}}, Options{})), codemodestages.Turn{})
 	}, handlertest.Config{Stages: stages, Inputs: map[messages.Stage]any{
 		messages.StagePlan:     messages.PlanInput{Task: task},
 		messages.StageCode:     messages.CodeInput{Task: task, Plan: plan},

@@ -104,6 +104,10 @@ func (m *stepper) submit(sub *Submission) {
 		m.startRerun(sub.Rerun) // rerun.go
 		return
 	}
+	if sub.Spec.Mode == messages.ModeCodeMode {
+		m.startCodeMode() // codemode.go
+		return
+	}
 	if len(s.Samples) > 0 {
 		m.enter(PhaseProfiling)
 		m.dispatch(messages.StageProfile, messages.ProfileInput{
@@ -541,7 +545,7 @@ func ResultOf(s State) messages.Result {
 		LLMCalls: s.Usage.Calls, CacheHits: s.CacheHits, Stages: s.Stages,
 		ConversationHistory: s.History, SkippedTests: s.Spec.Options.SkipTests,
 		SubmittedAt: s.SubmittedAt, FinishedAt: s.FinishedAt,
-		UsageByStage: s.StageUsage, Notes: s.Notes, ContextUsed: s.ContextUsed,
+		UsageByStage: s.StageUsage, Notes: s.Notes, ContextUsed: s.ContextUsed, CodeMode: codeModeResult(s),
 	}
 	spec := s.Spec
 	r.Spec = &spec

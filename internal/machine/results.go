@@ -26,9 +26,12 @@ var results = map[messages.Stage]resultHandler{
 	messages.StageVerify:             on((*stepper).verified), // repair.go
 	messages.StagePatchTests:         on((*stepper).patched),  // repair.go
 	messages.StageAcceptance:         on((*stepper).accepted),
-	messages.StageRun:                on((*stepper).rerunFinished), // rerun.go
-	messages.StageAgentTurn:          on((*stepper).agentTurned),   // agent.go
-	messages.StageAgentTool:          on((*stepper).agentToolDone), // agent.go
+	messages.StageRun:                on((*stepper).rerunFinished),          // rerun.go
+	messages.StageAgentTurn:          on((*stepper).agentTurned),            // agent.go
+	messages.StageAgentTool:          on((*stepper).agentToolDone),          // agent.go
+	messages.StageCodeModeTools:      on((*stepper).codeModeToolsDescribed), // codemode.go
+	messages.StageCodeModeTurn:       on((*stepper).codeModeReplied),
+	messages.StageCodeModeExec:       on((*stepper).codeModeRan),
 }
 
 // resultHandler acts on a successful stage result.

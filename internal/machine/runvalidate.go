@@ -145,6 +145,9 @@ func (m *stepper) recordContext(p Pending, r *messages.StageResult) {
 
 // finishedMessage is the job_finished event's message on success.
 func finishedMessage(s *State) string {
+	if s.CodeMode != nil {
+		return "answered"
+	}
 	if validatesByRun(s) {
 		return "the script ran"
 	}

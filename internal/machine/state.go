@@ -56,8 +56,9 @@ type State struct {
 	RepairLog       // repair.go
 	Ledger          // budget.go
 	Outcome
-	ContextLog // runvalidate.go
-	AgentRun   // agent.go
+	ContextLog  // runvalidate.go
+	AgentRun    // agent.go
+	CodeModeRun // codemode.go
 }
 
 // Job is the job's identity, its place in the loop and its clock.

@@ -16,6 +16,8 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/client"
+	"github.com/autocoder/autocoder/internal/codemode"
+	"github.com/autocoder/autocoder/internal/codemodestages"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/coordinator"
 	"github.com/autocoder/autocoder/internal/llm"
@@ -389,7 +391,8 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 	}
 	h := llmstages.NewStageHandler(llmstages.New(model, llmstages.Options{MaxPromptBytes: bounds.PromptBytes,
 		Logger: st.log.With("component", "llm-stages"), Context: docs, ContextBytes: bounds.ContextBytes}))
-	return st.startStageWorker(bus.PoolLLM, h, c, 4)
+	chat, _ := model.(codemode.Model) // nil: code-mode turns fail, saying why
+	return st.startStageWorker(bus.PoolLLM, codemodestages.Wrap(h, codemodestages.Turn{Model: chat}), c, 4)
 }
 
 // startSandboxWorker takes the sandbox stages on Options.Backend or the
@@ -423,7 +426,8 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 	h := sandboxstages.New(backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}).
 		WithWorkspace(sandboxstages.ObjectStoreWorkspace{Obj: st.Resources.Outputs}).
 		WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages"))
-	return st.startStageWorker(bus.PoolSandbox, h, c, 2)
+	cm := &codemodestages.Exec{Conn: st.Conn, Cache: c} // code-mode programs, tools over NATS
+	return st.startStageWorker(bus.PoolSandbox, codemodestages.Wrap(h, cm), c, 2)
 }
 
 // startLocal starts the coordinator and both workers, as submit --local does.

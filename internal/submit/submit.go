@@ -84,6 +84,7 @@ func commands() []command {
 		{"events", "events JOB_ID", eventsCmd},
 		{"run", "run JOB_ID [--local] [--input name=value] [--sample name=path] [--json] [--out DIR]", rerunCmd},
 		{"task", usages(taskCommands(), " | "), taskCmd},
+		{"codemode", codeModeUsage, codemodeCmd}, // codemode.go
 	}
 }
 
@@ -366,6 +367,10 @@ func writeOut(dir string, r *messages.Result) error {
 }
 
 func printSummary(w io.Writer, r *messages.Result) {
+	if r.CodeMode != nil {
+		printCodeModeSummary(w, r) // codemode.go
+		return
+	}
 	status := successLine(r) // coderunner.go
 	if !r.Success {
 		status = "FAILED: " + messages.Printable(r.Error)

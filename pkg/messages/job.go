@@ -106,6 +106,7 @@ type Result struct {
 	Notes                  []string          `json:"notes,omitempty"`          // why the loop did what it did (the most recent)
 	ContextUsed            []StageContext    `json:"context_used,omitempty"`   // the context chunks each model stage was given
 	Agent                  *AgentReport      `json:"agent,omitempty"`          // backend agent: the tool-call trace and summary
+	CodeMode               *CodeModeResult   `json:"codemode,omitempty"`       // mode: codemode jobs (Contract 8)
 }
 
 // DecodeJobSpecJSON decodes a JSON JobSpec strictly: unknown fields and wrong

@@ -78,6 +78,11 @@ type JobSpec struct {
 	// Markdown, text or HTML files or folders; on the wire, object
 	// references of ContextBundles.
 	Context []string `json:"context,omitempty"`
+
+	// Mode codemode makes the job a code-mode job (codemode.go), whose
+	// fields are the CodeModeSpec's, flat in the spec.
+	Mode Mode `json:"mode,omitempty"`
+	CodeModeSpec
 }
 
 // Options tune a job. The zero value of every field means its default.
@@ -199,6 +204,9 @@ func ParseQuantity(s string) (int64, error) {
 // It does not touch the filesystem: the CLI checks that sample paths exist.
 // The checks run in the order of the spec's fields.
 func (s *JobSpec) Validate() error {
+	if done, err := s.validateMode(); done {
+		return err
+	}
 	o := &s.Options
 	checks := []func() error{
 		s.validateTask,

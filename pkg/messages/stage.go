@@ -45,7 +45,7 @@ const (
 // Pool returns the worker pool that handles the stage.
 func (s Stage) Pool() string {
 	switch s {
-	case StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageAgentTool:
+	case StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageAgentTool, StageCodeModeTools, StageCodeModeExec:
 		return PoolSandbox
 	}
 	return PoolLLM
@@ -54,8 +54,8 @@ func (s Stage) Pool() string {
 // Stages lists every stage, the LLM stages first.
 func Stages() []Stage {
 	return []Stage{StagePlan, StageCode, StageTests, StagePackages, StageDiagnose, StageFix, StagePatchTests,
-		StageVerify, StageConstraint, StagePackageReplacement, StageAgentTurn,
-		StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageAgentTool}
+		StageVerify, StageConstraint, StagePackageReplacement, StageAgentTurn, StageCodeModeTurn,
+		StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageAgentTool, StageCodeModeTools, StageCodeModeExec}
 }
 
 // StageCommand asks a worker to do one stage of one job. Input holds the

@@ -1,0 +1,211 @@
+package codemode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// Tools served by other processes are NATS services of the micro framework:
+// one service per tool, named like the tool, with one endpoint "call" on
+// ToolSubject(name). The endpoint's metadata carries the doc, the
+// parameters (JSON) and whether results may be cached, so a client needs
+// only the name: DiscoverTool asks $SRV.INFO.<name> and builds a Tool that
+// sends the arguments as a JSON object and reads back {"result": ...} or
+// {"error": "..."}. Running several processes of one tool spreads the calls
+// over them (the endpoint's queue group).
+
+// ToolSubject is the subject a NATS tool answers on: autocoder.tool.<name>.
+func ToolSubject(name string) string { return "autocoder.tool." + name }
+
+// Endpoint metadata keys of a served tool.
+const (
+	metaDoc       = "doc"
+	metaParams    = "params"
+	metaCacheable = "cacheable"
+	callEndpoint  = "call"
+)
+
+// toolReply is the body of a tool's answer.
+type toolReply struct {
+	Result any    `json:"result,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// ServeTool serves t on nc as a micro service until the service is
+// stopped (or nc closed). The tool's errors are sent back as {"error"}
+// replies, so the calling program gets them as error values.
+func ServeTool(nc *nats.Conn, t Tool) (micro.Service, error) {
+	if err := NewRegistry().Register(t); err != nil {
+		return nil, err
+	}
+	params, err := json.Marshal(paramsOrEmpty(t.Params))
+	if err != nil {
+		return nil, fmt.Errorf("codemode: tool %s: %w", t.Name, err)
+	}
+	svc, err := micro.AddService(nc, micro.Config{
+		Name: t.Name, Version: "1.0.0", Description: t.Doc,
+		Metadata: map[string]string{"kind": "autocoder-tool"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("codemode: serve tool %s: %w", t.Name, err)
+	}
+	meta := map[string]string{metaDoc: t.Doc, metaParams: string(params), metaCacheable: strconv.FormatBool(!t.NoCache)}
+	handler := micro.HandlerFunc(func(req micro.Request) { _ = req.RespondJSON(serveCall(&t, req.Data())) })
+	if err := svc.AddEndpoint(callEndpoint, handler, micro.WithEndpointSubject(ToolSubject(t.Name)), micro.WithEndpointMetadata(meta)); err != nil {
+		_ = svc.Stop()
+		return nil, fmt.Errorf("codemode: serve tool %s: %w", t.Name, err)
+	}
+	return svc, nil
+}
+
+// serveCall runs one call of a served tool. Its context ends with the
+// request: the caller's wall-time limit is the caller's to enforce.
+func serveCall(t *Tool, data []byte) toolReply {
+	var args map[string]any
+	if err := decodeJSON(data, &args); err != nil {
+		return toolReply{Error: "arguments are not a JSON object: " + err.Error()}
+	}
+	for k, v := range args {
+		args[k] = plainNumbers(v)
+	}
+	res, err := t.call(context.Background(), args)
+	if err != nil {
+		return toolReply{Error: err.Error()}
+	}
+	if _, err := json.Marshal(res); err != nil {
+		return toolReply{Error: fmt.Sprintf("result is not JSON-able: %v", err)}
+	}
+	return toolReply{Result: res}
+}
+
+// DiscoverTool finds the tool served as name on nc and returns a Tool that
+// calls it. It fails when no process serves it, naming the tool.
+func DiscoverTool(ctx context.Context, nc *nats.Conn, name string) (Tool, error) {
+	if !isIdentifier(name) {
+		return Tool{}, fmt.Errorf("codemode: tool name %q is not an identifier", name)
+	}
+	subject, err := micro.ControlSubject(micro.InfoVerb, name, "")
+	if err != nil {
+		return Tool{}, fmt.Errorf("codemode: tool %s: %w", name, err)
+	}
+	msg, err := nc.RequestWithContext(ctx, subject, nil)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return Tool{}, fmt.Errorf("codemode: no process serves the tool %s on NATS", name)
+		}
+		return Tool{}, fmt.Errorf("codemode: discover tool %s: %w", name, err)
+	}
+	var info micro.Info
+	if err := json.Unmarshal(msg.Data, &info); err != nil {
+		return Tool{}, fmt.Errorf("codemode: tool %s: malformed service info: %w", name, err)
+	}
+	for _, ep := range info.Endpoints {
+		if ep.Name == callEndpoint {
+			return remoteTool(nc, name, ep)
+		}
+	}
+	return Tool{}, fmt.Errorf("codemode: service %s has no %q endpoint: not a tool", name, callEndpoint)
+}
+
+func remoteTool(nc *nats.Conn, name string, ep micro.EndpointInfo) (Tool, error) {
+	var params []Param
+	if p := ep.Metadata[metaParams]; p != "" {
+		if err := json.Unmarshal([]byte(p), &params); err != nil {
+			return Tool{}, fmt.Errorf("codemode: tool %s: malformed params: %w", name, err)
+		}
+	}
+	subject := ep.Subject
+	t := Tool{Name: name, Doc: ep.Metadata[metaDoc], Params: params, NoCache: ep.Metadata[metaCacheable] == "false",
+		Func: func(ctx context.Context, args map[string]any) (any, error) {
+			return callRemote(ctx, nc, subject, args)
+		}}
+	if err := NewRegistry().Register(t); err != nil {
+		return Tool{}, err
+	}
+	return t, nil
+}
+
+// ToolCallError is a served tool's own failure, as opposed to a failure
+// to reach it.
+type ToolCallError struct{ Msg string }
+
+func (e *ToolCallError) Error() string { return e.Msg }
+
+func callRemote(ctx context.Context, nc *nats.Conn, subject string, args map[string]any) (any, error) {
+	body, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := nc.RequestWithContext(ctx, subject, body)
+	if err != nil {
+		return nil, fmt.Errorf("calling the tool over NATS: %w", err)
+	}
+	var r toolReply
+	if err := decodeJSON(msg.Data, &r); err != nil {
+		return nil, fmt.Errorf("malformed reply from the tool: %w", err)
+	}
+	if r.Error != "" {
+		return nil, &ToolCallError{Msg: r.Error}
+	}
+	return r.Result, nil
+}
+
+// DiscoverTools discovers every name and registers the tools in a new
+// registry.
+func DiscoverTools(ctx context.Context, nc *nats.Conn, names []string) (*Registry, error) {
+	reg := NewRegistry()
+	for _, n := range names {
+		t, err := DiscoverTool(ctx, nc, n)
+		if err != nil {
+			return nil, err
+		}
+		if err := reg.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// decodeJSON decodes with numbers kept as json.Number, so that a whole
+// number reaches the program as an int.
+func decodeJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+func paramsOrEmpty(p []Param) []Param {
+	if p == nil {
+		return []Param{}
+	}
+	return p
+}
+
+// plainNumbers turns the json.Numbers of decoded arguments into int64 or
+// float64, the types a ToolFunc is promised.
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		for i := range x {
+			x[i] = plainNumbers(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = plainNumbers(x[k])
+		}
+	}
+	return v
+}

@@ -1,0 +1,49 @@
+package codemodestages_test
+
+import (
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/codemodestages"
+	"github.com/autocoder/autocoder/internal/fakellm"
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/internal/stagework/handlertest"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+func TestExecConformance(t *testing.T) {
+	t.Parallel()
+	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	handlertest.Run(t, func(*testing.T) stagework.Handler { return &codemodestages.Exec{Conn: nc} }, handlertest.Config{
+		Stages: []messages.Stage{messages.StageCodeModeTools, messages.StageCodeModeExec},
+		Inputs: map[messages.Stage]any{
+			messages.StageCodeModeTools: messages.CodeModeToolsInput{Tools: []string{}},
+			messages.StageCodeModeExec:  messages.CodeModeExecInput{Code: "x = [i * i for i in range(10)]\nsum(x)", Tools: []string{}, Scope: "job"},
+		},
+	})
+}
+
+func TestTurnConformance(t *testing.T) {
+	t.Parallel()
+	fake := fakellm.New()
+	t.Cleanup(fake.Close)
+	fake.On(fakellm.NoSchema, fakellm.Text("```python\n1\n```"))
+	model, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: fake.URL(), APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handlertest.Run(t, func(*testing.T) stagework.Handler { return codemodestages.Turn{Model: model} }, handlertest.Config{
+		Stages: []messages.Stage{messages.StageCodeModeTurn},
+		Inputs: map[messages.Stage]any{messages.StageCodeModeTurn: messages.CodeModeTurnInput{Message: "one", MultiTurn: true}},
+	})
+}

@@ -1,0 +1,107 @@
+package machine
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+func codeModeSpec(maxTurns, maxRetries int) messages.JobSpec {
+	return messages.JobSpec{Mode: messages.ModeCodeMode, CodeModeSpec: messages.CodeModeSpec{
+		Message: "Weather in Paris?", Tools: []string{"get_weather"}, MaxTurns: maxTurns, MaxRetries: maxRetries,
+	}}
+}
+
+func codeModeWorld(t *testing.T, turns []messages.CodeModeTurnOutput, runs []messages.CodeModeExecOutput) *world {
+	w := newWorld(t)
+	w.answers[messages.StageCodeModeTools] = []any{messages.CodeModeToolsOutput{Descriptions: json.RawMessage(`[{"name":"get_weather"}]`)}}
+	for _, o := range turns {
+		w.answers[messages.StageCodeModeTurn] = append(w.answers[messages.StageCodeModeTurn], o)
+	}
+	for _, o := range runs {
+		w.answers[messages.StageCodeModeExec] = append(w.answers[messages.StageCodeModeExec], o)
+	}
+	return w
+}
+
+var (
+	turnWithCode = messages.CodeModeTurnOutput{Reply: "```python\nget_weather(city=\"Paris\")\n```", Code: "get_weather(city=\"Paris\")\n"}
+	turnAnswer   = messages.CodeModeTurnOutput{Reply: "It is 21 C.", Prose: "It is 21 C."}
+	runOK        = messages.CodeModeExecOutput{OK: true, Value: json.RawMessage(`{"temp_c":21}`), Observation: `Value: {"temp_c":21}`}
+	runFailed    = messages.CodeModeExecOutput{Error: "line 1: boom", ErrorKind: "runtime", Observation: "Error (runtime): line 1: boom"}
+)
+
+func TestCodeModeMultiTurn(t *testing.T) {
+	t.Parallel()
+	w := codeModeWorld(t, []messages.CodeModeTurnOutput{turnWithCode, turnWithCode, turnWithCode, turnAnswer}, []messages.CodeModeExecOutput{runOK})
+	var steps []int
+	w.fn[messages.StageCodeModeTurn] = func(c *messages.StageCommand, _ int) any {
+		var in messages.CodeModeTurnInput
+		if err := json.Unmarshal(c.Input, &in); err != nil {
+			t.Fatal(err)
+		}
+		if !in.MultiTurn || in.Message != "Weather in Paris?" || string(in.Tools) != `[{"name":"get_weather"}]` {
+			t.Errorf("turn input %+v", in)
+		}
+		steps = append(steps, len(in.Steps))
+		return nil
+	}
+	s, _, cmds := run(t, w, codeModeSpec(5, 0), nil)
+	got := strings.Join(stagesOf(cmds), ",")
+	want := "codemode_tools,codemode_turn,codemode_exec,codemode_turn,codemode_exec,codemode_turn,codemode_exec,codemode_turn"
+	if got != want || s.Status != messages.StatusSucceeded {
+		t.Fatalf("stages %s, status %s (%s)", got, s.Status, s.Error)
+	}
+	if len(steps) != 4 || steps[3] != 3 {
+		t.Fatalf("steps seen by each turn: %v, want 0..3", steps)
+	}
+	r := ResultOf(s).CodeMode
+	if r == nil || r.Turns != 4 || r.Summary != "It is 21 C." || string(r.Value) != `{"temp_c":21}` || len(r.Events) != 7 || r.Error != "" {
+		t.Fatalf("codemode result %+v", r)
+	}
+}
+
+func TestCodeModeMaxTurns(t *testing.T) {
+	t.Parallel()
+	w := codeModeWorld(t, []messages.CodeModeTurnOutput{turnWithCode}, []messages.CodeModeExecOutput{runOK})
+	s, _, cmds := run(t, w, codeModeSpec(2, 0), nil)
+	if s.Status != messages.StatusFailed || s.Error != messages.MaxTurnsReason(2) || len(stagesOf(cmds)) != 5 {
+		t.Fatalf("status %s, error %q, stages %v", s.Status, s.Error, stagesOf(cmds))
+	}
+	if r := ResultOf(s).CodeMode; r.Error != messages.MaxTurnsReason(2) || r.Turns != 2 {
+		t.Fatalf("codemode result %+v", r)
+	}
+}
+
+func TestCodeModeSingleShotRetries(t *testing.T) {
+	t.Parallel()
+	t.Run("fixed on retry", func(t *testing.T) {
+		t.Parallel()
+		w := codeModeWorld(t, []messages.CodeModeTurnOutput{turnAnswer, turnWithCode}, []messages.CodeModeExecOutput{runFailed, runOK})
+		s, _, _ := run(t, w, codeModeSpec(0, 3), nil)
+		r := ResultOf(s).CodeMode
+		if s.Status != messages.StatusSucceeded || r.Turns != 3 || string(r.Value) != `{"temp_c":21}` {
+			t.Fatalf("status %s (%s), result %+v", s.Status, s.Error, r)
+		}
+	})
+	t.Run("max_retries reached", func(t *testing.T) {
+		t.Parallel()
+		w := codeModeWorld(t, []messages.CodeModeTurnOutput{turnWithCode}, []messages.CodeModeExecOutput{runFailed})
+		s, _, _ := run(t, w, codeModeSpec(0, 1), nil)
+		if s.Status != messages.StatusFailed || !strings.HasPrefix(s.Error, "max_retries reached: no program succeeded in 2 attempts; last error: line 1: boom") {
+			t.Fatalf("status %s, error %q", s.Status, s.Error)
+		}
+	})
+}
+
+func TestCodeModeToolsMissingFailsJob(t *testing.T) {
+	t.Parallel()
+	w := codeModeWorld(t, nil, nil)
+	w.errs[messages.StageCodeModeTools] = messages.ErrorPermanent
+	s, _, _ := run(t, w, codeModeSpec(2, 0), nil)
+	if s.Status != messages.StatusFailed || !strings.Contains(s.Error, "codemode_tools") {
+		t.Fatalf("status %s, error %q", s.Status, s.Error)
+	}
+}

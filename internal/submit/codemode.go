@@ -1,0 +1,134 @@
+package submit
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/client"
+	"github.com/autocoder/autocoder/internal/jobfile"
+	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+const codeModeUsage = `codemode [--local] [--json] MESSAGE --tool NAME ... [--skill TEXT] [--skill-file PATH] [--max-turns N | --max-retries N] [--system-prompt-prefix TEXT]`
+
+// codeModeFlags are the flags of submit codemode.
+type codeModeFlags struct {
+	job        jobFlags // --local, --json, --transcript, --wait
+	tools      multi
+	skills     multi
+	skillFiles multi
+	maxTurns   int
+	maxRetries int
+	prefix     string
+}
+
+func (f *codeModeFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.job.local, "local", false, "run on embedded defaults: in-process NATS, coordinator and workers (tools must be served on that NATS)")
+	fs.BoolVar(&f.job.asJSON, "json", false, "print the result object as JSON on stdout")
+	fs.StringVar(&f.job.transcript, "transcript", "", "with --local: replay this scripted model transcript instead of calling a model")
+	fs.DurationVar(&f.job.wait, "wait", 30*time.Minute, "how long to wait for the job")
+	fs.Var(&f.tools, "tool", "name of a tool served on NATS (repeatable)")
+	fs.Var(&f.skills, "skill", "a skill's text for the prompt (repeatable)")
+	fs.Var(&f.skillFiles, "skill-file", "a file whose text is a skill (repeatable)")
+	fs.IntVar(&f.maxTurns, "max-turns", 0, "multi-turn: at most this many replies with code before an answer")
+	fs.IntVar(&f.maxRetries, "max-retries", 0, "single-shot: programs written again on an error (default 3)")
+	fs.StringVar(&f.prefix, "system-prompt-prefix", "", "text put first in the system prompt")
+}
+
+// maxSkillFileBytes bounds a --skill-file: it goes into every prompt.
+const maxSkillFileBytes = 256 << 10
+
+// codemodeCmd submits a mode: codemode job, watches it and reports its
+// answer: the message is the positional argument, anywhere among the flags.
+func codemodeCmd(ctx context.Context, in *invocation) (int, error) {
+	var f codeModeFlags
+	fs := in.flagSet()
+	f.register(fs)
+	in.cfg.Register(fs)
+	positional, err := parseInterleaved(fs, in.args)
+	if err != nil {
+		return 0, flagError(err)
+	}
+	if err := in.cfg.Validate(); err != nil {
+		return 0, usagef("%v", err)
+	}
+	spec, err := f.spec(positional)
+	if err != nil {
+		return 0, err
+	}
+	opts, stopModel, err := f.job.stackOptions(in.cfg, in.io, ".")
+	if err != nil {
+		return 0, err
+	}
+	defer stopModel()
+	ctx, cancel := context.WithTimeout(ctx, f.job.wait)
+	defer cancel()
+	st, err := stack.Start(ctx, opts)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	jobID := client.NewJobID()
+	if err := st.Client.Submit(ctx, jobID, *spec); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(in.io.Stderr, "job %s submitted\n", jobID)
+	res, err := watch(ctx, st.Client, jobID, in.io)
+	if err != nil {
+		return 0, fmt.Errorf("job %s: %w", jobID, err)
+	}
+	if f.job.asJSON {
+		return exitCode(res), printJSON(in.io.Stdout, res)
+	}
+	printCodeModeSummary(in.io.Stdout, res)
+	return exitCode(res), nil
+}
+
+// spec builds and validates the job.
+func (f *codeModeFlags) spec(positional []string) (*messages.JobSpec, error) {
+	if len(positional) != 1 {
+		return nil, usagef("give the message as one argument (got %d); usage: submit %s", len(positional), codeModeUsage)
+	}
+	skills := append([]string(nil), f.skills...)
+	for _, path := range f.skillFiles {
+		b, err := jobfile.ReadRegular(path, maxSkillFileBytes)
+		if err != nil {
+			return nil, usagef("--skill-file %s: %v", path, err)
+		}
+		skills = append(skills, string(b))
+	}
+	spec := &messages.JobSpec{Mode: messages.ModeCodeMode,
+		CodeModeSpec: messages.CodeModeSpec{Message: positional[0], Tools: f.tools, Skills: skills,
+			MaxTurns: f.maxTurns, MaxRetries: f.maxRetries, SystemPromptPrefix: f.prefix}}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	return spec, nil
+}
+
+// printCodeModeSummary prints a code-mode job's answer, value and code.
+func printCodeModeSummary(w io.Writer, r *messages.Result) {
+	status := "ANSWERED"
+	if !r.Success {
+		status = "FAILED: " + messages.Printable(r.Error)
+	}
+	fmt.Fprintf(w, "%s\njob %s: %d LLM call(s), %d cache hit(s), %d+%d tokens\n",
+		status, r.JobID, r.LLMCalls, r.CacheHits, r.TotalInputTokens, r.TotalOutputTokens)
+	cm := r.CodeMode
+	if cm == nil {
+		return
+	}
+	fmt.Fprintf(w, "turns: %d\n", cm.Turns)
+	if cm.Summary != "" {
+		fmt.Fprintf(w, "answer: %s\n", messages.Printable(cm.Summary))
+	}
+	fmt.Fprintf(w, "value: %s\n", messages.Printable(string(cm.Value)))
+	if cm.Code != "" {
+		fmt.Fprintf(w, "\n# program\n%s\n", messages.Printable(strings.TrimRight(cm.Code, "\n")))
+	}
+}
