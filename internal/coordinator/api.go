@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -36,6 +37,10 @@ var apiRoutes = []apiRoute{
 	{bus.AdvisoryMaxDeliveries, nil}, // deadletters.go: no reply
 }
 
+// flushTimeout bounds the round trip that makes sure the server has the
+// API's subscriptions.
+const flushTimeout = 10 * time.Second
+
 // ServeAPI answers the API subjects and takes the max-deliveries
 // advisories (deadletters.go), in the queue group bus.QueueAPI so that
 // each request is answered by one coordinator, until ctx ends. It calls
@@ -62,7 +67,7 @@ func (c *Coordinator) ServeAPI(ctx context.Context, ready func()) error {
 		}
 		subs = append(subs, sub)
 	}
-	if err := nc.FlushWithContext(ctx); err != nil {
+	if err := nc.FlushTimeout(flushTimeout); err != nil {
 		return fmt.Errorf("coordinator: subscribe the API: %w", err)
 	}
 	if ready != nil {

@@ -84,6 +84,7 @@ func commands() []command {
 		{"events", "events JOB_ID", eventsCmd},
 		{"run", "run JOB_ID [--local] [--input name=value] [--sample name=path] [--json] [--out DIR]", rerunCmd},
 		{"task", usages(taskCommands(), " | "), taskCmd},
+		{"dlq", usages(dlqCommands(), " | "), dlqCmd},
 	}
 }
 
