@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -37,6 +38,13 @@ var apiRoutes = []apiRoute{
 	{bus.AdvisoryMaxDeliveries, nil}, // deadletters.go: no reply
 }
 
+// maxConcurrentRequests bounds the API requests and advisories one
+// coordinator handles at once; requestTimeout bounds each.
+const (
+	maxConcurrentRequests = 32
+	requestTimeout        = 30 * time.Second
+)
+
 // flushTimeout bounds the round trip that makes sure the server has the
 // API's subscriptions.
 const flushTimeout = 10 * time.Second
@@ -50,6 +58,12 @@ func (c *Coordinator) ServeAPI(ctx context.Context, ready func()) error {
 		return ErrNoAPI
 	}
 	nc := c.cfg.JS.Conn()
+	// nats.go runs a subscription's handler for one message at a time: a
+	// request waits for a KV read or a publish, so each runs in its own
+	// goroutine, at most maxConcurrentRequests at once.
+	slots := make(chan struct{}, maxConcurrentRequests)
+	var running sync.WaitGroup
+	defer running.Wait()
 	var subs []*nats.Subscription
 	defer func() {
 		for _, s := range subs {
@@ -57,9 +71,23 @@ func (c *Coordinator) ServeAPI(ctx context.Context, ready func()) error {
 		}
 	}()
 	for _, rt := range apiRoutes {
-		handle := func(m *nats.Msg) { c.answer(ctx, rt, m) }
-		if rt.handle == nil {
-			handle = func(m *nats.Msg) { c.handleAdvisory(ctx, m.Data) }
+		handle := func(m *nats.Msg) {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			running.Add(1)
+			go func() {
+				defer func() { <-slots; running.Done() }()
+				rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+				defer cancel()
+				if rt.handle == nil {
+					c.handleAdvisory(rctx, m.Data)
+					return
+				}
+				c.answer(rctx, rt, m)
+			}()
 		}
 		sub, err := nc.QueueSubscribe(rt.subject, bus.QueueAPI, handle)
 		if err != nil {

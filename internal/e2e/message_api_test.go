@@ -21,6 +21,7 @@ import (
 const (
 	apiSubmitToken      = "e2e-api-submit-token-0123456789"
 	apiProducerPassword = "e2e-api-producer-password"
+	apiReadToken        = "e2e-api-read-token-0123456789"
 )
 
 // apiSystem is the whole system in this process, reachable as an outside
@@ -50,7 +51,7 @@ func startAPISystem(t *testing.T, fake *fakellm.Server) *apiSystem {
 		t.Fatalf("start stack: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	tokens, err := httpapi.ParseTokens(strings.NewReader("py:submit:" + apiSubmitToken))
+	tokens, err := httpapi.ParseTokens(strings.NewReader("py:submit:" + apiSubmitToken + "\nro:read:" + apiReadToken))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +154,12 @@ func TestSubmitOverHTTPFromPython(t *testing.T) {
 		t.Errorf("bad spec: exit %d, reply %s (want exit 2 and the field spec.outputs.answer)\nstdout: %s", code, errOut, out)
 	}
 	validate(t, "APIReply", writeJSON(t, "reply.json", reply))
+
+	// Writing takes the submit scope: a read token is refused.
+	code, _, errOut = runPython(t, "examples/api/submit_http.py", sys.httpURL, apiReadToken, spec)
+	if code != 2 || !strings.Contains(errOut, "submit scope") {
+		t.Errorf("read token: exit %d, %s; want refused for the submit scope", code, errOut)
+	}
 }
 
 // TestSubmitOverNATSFromPython: a Python script speaking the NATS protocol
