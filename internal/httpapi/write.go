@@ -201,10 +201,8 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 // refused one, 503 when no coordinator answered.
 func writeReply(w http.ResponseWriter, reply messages.APIReply, err error) {
 	switch {
-	case errors.Is(err, client.ErrNoCoordinator):
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-	case err != nil:
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	case err != nil: // no coordinator answered, or NATS failed
+		writeJSON(w, http.StatusServiceUnavailable, messages.APIReply{V: messages.SchemaVersion, Error: err.Error(), Kind: messages.ReplyUnavailable})
 	case reply.Error != "" && reply.Kind == messages.ReplyInvalid:
 		writeJSON(w, http.StatusBadRequest, reply)
 	case reply.Error != "":
