@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/httpapi"
 	"github.com/autocoder/autocoder/internal/stack"
@@ -155,6 +157,18 @@ func TestSubmitOverHTTPFromPython(t *testing.T) {
 	}
 	validate(t, "APIReply", writeJSON(t, "reply.json", reply))
 
+	// The finished job runs on new data, and as a named task, over HTTP.
+	upload := postJSON(t, sys.httpURL+"/v1/samples?name=more.csv", "text/csv", "n\n5\n", http.StatusCreated)
+	body := fmt.Sprintf(`{"samples":{"numbers":%q}}`, upload["object"])
+	run := postJSON(t, sys.httpURL+"/v1/jobs/"+res.JobID+"/run", "application/json", body, http.StatusAccepted)
+	requireSucceeded(t, sys.st.Client, fmt.Sprint(run["job_id"]))
+	if _, err := sys.st.Client.RegisterTask(context.Background(), "answer", res.JobID, ""); err != nil {
+		t.Fatal(err)
+	}
+	task := postJSON(t, sys.httpURL+"/v1/tasks/answer/run", "application/json", `{}`, http.StatusAccepted)
+	requireSucceeded(t, sys.st.Client, fmt.Sprint(task["job_id"]))
+	postJSON(t, sys.httpURL+"/v1/tasks/nope/run", "application/json", `{}`, http.StatusBadRequest)
+
 	// Writing takes the submit scope: a read token is refused.
 	code, _, errOut = runPython(t, "examples/api/submit_http.py", sys.httpURL, apiReadToken, spec)
 	if code != 2 || !strings.Contains(errOut, "submit scope") {
@@ -192,6 +206,39 @@ func TestSubmitOverNATSFromPython(t *testing.T) {
 	reply = messages.APIReply{}
 	if code != 2 || json.Unmarshal([]byte(errOut), &reply) != nil || reply.Field != "spec.outputs.answer" {
 		t.Errorf("bad spec: exit %d, reply %s; want exit 2 and the field", code, errOut)
+	}
+}
+
+// postJSON posts body with the submit token, checks the status and
+// decodes the JSON answer.
+func postJSON(t *testing.T, url, ctype, body string, want int) map[string]any {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+apiSubmitToken)
+	req.Header.Set("Content-Type", ctype)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != want {
+		t.Fatalf("POST %s: %d %v %v; want %d", url, resp.StatusCode, out, err, want)
+	}
+	return out
+}
+
+// requireSucceeded waits for job id to finish and fails unless it succeeded.
+func requireSucceeded(t *testing.T, c *client.Client, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := c.Watch(ctx, id, nil)
+	if err != nil || !res.Success {
+		t.Fatalf("job %s: %v %+v", id, err, res)
 	}
 }
 
