@@ -31,6 +31,10 @@ import (
 // the job as if the letter had never died. A job that went on without the
 // stage (a candidate's stage, an advisory stage) is not re-opened: the
 // replay is refused, since its result would be ignored.
+//
+// Advisories are core NATS messages: one sent while no coordinator runs
+// is lost, and its message stays in its work queue undelivered. Its stage
+// then fails at its deadline (deadlines.go), as before dead letters.
 
 // deadLetterWorker names the coordinator on the results it makes up for
 // dead-lettered stages.
