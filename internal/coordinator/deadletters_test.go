@@ -93,3 +93,61 @@ func waitResult(t *testing.T, e *env, id string) *messages.Result {
 	t.Fatalf("job %s has no result", id)
 	return nil
 }
+
+// TestDeadLetteredResultReopensTheJob: a stage result the coordinators
+// could not take in MaxDeliver deliveries is dead-lettered and fails its
+// stage (the job errors with the reason); its replay re-opens the job
+// with the stage pending, and the replayed result moves the job on.
+func TestDeadLetteredResultReopensTheJob(t *testing.T) {
+	t.Parallel()
+	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true, MaxDeliver: 1})
+	e := &env{js: be.JS, res: be.Resources, pub: be.Publisher}
+	c := e.apiCoordinator(t)
+	const id = "job-dead-result"
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, id, answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	cmds := e.commands(t)
+	if len(cmds) != 1 {
+		t.Fatalf("commands %+v, want the first stage", cmds)
+	}
+	first := cmds[0]
+	pool := bus.PoolOf(first.Stage)
+	if err := e.pub.PublishJSON(ctxT(t), bus.ResultSubject(pool, id), answer(t, first), bus.ResultMsgID(pool, id, first.Seq)); err != nil {
+		t.Fatal(err)
+	}
+	results := e.res.ResultConsumers[pool]
+	m, err := results.Next(jetstream.FetchMaxWait(testTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Nak(); err != nil { // a coordinator that died on it
+		t.Fatal(err)
+	}
+	if m, err := results.Next(jetstream.FetchMaxWait(time.Second)); err == nil {
+		t.Fatalf("delivered past MaxDeliver: %s", m.Subject())
+	}
+
+	res := waitResult(t, e, id)
+	if res.Status != messages.StatusErrored || !strings.Contains(res.Error, "the result of stage "+string(first.Stage)) {
+		t.Fatalf("job after the dead letter: %s %q", res.Status, res.Error)
+	}
+	r, err := c.Replay(ctxT(t), 1)
+	if err != nil || !r.Reopened || r.Subject != bus.ResultSubject(pool, id) {
+		t.Fatalf("replay: %+v %v", r, err)
+	}
+	if st, err := c.State(ctxT(t), id); err != nil || st.Done() {
+		t.Fatalf("job after the replay: %v done %v, want running", err, st.Done())
+	}
+	m, err = results.Next(jetstream.FetchMaxWait(testTimeout))
+	if err != nil {
+		t.Fatalf("the replayed result is not on the results stream: %v", err)
+	}
+	if err := c.HandleResult(ctxT(t), bus.NewMessage(m.Subject(), m.Data(), nil, 1)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.State(ctxT(t), id)
+	if err != nil || st.Done() || st.NextSeq <= first.Seq+1 {
+		t.Errorf("job after the replayed result: done %v next seq %d (%v), want it moved on", st.Done(), st.NextSeq, err)
+	}
+}
