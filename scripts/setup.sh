@@ -10,6 +10,7 @@ packages=(
   python3-pytest   # runs generated tests
   python3-pandas   # data tasks and the sales example
   python3-numpy
+  python3-jsonschema  # checks what the API example scripts get against docs/schemas
   python3-pip      # installs packages into sandbox environments
   python3-venv
   util-linux       # prlimit
@@ -36,6 +37,8 @@ command -v redis-server >/dev/null || { echo "setup: redis-server missing after 
 /usr/bin/python3 -c 'import pytest, pandas' || { echo "setup: /usr/bin/python3 lacks pytest or pandas"; exit 1; }
 command -v prometheus >/dev/null && command -v promtool >/dev/null || { echo "setup: prometheus missing after install"; exit 1; }
 command -v docker-compose >/dev/null || { echo "setup: docker-compose missing after install"; exit 1; }
+# The message API's tests check what Python gets against docs/schemas.
+/usr/bin/python3 -c 'import jsonschema' || { echo "setup: /usr/bin/python3 lacks jsonschema"; exit 1; }
 bwrap --unshare-all --die-with-parent --ro-bind / / true || { echo "setup: bubblewrap cannot create a sandbox here"; exit 1; }
 # golangci-lint checks the house rules (.golangci.yml); a pinned version,
 # built from the Go module proxy into GOBIN once, then reused.
@@ -44,6 +47,12 @@ gobin="$(go env GOBIN)"; gobin="${gobin:-$(go env GOPATH)/bin}"
 if ! "$gobin/golangci-lint" version 2>/dev/null | grep -q "version ${golangci_version#v} "; then
   echo "setup: installing golangci-lint $golangci_version (a Go tool; takes a minute or two once)"
   GOFLAGS= go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$golangci_version"
+fi
+# The nats CLI, pinned: the message API's tests run docs/api.md's examples with it.
+natscli_version=v0.5.1
+if ! "$gobin/nats" --version 2>/dev/null | grep -qx "$natscli_version"; then
+  echo "setup: installing the nats CLI $natscli_version (a Go tool; takes a few minutes once)"
+  GOFLAGS= go install "github.com/nats-io/natscli/nats@$natscli_version"
 fi
 # The Docker sandbox backend's engine (podman's Docker-compatible service)
 # and its offline base image; prints the DOCKER_HOST to use.

@@ -18,4 +18,6 @@ gobin="$(go env GOBIN)"; gobin="${gobin:-$(go env GOPATH)/bin}"
 # Benchmarks once each, so they keep building and running; figures come
 # from scripts/bench.sh (BENCHMARKS.md), not from this smoke run.
 go test -run '^$' -bench . -benchtime 1x ./bench
+# The decoders' fuzz targets, a few seconds each (scripts/fuzz.sh).
+bash scripts/fuzz.sh
 go test -race -count=1 -timeout 40m ./... "$@"

@@ -242,6 +242,21 @@ func TestProducerPermissions(t *testing.T) {
 	if n := streamMsgs(t, s.res.Jobs); n != 1 {
 		t.Errorf("the jobs stream holds %d submissions, want 1", n)
 	}
+	// The message API: requests on the API subjects (nobody answers here:
+	// no responders, not a refusal), the dead letters read, results on
+	// reply_to heard; never the dead-letter subject itself.
+	for _, subject := range []string{bus.SubjectAPISubmit, bus.SubjectAPITaskRun, bus.SubjectAPIDLQReplay} {
+		if _, err := p.js.Conn().Request(subject, []byte("{}"), time.Second); !errors.Is(err, nats.ErrNoResponders) {
+			t.Errorf("request on %s: %v, want no responders", subject, err)
+		}
+	}
+	if _, err := p.res.DLQ.Info(ctxT(t)); err != nil {
+		t.Errorf("read the dead-letter stream: %v", err)
+	}
+	if _, err := p.js.Conn().SubscribeSync("autocoder.replies.me"); err != nil {
+		t.Errorf("subscribe to a reply_to subject: %v", err)
+	}
+	p.refused(t, "publish a dead letter", publishRaw(p, bus.SubjectDLQ))
 }
 
 // TestConnectNeverShowsTheURLPassword: a URL with credentials, parseable or

@@ -1,9 +1,12 @@
 package bus
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -190,6 +193,13 @@ const MaxJobIDLen = 128
 
 var jobIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
+// NewJobID returns a fresh job ID: time-ordered, then random.
+func NewJobID() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return "job-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
 // ValidJobID reports whether id can be used as one subject token and KV key:
 // 1 to MaxJobIDLen characters from [A-Za-z0-9_-]. Dots, wildcards ('*', '>')
 // and whitespace are what it keeps out: any of them would change which
@@ -239,3 +249,44 @@ func ServiceInfoSubjects() string { return "$SRV.INFO.*" }
 // ServiceSubjects matches every micro framework control request ($SRV.>),
 // which a service answers.
 func ServiceSubjects() string { return "$SRV.>" }
+
+// The message API (docs/api.md): core NATS request-reply subjects the
+// coordinators answer in a queue group, and the dead letters.
+const (
+	// SubjectAPISubmit takes a messages.APIRequest and answers a
+	// messages.APIReply: the job ID, or the error naming the field.
+	SubjectAPISubmit = subjectRoot + ".api.submit"
+	// SubjectAPITaskRun takes a messages.TaskRunRequest and answers a messages.APIReply.
+	SubjectAPITaskRun = subjectRoot + ".api.task.run"
+	// SubjectAPIDLQReplay takes a messages.ReplayRequest and answers a messages.ReplayReply.
+	SubjectAPIDLQReplay = subjectRoot + ".api.dlq.replay"
+	// QueueAPI is the queue group of the coordinators on the API subjects:
+	// each request is answered by one of them.
+	QueueAPI = "coordinator-api"
+	// SubjectReplies matches the subjects of results asked for with
+	// reply_to (messages.ReplyToPrefix).
+	SubjectReplies = subjectRoot + ".replies.>"
+	// SubjectDLQ is where dead letters (messages.DeadLetter) are published.
+	SubjectDLQ = subjectRoot + ".dlq"
+	// StreamDLQ keeps the dead letters (limits, max age) for inspection and replay.
+	StreamDLQ = "AUTOCODER_DLQ"
+	// BucketReplyTo maps a job ID to the reply_to subject of its request.
+	BucketReplyTo = "autocoder_reply_to"
+)
+
+// AdvisoryMaxDeliveries matches JetStream's max-deliveries advisories of
+// every consumer: $JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.<stream>.<consumer>.
+const AdvisoryMaxDeliveries = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>"
+
+// DeadLetterMsgID is the Nats-Msg-Id of the dead letter of message seq of
+// stream: one letter per message, however many coordinators hear the advisory.
+func DeadLetterMsgID(stream string, seq uint64) string {
+	return "dlq." + stream + "." + strconv.FormatUint(seq, 10)
+}
+
+// ReplayMsgID is the Nats-Msg-Id of the replay of dead letter seq: not the
+// original message's, which the stream may still remember and drop.
+func ReplayMsgID(dlqSeq uint64) string { return "replay." + strconv.FormatUint(dlqSeq, 10) }
+
+// ReplyToKey is the key of a job in BucketReplyTo.
+func ReplyToKey(jobID string) string { return jobID }

@@ -100,17 +100,19 @@ func worker(pool Pool) Permission {
 	}}
 }
 
-// producer may submit, upload samples, read results, state, outputs and
-// events, and keep the named tasks.
+// producer may submit (on the jobs stream or the API subjects), upload
+// samples, read results, state, outputs, events and dead letters, replay a
+// dead letter through the coordinator, keep the named tasks, and hear the
+// results it asked for with reply_to.
 func producer() Permission {
-	pub := []string{SubjectJobsSubmit}
-	for _, s := range []string{StreamEvents, kvStream(BucketJobResults), kvStream(BucketJobState), kvStream(BucketTasks),
+	pub := []string{SubjectJobsSubmit, SubjectAPISubmit, SubjectAPITaskRun, SubjectAPIDLQReplay}
+	for _, s := range []string{StreamEvents, StreamDLQ, kvStream(BucketJobResults), kvStream(BucketJobState), kvStream(BucketTasks),
 		objStream(ObjectStoreSamples), objStream(ObjectStoreOutputs)} {
 		pub = append(pub, readStream(s)...)
 	}
 	pub = append(pub, writeObjects(ObjectStoreSamples)...)
 	pub = append(pub, kvSubjects(BucketTasks))
-	return Permission{Publish: pub}
+	return Permission{Publish: pub, Subscribe: []string{SubjectReplies}}
 }
 
 // lookups are the read-only metadata requests every role makes to bind to

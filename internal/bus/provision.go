@@ -16,6 +16,7 @@ const (
 	DefaultDuplicateWindow = 10 * time.Minute
 	DefaultEventsMaxAge    = 24 * time.Hour
 	DefaultEventsPerJob    = 10_000
+	DefaultDLQMaxAge       = 7 * 24 * time.Hour
 )
 
 // ProvisionConfig sizes what Provision creates. The zero value of every field
@@ -51,6 +52,8 @@ type ProvisionConfig struct {
 	// EventsPerJob caps the events kept per job (the oldest go first).
 	// Default 10000.
 	EventsPerJob int64
+	// DLQMaxAge is how long dead letters are kept (StreamDLQ). Default 7 days.
+	DLQMaxAge time.Duration
 	// MemoryStorage keeps everything in memory instead of files (tests,
 	// throwaway runs). Default false: file storage.
 	MemoryStorage bool
@@ -75,6 +78,9 @@ func (c *ProvisionConfig) setDefaults() error {
 	if c.EventsPerJob == 0 {
 		c.EventsPerJob = DefaultEventsPerJob
 	}
+	if c.DLQMaxAge == 0 {
+		c.DLQMaxAge = DefaultDLQMaxAge
+	}
 	switch {
 	case c.Replicas < 1 || c.Replicas > 5:
 		return fmt.Errorf("bus: provision: Replicas must be between 1 and 5, not %d", c.Replicas)
@@ -82,8 +88,8 @@ func (c *ProvisionConfig) setDefaults() error {
 		return fmt.Errorf("bus: provision: AckWait must be positive, not %s", c.AckWait)
 	case c.MaxDeliver < -1:
 		return fmt.Errorf("bus: provision: MaxDeliver must be -1 (no limit) or positive, not %d", c.MaxDeliver)
-	case c.DuplicateWindow < 0 || c.EventsMaxAge < 0 || c.EventsPerJob < 0:
-		return errors.New("bus: provision: DuplicateWindow, EventsMaxAge and EventsPerJob must not be negative")
+	case c.DuplicateWindow < 0 || c.EventsMaxAge < 0 || c.EventsPerJob < 0 || c.DLQMaxAge < 0:
+		return errors.New("bus: provision: DuplicateWindow, EventsMaxAge, EventsPerJob and DLQMaxAge must not be negative")
 	}
 	return nil
 }
@@ -92,6 +98,7 @@ func (c *ProvisionConfig) setDefaults() error {
 type Resources struct {
 	Jobs    jetstream.Stream          // StreamJobs
 	Events  jetstream.Stream          // StreamEvents
+	DLQ     jetstream.Stream          // StreamDLQ: dead letters
 	Stages  map[Pool]jetstream.Stream // by pool: StageStream(pool)
 	Results map[Pool]jetstream.Stream // by pool: ResultStream(pool)
 
@@ -102,6 +109,7 @@ type Resources struct {
 	JobState   jetstream.KeyValue    // BucketJobState
 	JobResults jetstream.KeyValue    // BucketJobResults
 	Tasks      jetstream.KeyValue    // BucketTasks
+	ReplyTo    jetstream.KeyValue    // BucketReplyTo
 	Samples    jetstream.ObjectStore // ObjectStoreSamples
 	Outputs    jetstream.ObjectStore // ObjectStoreOutputs
 }
@@ -161,6 +169,7 @@ func (r *Resources) buckets() []store[jetstream.KeyValue] {
 		{BucketJobState, "autocoder job state machines", &r.JobState},
 		{BucketJobResults, "autocoder job result objects", &r.JobResults},
 		{BucketTasks, "autocoder named reusable tasks", &r.Tasks},
+		{BucketReplyTo, "autocoder reply_to subjects of running jobs", &r.ReplyTo},
 	}
 }
 
@@ -194,6 +203,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 	}
 	var err error
 	if res.Events, err = p.events(ctx); err != nil {
+		return nil, err
+	}
+	if res.DLQ, err = p.deadLetters(ctx); err != nil {
 		return nil, err
 	}
 	for _, b := range res.buckets() {
@@ -302,6 +314,22 @@ func (p provisioner) events(ctx context.Context) (jetstream.Stream, error) {
 	})
 }
 
+// deadLetters makes the dead-letter stream: copies of messages that
+// exhausted their deliveries, kept by age for inspection and replay.
+func (p provisioner) deadLetters(ctx context.Context) (jetstream.Stream, error) {
+	return p.createStream(ctx, jetstream.StreamConfig{
+		Name:        StreamDLQ,
+		Description: "autocoder dead letters: messages that exhausted their deliveries",
+		Subjects:    []string{SubjectDLQ},
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      p.cfg.DLQMaxAge,
+		Discard:     jetstream.DiscardOld,
+		Storage:     p.storage(),
+		Replicas:    p.cfg.Replicas,
+		Duplicates:  min(p.cfg.DuplicateWindow, p.cfg.DLQMaxAge),
+	})
+}
+
 func (p provisioner) createStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	s, err := p.js.CreateOrUpdateStream(ctx, cfg)
 	if err != nil {
@@ -361,6 +389,9 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Resources, error) {
 	var err error
 	if res.Events, err = js.Stream(ctx, StreamEvents); err != nil {
 		return nil, notFound("stream", StreamEvents, err)
+	}
+	if res.DLQ, err = js.Stream(ctx, StreamDLQ); err != nil {
+		return nil, notFound("stream", StreamDLQ, err)
 	}
 	for _, b := range res.buckets() {
 		if *b.dst, err = js.KeyValue(ctx, b.name); err != nil {

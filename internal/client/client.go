@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,11 +42,7 @@ func New(js jetstream.JetStream, res *bus.Resources, pub Publisher, sampleDir st
 }
 
 // NewJobID returns a fresh job ID: time-ordered, then random.
-func NewJobID() string {
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	return "job-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-}
+func NewJobID() string { return bus.NewJobID() }
 
 // Submit uploads the spec's sample files to the object store, replaces their
 // paths with object references, and publishes the job. The spec must be valid.

@@ -44,6 +44,12 @@ type Config struct {
 	// Ticks, if set, drives WatchDeadlines instead of a SweepEvery ticker
 	// (tests, with Now).
 	Ticks <-chan time.Time
+	// Resources and JS let the coordinator answer the message API
+	// (ServeAPI, api.go), dead-letter messages that exhaust their
+	// deliveries (deadletters.go) and publish results on reply_to
+	// subjects. Nil: none of these.
+	Resources *bus.Resources
+	JS        jetstream.JetStream
 }
 
 // Coordinator owns the job state machines: it applies each submission and
@@ -307,6 +313,7 @@ func (c *Coordinator) publish(ctx context.Context, cmds []machine.Command) error
 				return fmt.Errorf("store result of job %s: %w", cmd.Finish.JobID, err)
 			}
 			c.cfg.Metrics.finished(cmd.Finish)
+			c.replyResult(ctx, cmd.Finish, b) // api.go
 		case cmd.Emit != nil:
 			e := cmd.Emit
 			id := fmt.Sprintf("event.%s.%s.%d.%s", e.JobID, e.Type, e.Seq, e.Stage)

@@ -63,13 +63,16 @@ func hasClient(a *api) bool { return a.c != nil }
 //	GET  /v1/jobs/{id}/result   the final result object, 404 while running (read)
 //	POST /v1/jobs/{id}/ticket   a short-lived ticket for the events of one job (read)
 //	GET  /v1/jobs/{id}/events   progress events as Server-Sent Events, ending with the result (read, or ?ticket=)
+//
+// and the message API's endpoints (write.go, openapi.json): submit, run,
+// task run, sample upload, dead letters.
 func Handler(c *client.Client, reg *prometheus.Registry, o Options) http.Handler {
 	a := &api{c: c, access: &access{Options: o, tickets: newTickets()}}
 	if reg != nil {
 		a.prom = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	}
 	mux := http.NewServeMux()
-	for _, rt := range routes {
+	for _, rt := range allRoutes() {
 		if rt.needs == nil || rt.needs(a) {
 			handle := rt.handle
 			mux.HandleFunc(rt.pattern, a.access.require(rt.scope, func(w http.ResponseWriter, r *http.Request) { handle(a, w, r) }))

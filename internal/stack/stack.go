@@ -342,7 +342,7 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 	}
 	coord, err := coordinator.New(coordinator.Config{States: st.Resources.JobState, Results: st.Resources.JobResults,
 		Publisher: st.Publisher, Logger: st.log.With("component", "coordinator"), Metrics: m, DefaultModel: st.opts.Config.Model,
-		StageDeadlines: deadlines})
+		StageDeadlines: deadlines, Resources: st.Resources, JS: st.JS})
 	if err != nil {
 		return err
 	}
@@ -351,6 +351,9 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 		return err
 	}
 	st.watchDeadlines()
+	if err := st.serveAPI(ctx); err != nil {
+		return err
+	}
 	if err := coord.Recover(ctx); err != nil {
 		st.log.Warn("recover outboxes", "err", err)
 	}
@@ -493,6 +496,27 @@ func (st *Stack) watchDeadlines() {
 			st.log.Error("stage deadlines stopped", "err", err)
 		}
 	}()
+}
+
+// serveAPI answers the message API and takes the max-deliveries advisories
+// (coordinator.ServeAPI) until Close; it returns once they are subscribed.
+func (st *Stack) serveAPI(ctx context.Context) error {
+	ready := make(chan error, 1)
+	st.wg.Add(1)
+	go func() {
+		defer st.wg.Done()
+		err := st.Coord.ServeAPI(st.parts, func() { ready <- nil })
+		if err != nil {
+			ready <- err
+			st.log.Error("message API stopped", "err", err)
+		}
+	}()
+	select {
+	case err := <-ready:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Close stops the parts (in-flight work is left for redelivery), then the

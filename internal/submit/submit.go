@@ -85,6 +85,7 @@ func commands() []command {
 		{"run", "run JOB_ID [--local] [--input name=value] [--sample name=path] [--json] [--out DIR]", rerunCmd},
 		{"task", usages(taskCommands(), " | "), taskCmd},
 		{"codemode", codeModeUsage, codemodeCmd}, // codemode.go
+		{"dlq", usages(dlqCommands(), " | "), dlqCmd},
 	}
 }
 

@@ -1,0 +1,219 @@
+package httpapi
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/autocoder/autocoder/internal/client"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// The write endpoints (token scope submit) and the API's own description.
+// Submissions go through the coordinator's message API (docs/api.md), so
+// a job sent over HTTP is checked by the same code as one sent over NATS,
+// and its answer (the job ID, or the error naming the field) comes back at
+// once.
+
+//go:embed openapi.json
+var openAPI []byte
+
+// messageRoutes are the endpoints of the message API; Handler serves them
+// beside routes.
+var messageRoutes = []route{
+	{"GET /v1/openapi.json", "", (*api).openapi, nil},
+	{"POST /v1/jobs", ScopeSubmit, (*api).submit, hasClient},
+	{"POST /v1/jobs/{id}/run", ScopeSubmit, (*api).runJob, hasClient},
+	{"POST /v1/tasks/{name}/run", ScopeSubmit, (*api).runTask, hasClient},
+	{"POST /v1/samples", ScopeSubmit, (*api).putSample, hasClient},
+	{"GET /v1/dlq", ScopeRead, (*api).deadLetters, hasClient},
+	{"GET /v1/dlq/{seq}", ScopeRead, (*api).deadLetter, hasClient},
+	{"POST /v1/dlq/{seq}/replay", ScopeSubmit, (*api).replay, hasClient},
+}
+
+// allRoutes are every endpoint Handler serves.
+func allRoutes() []route { return append(append([]route{}, routes...), messageRoutes...) }
+
+// maxRequestBytes bounds a JSON request body (a job spec with its prompt).
+const maxRequestBytes = 4 << 20
+
+func (a *api) openapi(w http.ResponseWriter, r *http.Request) {
+	doc, err := openAPIDocument()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(doc)
+}
+
+// submit is POST /v1/jobs: a messages.APIRequest.
+func (a *api) submit(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	req, err := messages.DecodeAPIRequest(body)
+	if err != nil {
+		writeReply(w, messages.ReplyOf("", err), nil)
+		return
+	}
+	reply, err := a.c.SubmitRequest(r.Context(), *req)
+	writeReply(w, reply, err)
+}
+
+// runRequest is the body of POST /v1/jobs/{id}/run: a run of that job's
+// script on new data (messages.RunRequest without from_job).
+type runRequest struct {
+	JobID   string            `json:"job_id,omitempty"`
+	Args    map[string]string `json:"args,omitempty"`
+	Samples map[string]string `json:"samples,omitempty"`
+	ReplyTo string            `json:"reply_to,omitempty"`
+}
+
+// runJob is POST /v1/jobs/{id}/run.
+func (a *api) runJob(w http.ResponseWriter, r *http.Request) {
+	from, ok := jobID(w, r)
+	if !ok {
+		return
+	}
+	var rr runRequest
+	if !decodeBody(w, r, &rr) {
+		return
+	}
+	run := messages.RunRequest{FromJob: from, Args: rr.Args, Samples: rr.Samples}
+	reply, err := a.c.SubmitRequest(r.Context(), messages.APIRequest{JobID: rr.JobID, Run: &run, ReplyTo: rr.ReplyTo})
+	writeReply(w, reply, err)
+}
+
+// runTask is POST /v1/tasks/{name}/run.
+func (a *api) runTask(w http.ResponseWriter, r *http.Request) {
+	var rr runRequest
+	if !decodeBody(w, r, &rr) {
+		return
+	}
+	req := messages.TaskRunRequest{Task: r.PathValue("name"), JobID: rr.JobID, Args: rr.Args, Samples: rr.Samples, ReplyTo: rr.ReplyTo}
+	if !messages.ValidTaskName(req.Task) {
+		writeReply(w, messages.ReplyOf("", &messages.FieldError{Field: "task", Msg: "not a task name"}), nil)
+		return
+	}
+	reply, err := a.c.RunTaskRequest(r.Context(), req)
+	writeReply(w, reply, err)
+}
+
+// putSample is POST /v1/samples?name=sales.csv: the body is the file; the
+// answer is its object reference for a spec's samples.
+func (a *api) putSample(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("name")
+	if name == "" {
+		http.Error(w, "name= is required: the sample's file name (its extension is kept)", http.StatusBadRequest)
+		return
+	}
+	ref, err := a.c.PutSample(r.Context(), name, r.Body)
+	switch {
+	case errors.Is(err, client.ErrSampleTooLarge):
+		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	default:
+		writeJSON(w, http.StatusCreated, struct {
+			Object string `json:"object"`
+			Size   int64  `json:"size"`
+		}{ref.Object, ref.Size})
+	}
+}
+
+// deadLetters is GET /v1/dlq: the dead letters, oldest first.
+func (a *api) deadLetters(w http.ResponseWriter, r *http.Request) {
+	letters, err := a.c.DeadLetters(r.Context(), 0)
+	writeResult(w, letters, err)
+}
+
+func (a *api) deadLetter(w http.ResponseWriter, r *http.Request) {
+	seq, ok := dlqSeq(w, r)
+	if !ok {
+		return
+	}
+	e, err := a.c.DeadLetter(r.Context(), seq)
+	if errors.Is(err, client.ErrNoDeadLetter) {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	writeResult(w, e, err)
+}
+
+// replay is POST /v1/dlq/{seq}/replay.
+func (a *api) replay(w http.ResponseWriter, r *http.Request) {
+	seq, ok := dlqSeq(w, r)
+	if !ok {
+		return
+	}
+	reply, err := a.c.Replay(r.Context(), seq)
+	switch {
+	case errors.Is(err, client.ErrNoCoordinator):
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	case err != nil && reply.Error == "":
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	case err != nil:
+		writeJSON(w, http.StatusConflict, reply)
+	default:
+		writeJSON(w, http.StatusOK, reply)
+	}
+}
+
+func dlqSeq(w http.ResponseWriter, r *http.Request) (uint64, bool) {
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil || seq == 0 {
+		http.Error(w, "invalid dead letter sequence", http.StatusBadRequest)
+		return 0, false
+	}
+	return seq, true
+}
+
+// readBody reads a JSON request body of at most maxRequestBytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
+	if err != nil {
+		http.Error(w, "request body: "+err.Error(), http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	return body, true
+}
+
+// decodeBody decodes a JSON body strictly into v; a bad one is answered
+// with 400 and the field.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, ok := readBody(w, r)
+	if !ok {
+		return false
+	}
+	if err := messages.DecodeStrict(body, v); err != nil {
+		writeReply(w, messages.ReplyOf("", err), nil)
+		return false
+	}
+	return true
+}
+
+// writeReply answers with an APIReply: 202 for an accepted job, 400 for a
+// refused one, 503 when no coordinator answered.
+func writeReply(w http.ResponseWriter, reply messages.APIReply, err error) {
+	switch {
+	case err != nil: // no coordinator answered, or NATS failed
+		writeJSON(w, http.StatusServiceUnavailable, messages.APIReply{V: messages.SchemaVersion, Error: err.Error(), Kind: messages.ReplyUnavailable})
+	case reply.Error != "" && reply.Kind == messages.ReplyInvalid:
+		writeJSON(w, http.StatusBadRequest, reply)
+	case reply.Error != "":
+		writeJSON(w, http.StatusServiceUnavailable, reply)
+	default:
+		writeJSON(w, http.StatusAccepted, reply)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,81 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/bus/bustest"
+	"github.com/autocoder/autocoder/internal/client"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// TestWriteEndpointsWithoutCoordinator: over a NATS with no coordinator,
+// the write endpoints still refuse what is invalid with the field (checked
+// here first), answer 503 for what only a coordinator can accept, and
+// upload samples and list dead letters, which need none.
+func TestWriteEndpointsWithoutCoordinator(t *testing.T) {
+	t.Parallel()
+	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
+	c, err := client.New(be.JS, be.Resources, be.Publisher, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(c, nil, Options{Open: true}))
+	t.Cleanup(srv.Close)
+	call := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	tests := []struct {
+		method, path, body string
+		status             int
+		want               string
+	}{
+		{"POST", "/v1/jobs", `{"v":1,"spec":{"prompt":"p","outputs":{"a":"int"}}}`, 503, `"kind":"unavailable"`},
+		{"POST", "/v1/jobs", `{"v":1,"spec":{"prompt":"p","outputs":{"a":"complex"}}}`, 400, `"field":"spec.outputs.a"`},
+		{"POST", "/v1/jobs", `not json`, 400, `malformed JSON`},
+		{"POST", "/v1/jobs/job-1/run", `{"args":{"x":"1"},"bogus":1}`, 400, `"field":"bogus"`},
+		{"POST", "/v1/jobs/a.b/run", `{}`, 400, `invalid job id`},
+		{"POST", "/v1/tasks/t1/run", `{}`, 503, `"kind":"unavailable"`},
+		{"POST", "/v1/samples?name=data.csv", "a,b\n1,2\n", 201, `"object":"sha256:`},
+		{"POST", "/v1/samples", "x", 400, `name= is required`},
+		{"GET", "/v1/dlq", "", 200, `[]`},
+		{"GET", "/v1/dlq/5", "", 404, `no such dead letter`},
+		{"POST", "/v1/dlq/zero/replay", "", 400, `invalid dead letter sequence`},
+		{"POST", "/v1/dlq/5/replay", "", 503, `no coordinator`},
+	}
+	for _, tc := range tests {
+		status, body := call(tc.method, tc.path, tc.body)
+		if status != tc.status || !strings.Contains(body, tc.want) {
+			t.Errorf("%s %s: %d %s; want %d with %q", tc.method, tc.path, status, body, tc.status, tc.want)
+		}
+	}
+	// The uploaded sample is in the store under its hash.
+	_, body := call("POST", "/v1/samples?name=data.csv", "a,b\n1,2\n")
+	var up struct{ Object string }
+	if err := json.Unmarshal([]byte(body), &up); err != nil {
+		t.Fatal(err)
+	}
+	ref, ok := messages.ParseObjectRef(up.Object)
+	if !ok || ref.Ext != ".csv" {
+		t.Fatalf("uploaded object %q", up.Object)
+	}
+	if _, err := be.Resources.Samples.GetInfo(t.Context(), ref.ObjectName()); err != nil {
+		t.Errorf("uploaded sample not in the store: %v", err)
+	}
+}
