@@ -74,7 +74,8 @@ func PermissionsOf(role Role) (Permission, error) {
 // worker may pull and ack its pool's stage commands, publish results on
 // its pool's result subjects only (which only its pool's ResultStream
 // captures, so its Msg-Ids never shadow another pool's), and read (never write) job state, which
-// it checks before running a command (stagework's admission).
+// it checks before running a command (stagework's admission). It hears
+// cancellations (CancelledSubject) to stop a cancelled job's stages.
 func worker(pool Pool) Permission {
 	stream, consumer := StageStream(pool), StageConsumer(pool)
 	state := kvStream(BucketJobState)
@@ -84,13 +85,13 @@ func worker(pool Pool) Permission {
 		PoolResultSubjects(pool),
 		jsAPI("DIRECT.GET." + state), jsAPI("DIRECT.GET." + state + ".>"),
 		jsAPI("STREAM.MSG.GET." + state),
-	}}
+	}, Subscribe: []string{SubjectCancelledAll}}
 }
 
-// producer may submit, upload samples, read results, state, outputs and
+// producer may submit and cancel jobs, upload samples, read results, state, outputs and
 // events, and keep the named tasks.
 func producer() Permission {
-	pub := []string{SubjectJobsSubmit}
+	pub := []string{SubjectJobsSubmit, SubjectJobsCancel}
 	for _, s := range []string{StreamEvents, kvStream(BucketJobResults), kvStream(BucketJobState), kvStream(BucketTasks),
 		objStream(ObjectStoreSamples), objStream(ObjectStoreOutputs)} {
 		pub = append(pub, readStream(s)...)

@@ -33,7 +33,7 @@ func Step(prev State, in Input) (State, []Command) {
 	case InputCancel:
 		changed = !s.Done() && s.JobID != ""
 		if changed {
-			m.finish(messages.StatusFailed, "cancelled: "+in.Reason)
+			m.cancel(in)
 		}
 	}
 	if !changed {
@@ -393,7 +393,7 @@ func (m *stepper) record(p Pending, r *messages.StageResult) {
 		s.Stages = append([]messages.StageRecord(nil), s.Stages[len(s.Stages)-maxStageRecords:]...)
 	}
 	m.emit(messages.Event{Type: messages.EventStageFinished, Stage: r.Stage, Seq: r.Seq,
-		Iteration: p.Iteration, Cached: r.Cached, Outcome: outcome})
+		Iteration: p.Iteration, Cached: r.Cached, Outcome: outcome, Message: stageNote(r)}) // eventnote.go
 }
 
 // outcomeOf says in a few words what a stage result was: its error, a test
@@ -513,7 +513,7 @@ func ResultOf(s State) messages.Result {
 		LLMCalls: s.Usage.Calls, CacheHits: s.CacheHits, Stages: s.Stages,
 		ConversationHistory: s.History, SkippedTests: s.Spec.Options.SkipTests,
 		SubmittedAt: s.SubmittedAt, FinishedAt: s.FinishedAt,
-		UsageByStage: s.StageUsage, Notes: s.Notes,
+		UsageByStage: s.StageUsage, Notes: s.Notes, Cancelled: s.Cancelled,
 	}
 	spec := s.Spec
 	r.Spec = &spec

@@ -101,6 +101,7 @@ type Result struct {
 	FinishedAt             *time.Time        `json:"finished_at,omitempty"`
 	UsageByStage           map[Stage]Usage   `json:"usage_by_stage,omitempty"` // Usage summed per stage; cached stages cost nothing
 	Notes                  []string          `json:"notes,omitempty"`          // why the loop did what it did (the most recent)
+	Cancelled              *Cancellation     `json:"cancelled,omitempty"`      // who cancelled the job and when (cancel.go)
 }
 
 // DecodeJobSpecJSON decodes a JSON JobSpec strictly: unknown fields and wrong
