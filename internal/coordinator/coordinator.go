@@ -189,7 +189,7 @@ func fromItsPool(subject string, res *messages.StageResult) error {
 // Cancel cancels a running job on the coordinator's own behalf (cancel.go
 // has the requests of clients).
 func (c *Coordinator) Cancel(ctx context.Context, jobID, reason string) error {
-	return c.cancel(ctx, jobID, "coordinator", reason)
+	return c.cancel(ctx, jobID, "", reason)
 }
 
 // maxCASAttempts bounds retries when coordinators race on one job.

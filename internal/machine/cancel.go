@@ -6,12 +6,13 @@ import "github.com/autocoder/autocoder/pkg/messages"
 // and why on its state and result. The stages in flight become stale (the
 // coordinator tells their workers to stop them).
 func (m *stepper) cancel(in Input) {
-	by := in.By
+	by, msg := in.By, "cancelled"
 	if by == "" {
-		by = "unknown"
+		by = "unspecified" // a cancellation from inside (Coordinator.Cancel) names nobody
+	} else {
+		msg += " by " + by
 	}
 	m.s.Cancelled = &messages.Cancellation{By: by, At: in.Time, Reason: in.Reason}
-	msg := "cancelled by " + by
 	if in.Reason != "" {
 		msg += ": " + in.Reason
 	}
