@@ -14,11 +14,15 @@ func TestHelpIsShortOnStdoutPerCommand(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
 	for _, args := range [][]string{{"--help"}, {"status", "--help"}, {"result", "-h"}, {"events", "--help"},
-		{"cancel", "--help"}, {"run", "--help"}, {"task", "--help"}, {"task", "list", "--help"}, {"status", "job-1", "--help"}} {
+		{"cancel", "--help"}, {"run", "--help"}, {"task", "--help"}, {"task", "list", "--help"}, {"status", "job-1", "--help"},
+		{"help"}, {"help", "cancel"}} {
 		var stdout, stderr bytes.Buffer
 		code := Run(context.Background(), args, cfg, IO{Stdout: &stdout, Stderr: &stderr})
 		name := args[0]
-		if strings.HasPrefix(name, "-") {
+		if name == "help" && len(args) > 1 {
+			name = args[1]
+		}
+		if strings.HasPrefix(name, "-") || name == "help" {
 			name = ""
 		}
 		out := stdout.String()

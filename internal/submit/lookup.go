@@ -125,7 +125,7 @@ func eventsCmd(ctx context.Context, in *invocation) (int, error) {
 	enc := json.NewEncoder(in.io.Stdout)
 	res, err := st.Client.Watch(ctx, pos[0], func(e messages.Event) error { return enc.Encode(e) })
 	if err != nil {
-		return 0, err
+		return 0, detached(ctx, err, pos[0], false) // Ctrl-C: the job goes on
 	}
 	return exitCode(res), nil
 }

@@ -148,7 +148,7 @@ func TestLookupAfterLocalJob(t *testing.T) {
 		}
 	})
 	t.Run("unknown job", func(t *testing.T) {
-		for _, what := range []string{"status", "result"} {
+		for _, what := range []string{"status", "result", "events", "cancel"} {
 			code, _, stderr := runCLI(t, cfg, what, "job-nobody")
 			if code != ExitUsage || !strings.Contains(stderr, "job job-nobody: not found") {
 				t.Errorf("%s of an unknown job: exit %d, stderr %q", what, code, stderr)

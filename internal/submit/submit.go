@@ -103,6 +103,9 @@ type invocation struct {
 // dispatch runs the command args name, or the default one when they name none.
 func dispatch(ctx context.Context, args []string, cfg config.Config, io IO) (int, error) {
 	cmds := commands()
+	if len(args) > 0 && args[0] == "help" { // `submit help [COMMAND]` is `submit [COMMAND] --help`
+		args = append(args[1:min(len(args), 2)], "--help")
+	}
 	if len(args) > 0 {
 		if c, ok := find(cmds, args[0]); ok {
 			return c.action(ctx, &invocation{name: "submit " + c.name, usage: c.usage, args: args[1:], cfg: cfg, io: io})
