@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/stack"
@@ -264,4 +265,38 @@ func zombie(pid int) bool {
 	s := string(stat)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || len(s) < i+3 || s[i+2] == 'Z'
+}
+
+// TestCancelAbandonsTheModelCall: a job cancelled while its plan waits on
+// the model (a reply an hour away) frees the worker at once: with one LLM
+// slot, the next job's model calls are made and it passes well before the
+// first call could have ended. The worker's call was abandoned, not
+// waited out.
+func TestCancelAbandonsTheModelCall(t *testing.T) {
+	t.Parallel()
+	fake := fakellm.New()
+	defer fake.Close()
+	fake.On("plan", fakellm.JSON(messages.Plan{Description: "never", Approach: "a"}).Delay(time.Hour))
+	scriptBasics(fake, sol(code("6 * 7")))
+	cfg := testConfig(t, fake)
+	cfg.Concurrency = 1 // one slot: a call still running would hold it
+	st := startLocal(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	first := client.NewJobID()
+	if err := st.Client.Submit(ctx, first, answerSpec()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "the first plan call", func() bool { return len(fake.Requests()) == 1 })
+	if _, err := st.Client.Cancel(ctx, first, "test", "stuck"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := st.Client.WaitResult(ctx, first); err != nil || res.Cancelled == nil {
+		t.Fatalf("first job: %v, %+v", err, res)
+	}
+	res := runJob(t, st, answerSpec())
+	if !res.Success || res.Outputs["answer"] != float64(42) {
+		t.Fatalf("second job: %s %v", res.Error, res.Outputs)
+	}
 }
