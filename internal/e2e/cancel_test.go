@@ -105,6 +105,10 @@ func TestCancelStopsTheSandboxWithinTwoSeconds(t *testing.T) {
 	if len(processesWith(marker)) == 0 {
 		t.Fatal("the job's sandbox stopped when the CLI that followed it did")
 	}
+	if out, err := runSubmit(ctx, bin, env, "status", jobID); err != nil || !strings.Contains(out, "job "+jobID+": running since") ||
+		!regexp.MustCompile(`(?m)^running now:\n  run_tests +iteration 1 +for [0-9]+s$`).MatchString(out) {
+		t.Errorf("status of the running job: %v\n%s", err, out)
+	}
 
 	start := time.Now()
 	out, err := runSubmit(ctx, bin, env, "cancel", jobID, "--reason", "wrong data")

@@ -91,7 +91,13 @@ func printLookup(ctx context.Context, in *invocation, l lookup,
 		}
 	}
 	if !l.asJSON {
-		printView(in.io.Stdout, res, l.withCode)
+		var running []client.RunningStage
+		if res.Status == messages.StatusRunning {
+			if running, err = st.Client.Running(ctx, id); err != nil {
+				return 0, err
+			}
+		}
+		printView(in.io.Stdout, res, l.withCode, running)
 	} else if err := printJSON(in.io.Stdout, res); err != nil {
 		return 0, err
 	}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -21,8 +22,9 @@ import (
 // maxViewNotes bounds the notes the view shows (the most recent).
 const maxViewNotes = 3
 
-// printView writes the human view of r; withCode adds the script.
-func printView(w io.Writer, r *messages.Result, withCode bool) {
+// printView writes the human view of r; withCode adds the script, and
+// running are the stages in flight of a running job.
+func printView(w io.Writer, r *messages.Result, withCode bool, running []client.RunningStage) {
 	printHeadline(w, r)
 	if r.Spec != nil && r.Spec.Prompt != "" {
 		fmt.Fprintf(w, "task: %s\n", messages.Printable(oneLine(trimRunes(r.Spec.Prompt, 100))))
@@ -30,6 +32,7 @@ func printView(w io.Writer, r *messages.Result, withCode bool) {
 	fmt.Fprintf(w, "%d attempt(s), %d LLM call(s), %d cache hit(s), %d+%d tokens\n",
 		r.Attempts, r.LLMCalls, r.CacheHits, r.TotalInputTokens, r.TotalOutputTokens)
 	printStages(w, r.Stages)
+	printRunning(w, running, r.FinishedAt)
 	notes := r.Notes
 	if len(notes) > maxViewNotes {
 		notes = notes[len(notes)-maxViewNotes:]
@@ -83,6 +86,20 @@ func printStages(w io.Writer, stages []messages.StageRecord) {
 		}
 		fmt.Fprintf(tw, "  %s\titeration %d\t%s\t%s%s\n", messages.QuoteName(string(s.Name)), s.Iteration,
 			(time.Duration(s.DurationMS) * time.Millisecond).String(), messages.Printable(oneLine(s.Outcome)), cached)
+	}
+	tw.Flush()
+}
+
+// printRunning lists the stages in flight, each with how long it has run.
+func printRunning(w io.Writer, running []client.RunningStage, finished *time.Time) {
+	if len(running) == 0 || finished != nil {
+		return
+	}
+	fmt.Fprintln(w, "running now:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, s := range running {
+		fmt.Fprintf(tw, "  %s\titeration %d\tfor %s\n", messages.QuoteName(string(s.Stage)), s.Iteration,
+			time.Since(s.Since).Round(time.Second))
 	}
 	tw.Flush()
 }

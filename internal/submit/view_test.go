@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -29,7 +30,7 @@ func TestViewOfCancelledJob(t *testing.T) {
 		Solution:            &messages.Solution{Code: "print(1)\n"},
 	}
 	var out bytes.Buffer
-	printView(&out, r, false)
+	printView(&out, r, false, nil)
 	got := out.String()
 	for _, want := range []string{"job job-1: CANCELLED by cli:ann@box at " + at.Local().Format(time.DateTime), "after 5s", "wrong data",
 		"task: Sum the sales.", "plan", "1.2s", "run_tests", "2.5s", "1 passed, 1 failed", "submit result job-1"} {
@@ -41,9 +42,20 @@ func TestViewOfCancelledJob(t *testing.T) {
 		t.Errorf("status view shows the conversation or the code:\n%s", got)
 	}
 	out.Reset()
-	printView(&out, r, true)
+	printView(&out, r, true, nil)
 	if !strings.Contains(out.String(), "print(1)") {
 		t.Errorf("result view lacks the script:\n%s", out.String())
+	}
+}
+
+// TestViewOfRunningJob: a running job's view lists the stages in flight.
+func TestViewOfRunningJob(t *testing.T) {
+	t.Parallel()
+	r := &messages.Result{JobID: "job-2", Status: messages.StatusRunning, SubmittedAt: time.Now().Add(-time.Minute)}
+	var out bytes.Buffer
+	printView(&out, r, false, []client.RunningStage{{Stage: messages.StageRunTests, Seq: 6, Iteration: 2, Since: time.Now().Add(-3 * time.Second)}})
+	if !strings.Contains(out.String(), "job job-2: running since") || !strings.Contains(out.String(), "running now:\n  run_tests  iteration 2  for 3s") {
+		t.Errorf("view:\n%s", out.String())
 	}
 }
 
