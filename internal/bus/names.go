@@ -21,6 +21,10 @@ const (
 
 	// SubjectJobsSubmit carries messages.SubmitJob.
 	SubjectJobsSubmit = subjectRoot + ".jobs.submit"
+	// SubjectJobsCancel carries messages.CancelJob: a request to cancel a
+	// job, kept in the jobs stream like a submission, so a coordinator that
+	// is down takes it when it is back.
+	SubjectJobsCancel = subjectRoot + ".jobs.cancel"
 	// SubjectJobsAll matches every job subject (the jobs stream's subjects).
 	SubjectJobsAll = subjectRoot + ".jobs.>"
 	// SubjectResultsAll matches every pool's stage results (each pool's
@@ -28,6 +32,9 @@ const (
 	SubjectResultsAll = subjectRoot + ".results.>"
 	// SubjectEventsAll matches every job's progress events.
 	SubjectEventsAll = subjectRoot + ".events.>"
+	// SubjectCancelledAll matches every job's cancellation notice
+	// (CancelledSubject), which workers subscribe to.
+	SubjectCancelledAll = subjectRoot + ".cancelled.*"
 )
 
 // Streams.
@@ -152,6 +159,11 @@ func knownPool(p Pool) bool {
 // jobID must satisfy ValidJobID.
 func EventSubject(jobID string) string { return subjectRoot + ".events." + jobID }
 
+// CancelledSubject is where the coordinator announces, on core NATS, that
+// job jobID was cancelled, so workers stop its stages in flight:
+// autocoder.cancelled.<job_id>. jobID must satisfy ValidJobID.
+func CancelledSubject(jobID string) string { return subjectRoot + ".cancelled." + jobID }
+
 // JobIDFromSubject returns the job ID of a result or event subject.
 func JobIDFromSubject(subject string) (string, bool) {
 	if _, id, ok := ParseResultSubject(subject); ok {
@@ -170,6 +182,10 @@ func JobIDFromSubject(subject string) (string, bool) {
 
 // SubmitMsgID is the Nats-Msg-Id of a job submission.
 func SubmitMsgID(jobID string) string { return "submit." + jobID }
+
+// CancelMsgID is the Nats-Msg-Id of a request to cancel a job: a job is
+// cancelled once, so repeated requests within the window are one.
+func CancelMsgID(jobID string) string { return "cancel." + jobID }
 
 // StageMsgID is the Nats-Msg-Id of a stage command; seq is unique within the job.
 func StageMsgID(jobID string, seq int) string { return "stage." + jobID + "." + strconv.Itoa(seq) }

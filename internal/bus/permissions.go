@@ -87,7 +87,8 @@ var codeModeTools = []string{ServiceInfoSubjects(), ToolSubjects()}
 // worker may pull and ack its pool's stage commands, publish results on
 // its pool's result subjects only (which only its pool's ResultStream
 // captures, so its Msg-Ids never shadow another pool's), and read (never write) job state, which
-// it checks before running a command (stagework's admission).
+// it checks before running a command (stagework's admission). It hears
+// cancellations (CancelledSubject) to stop a cancelled job's stages.
 func worker(pool Pool) Permission {
 	stream, consumer := StageStream(pool), StageConsumer(pool)
 	state := kvStream(BucketJobState)
@@ -97,15 +98,15 @@ func worker(pool Pool) Permission {
 		PoolResultSubjects(pool),
 		jsAPI("DIRECT.GET." + state), jsAPI("DIRECT.GET." + state + ".>"),
 		jsAPI("STREAM.MSG.GET." + state),
-	}}
+	}, Subscribe: []string{SubjectCancelledAll}}
 }
 
-// producer may submit (on the jobs stream or the API subjects), upload
-// samples, read results, state, outputs, events and dead letters, replay a
-// dead letter through the coordinator, keep the named tasks, and hear the
-// results it asked for with reply_to.
+// producer may submit and cancel jobs (on the jobs stream or the API
+// subjects), upload samples, read results, state, outputs, events and dead
+// letters, replay a dead letter through the coordinator, keep the named
+// tasks, and hear the results it asked for with reply_to.
 func producer() Permission {
-	pub := []string{SubjectJobsSubmit, SubjectAPISubmit, SubjectAPITaskRun, SubjectAPIDLQReplay}
+	pub := []string{SubjectJobsSubmit, SubjectJobsCancel, SubjectAPISubmit, SubjectAPITaskRun, SubjectAPIDLQReplay}
 	for _, s := range []string{StreamEvents, StreamDLQ, kvStream(BucketJobResults), kvStream(BucketJobState), kvStream(BucketTasks),
 		objStream(ObjectStoreSamples), objStream(ObjectStoreOutputs)} {
 		pub = append(pub, readStream(s)...)

@@ -197,9 +197,10 @@ func fromItsPool(subject string, res *messages.StageResult) error {
 	return nil
 }
 
-// Cancel cancels a running job.
+// Cancel cancels a running job on the coordinator's own behalf (cancel.go
+// has the requests of clients).
 func (c *Coordinator) Cancel(ctx context.Context, jobID, reason string) error {
-	return c.apply(ctx, jobID, machine.Input{Kind: machine.InputCancel, Time: c.cfg.Now(), Reason: reason})
+	return c.cancel(ctx, jobID, "", reason)
 }
 
 // maxCASAttempts bounds retries when coordinators race on one job.

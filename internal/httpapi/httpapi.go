@@ -46,6 +46,7 @@ var routes = []route{
 	{"GET /v1/jobs/{id}", ScopeRead, (*api).status, hasClient},
 	{"GET /v1/jobs/{id}/result", ScopeRead, (*api).result, hasClient},
 	{"POST /v1/jobs/{id}/ticket", ScopeRead, (*api).ticket, hasClient},
+	{"POST /v1/jobs/{id}/cancel", ScopeSubmit, (*api).cancel, hasClient},
 	// A bearer token with read, or a ticket from /ticket (EventSource sends
 	// no headers): the handler checks either.
 	{"GET /v1/jobs/{id}/events", "", (*api).events, hasClient},
@@ -62,6 +63,7 @@ func hasClient(a *api) bool { return a.c != nil }
 //	GET  /v1/jobs/{id}          the result object so far (Contract 5 (docs/contracts.md)) (read)
 //	GET  /v1/jobs/{id}/result   the final result object, 404 while running (read)
 //	POST /v1/jobs/{id}/ticket   a short-lived ticket for the events of one job (read)
+//	POST /v1/jobs/{id}/cancel   cancel a running job; the result object says who and when (submit)
 //	GET  /v1/jobs/{id}/events   progress events as Server-Sent Events, ending with the result (read, or ?ticket=)
 //
 // and the message API's endpoints (write.go, openapi.json): submit, run,

@@ -18,9 +18,8 @@ type Scope string
 const (
 	// ScopeRead reads jobs, results, progress events and /metrics.
 	ScopeRead Scope = "read"
-	// ScopeSubmit is for the write endpoints (submitting and cancelling
-	// jobs). The API has none yet; the scope is declared so that tokens
-	// files written today keep their meaning when they come.
+	// ScopeSubmit is for the write endpoints: cancelling jobs
+	// (POST /v1/jobs/{id}/cancel), and submitting them.
 	ScopeSubmit Scope = "submit"
 )
 

@@ -215,5 +215,5 @@ func writeReply(w http.ResponseWriter, reply messages.APIReply, err error) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(v) // the status is sent; a client gone away is its own loss
 }

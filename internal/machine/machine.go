@@ -33,7 +33,7 @@ func Step(prev State, in Input) (State, []Command) {
 	case InputCancel:
 		changed = !s.Done() && s.JobID != ""
 		if changed {
-			m.finish(messages.StatusFailed, "cancelled: "+in.Reason)
+			m.cancel(in)
 		}
 	}
 	if !changed {
@@ -425,7 +425,7 @@ func (m *stepper) record(p Pending, r *messages.StageResult) {
 		s.Stages = append([]messages.StageRecord(nil), s.Stages[len(s.Stages)-maxStageRecords:]...)
 	}
 	m.emit(messages.Event{Type: messages.EventStageFinished, Stage: r.Stage, Seq: r.Seq,
-		Iteration: p.Iteration, Cached: r.Cached, Outcome: outcome})
+		Iteration: p.Iteration, Cached: r.Cached, Outcome: outcome, Message: stageNote(r)}) // eventnote.go
 }
 
 // outcomeOf says in a few words what a stage result was: its error, a test
@@ -546,6 +546,7 @@ func ResultOf(s State) messages.Result {
 		ConversationHistory: s.History, SkippedTests: s.Spec.Options.SkipTests,
 		SubmittedAt: s.SubmittedAt, FinishedAt: s.FinishedAt,
 		UsageByStage: s.StageUsage, Notes: s.Notes, ContextUsed: s.ContextUsed, CodeMode: codeModeResult(s),
+		Cancelled: s.Cancelled,
 	}
 	spec := s.Spec
 	r.Spec = &spec

@@ -94,8 +94,9 @@ type Reports struct {
 
 // Outcome is how the job ended (Status is running until then).
 type Outcome struct {
-	Status messages.JobStatus `json:"status"`
-	Error  string             `json:"error,omitempty"`
+	Status    messages.JobStatus     `json:"status"`
+	Error     string                 `json:"error,omitempty"`
+	Cancelled *messages.Cancellation `json:"cancelled,omitempty"` // who cancelled the job, when, why
 }
 
 // Clone returns a deep copy, so Step never changes the state it was given.
@@ -135,6 +136,7 @@ type Input struct {
 	Submit *Submission           `json:"submit,omitempty"`
 	Result *messages.StageResult `json:"result,omitempty"`
 	Reason string                `json:"reason,omitempty"` // cancel
+	By     string                `json:"by,omitempty"`     // cancel: who asked (messages.CancelJob.By)
 }
 
 // Submission starts a job.

@@ -45,6 +45,8 @@ var messageValues = []any{
 	messages.CodeModeToolsInput{}, messages.CodeModeToolsOutput{}, messages.CodeModeTurnInput{},
 	messages.CodeModeTurnOutput{}, messages.CodeModeExecInput{}, messages.CodeModeExecOutput{},
 	messages.ContextBundle{},
+	// Cancelling a job (autocoder.jobs.cancel).
+	messages.CancelJob{},
 }
 
 // NotMessages are the exported structs of pkg/messages that get no schema
@@ -57,7 +59,7 @@ var NotMessages = []string{
 	"Artifact", "TestCase",
 	"AgentToolCall", "AgentMessage", "ToolCallRecord", "AgentReport",
 	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult",
-	"ContextFile", "ContextChunk", "StageContext", "ContextUse",
+	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation",
 }
 
 // Messages lists the wire messages, in a stable order.

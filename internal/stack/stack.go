@@ -194,7 +194,7 @@ const errNoNATSAuth = "the embedded NATS listener %s needs authentication: set A
 // the users file's users (or, said so explicitly, no authentication).
 func (st *Stack) embeddedConfig() (bus.EmbeddedConfig, error) {
 	cfg := st.opts.Config
-	ec := bus.EmbeddedConfig{StoreDir: filepath.Join(cfg.StateDir, "jetstream"), Listen: st.opts.EmbeddedListen,
+	ec := bus.EmbeddedConfig{StoreDir: EmbeddedStoreDir(cfg), Listen: st.opts.EmbeddedListen,
 		Logger: st.log.With("component", "nats"), TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey,
 		MonitorListen: cfg.NATSMonitorListen}
 	switch {
@@ -357,7 +357,7 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 	if err := coord.Recover(ctx); err != nil {
 		st.log.Warn("recover outboxes", "err", err)
 	}
-	st.consume("coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(coord.HandleSubmit), 4)
+	st.consume("coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(coord.HandleJobs), 4)
 	for _, pool := range bus.Pools() {
 		st.consume("coordinator-results-"+string(pool), st.Resources.ResultConsumers[pool], bus.HandlerFunc(coord.HandleResult), 8)
 	}
@@ -451,8 +451,14 @@ func (st *Stack) startStageWorker(pool bus.Pool, h stagework.Handler, c cache.Ca
 	if err != nil {
 		return err
 	}
+	cancels := stagework.NewCancels() // a cancelled job's stages stop
+	sub, err := cancels.Listen(st.Conn)
+	if err != nil {
+		return fmt.Errorf("%s: subscribe to cancellations: %w", name, err)
+	}
+	st.closers = append(st.closers, sub.Unsubscribe)
 	r, err := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: st.Publisher, Cache: c,
-		Pool: pool, Jobs: stagework.KVJobs{KV: st.Resources.JobState},
+		Pool: pool, Jobs: stagework.KVJobs{KV: st.Resources.JobState}, Cancels: cancels,
 		Logger: st.log.With("component", name), Worker: cfg.WorkerName, OnResult: st.stageMetrics(), OnRefused: st.refusalMetrics()})
 	if err != nil {
 		return err

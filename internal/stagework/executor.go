@@ -80,6 +80,9 @@ type Config struct {
 	Now func() time.Time
 	// OnResult, if set, is called after each result is published (metrics).
 	OnResult func(stage messages.Stage, cached bool, err string, d time.Duration)
+	// Cancels, if set, stops the stages of a cancelled job (cancel.go);
+	// nil: they run to their end and their results are stale.
+	Cancels *Cancels
 }
 
 // Executor is the stage executor: it turns stage command messages into
@@ -137,6 +140,10 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 	if err != nil {
 		return err
 	}
+	// Tracked before admission: a cancellation announced after the check
+	// read the job as running still reaches this stage.
+	stageCtx, done := e.cfg.Cancels.track(ctx, cmd.JobID)
+	defer done()
 	switch r, err := e.admit(ctx, cmd); {
 	case err != nil:
 		return fmt.Errorf("check stage command: %w", err)
@@ -150,7 +157,12 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 	if e.fromCache(ctx, cmd, key, &res) {
 		return e.publish(ctx, &res, start)
 	}
-	out, err := e.handle(ctx, cmd)
+	out, err := e.handle(stageCtx, cmd)
+	if cancelled(stageCtx) {
+		e.log.Info("stage stopped: job cancelled", "job_id", cmd.JobID, "stage", cmd.Stage, "seq", cmd.Seq,
+			"after", e.cfg.Now().Sub(start))
+		return nil // acked: a finished job takes no result
+	}
 	if err == nil {
 		res.Output, err = encodeOutput(out.Value)
 	}

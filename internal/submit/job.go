@@ -58,13 +58,14 @@ func submitCmd(ctx context.Context, in *invocation) (int, error) {
 	fs := in.flagSet()
 	f.register(fs)
 	in.cfg.Register(fs)
-	if err := fs.Parse(in.args); err != nil {
-		return 0, flagError(err)
+	args, err := in.parse(fs) // flags before and after the job file
+	if err != nil {
+		return 0, err
 	}
 	if err := in.cfg.Validate(); err != nil {
 		return 0, usagef("%v", err)
 	}
-	spec, jobDir, err := f.spec(fs.Args())
+	spec, jobDir, err := f.spec(args)
 	if err != nil {
 		return 0, err
 	}
@@ -87,7 +88,7 @@ func submitCmd(ctx context.Context, in *invocation) (int, error) {
 	fmt.Fprintf(in.io.Stderr, "job %s submitted\n", jobID)
 	res, err := watch(ctx, st.Client, jobID, in.io)
 	if err != nil {
-		return 0, fmt.Errorf("job %s: %w", jobID, err)
+		return 0, detached(ctx, fmt.Errorf("job %s: %w", jobID, err), jobID, f.local)
 	}
 	if err := f.report(ctx, st.Client, res, in.io); err != nil {
 		return 0, err

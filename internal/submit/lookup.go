@@ -11,23 +11,11 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// statusCmd is `submit status JOB_ID`: the job's result object so far.
+// statusCmd is `submit status JOB_ID [--json]`: the job so far, in the
+// human view (view.go) or as its result object.
 func statusCmd(ctx context.Context, in *invocation) (int, error) {
-	pos, err := in.positional(in.settingsFlagSet(), 1)
-	if err != nil {
-		return 0, err
-	}
-	if err := checkJobID(pos[0]); err != nil {
-		return 0, err
-	}
-	return printLookup(ctx, in, pos[0], "", (*client.Client).Status)
-}
-
-// resultCmd is `submit result JOB_ID [--out DIR]`: the finished job's
-// result object, and with --out its files.
-func resultCmd(ctx context.Context, in *invocation) (int, error) {
 	fs := in.settingsFlagSet()
-	outDir := fs.String("out", "", "write solution.py, test_solution.py, result.json and the File and Dir outputs to this folder")
+	asJSON := fs.Bool("json", false, "print the result object so far (Contract 5 (docs/contracts.md)) as JSON")
 	pos, err := in.positional(fs, 1)
 	if err != nil {
 		return 0, err
@@ -35,7 +23,23 @@ func resultCmd(ctx context.Context, in *invocation) (int, error) {
 	if err := checkJobID(pos[0]); err != nil {
 		return 0, err
 	}
-	return printLookup(ctx, in, pos[0], *outDir, (*client.Client).Result)
+	return printLookup(ctx, in, lookup{id: pos[0], asJSON: *asJSON}, (*client.Client).Status)
+}
+
+// resultCmd is `submit result JOB_ID [--out DIR]`: the finished job's
+// result object, and with --out its files.
+func resultCmd(ctx context.Context, in *invocation) (int, error) {
+	fs := in.settingsFlagSet()
+	outDir := fs.String("out", "", "write solution.py, test_solution.py, result.json and the File and Dir outputs to this folder")
+	asJSON := fs.Bool("json", false, "print the result object (Contract 5 (docs/contracts.md)) as JSON")
+	pos, err := in.positional(fs, 1)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkJobID(pos[0]); err != nil {
+		return 0, err
+	}
+	return printLookup(ctx, in, lookup{id: pos[0], outDir: *outDir, asJSON: *asJSON, withCode: true}, (*client.Client).Result)
 }
 
 // checkJobID refuses, before anything connects, an argument that no job
@@ -55,11 +59,20 @@ func (in *invocation) settingsFlagSet() *flag.FlagSet {
 	return fs
 }
 
-// printLookup prints the result object get finds for job id (with outDir,
-// it saves the job's files there too). It exits 0 while the job runs, else
-// as the job did.
-func printLookup(ctx context.Context, in *invocation, id, outDir string,
+// lookup is what printLookup looks up and how it prints it.
+type lookup struct {
+	id       string
+	outDir   string // save the job's files here too
+	asJSON   bool   // the result object, not the human view
+	withCode bool   // the human view shows the script
+}
+
+// printLookup prints what get finds for job l.id: the human view or, with
+// --json, the result object. It exits 0 while the job runs, else as the
+// job did.
+func printLookup(ctx context.Context, in *invocation, l lookup,
 	get func(*client.Client, context.Context, string) (*messages.Result, error)) (int, error) {
+	id, outDir := l.id, l.outDir
 	st, err := in.startClient(ctx)
 	if err != nil {
 		return 0, err
@@ -77,7 +90,15 @@ func printLookup(ctx context.Context, in *invocation, id, outDir string,
 			return 0, err
 		}
 	}
-	if err := printJSON(in.io.Stdout, res); err != nil {
+	if !l.asJSON {
+		var running []client.RunningStage
+		if res.Status == messages.StatusRunning {
+			if running, err = st.Client.Running(ctx, id); err != nil {
+				return 0, err
+			}
+		}
+		printView(in.io.Stdout, res, l.withCode, running)
+	} else if err := printJSON(in.io.Stdout, res); err != nil {
 		return 0, err
 	}
 	if res.Status == messages.StatusRunning {
@@ -101,12 +122,16 @@ func eventsCmd(ctx context.Context, in *invocation) (int, error) {
 		return 0, err
 	}
 	defer st.Close()
+	// An unknown job sends no events: waiting for them would never end.
+	if _, err := st.Client.Status(ctx, pos[0]); errors.Is(err, client.ErrNotFound) {
+		return 0, usagef("job %s: not found", pos[0])
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	enc := json.NewEncoder(in.io.Stdout)
 	res, err := st.Client.Watch(ctx, pos[0], func(e messages.Event) error { return enc.Encode(e) })
 	if err != nil {
-		return 0, err
+		return 0, detached(ctx, err, pos[0], false) // Ctrl-C: the job goes on
 	}
 	return exitCode(res), nil
 }

@@ -116,7 +116,7 @@ func TestLookupAfterLocalJob(t *testing.T) {
 
 	for _, what := range []string{"status", "result"} {
 		t.Run(what, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, cfg, what, job.JobID)
+			code, stdout, stderr := runCLI(t, cfg, what, job.JobID, "--json")
 			if code != ExitSuccess {
 				t.Fatalf("exit %d, stderr %s", code, stderr)
 			}
@@ -148,7 +148,7 @@ func TestLookupAfterLocalJob(t *testing.T) {
 		}
 	})
 	t.Run("unknown job", func(t *testing.T) {
-		for _, what := range []string{"status", "result"} {
+		for _, what := range []string{"status", "result", "events", "cancel"} {
 			code, _, stderr := runCLI(t, cfg, what, "job-nobody")
 			if code != ExitUsage || !strings.Contains(stderr, "job job-nobody: not found") {
 				t.Errorf("%s of an unknown job: exit %d, stderr %q", what, code, stderr)
@@ -218,8 +218,8 @@ func TestResultOut(t *testing.T) {
 
 	// The flag after the job id, and before it.
 	for i, args := range [][]string{
-		{"result", job.JobID, "--out", filepath.Join(t.TempDir(), "out")},
-		{"result", "--out", filepath.Join(t.TempDir(), "nested", "out"), job.JobID},
+		{"result", "--json", job.JobID, "--out", filepath.Join(t.TempDir(), "out")},
+		{"result", "--out", filepath.Join(t.TempDir(), "nested", "out"), job.JobID, "--json"},
 	} {
 		dir := args[len(args)-1]
 		if i == 1 {
@@ -279,7 +279,7 @@ func TestBadJobIDIsUsage(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"status", "bad id"}, {"result", "../x"}, {"events", "job.1"}, {"run", "bad\x1b[31mid"},
-		{"task", "register", "report", "bad id"},
+		{"task", "register", "report", "bad id"}, {"cancel", "job 1"}, {"cancel", "--reason", "x", "a.b"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := Run(t.Context(), args, config.Config{}, IO{Stdout: &stdout, Stderr: &stderr})

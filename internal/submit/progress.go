@@ -8,11 +8,16 @@ import (
 )
 
 // progress prints stage progress to Stderr: on a terminal, the stages in
-// flight are redrawn on one status line; elsewhere, one line per finished stage.
+// flight are redrawn on one status line; elsewhere, one line per finished
+// stage. Each line has the stage's own duration (from its stage_started
+// event to its stage_finished, as the coordinator timed them) and the
+// job's elapsed time; a test run or diagnosis with failing tests adds a
+// line that names them.
 type progress struct {
 	io      IO
 	start   time.Time
 	running map[int]messages.Stage
+	started map[int]time.Time // stage_started time by seq
 	// tries counts finished stages per (stage, iteration): a fix re-asked
 	// after a failed verification, or a rebuild, shows as "try 2", "try 3"
 	// instead of an identical line.
@@ -25,44 +30,60 @@ type stageIteration struct {
 }
 
 func newProgress(io IO) *progress {
-	return &progress{io: io, start: time.Now(), running: map[int]messages.Stage{}, tries: map[stageIteration]int{}}
+	return &progress{io: io, start: time.Now(), running: map[int]messages.Stage{},
+		started: map[int]time.Time{}, tries: map[stageIteration]int{}}
 }
 
 func (p *progress) event(e messages.Event) error {
-	w := p.io.Stderr
 	switch e.Type {
 	case messages.EventStageStarted:
 		p.running[e.Seq] = e.Stage
+		p.started[e.Seq] = e.Time
 	case messages.EventStageFinished:
-		delete(p.running, e.Seq)
-		p.clear()
-		k := stageIteration{e.Stage, e.Iteration}
-		p.tries[k]++
-		try := ""
-		if n := p.tries[k]; n > 1 {
-			try = fmt.Sprintf(" try %d", n)
-		}
-		cached := ""
-		if e.Cached {
-			cached = " (cached)"
-		}
-		fmt.Fprintf(w, "  %-12s iteration %d%s  %s%s  [%s]\n", messages.QuoteName(string(e.Stage)), e.Iteration, try, messages.Printable(e.Outcome), cached, time.Since(p.start).Round(100*time.Millisecond))
+		p.finished(e)
 	case messages.EventToolCall:
 		if t := e.Tool; t != nil {
 			p.clear()
-			fmt.Fprintf(w, "  tool %-10s %s  %s  %dms  [%s]\n", messages.QuoteName(t.Tool), messages.Printable(t.Arguments), messages.Printable(t.Verdict), t.DurationMS, time.Since(p.start).Round(100*time.Millisecond))
+			fmt.Fprintf(p.io.Stderr, "  tool %-10s %s  %s  %dms  [%s]\n", messages.QuoteName(t.Tool), messages.Printable(t.Arguments), messages.Printable(t.Verdict), t.DurationMS, time.Since(p.start).Round(100*time.Millisecond))
 		}
 	case messages.EventJobFinished:
 		p.clear()
 		return nil
 	}
 	if p.io.Terminal && len(p.running) > 0 {
-		fmt.Fprintf(w, "\r\033[K  running:")
+		fmt.Fprintf(p.io.Stderr, "\r\033[K  running:")
 		for _, s := range p.running {
-			fmt.Fprintf(w, " %s", messages.QuoteName(string(s)))
+			fmt.Fprintf(p.io.Stderr, " %s", messages.QuoteName(string(s)))
 		}
 	}
 	return nil
+}
+
+// finished prints the line of a finished stage, and its note.
+func (p *progress) finished(e messages.Event) {
+	w := p.io.Stderr
+	delete(p.running, e.Seq)
+	p.clear()
+	k := stageIteration{e.Stage, e.Iteration}
+	p.tries[k]++
+	try := ""
+	if n := p.tries[k]; n > 1 {
+		try = fmt.Sprintf(" try %d", n)
+	}
+	cached := ""
+	if e.Cached {
+		cached = " (cached)"
+	}
+	took := "?" // joined after the stage started
+	if t, ok := p.started[e.Seq]; ok && !t.IsZero() && !e.Time.IsZero() {
+		took = e.Time.Sub(t).Round(100 * time.Millisecond).String()
+	}
+	delete(p.started, e.Seq)
+	fmt.Fprintf(w, "  %-12s iteration %d%s  %s%s  took %s  [%s in all]\n", messages.QuoteName(string(e.Stage)), e.Iteration, try,
+		messages.Printable(e.Outcome), cached, took, time.Since(p.start).Round(100*time.Millisecond))
+	if e.Message != "" {
+		fmt.Fprintf(w, "  %-12s %s\n", "", messages.Printable(oneLine(e.Message)))
+	}
 }
 
 func (p *progress) clear() {

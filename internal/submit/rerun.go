@@ -98,7 +98,7 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	if err != nil {
 		return 0, err
 	}
-	res, err := submitRerun(ctx, st.Client, from, req, files, io)
+	res, err := submitRerun(ctx, st.Client, from, req, files, io, f.local)
 	if err != nil {
 		return 0, err
 	}
@@ -149,7 +149,7 @@ func scriptSource(ctx context.Context, c *client.Client, from, task string) (str
 }
 
 // submitRerun submits the rerun of job from's script and watches it to its end.
-func submitRerun(ctx context.Context, c *client.Client, from string, req messages.RunRequest, files map[string]string, io IO) (*messages.Result, error) {
+func submitRerun(ctx context.Context, c *client.Client, from string, req messages.RunRequest, files map[string]string, io IO, local bool) (*messages.Result, error) {
 	id := client.NewJobID()
 	if err := c.Run(ctx, id, req, files); err != nil {
 		return nil, err
@@ -157,7 +157,7 @@ func submitRerun(ctx context.Context, c *client.Client, from string, req message
 	fmt.Fprintf(io.Stderr, "run %s of job %s submitted\n", id, from)
 	res, err := watch(ctx, c, id, io)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", id, err)
+		return nil, detached(ctx, fmt.Errorf("run %s: %w", id, err), id, local)
 	}
 	return res, nil
 }

@@ -102,20 +102,20 @@ func TestRunUsage(t *testing.T) {
 }
 
 // TestEverySubcommandTakesNATSCredentials: each subcommand that talks to
-// NATS lists the credential flags in its --help.
+// NATS lists the credential flags in its --help, on stdout.
 func TestEverySubcommandTakesNATSCredentials(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
 	for _, args := range [][]string{{"--help"}, {"status", "--help"}, {"result", "--help"}, {"events", "--help"},
-		{"run", "--help"}, {"task", "list", "--help"}, {"task", "register", "--help"}} {
+		{"run", "--help"}, {"task", "list", "--help"}, {"task", "register", "--help"}, {"cancel", "--help"}} {
 		var stdout, stderr bytes.Buffer
 		code := Run(context.Background(), args, cfg, IO{Stdout: &stdout, Stderr: &stderr})
 		if code != ExitSuccess {
 			t.Errorf("%q: exit %d, want 0", args, code)
 		}
 		for _, f := range []string{"-nats-user", "-nats-password-file", "-nats-nkey-file", "-nats-creds-file", "-nats-ca-file"} {
-			if !strings.Contains(stderr.String(), f) {
-				t.Errorf("%q does not list %s:\n%s", args, f, stderr.String())
+			if !strings.Contains(stdout.String(), f) {
+				t.Errorf("%q does not list %s:\n%s", args, f, stdout.String())
 				break
 			}
 		}

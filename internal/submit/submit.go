@@ -51,7 +51,10 @@ func Run(ctx context.Context, args []string, cfg config.Config, io IO) int {
 	if err != nil {
 		var ue *usageError
 		var fe *messages.FieldError
+		var de *detachedError
 		switch {
+		case errors.As(err, &de):
+			return printDetached(io.Stderr, de) // detach.go
 		case errors.As(err, &ue), errors.As(err, &fe):
 			fmt.Fprintln(io.Stderr, "submit: "+messages.Printable(oneLine(err.Error())))
 			return ExitUsage
@@ -82,6 +85,7 @@ func commands() []command {
 		{"status", "status JOB_ID", statusCmd},
 		{"result", "result JOB_ID [--out DIR]", resultCmd},
 		{"events", "events JOB_ID", eventsCmd},
+		{"cancel", "cancel JOB_ID [--reason TEXT] [--json]", cancelCmd},
 		{"run", "run JOB_ID [--local] [--input name=value] [--sample name=path] [--json] [--out DIR]", rerunCmd},
 		{"task", usages(taskCommands(), " | "), taskCmd},
 		{"codemode", codeModeUsage, codemodeCmd}, // codemode.go
@@ -101,6 +105,9 @@ type invocation struct {
 // dispatch runs the command args name, or the default one when they name none.
 func dispatch(ctx context.Context, args []string, cfg config.Config, io IO) (int, error) {
 	cmds := commands()
+	if len(args) > 0 && args[0] == "help" { // `submit help [COMMAND]` is `submit [COMMAND] --help`
+		args = append(args[1:min(len(args), 2)], "--help")
+	}
 	if len(args) > 0 {
 		if c, ok := find(cmds, args[0]); ok {
 			return c.action(ctx, &invocation{name: "submit " + c.name, usage: c.usage, args: args[1:], cfg: cfg, io: io})
@@ -128,27 +135,15 @@ func usages(cmds []command, sep string) string {
 	return strings.Join(lines, sep)
 }
 
-// flagSet is the command's flag set: its errors and -h on Stderr, -h with
-// the command's usage line.
-func (in *invocation) flagSet() *flag.FlagSet {
-	fs := flag.NewFlagSet(in.name, flag.ContinueOnError)
-	fs.SetOutput(in.io.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(in.io.Stderr, "usage: submit "+in.usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
 // usageError is the command's usage line as an error (exit 2).
 func (in *invocation) usageError() error { return usagef("usage: submit %s", in.usage) }
 
 // positional parses the command's flags, which may come before and after
 // its n positional arguments, and returns those.
 func (in *invocation) positional(fs *flag.FlagSet, n int) ([]string, error) {
-	pos, err := parseInterleaved(fs, in.args)
+	pos, err := in.parse(fs) // help.go
 	if err != nil {
-		return nil, flagError(err)
+		return nil, err
 	}
 	if len(pos) != n {
 		return nil, in.usageError()
@@ -186,8 +181,16 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // startClient starts a stack with no parts of its own, for a command that
-// only talks to a deployment (or to the state a --local job left).
+// only talks to a deployment (or to the state a --local job left). With no
+// NATS URL and no such state, there is nothing to talk to: it says so
+// rather than start an empty embedded server that knows no job.
 func (in *invocation) startClient(ctx context.Context) (*stack.Stack, error) {
+	if in.cfg.NATSURL == "" {
+		if fi, err := os.Stat(stack.EmbeddedStoreDir(in.cfg)); err != nil || !fi.IsDir() {
+			return nil, usagef("no deployment configured: set AUTOCODER_NATS_URL (or --nats-url) to its NATS; "+
+				"jobs run with --local are found with the --state-dir they ran with (%s has none)", in.cfg.StateDir)
+		}
+	}
 	return stack.Start(ctx, cliStack(in.cfg, in.io))
 }
 

@@ -30,6 +30,10 @@ func taskCmd(ctx context.Context, in *invocation) (int, error) {
 	if len(in.args) == 0 {
 		return 0, in.usageError()
 	}
+	if isHelp(in.args[0]) {
+		fmt.Fprintf(in.io.Stdout, "usage: submit %s\n\nsubmit task COMMAND --help tells more about each.\n", usages(taskCommands(), "\n       submit "))
+		return 0, flag.ErrHelp
+	}
 	c, ok := find(taskCommands(), in.args[0])
 	if !ok {
 		return 0, in.usageError()

@@ -107,6 +107,7 @@ type Result struct {
 	ContextUsed            []StageContext    `json:"context_used,omitempty"`   // the context chunks each model stage was given
 	Agent                  *AgentReport      `json:"agent,omitempty"`          // backend agent: the tool-call trace and summary
 	CodeMode               *CodeModeResult   `json:"codemode,omitempty"`       // mode: codemode jobs (Contract 8)
+	Cancelled              *Cancellation     `json:"cancelled,omitempty"`      // who cancelled the job and when (cancel.go)
 }
 
 // DecodeJobSpecJSON decodes a JSON JobSpec strictly: unknown fields and wrong

@@ -1,0 +1,38 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// Cancel asks the coordinator to cancel job jobID on behalf of by (who
+// asks: "cli:<user>@<host>", "http:<token name>") for reason, and returns
+// the job's result object as it was: ErrNotFound for a job nobody knows; a
+// finished one is returned as it is and nothing is sent, since it cannot be
+// cancelled. The cancellation itself is asynchronous: WaitResult returns
+// the result that says who cancelled the job and when.
+func (c *Client) Cancel(ctx context.Context, jobID, by, reason string) (*messages.Result, error) {
+	if !bus.ValidJobID(jobID) {
+		return nil, fmt.Errorf("invalid job id %q", jobID)
+	}
+	req := messages.CancelJob{V: messages.SchemaVersion, JobID: jobID, By: by, Reason: reason}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	res, err := c.Status(ctx, jobID)
+	if err != nil || res.Status != messages.StatusRunning {
+		return res, err
+	}
+	if err := c.pub.PublishJSON(ctx, bus.SubjectJobsCancel, req, bus.CancelMsgID(jobID)); err != nil {
+		return nil, fmt.Errorf("cancel job %s: %w", jobID, err)
+	}
+	return res, nil
+}
+
+// WaitResult waits for job jobID's final result object until ctx ends.
+func (c *Client) WaitResult(ctx context.Context, jobID string) (*messages.Result, error) {
+	return c.waitResult(ctx, jobID)
+}
