@@ -91,7 +91,7 @@ func worker(pool Pool) Permission {
 // events, and keep the named tasks.
 func producer() Permission {
 	pub := []string{SubjectJobsSubmit}
-	for _, s := range []string{StreamEvents, kvStream(BucketJobResults), kvStream(BucketJobState), kvStream(BucketTasks),
+	for _, s := range []string{StreamEvents, kvStream(BucketJobResults), kvStream(BucketJobState), kvStream(BucketJobIndex), kvStream(BucketTasks),
 		objStream(ObjectStoreSamples), objStream(ObjectStoreOutputs)} {
 		pub = append(pub, readStream(s)...)
 	}

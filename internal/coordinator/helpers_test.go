@@ -64,7 +64,7 @@ func (e *env) coordinator(t *testing.T, states jetstream.KeyValue, pub coordinat
 	if reg != nil {
 		m = coordinator.NewMetrics(reg)
 	}
-	c, err := coordinator.New(coordinator.Config{States: states, Results: e.res.JobResults, Publisher: pub,
+	c, err := coordinator.New(coordinator.Config{States: states, Results: e.res.JobResults, Index: e.res.JobIndex, Publisher: pub,
 		Now: func() time.Time { return t0 }, DefaultModel: "test-model", Metrics: m})
 	if err != nil {
 		t.Fatal(err)
