@@ -14,6 +14,7 @@ packages=(
   python3-venv
   util-linux       # prlimit
   ca-certificates
+  chromium         # the web UI's browser test (internal/e2e TestWebUI), headless
 )
 
 missing=()
@@ -31,6 +32,7 @@ fi
 command -v go >/dev/null || { echo "setup: Go is not installed (need 1.26+)"; exit 1; }
 command -v bwrap >/dev/null || { echo "setup: bwrap missing after install"; exit 1; }
 command -v redis-server >/dev/null || { echo "setup: redis-server missing after install"; exit 1; }
+command -v chromium >/dev/null || { echo "setup: chromium missing after install"; exit 1; }
 /usr/bin/python3 -c 'import pytest, pandas' || { echo "setup: /usr/bin/python3 lacks pytest or pandas"; exit 1; }
 bwrap --unshare-all --die-with-parent --ro-bind / / true || { echo "setup: bubblewrap cannot create a sandbox here"; exit 1; }
 # golangci-lint checks the house rules (.golangci.yml); a pinned version,
