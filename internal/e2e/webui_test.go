@@ -7,11 +7,13 @@ import (
 	"flag"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,7 +73,8 @@ func TestWebUI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.Handler(st.Client, reg, httpapi.Options{Tokens: tokens}))
+	streams := &eventRequests{}
+	srv := httptest.NewServer(streams.record(httpapi.Handler(st.Client, reg, httpapi.Options{Tokens: tokens})))
 	defer srv.Close()
 
 	fixedSpec := answerSpec()
@@ -183,6 +186,15 @@ func TestWebUI(t *testing.T) {
 	// button posts and shows the server's answer, whatever it is.
 	page.job(runningID, `#job-status [data-status="running"]`)
 	page.run("running plan", chromedp.WaitVisible(chromedp.CSS(`#running li[data-stage="plan"]`)), chromedp.WaitVisible(chromedp.CSS(`#live[data-state="live"]`)))
+	// A dropped stream: the page opens a new one, with a new ticket, after
+	// the last event it saw, and is live again.
+	opened := streams.count()
+	srv.CloseClientConnections()
+	resumed := streams.waitNext(t, opened)
+	if resumed.Get("ticket") == "" || resumed.Get("last_event_id") == "" || resumed.Get("last_event_id") == "0" {
+		t.Errorf("the page reconnected with %q, want a ticket and the last event id", resumed.Encode())
+	}
+	page.run("live again", chromedp.WaitVisible(chromedp.CSS(`#live[data-state="live"]`)), chromedp.WaitVisible(chromedp.CSS(`#running li[data-stage="plan"]`)))
 	page.run("rerun", chromedp.Click(chromedp.CSS(`#rerun`)), chromedp.WaitVisible(chromedp.CSS(`#action-answer[data-done="1"]`)))
 	if a := page.text(`#action-answer`); !regexp.MustCompile(`^\d{3} `).MatchString(a) {
 		t.Errorf("the rerun button shows %q, not the server's answer", a)
@@ -350,4 +362,45 @@ func checkSummaryPages(t *testing.T, base, token string) {
 			t.Errorf("a running job's line: %+v", j)
 		}
 	}
+}
+
+// eventRequests records the queries of the events streams the page opens.
+type eventRequests struct {
+	mu      sync.Mutex
+	queries []url.Values
+}
+
+func (e *eventRequests) record(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/events") {
+			e.mu.Lock()
+			e.queries = append(e.queries, r.URL.Query())
+			e.mu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (e *eventRequests) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.queries)
+}
+
+// waitNext waits for a stream opened after the first n and returns its query.
+func (e *eventRequests) waitNext(t *testing.T, n int) url.Values {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		e.mu.Lock()
+		if len(e.queries) > n {
+			q := e.queries[n]
+			e.mu.Unlock()
+			return q
+		}
+		e.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the page did not reopen its events stream")
+	return nil
 }

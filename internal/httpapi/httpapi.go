@@ -144,6 +144,10 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	after, ok := lastEventID(w, r)
+	if !ok {
+		return
+	}
 	if _, err := a.c.Status(r.Context(), id); err != nil {
 		writeResult(w, nil, err)
 		return
@@ -151,9 +155,11 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	after, ok := lastEventID(w, r)
-	if !ok {
-		return
+	if flusher != nil {
+		// The headers now: a stream resumed after the last event may wait
+		// long for the next, and a browser counts it open only then.
+		w.WriteHeader(http.StatusOK)
+		flusher.Flush()
 	}
 	send := func(id uint64, event string, v any) error {
 		b, err := json.Marshal(v)
