@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"archive/tar"
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -58,7 +61,7 @@ func TestWebUI(t *testing.T) {
 	requireSandboxTools(t)
 	fake := fakellm.New()
 	defer fake.Close()
-	scriptBasics(fake, sol(code("6 * 6")), sol(code("6 * 7")))
+	scriptBasics(fake, sol(withFiles(code("6 * 6"))), sol(withFiles(code("6 * 7"))))
 	fake.On("diagnosis", diagnosis(nil, failure("test_answer", messages.ErrorLogic, "assert 36 == 42", "return 6 * 7")))
 	reg := prometheus.NewRegistry()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -79,6 +82,7 @@ func TestWebUI(t *testing.T) {
 
 	fixedSpec := answerSpec()
 	fixedSpec.Name = "answer-fixed"
+	fixedSpec.Outputs["report"], fixedSpec.Outputs["charts"] = messages.TypeFile, messages.TypeDir
 	fixed := runJob(t, st, fixedSpec)
 	requireSuccess(t, fixed)
 
@@ -119,6 +123,7 @@ func TestWebUI(t *testing.T) {
 	}
 
 	checkEventResumption(t, srv.URL, token, fixed.JobID)
+	checkDownloads(t, srv.URL, token, fixed.JobID)
 	checkSummaryPages(t, srv.URL, token)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
@@ -175,6 +180,8 @@ func TestWebUI(t *testing.T) {
 	page.contains(`#plan`, "a function and a main block")
 	page.contains(`#usage tr[data-stage="code"]`, "code")
 	page.contains(`#outputs tr[data-output="answer"]`, "42")
+	page.contains(`#outputs button[data-download="report"]`, "download report")
+	page.contains(`#outputs button[data-download="charts"]`, "download charts.tar")
 	page.contains(`#notes`, "iteration 2: every test passes")
 	// The failed job: why, the failing test and pytest's output.
 	page.job(failed.JobID, `#job-status [data-status="failed"]`)
@@ -403,4 +410,61 @@ func (e *eventRequests) waitNext(t *testing.T, n int) url.Values {
 	}
 	t.Fatal("the page did not reopen its events stream")
 	return nil
+}
+
+// withFiles makes an answer script write a File output (report) and a Dir
+// output (charts) too.
+func withFiles(script string) string {
+	return strings.Replace(script, "        f.write(str(answer()))\n", `        f.write(str(answer()))
+    with open("/var/outputs/report", "w") as f:
+        f.write("the answer is %d\n" % answer())
+    os.makedirs("/var/outputs/charts/sub", exist_ok=True)
+    with open("/var/outputs/charts/sub/a.txt", "w") as f:
+        f.write("chart\n")
+`, 1)
+}
+
+// checkDownloads: the job's File output downloads as is, its Dir output as
+// a tar under its name.
+func checkDownloads(t *testing.T, base, token, jobID string) {
+	t.Helper()
+	get := func(name string) (*http.Response, []byte) {
+		req, _ := http.NewRequest("GET", base+"/v1/jobs/"+jobID+"/outputs/"+name, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, b
+	}
+	if resp, b := get("report"); resp.StatusCode != 200 || string(b) != "the answer is 42\n" ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), `filename=report`) {
+		t.Errorf("GET report: %s %q %q", resp.Status, b, resp.Header.Get("Content-Disposition"))
+	}
+	resp, b := get("charts")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-tar" {
+		t.Fatalf("GET charts: %s %s", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	tr := tar.NewReader(bytes.NewReader(b))
+	var files []string
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		if h.Typeflag == tar.TypeReg {
+			files = append(files, h.Name)
+		}
+	}
+	if strings.Join(files, ",") != "charts/sub/a.txt" {
+		t.Errorf("charts.tar holds %q", files)
+	}
+	if resp, _ := get("answer"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET a scalar output: %s, want 404", resp.Status)
+	}
 }
