@@ -90,6 +90,11 @@ func TestWebUI(t *testing.T) {
 	failedSpec := answerSpec()
 	failedSpec.Name, failedSpec.Prompt = "answer-failed", "Compute the answer (42) once more, as the output answer."
 	failedSpec.Options.MaxIterations = 1
+	sales := filepath.Join(t.TempDir(), "sales.csv")
+	if err := os.WriteFile(sales, []byte("region,amount\nnorth,3\nsouth,5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failedSpec.Samples = map[string]string{"sales": sales} // a data context to show
 	failed := runJob(t, st, failedSpec)
 	if failed.Status != messages.StatusFailed {
 		t.Fatalf("the failing job: status %s (%s)", failed.Status, failed.Error)
@@ -188,6 +193,8 @@ func TestWebUI(t *testing.T) {
 	page.contains(`#job-error`, "tests still failing after 1 iterations")
 	page.contains(`#iterations tr[data-test="test_answer"][data-outcome="failed"]`, "assert")
 	page.contains(`#iterations [data-role="pytest-output"]`, "test_answer")
+	page.contains(`#data-context`, "amount")
+	page.contains(`#timeline tr[data-stage="profile"]`, "ok")
 
 	// The running job: the stage running now, live over SSE; the rerun
 	// button posts and shows the server's answer, whatever it is.
