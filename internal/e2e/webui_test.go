@@ -210,8 +210,14 @@ func TestWebUI(t *testing.T) {
 	}
 	page.run("live again", chromedp.WaitVisible(chromedp.CSS(`#live[data-state="live"]`)), chromedp.WaitVisible(chromedp.CSS(`#running li[data-stage="plan"]`)))
 	page.run("rerun", chromedp.Click(chromedp.CSS(`#rerun`)), chromedp.WaitVisible(chromedp.CSS(`#action-answer[data-done="1"]`)))
-	if a := page.text(`#action-answer`); !regexp.MustCompile(`^\d{3} `).MatchString(a) {
+	answered := regexp.MustCompile(`^\d{3} `)
+	if a := page.text(`#action-answer`); !answered.MatchString(a) {
 		t.Errorf("the rerun button shows %q, not the server's answer", a)
+	}
+	page.run("cancel", chromedp.SetAttributeValue(chromedp.CSS(`#action-answer`), "data-done", "0"), chromedp.Click(chromedp.CSS(`#cancel`)),
+		chromedp.WaitVisible(chromedp.CSS(`#action-answer[data-done="1"]`)))
+	if a := page.text(`#action-answer`); !answered.MatchString(a) {
+		t.Errorf("the cancel button shows %q, not the server's answer", a)
 	}
 }
 
