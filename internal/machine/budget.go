@@ -41,7 +41,10 @@ const (
 	maxTracks          = 50
 	maxHints           = 10
 	summaryTextBudget  = 300 // the prompt and error on a job's index line (summary.go)
-	// The iteration log (iterations.go), kept beside the state in its record.
+	// The iteration log (iterations.go), kept beside the state in its
+	// record: with the state and its result (600 KB at most,
+	// TestStateAndPromptsStayBounded) the record stays under NATS's 1 MB
+	// message limit.
 	maxIterationRecords    = 8
 	iterationLogBudget     = 192 << 10
 	iterationCodeBudget    = 16 << 10 // the code and the tests of one iteration, each

@@ -11,6 +11,7 @@ export function stopJob() {
   live.stopped = true;
   if (live.source) live.source.close();
   for (const t of live.timers) clearTimeout(t);
+  clearInterval(live.ticker);
   live = null;
 }
 
@@ -18,7 +19,10 @@ export async function showJob(id) {
   live = { id, source: null, lastId: 0, running: new Map(), timers: [], stopped: false, res: null, its: [], tab: null, retry: 0 };
   const me = live;
   await refresh(me);
-  if (me.res && me.res.status === "running") connect(me);
+  if (me.res && me.res.status === "running") {
+    connect(me);
+    me.ticker = setInterval(() => renderRunning(me), 1000); // the running stages' ages
+  }
 }
 
 const path = (id) => "v1/jobs/" + encodeURIComponent(id);
