@@ -17,6 +17,7 @@ packages=(
   ca-certificates
   prometheus       # the dashboards test runs it (and promtool) against a live stack
   docker-compose   # validates deploy/compose (the compose config check)
+  chromium         # the web UI's browser test (internal/e2e TestWebUI), headless
 )
 
 missing=()
@@ -34,6 +35,7 @@ fi
 command -v go >/dev/null || { echo "setup: Go is not installed (need 1.26+)"; exit 1; }
 command -v bwrap >/dev/null || { echo "setup: bwrap missing after install"; exit 1; }
 command -v redis-server >/dev/null || { echo "setup: redis-server missing after install"; exit 1; }
+command -v chromium >/dev/null || { echo "setup: chromium missing after install"; exit 1; }
 /usr/bin/python3 -c 'import pytest, pandas' || { echo "setup: /usr/bin/python3 lacks pytest or pandas"; exit 1; }
 command -v prometheus >/dev/null && command -v promtool >/dev/null || { echo "setup: prometheus missing after install"; exit 1; }
 command -v docker-compose >/dev/null || { echo "setup: docker-compose missing after install"; exit 1; }

@@ -10,7 +10,7 @@
 //	autocoder.stage.<pool>.<stage>      AUTOCODER_STAGE_<POOL>  work queue  -> <pool>-workers
 //	autocoder.results.<pool>.<job_id>   AUTOCODER_RESULTS_<POOL> work queue -> coordinator
 //	autocoder.events.<job_id>           AUTOCODER_EVENTS        limits, 24h -> live views
-//	KV autocoder_job_state, autocoder_job_results; objects autocoder_samples, autocoder_outputs
+//	KV autocoder_job_state, autocoder_job_results, autocoder_job_index; objects autocoder_samples, autocoder_outputs
 //
 // A handler decides a message's fate by its error: nil acks it, Permanent(err)
 // terminates it, RetryAfter(err, d) redelivers it after d, and any other

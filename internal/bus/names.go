@@ -67,6 +67,9 @@ const (
 	ObjectStoreSamples = "autocoder_samples"
 	// ObjectStoreOutputs holds File/Dir outputs of acceptance and script runs.
 	ObjectStoreOutputs = "autocoder_outputs"
+	// BucketJobIndex holds each job's summary line (messages.JobSummary),
+	// keyed by job ID: the job list reads it instead of full states.
+	BucketJobIndex = "autocoder_job_index"
 	// BucketTasks holds named reusable tasks (messages.Task), keyed by TaskKey.
 	BucketTasks = "autocoder_tasks"
 )
@@ -197,7 +200,7 @@ func ResultMsgID(pool Pool, jobID string, seq int) string {
 	return "result." + string(pool) + "." + jobID + "." + strconv.Itoa(seq)
 }
 
-// JobKey is the key of a job in BucketJobState and BucketJobResults.
+// JobKey is the key of a job in BucketJobState, BucketJobResults and BucketJobIndex.
 func JobKey(jobID string) string { return jobID }
 
 // TaskKey is the key of a task in BucketTasks. name must satisfy

@@ -107,7 +107,7 @@ func worker(pool Pool) Permission {
 // tasks, and hear the results it asked for with reply_to.
 func producer() Permission {
 	pub := []string{SubjectJobsSubmit, SubjectJobsCancel, SubjectAPISubmit, SubjectAPITaskRun, SubjectAPIDLQReplay}
-	for _, s := range []string{StreamEvents, StreamDLQ, kvStream(BucketJobResults), kvStream(BucketJobState), kvStream(BucketTasks),
+	for _, s := range []string{StreamEvents, StreamDLQ, kvStream(BucketJobResults), kvStream(BucketJobState), kvStream(BucketJobIndex), kvStream(BucketTasks),
 		objStream(ObjectStoreSamples), objStream(ObjectStoreOutputs)} {
 		pub = append(pub, readStream(s)...)
 	}

@@ -108,6 +108,7 @@ type Resources struct {
 
 	JobState   jetstream.KeyValue    // BucketJobState
 	JobResults jetstream.KeyValue    // BucketJobResults
+	JobIndex   jetstream.KeyValue    // BucketJobIndex
 	Tasks      jetstream.KeyValue    // BucketTasks
 	ReplyTo    jetstream.KeyValue    // BucketReplyTo
 	Samples    jetstream.ObjectStore // ObjectStoreSamples
@@ -168,6 +169,7 @@ func (r *Resources) buckets() []store[jetstream.KeyValue] {
 	return []store[jetstream.KeyValue]{
 		{BucketJobState, "autocoder job state machines", &r.JobState},
 		{BucketJobResults, "autocoder job result objects", &r.JobResults},
+		{BucketJobIndex, "autocoder job summaries for job lists", &r.JobIndex},
 		{BucketTasks, "autocoder named reusable tasks", &r.Tasks},
 		{BucketReplyTo, "autocoder reply_to subjects of running jobs", &r.ReplyTo},
 	}

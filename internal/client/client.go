@@ -114,54 +114,12 @@ func (c *Client) Status(ctx context.Context, jobID string) (*messages.Result, er
 // Watch calls fn for each progress event of the job, from the first, until
 // the job finishes (then it returns the result), fn returns an error, or ctx ends.
 func (c *Client) Watch(ctx context.Context, jobID string, fn func(messages.Event) error) (*messages.Result, error) {
-	// A finished job whose events have all aged out of the events stream
-	// (EventsMaxAge) would never send the job_finished this waits for.
-	if r, err := c.Result(ctx, jobID); err == nil {
-		info, err := c.res.Events.Info(ctx, jetstream.WithSubjectFilter(bus.EventSubject(jobID)))
-		if err != nil {
-			return nil, fmt.Errorf("watch job %s: %w", jobID, err)
+	return c.WatchFrom(ctx, jobID, 0, func(_ uint64, e messages.Event) error {
+		if fn == nil {
+			return nil
 		}
-		if info.State.Subjects[bus.EventSubject(jobID)] == 0 {
-			return r, nil
-		}
-	} else if !errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("watch job %s: %w", jobID, err)
-	}
-	cons, err := c.js.OrderedConsumer(ctx, bus.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{bus.EventSubject(jobID)},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		return fn(e)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("watch job %s: %w", jobID, err)
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return nil, fmt.Errorf("watch job %s: %w", jobID, err)
-	}
-	stop := context.AfterFunc(ctx, it.Stop) // unblocks Next when ctx ends
-	defer stop()
-	defer it.Stop()
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("watch job %s: %w", jobID, err)
-		}
-		var ev messages.Event
-		if json.Unmarshal(msg.Data(), &ev) != nil {
-			continue
-		}
-		if fn != nil {
-			if err := fn(ev); err != nil {
-				return nil, err
-			}
-		}
-		if ev.Type == messages.EventJobFinished {
-			return c.waitResult(ctx, jobID)
-		}
-	}
 }
 
 func (c *Client) waitResult(ctx context.Context, jobID string) (*messages.Result, error) {

@@ -8,14 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -236,20 +233,8 @@ func checkEntry(p string) error {
 
 // copyObject copies an object of the outputs store to f, checking its hash.
 func (c *Client) copyObject(ctx context.Context, ref messages.ObjectRef, f *os.File) error {
-	obj, err := c.res.Outputs.Get(ctx, ref.ObjectName())
-	if err != nil {
-		if errors.Is(err, jetstream.ErrObjectNotFound) {
-			return fmt.Errorf("object %s is no longer in the outputs store", ref)
-		}
+	if err := c.streamObject(ctx, ref, f); err != nil {
 		return err
-	}
-	defer obj.Close()
-	h := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(f, h), obj); err != nil {
-		return err
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != ref.SHA256 {
-		return fmt.Errorf("object %s has content hash %s", ref, got)
 	}
 	return f.Chmod(0o644) // whatever the umask: a download is for reading
 }

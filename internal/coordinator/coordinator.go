@@ -24,6 +24,7 @@ type Publisher interface {
 type Config struct {
 	States    jetstream.KeyValue // job state bucket (bus.BucketJobState)
 	Results   jetstream.KeyValue // result bucket (bus.BucketJobResults)
+	Index     jetstream.KeyValue // job summaries (bus.BucketJobIndex); nil: no index (index.go)
 	Publisher Publisher
 	Logger    *slog.Logger     // nil: discard
 	Now       func() time.Time // clock; default time.Now
@@ -93,6 +94,9 @@ func New(cfg Config) (*Coordinator, error) {
 type record struct {
 	State  machine.State     `json:"state"`
 	Outbox []machine.Command `json:"outbox,omitempty"`
+	// Iterations is the job's iteration log for the web UI
+	// (machine.NoteIteration), stored with the state it follows.
+	Iterations []messages.Iteration `json:"iterations,omitempty"`
 }
 
 // HandleSubmit is the bus.Handler for job submissions.
@@ -159,7 +163,11 @@ func (c *Coordinator) reject(ctx context.Context, jobID string, err error) error
 		SubmittedAt: now, FinishedAt: &now, Outputs: map[string]any{}, Stages: []messages.StageRecord{}}
 	f := false
 	cmds := []machine.Command{{Finish: &res}, {Emit: &messages.Event{V: messages.SchemaVersion, JobID: jobID, Type: messages.EventJobFinished, Success: &f, Message: res.Error, Time: now}}}
-	return c.publish(ctx, cmds)
+	if err := c.publish(ctx, cmds); err != nil {
+		return err
+	}
+	c.index(ctx, machine.RejectedSummary(res))
+	return nil
 }
 
 // HandleResult is the bus.Handler for stage results.
@@ -237,11 +245,12 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input)
 		next, cmds := machine.Step(rec.State, ev)
 		if len(cmds) == 0 {
 			if len(rec.Outbox) > 0 {
-				c.clearOutbox(ctx, jobID, rec.State, rev) // it is out now
+				c.clearOutbox(ctx, jobID, rec, rev) // it is out now
 			}
 			return nil // stale or duplicate event: nothing changes
 		}
-		b, err := json.Marshal(record{State: next, Outbox: cmds})
+		stored := record{State: next, Outbox: cmds, Iterations: machine.NoteIteration(rec.Iterations, rec.State, next, ev)}
+		b, err := json.Marshal(stored)
 		if err != nil {
 			return fmt.Errorf("marshal job %s: %w", jobID, err)
 		}
@@ -261,7 +270,8 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input)
 			return err // the outbox holds them; redelivery of this event retries
 		}
 		c.cfg.Metrics.step(ev, cmds)
-		c.clearOutbox(ctx, jobID, next, rev)
+		c.clearOutbox(ctx, jobID, stored, rev)
+		c.indexStep(ctx, rec.State, next)
 		return nil
 	}
 	return fmt.Errorf("job %s: gave up after %d compare-and-set conflicts", jobID, maxCASAttempts)
@@ -272,8 +282,9 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input)
 // harmless re-publish; an outbox left behind would be published again by
 // every Recover, and past the streams' duplicate window the copies are
 // real duplicates (a second job_finished event, a stage run again).
-func (c *Coordinator) clearOutbox(ctx context.Context, jobID string, s machine.State, rev uint64) {
-	b, err := json.Marshal(record{State: s})
+func (c *Coordinator) clearOutbox(ctx context.Context, jobID string, rec record, rev uint64) {
+	rec.Outbox = nil
+	b, err := json.Marshal(rec)
 	if err != nil {
 		return
 	}
@@ -347,7 +358,7 @@ func (c *Coordinator) Recover(ctx context.Context) error {
 		if err := c.publish(ctx, rec.Outbox); err != nil {
 			return err
 		}
-		c.clearOutbox(ctx, key, rec.State, entry.Revision())
+		c.clearOutbox(ctx, key, rec, entry.Revision())
 	}
 	return nil
 }

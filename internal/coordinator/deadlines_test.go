@@ -86,6 +86,7 @@ func TestTerminatedStageEndsAtItsDeadline(t *testing.T) {
 		t.Fatalf("result: status %s, error %q; want errored with the deadline's reason", r.Status, r.Error)
 	}
 
+	e.waitSettled(t, "job-dl") // the result is stored before the events go out
 	before := e.counts(t, "job-dl")
 	if err := c.HandleResult(ctx, resultMsg(t, answer(t, cmd))); err != nil {
 		t.Fatalf("late result: %v", err)

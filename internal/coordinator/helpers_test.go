@@ -64,7 +64,7 @@ func (e *env) coordinator(t *testing.T, states jetstream.KeyValue, pub coordinat
 	if reg != nil {
 		m = coordinator.NewMetrics(reg)
 	}
-	c, err := coordinator.New(coordinator.Config{States: states, Results: e.res.JobResults, Publisher: pub,
+	c, err := coordinator.New(coordinator.Config{States: states, Results: e.res.JobResults, Index: e.res.JobIndex, Publisher: pub,
 		Now: func() time.Time { return t0 }, DefaultModel: "test-model", Metrics: m})
 	if err != nil {
 		t.Fatal(err)
@@ -221,6 +221,21 @@ func (e *env) counts(t *testing.T, jobID string) counts {
 		c.ResultRevs = en.Revision()
 	}
 	return c
+}
+
+// waitSettled waits until a finished job's last step is all out: its
+// job_finished event is in the stream and its outbox is empty.
+func (e *env) waitSettled(t *testing.T, jobID string) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for time.Now().Before(deadline) {
+		evs := e.events(t, jobID)
+		if len(evs) > 0 && evs[len(evs)-1].Type == messages.EventJobFinished && e.outboxLen(t, jobID) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("job %s did not settle: no job_finished event, or an outbox left", jobID)
 }
 
 func (e *env) result(t *testing.T, jobID string) *messages.Result {

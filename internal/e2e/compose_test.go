@@ -14,7 +14,7 @@ import (
 
 // composeSecrets are stand-ins for the variables compose.yaml requires.
 var composeSecrets = []string{"NATS_COORDINATOR_PASSWORD=a", "NATS_LLM_WORKER_PASSWORD=b", "NATS_SANDBOX_WORKER_PASSWORD=c",
-	"NATS_PRODUCER_PASSWORD=d", "REDIS_PASSWORD=e", "AUTOCODER_CACHE_KEYS=k1:c2VjcmV0", "OPENAI_API_KEY=f", "GRAFANA_ADMIN_PASSWORD=g"}
+	"NATS_PRODUCER_PASSWORD=d", "NATS_TOOL_SERVER_PASSWORD=h", "REDIS_PASSWORD=e", "AUTOCODER_CACHE_KEYS=k1:c2VjcmV0", "OPENAI_API_KEY=f", "GRAFANA_ADMIN_PASSWORD=g"}
 
 // requireCompose is the docker-compose binary (Debian's package); outside
 // CI its absence skips, in CI it fails (scripts/setup.sh installs it).

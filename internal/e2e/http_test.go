@@ -125,8 +125,12 @@ func TestHTTPAPI(t *testing.T) {
 	if code, body := get("/v1/jobs"); code != 200 || !strings.Contains(body, `"job_id":"`+id+`"`) || !strings.Contains(body, `"status":"succeeded"`) {
 		t.Errorf("GET /v1/jobs: %d %s", code, body)
 	}
-	if code, body := get("/"); code != 200 || !strings.Contains(body, "<title>autocoder</title>") || !strings.Contains(body, "EventSource") {
+	if code, body := get("/"); code != 200 || !strings.Contains(body, "<title>autocoder</title>") || !strings.Contains(body, `src="ui/app.js"`) {
 		t.Errorf("GET /: %d, %d bytes", code, len(body))
+	}
+	// The page's modules follow a running job with EventSource.
+	if code, body := get("/ui/job.js"); code != 200 || !strings.Contains(body, "new EventSource(") {
+		t.Errorf("GET /ui/job.js: %d, %d bytes", code, len(body))
 	}
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("healthz: %d %q", code, body)

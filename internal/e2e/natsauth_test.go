@@ -27,7 +27,7 @@ import (
 func TestComposeNATSPermissions(t *testing.T) {
 	requireSandboxTools(t)
 	passwords := map[string]string{}
-	for _, role := range []string{"coordinator", "llm-worker", "sandbox-worker", "producer"} {
+	for _, role := range []string{"coordinator", "llm-worker", "sandbox-worker", "producer", "tool-server"} {
 		passwords[role] = "pw-" + role
 		t.Setenv("NATS_"+strings.ToUpper(strings.ReplaceAll(role, "-", "_"))+"_PASSWORD", passwords[role])
 	}

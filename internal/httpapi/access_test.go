@@ -245,7 +245,7 @@ func TestOpenRoutes(t *testing.T) {
 			open = append(open, rt.pattern)
 		}
 	}
-	want := []string{"GET /{$}", "GET /healthz", "GET /v1/jobs/{id}/events"}
+	want := []string{"GET /{$}", "GET /healthz", "GET /ui/{file}", "GET /v1/jobs/{id}/events"}
 	if strings.Join(open, ",") != strings.Join(want, ",") {
 		t.Errorf("routes without a scope: %q, want %q", open, want)
 	}

@@ -40,11 +40,15 @@ var routes = []route{
 	// The page holds no data: it asks for a token and calls the API with it.
 	{"GET /{$}", "", (*api).index, nil},
 	{"GET /healthz", "", (*api).healthz, nil},
+	{"GET /ui/{file}", "", (*api).asset, nil}, // the page's scripts and styles (ui.go)
 	// Prometheus sends a bearer token from its scrape config (authorization).
 	{"GET /metrics", ScopeRead, (*api).metrics, func(a *api) bool { return a.prom != nil }},
 	{"GET /v1/jobs", ScopeRead, (*api).list, hasClient},
 	{"GET /v1/jobs/{id}", ScopeRead, (*api).status, hasClient},
 	{"GET /v1/jobs/{id}/result", ScopeRead, (*api).result, hasClient},
+	{"GET /v1/summaries", ScopeRead, (*api).summaries, hasClient},             // ui.go
+	{"GET /v1/jobs/{id}/iterations", ScopeRead, (*api).iterations, hasClient}, // ui.go
+	{"GET /v1/jobs/{id}/outputs/{name}", ScopeRead, (*api).output, hasClient}, // ui.go
 	{"POST /v1/jobs/{id}/ticket", ScopeRead, (*api).ticket, hasClient},
 	{"POST /v1/jobs/{id}/cancel", ScopeSubmit, (*api).cancel, hasClient},
 	// A bearer token with read, or a ticket from /ticket (EventSource sends
@@ -64,7 +68,12 @@ func hasClient(a *api) bool { return a.c != nil }
 //	GET  /v1/jobs/{id}/result   the final result object, 404 while running (read)
 //	POST /v1/jobs/{id}/ticket   a short-lived ticket for the events of one job (read)
 //	POST /v1/jobs/{id}/cancel   cancel a running job; the result object says who and when (submit)
-//	GET  /v1/jobs/{id}/events   progress events as Server-Sent Events, ending with the result (read, or ?ticket=)
+//	GET  /v1/jobs/{id}/events   progress events as Server-Sent Events, ending with the result (read, or ?ticket=);
+//	                            each event's id is its sequence, and Last-Event-ID (or ?last_event_id=) resumes after it
+//	GET  /ui/{file}             the web UI's scripts and styles
+//	GET  /v1/summaries          a page of the job index: ?status=&offset=&limit= (read)
+//	GET  /v1/jobs/{id}/iterations  code, tests, report, diagnosis and diffs of each iteration (read)
+//	GET  /v1/jobs/{id}/outputs/{name}  a File output, or a Dir output as tar (read)
 //
 // and the message API's endpoints (write.go, openapi.json): submit, run,
 // task run, sample upload, dead letters.
@@ -85,7 +94,7 @@ func Handler(c *client.Client, reg *prometheus.Registry, o Options) http.Handler
 
 func (a *api) index(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Write(indexHTML)
 }
@@ -140,6 +149,10 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	after, ok := lastEventID(w, r)
+	if !ok {
+		return
+	}
 	if _, err := a.c.Status(r.Context(), id); err != nil {
 		writeResult(w, nil, err)
 		return
@@ -147,10 +160,21 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	send := func(event string, v any) error {
+	if flusher != nil {
+		// The headers now: a stream resumed after the last event may wait
+		// long for the next, and a browser counts it open only then.
+		w.WriteHeader(http.StatusOK)
+		flusher.Flush()
+	}
+	send := func(id uint64, event string, v any) error {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return err
+		}
+		if id > 0 {
+			// Only events have an id: a reconnection resumes after the
+			// last event, and the result is sent again at the end.
+			fmt.Fprintf(w, "id: %d\n", id)
 		}
 		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
 			return err
@@ -160,9 +184,9 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		}
 		return nil
 	}
-	res, err := a.c.Watch(r.Context(), id, func(e messages.Event) error { return send(string(e.Type), e) })
+	res, err := a.c.WatchFrom(r.Context(), id, after, func(seq uint64, e messages.Event) error { return send(seq, string(e.Type), e) })
 	if err == nil {
-		_ = send("result", res)
+		_ = send(0, "result", res)
 	}
 }
 

@@ -40,6 +40,19 @@ const (
 	maxSeen            = 128
 	maxTracks          = 50
 	maxHints           = 10
+	summaryTextBudget  = 300 // the prompt and error on a job's index line (summary.go)
+	// The iteration log (iterations.go), kept beside the state in its
+	// record: with the state and its result (600 KB at most,
+	// TestStateAndPromptsStayBounded) the record stays under NATS's 1 MB
+	// message limit.
+	maxIterationRecords    = 8
+	iterationLogBudget     = 192 << 10
+	iterationCodeBudget    = 16 << 10 // the code and the tests of one iteration, each
+	iterationOutputBudget  = 3000
+	iterationCases         = 60
+	iterationCaseBudget    = 300 // a case's message, a diagnosed failure's fields
+	iterationDetailsBudget = 800
+	iterationFailures      = 10
 )
 
 // trimReport bounds a test report for the state and for prompts: pytest's

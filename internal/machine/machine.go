@@ -419,7 +419,7 @@ func (m *stepper) record(p Pending, r *messages.StageResult) {
 	}
 	s.Stages = append(s.Stages, messages.StageRecord{
 		Name: r.Stage, Seq: r.Seq, Iteration: p.Iteration, StartedAt: r.StartedAt,
-		DurationMS: r.DurationMS, Cached: r.Cached, Outcome: outcome, Usage: r.Usage,
+		DurationMS: r.DurationMS, Cached: r.Cached, Outcome: outcome, Usage: r.Usage, Worker: r.Worker,
 	})
 	if len(s.Stages) > maxStageRecords {
 		s.Stages = append([]messages.StageRecord(nil), s.Stages[len(s.Stages)-maxStageRecords:]...)

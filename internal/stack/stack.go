@@ -340,7 +340,7 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	coord, err := coordinator.New(coordinator.Config{States: st.Resources.JobState, Results: st.Resources.JobResults,
+	coord, err := coordinator.New(coordinator.Config{States: st.Resources.JobState, Results: st.Resources.JobResults, Index: st.Resources.JobIndex,
 		Publisher: st.Publisher, Logger: st.log.With("component", "coordinator"), Metrics: m, DefaultModel: st.opts.Config.Model,
 		StageDeadlines: deadlines, Resources: st.Resources, JS: st.JS})
 	if err != nil {
@@ -356,6 +356,9 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 	}
 	if err := coord.Recover(ctx); err != nil {
 		st.log.Warn("recover outboxes", "err", err)
+	}
+	if err := coord.BackfillIndex(ctx); err != nil {
+		st.log.Warn("backfill the job index", "err", err)
 	}
 	st.consume("coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(coord.HandleJobs), 4)
 	for _, pool := range bus.Pools() {

@@ -71,6 +71,7 @@ type StageRecord struct {
 	Cached     bool      `json:"cached"`
 	Outcome    string    `json:"outcome"`
 	Usage      Usage     `json:"usage"`
+	Worker     string    `json:"worker,omitempty"` // the worker that did it
 }
 
 // Result is the result object (Contract 5 (docs/contracts.md)).

@@ -1,0 +1,184 @@
+package httpapi
+
+import (
+	"embed"
+	"errors"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+
+	"github.com/autocoder/autocoder/internal/client"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// The web UI is plain ES modules and CSS under ui/, embedded: no build
+// step. The page and its assets hold no data; everything comes from the
+// API with the token the page asks for.
+//
+//go:embed ui/*.js ui/*.css
+var uiFiles embed.FS
+
+// asset serves ui/{file}.
+func (a *api) asset(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	b, err := fs.ReadFile(uiFiles, "ui/"+name)
+	if err != nil || strings.Contains(name, "/") {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", mime.TypeByExtension(path.Ext(name)))
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Write(b)
+}
+
+// summaries serves a page of the job index: ?status=running&offset=0&limit=50.
+func (a *api) summaries(w http.ResponseWriter, r *http.Request) {
+	q := client.SummaryQuery{Status: messages.JobStatus(r.URL.Query().Get("status"))}
+	switch q.Status {
+	case "", messages.StatusRunning, messages.StatusSucceeded, messages.StatusFailed, messages.StatusErrored:
+	default:
+		http.Error(w, "status must be running, succeeded, failed or errored", http.StatusBadRequest)
+		return
+	}
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"offset", &q.Offset}, {"limit", &q.Limit}} {
+		if v := r.URL.Query().Get(p.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				http.Error(w, p.name+" must be a number, 0 or more", http.StatusBadRequest)
+				return
+			}
+			*p.dst = n
+		}
+	}
+	page, err := a.c.Summaries(r.Context(), q)
+	writeResult(w, page, err)
+}
+
+// iterationView is an iteration with line diffs of its code and tests
+// against the iteration before it (unified, 3 lines of context).
+type iterationView struct {
+	messages.Iteration
+	CodeDiff  string `json:"code_diff,omitempty"`
+	TestsDiff string `json:"tests_diff,omitempty"`
+}
+
+// iterations serves a job's iteration log with diffs.
+func (a *api) iterations(w http.ResponseWriter, r *http.Request) {
+	id, ok := jobID(w, r)
+	if !ok {
+		return
+	}
+	its, err := a.c.Iterations(r.Context(), id)
+	if err != nil {
+		writeResult(w, nil, err)
+		return
+	}
+	writeResult(w, withDiffs(its), nil)
+}
+
+func withDiffs(its []messages.Iteration) []iterationView {
+	out := make([]iterationView, len(its))
+	for i, it := range its {
+		out[i].Iteration = it
+		if i == 0 {
+			continue
+		}
+		prev := its[i-1]
+		out[i].CodeDiff = lineDiff(prev.Code, it.Code, prev.Iteration, it.Iteration, "solution.py")
+		out[i].TestsDiff = lineDiff(prev.Tests, it.Tests, prev.Iteration, it.Iteration, "test_solution.py")
+	}
+	return out
+}
+
+// lineDiff is a unified diff of a and b, "" when they are equal.
+func lineDiff(a, b string, from, to int, file string) string {
+	if a == b {
+		return ""
+	}
+	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: splitLines(a), B: splitLines(b),
+		FromFile: "iteration " + strconv.Itoa(from) + "/" + file, ToFile: "iteration " + strconv.Itoa(to) + "/" + file, Context: 3,
+	})
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+// splitLines splits s after each newline; a last line without one gets
+// one, so it compares equal to the same line followed by more.
+// (difflib.SplitLines adds an empty last line to every text that ends in
+// a newline, which every diff would show as context.)
+func splitLines(s string) []string {
+	lines := strings.SplitAfter(s, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	} else {
+		lines[len(lines)-1] += "\n"
+	}
+	return lines
+}
+
+// output serves a File output's content or a Dir output as a tar archive.
+func (a *api) output(w http.ResponseWriter, r *http.Request) {
+	id, ok := jobID(w, r)
+	if !ok {
+		return
+	}
+	name := r.PathValue("name")
+	if !messages.ValidName(name) {
+		http.Error(w, "invalid output name", http.StatusBadRequest)
+		return
+	}
+	res, err := a.c.Result(r.Context(), id)
+	if err != nil {
+		writeResult(w, nil, err)
+		return
+	}
+	started := false
+	err = a.c.WriteOutput(r.Context(), res, name, func(t messages.Type) {
+		started = true
+		file, ctype := name, "application/octet-stream"
+		if t == messages.TypeDir {
+			file, ctype = name+".tar", "application/x-tar"
+		}
+		w.Header().Set("Content-Type", ctype)
+		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": file}))
+	}, w)
+	switch {
+	case errors.Is(err, client.ErrNoOutput):
+		http.Error(w, "the job has no stored File or Dir output "+name, http.StatusNotFound)
+	case err != nil && !started:
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	case err != nil:
+		panic(http.ErrAbortHandler) // bytes went out: cut the response so the download is not taken as whole
+	}
+}
+
+// lastEventID is where an events stream resumes: the Last-Event-ID header
+// a browser's EventSource sends when it reconnects, or ?last_event_id=
+// for a page that opens a new EventSource itself (with a new ticket).
+func lastEventID(w http.ResponseWriter, r *http.Request) (uint64, bool) {
+	v := r.Header.Get("Last-Event-ID")
+	if q := r.URL.Query().Get("last_event_id"); q != "" {
+		v = q
+	}
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		http.Error(w, "Last-Event-ID must be an event id (a number)", http.StatusBadRequest)
+		return 0, false
+	}
+	return n, true
+}

@@ -1,0 +1,95 @@
+// Small helpers shared by the views: DOM building without innerHTML (every
+// string from a job is text, never markup), the API with the tab's token,
+// and formatting.
+
+export const $ = (id) => document.getElementById(id);
+
+// h builds an element: h("td", {class: "num"}, "42", child, ...). Strings
+// become text nodes; null and false children are skipped.
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v == null || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "class") el.className = v;
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c == null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+// The API token lives in sessionStorage: asked for once per tab, sent as a
+// header, never put in a URL.
+const TOKEN_KEY = "autocoder-token";
+
+export function authHeaders() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return token ? { "Authorization": "Bearer " + token } : {};
+}
+
+export async function api(path, init) {
+  init = init || {};
+  init.headers = Object.assign({}, init.headers, authHeaders());
+  const resp = await fetch(path, init);
+  if (resp.status === 401) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    $("auth").hidden = false;
+  }
+  return resp;
+}
+
+export function useToken(token, then) {
+  sessionStorage.setItem(TOKEN_KEY, token);
+  $("auth").hidden = true;
+  then();
+}
+
+export function fmtTime(t) {
+  if (!t) return "—";
+  const d = new Date(t);
+  return isNaN(d) ? "—" : d.toLocaleString();
+}
+
+export function fmtMS(ms) {
+  if (ms == null || isNaN(ms)) return "—";
+  if (ms < 1000) return Math.round(ms) + " ms";
+  const s = ms / 1000;
+  if (s < 60) return s.toFixed(s < 10 ? 1 : 0) + " s";
+  const m = Math.floor(s / 60);
+  return m + " min " + Math.round(s - 60 * m) + " s";
+}
+
+export function durationOf(from, to) {
+  if (!from) return null;
+  const end = to ? new Date(to) : new Date();
+  return end - new Date(from);
+}
+
+export function fmtInt(n) {
+  return n == null ? "—" : Number(n).toLocaleString("en-US");
+}
+
+export function statusEl(status) {
+  return h("span", { class: "status " + status, "data-status": status }, status || "—");
+}
+
+// pre shows text, or a dash when there is none.
+export function pre(text, attrs) {
+  return h("pre", attrs, text ? text : "—");
+}
+
+// diffEl shows a unified diff with its added, removed and hunk lines marked.
+export function diffEl(diff, attrs) {
+  const el = h("pre", Object.assign({ class: "diff" }, attrs));
+  for (const line of diff.replace(/\n$/, "").split("\n")) {
+    let cls = null;
+    if (line.startsWith("@@")) cls = "hunk";
+    else if (line.startsWith("+") && !line.startsWith("+++")) cls = "add";
+    else if (line.startsWith("-") && !line.startsWith("---")) cls = "del";
+    el.append(cls ? h("span", { class: cls }, line) : document.createTextNode(line + "\n"));
+  }
+  return el;
+}

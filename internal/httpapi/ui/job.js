@@ -1,0 +1,354 @@
+// The job page: the result object so far (GET v1/jobs/<id>), the
+// iteration log with diffs (GET v1/jobs/<id>/iterations), and, while the
+// job runs, its events over SSE, resumed from the last event id after a
+// dropped connection.
+import { $, h, api, authHeaders, fmtTime, fmtMS, fmtInt, durationOf, statusEl, pre, diffEl } from "./dom.js";
+
+let live = null; // the job being shown: { id, source, lastId, running, timers }
+
+export function stopJob() {
+  if (!live) return;
+  live.stopped = true;
+  if (live.source) live.source.close();
+  for (const t of live.timers) clearTimeout(t);
+  clearInterval(live.ticker);
+  live = null;
+}
+
+export async function showJob(id) {
+  live = { id, source: null, lastId: 0, running: new Map(), timers: [], stopped: false, res: null, its: [], tab: null, retry: 0 };
+  const me = live;
+  await refresh(me);
+  if (me.res && me.res.status === "running") {
+    connect(me);
+    me.ticker = setInterval(() => renderRunning(me), 1000); // the running stages' ages
+  }
+}
+
+const path = (id) => "v1/jobs/" + encodeURIComponent(id);
+
+async function refresh(me) {
+  const [r, it] = await Promise.all([api(path(me.id)), api(path(me.id) + "/iterations")]);
+  if (me.stopped) return;
+  if (!r.ok) {
+    $("view").replaceChildren(h("section", {}, h("p", { class: "error-text", id: "job-error" },
+      r.status === 404 ? "No job " + me.id + "." : "The job is not available: " + r.status + " " + (await r.text()))));
+    return;
+  }
+  me.res = await r.json();
+  me.its = it.ok ? await it.json() : [];
+  render(me);
+}
+
+// refreshSoon coalesces the refreshes that a burst of events asks for.
+function refreshSoon(me) {
+  if (me.pending) return;
+  me.pending = true;
+  me.timers.push(setTimeout(() => { me.pending = false; refresh(me); }, 250));
+}
+
+// ---- live events ----
+
+async function connect(me) {
+  // EventSource sends no Authorization header: a ticket good for this
+  // job's events and a few seconds goes in the URL instead of the token.
+  let ticket = "";
+  const tr = await api(path(me.id) + "/ticket", { method: "POST" });
+  if (me.stopped) return;
+  if (tr.ok) ticket = (await tr.json()).ticket;
+  else if (tr.status !== 404) { reconnectLater(me); return; }
+  const q = new URLSearchParams();
+  if (ticket) q.set("ticket", ticket);
+  if (me.lastId) q.set("last_event_id", String(me.lastId));
+  const src = new EventSource(path(me.id) + "/events?" + q);
+  me.source = src;
+  setLive(me, "connecting");
+  src.onopen = () => { me.retry = 0; setLive(me, "live"); };
+  const onEvent = (e) => {
+    if (e.lastEventId) me.lastId = Number(e.lastEventId);
+    const ev = JSON.parse(e.data);
+    if (ev.type === "stage_started") me.running.set(ev.seq, ev);
+    if (ev.type === "stage_finished") { me.running.delete(ev.seq); refreshSoon(me); }
+    if (ev.type === "job_finished") me.running.clear();
+    renderRunning(me);
+  };
+  for (const t of ["job_started", "stage_started", "stage_finished", "job_finished"]) src.addEventListener(t, onEvent);
+  src.addEventListener("result", (e) => {
+    src.close(); me.source = null;
+    me.res = JSON.parse(e.data);
+    setLive(me, "finished");
+    refresh(me);
+  });
+  src.onerror = () => {
+    // The browser would reconnect with the same, soon expired, ticket:
+    // reconnect ourselves with a new one, after the last event seen.
+    src.close(); me.source = null;
+    if (!me.stopped && me.res && me.res.status === "running") reconnectLater(me);
+  };
+}
+
+function reconnectLater(me) {
+  me.retry = Math.min(me.retry + 1, 5);
+  setLive(me, "reconnecting");
+  me.timers.push(setTimeout(() => { if (!me.stopped) connect(me); }, 500 * 2 ** me.retry));
+}
+
+function setLive(me, state) {
+  me.liveState = state;
+  const el = $("live");
+  if (el) { el.textContent = state; el.dataset.state = state; el.className = "badge" + (state === "live" ? " live" : ""); }
+}
+
+function renderRunning(me) {
+  const el = $("running");
+  if (!el) return;
+  const items = [...me.running.values()].sort((a, b) => a.seq - b.seq).map((ev) =>
+    h("li", { "data-stage": ev.stage }, h("b", {}, ev.stage), ev.iteration ? " (iteration " + ev.iteration + ")" : "",
+      h("span", { class: "muted" }, " since " + fmtTime(ev.time) + ", " + fmtMS(durationOf(ev.time)))));
+  el.replaceChildren(...(items.length ? items : [h("li", { class: "muted" }, me.res && me.res.status === "running" ? "waiting for the next stage" : "nothing: the job is over")]));
+}
+
+// ---- rendering ----
+
+function render(me) {
+  const r = me.res;
+  const spec = r.spec || {};
+  const running = r.status === "running";
+  const head = h("section", { id: "job" },
+    h("div", { class: "jobhead" },
+      h("h2", { id: "job-name" }, spec.name || r.job_id), h("span", { class: "mono muted", id: "job-id" }, r.job_id),
+      h("span", { id: "job-status" }, statusEl(r.status)),
+      running ? h("span", { class: "badge", id: "live" }, me.liveState || "connecting") : null,
+      h("div", { class: "actions" },
+        running ? h("button", { id: "cancel", onclick: () => act(me, "cancel") }, "Cancel") : null,
+        h("button", { id: "rerun", onclick: () => act(me, "rerun") }, "Rerun"),
+        // The last button's answer outlives a re-render (a cancel refreshes the page).
+        me.answer ? h("span", { class: me.answer.cls, id: "action-answer", "data-done": "1" }, me.answer.text)
+          : h("span", { class: "answer", id: "action-answer" }))),
+    spec.prompt ? h("p", { id: "job-prompt" }, spec.prompt) : null,
+    r.error ? h("p", { class: "error-text", id: "job-error" }, r.error) : null,
+    h("div", { class: "facts" },
+      fact("Submitted", fmtTime(r.submitted_at)), fact("Finished", fmtTime(r.finished_at)),
+      fact("Duration", fmtMS(durationOf(r.submitted_at, r.finished_at))), fact("Iterations", String(r.attempts)),
+      fact("Tokens in / out", fmtInt(r.total_input_tokens) + " / " + fmtInt(r.total_output_tokens)),
+      fact("Model calls", fmtInt(r.llm_calls)), fact("Cache hits", fmtInt(r.cache_hits), "cache-hits"),
+      fact("Image", r.image || "—")));
+  $("view").replaceChildren(...[
+    h("p", {}, h("a", { href: "#/" }, "← all jobs")),
+    head,
+    running ? h("section", {}, h("h2", {}, "Running now"), h("ul", { id: "running" })) : null,
+    timeline(r),
+    h("div", { class: "grid2" }, planSection(r), usageSection(r)),
+    iterationsSection(me),
+    outputsSection(me),
+    notesSection(r),
+    dataSection(r)].filter(Boolean));
+  renderRunning(me);
+}
+
+function fact(label, value, id) {
+  return h("div", { id }, h("b", {}, label), value);
+}
+
+async function act(me, what) {
+  me.answer = null;
+  const el = $("action-answer");
+  el.textContent = what + "…";
+  let text;
+  try {
+    // Rerun submits the job's spec again as a new job (POST /v1/jobs);
+    // cancel is the job's own endpoint.
+    const resp = what === "rerun"
+      ? await api("/v1/jobs", { method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ v: 1, spec: me.res && me.res.spec }) })
+      : await api(path(me.id) + "/" + what, { method: "POST" });
+    let body = (await resp.text()).trim();
+    try {
+      const j = JSON.parse(body);
+      if (j.cancelled) body = "cancelled by " + j.cancelled.by + " at " + j.cancelled.at;
+      else if (what === "rerun" && j.job_id) body = "new job " + j.job_id;
+    } catch (_) { /* not JSON: show the text */ }
+    text = resp.status + " " + resp.statusText + (body ? ": " + body.slice(0, 300) : "");
+    el.className = "answer " + (resp.ok ? "ok" : "failed");
+    if (resp.ok && what === "cancel") refreshSoon(me);
+  } catch (err) {
+    text = String(err);
+    el.className = "answer failed";
+  }
+  me.answer = { text, cls: el.className };
+  const now = $("action-answer"); // the page may have been drawn again meanwhile
+  now.className = el.className;
+  now.textContent = text;
+  now.dataset.done = "1";
+}
+
+function timeline(r) {
+  const stages = r.stages || [];
+  const t0 = new Date(r.submitted_at).getTime();
+  let span = 1;
+  for (const s of stages) span = Math.max(span, new Date(s.started_at).getTime() - t0 + s.duration_ms);
+  const rows = stages.map((s) => {
+    const start = new Date(s.started_at).getTime() - t0;
+    const bad = /^error|fail/.test(s.outcome);
+    const bar = h("div", { class: "bar" }, h("span", {
+      class: s.cached ? "cached" : bad ? "err" : null,
+      style: "left:" + (100 * Math.max(0, start) / span).toFixed(2) + "%;width:" + (100 * s.duration_ms / span).toFixed(2) + "%",
+    }));
+    return h("tr", { "data-stage": s.name, "data-iteration": s.iteration },
+      h("td", {}, h("b", {}, s.name)), h("td", { class: "num" }, s.iteration || "—"),
+      h("td", { class: "num" }, "+" + fmtMS(start)), h("td", { class: "num" }, fmtMS(s.duration_ms)), h("td", {}, bar),
+      h("td", { class: "mono worker" }, s.worker || "—"), h("td", {}, s.cached ? h("span", { class: "badge cached" }, "cached") : ""),
+      h("td", { class: bad ? "failed" : "" }, s.outcome),
+      h("td", { class: "num" }, s.usage && s.usage.calls ? fmtInt(s.usage.input_tokens + s.usage.output_tokens) + " (" + s.usage.calls + ")" : ""));
+  });
+  return h("section", {}, h("h2", {}, "Timeline"),
+    h("table", { id: "timeline" }, h("thead", {}, h("tr", {}, ["Stage", "Iter.", "Start", "Duration", "", "Worker", "Cache", "Outcome", "Tokens (calls)"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No stage has finished yet.")))));
+}
+
+function planSection(r) {
+  const p = r.plan;
+  return h("section", { id: "plan" }, h("h2", {}, "Plan"),
+    p ? [h("p", {}, p.description), h("p", { class: "muted" }, p.approach)] : h("p", { class: "muted" }, "No plan yet."));
+}
+
+function usageSection(r) {
+  const by = r.usage_by_stage || {};
+  const rows = Object.keys(by).sort().map((st) => h("tr", { "data-stage": st }, h("td", {}, st),
+    h("td", { class: "num" }, fmtInt(by[st].input_tokens)), h("td", { class: "num" }, fmtInt(by[st].output_tokens)), h("td", { class: "num" }, fmtInt(by[st].calls))));
+  return h("section", { id: "usage" }, h("h2", {}, "Tokens and model calls per stage"),
+    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Stage"), h("th", { class: "num" }, "In"), h("th", { class: "num" }, "Out"), h("th", { class: "num" }, "Calls"))),
+      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 4, class: "muted" }, "No model calls yet.")))),
+    h("p", { class: "muted" }, "Cache hits: " + fmtInt(r.cache_hits) + " (cached stages cost nothing)"));
+}
+
+// ---- iterations ----
+
+function iterationsSection(me) {
+  const its = me.its || [];
+  const sec = h("section", { id: "iterations" }, h("h2", {}, "Iterations"));
+  if (!its.length) {
+    sec.append(h("p", { class: "muted" }, "No test run yet."));
+    const r = me.res;
+    if (r.solution) sec.append(h("h3", {}, "solution.py"), pre(r.solution.code, { id: "final-code" }));
+    if (r.tests) sec.append(h("h3", {}, "Tests"), pre(r.tests, { id: "final-tests" }));
+    if (r.output) sec.append(h("h3", {}, "Output"), pre(r.output, { id: "final-output" }));
+    return sec;
+  }
+  if (me.tab == null || !its.some((i) => i.iteration === me.tab)) me.tab = its[its.length - 1].iteration;
+  const body = h("div", { id: "iteration-body" });
+  const tabs = h("div", { class: "tabs" }, its.map((it) => h("button", {
+    class: it.iteration === me.tab ? "on" : null, "data-iteration": it.iteration,
+    onclick: (e) => { me.tab = it.iteration; body.replaceChildren(...iterationBody(it)); for (const b of tabs.children) b.classList.toggle("on", b === e.currentTarget); },
+  }, "Iteration " + it.iteration + " " + verdict(it))));
+  body.replaceChildren(...iterationBody(its.find((i) => i.iteration === me.tab)));
+  sec.append(tabs, body);
+  return sec;
+}
+
+function verdict(it) {
+  const r = it.report;
+  if (!r) return "…";
+  if (r.timed_out) return "(timed out)";
+  return r.failed || r.errors || r.exit_code ? "✗ " + (r.failed + r.errors) + " failing" : "✓";
+}
+
+function iterationBody(it) {
+  const out = [];
+  const r = it.report;
+  if (r) {
+    out.push(h("p", { "data-role": "counts" }, h("b", {}, "pytest: "),
+      r.passed + " passed, " + r.failed + " failed, " + r.errors + " errors, " + r.skipped + " skipped; exit " + r.exit_code + (r.timed_out ? ", timed out" : "")));
+    out.push(h("table", { class: "cases", "data-role": "cases" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Test"), h("th", {}, "Result"), h("th", {}, "Message"))),
+      h("tbody", {}, (r.cases || []).map((c) => h("tr", { "data-test": c.name, "data-outcome": c.outcome },
+        h("td", { class: "mono" }, c.classname ? c.classname + "::" + c.name : c.name), h("td", { class: c.outcome }, c.outcome),
+        h("td", {}, c.message || "", c.details ? h("details", {}, h("summary", {}, "traceback"), pre(c.details)) : null))))));
+    out.push(h("details", { open: r.exit_code !== 0 ? true : null }, h("summary", {}, "pytest output"), pre(r.output, { "data-role": "pytest-output" })));
+  } else {
+    out.push(h("p", { class: "muted" }, "The tests are running."));
+  }
+  if (it.diagnosis && it.diagnosis.failures && it.diagnosis.failures.length) out.push(diagnosisTable(it));
+  if (it.acceptance) {
+    const a = it.acceptance;
+    out.push(h("h3", {}, "Run on the samples: " + (a.ok ? "ok" : "failed")),
+      a.problems && a.problems.length ? h("ul", { class: "notes" }, a.problems.map((p) => h("li", {}, p))) : null, a.output ? pre(a.output) : null);
+  }
+  out.push(codeBlock("solution.py", it.code, it.code_diff, it.iteration, "code"));
+  out.push(codeBlock("Tests", it.tests, it.tests_diff, it.iteration, "tests"));
+  if (it.trimmed) out.push(h("p", { class: "muted" }, "The code or the tests were trimmed to keep the job state small."));
+  return out.filter(Boolean);
+}
+
+function diagnosisTable(it) {
+  const routes = new Map((it.routes || []).map((r) => [r.test.split("::").pop(), r]));
+  const d = it.diagnosis;
+  return h("div", { "data-role": "diagnosis" }, h("h3", {}, "Diagnosis"),
+    h("table", {}, h("thead", {}, h("tr", {}, ["Test", "Error type", "Root cause", "Suggested fix", "Route", "Reclassified"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, d.failures.map((f) => {
+        const rt = routes.get(f.test_name) || routes.get((f.test_name || "").split("::").pop());
+        return h("tr", { "data-test": f.test_name },
+          h("td", { class: "mono" }, f.test_name), h("td", {}, f.error_type + (rt && rt.class && rt.class !== f.error_type ? " → " + rt.class : "")),
+          h("td", {}, f.root_cause || f.error_message || ""), h("td", {}, f.suggested_fix || ""),
+          h("td", {}, rt ? rt.route + (rt.applied ? " (applied)" : "") : "—"), h("td", {}, rt && rt.flips ? rt.flips.join(", ") : ""));
+      }))),
+    d.needs_packages && d.needs_packages.length ? h("p", {}, "Needs packages: ", h("span", { class: "mono" }, d.needs_packages.join(", "))) : null);
+}
+
+// codeBlock shows code with a switch between the whole file and its diff
+// against the previous iteration.
+function codeBlock(title, code, diff, n, role) {
+  const box = h("div", { "data-role": role });
+  const whole = pre(code);
+  const show = (which) => { box.lastChild.replaceWith(which === "diff" ? diffEl(diff, { "data-role": role + "-diff" }) : whole); };
+  const head = h("h3", {}, title + " ",
+    diff ? h("button", { "data-action": role + "-diff", onclick: () => show("diff") }, "diff with iteration " + (n - 1)) : h("span", { class: "muted" }, n > 1 ? "(unchanged)" : ""),
+    diff ? h("button", { onclick: () => show("whole") }, "whole file") : null);
+  box.append(head, diff ? diffEl(diff, { "data-role": role + "-diff" }) : whole);
+  return box;
+}
+
+// ---- outputs, notes, data ----
+
+function outputsSection(me) {
+  const r = me.res;
+  const types = (r.spec && r.spec.outputs) || {};
+  const names = Object.keys(r.outputs || {}).sort();
+  const rows = names.map((name) => {
+    const v = r.outputs[name];
+    const t = types[name] || typeof v;
+    let cell;
+    if ((t === "File" || t === "Dir") && v && v.object) {
+      cell = h("button", { "data-download": name, onclick: () => download(me.id, name, t) }, "download " + (t === "Dir" ? name + ".tar" : name));
+    } else {
+      cell = h("span", { class: "mono" }, typeof v === "string" ? v : JSON.stringify(v));
+    }
+    return h("tr", { "data-output": name }, h("td", { class: "mono" }, name), h("td", {}, t), h("td", {}, cell));
+  });
+  return h("section", { id: "outputs" }, h("h2", {}, "Outputs"),
+    rows.length ? h("table", {}, h("tbody", {}, rows)) : h("p", { class: "muted" }, "No outputs."));
+}
+
+// download fetches an output with the token and saves it: a plain link
+// could not send the Authorization header.
+async function download(id, name, type) {
+  const resp = await fetch(path(id) + "/outputs/" + encodeURIComponent(name), { headers: authHeaders() });
+  if (!resp.ok) { alert("download " + name + ": " + resp.status + " " + (await resp.text())); return; }
+  const url = URL.createObjectURL(await resp.blob());
+  const a = h("a", { href: url, download: type === "Dir" ? name + ".tar" : name });
+  document.body.append(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+function notesSection(r) {
+  const notes = r.notes || [];
+  return h("section", { id: "notes" }, h("h2", {}, "Notes"),
+    notes.length ? h("ul", { class: "notes" }, notes.map((n) => h("li", {}, n))) : h("p", { class: "muted" }, "No notes."));
+}
+
+function dataSection(r) {
+  const schemas = r.generated_schemas || {};
+  return h("section", { id: "data" }, h("h2", {}, "Data context and generated schemas"),
+    r.data_context ? pre(r.data_context, { id: "data-context" }) : h("p", { class: "muted" }, "No samples: no data context."),
+    Object.keys(schemas).sort().map((k) => [h("h3", {}, k), pre(schemas[k])]));
+}
