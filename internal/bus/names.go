@@ -57,6 +57,9 @@ const (
 	ObjectStoreSamples = "autocoder_samples"
 	// ObjectStoreOutputs holds File/Dir outputs of acceptance and script runs.
 	ObjectStoreOutputs = "autocoder_outputs"
+	// ObjectStoreClaims holds message bodies too large for a message, by
+	// content hash (claim check, see HeaderClaimCheck).
+	ObjectStoreClaims = "autocoder_claims"
 	// BucketTasks holds named reusable tasks (messages.Task), keyed by TaskKey.
 	BucketTasks = "autocoder_tasks"
 )

@@ -16,6 +16,7 @@ const (
 	DefaultDuplicateWindow = 10 * time.Minute
 	DefaultEventsMaxAge    = 24 * time.Hour
 	DefaultEventsPerJob    = 10_000
+	DefaultClaimsMaxAge    = 7 * 24 * time.Hour
 )
 
 // ProvisionConfig sizes what Provision creates. The zero value of every field
@@ -51,6 +52,10 @@ type ProvisionConfig struct {
 	// EventsPerJob caps the events kept per job (the oldest go first).
 	// Default 10000.
 	EventsPerJob int64
+	// ClaimsMaxAge is how long a claim-checked message body is kept in
+	// ObjectStoreClaims (claimcheck.go): longer than a message may wait
+	// on its stream. Default 7 days.
+	ClaimsMaxAge time.Duration
 	// MemoryStorage keeps everything in memory instead of files (tests,
 	// throwaway runs). Default false: file storage.
 	MemoryStorage bool
@@ -75,6 +80,9 @@ func (c *ProvisionConfig) setDefaults() error {
 	if c.EventsPerJob == 0 {
 		c.EventsPerJob = DefaultEventsPerJob
 	}
+	if c.ClaimsMaxAge == 0 {
+		c.ClaimsMaxAge = DefaultClaimsMaxAge
+	}
 	switch {
 	case c.Replicas < 1 || c.Replicas > 5:
 		return fmt.Errorf("bus: provision: Replicas must be between 1 and 5, not %d", c.Replicas)
@@ -82,8 +90,8 @@ func (c *ProvisionConfig) setDefaults() error {
 		return fmt.Errorf("bus: provision: AckWait must be positive, not %s", c.AckWait)
 	case c.MaxDeliver < -1:
 		return fmt.Errorf("bus: provision: MaxDeliver must be -1 (no limit) or positive, not %d", c.MaxDeliver)
-	case c.DuplicateWindow < 0 || c.EventsMaxAge < 0 || c.EventsPerJob < 0:
-		return errors.New("bus: provision: DuplicateWindow, EventsMaxAge and EventsPerJob must not be negative")
+	case c.DuplicateWindow < 0 || c.EventsMaxAge < 0 || c.EventsPerJob < 0 || c.ClaimsMaxAge < 0:
+		return errors.New("bus: provision: DuplicateWindow, EventsMaxAge, EventsPerJob and ClaimsMaxAge must not be negative")
 	}
 	return nil
 }
@@ -104,6 +112,7 @@ type Resources struct {
 	Tasks      jetstream.KeyValue    // BucketTasks
 	Samples    jetstream.ObjectStore // ObjectStoreSamples
 	Outputs    jetstream.ObjectStore // ObjectStoreOutputs
+	Claims     jetstream.ObjectStore // ObjectStoreClaims
 }
 
 func newResources() *Resources {
@@ -168,6 +177,7 @@ func (r *Resources) objectStores() []store[jetstream.ObjectStore] {
 	return []store[jetstream.ObjectStore]{
 		{ObjectStoreSamples, "autocoder sample files by content hash", &r.Samples},
 		{ObjectStoreOutputs, "autocoder File and Dir outputs", &r.Outputs},
+		{ObjectStoreClaims, "autocoder message bodies too large for a message (claim check)", &r.Claims},
 	}
 }
 
@@ -325,12 +335,16 @@ func (p provisioner) keyValue(ctx context.Context, bucket, desc string) (jetstre
 }
 
 func (p provisioner) objectStore(ctx context.Context, bucket, desc string) (jetstream.ObjectStore, error) {
-	o, err := p.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	cfg := jetstream.ObjectStoreConfig{
 		Bucket:      bucket,
 		Description: desc,
 		Storage:     p.storage(),
 		Replicas:    p.cfg.Replicas,
-	})
+	}
+	if bucket == ObjectStoreClaims {
+		cfg.TTL = p.cfg.ClaimsMaxAge // bodies of messages long consumed
+	}
+	o, err := p.js.CreateOrUpdateObjectStore(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bus: provision object store %s: %w", bucket, err)
 	}

@@ -44,6 +44,9 @@ type Config struct {
 	// Ticks, if set, drives WatchDeadlines instead of a SweepEvery ticker
 	// (tests, with Now).
 	Ticks <-chan time.Time
+	// MaxStateBytes bounds one job's stored record (statebound.go).
+	// Default DefaultMaxStateBytes.
+	MaxStateBytes int
 }
 
 // Coordinator owns the job state machines: it applies each submission and
@@ -61,6 +64,9 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxStateBytes <= 0 {
+		cfg.MaxStateBytes = DefaultMaxStateBytes
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -232,6 +238,15 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input)
 		b, err := json.Marshal(record{State: next, Outbox: cmds})
 		if err != nil {
 			return fmt.Errorf("marshal job %s: %w", jobID, err)
+		}
+		if len(b) > c.cfg.MaxStateBytes {
+			shrunk, ok := overStateLimit(ev, len(b), c.cfg.MaxStateBytes)
+			if !ok {
+				return bus.Permanent(fmt.Errorf("job %s: state of %s is over the %s bound", jobID, messages.FormatBytes(int64(len(b))), messages.FormatBytes(int64(c.cfg.MaxStateBytes))))
+			}
+			c.log.Warn("stage result too large for the job state; failing the stage", "job_id", jobID, "err", shrunk.Result.Error)
+			ev = shrunk
+			continue
 		}
 		if rev == 0 {
 			rev, err = c.cfg.States.Create(ctx, key, b)

@@ -443,7 +443,7 @@ func concurrency(n, def int) int {
 // The bus worker recovers a handler's panic; a worker that stops on an
 // error makes Close return it.
 func (st *Stack) consume(name string, cons jetstream.Consumer, h bus.Handler, slots int) {
-	wc := bus.WorkerConfig{Name: name, Concurrency: slots, Logger: st.log.With("component", name)}
+	wc := bus.WorkerConfig{Name: name, Concurrency: slots, Logger: st.log.With("component", name), Claims: st.Resources.Claims}
 	if st.opts.Registry != nil {
 		wc.Metrics = st.busMetrics()
 	}

@@ -148,7 +148,7 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 	res := messages.StageResult{V: messages.SchemaVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage, StartedAt: start, Worker: e.cfg.Worker}
 	key := e.Key(cmd)
 	if e.fromCache(ctx, cmd, key, &res) {
-		return e.publish(ctx, &res, start)
+		return e.publish(ctx, msg, &res, start)
 	}
 	out, err := e.handle(ctx, cmd)
 	if err == nil {
@@ -159,13 +159,13 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 		if retry := e.onFailure(ctx, msg, err, &res); retry != nil {
 			return retry
 		}
-		return e.publish(ctx, &res, start)
+		return e.publish(ctx, msg, &res, start)
 	}
 	res.Messages = trimMessages(out.Messages)
 	if hermetic(out.Value) {
 		e.store(ctx, cmd, key, &res)
 	}
-	return e.publish(ctx, &res, start)
+	return e.publish(ctx, msg, &res, start)
 }
 
 // fromCache fills res from the cache when the command allows it and the
@@ -201,11 +201,11 @@ func (e *Executor) store(ctx context.Context, cmd *messages.StageCommand, key st
 	}
 }
 
-func (e *Executor) publish(ctx context.Context, res *messages.StageResult, start time.Time) error {
+func (e *Executor) publish(ctx context.Context, msg *bus.Message, res *messages.StageResult, start time.Time) error {
 	d := e.cfg.Now().Sub(start)
 	res.DurationMS = d.Milliseconds()
-	if err := e.cfg.Publisher.PublishJSON(ctx, bus.ResultSubject(e.cfg.Pool, res.JobID), res, bus.ResultMsgID(e.cfg.Pool, res.JobID, res.Seq)); err != nil {
-		return fmt.Errorf("publish result: %w", err) // redelivered; the cache makes the retry cheap
+	if err := e.publishOrFail(ctx, msg, res); err != nil {
+		return fmt.Errorf("publish result: %w", err)
 	}
 	if e.cfg.OnResult != nil {
 		e.cfg.OnResult(res.Stage, res.Cached, res.Error, d)
