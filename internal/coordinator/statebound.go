@@ -24,8 +24,8 @@ func overStateLimit(ev machine.Input, size, limit int) (machine.Input, bool) {
 	failed := *ev.Result
 	failed.Output, failed.Messages = nil, nil
 	failed.ErrorKind = messages.ErrorPermanent
-	failed.Error = fmt.Sprintf("the %s result makes the job state %s, over the %s bound of one stored job (a smaller output is needed)",
-		failed.Stage, messages.FormatBytes(int64(size)), messages.FormatBytes(int64(limit)))
+	failed.Error = fmt.Sprintf("the %s result makes the job state %.1f MiB, over the %s bound of one stored job (a smaller output is needed)",
+		failed.Stage, float64(size)/(1<<20), messages.FormatBytes(int64(limit)))
 	ev.Result = &failed
 	return ev, true
 }
