@@ -185,7 +185,7 @@ func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in
 	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	out, res, err := sandbox.RunScriptFiles(ctx, h.backend, sandbox.ScriptRun{
 		Env: image, Code: in.Code, Inputs: inputs, Args: in.Args, Outputs: in.Outputs,
-		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID,
+		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID, OutputCaps: h.ceilings.Outputs,
 	})
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("run script: %w", err)

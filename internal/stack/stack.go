@@ -402,7 +402,8 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ceil := sandboxstages.Ceilings{Timeout: rc.Timeout, Memory: rc.Memory, CPUs: rc.CPUs}
+	ceil := sandboxstages.Ceilings{Timeout: rc.Timeout, Memory: rc.Memory, CPUs: rc.CPUs,
+		Outputs: sandbox.OutputCaps{MaxFiles: rc.OutputFiles, MaxBytes: rc.OutputBytes}}
 	h := sandboxstages.New(st.Backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}).
 		WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages"))
 	return st.startStageWorker(bus.PoolSandbox, h, c, 2)
