@@ -78,6 +78,14 @@ type Config struct {
 	CacheTTL time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// ClaimLease is the lease of a stage's in-flight claim (inflight.go),
+	// renewed every third of it while the stage runs: how long a crashed
+	// holder delays the identical stages waiting on it. Default
+	// DefaultClaimLease (2m).
+	ClaimLease time.Duration
+	// ClaimPoll is how often a waiting executor looks for the holder's
+	// result. Default DefaultClaimPoll.
+	ClaimPoll time.Duration
 	// OnResult, if set, is called after each result is published (metrics).
 	OnResult func(stage messages.Stage, cached bool, err string, d time.Duration)
 }
@@ -116,6 +124,12 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ClaimLease <= 0 {
+		cfg.ClaimLease = DefaultClaimLease
+	}
+	if cfg.ClaimPoll <= 0 {
+		cfg.ClaimPoll = DefaultClaimPoll
+	}
 	return &Executor{cfg: cfg, log: cfg.Logger}, nil
 }
 
@@ -150,6 +164,16 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 	if e.fromCache(ctx, cmd, key, &res) {
 		return e.publish(ctx, msg, &res, start)
 	}
+	if e.cacheable(cmd) {
+		claim, done, err := e.claimOrWait(ctx, cmd, key, &res)
+		switch {
+		case err != nil:
+			return err // shutting down: another worker takes the command
+		case done:
+			return e.publish(ctx, msg, &res, start)
+		}
+		defer claim.release() // after the store below: waiters then find it
+	}
 	out, err := e.handle(ctx, cmd)
 	if err == nil {
 		res.Output, err = encodeOutput(out.Value)
@@ -171,7 +195,7 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 // fromCache fills res from the cache when the command allows it and the
 // cache has the stage; it reports whether it did.
 func (e *Executor) fromCache(ctx context.Context, cmd *messages.StageCommand, key string, res *messages.StageResult) bool {
-	if e.cfg.Cache == nil || (cmd.Cache != "" && cmd.Cache != messages.CacheAuto) {
+	if !e.cacheable(cmd) {
 		return false
 	}
 	b, err := e.cfg.Cache.Get(ctx, key)
@@ -188,6 +212,11 @@ func (e *Executor) fromCache(ctx context.Context, cmd *messages.StageCommand, ke
 	}
 	res.Output, res.Messages, res.Cached = c.Output, c.Messages, true
 	return true
+}
+
+// cacheable reports whether cmd may be answered from the cache.
+func (e *Executor) cacheable(cmd *messages.StageCommand) bool {
+	return e.cfg.Cache != nil && (cmd.Cache == "" || cmd.Cache == messages.CacheAuto)
 }
 
 // store keeps a computed result in the cache unless the command disables it.
