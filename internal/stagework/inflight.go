@@ -25,8 +25,9 @@ const (
 	DefaultClaimPoll  = 200 * time.Millisecond
 )
 
-// claimName is the cache lock of the stage whose content key is key.
-func claimName(key string) string { return "inflight/" + key }
+// InflightClaim is the cache lock of the stage whose content key
+// (Executor.Key) is key.
+func InflightClaim(key string) string { return "inflight/" + key }
 
 // inflight is a held claim; release ends its heartbeat and frees it.
 type inflight struct {
@@ -39,7 +40,7 @@ type inflight struct {
 // it). A cache that cannot lock costs a duplicate computation, never a
 // stuck stage: the claim is then skipped.
 func (e *Executor) claimOrWait(ctx context.Context, cmd *messages.StageCommand, key string, res *messages.StageResult) (c *inflight, done bool, err error) {
-	name := claimName(key)
+	name := InflightClaim(key)
 	for waited := false; ; waited = true {
 		token, err := e.cfg.Cache.TryLock(ctx, name, e.cfg.ClaimLease)
 		switch {
