@@ -53,6 +53,9 @@ type Options struct {
 	Stdlib pyscan.Set
 	// Logger receives a line per normalisation note. Nil discards them.
 	Logger *slog.Logger
+	// FailedRuns, if set, is the negative cache a fix is checked against
+	// (failedfix.go).
+	FailedRuns FailedRunChecker
 }
 
 // Output is a handled stage.
@@ -289,7 +292,11 @@ func (h *Handlers) fix(ctx context.Context, cmd *messages.StageCommand, in messa
 	}
 	// Installed packages stay: the prompt calls them installed, so the model
 	// may leave them out of its list.
-	return h.solution(ctx, cmd, prompts.Fix(in), in.Packages)
+	out, err := h.solution(ctx, cmd, prompts.Fix(in), in.Packages)
+	if err != nil {
+		return out, err
+	}
+	return h.avoidFailedFix(ctx, cmd, in, out)
 }
 
 func (h *Handlers) solution(ctx context.Context, cmd *messages.StageCommand, msgs []messages.ChatMessage, keep []string) (Output, error) {

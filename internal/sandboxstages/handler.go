@@ -37,6 +37,8 @@ type Handlers struct {
 	// ceilings cap every run's limits (ceilings.go); log notes the cuts.
 	ceilings Ceilings
 	log      *slog.Logger
+	// failedRuns remembers failing test runs (failedruns.go); nil: none.
+	failedRuns FailedRunRecorder
 }
 
 var _ stagework.Handler = (*Handlers)(nil)
@@ -165,6 +167,7 @@ func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in 
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("run tests: %w", err)
 	}
+	h.rememberFailure(ctx, cmd.JobID, in, rep)
 	return stagework.Output{Value: rep}, nil
 }
 

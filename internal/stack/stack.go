@@ -375,7 +375,7 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 		}
 	}
 	h := llmstages.NewStageHandler(llmstages.New(model, llmstages.Options{MaxPromptBytes: bounds.PromptBytes,
-		Logger: st.log.With("component", "llm-stages")}))
+		Logger: st.log.With("component", "llm-stages"), FailedRuns: cache.FailedRuns{Cache: c}}))
 	return st.startStageWorker(bus.PoolLLM, h, c, 4)
 }
 
@@ -405,7 +405,7 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 	ceil := sandboxstages.Ceilings{Timeout: rc.Timeout, Memory: rc.Memory, CPUs: rc.CPUs,
 		Outputs: sandbox.OutputCaps{MaxFiles: rc.OutputFiles, MaxBytes: rc.OutputBytes}}
 	h := sandboxstages.New(st.Backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}).
-		WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages"))
+		WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages")).WithFailedRuns(cache.FailedRuns{Cache: c})
 	return st.startStageWorker(bus.PoolSandbox, h, c, 2)
 }
 
