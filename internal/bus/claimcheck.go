@@ -123,3 +123,17 @@ func redeem(ctx context.Context, store jetstream.ObjectStore, msg *Message, maxC
 	msg.data = body
 	return nil
 }
+
+// RedeemBody is the body of a message read outside a Worker (an ordered
+// consumer, a KV watch): data itself, or, for a claim-checked message,
+// the body its header names, fetched from store and checked.
+func RedeemBody(ctx context.Context, store jetstream.ObjectStore, subject string, header nats.Header, data []byte) ([]byte, error) {
+	m := &Message{subject: subject, data: data, header: header}
+	if header == nil {
+		return data, nil
+	}
+	if err := redeem(ctx, store, m, DefaultMaxClaim); err != nil {
+		return nil, err
+	}
+	return m.data, nil
+}

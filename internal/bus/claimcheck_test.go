@@ -3,6 +3,7 @@ package bus_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -85,5 +86,32 @@ func TestClaimCheckRefusesASwappedBody(t *testing.T) {
 	case m := <-handled:
 		t.Errorf("handler got the swapped body %q", m.Data())
 	default:
+	}
+}
+
+// TestRedeemBodyOutsideAWorker: a claim-checked event read straight from
+// its stream (as watchers do) is redeemed whole by RedeemBody.
+func TestRedeemBodyOutsideAWorker(t *testing.T) {
+	t.Parallel()
+	js, res := provisioned(t, bus.ProvisionConfig{})
+	pub := bus.NewPublisher(js, bus.PublisherConfig{ClaimThreshold: 16})
+	ev := messages.Event{V: messages.SchemaVersion, JobID: "job-ev", Type: messages.EventJobFinished, Message: strings.Repeat("m", 100)}
+	if err := pub.PublishJSON(ctxT(t), bus.EventSubject(ev.JobID), ev, ""); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := res.Events.GetLastMsgForSubject(ctxT(t), bus.EventSubject(ev.JobID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw.Data) != 0 || raw.Header.Get(bus.HeaderClaimCheck) == "" {
+		t.Fatalf("event of %d bytes on the stream, header %v: want it claim-checked", len(raw.Data), raw.Header)
+	}
+	body, err := bus.RedeemBody(ctxT(t), res.Claims, raw.Subject, raw.Header, raw.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got messages.Event
+	if err := json.Unmarshal(body, &got); err != nil || got.Message != ev.Message {
+		t.Errorf("redeemed event %+v (%v): want the published one", got, err)
 	}
 }

@@ -148,8 +148,12 @@ func (c *Client) Watch(ctx context.Context, jobID string, fn func(messages.Event
 			}
 			return nil, fmt.Errorf("watch job %s: %w", jobID, err)
 		}
+		body, err := bus.RedeemBody(ctx, c.res.Claims, msg.Subject(), msg.Headers(), msg.Data())
+		if err != nil {
+			return nil, fmt.Errorf("watch job %s: %w", jobID, err)
+		}
 		var ev messages.Event
-		if json.Unmarshal(msg.Data(), &ev) != nil {
+		if json.Unmarshal(body, &ev) != nil {
 			continue
 		}
 		if fn != nil {
