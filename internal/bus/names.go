@@ -70,6 +70,9 @@ const (
 	// BucketJobIndex holds each job's summary line (messages.JobSummary),
 	// keyed by job ID: the job list reads it instead of full states.
 	BucketJobIndex = "autocoder_job_index"
+	// ObjectStoreClaims holds message bodies too large for a message, by
+	// content hash (claim check, see HeaderClaimCheck).
+	ObjectStoreClaims = "autocoder_claims"
 	// BucketTasks holds named reusable tasks (messages.Task), keyed by TaskKey.
 	BucketTasks = "autocoder_tasks"
 )

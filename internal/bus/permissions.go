@@ -75,6 +75,11 @@ func PermissionsOf(role Role) (Permission, error) {
 		return Permission{}, fmt.Errorf("bus: unknown role %q (want one of %v)", role, Roles())
 	}
 	p.Publish = append(lookups(), p.Publish...)
+	// Every role publishes and reads messages, so every role writes and
+	// reads claim-checked bodies; a reader checks a body against its
+	// content-hash name, so a writer cannot swap one.
+	p.Publish = append(p.Publish, readStream(objStream(ObjectStoreClaims))...)
+	p.Publish = append(p.Publish, writeObjects(ObjectStoreClaims)...)
 	p.Subscribe = append(p.Subscribe, InboxPrefix(role)+".>")
 	return p, nil
 }

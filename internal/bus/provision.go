@@ -17,6 +17,7 @@ const (
 	DefaultEventsMaxAge    = 24 * time.Hour
 	DefaultEventsPerJob    = 10_000
 	DefaultDLQMaxAge       = 7 * 24 * time.Hour
+	DefaultClaimsMaxAge    = 7 * 24 * time.Hour
 )
 
 // ProvisionConfig sizes what Provision creates. The zero value of every field
@@ -54,6 +55,10 @@ type ProvisionConfig struct {
 	EventsPerJob int64
 	// DLQMaxAge is how long dead letters are kept (StreamDLQ). Default 7 days.
 	DLQMaxAge time.Duration
+	// ClaimsMaxAge is how long a claim-checked message body is kept in
+	// ObjectStoreClaims (claimcheck.go): longer than a message may wait
+	// on its stream. Default 7 days.
+	ClaimsMaxAge time.Duration
 	// MemoryStorage keeps everything in memory instead of files (tests,
 	// throwaway runs). Default false: file storage.
 	MemoryStorage bool
@@ -81,6 +86,9 @@ func (c *ProvisionConfig) setDefaults() error {
 	if c.DLQMaxAge == 0 {
 		c.DLQMaxAge = DefaultDLQMaxAge
 	}
+	if c.ClaimsMaxAge == 0 {
+		c.ClaimsMaxAge = DefaultClaimsMaxAge
+	}
 	switch {
 	case c.Replicas < 1 || c.Replicas > 5:
 		return fmt.Errorf("bus: provision: Replicas must be between 1 and 5, not %d", c.Replicas)
@@ -88,8 +96,8 @@ func (c *ProvisionConfig) setDefaults() error {
 		return fmt.Errorf("bus: provision: AckWait must be positive, not %s", c.AckWait)
 	case c.MaxDeliver < -1:
 		return fmt.Errorf("bus: provision: MaxDeliver must be -1 (no limit) or positive, not %d", c.MaxDeliver)
-	case c.DuplicateWindow < 0 || c.EventsMaxAge < 0 || c.EventsPerJob < 0 || c.DLQMaxAge < 0:
-		return errors.New("bus: provision: DuplicateWindow, EventsMaxAge, EventsPerJob and DLQMaxAge must not be negative")
+	case c.DuplicateWindow < 0 || c.EventsMaxAge < 0 || c.EventsPerJob < 0 || c.DLQMaxAge < 0 || c.ClaimsMaxAge < 0:
+		return errors.New("bus: provision: DuplicateWindow, EventsMaxAge, EventsPerJob, DLQMaxAge and ClaimsMaxAge must not be negative")
 	}
 	return nil
 }
@@ -113,6 +121,7 @@ type Resources struct {
 	ReplyTo    jetstream.KeyValue    // BucketReplyTo
 	Samples    jetstream.ObjectStore // ObjectStoreSamples
 	Outputs    jetstream.ObjectStore // ObjectStoreOutputs
+	Claims     jetstream.ObjectStore // ObjectStoreClaims
 }
 
 func newResources() *Resources {
@@ -179,6 +188,7 @@ func (r *Resources) objectStores() []store[jetstream.ObjectStore] {
 	return []store[jetstream.ObjectStore]{
 		{ObjectStoreSamples, "autocoder sample files by content hash", &r.Samples},
 		{ObjectStoreOutputs, "autocoder File and Dir outputs", &r.Outputs},
+		{ObjectStoreClaims, "autocoder message bodies too large for a message (claim check)", &r.Claims},
 	}
 }
 
@@ -355,12 +365,16 @@ func (p provisioner) keyValue(ctx context.Context, bucket, desc string) (jetstre
 }
 
 func (p provisioner) objectStore(ctx context.Context, bucket, desc string) (jetstream.ObjectStore, error) {
-	o, err := p.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	cfg := jetstream.ObjectStoreConfig{
 		Bucket:      bucket,
 		Description: desc,
 		Storage:     p.storage(),
 		Replicas:    p.cfg.Replicas,
-	})
+	}
+	if bucket == ObjectStoreClaims {
+		cfg.TTL = p.cfg.ClaimsMaxAge // bodies of messages long consumed
+	}
+	o, err := p.js.CreateOrUpdateObjectStore(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bus: provision object store %s: %w", bucket, err)
 	}

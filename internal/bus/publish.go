@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -25,6 +26,12 @@ type PublisherConfig struct {
 	MaxRetryWait time.Duration
 	// Logger receives retries (Warn) and dropped duplicates (Debug). Default: discard.
 	Logger *slog.Logger
+	// ClaimThreshold is the body size above which a message travels by
+	// claim check (claimcheck.go). Default DefaultClaimThreshold.
+	ClaimThreshold int
+	// MaxClaim bounds a body sent by claim check; a larger one is an
+	// error wrapping ErrPayloadTooLarge. Default DefaultMaxClaim.
+	MaxClaim int
 }
 
 // Publisher publishes JSON messages to JetStream (and core NATS).
@@ -32,6 +39,9 @@ type Publisher struct {
 	js  jetstream.JetStream
 	cfg PublisherConfig
 	log *slog.Logger
+
+	claimsMu sync.Mutex
+	claims   jetstream.ObjectStore // ObjectStoreClaims, opened on first use
 }
 
 // NewPublisher makes a Publisher on js, applying defaults to cfg.
@@ -44,6 +54,12 @@ func NewPublisher(js jetstream.JetStream, cfg PublisherConfig) *Publisher {
 	}
 	if cfg.MaxRetryWait <= 0 {
 		cfg.MaxRetryWait = 2 * time.Second
+	}
+	if cfg.ClaimThreshold <= 0 {
+		cfg.ClaimThreshold = DefaultClaimThreshold
+	}
+	if cfg.MaxClaim <= 0 {
+		cfg.MaxClaim = DefaultMaxClaim
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -65,12 +81,18 @@ func NewPublisher(js jetstream.JetStream, cfg PublisherConfig) *Publisher {
 // when msgID is set, since the server drops the copy if the first try did
 // land. Without a msgID a timeout is returned: retrying could store the
 // message twice. ctx bounds the whole call.
+//
+// A body over ClaimThreshold travels by claim check (claimcheck.go); one
+// over MaxClaim is an error wrapping ErrPayloadTooLarge.
 func (p *Publisher) PublishJSON(ctx context.Context, subject string, v any, msgID string) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("bus: publish to %s: encode %T: %w", subject, v, err)
 	}
 	hdr := headersFor(v)
+	if data, err = p.checkClaim(ctx, subject, data, hdr); err != nil {
+		return err
+	}
 	opts := []jetstream.PublishOpt{jetstream.WithRetryAttempts(0)} // we retry, with backoff
 	if msgID != "" {
 		opts = append(opts, jetstream.WithMsgID(msgID))

@@ -58,6 +58,13 @@ type WorkerConfig struct {
 	Logger *slog.Logger
 	// Metrics receives measurements. Default nil: none.
 	Metrics Metrics
+	// Claims is the claim-check store (Resources.Claims): a message whose
+	// body was too large to travel is fetched from it before the handler
+	// runs (claimcheck.go). Nil: such a message is terminated.
+	Claims jetstream.ObjectStore
+	// MaxClaim bounds a claim-checked body read from Claims. Default
+	// DefaultMaxClaim.
+	MaxClaim int
 }
 
 // DefaultRetryDelay is exponential backoff by delivery count: 1s after the
@@ -135,6 +142,9 @@ func NewWorker(cons jetstream.Consumer, h Handler, cfg WorkerConfig) *Worker {
 	}
 	if w.cfg.RetryDelay == nil {
 		w.cfg.RetryDelay = DefaultRetryDelay
+	}
+	if w.cfg.MaxClaim <= 0 {
+		w.cfg.MaxClaim = DefaultMaxClaim
 	}
 	w.log = w.log.With("worker", w.cfg.Name, "consumer", w.consumer)
 	w.handler = Recover(w.log)(h)
@@ -314,7 +324,10 @@ func (w *Worker) process(hctx context.Context, r *run, d *delivery) {
 	w.metrics.HandleStarted(w.consumer)
 	start := time.Now()
 	stopHeartbeat := w.heartbeat(mctx, msg)
-	herr := w.handler.Handle(mctx, msg)
+	herr := redeem(mctx, w.cfg.Claims, msg, w.cfg.MaxClaim)
+	if herr == nil {
+		herr = w.handler.Handle(mctx, msg)
+	}
 	stopHeartbeat()
 	w.metrics.HandleDone(w.consumer, time.Since(start))
 

@@ -56,8 +56,14 @@ func (c *Client) WatchFrom(ctx context.Context, jobID string, after uint64, fn f
 			}
 			return nil, fmt.Errorf("watch job %s: %w", jobID, err)
 		}
+		// A large event travels claim-checked (bus.RedeemBody): skipping it
+		// could hide the job's end.
+		body, err := bus.RedeemBody(ctx, c.res.Claims, msg.Subject(), msg.Headers(), msg.Data())
+		if err != nil {
+			return nil, fmt.Errorf("watch job %s: %w", jobID, err)
+		}
 		var ev messages.Event
-		if json.Unmarshal(msg.Data(), &ev) != nil {
+		if json.Unmarshal(body, &ev) != nil {
 			continue
 		}
 		var seq uint64

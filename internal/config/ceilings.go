@@ -17,6 +17,10 @@ type RunCeilings struct {
 	Timeout time.Duration
 	Memory  int64 // bytes
 	CPUs    float64
+	// OutputFiles and OutputBytes bound what one run returns from
+	// /var/outputs (sandbox.OutputCaps).
+	OutputFiles int
+	OutputBytes int64
 }
 
 // readRunCeilings reads the ceilings' environment variables.
@@ -24,6 +28,8 @@ func (c *Config) readRunCeilings() {
 	c.MaxRunTimeout = os.Getenv("AUTOCODER_MAX_RUN_TIMEOUT")
 	c.MaxMemory = os.Getenv("AUTOCODER_MAX_MEMORY")
 	c.MaxCPUs = os.Getenv("AUTOCODER_MAX_CPUS")
+	c.MaxOutputFiles = os.Getenv("AUTOCODER_MAX_OUTPUT_FILES")
+	c.MaxOutputBytes = os.Getenv("AUTOCODER_MAX_OUTPUT_BYTES")
 }
 
 // registerRunCeilings adds the ceilings' flags.
@@ -31,6 +37,8 @@ func (c *Config) registerRunCeilings(fs *flag.FlagSet) {
 	fs.StringVar(&c.MaxRunTimeout, "max-run-timeout", c.MaxRunTimeout, "sandbox-worker: the longest one run may take, whatever its job asks; default 30m (AUTOCODER_MAX_RUN_TIMEOUT)")
 	fs.StringVar(&c.MaxMemory, "max-memory", c.MaxMemory, "sandbox-worker: the most memory one run may have, e.g. 8Gi; default 8Gi (AUTOCODER_MAX_MEMORY)")
 	fs.StringVar(&c.MaxCPUs, "max-cpus", c.MaxCPUs, "sandbox-worker: the most CPUs one run may have; default the machine's cores (AUTOCODER_MAX_CPUS)")
+	fs.StringVar(&c.MaxOutputFiles, "max-output-files", c.MaxOutputFiles, "sandbox-worker: the most files and directories one run returns from /var/outputs; default 10000 (AUTOCODER_MAX_OUTPUT_FILES)")
+	fs.StringVar(&c.MaxOutputBytes, "max-output-bytes", c.MaxOutputBytes, "sandbox-worker: the most bytes one run returns from /var/outputs, at most 64Mi; default 64Mi (AUTOCODER_MAX_OUTPUT_BYTES)")
 }
 
 // Ceilings parses MaxRunTimeout, MaxMemory and MaxCPUs. The error names
@@ -58,5 +66,24 @@ func (c *Config) Ceilings() (RunCeilings, error) {
 		}
 		r.CPUs = n
 	}
-	return r, nil
+	return r, c.outputCaps(&r)
+}
+
+// outputCaps parses MaxOutputFiles and MaxOutputBytes into r.
+func (c *Config) outputCaps(r *RunCeilings) error {
+	if c.MaxOutputFiles != "" {
+		n, err := strconv.Atoi(c.MaxOutputFiles)
+		if err != nil || n < 1 {
+			return fmt.Errorf("AUTOCODER_MAX_OUTPUT_FILES: %q is not a positive number of files", c.MaxOutputFiles)
+		}
+		r.OutputFiles = n
+	}
+	if c.MaxOutputBytes != "" {
+		m, err := messages.ParseQuantity(c.MaxOutputBytes)
+		if err != nil || m < 1 || m > 64<<20 {
+			return fmt.Errorf("AUTOCODER_MAX_OUTPUT_BYTES: %q is not a quantity between 1 and 64Mi", c.MaxOutputBytes)
+		}
+		r.OutputBytes = m
+	}
+	return nil
 }

@@ -55,9 +55,11 @@ type Config struct {
 
 	// The sandbox-worker's ceilings on one run, whatever its command asks
 	// (see Ceilings, ceilings.go). Empty: the default.
-	MaxRunTimeout string // AUTOCODER_MAX_RUN_TIMEOUT: a Go duration; default 30m
-	MaxMemory     string // AUTOCODER_MAX_MEMORY: a quantity such as 8Gi; default 8Gi
-	MaxCPUs       string // AUTOCODER_MAX_CPUS: a number of cores; default the machine's
+	MaxRunTimeout  string // AUTOCODER_MAX_RUN_TIMEOUT: a Go duration; default 30m
+	MaxMemory      string // AUTOCODER_MAX_MEMORY: a quantity such as 8Gi; default 8Gi
+	MaxCPUs        string // AUTOCODER_MAX_CPUS: a number of cores; default the machine's
+	MaxOutputFiles string // AUTOCODER_MAX_OUTPUT_FILES: entries a run returns from /var/outputs; default 10000
+	MaxOutputBytes string // AUTOCODER_MAX_OUTPUT_BYTES: bytes a run returns from /var/outputs, at most 64Mi; default 64Mi
 
 	// The llm-worker's bounds on one model call (see Bounds, modelbounds.go).
 	MaxReplyBytes  string // AUTOCODER_MAX_REPLY_BYTES: a quantity such as 4Mi; default 4Mi

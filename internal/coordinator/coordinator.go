@@ -51,6 +51,9 @@ type Config struct {
 	// subjects. Nil: none of these.
 	Resources *bus.Resources
 	JS        jetstream.JetStream
+	// MaxStateBytes bounds one job's stored record (statebound.go).
+	// Default DefaultMaxStateBytes.
+	MaxStateBytes int
 }
 
 // Coordinator owns the job state machines: it applies each submission and
@@ -68,6 +71,9 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxStateBytes <= 0 {
+		cfg.MaxStateBytes = DefaultMaxStateBytes
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -253,6 +259,15 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input)
 		b, err := json.Marshal(stored)
 		if err != nil {
 			return fmt.Errorf("marshal job %s: %w", jobID, err)
+		}
+		if len(b) > c.cfg.MaxStateBytes {
+			shrunk, ok := overStateLimit(ev, len(b), c.cfg.MaxStateBytes)
+			if !ok {
+				return bus.Permanent(fmt.Errorf("job %s: state of %s is over the %s bound", jobID, messages.FormatBytes(int64(len(b))), messages.FormatBytes(int64(c.cfg.MaxStateBytes))))
+			}
+			c.log.Warn("stage result too large for the job state; failing the stage", "job_id", jobID, "err", shrunk.Result.Error)
+			ev = shrunk
+			continue
 		}
 		if rev == 0 {
 			rev, err = c.cfg.States.Create(ctx, key, b)

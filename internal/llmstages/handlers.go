@@ -61,6 +61,9 @@ type Options struct {
 	ContextBytes int
 	// ChunkBytes is the size of a documentation chunk. Zero means DefaultChunkBytes.
 	ChunkBytes int
+	// FailedRuns, if set, is the negative cache a fix is checked against
+	// (failedfix.go).
+	FailedRuns FailedRunChecker
 }
 
 // Output is a handled stage.
@@ -325,7 +328,11 @@ func (h *Handlers) fix(ctx context.Context, cmd *messages.StageCommand, in messa
 	if err != nil {
 		return Output{}, err
 	}
-	return h.solution(ctx, cmd, msgs, in.Packages, use)
+	out, err := h.solution(ctx, cmd, msgs, in.Packages, use)
+	if err != nil {
+		return out, err
+	}
+	return h.avoidFailedFix(ctx, cmd, in, out)
 }
 
 func (h *Handlers) solution(ctx context.Context, cmd *messages.StageCommand, msgs []messages.ChatMessage, keep []string, use *messages.StageContext) (Output, error) {

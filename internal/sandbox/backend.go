@@ -81,8 +81,10 @@ type RunSpec struct {
 	// Collect lists files to return after the run, relative to /workspace
 	// (e.g. ".harness/junit.xml"); missing ones are left out.
 	Collect []string
-	// CollectOutputs returns everything under /var/outputs (capped at 64 MiB).
+	// CollectOutputs returns what is under /var/outputs, within OutputCaps.
 	CollectOutputs bool
+	// OutputCaps bound and select what CollectOutputs reads (outputcaps.go).
+	OutputCaps OutputCaps
 	// JobID is the job the run is for, if any: the docker backend labels
 	// its container with it (autocoder.job) and logs it. It changes nothing
 	// inside the sandbox.
@@ -100,7 +102,7 @@ type RunResult struct {
 	Outputs    map[string][]byte // /var/outputs contents, by relative path ("name" or "dir/file")
 	OutputDirs []string          // directories found under /var/outputs, relative
 	// OutputsOmitted lists files under /var/outputs that were left out of
-	// Outputs: past the 64 MiB cap, or not regular files (symlinks, FIFOs).
+	// Outputs: past OutputCaps, or not regular files (symlinks, FIFOs).
 	OutputsOmitted []string
 	Duration       time.Duration
 }

@@ -103,7 +103,10 @@ func ParseTestReport(res RunResult, timeout time.Duration) messages.TestReport {
 	xmlData, haveXML := res.Files[JUnitFile]
 	var cases []messages.TestCase
 	var parseErr error
-	if haveXML && !res.TimedOut {
+	switch {
+	case haveXML && len(xmlData) > MaxJUnitBytes:
+		parseErr = fmt.Errorf("it is %s, over the %s bound", messages.FormatBytes(int64(len(xmlData))), messages.FormatBytes(MaxJUnitBytes))
+	case haveXML && !res.TimedOut:
 		cases, parseErr = parseJUnit(xmlData)
 	}
 	switch {
@@ -141,7 +144,11 @@ func ParseTestReport(res RunResult, timeout time.Duration) messages.TestReport {
 			rep.Skipped++
 		}
 	}
-	rep.Cases = cases
+	var omitted int
+	rep.Cases, omitted = boundCases(cases)
+	if omitted > 0 {
+		rep.Output += omittedNote(omitted, len(cases))
+	}
 	return rep
 }
 

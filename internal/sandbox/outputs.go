@@ -208,6 +208,12 @@ func quote(s string) string { return strconv.Quote(protocol.TrimHead(s, 80)) }
 // typed values of the good ones and a problem, naming the output, for each
 // other one.
 func ParseOutputs(res RunResult, outputs map[string]messages.Type) (map[string]any, []string) {
+	return ParseOutputsWithin(res, outputs, OutputCaps{})
+}
+
+// ParseOutputsWithin is ParseOutputs of a run collected within caps, which
+// its problems name.
+func ParseOutputsWithin(res RunResult, outputs map[string]messages.Type, caps OutputCaps) (map[string]any, []string) {
 	values := map[string]any{}
 	var problems []string
 	names := make([]string, 0, len(outputs))
@@ -242,6 +248,10 @@ func ParseOutputs(res RunResult, outputs map[string]messages.Type) (map[string]a
 				}
 				continue
 			}
+			if left := omittedUnder(name, res.OutputsOmitted); len(left) > 0 {
+				problem("%d entries left out (the first: %s): past %s, or not regular files", len(left), left[0], caps)
+				continue
+			}
 			v := DirValue{Path: name}
 			for path, content := range res.Outputs {
 				if strings.HasPrefix(path, name+"/") {
@@ -253,7 +263,7 @@ func ParseOutputs(res RunResult, outputs map[string]messages.Type) (map[string]a
 		case isDir[name]:
 			problem("%s is a directory, want a file", where)
 		case omitted[name]:
-			problem("%s is not a regular file, or is past the %d MiB collection cap", where, MaxCollected>>20)
+			problem("%s is not a regular file, or is past %s", where, caps)
 		case !isFile:
 			problem("%s was not written", where)
 		case typ == messages.TypeFile:

@@ -145,8 +145,8 @@ func TestParseOutputs(t *testing.T) {
 	wantProblems := []string{
 		`output bad (int): "three" is not an integer`,
 		`output file_dir (File): /var/outputs/file_dir is a directory, want a file`,
-		`output huge (File): /var/outputs/huge is not a regular file, or is past the 64 MiB collection cap`,
-		`output link (str): /var/outputs/link is not a regular file, or is past the 64 MiB collection cap`,
+		`output huge (File): /var/outputs/huge is not a regular file, or is past the output caps of 10000 files and 64 MiB (AUTOCODER_MAX_OUTPUT_FILES, AUTOCODER_MAX_OUTPUT_BYTES)`,
+		`output link (str): /var/outputs/link is not a regular file, or is past the output caps of 10000 files and 64 MiB (AUTOCODER_MAX_OUTPUT_FILES, AUTOCODER_MAX_OUTPUT_BYTES)`,
 		`output missing (float): /var/outputs/missing was not written`,
 		`output n_as_dir (Dir): /var/outputs/n_as_dir was not written`,
 		`output report_dir (Dir): /var/outputs/report_dir is a file, want a directory`,

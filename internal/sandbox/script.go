@@ -25,6 +25,9 @@ type ScriptRun struct {
 	// OutputLimit caps the script's stdout and stderr each, as RunSpec.OutputLimit.
 	OutputLimit int
 	JobID       string // as RunSpec.JobID
+	// OutputCaps bound what is read from /var/outputs; its Names are
+	// always the declared Outputs.
+	OutputCaps OutputCaps
 }
 
 var argNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -61,6 +64,7 @@ func ScriptRunSpec(sr ScriptRun) (RunSpec, error) {
 		CPUs:           sr.CPUs,
 		OutputLimit:    sr.OutputLimit,
 		CollectOutputs: true,
+		OutputCaps:     sr.outputCaps(),
 		JobID:          sr.JobID,
 	}, nil
 }
@@ -97,11 +101,22 @@ func RunScriptFiles(ctx context.Context, b Backend, sr ScriptRun) (messages.Acce
 		}
 		out.Problems = append(out.Problems, p)
 	}
-	values, problems := ParseOutputs(res, sr.Outputs)
+	values, problems := ParseOutputsWithin(res, sr.Outputs, sr.outputCaps())
 	out.Problems = append(out.Problems, problems...)
 	if len(values) > 0 {
 		out.Outputs = values
 	}
 	out.OK = len(out.Problems) == 0
 	return out, res, nil
+}
+
+// outputCaps are the run's caps, reading the declared outputs only.
+func (sr ScriptRun) outputCaps() OutputCaps {
+	c := sr.OutputCaps.WithDefaults()
+	c.Names = make([]string, 0, len(sr.Outputs))
+	for name := range sr.Outputs {
+		c.Names = append(c.Names, name)
+	}
+	sort.Strings(c.Names)
+	return c
 }

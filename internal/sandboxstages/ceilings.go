@@ -28,6 +28,9 @@ type Ceilings struct {
 	Timeout time.Duration // wall clock per run; default DefaultMaxRunTimeout (30m)
 	Memory  int64         // bytes; default DefaultMaxMemory (8 GiB)
 	CPUs    float64       // cores; default the machine's (runtime.NumCPU)
+	// Outputs bound what a script run returns from /var/outputs; zero
+	// fields mean sandbox.OutputCaps' defaults.
+	Outputs sandbox.OutputCaps
 }
 
 // withDefaults fills the zero fields.

@@ -39,6 +39,8 @@ type Handlers struct {
 	log      *slog.Logger
 	// workspace keeps the agent's workspace files (agent.go); nil: no agent_tool stages.
 	workspace WorkspaceStore
+	// failedRuns remembers failing test runs (failedruns.go); nil: none.
+	failedRuns FailedRunRecorder
 }
 
 var _ stagework.Handler = (*Handlers)(nil)
@@ -173,6 +175,7 @@ func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in 
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("run tests: %w", err)
 	}
+	h.rememberFailure(ctx, cmd.JobID, in, rep)
 	return stagework.Output{Value: rep}, nil
 }
 
@@ -193,7 +196,7 @@ func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in
 	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	out, res, err := sandbox.RunScriptFiles(ctx, h.backend, sandbox.ScriptRun{
 		Env: image, Code: in.Code, Inputs: inputs, Args: in.Args, Outputs: in.Outputs,
-		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID,
+		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID, OutputCaps: h.ceilings.Outputs,
 	})
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("run script: %w", err)

@@ -396,7 +396,8 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 		return err
 	}
 	h := llmstages.NewStageHandler(llmstages.New(model, llmstages.Options{MaxPromptBytes: bounds.PromptBytes,
-		Logger: st.log.With("component", "llm-stages"), Context: docs, ContextBytes: bounds.ContextBytes}))
+		Logger: st.log.With("component", "llm-stages"), Context: docs, ContextBytes: bounds.ContextBytes,
+		FailedRuns: cache.FailedRuns{Cache: c}}))
 	chat, _ := model.(codemode.Model) // nil: code-mode turns fail, saying why
 	return st.startStageWorker(bus.PoolLLM, codemodestages.Wrap(h, codemodestages.Turn{Model: chat}), c, 4)
 }
@@ -424,14 +425,15 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ceil := sandboxstages.Ceilings{Timeout: rc.Timeout, Memory: rc.Memory, CPUs: rc.CPUs}
+	ceil := sandboxstages.Ceilings{Timeout: rc.Timeout, Memory: rc.Memory, CPUs: rc.CPUs,
+		Outputs: sandbox.OutputCaps{MaxFiles: rc.OutputFiles, MaxBytes: rc.OutputBytes}}
 	backend, err := st.observedBackend()
 	if err != nil {
 		return err
 	}
 	h := sandboxstages.New(backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}).
 		WithWorkspace(sandboxstages.ObjectStoreWorkspace{Obj: st.Resources.Outputs}).
-		WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages"))
+		WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages")).WithFailedRuns(cache.FailedRuns{Cache: c})
 	cm := &codemodestages.Exec{Conn: st.Conn, Cache: c} // code-mode programs, tools over NATS
 	return st.startStageWorker(bus.PoolSandbox, codemodestages.Wrap(h, cm), c, 2)
 }
@@ -481,7 +483,7 @@ func concurrency(n, def int) int {
 // The bus worker recovers a handler's panic; a worker that stops on an
 // error makes Close return it.
 func (st *Stack) consume(name string, cons jetstream.Consumer, h bus.Handler, slots int) {
-	wc := bus.WorkerConfig{Name: name, Concurrency: slots, Logger: st.log.With("component", name)}
+	wc := bus.WorkerConfig{Name: name, Concurrency: slots, Logger: st.log.With("component", name), Claims: st.Resources.Claims}
 	if st.opts.Registry != nil {
 		wc.Metrics = st.busMetrics()
 	}

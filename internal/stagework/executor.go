@@ -78,6 +78,14 @@ type Config struct {
 	CacheTTL time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// ClaimLease is the lease of a stage's in-flight claim (inflight.go),
+	// renewed every third of it while the stage runs: how long a crashed
+	// holder delays the identical stages waiting on it. Default
+	// DefaultClaimLease (2m).
+	ClaimLease time.Duration
+	// ClaimPoll is how often a waiting executor looks for the holder's
+	// result. Default DefaultClaimPoll.
+	ClaimPoll time.Duration
 	// OnResult, if set, is called after each result is published (metrics).
 	OnResult func(stage messages.Stage, cached bool, err string, d time.Duration)
 	// Cancels, if set, stops the stages of a cancelled job (cancel.go);
@@ -119,6 +127,12 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ClaimLease <= 0 {
+		cfg.ClaimLease = DefaultClaimLease
+	}
+	if cfg.ClaimPoll <= 0 {
+		cfg.ClaimPoll = DefaultClaimPoll
+	}
 	return &Executor{cfg: cfg, log: cfg.Logger}, nil
 }
 
@@ -155,7 +169,17 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 	res := messages.StageResult{V: messages.SchemaVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage, StartedAt: start, Worker: e.cfg.Worker}
 	key := e.Key(cmd)
 	if e.fromCache(ctx, cmd, key, &res) {
-		return e.publish(ctx, &res, start)
+		return e.publish(ctx, msg, &res, start)
+	}
+	if e.cacheable(cmd) {
+		claim, done, err := e.claimOrWait(ctx, cmd, key, &res)
+		switch {
+		case err != nil:
+			return err // shutting down: another worker takes the command
+		case done:
+			return e.publish(ctx, msg, &res, start)
+		}
+		defer claim.release() // after the store below: waiters then find it
 	}
 	out, err := e.handle(stageCtx, cmd)
 	if cancelled(stageCtx) {
@@ -171,19 +195,19 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 		if retry := e.onFailure(ctx, msg, err, &res); retry != nil {
 			return retry
 		}
-		return e.publish(ctx, &res, start)
+		return e.publish(ctx, msg, &res, start)
 	}
 	res.Messages = trimMessages(out.Messages)
 	if hermetic(out.Value) {
 		e.store(ctx, cmd, key, &res)
 	}
-	return e.publish(ctx, &res, start)
+	return e.publish(ctx, msg, &res, start)
 }
 
 // fromCache fills res from the cache when the command allows it and the
 // cache has the stage; it reports whether it did.
 func (e *Executor) fromCache(ctx context.Context, cmd *messages.StageCommand, key string, res *messages.StageResult) bool {
-	if e.cfg.Cache == nil || (cmd.Cache != "" && cmd.Cache != messages.CacheAuto) {
+	if !e.cacheable(cmd) {
 		return false
 	}
 	b, err := e.cfg.Cache.Get(ctx, key)
@@ -202,6 +226,11 @@ func (e *Executor) fromCache(ctx context.Context, cmd *messages.StageCommand, ke
 	return true
 }
 
+// cacheable reports whether cmd may be answered from the cache.
+func (e *Executor) cacheable(cmd *messages.StageCommand) bool {
+	return e.cfg.Cache != nil && (cmd.Cache == "" || cmd.Cache == messages.CacheAuto)
+}
+
 // store keeps a computed result in the cache unless the command disables it.
 func (e *Executor) store(ctx context.Context, cmd *messages.StageCommand, key string, res *messages.StageResult) {
 	if e.cfg.Cache == nil || cmd.Cache == messages.CacheDisable {
@@ -213,11 +242,11 @@ func (e *Executor) store(ctx context.Context, cmd *messages.StageCommand, key st
 	}
 }
 
-func (e *Executor) publish(ctx context.Context, res *messages.StageResult, start time.Time) error {
+func (e *Executor) publish(ctx context.Context, msg *bus.Message, res *messages.StageResult, start time.Time) error {
 	d := e.cfg.Now().Sub(start)
 	res.DurationMS = d.Milliseconds()
-	if err := e.cfg.Publisher.PublishJSON(ctx, bus.ResultSubject(e.cfg.Pool, res.JobID), res, bus.ResultMsgID(e.cfg.Pool, res.JobID, res.Seq)); err != nil {
-		return fmt.Errorf("publish result: %w", err) // redelivered; the cache makes the retry cheap
+	if err := e.publishOrFail(ctx, msg, res); err != nil {
+		return fmt.Errorf("publish result: %w", err)
 	}
 	if e.cfg.OnResult != nil {
 		e.cfg.OnResult(res.Stage, res.Cached, res.Error, d)

@@ -31,8 +31,8 @@ import (
 // answer to ends in a result: the executor never leaves the bus to
 // terminate one silently. What it cannot answer (a command that does not
 // decode, or has no valid job ID) is terminated with bus.Permanent, and a
-// result that cannot be published is retried; if that never works the
-// coordinator's stage deadline ends the job.
+// result that cannot be published is retried, then replaced by its
+// failure (publishfail.go).
 //
 // A handler cut off by shutdown (ctx cancelled) is not a failure: its error
 // goes back to the worker, which hands the message to another worker.

@@ -62,7 +62,7 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 		return out, err
 	}
 	if spec.CollectOutputs {
-		if out.Outputs, out.OutputDirs, out.OutputsOmitted, err = collectTree(dir.outputs, sandbox.MaxCollected); err != nil {
+		if out.Outputs, out.OutputDirs, out.OutputsOmitted, err = collectTree(dir.outputs, spec.OutputCaps.WithDefaults()); err != nil {
 			return out, err
 		}
 	}
@@ -306,18 +306,18 @@ func readRegular(root *os.Root, name string, limit int64) ([]byte, bool) {
 	return data, true
 }
 
-// collectTree reads every regular file under dir, up to limit bytes in all,
-// and lists its directories. Symlinks and special files are omitted, as
-// are files past the cap.
-func collectTree(dir string, limit int64) (files map[string][]byte, dirs, omitted []string, err error) {
+// collectTree reads the regular files under dir that caps select (the
+// declared outputs), up to caps.MaxBytes in all and caps.MaxFiles entries,
+// and lists its directories. Undeclared entries are skipped unread;
+// symlinks and special files are omitted, as are entries past the caps.
+func collectTree(dir string, caps sandbox.OutputCaps) (files map[string][]byte, dirs, omitted []string, err error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("sandbox: open outputs: %w", err)
 	}
 	defer root.Close()
 	files = map[string][]byte{}
-	budget := limit
-	const maxEntries = 10000
+	budget := caps.MaxBytes
 	n := 0
 	err = fs.WalkDir(root.FS(), ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -327,7 +327,13 @@ func collectTree(dir string, limit int64) (files map[string][]byte, dirs, omitte
 		if path == "." {
 			return nil
 		}
-		if n++; n > maxEntries {
+		if !caps.Declared(path) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if n++; n > caps.MaxFiles {
 			omitted = append(omitted, path)
 			if d.IsDir() {
 				return fs.SkipDir

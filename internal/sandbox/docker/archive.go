@@ -240,60 +240,104 @@ func isNoSuchPath(err error) bool { return noSuchPathRe.MatchString(err.Error())
 // (to list what was omitted) before the rest is cut off unread.
 const maxSkipped = 256 << 20
 
-// collectOutputs reads every regular file under /var/outputs, up to
-// sandbox.MaxCollected bytes in all, and lists its directories. Symlinks
-// and special files are omitted, as are files past the cap.
-func (b *Backend) collectOutputs(ctx context.Context, id string) (files map[string][]byte, dirs, omitted []string, err error) {
-	rc, _, err := b.cli.CopyFromContainer(ctx, id, sandbox.OutputsDir+"/.")
+// collectOutputs reads the regular files under /var/outputs that caps
+// select, up to caps.MaxBytes in all and caps.MaxFiles entries, and lists
+// its directories. With declared names, each is copied out on its own, so
+// an undeclared file (however large, wherever it sorts) is never read and
+// never hides a declared one. Symlinks and special files are omitted, as
+// are entries past the caps.
+func (b *Backend) collectOutputs(ctx context.Context, id string, caps sandbox.OutputCaps) (files map[string][]byte, dirs, omitted []string, err error) {
+	c := &outputCollection{caps: caps, files: map[string][]byte{}, budget: caps.MaxBytes}
+	if len(caps.Names) == 0 {
+		if err := b.collectArchive(ctx, id, sandbox.OutputsDir+"/.", outputRel, c); err != nil {
+			return nil, nil, nil, err
+		}
+		return c.files, c.dirs, c.omitted, nil
+	}
+	for _, name := range caps.Names {
+		err := b.collectArchive(ctx, id, sandbox.OutputsDir+"/"+name, namedRel, c)
+		if err != nil && !isNoSuchPath(err) {
+			return nil, nil, nil, err
+		}
+	}
+	return c.files, c.dirs, c.omitted, nil
+}
+
+// outputCollection is what collectOutputs has read so far.
+type outputCollection struct {
+	caps    sandbox.OutputCaps
+	files   map[string][]byte
+	dirs    []string
+	omitted []string
+	budget  int64
+	skipped int64
+	entries int
+}
+
+// collectArchive reads the archive of src into c; rel turns an archive
+// name into a path relative to /var/outputs.
+func (b *Backend) collectArchive(ctx context.Context, id, src string, rel func(string) string, c *outputCollection) error {
+	rc, _, err := b.cli.CopyFromContainer(ctx, id, src)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("docker: copy %s out of the sandbox: %w", sandbox.OutputsDir, err)
+		return fmt.Errorf("docker: copy %s out of the sandbox: %w", src, err)
 	}
 	defer rc.Close()
-	files = map[string][]byte{}
-	budget := int64(sandbox.MaxCollected)
-	var skipped int64
-	const maxEntries = 10000
+	c.skipped = 0 // each declared output may read through its own share
 	tr := tar.NewReader(rc)
-	for n := 0; ; n++ {
+	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("docker: read %s: %w", sandbox.OutputsDir, err)
+			return fmt.Errorf("docker: read %s: %w", src, err)
 		}
-		rel := outputRel(h.Name)
-		if rel == "" {
+		r := rel(h.Name)
+		if r == "" {
 			continue
 		}
-		if n > maxEntries || skipped > maxSkipped {
-			omitted = append(omitted, rel)
-			if skipped > maxSkipped {
-				omitted = append(omitted, "... (the rest of "+sandbox.OutputsDir+" was not read)")
-				break
+		if c.entries++; c.entries > c.caps.MaxFiles || c.skipped > maxSkipped {
+			c.omitted = append(c.omitted, r)
+			if c.skipped > maxSkipped {
+				top, _, _ := strings.Cut(r, "/")
+				c.omitted = append(c.omitted, "... (the rest of "+top+" was not read)")
+				return nil
 			}
 			continue
 		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			dirs = append(dirs, rel)
-		case tar.TypeReg:
-			if h.Size > budget {
-				omitted = append(omitted, rel)
-				skipped += h.Size
-				continue
-			}
-			data, err := io.ReadAll(io.LimitReader(tr, h.Size))
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("docker: read %s: %w", sandbox.OutputsDir, err)
-			}
-			budget -= int64(len(data))
-			files[rel] = data
-		default:
-			omitted = append(omitted, rel)
+		if err := c.take(tr, h, r); err != nil {
+			return fmt.Errorf("docker: read %s: %w", src, err)
 		}
 	}
-	return files, dirs, omitted, nil
+}
+
+// take records one archive entry.
+func (c *outputCollection) take(tr *tar.Reader, h *tar.Header, rel string) error {
+	switch h.Typeflag {
+	case tar.TypeDir:
+		c.dirs = append(c.dirs, rel)
+	case tar.TypeReg:
+		if h.Size > c.budget {
+			c.omitted = append(c.omitted, rel)
+			c.skipped += h.Size
+			return nil
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, h.Size))
+		if err != nil {
+			return err
+		}
+		c.budget -= int64(len(data))
+		c.files[rel] = data
+	default:
+		c.omitted = append(c.omitted, rel)
+	}
+	return nil
+}
+
+// namedRel turns a name in the archive of /var/outputs/<name> ("name" or
+// "name/a/b") into that path.
+func namedRel(name string) string {
+	return strings.TrimPrefix(path.Clean("/"+strings.TrimSuffix(name, "/")), "/")
 }
 
 // outputRel turns a name in the archive of /var/outputs/. ("./a/b",

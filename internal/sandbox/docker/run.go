@@ -270,7 +270,7 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 		return res, err
 	}
 	if spec.CollectOutputs {
-		if res.Outputs, res.OutputDirs, res.OutputsOmitted, err = b.collectOutputs(ctx, bx.id); err != nil {
+		if res.Outputs, res.OutputDirs, res.OutputsOmitted, err = b.collectOutputs(ctx, bx.id, spec.OutputCaps.WithDefaults()); err != nil {
 			return res, err
 		}
 	}

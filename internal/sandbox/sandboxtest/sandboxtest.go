@@ -77,6 +77,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend) {
 		{"CollectDoesNotFollowSymlinks", testCollectSymlinks},
 		{"RunScriptTypedOutputs", testRunScriptTypedOutputs},
 		{"RunScriptProblems", testRunScriptProblems},
+		{"UndeclaredOutputsNeverHide", testUndeclaredOutputsNeverHide},
 		{"TimeoutKillsSpinner", testTimeoutSpinner},
 		{"TimeoutKillsProcessTree", testTimeoutTree},
 		{"ExitKillsBackgroundProcesses", testExitKillsBackground},

@@ -1,0 +1,67 @@
+package llmstages
+
+import (
+	"context"
+	"strings"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// FailedRunChecker tells whether code was already tested with tests and
+// failed: the negative cache the sandbox-worker fills (cache.FailedRuns).
+type FailedRunChecker interface {
+	Failed(ctx context.Context, code, tests string) (bool, error)
+}
+
+// repeatedFixPrompt is what the model hears when its fix is code that
+// already failed these tests.
+const repeatedFixPrompt = "That code was already tested with these tests and failed (it is the code of an earlier attempt), " +
+	"so it is not a fix. Write a different fix that addresses the failures above; reply in the same format."
+
+// avoidFailedFix checks the fix in out against the negative cache: a fix
+// that goes back to code already tested with these tests and failed (code
+// A failed, its fix B failed, B's fix is A again) is sent
+// back to the model once, in the same conversation, and the second answer
+// is the stage's. The loop never tests a known failure again on this
+// worker's word; if the model insists, the machine's stuck detection
+// takes over. A cache that cannot answer costs the check, never the stage.
+func (h *Handlers) avoidFailedFix(ctx context.Context, cmd *messages.StageCommand, in messages.FixInput, out Output) (Output, error) {
+	s, use, ok := solutionOf(out.Value)
+	if !ok || h.opts.FailedRuns == nil || strings.TrimSpace(s.Code) == strings.TrimSpace(in.Code) {
+		// Unchanged code is the machine's to catch: its mechanical check
+		// asks again with escalating instructions.
+		return out, nil
+	}
+	failed, err := h.opts.FailedRuns.Failed(ctx, s.Code, in.Tests)
+	if err != nil {
+		h.log.WarnContext(ctx, "negative cache not checked", "job_id", cmd.JobID, "stage", cmd.Stage, "err", err)
+		return out, nil
+	}
+	if !failed {
+		return out, nil
+	}
+	msgs := make([]messages.ChatMessage, 0, len(out.Messages)+1)
+	for _, m := range out.Messages {
+		msgs = append(msgs, messages.ChatMessage{Role: m.Role, Content: m.Content})
+	}
+	msgs = append(msgs, messages.ChatMessage{Role: "user", Content: repeatedFixPrompt})
+	again, err := h.solution(ctx, cmd, msgs, in.Packages, use)
+	again.Usage = again.Usage.Add(out.Usage)
+	if err != nil {
+		return again, err
+	}
+	again.Notes = append(append(out.Notes, "the fix proposed code already tested with these tests and failed; asked for a different one"), again.Notes...)
+	return again, nil
+}
+
+// solutionOf reads a code or fix stage's value: a solution, with the
+// documentation chunks its prompt held when the job has context.
+func solutionOf(v any) (messages.Solution, *messages.StageContext, bool) {
+	switch s := v.(type) {
+	case messages.Solution:
+		return s, nil, true
+	case solutionWithContext:
+		return s.Solution, s.Context, true
+	}
+	return messages.Solution{}, nil, false
+}

@@ -1,0 +1,66 @@
+package llmstages
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/autocoder/autocoder/pkg/cache"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// TestFixOfAKnownFailureIsAskedAgain: a fix whose code the negative cache
+// knows failed these tests is sent back to the model once, in the same
+// conversation; both calls are counted. Unchanged code and code the cache
+// does not know go through with one call.
+func TestFixOfAKnownFailureIsAskedAgain(t *testing.T) {
+	t.Parallel()
+	const tests = "def test_x(): assert x == 1\n"
+	dir, err := cache.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dir.Close() })
+	failed := cache.FailedRuns{Cache: dir}
+	if err := failed.Remember(t.Context(), "x = 2\n", tests); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, current, proposed string
+		wantCalls               int
+	}{
+		{"back to a failed code", "x = 3\n", "x = 2\n", 2},
+		{"a new code", "x = 3\n", "x = 1\n", 1},
+		{"unchanged (the machine's to catch)", "x = 2\n", "x = 2\n", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			reply := `{"language":"python","code":"` + strings.TrimSuffix(tc.proposed, "\n") + `\n","packages":[],"system_packages":[]}`
+			fc := &fakeClient{replies: map[string]string{"solution": reply}}
+			h := New(fc, Options{FailedRuns: failed})
+			in := messages.FixInput{Task: task, Code: tc.current, Tests: tests,
+				Failures: []messages.Failure{{TestName: "test_x", ErrorType: messages.ErrorLogic}}}
+			out, err := h.Handle(context.Background(), command(t, messages.StageFix, in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := fc.calls()
+			if len(calls) != tc.wantCalls || out.Usage.Calls != tc.wantCalls {
+				t.Fatalf("%d calls, usage counts %d: want %d", len(calls), out.Usage.Calls, tc.wantCalls)
+			}
+			if tc.wantCalls == 1 {
+				return
+			}
+			msgs := calls[1].Messages
+			if last := msgs[len(msgs)-1]; last.Role != "user" || last.Content != repeatedFixPrompt {
+				t.Errorf("second call ends with %+v, want the repeated-fix prompt", last)
+			}
+			if prev := msgs[len(msgs)-2]; prev.Role != "assistant" || !strings.Contains(prev.Content, "x = 2") {
+				t.Errorf("second call does not carry the failed reply: %+v", prev)
+			}
+			if len(out.Notes) == 0 || !strings.Contains(out.Notes[0], "already tested") {
+				t.Errorf("notes %q: want one saying the fix already failed", out.Notes)
+			}
+		})
+	}
+}

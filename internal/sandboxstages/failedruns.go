@@ -1,0 +1,32 @@
+package sandboxstages
+
+import (
+	"context"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// FailedRunRecorder remembers the (code, tests) pairs whose test run
+// failed: the negative cache the fix stage checks (cache.FailedRuns).
+type FailedRunRecorder interface {
+	Remember(ctx context.Context, code, tests string) error
+}
+
+// WithFailedRuns makes every failing test run remembered by r.
+func (h *Handlers) WithFailedRuns(r FailedRunRecorder) *Handlers {
+	h.failedRuns = r
+	return h
+}
+
+// rememberFailure records a failing run that follows from its code and
+// tests alone (not one cut short by a timeout or a kill, which says as
+// much about the machine's load). A cache that is down costs the negative
+// cache one entry, never the stage.
+func (h *Handlers) rememberFailure(ctx context.Context, jobID string, in messages.RunTestsInput, rep messages.TestReport) {
+	if h.failedRuns == nil || rep.OK() || !rep.Hermetic() {
+		return
+	}
+	if err := h.failedRuns.Remember(ctx, in.Code, in.Tests); err != nil {
+		h.log.Warn("failing run not remembered", "job_id", jobID, "err", err)
+	}
+}
