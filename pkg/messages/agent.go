@@ -144,3 +144,19 @@ type AgentReport struct {
 	// Dropped counts trace entries left out to keep the result small.
 	Dropped int `json:"dropped,omitempty"`
 }
+
+// validateAgent refuses what the agent backend would otherwise ignore: the
+// agent checks its work with the tests it writes and runs (run_tests), and
+// its turns do not carry documentation.
+func (s *JobSpec) validateAgent() error {
+	if s.Options.Backend != BackendAgent {
+		return nil
+	}
+	if s.Options.ValidatesByRun() {
+		return &FieldError{"options.validate", "run cannot be combined with options.backend: agent (the agent checks its script with the tests it writes)"}
+	}
+	if len(s.Context) > 0 {
+		return &FieldError{"context", "is not given to the agent backend's model turns; use options.backend: pipeline, or put what matters in the prompt"}
+	}
+	return nil
+}

@@ -217,6 +217,7 @@ func (s *JobSpec) Validate() error {
 		o.validateRun,
 		o.validateBasePackages,
 		s.validateCodeRunner,
+		s.validateAgent,
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
