@@ -155,6 +155,9 @@ func (s *JobSpec) validateAgent() error {
 	if s.Options.ValidatesByRun() {
 		return &FieldError{"options.validate", "run cannot be combined with options.backend: agent (the agent checks its script with the tests it writes)"}
 	}
+	if s.Options.Candidates > 1 {
+		return &FieldError{"options.candidates", "must be 1 with options.backend: agent (one agent works on the job)"}
+	}
 	if len(s.Context) > 0 {
 		return &FieldError{"context", "is not given to the agent backend's model turns; use options.backend: pipeline, or put what matters in the prompt"}
 	}

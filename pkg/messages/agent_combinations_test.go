@@ -11,8 +11,9 @@ import (
 // on are refused with the field named, not accepted and dropped.
 func TestAgentRefusesWhatItWouldIgnore(t *testing.T) {
 	for field, edit := range map[string]func(*messages.JobSpec){
-		"options.validate": func(s *messages.JobSpec) { s.Options.Validate = messages.ValidateRun },
-		"context":          func(s *messages.JobSpec) { s.Context = []string{"sha256:" + hex64} },
+		"options.validate":   func(s *messages.JobSpec) { s.Options.Validate = messages.ValidateRun },
+		"context":            func(s *messages.JobSpec) { s.Context = []string{"sha256:" + hex64} },
+		"options.candidates": func(s *messages.JobSpec) { s.Options.Candidates = 3 },
 	} {
 		s := messages.JobSpec{Prompt: "p", Options: messages.Options{Backend: messages.BackendAgent}}
 		edit(&s)
@@ -26,4 +27,3 @@ func TestAgentRefusesWhatItWouldIgnore(t *testing.T) {
 		}
 	}
 }
-
