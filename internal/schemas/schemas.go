@@ -47,6 +47,8 @@ var messageValues = []any{
 	messages.ContextBundle{},
 	// Cancelling a job (autocoder.jobs.cancel).
 	messages.CancelJob{},
+	// The web UI's job index (autocoder_job_index) and iteration history.
+	messages.JobSummary{}, messages.Iteration{},
 }
 
 // NotMessages are the exported structs of pkg/messages that get no schema
@@ -59,7 +61,7 @@ var NotMessages = []string{
 	"Artifact", "TestCase",
 	"AgentToolCall", "AgentMessage", "ToolCallRecord", "AgentReport",
 	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult",
-	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation",
+	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation", "RepairRoute",
 }
 
 // Messages lists the wire messages, in a stable order.
