@@ -70,8 +70,11 @@ elif ! ping_engine "$SOCK"; then
   $SUDO mkdir -p "$SOCK_DIR"
   $SUDO rm -f "$SOCK"
   log "starting podman system service on $SOCK"
-  # setsid+nohup: the service outlives this script and its terminal.
-  $SUDO setsid nohup podman system service --time=0 "unix://$SOCK" \
+  # setsid+nohup: the service outlives this script and its terminal. It
+  # runs from /, not from the caller's directory: conmon cannot start a
+  # container once the service's working directory is gone (a removed
+  # checkout), and says only "write child: broken pipe".
+  (cd / && exec $SUDO setsid nohup podman system service --time=0 "unix://$SOCK") \
     >"$SOCK_DIR/podman-service.log" 2>&1 </dev/null &
   for _ in $(seq 1 100); do
     ping_engine "$SOCK" && break
