@@ -10,7 +10,6 @@ import (
 
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/jobfile"
-	"github.com/autocoder/autocoder/internal/stack"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -61,32 +60,13 @@ func codemodeCmd(ctx context.Context, in *invocation) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	opts, stopModel, err := f.job.stackOptions(in.cfg, in.io, ".")
-	if err != nil {
-		return 0, err
-	}
-	defer stopModel()
-	ctx, cancel := context.WithTimeout(ctx, f.job.wait)
-	defer cancel()
-	st, err := stack.Start(ctx, opts)
-	if err != nil {
-		return 0, err
-	}
-	defer st.Close()
-	jobID := client.NewJobID()
-	if err := st.Client.Submit(ctx, jobID, *spec); err != nil {
-		return 0, err
-	}
-	fmt.Fprintf(in.io.Stderr, "job %s submitted\n", jobID)
-	res, err := watch(ctx, st.Client, jobID, in.io)
-	if err != nil {
-		return 0, fmt.Errorf("job %s: %w", jobID, err)
-	}
-	if f.job.asJSON {
-		return exitCode(res), printJSON(in.io.Stdout, res)
-	}
-	printCodeModeSummary(in.io.Stdout, res)
-	return exitCode(res), nil
+	return f.job.submitAndFollow(ctx, in, *spec, ".", func(_ context.Context, _ *client.Client, res *messages.Result) (int, error) {
+		if f.job.asJSON {
+			return exitCode(res), printJSON(in.io.Stdout, res)
+		}
+		printCodeModeSummary(in.io.Stdout, res)
+		return exitCode(res), nil
+	})
 }
 
 // spec builds and validates the job.

@@ -69,6 +69,20 @@ func submitCmd(ctx context.Context, in *invocation) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return f.submitAndFollow(ctx, in, *spec, jobDir, func(ctx context.Context, c *client.Client, res *messages.Result) (int, error) {
+		if err := f.report(ctx, c, res, in.io); err != nil {
+			return 0, err
+		}
+		return exitCode(res), nil
+	})
+}
+
+// submitAndFollow starts the stack the flags name, submits spec, follows
+// it with progress lines to its result and hands that to then, with the
+// stack still open. A wait cut short (Ctrl-C, --wait) says the job goes
+// on and how to follow or cancel it (detached).
+func (f *jobFlags) submitAndFollow(ctx context.Context, in *invocation, spec messages.JobSpec, jobDir string,
+	then func(ctx context.Context, c *client.Client, res *messages.Result) (int, error)) (int, error) {
 	opts, stopModel, err := f.stackOptions(in.cfg, in.io, jobDir)
 	if err != nil {
 		return 0, err
@@ -82,7 +96,7 @@ func submitCmd(ctx context.Context, in *invocation) (int, error) {
 	}
 	defer st.Close()
 	jobID := client.NewJobID()
-	if err := st.Client.Submit(ctx, jobID, *spec); err != nil {
+	if err := st.Client.Submit(ctx, jobID, spec); err != nil {
 		return 0, err
 	}
 	fmt.Fprintf(in.io.Stderr, "job %s submitted\n", jobID)
@@ -90,10 +104,7 @@ func submitCmd(ctx context.Context, in *invocation) (int, error) {
 	if err != nil {
 		return 0, detached(ctx, fmt.Errorf("job %s: %w", jobID, err), jobID, f.local)
 	}
-	if err := f.report(ctx, st.Client, res, in.io); err != nil {
-		return 0, err
-	}
-	return exitCode(res), nil
+	return then(ctx, st.Client, res)
 }
 
 // spec is the job the positional arguments and flags give, with its sample
