@@ -198,18 +198,7 @@ func unpackEntry(root, name string, hdr *tar.Header, r io.Reader) error {
 		}
 		return os.Symlink(hdr.Linkname, target)
 	case tar.TypeReg:
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(f, io.LimitReader(r, hdr.Size))
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return err
+		return createFile(target, r, hdr.Size) // files.go
 	}
 	return nil // hard links, devices, FIFOs: not workspace files
 }

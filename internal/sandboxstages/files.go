@@ -195,22 +195,28 @@ func untar(src, dst string) error {
 			if total += hdr.Size; total > maxDirInputBytes {
 				return fmt.Errorf("directory archive is larger than %d bytes", int64(maxDirInputBytes))
 			}
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
-			out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(out, io.LimitReader(tr, hdr.Size))
-			if cerr := out.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
+			if err := createFile(target, tr, hdr.Size); err != nil {
 				return err
 			}
 		default:
 			return fmt.Errorf("directory archive entry %q is not a file or directory", hdr.Name)
 		}
 	}
+}
+
+// createFile writes the next size bytes of r to a new file at target (its
+// parent directories made), refusing to replace anything already there.
+func createFile(target string, r io.Reader, size int64) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, io.LimitReader(r, size))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
