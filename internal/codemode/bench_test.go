@@ -44,13 +44,22 @@ func BenchmarkTenToolCalls(b *testing.B) {
 		Params: []codemode.Param{{Name: "city", Type: codemode.TypeStr, Required: true}},
 		Func:   benchWeather,
 	})
-	var starlarkTime, pythonTime time.Duration
-	for b.Loop() {
-		start := time.Now()
+	benchAgainstPython(b, "starlark-ns/op", func() {
 		res, err := codemode.Run(context.Background(), starlarkTenCalls, tools, codemode.Limits{})
 		if err != nil || res.Value != int64(210) {
 			b.Fatalf("starlark: %v %v", res.Value, err)
 		}
+	})
+}
+
+// benchAgainstPython times starlark and, in the same loop, the Python
+// subprocess making the same ten calls over the JSON bridge, and reports
+// both per op (starlark under metric) and their ratio.
+func benchAgainstPython(b *testing.B, metric string, starlark func()) {
+	var starlarkTime, pythonTime time.Duration
+	for b.Loop() {
+		start := time.Now()
+		starlark()
 		starlarkTime += time.Since(start)
 
 		start = time.Now()
@@ -60,7 +69,7 @@ func BenchmarkTenToolCalls(b *testing.B) {
 		pythonTime += time.Since(start)
 	}
 	n := float64(b.N)
-	b.ReportMetric(float64(starlarkTime.Nanoseconds())/n, "starlark-ns/op")
+	b.ReportMetric(float64(starlarkTime.Nanoseconds())/n, metric)
 	b.ReportMetric(float64(pythonTime.Nanoseconds())/n, "python-ns/op")
 	b.ReportMetric(float64(pythonTime)/float64(starlarkTime), "python/starlark")
 }
@@ -146,9 +155,7 @@ func BenchmarkTenNATSToolCalls(b *testing.B) {
 	}
 	defer func() { _ = svc.Stop() }()
 	ctx := context.Background()
-	var starlarkTime, pythonTime time.Duration
-	for b.Loop() {
-		start := time.Now()
+	benchAgainstPython(b, "starlark-nats-ns/op", func() {
 		tools, err := codemode.DiscoverTools(ctx, nc, []string{"get_weather"})
 		if err != nil {
 			b.Fatal(err)
@@ -157,16 +164,5 @@ func BenchmarkTenNATSToolCalls(b *testing.B) {
 		if err != nil || res.Value != int64(210) {
 			b.Fatalf("starlark: %v %v", res.Value, err)
 		}
-		starlarkTime += time.Since(start)
-
-		start = time.Now()
-		if err := runPythonBridge(benchWeather); err != nil {
-			b.Fatalf("python: %v", err)
-		}
-		pythonTime += time.Since(start)
-	}
-	n := float64(b.N)
-	b.ReportMetric(float64(starlarkTime.Nanoseconds())/n, "starlark-nats-ns/op")
-	b.ReportMetric(float64(pythonTime.Nanoseconds())/n, "python-ns/op")
-	b.ReportMetric(float64(pythonTime)/float64(starlarkTime), "python/starlark")
+	})
 }

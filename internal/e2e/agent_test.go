@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -287,7 +286,7 @@ for p in [%q, "/etc/autocoder-pwned", "/workspace/../pwned"]:
 			bashCall("cp probe.py "+hostDir+"/"),
 		),
 		fakellm.Text("done"))
-	var logs syncBuffer
+	var logs lockedBuffer // secrets_test.go
 	requireSandboxTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -358,22 +357,4 @@ func listenLoopback(t *testing.T) (port int, connections func() int) {
 		}
 	}()
 	return ln.Addr().(*net.TCPAddr).Port, func() int { return int(n.Load()) }
-}
-
-// syncBuffer is a bytes.Buffer that the stack's goroutines may log to at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
