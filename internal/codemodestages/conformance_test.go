@@ -24,7 +24,7 @@ func TestExecConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	handlertest.Run(t, func(*testing.T) stagework.Handler { return &codemodestages.Exec{Conn: nc} }, handlertest.Config{
+	handlertest.Run(t, func(t *testing.T) stagework.Handler { return &codemodestages.Exec{Conn: nc, Python: python(t)} }, handlertest.Config{
 		Stages: []messages.Stage{messages.StageCodeModeTools, messages.StageCodeModeExec},
 		Inputs: map[messages.Stage]any{
 			messages.StageCodeModeTools: messages.CodeModeToolsInput{Tools: []string{}},

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/autocoder/autocoder/internal/codemode"
+	"github.com/autocoder/autocoder/internal/codemode/pyexec"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/cache"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -19,8 +20,15 @@ type Exec struct {
 	// Conn reaches the tool services; nil fails the stages permanently.
 	Conn *nats.Conn
 	// Cache keeps tool calls (content keys, scoped by the job); nil: none.
-	Cache  cache.Cache
+	Cache cache.Cache
+	// Limits bound the programs of interpreter starlark.
 	Limits codemode.Limits
+	// Python runs the programs of interpreter python (the default) in
+	// the sandbox; nil fails them permanently.
+	Python *pyexec.Runner
+	// Files keeps what Python programs write under /var/outputs (the
+	// outputs object store); nil: the result lists them unstored.
+	Files FileStore
 	// ObservationBytes is the observation's budget; 0: the default.
 	ObservationBytes int
 }
@@ -56,7 +64,7 @@ func (e *Exec) tools(ctx context.Context, names []string) (*codemode.Registry, e
 	if e.Conn == nil {
 		return nil, stagework.Permanent(errors.New("codemode: this sandbox-worker has no NATS connection for tools"))
 	}
-	reg, err := codemode.DiscoverTools(ctx, e.Conn, names)
+	reg, err := discoverAliased(ctx, e.Conn, names)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err // cancelled: the executor retries or drops it
@@ -88,18 +96,19 @@ func (e *Exec) exec(ctx context.Context, cmd *messages.StageCommand, in messages
 	if e.Cache != nil && cmd.Cache != messages.CacheDisable {
 		reg = codemode.CachedTools(reg, e.Cache, in.Scope, 0)
 	}
-	res, runErr := codemode.Run(ctx, in.Code, reg, e.Limits)
+	res, files, runErr := e.run(ctx, in, reg)
 	if runErr != nil && ctx.Err() != nil {
 		return stagework.Output{}, fmt.Errorf("codemode_exec: %w", ctx.Err()) // the worker is stopping: run again elsewhere
 	}
-	out := messages.CodeModeExecOutput{OK: runErr == nil, Output: res.Output,
+	var ce *codemode.Error
+	if runErr != nil && !errors.As(runErr, &ce) {
+		return stagework.Output{}, fmt.Errorf("codemode_exec: %w", runErr) // the sandbox's failure: try again
+	}
+	out := messages.CodeModeExecOutput{OK: runErr == nil, Output: res.Output, Files: files,
 		Observation: codemode.Observation(res, runErr, e.ObservationBytes), Uncacheable: uncacheable.Load()}
 	if runErr != nil {
 		out.Error = runErr.Error()
-		var ce *codemode.Error
-		if errors.As(runErr, &ce) {
-			out.ErrorKind = string(ce.Kind)
-		}
+		out.ErrorKind = string(ce.Kind)
 	} else {
 		out.Value = codemode.MarshalValue(res.Value)
 	}

@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/codemode"
 	"github.com/autocoder/autocoder/internal/codemodestages"
+	"github.com/autocoder/autocoder/internal/sandboxstages"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/cache"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -74,10 +76,14 @@ func TestExecStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = dir.Close() })
-	h := &codemodestages.Exec{Conn: nc, Cache: dir}
+	h := &codemodestages.Exec{Conn: nc, Cache: dir, Python: python(t)}
 	cmd := execCommand(t, messages.CodeModeExecInput{Code: `a = lookup(key="x")
-b = lookup(key="missing")
-{"n": a["n"], "b": b.message if is_error(b) else "?", "tick": tick()}`, Tools: []string{"lookup", "tick"}, Scope: "job-1"})
+try:
+    lookup(key="missing")
+    b = "?"
+except ToolError as e:
+    b = e.message
+{"n": a["n"], "b": b, "tick": tick()}`, Tools: []string{"lookup", "tick"}, Scope: "job-1"})
 
 	var outs []messages.CodeModeExecOutput
 	for range 2 {
@@ -105,7 +111,7 @@ b = lookup(key="missing")
 func TestExecStageProgramErrors(t *testing.T) {
 	t.Parallel()
 	nc := natsConn(t)
-	h := &codemodestages.Exec{Conn: nc}
+	h := &codemodestages.Exec{Conn: nc, Python: python(t)}
 	out, err := h.Handle(context.Background(), execCommand(t, messages.CodeModeExecInput{Code: "nope(1)", Tools: []string{}}))
 	if err != nil {
 		t.Fatal(err)
@@ -117,5 +123,59 @@ func TestExecStageProgramErrors(t *testing.T) {
 	_, err = h.Handle(context.Background(), execCommand(t, messages.CodeModeExecInput{Code: "1", Tools: []string{"ghost"}}))
 	if err == nil || !strings.Contains(err.Error(), "no process serves the tool ghost") || !stagework.IsPermanent(err) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestExecStageInterpretersAliasesFiles: a tool shown under an alias is
+// called by it; what a Python program writes under /var/outputs is
+// stored in the outputs object store and listed, images as charts; the
+// same job's Starlark program runs in the worker.
+func TestExecStageInterpretersAliasesFiles(t *testing.T) {
+	t.Parallel()
+	nc := natsConn(t)
+	svc, err := codemode.ServeTool(nc, codemode.Tool{Name: "lookup",
+		Params: []codemode.Param{{Name: "key", Type: codemode.TypeStr, Required: true}},
+		Func:   func(_ context.Context, args map[string]any) (any, error) { return "v-" + args["key"].(string), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := js.CreateObjectStore(t.Context(), jetstream.ObjectStoreConfig{Bucket: "outputs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &codemodestages.Exec{Conn: nc, Python: python(t), Files: sandboxstages.ObjectStoreOutputs{Obj: obj}}
+
+	out, err := h.Handle(t.Context(), execCommand(t, messages.CodeModeExecInput{Code: `import base64
+open(OUTPUTS + "/chart.png", "wb").write(base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="))
+open(OUTPUTS + "/table.csv", "w").write("a,b\n1,2\n")
+find(key="k")`, Tools: []string{"find=lookup"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := out.Value.(messages.CodeModeExecOutput)
+	if !o.OK || string(o.Value) != `"v-k"` || len(o.Files) != 2 {
+		t.Fatalf("output %+v", o)
+	}
+	chart, table := o.Files[0], o.Files[1]
+	if chart.Name != "chart.png" || !chart.Chart || chart.ContentType != "image/png" || table.Chart || table.Name != "table.csv" {
+		t.Fatalf("files %+v", o.Files)
+	}
+	stored, err := obj.GetBytes(t.Context(), "sha256-"+chart.SHA256)
+	if err != nil || len(stored) != int(chart.Size) || chart.Object != "sha256:"+chart.SHA256 {
+		t.Fatalf("stored chart: %d bytes, %v (object %q)", len(stored), err, chart.Object)
+	}
+
+	out, err = h.Handle(t.Context(), execCommand(t, messages.CodeModeExecInput{Code: `r = find(key="s")
+r if not is_error(r) else "?"`, Tools: []string{"find=lookup"}, Interpreter: messages.InterpreterStarlark}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := out.Value.(messages.CodeModeExecOutput); !o.OK || string(o.Value) != `"v-s"` {
+		t.Fatalf("starlark output %+v", o)
 	}
 }

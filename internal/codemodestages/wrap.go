@@ -11,7 +11,7 @@ import (
 )
 
 // Version of the code-mode stages; bump when what a stage computes changes.
-const Version = "codemode-1"
+const Version = "codemode-2"
 
 // Stages is a handler of some code-mode stages.
 type Stages interface {

@@ -8,10 +8,16 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
+// codeModeSpec is a code-mode job; maxRetries 0 leaves max_retries out
+// (the default).
 func codeModeSpec(maxTurns, maxRetries int) messages.JobSpec {
-	return messages.JobSpec{Mode: messages.ModeCodeMode, CodeModeSpec: messages.CodeModeSpec{
-		Message: "Weather in Paris?", Tools: []string{"get_weather"}, MaxTurns: maxTurns, MaxRetries: maxRetries,
+	spec := messages.JobSpec{Mode: messages.ModeCodeMode, CodeModeSpec: messages.CodeModeSpec{
+		Message: "Weather in Paris?", Tools: []string{"get_weather"}, MaxTurns: maxTurns,
 	}}
+	if maxRetries != 0 {
+		spec.MaxRetries = &maxRetries
+	}
+	return spec
 }
 
 func codeModeWorld(t *testing.T, turns []messages.CodeModeTurnOutput, runs []messages.CodeModeExecOutput) *world {

@@ -17,6 +17,7 @@ import (
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/codemode"
+	"github.com/autocoder/autocoder/internal/codemode/pyexec"
 	"github.com/autocoder/autocoder/internal/codemodestages"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/coordinator"
@@ -434,7 +435,9 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 	h := sandboxstages.New(backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}).
 		WithWorkspace(sandboxstages.ObjectStoreWorkspace{Obj: st.Resources.Outputs}).
 		WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages")).WithFailedRuns(cache.FailedRuns{Cache: c})
-	cm := &codemodestages.Exec{Conn: st.Conn, Cache: c} // code-mode programs, tools over NATS
+	// Code-mode programs: CPython in the sandbox (or Starlark here), tools over NATS.
+	cm := &codemodestages.Exec{Conn: st.Conn, Cache: c, Python: &pyexec.Runner{Backend: backend},
+		Files: sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}}
 	return st.startStageWorker(bus.PoolSandbox, codemodestages.Wrap(h, cm), c, 2)
 }
 

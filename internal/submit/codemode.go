@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-const codeModeUsage = `codemode [--local] [--json] MESSAGE --tool NAME ... [--skill TEXT] [--skill-file PATH] [--max-turns N | --max-retries N] [--system-prompt-prefix TEXT]`
+const codeModeUsage = `codemode [--local] [--json] MESSAGE --tool NAME|ALIAS=NAME ... [--skill TEXT] [--skill-file PATH] [--max-turns N | --max-retries N] [--system-prompt-prefix TEXT] [--interpreter python|starlark]`
 
 // codeModeFlags are the flags of submit codemode.
 type codeModeFlags struct {
@@ -21,9 +22,10 @@ type codeModeFlags struct {
 	tools      multi
 	skills     multi
 	skillFiles multi
-	maxTurns   int
-	maxRetries int
-	prefix     string
+	maxTurns    int
+	maxRetries  *int // nil: not given (the default)
+	prefix      string
+	interpreter string
 }
 
 func (f *codeModeFlags) register(fs *flag.FlagSet) {
@@ -31,12 +33,20 @@ func (f *codeModeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.job.asJSON, "json", false, "print the result object as JSON on stdout")
 	fs.StringVar(&f.job.transcript, "transcript", "", "with --local: replay this scripted model transcript instead of calling a model")
 	fs.DurationVar(&f.job.wait, "wait", 30*time.Minute, "how long to wait for the job")
-	fs.Var(&f.tools, "tool", "name of a tool served on NATS (repeatable)")
+	fs.Var(&f.tools, "tool", "name of a tool served on NATS, or alias=served_name to show it to the program as alias (repeatable)")
 	fs.Var(&f.skills, "skill", "a skill's text for the prompt (repeatable)")
 	fs.Var(&f.skillFiles, "skill-file", "a file whose text is a skill (repeatable)")
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "multi-turn: at most this many replies with code before an answer")
-	fs.IntVar(&f.maxRetries, "max-retries", 0, "single-shot: programs written again on an error (default 3)")
+	fs.Func("max-retries", "single-shot: programs written again on an error; 0: none (default 3)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("not a number: %q", v)
+		}
+		f.maxRetries = &n
+		return nil
+	})
 	fs.StringVar(&f.prefix, "system-prompt-prefix", "", "text put first in the system prompt")
+	fs.StringVar(&f.interpreter, "interpreter", "", "what runs the programs: python (default) or starlark")
 }
 
 // maxSkillFileBytes bounds a --skill-file: it goes into every prompt.
@@ -84,7 +94,8 @@ func (f *codeModeFlags) spec(positional []string) (*messages.JobSpec, error) {
 	}
 	spec := &messages.JobSpec{Mode: messages.ModeCodeMode,
 		CodeModeSpec: messages.CodeModeSpec{Message: positional[0], Tools: f.tools, Skills: skills,
-			MaxTurns: f.maxTurns, MaxRetries: f.maxRetries, SystemPromptPrefix: f.prefix}}
+			MaxTurns: f.maxTurns, MaxRetries: f.maxRetries, SystemPromptPrefix: f.prefix,
+			Interpreter: messages.Interpreter(f.interpreter)}}
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,102 @@
+package codemodestages
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"path"
+	"sort"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/autocoder/autocoder/internal/codemode"
+	"github.com/autocoder/autocoder/internal/codemode/pyexec"
+	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// FileStore keeps the files Python programs write, by content hash;
+// sandboxstages.ObjectStoreOutputs (the outputs object store) is one.
+type FileStore interface {
+	Put(ctx context.Context, sha256Hex string, data []byte) error
+}
+
+// run runs the program in the job's interpreter: CPython in the sandbox
+// (the default) or Starlark in this process. Its error is a
+// *codemode.Error for the program's failures, another for the sandbox's.
+func (e *Exec) run(ctx context.Context, in messages.CodeModeExecInput, reg *codemode.Registry) (codemode.Result, []messages.CodeModeFile, error) {
+	if in.Interpreter == messages.InterpreterStarlark {
+		res, err := codemode.Run(ctx, in.Code, reg, e.Limits)
+		return res, nil, err
+	}
+	if e.Python == nil {
+		return codemode.Result{}, nil, stagework.Permanent(errors.New("this sandbox-worker has no sandbox for Python programs"))
+	}
+	res, err := e.Python.Run(ctx, in.Code, reg)
+	var ce *codemode.Error
+	if err != nil && !errors.As(err, &ce) {
+		return codemode.Result{}, nil, err
+	}
+	files, serr := e.storeFiles(ctx, res.Files)
+	if serr != nil {
+		return codemode.Result{}, nil, serr
+	}
+	return res.Result, files, err
+}
+
+// storeFiles stores the program's files and lists them, sorted by name.
+func (e *Exec) storeFiles(ctx context.Context, files map[string][]byte) ([]messages.CodeModeFile, error) {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]messages.CodeModeFile, 0, len(names))
+	for _, n := range names {
+		data := files[n]
+		sum := sha256.Sum256(data)
+		h := hex.EncodeToString(sum[:])
+		f := messages.CodeModeFile{Name: n, Size: int64(len(data)), SHA256: h, ContentType: contentType(n, data), Chart: pyexec.IsImage(n)}
+		if e.Files != nil {
+			if err := e.Files.Put(ctx, h, data); err != nil {
+				return nil, fmt.Errorf("codemode_exec: store %s: %w", n, err)
+			}
+			f.Object = messages.ObjectRef{SHA256: h}.String()
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// contentType is the file's media type: by extension, else sniffed.
+func contentType(name string, data []byte) string {
+	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
+		return t
+	}
+	return http.DetectContentType(data)
+}
+
+// discoverAliased discovers the tools of a job's entries (name or
+// alias=served_name) and registers each under the name the program calls.
+func discoverAliased(ctx context.Context, nc *nats.Conn, entries []string) (*codemode.Registry, error) {
+	reg := codemode.NewRegistry()
+	for _, entry := range entries {
+		ref, err := messages.ParseToolRef(entry)
+		if err != nil {
+			return nil, fmt.Errorf("codemode: tools: %w", err)
+		}
+		t, err := codemode.DiscoverTool(ctx, nc, ref.Served)
+		if err != nil {
+			return nil, err
+		}
+		t.Name = ref.Alias
+		if err := reg.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
