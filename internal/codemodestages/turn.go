@@ -41,7 +41,8 @@ func (t Turn) Handle(ctx context.Context, cmd *messages.StageCommand) (stagework
 	if t.Model == nil {
 		return stagework.Output{}, stagework.Permanent(errors.New("codemode_turn: this llm-worker's model client cannot hold a chat"))
 	}
-	sys := codemode.SystemPrompt(codemode.PromptConfig{Prefix: in.SystemPromptPrefix, Tools: in.Tools, Skills: in.Skills, MultiTurn: in.MultiTurn})
+	sys := codemode.SystemPrompt(codemode.PromptConfig{Prefix: in.SystemPromptPrefix, Tools: in.Tools, Skills: in.Skills, MultiTurn: in.MultiTurn,
+		Starlark: in.Interpreter == messages.InterpreterStarlark})
 	conv := codemode.Conversation(sys, in.History, in.Message, in.Steps, in.MultiTurn)
 	reply, err := t.Model.Chat(ctx, llm.ChatRequest{Model: cmd.Model, Messages: conv})
 	if err != nil {

@@ -80,7 +80,7 @@ func (m *stepper) codeModeTurn() {
 	spec := s.Spec.CodeModeSpec
 	m.dispatch(messages.StageCodeModeTurn, messages.CodeModeTurnInput{
 		Tools: cm.Tools, Skills: spec.Skills, SystemPromptPrefix: spec.SystemPromptPrefix,
-		MultiTurn: spec.MultiTurn(), History: spec.History, Message: spec.Message, Steps: cm.Steps,
+		MultiTurn: spec.MultiTurn(), History: spec.History, Message: spec.Message, Steps: cm.Steps, Interpreter: spec.Interpreter,
 	})
 }
 

@@ -18,10 +18,10 @@ const codeModeUsage = `codemode [--local] [--json] MESSAGE --tool NAME|ALIAS=NAM
 
 // codeModeFlags are the flags of submit codemode.
 type codeModeFlags struct {
-	job        jobFlags // --local, --json, --transcript, --wait
-	tools      multi
-	skills     multi
-	skillFiles multi
+	job         jobFlags // --local, --json, --transcript, --wait
+	tools       multi
+	skills      multi
+	skillFiles  multi
 	maxTurns    int
 	maxRetries  *int // nil: not given (the default)
 	prefix      string

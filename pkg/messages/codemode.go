@@ -238,6 +238,7 @@ type CodeModeTurnInput struct {
 	Skills             []string        `json:"skills,omitempty"`
 	SystemPromptPrefix string          `json:"system_prompt_prefix,omitempty"`
 	MultiTurn          bool            `json:"multi_turn,omitempty"`
+	Interpreter        Interpreter     `json:"interpreter,omitempty"` // the prompt's dialect rules; "" is python
 	History            []ChatMessage   `json:"history,omitempty"`
 	Message            string          `json:"message"`
 	Steps              []CodeModeStep  `json:"steps,omitempty"`

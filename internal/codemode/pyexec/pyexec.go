@@ -205,3 +205,11 @@ func IsImage(name string) bool {
 	}
 	return false
 }
+
+var _ codemode.Interpreter = (*Runner)(nil)
+
+// RunProgram implements codemode.Interpreter (an Agent running Python).
+func (r *Runner) RunProgram(ctx context.Context, code string, tools *codemode.Registry) (codemode.Result, error) {
+	res, err := r.Run(ctx, code, tools)
+	return res.Result, err
+}
