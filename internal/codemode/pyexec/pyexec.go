@@ -1,6 +1,7 @@
 package pyexec
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -90,7 +91,11 @@ func (r *Runner) Run(ctx context.Context, code string, tools *codemode.Registry)
 	}
 	runErr := b.outcome(res, limits)
 	if runErr == nil && b.done.HasValue {
-		if err := json.Unmarshal(b.done.Value, &out.Value); err != nil {
+		// Numbers stay as CPython wrote them (json.Number): a big int or
+		// a float's shortest repr comes back exactly.
+		dec := json.NewDecoder(bytes.NewReader(b.done.Value))
+		dec.UseNumber()
+		if err := dec.Decode(&out.Value); err != nil {
 			runErr = &codemode.Error{Kind: codemode.KindRuntime, Msg: "the program's value is not JSON: " + err.Error()}
 		}
 	}
