@@ -57,7 +57,7 @@ func ServeTool(nc *nats.Conn, t Tool) (micro.Service, error) {
 		return nil, fmt.Errorf("codemode: serve tool %s: %w", t.Name, err)
 	}
 	meta := map[string]string{metaDoc: t.Doc, metaParams: string(params), metaCacheable: strconv.FormatBool(!t.NoCache)}
-	handler := micro.HandlerFunc(func(req micro.Request) { _ = req.RespondJSON(serveCall(&t, req.Data())) })
+	handler := micro.HandlerFunc(func(req micro.Request) { respond(nc, req, serveCall(&t, req.Data())) })
 	if err := svc.AddEndpoint(callEndpoint, handler, micro.WithEndpointSubject(ToolSubject(t.Name)), micro.WithEndpointMetadata(meta)); err != nil {
 		_ = svc.Stop()
 		return nil, fmt.Errorf("codemode: serve tool %s: %w", t.Name, err)
@@ -83,6 +83,20 @@ func serveCall(t *Tool, data []byte) toolReply {
 		return toolReply{Error: fmt.Sprintf("result is not JSON-able: %v", err)}
 	}
 	return toolReply{Result: res}
+}
+
+// respond sends a call's reply; one larger than the connection may carry
+// becomes an error reply saying so, so that the caller is not left
+// waiting for an answer that never comes.
+func respond(nc *nats.Conn, req micro.Request, r toolReply) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		b, _ = json.Marshal(toolReply{Error: "the result is not JSON-able: " + err.Error()})
+	}
+	if limit := nc.MaxPayload(); limit > 0 && int64(len(b)) > limit-1024 {
+		b, _ = json.Marshal(toolReply{Error: fmt.Sprintf("the result is %d bytes, over the %d bytes a NATS message carries; ask for less", len(b), limit)})
+	}
+	_ = req.Respond(b)
 }
 
 // DiscoverTool finds the tool served as name on nc and returns a Tool that

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -177,5 +178,46 @@ r if not is_error(r) else "?"`, Tools: []string{"find=lookup"}, Interpreter: mes
 	}
 	if o := out.Value.(messages.CodeModeExecOutput); !o.OK || string(o.Value) != `"v-s"` {
 		t.Fatalf("starlark output %+v", o)
+	}
+}
+
+// TestExecStageToolServerTrouble: over real NATS, a tool whose result is
+// 100 MB fails as a ToolError the program can catch (NATS cannot carry
+// it), and a tool server that never answers ends the run at its wall time,
+// naming the tool.
+func TestExecStageToolServerTrouble(t *testing.T) {
+	t.Parallel()
+	nc := natsConn(t)
+	for _, tool := range []codemode.Tool{
+		{Name: "big", Func: func(context.Context, map[string]any) (any, error) { return strings.Repeat("x", 100<<20), nil }},
+		{Name: "stall", Func: func(context.Context, map[string]any) (any, error) { select {} }},
+	} {
+		svc, err := codemode.ServeTool(nc, tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = svc.Stop() })
+	}
+	runner := python(t)
+	runner.Limits.WallTime = 3 * time.Second
+	h := &codemodestages.Exec{Conn: nc, Python: runner}
+	out, err := h.Handle(t.Context(), execCommand(t, messages.CodeModeExecInput{Code: `try:
+    big()
+    r = "?"
+except ToolError as e:
+    r = e.message
+r`, Tools: []string{"big", "stall"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := out.Value.(messages.CodeModeExecOutput); !o.OK || !strings.Contains(string(o.Value), "over the 1048576 bytes a NATS message carries") {
+		t.Fatalf("big: %+v", o)
+	}
+	out, err = h.Handle(t.Context(), execCommand(t, messages.CodeModeExecInput{Code: "stall()", Tools: []string{"big", "stall"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := out.Value.(messages.CodeModeExecOutput); o.OK || o.ErrorKind != "limit" || !strings.Contains(o.Error, "waiting for stall") {
+		t.Fatalf("stall: %+v", o)
 	}
 }

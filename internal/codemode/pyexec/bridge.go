@@ -255,6 +255,9 @@ func (b *bridge) call(ctx context.Context, m message) {
 		}
 		defer func() { <-b.slots }()
 		a, failure := b.answer(ctx, m)
+		if ctx.Err() != nil {
+			return // the run ended during the call: it stays pending, for the error to name
+		}
 		b.mu.Lock()
 		delete(b.pending, m.ID)
 		b.mu.Unlock()

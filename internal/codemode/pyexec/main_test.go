@@ -3,10 +3,10 @@ package pyexec_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,70 +19,90 @@ import (
 	"github.com/autocoder/autocoder/internal/sandbox/docker"
 )
 
+// secretEnv is set in the test process: no program may see it.
+const secretEnv = "AUTOCODER_PYEXEC_TEST_SECRET"
+
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	os.Setenv(secretEnv, "hunter2-pyexec")
+	code := m.Run()
+	for _, s := range []*shared{&proc, &dock} {
+		if s.b != nil {
+			_ = s.b.Close()
+		}
+		if s.dir != "" {
+			_ = os.RemoveAll(s.dir)
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
-// processBackend is one bubblewrap backend for the package's tests (on a
-// shared state dir, so the base environment is built once), failing the
-// test when the host cannot run it (never skipping).
+// shared is one backend for the package's tests, made on first use: the
+// base environment is built once, as a worker's is.
+type shared struct {
+	once sync.Once
+	b    sandbox.Backend
+	dir  string
+	err  error
+}
+
+var proc, dock shared
+
+// processBackend is the bubblewrap backend; it fails the test (never
+// skips) when the host cannot run it.
 func processBackend(t testing.TB) sandbox.Backend {
 	t.Helper()
-	procOnce.Do(func() {
+	proc.once.Do(func() {
 		if _, err := exec.LookPath("bwrap"); err != nil {
-			procErr = errors.New("bubblewrap is not installed: apt-get install -y bubblewrap")
+			proc.err = errors.New("bubblewrap is not installed: apt-get install -y bubblewrap")
 			return
 		}
-		dir, err := os.MkdirTemp("", "pyexec-test-")
-		if err != nil {
-			procErr = err
+		if proc.dir, proc.err = os.MkdirTemp("", "pyexec-test-"); proc.err != nil {
 			return
 		}
-		procDir = dir
-		procBackend, procErr = bwrap.New(bwrap.Config{Python: "/usr/bin/python3", StateDir: dir,
+		proc.b, proc.err = bwrap.New(bwrap.Config{Python: "/usr/bin/python3", StateDir: proc.dir,
 			Logger: slog.New(slog.DiscardHandler)})
 	})
-	if procErr != nil {
-		t.Fatalf("process backend: %v", procErr)
+	if proc.err != nil {
+		t.Fatalf("process backend: %v", proc.err)
 	}
-	return keepOpen{procBackend}
+	return proc.b
 }
 
-var (
-	procOnce    sync.Once
-	procBackend *bwrap.Backend
-	procDir     string
-	procErr     error
-)
-
-// dockerBackend is a Docker (Podman) backend, closed when the test ends;
-// it fails without an engine, saying how to get one.
+// dockerBackend is the Docker (Podman) backend; it fails without an
+// engine, saying how to get one.
 func dockerBackend(t testing.TB) sandbox.Backend {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := docker.Ping(ctx, ""); err != nil {
-		t.Fatalf("no Docker engine (%v): run scripts/setup-docker.sh and export the DOCKER_HOST it prints", err)
+	dock.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := docker.Ping(ctx, ""); err != nil {
+			dock.err = fmt.Errorf("no Docker engine (%w): run scripts/setup-docker.sh and export the DOCKER_HOST it prints", err)
+			return
+		}
+		base := os.Getenv("AUTOCODER_DOCKER_BASE_IMAGE")
+		if base == "" {
+			base = "autocoder-base:bookworm"
+		}
+		dock.b, dock.err = docker.New(ctx, docker.Config{BaseImage: base, NoPull: true, Worker: "pyexec-test",
+			Logger: slog.New(slog.DiscardHandler)})
+	})
+	if dock.err != nil {
+		t.Fatalf("docker backend: %v", dock.err)
 	}
-	base := os.Getenv("AUTOCODER_DOCKER_BASE_IMAGE")
-	if base == "" {
-		base = "autocoder-base:bookworm"
-	}
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel2()
-	b, err := docker.New(ctx2, docker.Config{BaseImage: base, NoPull: true, Worker: "pyexec-test",
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatalf("docker.New: %v", err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	return b
+	return dock.b
 }
 
-// keepOpen shares a backend: the tests never close it.
-type keepOpen struct{ *bwrap.Backend }
-
-func (keepOpen) Close() error { return nil }
+// backends are both sandbox backends, by name.
+var backends = []struct {
+	name string
+	open func(testing.TB) sandbox.Backend
+}{{"process", processBackend}, {"docker", dockerBackend}}
 
 // weatherTools are the tools most tests use: a lookup that fails for an
 // unknown city, and a paged search.
@@ -118,12 +138,3 @@ func weatherTools() *codemode.Registry {
 	})
 	return r
 }
-
-func cleanupProcState() {
-	if procBackend != nil {
-		_ = procBackend.Close()
-		_ = os.RemoveAll(procDir)
-	}
-}
-
-var _ = strings.TrimSpace
