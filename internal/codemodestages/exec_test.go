@@ -21,7 +21,7 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-func natsConn(t *testing.T) *nats.Conn {
+func natsConn(t testing.TB) *nats.Conn {
 	t.Helper()
 	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()})
 	if err != nil {
@@ -36,7 +36,7 @@ func natsConn(t *testing.T) *nats.Conn {
 	return nc
 }
 
-func execCommand(t *testing.T, in messages.CodeModeExecInput) *messages.StageCommand {
+func execCommand(t testing.TB, in messages.CodeModeExecInput) *messages.StageCommand {
 	t.Helper()
 	b, err := json.Marshal(in)
 	if err != nil {
