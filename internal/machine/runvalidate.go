@@ -55,6 +55,9 @@ func (m *stepper) runValidate() {
 // fix stage as a reflection turn.
 func (m *stepper) reflect(out messages.AcceptanceOutput) {
 	s := m.s
+	if m.addMissingPackages(out) {
+		return
+	}
 	problems := runProblems(out)
 	if s.Iteration >= s.Spec.Options.MaxIterations {
 		m.finish(messages.StatusFailed, fmt.Sprintf("the script still fails when run after %d runs (max_iterations): %s", s.Iteration, problems))
@@ -70,6 +73,29 @@ func (m *stepper) reflect(out messages.AcceptanceOutput) {
 	s.Round = &Round{Iteration: s.Iteration, Acceptance: true, BaseCode: s.Solution.Code,
 		Logic: []messages.Failure{runFailure(out, problems, s.Spec.Outputs)}}
 	m.dispatchFix(nil)
+}
+
+// addMissingPackages takes the import check's missing modules down the
+// package path, as a diagnosis of kind environment would: their packages
+// are added and the environment rebuilt, then the script runs again. It
+// reports false (the failure goes to the model) when every package is
+// already in the set, or the runs are used up.
+func (m *stepper) addMissingPackages(out messages.AcceptanceOutput) bool {
+	s := m.s
+	var pkgs, mods []string
+	for _, mm := range out.MissingModules {
+		pkgs, mods = append(pkgs, mm.Package), append(mods, mm.Module)
+	}
+	added := newPackages(s.Packages, validPackages(pkgs))
+	if len(added) == 0 || s.Iteration >= s.Spec.Options.MaxIterations {
+		return false
+	}
+	m.note(fmt.Sprintf("run %d: the script imports %s, missing from its sandbox: adding packages %s and rebuilding",
+		s.Iteration, strings.Join(mods, ", "), strings.Join(added, ", ")))
+	s.Packages = normPackages(append(s.Packages, added...))
+	m.enter(PhaseRepairing)
+	m.advance() // the rebuild, then the run again
+	return true
 }
 
 // runProblems says in one line why a run failed: the sandbox names the
