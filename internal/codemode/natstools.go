@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Tools served by other processes are NATS services of the micro framework:
@@ -180,6 +182,28 @@ func DiscoverTools(ctx context.Context, nc *nats.Conn, names []string) (*Registr
 		if err != nil {
 			return nil, err
 		}
+		if err := reg.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// DiscoverToolRefs discovers the tools of a job's entries (a served name,
+// or alias=served_name) and registers each under the name the program
+// calls: the tools a code-mode job's programs see.
+func DiscoverToolRefs(ctx context.Context, nc *nats.Conn, entries []string) (*Registry, error) {
+	reg := NewRegistry()
+	for _, entry := range entries {
+		ref, err := messages.ParseToolRef(entry)
+		if err != nil {
+			return nil, fmt.Errorf("codemode: tools: %w", err)
+		}
+		t, err := DiscoverTool(ctx, nc, ref.Served)
+		if err != nil {
+			return nil, err
+		}
+		t.Name = ref.Alias
 		if err := reg.Register(t); err != nil {
 			return nil, err
 		}

@@ -64,7 +64,7 @@ func (e *Exec) tools(ctx context.Context, names []string) (*codemode.Registry, e
 	if e.Conn == nil {
 		return nil, stagework.Permanent(errors.New("codemode: this sandbox-worker has no NATS connection for tools"))
 	}
-	reg, err := discoverAliased(ctx, e.Conn, names)
+	reg, err := codemode.DiscoverToolRefs(ctx, e.Conn, names)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err // cancelled: the executor retries or drops it

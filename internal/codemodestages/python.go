@@ -11,8 +11,6 @@ import (
 	"path"
 	"sort"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/autocoder/autocoder/internal/codemode"
 	"github.com/autocoder/autocoder/internal/codemode/pyexec"
 	"github.com/autocoder/autocoder/internal/stagework"
@@ -80,23 +78,3 @@ func contentType(name string, data []byte) string {
 	return http.DetectContentType(data)
 }
 
-// discoverAliased discovers the tools of a job's entries (name or
-// alias=served_name) and registers each under the name the program calls.
-func discoverAliased(ctx context.Context, nc *nats.Conn, entries []string) (*codemode.Registry, error) {
-	reg := codemode.NewRegistry()
-	for _, entry := range entries {
-		ref, err := messages.ParseToolRef(entry)
-		if err != nil {
-			return nil, fmt.Errorf("codemode: tools: %w", err)
-		}
-		t, err := codemode.DiscoverTool(ctx, nc, ref.Served)
-		if err != nil {
-			return nil, err
-		}
-		t.Name = ref.Alias
-		if err := reg.Register(t); err != nil {
-			return nil, err
-		}
-	}
-	return reg, nil
-}

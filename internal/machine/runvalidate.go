@@ -86,7 +86,8 @@ func (m *stepper) addMissingPackages(out messages.AcceptanceOutput) bool {
 	for _, mm := range out.MissingModules {
 		pkgs, mods = append(pkgs, mm.Package), append(mods, mm.Module)
 	}
-	added := newPackages(s.Packages, validPackages(pkgs))
+	// A package the index refused before is not asked for again.
+	added := newPackages(append(append([]string(nil), s.Packages...), s.InvalidPackages...), validPackages(pkgs))
 	if len(added) == 0 || s.Iteration >= s.Spec.Options.MaxIterations {
 		return false
 	}
