@@ -2,6 +2,7 @@ package submit
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -14,7 +15,7 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-const codeModeUsage = `codemode [--local] [--json] MESSAGE --tool NAME|ALIAS=NAME ... [--skill TEXT] [--skill-file PATH] [--max-turns N | --max-retries N] [--system-prompt-prefix TEXT] [--interpreter python|starlark]`
+const codeModeUsage = `codemode [--local] [--json] MESSAGE --tool NAME|ALIAS=NAME ... [--skill TEXT] [--skill-file PATH] [--max-turns N | --max-retries N] [--system-prompt-prefix TEXT] [--interpreter python|starlark] | codemode tools --tool NAME|ALIAS=NAME ...`
 
 // codeModeFlags are the flags of submit codemode.
 type codeModeFlags struct {
@@ -55,6 +56,10 @@ const maxSkillFileBytes = 256 << 10
 // codemodeCmd submits a mode: codemode job, watches it and reports its
 // answer: the message is the positional argument, anywhere among the flags.
 func codemodeCmd(ctx context.Context, in *invocation) (int, error) {
+	if len(in.args) > 0 && in.args[0] == "tools" {
+		in.args = in.args[1:]
+		return codeModeToolsCmd(ctx, in)
+	}
 	var f codeModeFlags
 	fs := in.flagSet()
 	f.register(fs)
@@ -122,4 +127,36 @@ func printCodeModeSummary(w io.Writer, r *messages.Result) {
 	if cm.Code != "" {
 		fmt.Fprintf(w, "\n# program\n%s\n", messages.Printable(strings.TrimRight(cm.Code, "\n")))
 	}
+}
+
+// codeModeToolsCmd is `submit codemode tools --tool NAME ...`: the tools'
+// descriptions as a code-mode job's model sees them (the JSON its system
+// prompt shows), discovered over NATS as the job would.
+func codeModeToolsCmd(ctx context.Context, in *invocation) (int, error) {
+	var tools multi
+	fs := in.flagSet()
+	fs.Var(&tools, "tool", "name of a tool served on NATS, or alias=served_name (repeatable)")
+	in.cfg.Register(fs)
+	if _, err := in.positional(fs, 0); err != nil {
+		return 0, err
+	}
+	if len(tools) == 0 {
+		return 0, usagef("give the tools with --tool NAME (repeatable)")
+	}
+	for _, t := range tools {
+		if _, err := messages.ParseToolRef(t); err != nil {
+			return 0, usagef("--tool: %v", err)
+		}
+	}
+	return in.withClient(ctx, func(c *client.Client) (int, error) {
+		desc, err := c.CodeModeTools(ctx, tools)
+		if err != nil {
+			return 0, err
+		}
+		var v any
+		if err := json.Unmarshal(desc, &v); err != nil {
+			return 0, err
+		}
+		return ExitSuccess, printJSON(in.io.Stdout, v)
+	})
 }
