@@ -77,4 +77,3 @@ func contentType(name string, data []byte) string {
 	}
 	return http.DetectContentType(data)
 }
-

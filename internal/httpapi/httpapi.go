@@ -46,11 +46,11 @@ var routes = []route{
 	{"GET /v1/jobs", ScopeRead, (*api).list, hasClient},
 	{"GET /v1/jobs/{id}", ScopeRead, (*api).status, hasClient},
 	{"GET /v1/jobs/{id}/result", ScopeRead, (*api).result, hasClient},
-	{"GET /v1/summaries", ScopeRead, (*api).summaries, hasClient},             // ui.go
-	{"GET /v1/jobs/{id}/iterations", ScopeRead, (*api).iterations, hasClient}, // ui.go
-	{"GET /v1/jobs/{id}/outputs/{name}", ScopeRead, (*api).output, hasClient}, // ui.go
+	{"GET /v1/summaries", ScopeRead, (*api).summaries, hasClient},                 // ui.go
+	{"GET /v1/jobs/{id}/iterations", ScopeRead, (*api).iterations, hasClient},     // ui.go
+	{"GET /v1/jobs/{id}/outputs/{name}", ScopeRead, (*api).output, hasClient},     // ui.go
 	{"GET /v1/jobs/{id}/files/{name}", ScopeRead, (*api).codeModeFile, hasClient}, // codemode.go
-	{"GET /v1/codemode/tools", ScopeRead, (*api).codeModeTools, hasClient},          // codemode.go
+	{"GET /v1/codemode/tools", ScopeRead, (*api).codeModeTools, hasClient},        // codemode.go
 	{"POST /v1/jobs/{id}/ticket", ScopeRead, (*api).ticket, hasClient},
 	{"POST /v1/jobs/{id}/cancel", ScopeSubmit, (*api).cancel, hasClient},
 	// A bearer token with read, or a ticket from /ticket (EventSource sends
