@@ -198,9 +198,7 @@ func TestExecStageToolServerTrouble(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = svc.Stop() })
 	}
-	runner := python(t)
-	runner.Limits.WallTime = 3 * time.Second
-	h := &codemodestages.Exec{Conn: nc, Python: runner}
+	h := &codemodestages.Exec{Conn: nc, Python: python(t)} // the default wall time: 100 MB take a while under -race
 	out, err := h.Handle(t.Context(), execCommand(t, messages.CodeModeExecInput{Code: `try:
     big()
     r = "?"
@@ -213,6 +211,9 @@ r`, Tools: []string{"big", "stall"}}))
 	if o := out.Value.(messages.CodeModeExecOutput); !o.OK || !strings.Contains(string(o.Value), "over the 1048576 bytes a NATS message carries") {
 		t.Fatalf("big: %+v", o)
 	}
+	short := python(t)
+	short.Limits.WallTime = 3 * time.Second
+	h = &codemodestages.Exec{Conn: nc, Python: short}
 	out, err = h.Handle(t.Context(), execCommand(t, messages.CodeModeExecInput{Code: "stall()", Tools: []string{"big", "stall"}}))
 	if err != nil {
 		t.Fatal(err)
