@@ -9,14 +9,14 @@
 # trusted.
 import ast
 import builtins
-import concurrent.futures
 import io
 import json
-import linecache
 import os
 import sys
 import threading
-import traceback
+
+# concurrent.futures, asyncio and traceback are imported when needed: the
+# interpreter's start is most of a short program's cost.
 
 PROGRAM = "<program>"
 RESULT = "__codemode_result__"
@@ -99,6 +99,47 @@ class _Printer(io.TextIOBase):
             data, self._cut = data[: max(room, 0)], True
         self._sent += len(data)
         _send({"op": "print", "data": data, "cut": self._cut})
+
+
+class _Future:
+    """A call's answer, set by the reader thread (a small
+    concurrent.futures.Future: importing that one costs more than a call)."""
+
+    __slots__ = ("_done", "_lock", "_ok", "_value", "_callbacks")
+
+    def __init__(self):
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._ok, self._value, self._callbacks = None, None, []
+
+    def set_result(self, value):
+        self._set(True, value)
+
+    def set_exception(self, exc):
+        self._set(False, exc)
+
+    def _set(self, ok, value):
+        with self._lock:
+            if self._callbacks is None:
+                return
+            self._ok, self._value = ok, value
+            callbacks, self._callbacks = self._callbacks, None
+            self._done.set()
+        for cb in callbacks:
+            cb(self)
+
+    def add_done_callback(self, cb):
+        with self._lock:
+            if self._callbacks is not None:
+                self._callbacks.append(cb)
+                return
+        cb(self)
+
+    def result(self):
+        self._done.wait()
+        if self._ok:
+            return self._value
+        raise self._value
 
 
 _calls = {}
@@ -216,9 +257,9 @@ class _Tool:
         return out
 
     def _start(self, *args, **kwargs):
-        """Sends the call and returns its concurrent.futures.Future."""
+        """Sends the call and returns its _Future."""
         bound = self._bind(args, kwargs)
-        fut = concurrent.futures.Future()
+        fut = _Future()
         with _calls_lock:
             if _bridge_closed:
                 raise LimitExceeded("the worker ended the run")
@@ -296,7 +337,24 @@ class _Pending:
 
     def __await__(self):
         import asyncio
-        return asyncio.wrap_future(self._fut).__await__()
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+
+        def settle(f):
+            if not waiter.cancelled():
+                if f._ok:
+                    waiter.set_result(f._value)
+                else:
+                    waiter.set_exception(f._value)
+
+        def done(f):
+            try:
+                loop.call_soon_threadsafe(settle, f)
+            except RuntimeError:
+                pass  # the loop is closed: no one awaits any more
+
+        self._fut.add_done_callback(done)
+        return waiter.__await__()
 
     def _value(self):
         return self._fut.result()
@@ -382,6 +440,7 @@ def parallel_map(fn, calls, max_workers=8):
             except ToolError as e:
                 out.append(e)
         return out
+    import concurrent.futures
     with concurrent.futures.ThreadPoolExecutor(max(1, min(max_workers, 32))) as ex:
         return list(ex.map(fn, calls))
 
@@ -517,6 +576,7 @@ def _json_value(v):
 
 def _program_trace(e):
     """The traceback, the program's frames only (the prelude's are noise)."""
+    import traceback
     frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == PROGRAM]
     lines = ["Traceback (most recent call last):\n"] + traceback.format_list(frames) if frames else []
     lines += traceback.format_exception_only(type(e), e)
@@ -550,6 +610,7 @@ def _run(code, spec):
         last = tree.body[-1]
         tree.body[-1] = ast.copy_location(ast.Assign(targets=[ast.Name(id=RESULT, ctx=ast.Store())], value=last.value), last)
     ast.fix_missing_locations(tree)
+    import linecache  # for the source lines of a traceback
     linecache.cache[PROGRAM] = (len(code), None, code.splitlines(True), PROGRAM)
     compiled = compile(tree, PROGRAM, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
     env = {"__name__": "__main__", "__builtins__": builtins, "ToolError": ToolError,
@@ -573,7 +634,7 @@ def _run(code, spec):
         _done(ok=False, kind="limit", line=line, msg="memory limit: MemoryError (the program used more memory than the run may)")
     except BaseException as e:
         line, trace = _program_trace(e)
-        _done(ok=False, kind="runtime", line=line, msg=traceback.format_exception_only(type(e), e)[-1].strip(), trace=trace)
+        _done(ok=False, kind="runtime", line=line, msg=trace.splitlines()[-1].strip(), trace=trace)
     value = env.get(RESULT) if has_value else None
     try:
         value = _json_value(value)
