@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/autocoder/autocoder/internal/codemode"
 	"github.com/autocoder/autocoder/internal/config"
@@ -71,7 +75,8 @@ with open(f"{OUTPUTS}/temps.csv", "w") as f:
 	port := freePort(t)
 	cfg := testConfig(t, fake)
 	cfg.NATSAuth = config.NATSAuthNone
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	browser := requireChromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}, EmbeddedListen: fmt.Sprintf("127.0.0.1:%d", port)})
 	if err != nil {
@@ -150,6 +155,8 @@ with open(f"{OUTPUTS}/temps.csv", "w") as f:
 		t.Fatalf("listing an unserved tool: %d %s", code, body)
 	}
 
+	checkChartInBrowser(ctx, t, browser, srv.URL+"/", token, res.JobID)
+
 	remote := testConfig(t, fake)
 	remote.NATSURL = fmt.Sprintf("nats://127.0.0.1:%d", port)
 	var stdout, stderr bytes.Buffer
@@ -196,5 +203,46 @@ func TestCodeRunnerOutputAndImportCheck(t *testing.T) {
 	}
 	if n := countStage(res, messages.StageAcceptance); n != 2 {
 		t.Fatalf("%d acceptance stages, want 2 (the import check, then the run)", n)
+	}
+}
+
+// codeModeScreenshot makes TestCodeModeAliasChartsAndToolsListing write
+// the code-mode job's page, with its chart, to this PNG file.
+var codeModeScreenshot = flag.String("codemode-screenshot", "", "write the code-mode job page to this PNG file")
+
+// checkChartInBrowser opens the job's page in headless Chromium, as a
+// person would: the code-mode section shows the value and the chart, an
+// image fetched with the token, decoded by the browser.
+func checkChartInBrowser(ctx context.Context, t *testing.T, browser, base, token, jobID string) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless, chromedp.WindowSize(1280, 900))
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	page := &uiPage{t: t, ctx: bctx, base: base}
+	page.run("open the list", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#auth button")),
+		chromedp.WaitVisible(chromedp.CSS(`tr.job[data-id="`+jobID+`"]`)))
+	page.job(jobID, `#codemode #charts img[data-loaded="1"]`)
+	page.contains("#codemode-value", `"mean":14.5`)
+	page.contains("#codemode-summary", "a mean of 14.5")
+	page.contains("#codemode-files", "temps.csv")
+	width, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelector('#charts img').naturalWidth`))
+	if err != nil || width != 100 {
+		t.Fatalf("the chart's image is %d px wide (%v), want the SVG's 100", width, err)
+	}
+	if *codeModeScreenshot != "" {
+		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		if err := os.WriteFile(*codeModeScreenshot, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

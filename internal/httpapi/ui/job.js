@@ -138,12 +138,14 @@ function render(me) {
     head,
     running ? h("section", {}, h("h2", {}, "Running now"), h("ul", { id: "running" })) : null,
     timeline(r),
-    r.codemode ? codeModeSection(me) : null,
-    h("div", { class: "grid2" }, planSection(r), usageSection(r)),
-    iterationsSection(me),
-    outputsSection(me),
-    notesSection(r),
-    dataSection(r)].filter(Boolean));
+    // A code-mode job has no plan, tests or typed outputs: its section
+    // shows the answer, the value, the charts and the program instead.
+    ...(r.codemode ? [codeModeSection(me), usageSection(r), notesSection(r)] : [
+      h("div", { class: "grid2" }, planSection(r), usageSection(r)),
+      iterationsSection(me),
+      outputsSection(me),
+      notesSection(r),
+      dataSection(r)])].filter(Boolean));
   renderRunning(me);
 }
 
