@@ -54,6 +54,9 @@ type Config struct {
 	// MaxStateBytes bounds one job's stored record (statebound.go).
 	// Default DefaultMaxStateBytes.
 	MaxStateBytes int
+	// Machine steps the jobs: the kinds of job this coordinator runs.
+	// Nil: machine.Default(), the built-in kinds.
+	Machine *machine.Machine
 }
 
 // Coordinator owns the job state machines: it applies each submission and
@@ -77,6 +80,9 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Machine == nil {
+		cfg.Machine = machine.Default()
 	}
 	if cfg.SweepEvery < 0 {
 		return nil, errors.New("coordinator: SweepEvery must not be negative")
@@ -248,7 +254,7 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input)
 				return err
 			}
 		}
-		next, cmds := machine.Step(rec.State, ev)
+		next, cmds := c.cfg.Machine.Step(rec.State, ev)
 		if len(cmds) == 0 {
 			if len(rec.Outbox) > 0 {
 				c.clearOutbox(ctx, jobID, rec, rev) // it is out now
