@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,8 +73,8 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.States == nil || cfg.Results == nil || cfg.Publisher == nil {
 		return nil, errors.New("coordinator: States, Results and Publisher are required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	if cfg.SweepEvery < 0 {
+		return nil, errors.New("coordinator: SweepEvery must not be negative")
 	}
 	if cfg.MaxStateBytes <= 0 {
 		cfg.MaxStateBytes = DefaultMaxStateBytes
@@ -81,15 +82,9 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Machine == nil {
-		cfg.Machine = machine.Default()
-	}
-	if cfg.SweepEvery < 0 {
-		return nil, errors.New("coordinator: SweepEvery must not be negative")
-	}
-	if cfg.SweepEvery == 0 {
-		cfg.SweepEvery = DefaultSweepEvery
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.Machine = cmp.Or(cfg.Machine, machine.Default())
+	cfg.SweepEvery = cmp.Or(cfg.SweepEvery, DefaultSweepEvery)
 	for stage, d := range cfg.StageDeadlines {
 		if d <= 0 {
 			return nil, fmt.Errorf("coordinator: the deadline of stage %s must be positive, not %s", stage, d)

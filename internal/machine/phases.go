@@ -76,7 +76,7 @@ func (m *Stepper) Enter(p Phase) {
 		return
 	}
 	if !m.kind.Phases.allows(s.Phase, p) {
-		m.Finish(messages.StatusErrored, fmt.Sprintf("internal: a %s job may not go from phase %q to %q", m.kind.Name, s.Phase, p))
+		m.Finish(messages.StatusErrored, fmt.Sprintf("internal: the %s kind does not allow the phase change %q -> %q", m.kind.Name, s.Phase, p))
 		return
 	}
 	s.Phase = p

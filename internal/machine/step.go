@@ -107,7 +107,7 @@ func (m *Stepper) stageResult(r *messages.StageResult) bool {
 	case p.Orphan:
 		m.orphanResult(p, r) // candidates.go
 	case !ok:
-		m.Finish(messages.StatusErrored, fmt.Sprintf("internal: a %s job dispatched stage %s and has no row for its result", m.kind.Name, r.Stage))
+		m.Finish(messages.StatusErrored, fmt.Sprintf("internal: the %s kind dispatched stage %s and has no row for its result", m.kind.Name, r.Stage))
 	case r.Error != "" && row.failed != nil:
 		row.failed(m, p, r)
 	case r.Error != "":
@@ -140,7 +140,7 @@ func (m *Stepper) advance()  { m.loopStep("advance", m.kind.loop.advance) }
 
 func (m *Stepper) loopStep(name string, step func(*Stepper)) {
 	if step == nil {
-		m.Finish(messages.StatusErrored, fmt.Sprintf("internal: a %s job has no %s step", m.kind.Name, name))
+		m.Finish(messages.StatusErrored, fmt.Sprintf("internal: the %s kind has no %s step", m.kind.Name, name))
 		return
 	}
 	step(m)
