@@ -288,6 +288,11 @@ func (m *Stepper) agentTested(p Pending, out messages.TestReport) {
 	m.agentAnswer(verdict, testResult(rep), reportSummary(rep), m.since(p))
 }
 
+// since is how long ago, on the coordinator's clock, p was dispatched.
+func (m *Stepper) since(p Pending) int64 {
+	return max(0, m.now.Time.Sub(p.DispatchedAt).Milliseconds())
+}
+
 // testResult is a test run as the model reads it.
 func testResult(rep messages.TestReport) string {
 	var b strings.Builder
@@ -354,34 +359,35 @@ func (m *Stepper) agentAccepted(_ Pending, out messages.AcceptanceOutput) {
 // replaced by a short note (the same way every time, so a stored turn's
 // content key repeats on a resumed job). The latest message stays whole.
 func trimAgentMessages(a *AgentState) {
-	size := func() int {
-		n := 0
-		for _, msg := range a.Messages {
-			n += len(msg.Content)
-			for _, c := range msg.ToolCalls {
-				n += len(c.Arguments)
-			}
-		}
-		return n
-	}
-	total := size()
-	keep := 1 // the latest message stays whole
-	for i := 0; i < len(a.Messages)-keep && total > agentConversationBudget; i++ {
-		msg := &a.Messages[i]
-		if msg.Role == "tool" && msg.Content != agentDroppedResult {
-			total -= len(msg.Content) - len(agentDroppedResult)
-			msg.Content = agentDroppedResult
+	total := 0
+	for _, msg := range a.Messages {
+		total += len(msg.Content)
+		for _, c := range msg.ToolCalls {
+			total += len(c.Arguments)
 		}
 	}
-	for i := 0; i < len(a.Messages)-keep && total > agentConversationBudget; i++ {
-		for j := range a.Messages[i].ToolCalls {
-			c := &a.Messages[i].ToolCalls[j]
-			if c.Arguments != agentDroppedArguments {
-				total -= len(c.Arguments) - len(agentDroppedArguments)
-				c.Arguments = agentDroppedArguments
-			}
+	old := a.Messages[:max(0, len(a.Messages)-1)] // the latest message stays whole
+	for i := 0; i < len(old) && total > agentConversationBudget; i++ {
+		if msg := &old[i]; msg.Role == "tool" {
+			total -= replaceText(&msg.Content, agentDroppedResult)
 		}
 	}
+	for i := 0; i < len(old) && total > agentConversationBudget; i++ {
+		for j := range old[i].ToolCalls {
+			total -= replaceText(&old[i].ToolCalls[j].Arguments, agentDroppedArguments)
+		}
+	}
+}
+
+// replaceText replaces *text by note, unless it is note already, and
+// returns how many bytes that saved.
+func replaceText(text *string, note string) int {
+	if *text == note {
+		return 0
+	}
+	saved := len(*text) - len(note)
+	*text = note
+	return saved
 }
 
 // argumentSummary is a tool call's arguments in a few words: the path (and

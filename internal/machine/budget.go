@@ -151,38 +151,50 @@ func (m *Stepper) appendHistory(ms []messages.ChatMessage) {
 	s := m.s
 	for _, msg := range ms {
 		if msg.Role == "system" {
-			for _, h := range s.History {
-				if h.Role == "system" && h.Content == msg.Content {
-					msg.Content = fmt.Sprintf("[the same system message as the earlier %s call]", h.Stage)
-					break
-				}
-			}
+			msg.Content = systemRef(s.History, msg.Content)
 		}
 		s.History = append(s.History, msg)
 	}
+	s.History = boundHistory(s.History)
+}
+
+// systemRef is a system message's content, or a reference to the earlier
+// system message with the same content.
+func systemRef(history []messages.ChatMessage, content string) string {
+	for _, h := range history {
+		if h.Role == "system" && h.Content == content {
+			return fmt.Sprintf("[the same system message as the earlier %s call]", h.Stage)
+		}
+	}
+	return content
+}
+
+// boundHistory drops the oldest messages after the plan conversation
+// beyond historyBudget bytes or maxHistory messages, and puts one marker
+// in their place saying how many (an earlier marker's count included).
+func boundHistory(h []messages.ChatMessage) []messages.ChatMessage {
 	size := 0
-	for _, h := range s.History {
-		size += len(h.Content)
+	for _, msg := range h {
+		size += len(msg.Content)
 	}
 	dropped := 0
-	for (size > historyBudget || len(s.History) > maxHistory) && len(s.History) > keptHistoryHead+2 {
+	for (size > historyBudget || len(h) > maxHistory) && len(h) > keptHistoryHead+2 {
 		i := keptHistoryHead
-		if isDropMarker(s.History[i]) {
-			dropped += markerCount(s.History[i])
-			size -= len(s.History[i].Content)
-			s.History = append(s.History[:i], s.History[i+1:]...)
-			continue
+		if isDropMarker(h[i]) {
+			dropped += markerCount(h[i])
+		} else {
+			dropped++
 		}
-		size -= len(s.History[i].Content)
-		s.History = append(s.History[:i], s.History[i+1:]...)
-		dropped++
+		size -= len(h[i].Content)
+		h = append(h[:i], h[i+1:]...)
 	}
-	if dropped > 0 {
-		marker := messages.ChatMessage{Role: "system", Content: fmt.Sprintf(dropMarkerFormat, dropped)}
-		h := append([]messages.ChatMessage{}, s.History[:keptHistoryHead]...)
-		h = append(h, marker)
-		s.History = append(h, s.History[keptHistoryHead:]...)
+	if dropped == 0 {
+		return h
 	}
+	marker := messages.ChatMessage{Role: "system", Content: fmt.Sprintf(dropMarkerFormat, dropped)}
+	out := append([]messages.ChatMessage{}, h[:keptHistoryHead]...)
+	out = append(out, marker)
+	return append(out, h[keptHistoryHead:]...)
 }
 
 const dropMarkerSuffix = " earlier messages were dropped to keep the job state small]"

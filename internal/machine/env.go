@@ -46,54 +46,75 @@ var harnessPackages = []string{"pytest"}
 // A build is dispatched as soon as the set is known, whatever else is
 // pending; a set whose build named invalid packages fails the line.
 func (m *Stepper) env(c int, codeBusy bool) (image string, set []string, ready bool) {
-	s := m.s
 	sol, pkgs, asked := m.line(c)
 	if sol == nil || m.busy(c, messages.StagePackages, messages.StagePackageReplacement) {
 		return "", nil, false
 	}
 	dists, unknown := m.scan(sol)
-	have := map[string]bool{}
-	for _, p := range append(append(append([]string{}, dists...), *pkgs...), *asked...) {
-		have[protocol.CanonicalName(p)] = true
+	if still := unmapped(unknown, dists, *pkgs, *asked); len(still) > 0 {
+		if !codeBusy {
+			*asked = append(*asked, still...)
+			m.askPackages(c, still)
+		}
+		return "", nil, false
+	}
+	set = removePackages(normPackages(m.substitute(append(append([]string{}, *pkgs...), dists...))), append(append([]string{}, m.s.InvalidPackages...), harnessPackages...))
+	*pkgs = set
+	sys := normPackages(removePackages(m.substitute(append(append([]string{}, m.s.SystemPackages...), sol.SystemPackages...)), m.s.InvalidPackages))
+	if c == 0 {
+		m.s.SystemPackages = sys
+	}
+	image, ready = m.build(c, set, sys)
+	return image, set, ready
+}
+
+// unmapped is the imports the scan could not map that no package of the
+// line covers and the model was not asked about yet.
+func unmapped(unknown []string, have ...[]string) []string {
+	covered := map[string]bool{}
+	for _, ps := range have {
+		for _, p := range ps {
+			covered[protocol.CanonicalName(p)] = true
+		}
 	}
 	var still []string
 	for _, u := range unknown {
-		if !have[protocol.CanonicalName(u)] {
+		if !covered[protocol.CanonicalName(u)] {
 			still = append(still, u)
 		}
 	}
-	if len(still) > 0 {
-		if codeBusy {
-			return "", nil, false
-		}
-		*asked = append(*asked, still...)
-		if c == 0 {
-			m.Enter(PhasePackages)
-		}
-		m.dispatchWith(messages.StagePackages, messages.PackagesInput{Imports: still, Stdlib: s.Stdlib}, Pending{Candidate: c})
-		return "", nil, false
-	}
-	set = removePackages(normPackages(m.substitute(append(append([]string{}, *pkgs...), dists...))), append(append([]string{}, s.InvalidPackages...), harnessPackages...))
-	*pkgs = set
-	sys := normPackages(removePackages(m.substitute(append(append([]string{}, s.SystemPackages...), sol.SystemPackages...)), s.InvalidPackages))
+	return still
+}
+
+// askPackages asks the model for the distributions of imports the scan
+// could not map.
+func (m *Stepper) askPackages(c int, imports []string) {
 	if c == 0 {
-		s.SystemPackages = sys
+		m.Enter(PhasePackages)
 	}
+	m.dispatchWith(messages.StagePackages, messages.PackagesInput{Imports: imports, Stdlib: m.s.Stdlib}, Pending{Candidate: c})
+}
+
+// build returns the image of the environment (set, sys) once it is built;
+// until then it dispatches its build, once. A set whose build named invalid
+// packages fails the line.
+func (m *Stepper) build(c int, set, sys []string) (image string, ready bool) {
+	s := m.s
 	key := envKey(set, sys)
 	if img, ok := s.Images[key]; ok {
-		return img, set, true
+		return img, true
 	}
 	if contains(s.FailedEnvs, key) {
 		m.lineFailed(c, "image build failed: invalid packages "+strings.Join(s.InvalidPackages, ", "))
-		return "", nil, false
+		return "", false
 	}
 	for _, p := range s.Pending {
 		if p.Stage == messages.StageBuild && p.Env == key && !p.Orphan {
-			return "", set, false // already building
+			return "", false // already building
 		}
 	}
 	m.dispatchWith(messages.StageBuild, messages.BuildInput{Packages: set, SystemPackages: sys}, Pending{Candidate: c, Env: key})
-	return "", set, false
+	return "", false
 }
 
 // line returns the solution and package lists of line c.

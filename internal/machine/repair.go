@@ -317,26 +317,30 @@ func classify(f messages.Failure, t *Track, newEnv bool) (cls messages.ErrorType
 		return model, "" // something new to install: try it
 	}
 	if t != nil && t.Survived {
-		switch t.LastRepair {
-		case RoutePatch:
-			return messages.ErrorLogic, "its failure survived a patch of the test, so the code is at fault"
-		case RouteFix:
-			if model == messages.ErrorTestError {
-				return model, ""
-			}
-			if t.LastApplied && len(t.Flips) == 0 {
-				return messages.ErrorTestError, "its failure survived a code fix that was verified as applied, so the test is suspect"
-			}
-		case RoutePackages:
-			if model == messages.ErrorEnvironment {
-				return messages.ErrorLogic, "new packages did not change its failure"
-			}
+		if cls, why, ok := classifySurvivor(model, t); ok {
+			return cls, why
 		}
 	}
 	if model == messages.ErrorEnvironment {
 		return messages.ErrorLogic, "an environment failure with nothing new to install cannot be fixed by a rebuild"
 	}
 	return model, ""
+}
+
+// classifySurvivor applies the rules for a failure that survived its last
+// repair (see the top of this file); ok is false when none applies.
+func classifySurvivor(model messages.ErrorType, t *Track) (cls messages.ErrorType, why string, ok bool) {
+	switch {
+	case t.LastRepair == RoutePatch:
+		return messages.ErrorLogic, "its failure survived a patch of the test, so the code is at fault", true
+	case t.LastRepair == RouteFix && model == messages.ErrorTestError:
+		return model, "", true
+	case t.LastRepair == RouteFix && t.LastApplied && len(t.Flips) == 0:
+		return messages.ErrorTestError, "its failure survived a code fix that was verified as applied, so the test is suspect", true
+	case t.LastRepair == RoutePackages && model == messages.ErrorEnvironment:
+		return messages.ErrorLogic, "new packages did not change its failure", true
+	}
+	return "", "", false
 }
 
 // planRepair classifies every failure and groups them by route. A flip is
@@ -383,28 +387,10 @@ func (m *Stepper) route(_ Pending, d messages.Diagnosis) {
 	added := newPackages(s.Packages, validPackages(d.NeedsPackages))
 	addedSys := newPackages(s.SystemPackages, validPackages(d.NeedsSystemPackages))
 	p := planRepair(failures, s.Tracks, len(added)+len(addedSys) > 0)
-	for _, f := range p.Flips {
-		m.Note(fmt.Sprintf("reclassified %s: %s -> %s: %s", f.Test, f.From, f.To, f.Why))
-		if t := m.track(f.Test); t != nil {
-			t.Flips = append(t.Flips, string(f.From)+"->"+string(f.To))
-		}
-	}
-	set := func(fs []messages.Failure, cls messages.ErrorType, r Route) {
-		for _, f := range fs {
-			if t := m.track(f.TestName); t != nil {
-				t.Class, t.Repair, t.Applied = cls, r, false
-				switch r {
-				case RouteFix:
-					t.Fixes++
-				case RoutePatch:
-					t.Patches++
-				}
-			}
-		}
-	}
-	set(p.Logic, messages.ErrorLogic, RouteFix)
-	set(p.TestErrors, messages.ErrorTestError, RoutePatch)
-	set(p.Env, messages.ErrorEnvironment, RoutePackages)
+	m.recordFlips(p.Flips)
+	m.routeTracks(p.Logic, messages.ErrorLogic, RouteFix)
+	m.routeTracks(p.TestErrors, messages.ErrorTestError, RoutePatch)
+	m.routeTracks(p.Env, messages.ErrorEnvironment, RoutePackages)
 
 	logic, testErrs := capFailures(m, p.Logic, "fix"), capFailures(m, p.TestErrors, "test patch")
 	s.Round = &Round{Iteration: s.Iteration, BaseCode: s.Solution.Code, BaseTests: testsOf(s),
@@ -422,6 +408,34 @@ func (m *Stepper) route(_ Pending, d messages.Diagnosis) {
 		m.dispatchPatch(s.Round.TestErrors, nil)
 	}
 	m.advance() // the rebuild, concurrently; or the run, for packages alone
+}
+
+// recordFlips notes each reclassification and keeps it on its track.
+func (m *Stepper) recordFlips(flips []flip) {
+	for _, f := range flips {
+		m.Note(fmt.Sprintf("reclassified %s: %s -> %s: %s", f.Test, f.From, f.To, f.Why))
+		if t := m.track(f.Test); t != nil {
+			t.Flips = append(t.Flips, string(f.From)+"->"+string(f.To))
+		}
+	}
+}
+
+// routeTracks records on the failures' tracks the class and the repair
+// this round gives them.
+func (m *Stepper) routeTracks(fs []messages.Failure, cls messages.ErrorType, r Route) {
+	for _, f := range fs {
+		t := m.track(f.TestName)
+		if t == nil {
+			continue
+		}
+		t.Class, t.Repair, t.Applied = cls, r, false
+		switch r {
+		case RouteFix:
+			t.Fixes++
+		case RoutePatch:
+			t.Patches++
+		}
+	}
 }
 
 func capFailures(m *Stepper, fs []messages.Failure, what string) []messages.Failure {

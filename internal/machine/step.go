@@ -146,7 +146,10 @@ func (m *Stepper) loopStep(name string, step func(*Stepper)) {
 	step(m)
 }
 
-// Dispatch sends a stage command for the job's own line.
+// Dispatch sends a command for stage, with input as its JSON, to the
+// stage's worker pool; the result comes back through the kind's row for
+// stage. A finished job sends nothing, and a model stage over
+// options.token_budget finishes the job instead.
 func (m *Stepper) Dispatch(stage messages.Stage, input any) {
 	m.dispatchWith(stage, input, Pending{})
 }
@@ -195,11 +198,6 @@ func (m *Stepper) busy(c int, stages ...messages.Stage) bool {
 		}
 	}
 	return false
-}
-
-// since is how long ago, on the coordinator's clock, p was dispatched.
-func (m *Stepper) since(p Pending) int64 {
-	return max(0, m.now.Time.Sub(p.DispatchedAt).Milliseconds())
 }
 
 func (m *Stepper) emit(e messages.Event) {
