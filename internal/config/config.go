@@ -97,7 +97,7 @@ type Config struct {
 	// dispatched stage may wait for its result before its job fails with
 	// the reason. Stages not named keep their defaults (coordinator.StageDeadline).
 	StageDeadlines string
-	// Access to the HTTP API and to Redis (README "Security").
+	// Access to the HTTP API and to Redis (docs/security.md).
 
 	// HTTPTokensFile holds the HTTP API's bearer tokens, one a line: "scope
 	// token" or "name:scope:token" (AUTOCODER_HTTP_TOKENS_FILE).
