@@ -573,7 +573,8 @@ func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cac
 	b, err := openProcess(cfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("no sandbox backend can run here: docker: %v; process: %w "+
-			"(start Docker or podman system service and set DOCKER_HOST, or install bubblewrap; see docs/docker.md)", pingErr, err)
+			"(install bubblewrap, and pytest for %s: scripts/quickstart.sh does it on Debian; "+
+			"or start Docker or podman system service and set DOCKER_HOST: docs/docker.md)", pingErr, err, cfg.Python)
 	}
 	log.Info("sandbox backend: process", "docker", pingErr.Error())
 	return b, nil
