@@ -34,7 +34,7 @@
 //
 //	pub := bus.NewPublisher(js, bus.PublisherConfig{Logger: logger})
 //	cmd := messages.StageCommand{V: messages.SchemaVersion, JobID: id, Seq: 3, Stage: messages.StagePlan}
-//	err = pub.PublishJSON(ctx, bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(id, 3))
+//	err = pub.PublishJSON(ctx, bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), cmd, bus.StageMsgID(id, 3))
 //
 //	h := bus.Chain(bus.HandlerFunc(func(ctx context.Context, m *bus.Message) error {
 //		var cmd messages.StageCommand
@@ -43,7 +43,7 @@
 //		}
 //		return runStage(ctx, cmd)
 //	}), bus.Logging(logger), bus.Recover(logger))
-//	w := bus.NewWorker(res.StageConsumers[bus.PoolLLM], h, bus.WorkerConfig{Concurrency: 4, Logger: logger})
+//	w := bus.NewWorker(res.StageConsumers[messages.PoolLLM], h, bus.WorkerConfig{Concurrency: 4, Logger: logger})
 //	err = w.Run(ctx) // until ctx is cancelled
 //
 // Metrics: WorkerConfig.Metrics takes any Metrics; PrometheusMetrics

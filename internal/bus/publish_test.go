@@ -42,10 +42,10 @@ func TestPublishSetsJobHeaders(t *testing.T) {
 	js, res := provisioned(t, bus.ProvisionConfig{})
 	pub := bus.NewPublisher(js, bus.PublisherConfig{})
 	result := &messages.StageResult{V: messages.SchemaVersion, JobID: "job7", Seq: 4, Stage: messages.StageBuild}
-	if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(bus.PoolSandbox, "job7"), result, bus.ResultMsgID(bus.PoolSandbox, "job7", 4)); err != nil {
+	if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(messages.PoolSandbox, "job7"), result, bus.ResultMsgID(messages.PoolSandbox, "job7", 4)); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
-	msg, err := res.Results[bus.PoolSandbox].GetLastMsgForSubject(ctxT(t), bus.ResultSubject(bus.PoolSandbox, "job7"))
+	msg, err := res.Results[messages.PoolSandbox].GetLastMsgForSubject(ctxT(t), bus.ResultSubject(messages.PoolSandbox, "job7"))
 	if err != nil {
 		t.Fatalf("get: %v", err)
 	}

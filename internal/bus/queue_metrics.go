@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/autocoder/autocoder/internal/metrics"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // QueueCollector reports each stage pool's queue at scrape time, from its
@@ -50,7 +51,7 @@ func (q *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
 func (q *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
 	defer cancel()
-	for _, pool := range Pools() {
+	for _, pool := range messages.Pools() {
 		cons, ok := q.res.StageConsumers[pool]
 		if !ok {
 			continue

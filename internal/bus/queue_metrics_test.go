@@ -43,7 +43,7 @@ func TestQueueCollector(t *testing.T) {
 
 	got := gaugesByPool(t, reg)
 	for _, name := range []string{metrics.QueuePendingMessages, metrics.QueueInProgressMessages, metrics.QueueOldestPendingAge} {
-		for _, pool := range bus.Pools() {
+		for _, pool := range messages.Pools() {
 			if v, ok := got[name][string(pool)]; !ok || v != 0 {
 				t.Errorf("empty queues: %s{pool=%s} = %v (present %v), want 0", name, pool, v, ok)
 			}

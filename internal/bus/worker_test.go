@@ -540,7 +540,7 @@ func TestWorkerConfigErrors(t *testing.T) {
 
 func TestNewMessageForHandlerTests(t *testing.T) {
 	t.Parallel()
-	m := bus.NewMessage(bus.StageSubject(messages.StageFix), []byte(`{"seq":3}`), nil, 2)
+	m := bus.NewMessage(bus.StageSubject(messages.DefaultStages().Pool(messages.StageFix), messages.StageFix), []byte(`{"seq":3}`), nil, 2)
 	m.Headers().Set(bus.HeaderJobID, "j")
 	var cmd messages.StageCommand
 	if err := m.DecodeJSON(&cmd); err != nil || cmd.Seq != 3 {

@@ -62,7 +62,7 @@ func newSystem(t *testing.T) *system {
 		t.Fatal(err)
 	}
 	s.run(res.JobsConsumer, bus.HandlerFunc(c.HandleSubmit))
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		s.run(res.ResultConsumers[pool], bus.HandlerFunc(c.HandleResult))
 	}
 	return s
@@ -84,7 +84,7 @@ func (s *system) run(cons jetstream.Consumer, h bus.Handler) {
 
 // startWorkers starts a worker per pool whose stages all succeed at once.
 func (s *system) startWorkers() {
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		r, err := stagework.NewExecutor(stagework.Config{Handler: canned{}, Publisher: s.pub,
 			Pool: pool, Jobs: stagework.KVJobs{KV: s.res.JobState}})
 		if err != nil {

@@ -314,7 +314,7 @@ func (c *Config) CacheKeyring() (*cache.Keyring, error) {
 // (Go durations: 90s, 45m, 1h30m). The error names the bad entry.
 func (c *Config) Deadlines() (map[messages.Stage]time.Duration, error) {
 	known := map[messages.Stage]bool{}
-	for _, s := range messages.Stages() {
+	for _, s := range messages.DefaultStages().Stages() {
 		known[s] = true
 	}
 	var out map[messages.Stage]time.Duration
@@ -348,7 +348,7 @@ func (c *Config) Deadlines() (map[messages.Stage]time.Duration, error) {
 
 func stageNames() string {
 	var names []string
-	for _, s := range messages.Stages() {
+	for _, s := range messages.DefaultStages().Stages() {
 		names = append(names, string(s))
 	}
 	return strings.Join(names, ", ")

@@ -31,13 +31,16 @@ type Config struct {
 	Metrics   *Metrics         // nil: none
 	// DefaultModel fills JobSpec.Options.Model when a submission has none.
 	DefaultModel string
-	// StageDeadlines overrides, per stage kind, how long a dispatched stage
-	// may wait for its result before WatchDeadlines fails it (ErrorInfra,
-	// "stage build missed its deadline of 45m"). A stage not named gets its
-	// default (StageDeadline): DefaultLLMDeadline (10m) for model stages,
-	// DefaultBuildDeadline (30m) for builds, DefaultProfileDeadline (10m)
-	// for the profile, and the job's options.timeout plus DefaultRunSlack
-	// (30m) for sandbox runs (run_tests, acceptance, run).
+	// Stages is the stage table: which pool each stage's commands go to
+	// and its deadline class. Zero: messages.DefaultStages().
+	Stages messages.StageTable
+	// StageDeadlines overrides, per stage, how long a dispatched stage may
+	// wait for its result before WatchDeadlines fails it (ErrorInfra,
+	// "stage build missed its deadline of 45m"). A stage not named gets
+	// its class's default (DefaultDeadline): DefaultStepDeadline (10m) for
+	// model calls and short steps, DefaultBuildDeadline (30m) for builds,
+	// and the job's options.timeout plus DefaultRunSlack (30m) for sandbox
+	// runs.
 	StageDeadlines map[messages.Stage]time.Duration
 	// SweepEvery is how often WatchDeadlines looks for overdue stages.
 	// Default DefaultSweepEvery (30s).
@@ -84,7 +87,13 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.SweepEvery == 0 {
 		cfg.SweepEvery = DefaultSweepEvery
 	}
+	if cfg.Stages.Len() == 0 {
+		cfg.Stages = messages.DefaultStages()
+	}
 	for stage, d := range cfg.StageDeadlines {
+		if _, ok := cfg.Stages.Row(stage); !ok {
+			return nil, fmt.Errorf("coordinator: a deadline for stage %q, which is not in the stage table", stage)
+		}
 		if d <= 0 {
 			return nil, fmt.Errorf("coordinator: the deadline of stage %s must be positive, not %s", stage, d)
 		}
@@ -185,7 +194,7 @@ func (c *Coordinator) HandleResult(ctx context.Context, msg *bus.Message) error 
 	if !bus.ValidJobID(res.JobID) {
 		return bus.Permanent(fmt.Errorf("stage result has an invalid job id %q", res.JobID))
 	}
-	if err := fromItsPool(msg.Subject(), &res); err != nil {
+	if err := c.fromItsPool(msg.Subject(), &res); err != nil {
 		// Only the pool a stage was dispatched to may answer it (each
 		// pool's credentials publish on its own subject only); whether
 		// that stage is pending, and only once, the machine checks.
@@ -198,15 +207,15 @@ func (c *Coordinator) HandleResult(ctx context.Context, msg *bus.Message) error 
 
 // fromItsPool checks that a result arrived on the result subject of the
 // pool that does its stage, for its job.
-func fromItsPool(subject string, res *messages.StageResult) error {
+func (c *Coordinator) fromItsPool(subject string, res *messages.StageResult) error {
 	pool, jobID, ok := bus.ParseResultSubject(subject)
 	switch {
 	case !ok:
 		return fmt.Errorf("%q is not a result subject", subject)
 	case jobID != res.JobID:
 		return fmt.Errorf("a result of job %s on the subject of job %s", res.JobID, jobID)
-	case pool != bus.PoolOf(res.Stage):
-		return fmt.Errorf("a %s result from the %s pool: the %s pool does that stage", res.Stage, pool, bus.PoolOf(res.Stage))
+	case pool != c.cfg.Stages.Pool(res.Stage):
+		return fmt.Errorf("a %s result from the %s pool: the %s pool does that stage", res.Stage, pool, c.cfg.Stages.Pool(res.Stage))
 	}
 	return nil
 }
@@ -328,7 +337,7 @@ func (c *Coordinator) publish(ctx context.Context, cmds []machine.Command) error
 		switch {
 		case cmd.Dispatch != nil:
 			d := cmd.Dispatch
-			if err := c.cfg.Publisher.PublishJSON(ctx, bus.StageSubject(d.Stage), d, bus.StageMsgID(d.JobID, d.Seq)); err != nil {
+			if err := c.cfg.Publisher.PublishJSON(ctx, bus.StageSubject(c.cfg.Stages.Pool(d.Stage), d.Stage), d, bus.StageMsgID(d.JobID, d.Seq)); err != nil {
 				return fmt.Errorf("dispatch %s for job %s: %w", d.Stage, d.JobID, err)
 			}
 		case cmd.Finish != nil:

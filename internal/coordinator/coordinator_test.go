@@ -27,7 +27,7 @@ func TestSubmissionCreatesStateAndDispatchesFirstStage(t *testing.T) {
 		name      string
 		spec      messages.JobSpec
 		wantStage messages.Stage
-		wantPool  string
+		wantPool  messages.Pool
 	}{
 		{"no samples: plan", answerSpec(), messages.StagePlan, messages.PoolLLM},
 		{"samples: profile them first", func() messages.JobSpec {
@@ -64,7 +64,7 @@ func TestSubmissionCreatesStateAndDispatchesFirstStage(t *testing.T) {
 			if diff := cmp.Diff(want, cmds[0], cmpopts.IgnoreFields(messages.StageCommand{}, "Input")); diff != "" {
 				t.Errorf("first command (-want +got):\n%s", diff)
 			}
-			if got := tc.wantStage.Pool(); got != tc.wantPool {
+			if got := messages.DefaultStages().Pool(tc.wantStage); got != tc.wantPool {
 				t.Errorf("stage %s goes to pool %s, want %s", tc.wantStage, got, tc.wantPool)
 			}
 			if tc.wantStage == messages.StageProfile {

@@ -72,7 +72,7 @@ func (c *Coordinator) workQueue(name string) (jetstream.Stream, bool) {
 	if name == bus.StreamJobs {
 		return r.Jobs, r.Jobs != nil
 	}
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		if name == bus.StageStream(pool) {
 			return r.Stages[pool], r.Stages[pool] != nil
 		}

@@ -112,7 +112,7 @@ func TestDeadLetteredResultReopensTheJob(t *testing.T) {
 		t.Fatalf("commands %+v, want the first stage", cmds)
 	}
 	first := cmds[0]
-	pool := bus.PoolOf(first.Stage)
+	pool := messages.DefaultStages().Pool(first.Stage)
 	if err := e.pub.PublishJSON(ctxT(t), bus.ResultSubject(pool, id), answer(t, first), bus.ResultMsgID(pool, id, first.Seq)); err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func resultMsg(t *testing.T, r *messages.StageResult) *bus.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bus.NewMessage(bus.ResultSubject(bus.PoolOf(r.Stage), r.JobID), b, nil, 1)
+	return bus.NewMessage(bus.ResultSubject(messages.DefaultStages().Pool(r.Stage), r.JobID), b, nil, 1)
 }
 
 // answerSpec asks for one int output and has no samples.
@@ -163,14 +163,14 @@ func streamMsgs(t *testing.T, s jetstream.Stream) ([]stored, uint64) {
 func (e *env) commands(t *testing.T) []messages.StageCommand {
 	t.Helper()
 	var out []messages.StageCommand
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		msgs, _ := streamMsgs(t, e.res.Stages[pool])
 		for _, m := range msgs {
 			var c messages.StageCommand
 			if err := json.Unmarshal(m.data, &c); err != nil {
 				t.Fatalf("stage command on %s: %v", m.subject, err)
 			}
-			if want := bus.StageSubject(c.Stage); m.subject != want {
+			if want := bus.StageSubject(messages.DefaultStages().Pool(c.Stage), c.Stage); m.subject != want {
 				t.Errorf("%s command on subject %s, want %s", c.Stage, m.subject, want)
 			}
 			out = append(out, c)
@@ -209,7 +209,7 @@ type counts struct {
 func (e *env) counts(t *testing.T, jobID string) counts {
 	t.Helper()
 	var c counts
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		_, last := streamMsgs(t, e.res.Stages[pool])
 		c.StageMsgs += last
 	}
@@ -415,7 +415,7 @@ func assertExactlyOnce(t *testing.T, e *env, jobID string) {
 	t.Helper()
 	perSeq := map[int]int{}
 	maxSeq := 0
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		msgs, _ := streamMsgs(t, e.res.Stages[pool])
 		for _, m := range msgs {
 			var c messages.StageCommand

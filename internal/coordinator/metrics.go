@@ -57,7 +57,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: metrics.CoordinatorResultsRefusedTotal,
 			Help: "Stage results refused for arriving on the result subject of a pool that does not do their stage, or of another job."}),
 	}
-	for _, s := range messages.Stages() {
+	for _, s := range messages.DefaultStages().Stages() {
 		m.deadlines.WithLabelValues(string(s)) // every series from the start: rates see the first miss
 	}
 	reg.MustRegister(m.steps, m.finishedJobs, m.casConflicts, m.jobSeconds, m.iterations, m.running, m.dispatched,

@@ -51,14 +51,14 @@ func TestDeadLetterReplay(t *testing.T) {
 	if err := st.Client.Submit(ctx, id, answerSpec()); err != nil {
 		t.Fatal(err)
 	}
-	crashOnEveryDelivery(ctx, t, st.Resources.StageConsumers[bus.PoolLLM], 2)
+	crashOnEveryDelivery(ctx, t, st.Resources.StageConsumers[messages.PoolLLM], 2)
 
 	letter := waitDeadLetter(ctx, t, remote)
 	if letter.Letter.JobID != id || letter.Letter.Stage != messages.StagePlan || letter.Letter.Deliveries != 2 ||
 		!strings.Contains(letter.Letter.Reason, "dead-lettered") || len(letter.Letter.Data) == 0 {
 		t.Errorf("dead letter %+v: want the plan command of job %s after 2 deliveries", letter.Letter, id)
 	}
-	if info, err := st.Resources.Stages[bus.PoolLLM].Info(ctx); err != nil || info.State.Msgs != 0 {
+	if info, err := st.Resources.Stages[messages.PoolLLM].Info(ctx); err != nil || info.State.Msgs != 0 {
 		t.Errorf("the llm stage stream still holds %v messages (%v): the dead letter should be moved out", info.State.Msgs, err)
 	}
 	failed := waitStatus(ctx, t, st.Client, id, func(r *messages.Result) bool { return r.Status != messages.StatusRunning })

@@ -27,8 +27,8 @@ func (c ctxClient) Structured(ctx context.Context, req llm.StructuredRequest) (l
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	var stages []messages.Stage
-	for _, s := range messages.Stages() {
-		if s.Pool() == messages.PoolLLM {
+	for _, s := range messages.DefaultStages().Stages() {
+		if messages.DefaultStages().Pool(s) == messages.PoolLLM {
 			stages = append(stages, s)
 		}
 	}

@@ -465,7 +465,7 @@ func (m *stepper) dispatchWith(stage messages.Stage, input any, p Pending) bool 
 	if s.Done() {
 		return false
 	}
-	if stage.Pool() == messages.PoolLLM && overBudget(s) {
+	if messages.DefaultStages().Pool(stage) == messages.PoolLLM && overBudget(s) {
 		m.finish(messages.StatusFailed, fmt.Sprintf("token budget exceeded: %d tokens used, options.token_budget is %d (stopped before the %s stage)",
 			tokensUsed(s), s.Spec.Options.TokenBudget, stage))
 		return false

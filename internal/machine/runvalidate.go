@@ -120,7 +120,7 @@ func tailOf(s string, n int) string {
 // recordContext keeps which chunks of the job's context a model stage's
 // prompt held (the stage's output says, beside its own fields).
 func (m *stepper) recordContext(p Pending, r *messages.StageResult) {
-	if r.Error != "" || r.Stage.Pool() != messages.PoolLLM || len(m.s.Task.Context) == 0 {
+	if r.Error != "" || messages.DefaultStages().Pool(r.Stage) != messages.PoolLLM || len(m.s.Task.Context) == 0 {
 		return
 	}
 	var use messages.ContextUse

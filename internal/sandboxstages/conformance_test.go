@@ -24,8 +24,8 @@ func (b ctxBackend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.En
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	var stages []messages.Stage
-	for _, s := range messages.Stages() {
-		if s.Pool() == messages.PoolSandbox {
+	for _, s := range messages.DefaultStages().Stages() {
+		if messages.DefaultStages().Pool(s) == messages.PoolSandbox {
 			stages = append(stages, s)
 		}
 	}

@@ -21,5 +21,5 @@
 //	h := sandboxstages.New(backend, sampleStore).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: res.Outputs}).
 //		WithCeilings(sandboxstages.Ceilings{Timeout: 30 * time.Minute, Memory: 8 << 30})
 //	executor, _ := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: pub, Cache: c,
-//		Pool: bus.PoolSandbox, Jobs: stagework.KVJobs{KV: res.JobState}})
+//		Pool: messages.PoolSandbox, Jobs: stagework.KVJobs{KV: res.JobState}})
 package sandboxstages

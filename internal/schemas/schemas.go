@@ -115,7 +115,7 @@ func mapper(t reflect.Type) *jsonschema.Schema {
 	case reflect.TypeFor[time.Time]():
 		return &jsonschema.Schema{Type: "string", Format: "date-time"}
 	case reflect.TypeFor[messages.Stage]():
-		return enum(messages.Stages())
+		return enum(messages.DefaultStages().Stages())
 	case reflect.TypeFor[messages.Type]():
 		return enum(messages.OutputTypes)
 	case reflect.TypeFor[messages.JobStatus]():

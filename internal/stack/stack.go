@@ -361,7 +361,7 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 		st.log.Warn("backfill the job index", "err", err)
 	}
 	st.consume("coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(coord.HandleJobs), 4)
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		st.consume("coordinator-results-"+string(pool), st.Resources.ResultConsumers[pool], bus.HandlerFunc(coord.HandleResult), 8)
 	}
 	return nil
@@ -399,7 +399,7 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 		Logger: st.log.With("component", "llm-stages"), Context: docs, ContextBytes: bounds.ContextBytes,
 		FailedRuns: cache.FailedRuns{Cache: c}}))
 	chat, _ := model.(codemode.Model) // nil: code-mode turns fail, saying why
-	return st.startStageWorker(bus.PoolLLM, codemodestages.Wrap(h, codemodestages.Turn{Model: chat}), c, 4)
+	return st.startStageWorker(messages.PoolLLM, codemodestages.Wrap(h, codemodestages.Turn{Model: chat}), c, 4)
 }
 
 // startSandboxWorker takes the sandbox stages on Options.Backend or the
@@ -435,7 +435,7 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 		WithWorkspace(sandboxstages.ObjectStoreWorkspace{Obj: st.Resources.Outputs}).
 		WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages")).WithFailedRuns(cache.FailedRuns{Cache: c})
 	cm := &codemodestages.Exec{Conn: st.Conn, Cache: c} // code-mode programs, tools over NATS
-	return st.startStageWorker(bus.PoolSandbox, codemodestages.Wrap(h, cm), c, 2)
+	return st.startStageWorker(messages.PoolSandbox, codemodestages.Wrap(h, cm), c, 2)
 }
 
 // startLocal starts the coordinator and both workers, as submit --local does.
@@ -450,7 +450,7 @@ func (st *Stack) startLocal(ctx context.Context) error {
 
 // startStageWorker starts the <pool>-worker: pool's stage commands handled
 // by h, cached in c, in Config.Concurrency slots (defaultSlots when unset).
-func (st *Stack) startStageWorker(pool bus.Pool, h stagework.Handler, c cache.Cache, defaultSlots int) error {
+func (st *Stack) startStageWorker(pool messages.Pool, h stagework.Handler, c cache.Cache, defaultSlots int) error {
 	cfg, name := st.opts.Config, string(pool)+"-worker"
 	c, err := st.observedCache(c)
 	if err != nil {

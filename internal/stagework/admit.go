@@ -100,7 +100,7 @@ type refusal struct {
 // (direct get), so a miss is looked up again, for up to ConfirmWait, before
 // the command is refused.
 func (e *Executor) admit(ctx context.Context, cmd *messages.StageCommand) (*refusal, error) {
-	if pool := bus.PoolOf(cmd.Stage); pool != e.cfg.Pool {
+	if pool := messages.DefaultStages().Pool(cmd.Stage); pool != e.cfg.Pool {
 		return &refusal{RefusedWrongPool, fmt.Sprintf("stage %q is done by the %s pool, not %s", cmd.Stage, pool, e.cfg.Pool)}, nil
 	}
 	wait, cancel := context.WithTimeout(ctx, e.cfg.ConfirmWait)

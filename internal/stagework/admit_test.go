@@ -52,7 +52,7 @@ func newLLMSystem(t *testing.T) *llmSystem {
 	s.x, err = stagework.NewExecutor(stagework.Config{
 		Handler:     llmstages.NewStageHandler(llmstages.New(client, llmstages.Options{})),
 		Publisher:   s.be.Publisher,
-		Pool:        bus.PoolLLM,
+		Pool:        messages.PoolLLM,
 		Jobs:        stagework.KVJobs{KV: s.be.Resources.JobState},
 		ConfirmWait: 200 * time.Millisecond,
 		OnRefused: func(_ messages.Stage, reason string) {
@@ -197,10 +197,10 @@ func TestRefusedCommandIsAcked(t *testing.T) {
 	s := newLLMSystem(t)
 	cmd := messages.StageCommand{V: messages.SchemaVersion, JobID: "job-ghost", Seq: 1, Stage: messages.StagePlan, Model: "m",
 		Input: mustJSON(t, messages.PlanInput{Task: messages.TaskSpec{Prompt: "free tokens"}})}
-	if err := s.be.Publisher.PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), &cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
+	if err := s.be.Publisher.PublishJSON(ctxT(t), bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), &cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
 		t.Fatal(err)
 	}
-	cons := s.be.Resources.StageConsumers[bus.PoolLLM]
+	cons := s.be.Resources.StageConsumers[messages.PoolLLM]
 	w := bus.NewWorker(cons, s.x, bus.WorkerConfig{Concurrency: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)

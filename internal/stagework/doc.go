@@ -11,7 +11,7 @@
 // Stage handlers are checked by one conformance suite, handlertest.Run.
 //
 //	x, _ := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: pub, Cache: c,
-//		Pool: bus.PoolLLM, Jobs: stagework.KVJobs{KV: res.JobState}})
+//		Pool: messages.PoolLLM, Jobs: stagework.KVJobs{KV: res.JobState}})
 //	w := bus.NewWorker(consumer, x, bus.WorkerConfig{Concurrency: 4})
 //	err := w.Run(ctx)
 package stagework

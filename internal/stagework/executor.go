@@ -56,7 +56,7 @@ type Config struct {
 	Publisher Publisher
 	// Pool is the pool whose stages the executor does; its results go to
 	// the pool's result subject (bus.ResultSubject). Required.
-	Pool bus.Pool
+	Pool messages.Pool
 	// Jobs is where commands are checked against what the coordinator
 	// dispatched (admit.go), normally KVJobs on the job-state bucket.
 	// Required: a worker runs nothing it cannot check.
@@ -110,7 +110,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil, errors.New("stagework: Handler, Publisher and Jobs are required")
 	}
 	if !knownPool(cfg.Pool) {
-		return nil, fmt.Errorf("stagework: Pool %q is not one of %v", cfg.Pool, bus.Pools())
+		return nil, fmt.Errorf("stagework: Pool %q is not one of %v", cfg.Pool, messages.Pools())
 	}
 	if cfg.ConfirmWait <= 0 {
 		cfg.ConfirmWait = DefaultConfirmWait
@@ -270,8 +270,8 @@ func trimMessages(ms []messages.ChatMessage) []messages.ChatMessage {
 	return out
 }
 
-func knownPool(p bus.Pool) bool {
-	for _, q := range bus.Pools() {
+func knownPool(p messages.Pool) bool {
+	for _, q := range messages.Pools() {
 		if p == q {
 			return true
 		}

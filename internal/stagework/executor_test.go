@@ -157,13 +157,13 @@ func message(t *testing.T, cmd *messages.StageCommand, numDelivered uint64) *bus
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bus.NewMessage(bus.StageSubject(cmd.Stage), b, nil, numDelivered)
+	return bus.NewMessage(bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), b, nil, numDelivered)
 }
 
 func newExecutor(t *testing.T, h stagework.Handler, p stagework.Publisher, c cache.Cache, mod func(*stagework.Config)) *stagework.Executor {
 	t.Helper()
 	cfg := stagework.Config{Handler: h, Publisher: p, Worker: "w1", Now: func() time.Time { return t0 },
-		Pool: bus.PoolLLM, Jobs: pendingAs{messages.StagePlan}}
+		Pool: messages.PoolLLM, Jobs: pendingAs{messages.StagePlan}}
 	cfg.Cache = c
 	if mod != nil {
 		mod(&cfg)
@@ -228,7 +228,7 @@ func TestCacheModes(t *testing.T) {
 				t.Fatalf("published %d results, want 1", len(res))
 			}
 			got := res[0]
-			if got.Subject != bus.ResultSubject(bus.PoolLLM, "job-1") || got.MsgID != bus.ResultMsgID(bus.PoolLLM, "job-1", 3) {
+			if got.Subject != bus.ResultSubject(messages.PoolLLM, "job-1") || got.MsgID != bus.ResultMsgID(messages.PoolLLM, "job-1", 3) {
 				t.Errorf("published to %s with id %s", got.Subject, got.MsgID)
 			}
 			var plan messages.Plan
@@ -329,7 +329,7 @@ func TestPermanentErrorIsAResult(t *testing.T) {
 	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
 		t.Fatalf("Handle = %v, want nil (the failure is reported as a result)", err)
 	}
-	want := []published{{Subject: bus.ResultSubject(bus.PoolLLM, "job-1"), MsgID: bus.ResultMsgID(bus.PoolLLM, "job-1", 3), Result: messages.StageResult{
+	want := []published{{Subject: bus.ResultSubject(messages.PoolLLM, "job-1"), MsgID: bus.ResultMsgID(messages.PoolLLM, "job-1", 3), Result: messages.StageResult{
 		V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan, Error: "the model refused",
 		ErrorKind: messages.ErrorPermanent, StartedAt: t0, Worker: "w1"}}}
 	if diff := cmp.Diff(want, p.results()); diff != "" {
@@ -396,10 +396,10 @@ func TestLastDeliveryBecomesInfra(t *testing.T) {
 	})
 
 	cmd := command(messages.CacheAuto)
-	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
+	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := res.ResultConsumers[bus.PoolLLM].Next(jetstream.FetchMaxWait(testTimeout))
+	msg, err := res.ResultConsumers[messages.PoolLLM].Next(jetstream.FetchMaxWait(testTimeout))
 	if err != nil {
 		t.Fatalf("no result: %v", err)
 	}
@@ -607,9 +607,9 @@ func TestOnResult(t *testing.T) {
 func TestNewExecutorValidates(t *testing.T) {
 	t.Parallel()
 	for name, cfg := range map[string]stagework.Config{
-		"no handler":   {Publisher: &publisher{}, Pool: bus.PoolLLM, Jobs: pendingAs{}},
-		"no publisher": {Handler: &handler{}, Pool: bus.PoolLLM, Jobs: pendingAs{}},
-		"no jobs":      {Handler: &handler{}, Publisher: &publisher{}, Pool: bus.PoolLLM},
+		"no handler":   {Publisher: &publisher{}, Pool: messages.PoolLLM, Jobs: pendingAs{}},
+		"no publisher": {Handler: &handler{}, Pool: messages.PoolLLM, Jobs: pendingAs{}},
+		"no jobs":      {Handler: &handler{}, Publisher: &publisher{}, Pool: messages.PoolLLM},
 		"no pool":      {Handler: &handler{}, Publisher: &publisher{}, Jobs: pendingAs{}},
 		"unknown pool": {Handler: &handler{}, Publisher: &publisher{}, Jobs: pendingAs{}, Pool: "gpu"},
 	} {
@@ -659,7 +659,7 @@ func TestBusPermanentInAWorker(t *testing.T) {
 		return stagework.Output{}, bus.Permanent(errors.New("refused"))
 	}}
 	r := newExecutor(t, h, pub, nil, nil)
-	w := bus.NewWorker(res.StageConsumers[bus.PoolLLM], r, bus.WorkerConfig{})
+	w := bus.NewWorker(res.StageConsumers[messages.PoolLLM], r, bus.WorkerConfig{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -670,10 +670,10 @@ func TestBusPermanentInAWorker(t *testing.T) {
 		}
 	})
 	cmd := command(messages.CacheAuto)
-	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
+	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := res.ResultConsumers[bus.PoolLLM].Next(jetstream.FetchMaxWait(testTimeout))
+	msg, err := res.ResultConsumers[messages.PoolLLM].Next(jetstream.FetchMaxWait(testTimeout))
 	if err != nil {
 		t.Fatalf("no result: %v", err)
 	}

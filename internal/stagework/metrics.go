@@ -55,7 +55,7 @@ func NewRefusalMetrics(reg prometheus.Registerer) (func(messages.Stage, string),
 		return nil, err
 	}
 	known := map[messages.Stage]bool{}
-	for _, s := range messages.Stages() {
+	for _, s := range messages.DefaultStages().Stages() {
 		known[s] = true
 		for _, reason := range []string{RefusedWrongPool, RefusedNotPending} {
 			refused.WithLabelValues(string(s), reason) // every series from the start: rates see the first refusal

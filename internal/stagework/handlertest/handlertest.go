@@ -269,7 +269,7 @@ func safely[T any](f func() T) (v T, err error) {
 func execute(ctx context.Context, h stagework.Handler, cmd *messages.StageCommand) (*messages.StageResult, error) {
 	pub := &publisher{}
 	x, err := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: pub, Worker: "handlertest",
-		Pool: bus.PoolOf(cmd.Stage), Jobs: dispatched{cmd}})
+		Pool: messages.DefaultStages().Pool(cmd.Stage), Jobs: dispatched{cmd}})
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +277,7 @@ func execute(ctx context.Context, h stagework.Handler, cmd *messages.StageComman
 	if err != nil {
 		return nil, fmt.Errorf("handlertest: encode command: %w", err)
 	}
-	msg := bus.NewMessage(bus.StageSubject(cmd.Stage), b, nil, 1).WithMaxDeliver(bus.DefaultMaxDeliver)
+	msg := bus.NewMessage(bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), b, nil, 1).WithMaxDeliver(bus.DefaultMaxDeliver)
 	if err := x.Handle(ctx, msg); err != nil {
 		return nil, fmt.Errorf("%s with input %q: the executor returned %v to the bus (retry or terminate), want a published result", cmd.Stage, cmd.Input, err)
 	}
