@@ -79,7 +79,7 @@ const (
 )
 
 // Headers set by Publisher on messages it knows (see Publisher.PublishJSON),
-// read by the Logging middleware and Message.JobID / Message.Stage.
+// read by Message.JobID and Message.Stage for the worker's log lines.
 const (
 	HeaderJobID = "Autocoder-Job-Id"
 	HeaderStage = "Autocoder-Stage"

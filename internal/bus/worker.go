@@ -95,10 +95,11 @@ type Worker struct {
 	running    atomic.Bool
 }
 
-// NewWorker makes a Worker for cons, applying defaults to cfg. The handler is
-// always wrapped in Recover. An invalid configuration is reported by Run.
+// NewWorker makes a Worker for cons, applying defaults to cfg. A panic in
+// the handler is recovered and the message retried (handler.go). An
+// invalid configuration is reported by Run.
 func NewWorker(cons jetstream.Consumer, h Handler, cfg WorkerConfig) *Worker {
-	w := &Worker{cons: cons, cfg: cfg, metrics: cfg.Metrics, log: cfg.Logger}
+	w := &Worker{cons: cons, handler: h, cfg: cfg, metrics: cfg.Metrics, log: cfg.Logger}
 	if w.log == nil {
 		w.log = discardLogger()
 	}
@@ -147,7 +148,6 @@ func NewWorker(cons jetstream.Consumer, h Handler, cfg WorkerConfig) *Worker {
 		w.cfg.MaxClaim = DefaultMaxClaim
 	}
 	w.log = w.log.With("worker", w.cfg.Name, "consumer", w.consumer)
-	w.handler = Recover(w.log)(h)
 	return w
 }
 
@@ -326,7 +326,7 @@ func (w *Worker) process(hctx context.Context, r *run, d *delivery) {
 	stopHeartbeat := w.heartbeat(mctx, msg)
 	herr := redeem(mctx, w.cfg.Claims, msg, w.cfg.MaxClaim)
 	if herr == nil {
-		herr = w.handler.Handle(mctx, msg)
+		herr = w.handle(mctx, msg)
 	}
 	stopHeartbeat()
 	w.metrics.HandleDone(w.consumer, time.Since(start))

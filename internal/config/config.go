@@ -235,7 +235,7 @@ func (c *Config) Validate() error {
 	if c.Concurrency < 0 {
 		return errors.New("AUTOCODER_CONCURRENCY: must not be negative")
 	}
-	if _, err := c.Deadlines(); err != nil {
+	if _, err := c.Deadlines(messages.DefaultStages()); err != nil {
 		return err
 	}
 	if _, err := c.Ceilings(); err != nil {
@@ -311,12 +311,9 @@ func (c *Config) CacheKeyring() (*cache.Keyring, error) {
 }
 
 // Deadlines parses StageDeadlines: comma-separated stage=duration entries
-// (Go durations: 90s, 45m, 1h30m). The error names the bad entry.
-func (c *Config) Deadlines() (map[messages.Stage]time.Duration, error) {
-	known := map[messages.Stage]bool{}
-	for _, s := range messages.DefaultStages().Stages() {
-		known[s] = true
-	}
+// (Go durations: 90s, 45m, 1h30m), each naming a stage of stages. The
+// error names the bad entry.
+func (c *Config) Deadlines(stages messages.StageTable) (map[messages.Stage]time.Duration, error) {
 	var out map[messages.Stage]time.Duration
 	for _, entry := range strings.Split(c.StageDeadlines, ",") {
 		entry = strings.TrimSpace(entry)
@@ -331,8 +328,8 @@ func (c *Config) Deadlines() (map[messages.Stage]time.Duration, error) {
 			return nil, bad("is not stage=duration")
 		}
 		stage := messages.Stage(strings.TrimSpace(name))
-		if !known[stage] {
-			return nil, bad(fmt.Sprintf("names no stage (stages: %s)", stageNames()))
+		if _, ok := stages.Row(stage); !ok {
+			return nil, bad(fmt.Sprintf("names no stage (stages: %s)", stageNames(stages)))
 		}
 		d, err := time.ParseDuration(strings.TrimSpace(value))
 		if err != nil || d <= 0 {
@@ -346,9 +343,9 @@ func (c *Config) Deadlines() (map[messages.Stage]time.Duration, error) {
 	return out, nil
 }
 
-func stageNames() string {
+func stageNames(stages messages.StageTable) string {
 	var names []string
-	for _, s := range messages.DefaultStages().Stages() {
+	for _, s := range stages.Stages() {
 		names = append(names, string(s))
 	}
 	return strings.Join(names, ", ")

@@ -85,7 +85,7 @@ func TestCacheKeys(t *testing.T) {
 func TestStageDeadlines(t *testing.T) {
 	t.Setenv("AUTOCODER_STAGE_DEADLINES", " build=45m, plan=5m,run_tests=1h30m ")
 	c := FromEnv()
-	got, err := c.Deadlines()
+	got, err := c.Deadlines(messages.DefaultStages())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestStageDeadlines(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Deadlines (-want +got):\n%s", diff)
 	}
-	if got, err := (&Config{}).Deadlines(); err != nil || got != nil {
+	if got, err := (&Config{}).Deadlines(messages.DefaultStages()); err != nil || got != nil {
 		t.Errorf("no deadlines: %v, %v; want none", got, err)
 	}
 	for value, bad := range map[string]string{
@@ -105,7 +105,7 @@ func TestStageDeadlines(t *testing.T) {
 		"fix=0s":             `"fix=0s"`,
 	} {
 		c := Config{StageDeadlines: value, StateDir: "/tmp", LogLevel: "info"}
-		_, err := c.Deadlines()
+		_, err := c.Deadlines(messages.DefaultStages())
 		if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "AUTOCODER_STAGE_DEADLINES") {
 			t.Errorf("%q: err = %v, want one naming %s", value, err, bad)
 		}

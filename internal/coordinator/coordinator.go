@@ -28,7 +28,7 @@ type Config struct {
 	Publisher Publisher
 	Logger    *slog.Logger     // nil: discard
 	Now       func() time.Time // clock; default time.Now
-	Metrics   *Metrics         // nil: none
+	Metrics   Metrics          // nil: none
 	// DefaultModel fills JobSpec.Options.Model when a submission has none.
 	DefaultModel string
 	// Stages is the stage table: which pool each stage's commands go to
@@ -74,6 +74,9 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
 	}
 	if cfg.MaxStateBytes <= 0 {
 		cfg.MaxStateBytes = DefaultMaxStateBytes
@@ -199,7 +202,7 @@ func (c *Coordinator) HandleResult(ctx context.Context, msg *bus.Message) error 
 		// pool's credentials publish on its own subject only); whether
 		// that stage is pending, and only once, the machine checks.
 		c.log.Warn("stage result refused", "job_id", res.JobID, "stage", res.Stage, "seq", res.Seq, "subject", msg.Subject(), "err", err)
-		c.cfg.Metrics.resultRefused()
+		c.cfg.Metrics.ResultRefused()
 		return nil
 	}
 	return c.apply(ctx, res.JobID, machine.Input{Kind: machine.InputStageResult, Time: c.cfg.Now(), Result: &res})
@@ -284,7 +287,7 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input)
 			rev, err = c.cfg.States.Update(ctx, key, b, rev)
 		}
 		if errors.Is(err, jetstream.ErrKeyExists) {
-			c.cfg.Metrics.casConflict()
+			c.cfg.Metrics.CASConflict()
 			continue // another coordinator moved the job: step again on its state
 		}
 		if err != nil {
@@ -293,7 +296,7 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input)
 		if err := c.publish(ctx, cmds); err != nil {
 			return err // the outbox holds them; redelivery of this event retries
 		}
-		c.cfg.Metrics.step(ev, cmds)
+		c.cfg.Metrics.Stepped(string(ev.Kind), dispatched(cmds))
 		c.clearOutbox(ctx, jobID, stored, rev)
 		c.indexStep(ctx, rec.State, next)
 		return nil
@@ -348,7 +351,7 @@ func (c *Coordinator) publish(ctx context.Context, cmds []machine.Command) error
 			if _, err := c.cfg.Results.Put(ctx, bus.JobKey(cmd.Finish.JobID), b); err != nil {
 				return fmt.Errorf("store result of job %s: %w", cmd.Finish.JobID, err)
 			}
-			c.cfg.Metrics.finished(cmd.Finish)
+			c.cfg.Metrics.Finished(cmd.Finish)
 			c.replyResult(ctx, cmd.Finish, b) // api.go
 		case cmd.Emit != nil:
 			e := cmd.Emit
@@ -413,6 +416,17 @@ func sortedKeys(m map[string]string) []string {
 	for i := 1; i < len(out); i++ {
 		for j := i; j > 0 && out[j] < out[j-1]; j-- {
 			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// dispatched lists the stages cmds dispatch.
+func dispatched(cmds []machine.Command) []messages.Stage {
+	var out []messages.Stage
+	for _, cmd := range cmds {
+		if cmd.Dispatch != nil {
+			out = append(out, cmd.Dispatch.Stage)
 		}
 	}
 	return out

@@ -106,7 +106,7 @@ func (c *Coordinator) WatchDeadlines(ctx context.Context) error {
 		case <-ticks:
 			c.sweep(ctx, due)
 		}
-		c.cfg.Metrics.jobsRunning(len(due))
+		c.cfg.Metrics.JobsRunning(len(due))
 	}
 }
 
@@ -181,7 +181,7 @@ func (c *Coordinator) expire(ctx context.Context, jobID string, now time.Time) e
 			continue
 		}
 		c.log.Warn("stage missed its deadline", "job_id", jobID, "stage", p.Stage, "seq", seq, "deadline", limit)
-		c.cfg.Metrics.deadlineMissed(p.Stage)
+		c.cfg.Metrics.DeadlineMissed(p.Stage)
 		res := &messages.StageResult{V: messages.SchemaVersion, JobID: jobID, Seq: seq, Stage: p.Stage,
 			Error:     fmt.Sprintf("stage %s missed its deadline of %s", p.Stage, shortDuration(limit)),
 			ErrorKind: messages.ErrorInfra, StartedAt: p.DispatchedAt, DurationMS: now.Sub(p.DispatchedAt).Milliseconds(),

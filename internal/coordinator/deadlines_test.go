@@ -13,6 +13,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/coordinator"
+	"github.com/autocoder/autocoder/internal/metrics"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -205,8 +206,12 @@ func TestDeadlineOfConcurrentStages(t *testing.T) {
 	setNow(t0)
 	ticks := make(chan time.Time)
 	reg := prometheus.NewRegistry()
+	m, err := metrics.NewBuilderOn(reg).Coordinator(e.res)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c, err := coordinator.New(coordinator.Config{States: e.res.JobState, Results: e.res.JobResults, Publisher: e.pub,
-		DefaultModel: "test-model", Now: func() time.Time { return *now.Load() }, Ticks: ticks, Metrics: coordinator.NewMetrics(reg)})
+		DefaultModel: "test-model", Now: func() time.Time { return *now.Load() }, Ticks: ticks, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/bus/bustest"
 	"github.com/autocoder/autocoder/internal/coordinator"
+	"github.com/autocoder/autocoder/internal/metrics"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -52,7 +53,7 @@ func newEnv(t *testing.T) *env {
 
 // coordinator returns a coordinator on e with a fixed clock; states and pub
 // replace the bucket and the publisher when not nil.
-func (e *env) coordinator(t *testing.T, states jetstream.KeyValue, pub coordinator.Publisher, reg prometheus.Registerer) *coordinator.Coordinator {
+func (e *env) coordinator(t *testing.T, states jetstream.KeyValue, pub coordinator.Publisher, reg *prometheus.Registry) *coordinator.Coordinator {
 	t.Helper()
 	if states == nil {
 		states = e.res.JobState
@@ -60,9 +61,12 @@ func (e *env) coordinator(t *testing.T, states jetstream.KeyValue, pub coordinat
 	if pub == nil {
 		pub = e.pub
 	}
-	var m *coordinator.Metrics
+	var m coordinator.Metrics
 	if reg != nil {
-		m = coordinator.NewMetrics(reg)
+		var err error
+		if m, err = metrics.NewBuilderOn(reg).Coordinator(e.res); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c, err := coordinator.New(coordinator.Config{States: states, Results: e.res.JobResults, Index: e.res.JobIndex, Publisher: pub,
 		Now: func() time.Time { return t0 }, DefaultModel: "test-model", Metrics: m})

@@ -15,8 +15,8 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
 	"github.com/autocoder/autocoder/internal/submit"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -38,7 +38,7 @@ func TestDeadLetterReplay(t *testing.T) {
 	port := freePort(t)
 	cfg := testConfig(t, fake)
 	cfg.NATSAuth = config.NATSAuthNone
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleCoordinator, stack.RoleSandboxWorker},
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleCoordinator, wiring.RoleSandboxWorker},
 		EmbeddedListen: fmt.Sprintf("127.0.0.1:%d", port), Provision: bus.ProvisionConfig{MaxDeliver: 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestDeadLetterReplay(t *testing.T) {
 		t.Errorf("submit dlq show: %s", out)
 	}
 
-	worker, err := stack.Start(ctx, stack.Options{Config: remote, Roles: []stack.Role{stack.RoleLLMWorker}})
+	worker, err := wiring.Start(ctx, wiring.Options{Config: remote, Roles: []wiring.Role{wiring.RoleLLMWorker}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -51,40 +53,41 @@ func objectSchema(props map[string]string, required ...string) json.RawMessage {
 	return b
 }
 
-// agentVersion is the agent_turn stage's part of its cache key: the prompt
-// texts and the tools' schemas.
-func agentVersion() string {
+// agentDeps are what agent_turn depends on: the agent's prompt texts and
+// the tools' schemas.
+func agentDeps() []stagework.Option {
 	b, _ := json.Marshal(agentTools)
 	sum := sha256.Sum256(b)
-	return fmt.Sprintf("%s/prompts%s/tools@%s", messages.StageAgentTurn, prompts.AgentVersion, hex.EncodeToString(sum[:6]))
+	return []stagework.Option{stagework.DependsOn("prompts", prompts.AgentVersion), stagework.DependsOn("tools", hex.EncodeToString(sum[:6]))}
 }
 
 // agentTurn makes one model call with the conversation and the tools.
-func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in messages.AgentTurnInput) (Output, error) {
+func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in messages.AgentTurnInput) (stagework.Output[messages.AgentTurnOutput], error) {
+	var out stagework.Output[messages.AgentTurnOutput]
 	if err := requireTask(cmd.Stage, in.Task); err != nil {
-		return Output{}, err
+		return out, err
 	}
 	chat, ok := h.client.(ChatClient)
 	if !ok {
-		return Output{}, fmt.Errorf("%w: the model client cannot make tool calls, which the agent backend needs", ErrBadInput)
+		return out, bus.Permanent(fmt.Errorf("%w: the model client cannot make tool calls, which the agent backend needs", ErrBadInput))
 	}
 	head := prompts.Agent(in)
 	if err := h.checkPromptSize(cmd.Stage, agentPromptSize(head, in.Messages)); err != nil {
-		return Output{}, err
+		return out, err
 	}
 	model := cmd.Model
 	if model == "" {
-		model = h.opts.Model
+		model = h.cfg.Model
 	}
-	req := llm.ChatRequest{Model: model, Tools: agentTools, MaxTokens: h.opts.MaxTokens}
+	req := llm.ChatRequest{Model: model, Tools: agentTools, MaxTokens: h.cfg.MaxTokens}
 	for _, m := range head {
 		req.Messages = append(req.Messages, llm.ChatMessage{Role: m.Role, Content: m.Content})
 	}
 	for _, m := range in.Messages {
 		req.Messages = append(req.Messages, llm.ChatMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolCalls: toLLMCalls(m.ToolCalls)})
 	}
-	reply, err := chat.Chat(ctx, req)
-	out := Output{Usage: reply.Usage}
+	reply, err := chat.Chat(llm.WithStage(ctx, string(cmd.Stage)), req)
+	out.Usage = reply.Usage
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", cmd.Stage, err)
 	}

@@ -5,7 +5,9 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -14,19 +16,19 @@ var aptNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]{1,62}$`)
 // packageReplacement asks for a package in place of one the build could
 // not find. A reply that is not a valid name of the right kind, repeats the
 // missing name or one already tried, or is null, means "go without".
-func (h *Handlers) packageReplacement(ctx context.Context, cmd *messages.StageCommand, in messages.PackageReplacementInput) (Output, error) {
+func (h *Handlers) packageReplacement(ctx context.Context, cmd *messages.StageCommand, in messages.PackageReplacementInput) (stagework.Output[messages.PackageReplacement], error) {
 	in.Package = strings.TrimSpace(in.Package)
 	if in.Package == "" {
-		return Output{}, badInput(cmd.Stage, "package is empty")
+		return stagework.Output[messages.PackageReplacement]{}, badInput(cmd.Stage, "package is empty")
 	}
 	if in.Kind != "pip" && in.Kind != "apt" {
-		return Output{}, badInput(cmd.Stage, "kind %q is not pip or apt", in.Kind)
+		return stagework.Output[messages.PackageReplacement]{}, badInput(cmd.Stage, "kind %q is not pip or apt", in.Kind)
 	}
-	var r messages.PackageReplacement
-	out, err := h.call(ctx, cmd, prompts.PackageReplacement(in), &r)
+	out, err := call[messages.PackageReplacement](ctx, h, cmd, llm.PackageReplacementSchema, prompts.PackageReplacement(in))
 	if err != nil {
 		return out, err
 	}
+	r := out.Value
 	var n notes
 	if r.Replacement != nil {
 		name := strings.TrimSpace(*r.Replacement)

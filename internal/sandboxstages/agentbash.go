@@ -14,9 +14,9 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/agent/shellpolicy"
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
-	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -66,7 +66,7 @@ func (h *Handlers) bash(ctx context.Context, cmd *messages.StageCommand, in mess
 		if errors.Is(err, errWorkspaceFull) {
 			return out, err
 		}
-		return out, stagework.Permanent(fmt.Errorf("unpack the workspace after bash: %w", err))
+		return out, bus.Permanent(fmt.Errorf("unpack the workspace after bash: %w", err))
 	}
 	return out, nil
 }

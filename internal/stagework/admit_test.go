@@ -49,18 +49,19 @@ func newLLMSystem(t *testing.T) *llmSystem {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stages, err := llmstages.New(llmstages.Config{Client: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := stagework.NewMux(messages.DefaultStages())
+	stages.Register(mux)
 	s.x, err = stagework.NewExecutor(stagework.Config{
-		Handler:     llmstages.NewStageHandler(llmstages.New(client, llmstages.Options{})),
+		Mux:         mux,
 		Publisher:   s.be.Publisher,
 		Pool:        messages.PoolLLM,
 		Jobs:        stagework.KVJobs{KV: s.be.Resources.JobState},
 		ConfirmWait: 200 * time.Millisecond,
-		OnRefused: func(_ messages.Stage, reason string) {
-			s.mu.Lock()
-			s.refused = append(s.refused, reason)
-			s.mu.Unlock()
-			s.signal <- struct{}{}
-		},
+		Metrics:     refusals{s},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -246,4 +247,16 @@ func waitAcked(t *testing.T, cons jetstream.Consumer) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// refusals counts the system's refused commands.
+type refusals struct{ s *llmSystem }
+
+func (refusals) StageDone(messages.Stage, bool, bool, time.Duration) {}
+
+func (r refusals) CommandRefused(_ messages.Stage, reason string) {
+	r.s.mu.Lock()
+	r.s.refused = append(r.s.refused, reason)
+	r.s.mu.Unlock()
+	r.s.signal <- struct{}{}
 }

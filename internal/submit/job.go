@@ -15,7 +15,7 @@ import (
 	"github.com/autocoder/autocoder/internal/docsearch"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/jobfile"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -90,7 +90,7 @@ func (f *jobFlags) submitAndFollow(ctx context.Context, in *invocation, spec mes
 	defer stopModel()
 	ctx, cancel := context.WithTimeout(ctx, f.wait)
 	defer cancel()
-	st, err := stack.Start(ctx, opts)
+	st, err := wiring.Start(ctx, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -141,7 +141,7 @@ func (f *jobFlags) spec(args []string) (spec *messages.JobSpec, jobDir string, e
 // stackOptions is where the job runs: on a running deployment, or with
 // --local on the whole stack in this process, with a scripted model when no
 // model is configured. stopModel stops that model's server.
-func (f *jobFlags) stackOptions(cfg config.Config, io IO, jobDir string) (_ stack.Options, stopModel func(), _ error) {
+func (f *jobFlags) stackOptions(cfg config.Config, io IO, jobDir string) (_ wiring.Options, stopModel func(), _ error) {
 	opts := cliStack(cfg, io)
 	stopModel = func() {}
 	switch {
@@ -152,7 +152,7 @@ func (f *jobFlags) stackOptions(cfg config.Config, io IO, jobDir string) (_ stac
 	case !f.local:
 		return opts, stopModel, nil
 	}
-	opts.Roles = []stack.Role{stack.RoleLocal}
+	opts.Roles = []wiring.Role{wiring.RoleLocal}
 	if cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "" {
 		return opts, stopModel, nil
 	}

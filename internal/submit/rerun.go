@@ -14,7 +14,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -85,7 +85,7 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.wait)
 	defer cancel()
-	st, err := stack.Start(ctx, f.stackOptions(cfg, io))
+	st, err := wiring.Start(ctx, f.stackOptions(cfg, io))
 	if err != nil {
 		return 0, err
 	}
@@ -114,10 +114,10 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 // stackOptions is where the rerun runs: on a running deployment, or with
 // --local in this process. A rerun calls no model: a coordinator and a
 // sandbox worker are all it needs.
-func (f *rerunFlags) stackOptions(cfg config.Config, io IO) stack.Options {
+func (f *rerunFlags) stackOptions(cfg config.Config, io IO) wiring.Options {
 	opts := cliStack(cfg, io)
 	if f.local {
-		opts.Roles = []stack.Role{stack.RoleCoordinator, stack.RoleSandboxWorker}
+		opts.Roles = []wiring.Role{wiring.RoleCoordinator, wiring.RoleSandboxWorker}
 	}
 	return opts
 }

@@ -1,4 +1,4 @@
-package stack_test
+package wiring_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/sandbox/docker"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 )
 
 // TestOpenBackendSelection follows Contract 6 (docs/contracts.md): AUTOCODER_SANDBOX picks the
@@ -55,7 +55,7 @@ func TestOpenBackendSelection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base()
 			tc.edit(&cfg)
-			b, err := stack.OpenBackend(ctx, cfg, log, nil)
+			b, err := wiring.OpenBackend(ctx, cfg, log, nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Errorf("OpenBackend error = %v, want one mentioning %q", err, tc.wantErr)

@@ -1,4 +1,4 @@
-package stack
+package wiring
 
 import (
 	"path/filepath"

@@ -1,4 +1,4 @@
-package stack_test
+package wiring_test
 
 import (
 	"log/slog"
@@ -10,8 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/autocoder/autocoder/internal/config"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/metrics"
 	"github.com/autocoder/autocoder/internal/testredis"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/cache"
 )
 
@@ -23,7 +24,7 @@ func TestOpenCacheKeys(t *testing.T) {
 	url := testredis.Start(t)
 	log := slog.New(slog.DiscardHandler)
 	open := func(cfg config.Config) (cache.Cache, error) {
-		c, err := stack.OpenCache(t.Context(), cfg, log, prometheus.NewRegistry())
+		c, err := wiring.OpenCache(t.Context(), cfg, log, metrics.NewBuilderOn(prometheus.NewRegistry()))
 		if err == nil {
 			t.Cleanup(func() { _ = c.Close() })
 		}

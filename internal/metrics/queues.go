@@ -1,4 +1,4 @@
-package bus
+package metrics
 
 import (
 	"context"
@@ -7,40 +7,40 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/autocoder/autocoder/internal/metrics"
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// QueueCollector reports each stage pool's queue at scrape time, from its
+// queueCollector reports each stage pool's queue at scrape time, from its
 // consumer's info: messages waiting for a worker, messages a worker holds,
 // and the age of the oldest waiting one (read from the stream). It asks
 // NATS on every scrape, so register it in one process per deployment (the
 // coordinator's), not in every worker.
-type QueueCollector struct {
-	res     *Resources
+type queueCollector struct {
+	res     *bus.Resources
 	timeout time.Duration
 	now     func() time.Time
 
 	pending, inProgress, oldest *prometheus.Desc
 }
 
-var _ prometheus.Collector = (*QueueCollector)(nil)
+var _ prometheus.Collector = (*queueCollector)(nil)
 
-// NewQueueCollector collects the queues of res's stage pools.
-func NewQueueCollector(res *Resources) *QueueCollector {
+// newQueueCollector collects the queues of res's stage pools.
+func newQueueCollector(res *bus.Resources) *queueCollector {
 	pool := []string{"pool"}
-	return &QueueCollector{res: res, timeout: 2 * time.Second, now: time.Now,
-		pending: prometheus.NewDesc(metrics.QueuePendingMessages,
+	return &queueCollector{res: res, timeout: 2 * time.Second, now: time.Now,
+		pending: prometheus.NewDesc(QueuePendingMessages,
 			"Stage commands waiting for a worker, by pool (the consumer's pending count).", pool, nil),
-		inProgress: prometheus.NewDesc(metrics.QueueInProgressMessages,
+		inProgress: prometheus.NewDesc(QueueInProgressMessages,
 			"Stage commands delivered to a worker and not yet acknowledged, by pool.", pool, nil),
-		oldest: prometheus.NewDesc(metrics.QueueOldestPendingAge,
+		oldest: prometheus.NewDesc(QueueOldestPendingAge,
 			"Age of the oldest stage command waiting for a worker, by pool (0 when none waits).", pool, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
-func (q *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
+func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- q.pending
 	ch <- q.inProgress
 	ch <- q.oldest
@@ -48,7 +48,7 @@ func (q *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector. A pool whose consumer cannot be
 // read is left out of this scrape (its series go stale, which alerts can see).
-func (q *QueueCollector) Collect(ch chan<- prometheus.Metric) {
+func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
 	defer cancel()
 	for _, pool := range messages.Pools() {
@@ -69,7 +69,7 @@ func (q *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 
 // oldestAge is how long the next message the consumer would deliver has
 // waited: the stream holds it at the sequence after the last delivered.
-func (q *QueueCollector) oldestAge(ctx context.Context, stream jetstream.Stream, info *jetstream.ConsumerInfo) float64 {
+func (q *queueCollector) oldestAge(ctx context.Context, stream jetstream.Stream, info *jetstream.ConsumerInfo) float64 {
 	if info.NumPending == 0 || stream == nil {
 		return 0
 	}

@@ -1,15 +1,13 @@
-package stack
+package wiring
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"path/filepath"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/autocoder/autocoder/internal/config"
+	"github.com/autocoder/autocoder/internal/metrics"
 	"github.com/autocoder/autocoder/pkg/cache"
 )
 
@@ -23,11 +21,11 @@ const localCacheKeyFile = "cache-key"
 // configured keys (cache.Signed) so that an entry nobody with the key wrote
 // is a miss. Without configured keys, the embedded cache gets a key of its
 // own, generated once in the state dir; a Redis cache, shared by a fleet,
-// needs one configured, or AUTOCODER_CACHE_UNSIGNED=true. reg (may be nil)
-// receives the signature-failure counter.
+// needs one configured, or AUTOCODER_CACHE_UNSIGNED=true. m (may be nil)
+// counts the signature failures.
 //
 // Only workers open the cache: the coordinator and the CLI never read it.
-func OpenCache(ctx context.Context, cfg config.Config, log *slog.Logger, reg *prometheus.Registry) (cache.Cache, error) {
+func OpenCache(ctx context.Context, cfg config.Config, log *slog.Logger, m *metrics.Builder) (cache.Cache, error) {
 	keys, err := cfg.CacheKeyring()
 	if err != nil {
 		return nil, err
@@ -48,7 +46,7 @@ func OpenCache(ctx context.Context, cfg config.Config, log *slog.Logger, reg *pr
 		}
 		inner = d
 	}
-	c, err := signCache(inner, keys, cfg, log, reg)
+	c, err := signCache(inner, keys, cfg, log, m)
 	if err != nil {
 		_ = inner.Close()
 		return nil, err
@@ -58,7 +56,7 @@ func OpenCache(ctx context.Context, cfg config.Config, log *slog.Logger, reg *pr
 
 // signCache wraps inner in a Signed cache, choosing the keys when none are
 // configured (see OpenCache).
-func signCache(inner cache.Cache, keys *cache.Keyring, cfg config.Config, log *slog.Logger, reg *prometheus.Registry) (cache.Cache, error) {
+func signCache(inner cache.Cache, keys *cache.Keyring, cfg config.Config, log *slog.Logger, m *metrics.Builder) (cache.Cache, error) {
 	switch {
 	case keys != nil:
 	case cfg.CacheUnsigned:
@@ -73,13 +71,10 @@ func signCache(inner cache.Cache, keys *cache.Keyring, cfg config.Config, log *s
 		return nil, errors.New("the Redis cache needs a signing key: set AUTOCODER_CACHE_KEY_FILE or AUTOCODER_CACHE_KEYS " +
 			"(id:base64secret, e.g. from openssl rand -base64 32), or AUTOCODER_CACHE_UNSIGNED=true to trust everyone who can write to the Redis")
 	}
-	sc := cache.SignedConfig{Logger: log}
-	if reg != nil {
-		hook, err := newCacheMetrics(reg)
-		if err != nil {
-			return nil, fmt.Errorf("cache metrics: %w", err)
-		}
-		sc.OnFailure = hook
+	hook, err := m.CacheSignatures()
+	if err != nil {
+		return nil, err
 	}
+	sc := cache.SignedConfig{Logger: log, OnFailure: hook}
 	return cache.NewSigned(inner, keys, sc)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/metrics"
 	"github.com/autocoder/autocoder/pkg/messages"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,19 +15,18 @@ import (
 
 func TestPrometheusMetrics(t *testing.T) {
 	t.Parallel()
-	if m, err := bus.NewPrometheusMetrics(nil); m != nil || err != nil {
-		t.Fatalf("NewPrometheusMetrics(nil) = %v, %v; want nil, nil", m, err)
+	var none *metrics.Builder
+	if m, err := none.Bus(); m != nil || err != nil {
+		t.Fatalf("a nil builder's Bus() = %v, %v; want nil, nil", m, err)
 	}
-	var none *bus.PrometheusMetrics
-	none.HandleStarted("x") // a nil *PrometheusMetrics records nothing
-
 	reg := prometheus.NewRegistry()
-	m, err := bus.NewPrometheusMetrics(reg)
+	m, err := metrics.NewBuilderOn(reg).Bus()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bus.NewPrometheusMetrics(reg); err == nil {
-		t.Error("registering twice on one registry succeeded")
+	// A second worker of the process shares the families.
+	if _, err := metrics.NewBuilderOn(reg).Bus(); err != nil {
+		t.Errorf("a second bus observer on one registry: %v", err)
 	}
 	pub, res := llmWorkers(t, bus.ProvisionConfig{})
 	rec := newRecMetrics()

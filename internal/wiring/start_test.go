@@ -1,4 +1,4 @@
-package stack_test
+package wiring_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/config"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 )
 
 // TestStartFailsCleanly starts a stack whose infrastructure is broken in
@@ -36,49 +36,49 @@ func TestStartFailsCleanly(t *testing.T) {
 
 	tests := []struct {
 		name    string
-		edit    func(t *testing.T, o *stack.Options)
+		edit    func(t *testing.T, o *wiring.Options)
 		wantErr string
 	}{
-		{"the store directory is a file", func(t *testing.T, o *stack.Options) {
+		{"the store directory is a file", func(t *testing.T, o *wiring.Options) {
 			if err := os.WriteFile(filepath.Join(o.Config.StateDir, "jetstream"), []byte("x"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			o.Roles = []stack.Role{stack.RoleCoordinator}
+			o.Roles = []wiring.Role{wiring.RoleCoordinator}
 		}, "jetstream"},
-		{"the listen port is taken", func(t *testing.T, o *stack.Options) {
+		{"the listen port is taken", func(t *testing.T, o *wiring.Options) {
 			o.EmbeddedListen = busy.Addr().String()
 			o.Config.NATSAuth = config.NATSAuthNone // this case is about the port
-			o.Roles = []stack.Role{stack.RoleCoordinator}
+			o.Roles = []wiring.Role{wiring.RoleCoordinator}
 		}, "address already in use"},
-		{"the listener has no users", func(t *testing.T, o *stack.Options) {
+		{"the listener has no users", func(t *testing.T, o *wiring.Options) {
 			o.EmbeddedListen = "127.0.0.1:0"
-			o.Roles = []stack.Role{stack.RoleCoordinator}
+			o.Roles = []wiring.Role{wiring.RoleCoordinator}
 		}, "AUTOCODER_NATS_AUTH=none"},
-		{"the users file is missing", func(t *testing.T, o *stack.Options) {
+		{"the users file is missing", func(t *testing.T, o *wiring.Options) {
 			o.EmbeddedListen = "127.0.0.1:0"
 			o.Config.NATSUsersFile = "/nonexistent/users.yaml"
-			o.Roles = []stack.Role{stack.RoleCoordinator}
+			o.Roles = []wiring.Role{wiring.RoleCoordinator}
 		}, "/nonexistent/users.yaml"},
-		{"a worker's NATS credentials are incomplete", func(t *testing.T, o *stack.Options) {
+		{"a worker's NATS credentials are incomplete", func(t *testing.T, o *wiring.Options) {
 			o.Config.NATSURL = "nats://" + deadAddr
 			o.Config.NATSUser = "llm"
-			o.Roles = []stack.Role{stack.RoleLLMWorker}
+			o.Roles = []wiring.Role{wiring.RoleLLMWorker}
 		}, "password"},
-		{"redis does not answer", func(t *testing.T, o *stack.Options) {
+		{"redis does not answer", func(t *testing.T, o *wiring.Options) {
 			o.Config.RedisURL = "redis://" + deadAddr + "/0"
-			o.Roles = []stack.Role{stack.RoleLLMWorker}
+			o.Roles = []wiring.Role{wiring.RoleLLMWorker}
 		}, deadAddr},
-		{"the sandbox interpreter is missing", func(t *testing.T, o *stack.Options) {
+		{"the sandbox interpreter is missing", func(t *testing.T, o *wiring.Options) {
 			o.Config.Sandbox = "process"
 			o.Config.Python = "/nonexistent/python3"
-			o.Roles = []stack.Role{stack.RoleSandboxWorker}
+			o.Roles = []wiring.Role{wiring.RoleSandboxWorker}
 		}, "/nonexistent/python3"},
-		{"docker is asked for and no engine answers", func(t *testing.T, o *stack.Options) {
+		{"docker is asked for and no engine answers", func(t *testing.T, o *wiring.Options) {
 			o.Config.Sandbox = "docker"
 			o.Config.DockerHost = "unix:///nonexistent/docker.sock"
-			o.Roles = []stack.Role{stack.RoleSandboxWorker}
+			o.Roles = []wiring.Role{wiring.RoleSandboxWorker}
 		}, "no engine answers"},
-		{"remote NATS does not answer", func(t *testing.T, o *stack.Options) {
+		{"remote NATS does not answer", func(t *testing.T, o *wiring.Options) {
 			o.Config.NATSURL = "nats://" + deadAddr
 			o.ConnectTimeout = time.Second
 		}, deadAddr},
@@ -89,11 +89,11 @@ func TestStartFailsCleanly(t *testing.T) {
 			cfg := config.FromEnv()
 			cfg.StateDir = t.TempDir()
 			cfg.NATSURL, cfg.RedisURL = "", ""
-			o := stack.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)}
+			o := wiring.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)}
 			tc.edit(t, &o)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			st, err := stack.Start(ctx, o)
+			st, err := wiring.Start(ctx, o)
 			if err == nil {
 				st.Close()
 				t.Fatal("Start succeeded; want an error")

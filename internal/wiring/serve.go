@@ -1,4 +1,4 @@
-package serve
+package wiring
 
 import (
 	"context"
@@ -13,12 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/httpapi"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/metrics"
 )
 
 // server is what differs between the server binaries besides the role the
@@ -36,17 +33,17 @@ type server struct {
 }
 
 // servers are the server binaries, by the role each runs.
-var servers = map[stack.Role]server{
-	stack.RoleCoordinator: {listen: func(c config.Config) string { return c.HTTPListen }, access: httpapi.FromConfig, canEmbed: true,
+var servers = map[Role]server{
+	RoleCoordinator: {listen: func(c config.Config) string { return c.HTTPListen }, access: httpapi.FromConfig, canEmbed: true,
 		noNATS: "no NATS to join: set AUTOCODER_NATS_URL, or run coordinator --embedded"},
-	stack.RoleLLMWorker: {listen: func(c config.Config) string { return c.MetricsListen }, access: httpapi.MetricsFromConfig,
+	RoleLLMWorker: {listen: func(c config.Config) string { return c.MetricsListen }, access: httpapi.MetricsFromConfig,
 		noNATS: "no NATS to join: set AUTOCODER_NATS_URL (a coordinator --embedded hosts one)"},
-	stack.RoleSandboxWorker: {listen: func(c config.Config) string { return c.MetricsListen }, access: httpapi.MetricsFromConfig,
+	RoleSandboxWorker: {listen: func(c config.Config) string { return c.MetricsListen }, access: httpapi.MetricsFromConfig,
 		noNATS: "no NATS to join: set AUTOCODER_NATS_URL (a coordinator --embedded hosts one)"},
 }
 
-// Options of a server binary.
-type Options struct {
+// ServeOptions are the options of a server binary.
+type ServeOptions struct {
 	Config   config.Config
 	Logger   *slog.Logger // nil: discard
 	Embedded bool         // coordinator --embedded: host NATS on Config.NATSListen
@@ -55,7 +52,7 @@ type Options struct {
 // Serve starts role on the stack with its HTTP endpoint and serves until ctx
 // ends; then it stops the endpoint and the stack. A start-up failure is
 // returned at once, as one error that says what is wrong.
-func Serve(ctx context.Context, role stack.Role, o Options) error {
+func Serve(ctx context.Context, role Role, o ServeOptions) error {
 	srv, ok := servers[role]
 	if !ok {
 		return fmt.Errorf("unknown role %q", role)
@@ -66,9 +63,8 @@ func Serve(ctx context.Context, role stack.Role, o Options) error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	so, err := srv.stackOptions(role, o, reg)
+	m := metrics.NewBuilder()
+	so, err := srv.stackOptions(role, o, m)
 	if err != nil {
 		return err
 	}
@@ -78,7 +74,7 @@ func Serve(ctx context.Context, role stack.Role, o Options) error {
 	if err != nil {
 		return err
 	}
-	st, err := stack.Start(ctx, so)
+	st, err := Start(ctx, so)
 	if err != nil {
 		return err
 	}
@@ -86,7 +82,7 @@ func Serve(ctx context.Context, role stack.Role, o Options) error {
 	if st.Embedded != nil {
 		o.Logger.Info("embedded NATS listening", "url", st.Embedded.ClientURL(), "monitor", st.Embedded.MonitorURL())
 	}
-	if err := serveHTTP(ctx, srv.listen(o.Config), httpapi.Handler(st.Client, reg, access), o.Logger.With("role", role)); err != nil {
+	if err := serveHTTP(ctx, srv.listen(o.Config), httpapi.Handler(st.Client, m.Handler(), access), o.Logger.With("role", role)); err != nil {
 		return err
 	}
 	return st.Close()
@@ -94,8 +90,8 @@ func Serve(ctx context.Context, role stack.Role, o Options) error {
 
 // stackOptions is the stack that runs role: on the NATS it hosts
 // (--embedded) or on the one it joins.
-func (s server) stackOptions(role stack.Role, o Options, reg *prometheus.Registry) (stack.Options, error) {
-	so := stack.Options{Config: o.Config, Logger: o.Logger, Registry: reg, Roles: []stack.Role{role}}
+func (s server) stackOptions(role Role, o ServeOptions, m *metrics.Builder) (Options, error) {
+	so := Options{Config: o.Config, Logger: o.Logger, Metrics: m, Roles: []Role{role}}
 	switch {
 	case s.canEmbed && o.Embedded:
 		so.Config.NATSURL = ""
@@ -125,8 +121,8 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logge
 
 // Main is the whole main of a server binary: settings from the environment
 // and flags, a logger, signal handling, Serve, and the exit code.
-func Main(role stack.Role) int {
-	o := Options{Config: config.FromEnv()}
+func Main(role Role) int {
+	o := ServeOptions{Config: config.FromEnv()}
 	fs := flag.NewFlagSet(string(role), flag.ContinueOnError)
 	o.Config.Register(fs)
 	if servers[role].canEmbed {

@@ -1,4 +1,4 @@
-package stack
+package wiring
 
 import (
 	"context"
@@ -12,21 +12,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/client"
-	"github.com/autocoder/autocoder/internal/codemode"
-	"github.com/autocoder/autocoder/internal/codemodestages"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/coordinator"
 	"github.com/autocoder/autocoder/internal/llm"
-	"github.com/autocoder/autocoder/internal/llmstages"
-	"github.com/autocoder/autocoder/internal/samples"
+	"github.com/autocoder/autocoder/internal/metrics"
 	"github.com/autocoder/autocoder/internal/sandbox"
-	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
-	"github.com/autocoder/autocoder/internal/sandbox/docker"
-	"github.com/autocoder/autocoder/internal/sandboxstages"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/cache"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -73,11 +66,20 @@ type Options struct {
 	// NATS does, wrong for a CLI, which should fail with a clear error.
 	ConnectTimeout time.Duration
 
+	// Metrics attaches the parts' metrics (internal/metrics); nil: none.
+	Metrics *metrics.Builder
+
+	// Stages is the stage table; zero: messages.DefaultStages(). Register,
+	// if set, puts more stage handlers on each stage worker's mux, after
+	// autocoder's own: a stage of one's own is a row in Stages and a
+	// registration here (docs/adding-a-stage.md).
+	Stages   messages.StageTable
+	Register func(*stagework.Mux)
+
 	// Optional overrides, mainly for tests and benchmarks.
 	LLM       llm.Client
 	Backend   sandbox.Backend
 	Cache     cache.Cache
-	Registry  *prometheus.Registry
 	Provision bus.ProvisionConfig
 }
 
@@ -93,22 +95,20 @@ type Stack struct {
 	Backend   sandbox.Backend
 	Cache     cache.Cache
 
-	opts Options
-	log  *slog.Logger
+	opts   Options
+	log    *slog.Logger
+	stages messages.StageTable
+	// busMetrics is the bus workers' observer, shared by every worker of
+	// the process (the consumer label tells them apart).
+	busMetrics bus.Metrics
 	// parts is the lifetime of the started parts, ended by Close; the ctx
 	// given to Start only bounds starting.
-	parts       context.Context
-	cancel      context.CancelFunc
-	wg          sync.WaitGroup
-	errOnce     sync.Once
-	metricsOnce sync.Once
-	metrics     bus.Metrics
-	stageOnce   sync.Once
-	stageHook   func(messages.Stage, bool, string, time.Duration)
-	refusedOnce sync.Once
-	refusedHook func(messages.Stage, string)
-	err         error
-	closers     []func() error
+	parts   context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	errOnce sync.Once
+	err     error
+	closers []func() error
 }
 
 // Start connects (or starts the embedded server), provisions the streams,
@@ -125,7 +125,13 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	// st is not the named result: every error path returns nil, and the
 	// cleanup must still close what was opened so far.
-	st := &Stack{opts: o, log: o.Logger}
+	st := &Stack{opts: o, log: o.Logger, stages: o.Stages}
+	if st.stages.Len() == 0 {
+		st.stages = messages.DefaultStages()
+	}
+	if st.busMetrics, err = o.Metrics.Bus(); err != nil {
+		return nil, err
+	}
 	st.parts, st.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -320,7 +326,7 @@ func (st *Stack) workerCache(ctx context.Context) (cache.Cache, error) {
 		st.Cache = st.opts.Cache
 		return st.Cache, nil
 	}
-	c, err := OpenCache(ctx, st.opts.Config, st.log.With("component", "cache"), st.opts.Registry)
+	c, err := OpenCache(ctx, st.opts.Config, st.log.With("component", "cache"), st.opts.Metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -329,164 +335,12 @@ func (st *Stack) workerCache(ctx context.Context) (cache.Cache, error) {
 	return c, nil
 }
 
-// startCoordinator re-publishes the stored jobs' outboxes and takes
-// submissions and stage results, each pool's from its own stream.
-func (st *Stack) startCoordinator(ctx context.Context) error {
-	var m *coordinator.Metrics
-	if st.opts.Registry != nil {
-		m = coordinator.NewMetrics(st.opts.Registry)
-	}
-	deadlines, err := st.opts.Config.Deadlines()
-	if err != nil {
-		return err
-	}
-	coord, err := coordinator.New(coordinator.Config{States: st.Resources.JobState, Results: st.Resources.JobResults, Index: st.Resources.JobIndex,
-		Publisher: st.Publisher, Logger: st.log.With("component", "coordinator"), Metrics: m, DefaultModel: st.opts.Config.Model,
-		StageDeadlines: deadlines, Resources: st.Resources, JS: st.JS})
-	if err != nil {
-		return err
-	}
-	st.Coord = coord
-	if err := st.registerQueues(); err != nil {
-		return err
-	}
-	st.watchDeadlines()
-	if err := st.serveAPI(ctx); err != nil {
-		return err
-	}
-	if err := coord.Recover(ctx); err != nil {
-		st.log.Warn("recover outboxes", "err", err)
-	}
-	if err := coord.BackfillIndex(ctx); err != nil {
-		st.log.Warn("backfill the job index", "err", err)
-	}
-	st.consume("coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(coord.HandleJobs), 4)
-	for _, pool := range messages.Pools() {
-		st.consume("coordinator-results-"+string(pool), st.Resources.ResultConsumers[pool], bus.HandlerFunc(coord.HandleResult), 8)
-	}
-	return nil
-}
-
-// startLLMWorker takes the model stages, calling Options.LLM or the
-// configured OpenAI-compatible endpoint.
-func (st *Stack) startLLMWorker(ctx context.Context) error {
-	c, err := st.workerCache(ctx)
-	if err != nil {
-		return err
-	}
-	bounds, err := st.opts.Config.Bounds()
-	if err != nil {
-		return err
-	}
-	model := st.opts.LLM
-	if model == nil {
-		cfg := st.opts.Config
-		obs, err := st.modelObserver()
-		if err != nil {
-			return err
-		}
-		model, err = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey,
-			MaxReplyBytes: bounds.ReplyBytes, Logger: st.log.With("component", "llm"), Observer: obs})
-		if err != nil {
-			return err
-		}
-	}
-	docs, err := samples.New(st.Resources.Samples, filepath.Join(st.opts.Config.StateDir, "context"))
-	if err != nil {
-		return err
-	}
-	h := llmstages.NewStageHandler(llmstages.New(model, llmstages.Options{MaxPromptBytes: bounds.PromptBytes,
-		Logger: st.log.With("component", "llm-stages"), Context: docs, ContextBytes: bounds.ContextBytes,
-		FailedRuns: cache.FailedRuns{Cache: c}}))
-	chat, _ := model.(codemode.Model) // nil: code-mode turns fail, saying why
-	return st.startStageWorker(messages.PoolLLM, codemodestages.Wrap(h, codemodestages.Turn{Model: chat}), c, 4)
-}
-
-// startSandboxWorker takes the sandbox stages on Options.Backend or the
-// configured one (OpenBackend).
-func (st *Stack) startSandboxWorker(ctx context.Context) error {
-	c, err := st.workerCache(ctx)
-	if err != nil {
-		return err
-	}
-	if st.Backend = st.opts.Backend; st.Backend == nil {
-		b, err := OpenBackend(ctx, st.opts.Config, st.log, c)
-		if err != nil {
-			return err
-		}
-		st.Backend = b
-		st.closers = append(st.closers, b.Close)
-	}
-	store, err := samples.New(st.Resources.Samples, filepath.Join(st.opts.Config.StateDir, "samples"))
-	if err != nil {
-		return err
-	}
-	rc, err := st.opts.Config.Ceilings()
-	if err != nil {
-		return err
-	}
-	ceil := sandboxstages.Ceilings{Timeout: rc.Timeout, Memory: rc.Memory, CPUs: rc.CPUs,
-		Outputs: sandbox.OutputCaps{MaxFiles: rc.OutputFiles, MaxBytes: rc.OutputBytes}}
-	backend, err := st.observedBackend()
-	if err != nil {
-		return err
-	}
-	h := sandboxstages.New(backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}).
-		WithWorkspace(sandboxstages.ObjectStoreWorkspace{Obj: st.Resources.Outputs}).
-		WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages")).WithFailedRuns(cache.FailedRuns{Cache: c})
-	cm := &codemodestages.Exec{Conn: st.Conn, Cache: c} // code-mode programs, tools over NATS
-	return st.startStageWorker(messages.PoolSandbox, codemodestages.Wrap(h, cm), c, 2)
-}
-
-// startLocal starts the coordinator and both workers, as submit --local does.
-func (st *Stack) startLocal(ctx context.Context) error {
-	for _, start := range []func(*Stack, context.Context) error{(*Stack).startCoordinator, (*Stack).startLLMWorker, (*Stack).startSandboxWorker} {
-		if err := start(st, ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// startStageWorker starts the <pool>-worker: pool's stage commands handled
-// by h, cached in c, in Config.Concurrency slots (defaultSlots when unset).
-func (st *Stack) startStageWorker(pool messages.Pool, h stagework.Handler, c cache.Cache, defaultSlots int) error {
-	cfg, name := st.opts.Config, string(pool)+"-worker"
-	c, err := st.observedCache(c)
-	if err != nil {
-		return err
-	}
-	cancels := stagework.NewCancels() // a cancelled job's stages stop
-	sub, err := cancels.Listen(st.Conn)
-	if err != nil {
-		return fmt.Errorf("%s: subscribe to cancellations: %w", name, err)
-	}
-	st.closers = append(st.closers, sub.Unsubscribe)
-	r, err := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: st.Publisher, Cache: c,
-		Pool: pool, Jobs: stagework.KVJobs{KV: st.Resources.JobState}, Cancels: cancels,
-		Logger: st.log.With("component", name), Worker: cfg.WorkerName, OnResult: st.stageMetrics(), OnRefused: st.refusalMetrics()})
-	if err != nil {
-		return err
-	}
-	st.consume(name, st.Resources.StageConsumers[pool], r, concurrency(cfg.Concurrency, defaultSlots))
-	return nil
-}
-
-func concurrency(n, def int) int {
-	if n > 0 {
-		return n
-	}
-	return def
-}
-
 // consume handles cons's messages with h in slots goroutines until Close.
 // The bus worker recovers a handler's panic; a worker that stops on an
 // error makes Close return it.
 func (st *Stack) consume(name string, cons jetstream.Consumer, h bus.Handler, slots int) {
-	wc := bus.WorkerConfig{Name: name, Concurrency: slots, Logger: st.log.With("component", name), Claims: st.Resources.Claims}
-	if st.opts.Registry != nil {
-		wc.Metrics = st.busMetrics()
-	}
+	wc := bus.WorkerConfig{Name: name, Concurrency: slots, Logger: st.log.With("component", name), Claims: st.Resources.Claims,
+		Metrics: st.busMetrics}
 	w := bus.NewWorker(cons, h, wc)
 	st.wg.Add(1)
 	go func() {
@@ -544,101 +398,11 @@ func (st *Stack) Close() error {
 	return st.err
 }
 
-// OpenBackend opens the sandbox backend the configuration asks for
-// (Contract 6 (docs/contracts.md)): AUTOCODER_SANDBOX=docker or process; unset, docker when an
-// engine answers at DOCKER_HOST within a second, else process. c (may be
-// nil) holds the docker backend's cross-worker build lock.
-func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache) (sandbox.Backend, error) {
-	log = log.With("component", "sandbox")
-	switch cfg.Sandbox {
-	case "process":
-		return openProcess(cfg, log)
-	case "docker":
-		return openDocker(ctx, cfg, log, c)
-	case "":
-	default:
-		return nil, fmt.Errorf("sandbox backend %q is not docker or process", cfg.Sandbox)
+// warnMonitorIgnored says so when the NATS monitoring setting has nothing
+// to apply to: it is the embedded server's, and this process joins a remote one.
+func (st *Stack) warnMonitorIgnored() {
+	if addr := st.opts.Config.NATSMonitorListen; addr != "" {
+		st.log.Warn("AUTOCODER_NATS_MONITOR_LISTEN is ignored: it serves an embedded NATS server's monitoring, "+
+			"and this process joins the one at AUTOCODER_NATS_URL (start that server with -m to monitor it)", "monitor_listen", addr)
 	}
-	pctx, cancel := context.WithTimeout(ctx, time.Second)
-	pingErr := docker.Ping(pctx, cfg.DockerHost)
-	cancel()
-	if pingErr == nil {
-		b, err := openDocker(ctx, cfg, log, c)
-		if err == nil {
-			return b, nil
-		}
-		log.Warn("a Docker engine answers but the docker sandbox cannot start; using the process sandbox", "err", err)
-		pingErr = err
-	}
-	b, err := openProcess(cfg, log)
-	if err != nil {
-		return nil, fmt.Errorf("no sandbox backend can run here: docker: %v; process: %w "+
-			"(start Docker or podman system service and set DOCKER_HOST, or install bubblewrap; see docs/docker.md)", pingErr, err)
-	}
-	log.Info("sandbox backend: process", "docker", pingErr.Error())
-	return b, nil
-}
-
-func openProcess(cfg config.Config, log *slog.Logger) (sandbox.Backend, error) {
-	b, err := bwrap.New(bwrap.Config{Python: cfg.Python, StateDir: cfg.StateDir,
-		PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(), Logger: log})
-	if err != nil {
-		return nil, err // not a typed nil in the interface
-	}
-	return b, nil
-}
-
-func openDocker(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache) (sandbox.Backend, error) {
-	b, err := docker.New(ctx, docker.Config{Host: cfg.DockerHost, BaseImage: cfg.DockerBaseImage, Runtime: cfg.DockerRuntime,
-		Worker: cfg.WorkerName, Cache: c, PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(),
-		PoolSize: cfg.DockerPoolSize, ExtraCommands: cfg.DockerExtra(), BuildNetwork: cfg.DockerBuildNetwork, Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-// busMetrics returns the workers' shared Prometheus adapter, registering it once.
-func (st *Stack) busMetrics() bus.Metrics {
-	st.metricsOnce.Do(func() {
-		m, err := bus.NewPrometheusMetrics(st.opts.Registry)
-		if err != nil {
-			st.log.Warn("bus metrics", "err", err)
-			return
-		}
-		st.metrics = m
-	})
-	return st.metrics
-}
-
-// refusalMetrics returns the shared refused-command hook, registering it once; nil without a registry.
-func (st *Stack) refusalMetrics() func(messages.Stage, string) {
-	if st.opts.Registry == nil {
-		return nil
-	}
-	st.refusedOnce.Do(func() {
-		h, err := stagework.NewRefusalMetrics(st.opts.Registry)
-		if err != nil {
-			st.log.Warn("refusal metrics", "err", err)
-			return
-		}
-		st.refusedHook = h
-	})
-	return st.refusedHook
-}
-
-// stageMetrics returns the shared stage-metrics hook, registering it once; nil without a registry.
-func (st *Stack) stageMetrics() func(messages.Stage, bool, string, time.Duration) {
-	if st.opts.Registry == nil {
-		return nil
-	}
-	st.stageOnce.Do(func() {
-		h, err := stagework.NewMetrics(st.opts.Registry)
-		if err != nil {
-			st.log.Warn("stage metrics", "err", err)
-			return
-		}
-		st.stageHook = h
-	})
-	return st.stageHook
 }

@@ -39,7 +39,9 @@ func TestQueueCollector(t *testing.T) {
 	t.Parallel()
 	pub, res := llmWorkers(t, bus.ProvisionConfig{})
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(bus.NewQueueCollector(res))
+	if _, err := metrics.NewBuilderOn(reg).Coordinator(res); err != nil { // the coordinator reports the queues
+		t.Fatal(err)
+	}
 
 	got := gaugesByPool(t, reg)
 	for _, name := range []string{metrics.QueuePendingMessages, metrics.QueueInProgressMessages, metrics.QueueOldestPendingAge} {

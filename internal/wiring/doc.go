@@ -11,7 +11,7 @@
 // others wait until what they bind to exists. An embedded listener takes
 // the users of AUTOCODER_NATS_USERS_FILE, or none with AUTOCODER_NATS_AUTH=none.
 //
-//	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}})
+//	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleLocal}})
 //	defer st.Close()
 //	_ = st.Client.Submit(ctx, id, spec)
-package stack
+package wiring
