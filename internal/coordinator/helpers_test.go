@@ -100,28 +100,26 @@ func answerSpec() messages.JobSpec {
 		Outputs: map[string]messages.Type{"answer": messages.TypeInt}}
 }
 
+// answers are a successful output of each stage the tests' jobs reach.
+var answers = map[messages.Stage]any{
+	messages.StageProfile:    messages.ProfileOutput{DataContext: "3 rows", GeneratedSchemas: map[string]string{"s": "schema"}},
+	messages.StagePlan:       messages.Plan{Description: "return 42", Approach: "a function"},
+	messages.StageCode:       answerSolution,
+	messages.StageFix:        answerSolution,
+	messages.StageTests:      messages.Tests{Code: "from solution import f\n\n\ndef test_f():\n    assert f() == 42\n"},
+	messages.StagePackages:   messages.Packages{Packages: []string{}},
+	messages.StageBuild:      messages.BuildOutput{Image: "env-1"},
+	messages.StageRunTests:   messages.TestReport{Passed: 1},
+	messages.StageAcceptance: messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"answer": 42}},
+}
+
+var answerSolution = messages.Solution{Language: "python", Code: "def f():\n    return 42\n", Packages: []string{}, SystemPackages: []string{}}
+
 // answer is a successful result for cmd, whatever stage it is.
 func answer(t *testing.T, cmd messages.StageCommand) *messages.StageResult {
 	t.Helper()
-	var out any
-	switch cmd.Stage {
-	case messages.StageProfile:
-		out = messages.ProfileOutput{DataContext: "3 rows", GeneratedSchemas: map[string]string{"s": "schema"}}
-	case messages.StagePlan:
-		out = messages.Plan{Description: "return 42", Approach: "a function"}
-	case messages.StageCode, messages.StageFix:
-		out = messages.Solution{Language: "python", Code: "def f():\n    return 42\n", Packages: []string{}, SystemPackages: []string{}}
-	case messages.StageTests:
-		out = messages.Tests{Code: "from solution import f\n\n\ndef test_f():\n    assert f() == 42\n"}
-	case messages.StagePackages:
-		out = messages.Packages{Packages: []string{}}
-	case messages.StageBuild:
-		out = messages.BuildOutput{Image: "env-1"}
-	case messages.StageRunTests:
-		out = messages.TestReport{Passed: 1}
-	case messages.StageAcceptance:
-		out = messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"answer": 42}}
-	default:
+	out, ok := answers[cmd.Stage]
+	if !ok {
 		t.Fatalf("no answer for stage %s", cmd.Stage)
 	}
 	b, err := json.Marshal(out)

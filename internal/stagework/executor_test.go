@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
@@ -573,6 +574,28 @@ func TestLongMessagesAreTrimmed(t *testing.T) {
 	}
 	if ms[1].Content != "short" {
 		t.Errorf("short message changed to %q", ms[1].Content)
+	}
+}
+
+// TestTrimmedMessagesStayUTF8: a long message of multi-byte characters
+// is cut between characters, never through one.
+func TestTrimmedMessagesStayUTF8(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{"é", "€", "𝄞", "a€"} { // 2, 3 and 4 bytes, and odd offsets
+		long := strings.Repeat(text, 2*stagework.MaxMessageBytes/len(text)+1)
+		h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
+			o := planOutput("d")
+			o.Messages = []messages.ChatMessage{{Role: "assistant", Content: long}}
+			return o, nil
+		}}
+		p := &publisher{}
+		if err := newExecutor(t, h, p, nil, nil).Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
+			t.Fatal(err)
+		}
+		got := p.results()[0].Result.Messages[0].Content
+		if !utf8.ValidString(got) || len(got) >= len(long) || len(got) > stagework.MaxMessageBytes+64 {
+			t.Errorf("%q repeated: kept %d bytes, valid UTF-8 %v", text, len(got), utf8.ValidString(got))
+		}
 	}
 }
 
