@@ -85,8 +85,8 @@ type Config struct {
 	CacheKeyFile string
 	// CacheUnsigned lets a worker use a Redis cache without a key
 	// (AUTOCODER_CACHE_UNSIGNED=true): anyone who can write to the Redis
-	// can then hand workers forged results. Anything but a true value of
-	// strconv.ParseBool is false.
+	// can then hand workers forged results. A value strconv.ParseBool does
+	// not read is an error (Validate).
 	CacheUnsigned bool
 	// StageDeadlines overrides the coordinator's stage deadlines
 	// (AUTOCODER_STAGE_DEADLINES), e.g. "build=45m,plan=5m": how long a
@@ -111,6 +111,9 @@ type Config struct {
 	// Redis that requires one (AUTOCODER_REDIS_TLS_CERT, AUTOCODER_REDIS_TLS_KEY).
 	RedisTLSCert, RedisTLSKey string
 	NATSAuthConfig            // NATS credentials, TLS and the embedded server's users (natsauth.go)
+
+	// envErrs are the settings FromEnv could not read; Validate reports them.
+	envErrs []error
 }
 
 // HTTP authentication modes (AUTOCODER_HTTP_AUTH).
@@ -151,13 +154,13 @@ func FromEnv() Config {
 		RedisTLSCert:        os.Getenv("AUTOCODER_REDIS_TLS_CERT"),
 		RedisTLSKey:         os.Getenv("AUTOCODER_REDIS_TLS_KEY"),
 	}
-	c.CacheUnsigned, _ = strconv.ParseBool(os.Getenv("AUTOCODER_CACHE_UNSIGNED"))
+	c.CacheUnsigned = c.envBool("AUTOCODER_CACHE_UNSIGNED")
 	c.readRunCeilings()
 	c.readMonitor()
 	c.readModelBounds()
 	c.NATSAuthConfig = natsAuthFromEnv()
-	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
-	fmt.Sscan(os.Getenv("AUTOCODER_DOCKER_POOL_SIZE"), &c.DockerPoolSize)
+	c.Concurrency = c.envInt("AUTOCODER_CONCURRENCY")
+	c.DockerPoolSize = c.envInt("AUTOCODER_DOCKER_POOL_SIZE")
 	c.DockerBuildNetwork = os.Getenv("AUTOCODER_DOCKER_BUILD_NETWORK")
 	if c.WorkerName == "" {
 		h, _ := os.Hostname()
@@ -217,8 +220,40 @@ type secretFlag struct{ p *string }
 func (s secretFlag) String() string     { return "" }
 func (s secretFlag) Set(v string) error { *s.p = v; return nil }
 
+// envInt reads the whole number in environment variable k; unset is 0,
+// anything else that is not a whole number an error Validate reports.
+func (c *Config) envInt(k string) int {
+	v := strings.TrimSpace(os.Getenv(k))
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not a whole number", k, v))
+	}
+	return n
+}
+
+// envBool reads the boolean in environment variable k (strconv.ParseBool:
+// true, false, 1, 0, ...); unset is false, anything else an error
+// Validate reports.
+func (c *Config) envBool(k string) bool {
+	v := strings.TrimSpace(os.Getenv(k))
+	if v == "" {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not true or false", k, v))
+	}
+	return b
+}
+
 // Validate checks the settings that can be checked without I/O.
 func (c *Config) Validate() error {
+	if len(c.envErrs) > 0 {
+		return errors.Join(c.envErrs...)
+	}
 	switch c.Sandbox {
 	case "", "docker", "process":
 	default:

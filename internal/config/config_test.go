@@ -253,3 +253,35 @@ func TestModelBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestBadNumbersAreErrors: a setting that is not a number where one is
+// wanted is an error naming the variable, not silently the default.
+func TestBadNumbersAreErrors(t *testing.T) {
+	for _, tc := range []struct{ env, value string }{
+		{"AUTOCODER_CONCURRENCY", "four"},
+		{"AUTOCODER_CONCURRENCY", "4 slots"},
+		{"AUTOCODER_DOCKER_POOL_SIZE", "2.5"},
+		{"AUTOCODER_CACHE_UNSIGNED", "yes please"},
+		{"AUTOCODER_MAX_CPUS", "many"},
+		{"AUTOCODER_MAX_OUTPUT_FILES", "lots"},
+		{"AUTOCODER_MAX_PROMPT_BYTES", "big"},
+		{"AUTOCODER_NATS_MONITOR_LISTEN", "127.0.0.1:http"},
+	} {
+		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
+			t.Setenv(tc.env, tc.value)
+			c := FromEnv()
+			c.StateDir = t.TempDir()
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.env) {
+				t.Errorf("Validate() = %v, want an error naming %s", err, tc.env)
+			}
+		})
+	}
+	t.Setenv("AUTOCODER_CONCURRENCY", " 6 ")
+	t.Setenv("AUTOCODER_CACHE_UNSIGNED", "1")
+	c := FromEnv()
+	c.StateDir = t.TempDir()
+	if err := c.Validate(); err != nil || c.Concurrency != 6 || !c.CacheUnsigned {
+		t.Errorf("good values: %v, concurrency %d, unsigned %v", err, c.Concurrency, c.CacheUnsigned)
+	}
+}

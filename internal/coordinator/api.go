@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -230,7 +232,7 @@ func (c *Coordinator) checkSpec(ctx context.Context, spec *messages.JobSpec) err
 	if err := spec.Validate(); err != nil {
 		return messages.PrefixField("spec", err)
 	}
-	for _, name := range sortedKeys(spec.Samples) {
+	for _, name := range slices.Sorted(maps.Keys(spec.Samples)) {
 		ref, ok := messages.ParseObjectRef(spec.Samples[name])
 		if !ok {
 			return &messages.FieldError{Field: "spec.samples." + name, Msg: "must be an object reference (sha256:<hex>[.ext]) into " + bus.ObjectStoreSamples}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -148,7 +150,7 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 		return c.reject(ctx, sub.JobID, err)
 	}
 	var refs []messages.SampleRef
-	for _, name := range sortedKeys(spec.Samples) {
+	for _, name := range slices.Sorted(maps.Keys(spec.Samples)) {
 		ref, ok := messages.ParseObjectRef(spec.Samples[name])
 		if !ok {
 			return c.reject(ctx, sub.JobID, &messages.FieldError{Field: "samples." + name, Msg: "must be an object reference (sha256:<hex>[.ext]) on the wire"})
@@ -406,19 +408,6 @@ func LoadState(ctx context.Context, kv jetstream.KeyValue, jobID string) (machin
 		return machine.State{}, fmt.Errorf("job %s: corrupt state: %w", jobID, err)
 	}
 	return rec.State, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }
 
 // dispatched lists the stages cmds dispatch.

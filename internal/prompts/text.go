@@ -2,8 +2,9 @@ package prompts
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/protocol"
@@ -91,15 +92,6 @@ func samplePath(file string) string {
 	return fmt.Sprintf("%q", p)
 }
 
-func sorted[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // renderTask writes what the user asked for. Free text is fenced; names and
 // types are validated by the spec and written plainly.
 func renderTask(b *strings.Builder, t messages.TaskSpec) {
@@ -123,7 +115,7 @@ func renderTask(b *strings.Builder, t messages.TaskSpec) {
 		b.WriteString(" none\n")
 	} else {
 		b.WriteString("\n")
-		for _, n := range sorted(t.Inputs) {
+		for _, n := range slices.Sorted(maps.Keys(t.Inputs)) {
 			fmt.Fprintf(b, "- %s: %s\n", name(n), name(string(t.Inputs[n])))
 		}
 	}
@@ -132,7 +124,7 @@ func renderTask(b *strings.Builder, t messages.TaskSpec) {
 		b.WriteString(" none\n")
 	} else {
 		b.WriteString("\n")
-		for _, n := range sorted(t.Samples) {
+		for _, n := range slices.Sorted(maps.Keys(t.Samples)) {
 			fmt.Fprintf(b, "- %s: %s\n", name(n), samplePath(t.Samples[n]))
 		}
 	}
@@ -141,7 +133,7 @@ func renderTask(b *strings.Builder, t messages.TaskSpec) {
 		b.WriteString(" none\n")
 	} else {
 		b.WriteString("\n")
-		for _, n := range sorted(t.Outputs) {
+		for _, n := range slices.Sorted(maps.Keys(t.Outputs)) {
 			fmt.Fprintf(b, "- %s: %s\n", name(n), name(string(t.Outputs[n])))
 		}
 	}
@@ -218,10 +210,10 @@ func scriptProtocol(t messages.TaskSpec) string {
 		b.WriteString("3. The script takes no command-line options; still parse them with argparse so that --help works.\n")
 	} else {
 		b.WriteString("3. Command-line options, one per input and sample. Every option is optional: the harness may run the script with none of them, and with all defaults it must process the sample files and write every output.\n")
-		for _, n := range sorted(t.Inputs) {
+		for _, n := range slices.Sorted(maps.Keys(t.Inputs)) {
 			fmt.Fprintf(&b, "   - `--%s` (%s): %s\n", name(n), name(string(t.Inputs[n])), inputOption(t.Inputs[n]))
 		}
-		for _, n := range sorted(t.Samples) {
+		for _, n := range slices.Sorted(maps.Keys(t.Samples)) {
 			fmt.Fprintf(&b, "   - `--%s` (sample file): a path; default %s\n", name(n), samplePath(t.Samples[n]))
 		}
 	}
@@ -229,7 +221,7 @@ func scriptProtocol(t messages.TaskSpec) string {
 		b.WriteString("4. There are no sample files. Never write under /var/inputs.\n")
 	} else {
 		b.WriteString("4. The sample files are mounted read-only at exactly these paths, in the test sandbox as well as in every run:\n")
-		for _, n := range sorted(t.Samples) {
+		for _, n := range slices.Sorted(maps.Keys(t.Samples)) {
 			fmt.Fprintf(&b, "   - %s: %s\n", name(n), samplePath(t.Samples[n]))
 		}
 		b.WriteString("   Never write under /var/inputs.\n")
@@ -239,7 +231,7 @@ func scriptProtocol(t messages.TaskSpec) string {
 		b.WriteString("writes nothing else: no outputs are declared, so main prints the results to stdout instead.\n")
 	} else {
 		b.WriteString("writes each declared output to `<out_dir>/<name>`, with no file extension:\n")
-		for _, n := range sorted(t.Outputs) {
+		for _, n := range slices.Sorted(maps.Keys(t.Outputs)) {
 			fmt.Fprintf(&b, "   - %s (%s): %s\n", name(n), name(string(t.Outputs[n])), outputFormat(n, t.Outputs[n]))
 		}
 		b.WriteString("   Scalar files hold only the value as text (a final newline is allowed). Write nothing else under out_dir.\n")
@@ -260,7 +252,7 @@ func testProtocol(t messages.TaskSpec) string {
 `)
 	if len(t.Samples) > 0 {
 		b.WriteString("5. The sample files are present, read-only, in the test sandbox:\n")
-		for _, n := range sorted(t.Samples) {
+		for _, n := range slices.Sorted(maps.Keys(t.Samples)) {
 			fmt.Fprintf(&b, "   - %s: %s\n", name(n), samplePath(t.Samples[n]))
 		}
 		b.WriteString("   Test that the code processes each sample file without error and that the results have the declared types and satisfy the constraints. Assert exact values only where the data profile shows them for certain. Do not skip these tests.\n")

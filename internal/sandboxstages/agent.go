@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/agent/workspace"
@@ -248,7 +249,7 @@ func (h *Handlers) materialize(ctx context.Context, root string, ws messages.Wor
 	if len(ws) > maxWorkspaceFiles {
 		return bus.Permanent(fmt.Errorf("workspace has %d files, more than %d", len(ws), maxWorkspaceFiles))
 	}
-	for _, p := range sortedPaths(ws) {
+	for _, p := range slices.Sorted(maps.Keys(ws)) {
 		if !filepath.IsLocal(p) || strings.ContainsRune(p, 0) {
 			return bus.Permanent(fmt.Errorf("workspace path %q is not inside the workspace", p))
 		}
@@ -331,13 +332,4 @@ func (h *Handlers) ownFiles(ctx context.Context, ws messages.Workspace) (map[str
 		out[name] = strings.ToValidUTF8(string(data), "\uFFFD")
 	}
 	return out, nil
-}
-
-func sortedPaths(ws messages.Workspace) []string {
-	out := make([]string, 0, len(ws))
-	for p := range ws {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/agent/shellpolicy"
@@ -89,7 +91,7 @@ func bashCommand(arguments string) (string, error) {
 func (h *Handlers) bashSpec(ctx context.Context, cmd *messages.StageCommand, in messages.AgentToolInput, root, command string) (sandbox.RunSpec, func(), error) {
 	files := map[string][]byte{}
 	var links strings.Builder
-	for _, p := range sortedPaths(in.Workspace) {
+	for _, p := range slices.Sorted(maps.Keys(in.Workspace)) {
 		if target, ok := strings.CutPrefix(in.Workspace[p], messages.SymlinkPrefix); ok {
 			fmt.Fprintf(&links, "mkdir -p -- %s && ln -sfn -- %s %s\n", shellQuote(path.Dir(p)), shellQuote(target), shellQuote(p))
 			continue

@@ -2,9 +2,10 @@ package messages
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -258,7 +259,7 @@ func (s *JobSpec) validateParameters() error {
 		seen[name] = kind
 		return nil
 	}
-	for _, name := range sortedKeys(s.Samples) {
+	for _, name := range slices.Sorted(maps.Keys(s.Samples)) {
 		if err := check("samples", name); err != nil {
 			return err
 		}
@@ -266,7 +267,7 @@ func (s *JobSpec) validateParameters() error {
 			return &FieldError{"samples." + name, "path is empty"}
 		}
 	}
-	for _, name := range sortedKeys(s.Inputs) {
+	for _, name := range slices.Sorted(maps.Keys(s.Inputs)) {
 		if err := check("inputs", name); err != nil {
 			return err
 		}
@@ -279,7 +280,7 @@ func (s *JobSpec) validateParameters() error {
 
 // validateOutputs checks the outputs' names and types.
 func (s *JobSpec) validateOutputs() error {
-	for _, name := range sortedKeys(s.Outputs) {
+	for _, name := range slices.Sorted(maps.Keys(s.Outputs)) {
 		if !identRe.MatchString(name) {
 			return &FieldError{"outputs." + name, "must be a Python identifier"}
 		}
@@ -456,13 +457,4 @@ func typeList(set []Type) string {
 		s[i] = string(t)
 	}
 	return strings.Join(s, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -10,10 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -534,16 +535,7 @@ func normalizeApt(pkgs []string) ([]string, error) {
 	if len(bad) > 0 {
 		return nil, &sandbox.InvalidPackageError{Packages: bad, Log: "not a Debian package name"}
 	}
-	return sortedKeys(set), nil
-}
-
-func sortedKeys(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set)), nil
 }
 
 // classifyBuildFailure turns a failed build into the error the caller acts
