@@ -427,8 +427,13 @@ func env(k, def string) string {
 	return def
 }
 
+// defaultStateDir is where autocoder keeps its state when
+// AUTOCODER_STATE_DIR does not say: $XDG_STATE_HOME/autocoder (an absolute
+// XDG_STATE_HOME, as the XDG spec requires), else
+// ~/.local/state/autocoder; "" when there is no home either (Validate
+// says so).
 func defaultStateDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "autocoder")
 	}
 	if h, err := os.UserHomeDir(); err == nil {
