@@ -11,8 +11,8 @@ import (
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/profile"
 	"github.com/autocoder/autocoder/internal/prompts"
-	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -100,7 +100,7 @@ func checkFromReply(text string, r messages.Constraint) (profile.Check, string) 
 	if r.CheckType == "none" || r.CheckType == "" {
 		why := "not a check on one column"
 		if explain != "" {
-			why += " (" + protocol.Trim(explain, 300) + ")"
+			why += " (" + trim.Middle(explain, 300) + ")"
 		}
 		return c, why
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -286,7 +287,7 @@ func (m *stepper) accepted(_ Pending, out messages.AcceptanceOutput) {
 		m.agentAccepted(out) // agent.go
 		return
 	}
-	out.Output = protocol.Trim(out.Output, reportOutputBudget)
+	out.Output = trim.Middle(out.Output, reportOutputBudget)
 	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
 	s.Acceptance = &out
 	if out.OK {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -53,7 +53,7 @@ func (m *stepper) startRerun(r *Rerun) {
 // rerunFinished finishes the rerun: succeeded when the script exited 0 and every
 // declared output parses to its type; failed, with the problems, otherwise.
 func (m *stepper) rerunFinished(_ Pending, out messages.AcceptanceOutput) {
-	out.Output = protocol.Trim(out.Output, reportOutputBudget)
+	out.Output = trim.Middle(out.Output, reportOutputBudget)
 	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
 	m.s.Acceptance = &out
 	if out.OK {

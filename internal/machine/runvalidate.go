@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -133,8 +134,8 @@ func (m *stepper) recordContext(p Pending, r *messages.StageResult) {
 		c.Chunks = c.Chunks[:maxContextChunks] // retrieved chunks come best first
 	}
 	for i := range c.Chunks {
-		c.Chunks[i].File = protocol.Trim(c.Chunks[i].File, contextNameBudget)
-		c.Chunks[i].Heading = protocol.Trim(c.Chunks[i].Heading, contextNameBudget)
+		c.Chunks[i].File = trim.Middle(c.Chunks[i].File, contextNameBudget)
+		c.Chunks[i].Heading = trim.Middle(c.Chunks[i].Heading, contextNameBudget)
 	}
 	s := m.s
 	s.ContextUsed = append(s.ContextUsed, c)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -99,7 +100,7 @@ func renderTask(b *strings.Builder, t messages.TaskSpec) {
 	b.WriteString(data("Task description", "text", t.Prompt))
 	if strings.TrimSpace(t.Schema) != "" {
 		b.WriteString("\n")
-		b.WriteString(data("Schema and context notes from the user", "text", protocol.Trim(t.Schema, dataBudget)))
+		b.WriteString(data("Schema and context notes from the user", "text", trim.Middle(t.Schema, dataBudget)))
 	}
 	if len(t.Constraints) > 0 {
 		var cs strings.Builder
@@ -144,7 +145,7 @@ func renderDataContext(b *strings.Builder, dc string) {
 		return
 	}
 	b.WriteString("\n## Sample data\n\n")
-	b.WriteString(data("Profile of the sample files: schema, statistics and sample rows", "text", protocol.Trim(dc, dataBudget)))
+	b.WriteString(data("Profile of the sample files: schema, statistics and sample rows", "text", trim.Middle(dc, dataBudget)))
 }
 
 func renderPlan(b *strings.Builder, p messages.Plan) {
@@ -293,7 +294,7 @@ func renderFailures(b *strings.Builder, label string, fs []messages.Failure) {
 		fmt.Fprintf(&s, "%d. test_name: %s\n", i+1, f.TestName)
 		field := func(k, v string) {
 			if v = strings.TrimSpace(v); v != "" {
-				fmt.Fprintf(&s, "   %s: %s\n", k, strings.ReplaceAll(protocol.Trim(v, fieldBudget), "\n", "\n     "))
+				fmt.Fprintf(&s, "   %s: %s\n", k, strings.ReplaceAll(trim.Middle(v, fieldBudget), "\n", "\n     "))
 			}
 		}
 		field("error_type", string(f.ErrorType))

@@ -16,6 +16,7 @@ import (
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -175,7 +176,7 @@ func readFile(root, path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read_file %s: %w", path, relErr(err, root))
 	}
-	return protocol.Trim(string(data), maxReadResult), nil
+	return trim.Middle(string(data), maxReadResult), nil
 }
 
 func editFile(root, path string, old *string, replacement string) (string, error) {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/autocoder/autocoder/internal/agent/shellpolicy"
 	"github.com/autocoder/autocoder/internal/bus"
-	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -142,7 +142,7 @@ func bashResult(res sandbox.RunResult) string {
 		b.WriteString("\n--- stderr ---\n")
 		b.Write(res.Stderr)
 	}
-	return protocol.TrimHeadTail(strings.ToValidUTF8(b.String(), "\uFFFD"), bashResultBudget)
+	return trim.HeadTail(strings.ToValidUTF8(b.String(), "\uFFFD"), bashResultBudget)
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

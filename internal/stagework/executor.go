@@ -8,9 +8,9 @@ import (
 	"log/slog"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/cache"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -276,21 +276,11 @@ func (e *Executor) publish(ctx context.Context, msg *bus.Message, res *messages.
 const MaxMessageBytes = 16 << 10
 
 // trimMessages keeps the head and tail of each message longer than
-// MaxMessageBytes, cut at character boundaries.
+// MaxMessageBytes (trim.Middle: cut between characters).
 func trimMessages(ms []messages.ChatMessage) []messages.ChatMessage {
 	out := make([]messages.ChatMessage, len(ms))
 	for i, m := range ms {
-		if len(m.Content) > MaxMessageBytes {
-			half := MaxMessageBytes / 2
-			head, tail := half, len(m.Content)-half
-			for head > 0 && !utf8.RuneStart(m.Content[head]) {
-				head--
-			}
-			for tail < len(m.Content) && !utf8.RuneStart(m.Content[tail]) {
-				tail++
-			}
-			m.Content = m.Content[:head] + "\n...[trimmed]...\n" + m.Content[tail:]
-		}
+		m.Content = trim.Middle(m.Content, MaxMessageBytes)
 		out[i] = m
 	}
 	return out

@@ -569,7 +569,7 @@ func TestLongMessagesAreTrimmed(t *testing.T) {
 	}
 	ms := p.results()[0].Result.Messages
 	if len(ms[0].Content) > stagework.MaxMessageBytes+64 || !strings.HasPrefix(ms[0].Content, "aaa") ||
-		!strings.HasSuffix(ms[0].Content, "zzz") || !strings.Contains(ms[0].Content, "[trimmed]") {
+		!strings.HasSuffix(ms[0].Content, "zzz") || !strings.Contains(ms[0].Content, "bytes trimmed]") {
 		t.Errorf("long message kept %d bytes; want head and tail within %d", len(ms[0].Content), stagework.MaxMessageBytes)
 	}
 	if ms[1].Content != "short" {

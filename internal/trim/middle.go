@@ -1,15 +1,15 @@
-package protocol
+package trim
 
 import (
 	"fmt"
 	"unicode/utf8"
 )
 
-// Trim returns s cut to at most budget bytes (plus a short marker), keeping
+// Middle returns s cut to at most budget bytes (plus a short marker), keeping
 // its head and tail: a pytest run puts the first failure at the top and the
 // summary at the bottom. Cuts fall on UTF-8 boundaries. A budget of 0 or
 // less keeps everything.
-func Trim(s string, budget int) string {
+func Middle(s string, budget int) string {
 	if budget <= 0 || len(s) <= budget {
 		return s
 	}

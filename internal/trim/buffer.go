@@ -1,16 +1,16 @@
-package protocol
+package trim
 
 import (
 	"fmt"
 	"strings"
 )
 
-// HeadTailBuffer is an io.Writer that keeps at most Limit bytes of what is
+// Buffer is an io.Writer that keeps at most Limit bytes of what is
 // written to it: the first part and the last part, with a marker saying how
 // much was cut in between. A runaway print loop then costs a fixed amount of
 // memory, and both the start of the output and the final traceback survive.
 // Backends use it for stdout and stderr. It is not safe for concurrent use.
-type HeadTailBuffer struct {
+type Buffer struct {
 	limit int
 	head  []byte
 	tail  []byte // ring buffer of the last bytes once head is full
@@ -18,15 +18,15 @@ type HeadTailBuffer struct {
 	total int64
 }
 
-// NewHeadTailBuffer returns a buffer that keeps at most limit bytes (at
+// NewBuffer returns a buffer that keeps at most limit bytes (at
 // least 64, so the marker fits). A third of the limit is kept from the start.
-func NewHeadTailBuffer(limit int) *HeadTailBuffer {
+func NewBuffer(limit int) *Buffer {
 	limit = max(limit, 64)
-	return &HeadTailBuffer{limit: limit, head: make([]byte, 0, min(limit/3, 4096))}
+	return &Buffer{limit: limit, head: make([]byte, 0, min(limit/3, 4096))}
 }
 
 // Write keeps the head and tail of p. It never fails.
-func (b *HeadTailBuffer) Write(p []byte) (int, error) {
+func (b *Buffer) Write(p []byte) (int, error) {
 	n := len(p)
 	b.total += int64(n)
 	headCap := b.limit / 3
@@ -56,14 +56,14 @@ func (b *HeadTailBuffer) Write(p []byte) (int, error) {
 }
 
 // Truncated reports whether anything was cut.
-func (b *HeadTailBuffer) Truncated() bool { return b.total > int64(b.limit) }
+func (b *Buffer) Truncated() bool { return b.total > int64(b.limit) }
 
 // Len is the number of bytes written, including the ones that were cut.
-func (b *HeadTailBuffer) Len() int64 { return b.total }
+func (b *Buffer) Len() int64 { return b.total }
 
 // Bytes returns what was kept: everything when nothing was cut, else the
 // head, a marker and the tail, at most the limit in total.
-func (b *HeadTailBuffer) Bytes() []byte {
+func (b *Buffer) Bytes() []byte {
 	tail := make([]byte, 0, len(b.tail))
 	tail = append(tail, b.tail[b.next:]...)
 	tail = append(tail, b.tail[:b.next]...)
@@ -86,20 +86,20 @@ func markerFor(omitted int64) string {
 	return fmt.Sprintf("\n... [%d bytes omitted] ...\n", omitted)
 }
 
-// TrimHeadTail shortens s to at most limit bytes, keeping the head and the
+// HeadTail shortens s to at most limit bytes, keeping the head and the
 // tail around a marker, on UTF-8 boundaries.
-func TrimHeadTail(s string, limit int) string {
+func HeadTail(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
-	b := NewHeadTailBuffer(limit)
+	b := NewBuffer(limit)
 	b.Write([]byte(s))
 	return toValidUTF8(b.Bytes())
 }
 
-// TrimTail keeps the last limit bytes of s (a traceback ends with the
+// Tail keeps the last limit bytes of s (a traceback ends with the
 // error), marking the cut.
-func TrimTail(s string, limit int) string {
+func Tail(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
@@ -108,8 +108,8 @@ func TrimTail(s string, limit int) string {
 	return marker + toValidUTF8([]byte(s[len(s)-keep:]))
 }
 
-// TrimHead keeps the first limit bytes of s, marking the cut.
-func TrimHead(s string, limit int) string {
+// Head keeps the first limit bytes of s, marking the cut.
+func Head(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}

@@ -1,4 +1,4 @@
-package protocol
+package trim
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-func TestHeadTailBuffer(t *testing.T) {
+func TestBuffer(t *testing.T) {
 	tests := []struct {
 		name   string
 		limit  int
@@ -25,7 +25,7 @@ func TestHeadTailBuffer(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := NewHeadTailBuffer(tc.limit)
+			b := NewBuffer(tc.limit)
 			total := 0
 			for _, w := range tc.writes {
 				n, err := b.Write([]byte(w))
@@ -57,8 +57,8 @@ func TestHeadTailBuffer(t *testing.T) {
 	}
 }
 
-func TestHeadTailBufferKeepsHeadAndTail(t *testing.T) {
-	b := NewHeadTailBuffer(300)
+func TestBufferKeepsHeadAndTail(t *testing.T) {
+	b := NewBuffer(300)
 	b.Write([]byte("BEGIN\n"))
 	for i := 0; i < 1000; i++ {
 		b.Write([]byte("line of noise\n"))
@@ -70,8 +70,8 @@ func TestHeadTailBufferKeepsHeadAndTail(t *testing.T) {
 	}
 }
 
-func TestHeadTailBufferMarkerCount(t *testing.T) {
-	b := NewHeadTailBuffer(200)
+func TestBufferMarkerCount(t *testing.T) {
+	b := NewBuffer(200)
 	data := strings.Repeat("0123456789", 100)
 	b.Write([]byte(data))
 	got := string(b.Bytes())
@@ -85,20 +85,20 @@ func TestHeadTailBufferMarkerCount(t *testing.T) {
 	}
 }
 
-func TestTrimHeadTailAndEnds(t *testing.T) {
+func TestHeadTailAndEnds(t *testing.T) {
 	long := strings.Repeat("é", 100) // 200 bytes, two per rune
-	for _, got := range []string{TrimHead(long, 51), TrimTail(long, 51), TrimHeadTail(long, 101)} {
+	for _, got := range []string{Head(long, 51), Tail(long, 51), HeadTail(long, 101)} {
 		if !utf8.ValidString(got) {
 			t.Errorf("invalid UTF-8 after trimming: %q", got)
 		}
 	}
-	if got := TrimTail("short", 10); got != "short" {
-		t.Errorf("TrimTail(short) = %q", got)
+	if got := Tail("short", 10); got != "short" {
+		t.Errorf("Tail(short) = %q", got)
 	}
-	if got := TrimTail(strings.Repeat("a", 100)+"END", 40); !strings.HasSuffix(got, "END") || len(got) > 40 {
+	if got := Tail(strings.Repeat("a", 100)+"END", 40); !strings.HasSuffix(got, "END") || len(got) > 40 {
 		t.Errorf("TrimTail = %q", got)
 	}
-	if got := TrimHead("START"+strings.Repeat("a", 100), 40); !strings.HasPrefix(got, "START") || len(got) > 40 {
+	if got := Head("START"+strings.Repeat("a", 100), 40); !strings.HasPrefix(got, "START") || len(got) > 40 {
 		t.Errorf("TrimHead = %q", got)
 	}
 }
