@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/autocoder/autocoder/internal/bus"
-	"github.com/autocoder/autocoder/internal/samples"
+	"github.com/autocoder/autocoder/internal/objects"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -58,7 +58,7 @@ func (c *Client) RunTaskRequest(ctx context.Context, req messages.TaskRunRequest
 	return r, err
 }
 
-// PutSample uploads a sample's bytes from r (at most samples.MaxSampleBytes)
+// PutSample uploads a sample's bytes from r (at most objects.MaxObjectBytes)
 // and returns its object reference; fileName's extension is kept, so the
 // script finds it as /var/inputs/<name><ext>.
 func (c *Client) PutSample(ctx context.Context, fileName string, r io.Reader) (messages.SampleRef, error) {
@@ -68,12 +68,12 @@ func (c *Client) PutSample(ctx context.Context, fileName string, r io.Reader) (m
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	n, err := io.Copy(f, io.LimitReader(r, samples.MaxSampleBytes+1))
+	n, err := io.Copy(f, io.LimitReader(r, objects.MaxObjectBytes+1))
 	if err != nil {
 		return messages.SampleRef{}, fmt.Errorf("sample %s: %w", fileName, err)
 	}
-	if n > samples.MaxSampleBytes {
-		return messages.SampleRef{}, fmt.Errorf("%w: larger than %d bytes", ErrSampleTooLarge, int64(samples.MaxSampleBytes))
+	if n > objects.MaxObjectBytes {
+		return messages.SampleRef{}, fmt.Errorf("%w: larger than %d bytes", ErrSampleTooLarge, int64(objects.MaxObjectBytes))
 	}
 	if err := f.Close(); err != nil {
 		return messages.SampleRef{}, err
@@ -81,7 +81,7 @@ func (c *Client) PutSample(ctx context.Context, fileName string, r io.Reader) (m
 	return c.samples.Put(ctx, fileName, f.Name())
 }
 
-// ErrSampleTooLarge is returned (wrapped) by PutSample past samples.MaxSampleBytes.
+// ErrSampleTooLarge is returned (wrapped) by PutSample past objects.MaxObjectBytes.
 var ErrSampleTooLarge = errors.New("client: sample too large")
 
 // DeadLetters returns the letters in the dead-letter stream, oldest first,

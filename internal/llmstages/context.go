@@ -12,17 +12,17 @@ import (
 
 	"github.com/autocoder/autocoder/internal/docsearch"
 	"github.com/autocoder/autocoder/internal/prompts"
-	"github.com/autocoder/autocoder/internal/samples"
+	"github.com/autocoder/autocoder/internal/objects"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // ContextSource fetches a job's context bundle (messages.ContextBundle) by
-// its object reference to a local file; *samples.Store is one.
+// its object reference to a local file; *objects.Store is one.
 type ContextSource interface {
 	Fetch(ctx context.Context, r messages.SampleRef) (string, error)
 }
 
-var _ ContextSource = (*samples.Store)(nil)
+var _ ContextSource = (*objects.Store)(nil)
 
 // Defaults of Options.ContextBytes and Options.ChunkBytes.
 const (
@@ -79,7 +79,7 @@ func (h *Handlers) contextChunks(ctx context.Context, stage messages.Stage, refs
 			return nil, badInput(stage, "context entry %q is not an object reference (submit uploads context files)", ref)
 		}
 		path, err := h.cfg.Context.Fetch(ctx, messages.SampleRef{Name: "context", Object: ref, FileName: "context.json"})
-		if errors.Is(err, samples.ErrBadSample) {
+		if errors.Is(err, objects.ErrBadObject) {
 			return nil, badInput(stage, "context %s: %v", ref, err)
 		}
 		if err != nil {

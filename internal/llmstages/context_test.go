@@ -14,17 +14,17 @@ import (
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/bus/bustest"
 	"github.com/autocoder/autocoder/internal/docsearch"
-	"github.com/autocoder/autocoder/internal/samples"
+	"github.com/autocoder/autocoder/internal/objects"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // contextStore uploads bundle to a real object store (embedded NATS) and
 // returns the store, as the llm-worker has it, and the bundle's reference.
-func contextStore(t *testing.T, bundle messages.ContextBundle) (*samples.Store, string) {
+func contextStore(t *testing.T, bundle messages.ContextBundle) (*objects.Store, string) {
 	t.Helper()
 	res := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true}).Resources
-	st, err := samples.New(res.Samples, t.TempDir())
+	st, err := objects.New(res.Samples, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

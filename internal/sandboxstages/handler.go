@@ -9,13 +9,13 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/profile"
-	"github.com/autocoder/autocoder/internal/samples"
+	"github.com/autocoder/autocoder/internal/objects"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// SampleFetcher gives local paths for samples (internal/samples.Store).
+// SampleFetcher gives local paths for samples (internal/objects.Store).
 type SampleFetcher interface {
 	FetchAll(ctx context.Context, refs []messages.SampleRef) (map[string]string, error)
 }
@@ -209,7 +209,7 @@ func (h *Handlers) ensureEnv(ctx context.Context, image string, env messages.Bui
 // stage at once instead of after every retry.
 func (h *Handlers) fetch(ctx context.Context, refs []messages.SampleRef) (map[string]string, error) {
 	paths, err := h.samples.FetchAll(ctx, refs)
-	if errors.Is(err, samples.ErrBadSample) {
+	if errors.Is(err, objects.ErrBadObject) {
 		return nil, bus.Permanent(err)
 	}
 	return paths, err

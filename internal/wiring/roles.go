@@ -12,7 +12,7 @@ import (
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmstages"
 	"github.com/autocoder/autocoder/internal/metrics"
-	"github.com/autocoder/autocoder/internal/samples"
+	"github.com/autocoder/autocoder/internal/objects"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandboxstages"
 	"github.com/autocoder/autocoder/internal/stagework"
@@ -70,7 +70,7 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	docs, err := samples.New(st.Resources.Samples, filepath.Join(st.opts.Config.StateDir, "context"))
+	docs, err := objects.New(st.Resources.Samples, filepath.Join(st.opts.Config.StateDir, "context"))
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 		st.Backend = b
 		st.closers = append(st.closers, b.Close)
 	}
-	store, err := samples.New(st.Resources.Samples, filepath.Join(st.opts.Config.StateDir, "samples"))
+	store, err := objects.New(st.Resources.Samples, filepath.Join(st.opts.Config.StateDir, "samples"))
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package samples_test
+package objects_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/bus/bustest"
-	"github.com/autocoder/autocoder/internal/samples"
+	"github.com/autocoder/autocoder/internal/objects"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -62,12 +62,12 @@ func (s *countingStore) Get(ctx context.Context, name string, opts ...jetstream.
 
 // newStore returns a store over a fresh embedded server's samples bucket,
 // the counting wrapper it uses, and the raw bucket.
-func newStore(t *testing.T) (*samples.Store, *countingStore, string) {
+func newStore(t *testing.T) (*objects.Store, *countingStore, string) {
 	t.Helper()
 	res := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true}).Resources
 	cs := &countingStore{ObjectStore: res.Samples}
 	dir := filepath.Join(t.TempDir(), "samples")
-	st, err := samples.New(cs, dir)
+	st, err := objects.New(cs, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestFetchDownloadsOnceAndCaches(t *testing.T) {
 		t.Errorf("%d downloads, want 1", n)
 	}
 	// Another Store on the same dir (another worker process) finds it too.
-	st2, err := samples.New(cs, dir)
+	st2, err := objects.New(cs, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,8 +296,8 @@ func TestFetchVerifiesTheHash(t *testing.T) {
 	}
 	ref := messages.SampleRef{Name: "sales", Object: "sha256:" + sha(csv) + ".csv", FileName: "sales.csv"}
 	_, err := st.Fetch(ctxT(t), ref)
-	if err == nil || !strings.Contains(err.Error(), "does not match") || !errors.Is(err, samples.ErrBadSample) {
-		t.Fatalf("Fetch = %v, want a hash mismatch marked ErrBadSample", err)
+	if err == nil || !strings.Contains(err.Error(), "does not match") || !errors.Is(err, objects.ErrBadObject) {
+		t.Fatalf("Fetch = %v, want a hash mismatch marked ErrBadObject", err)
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 0 {
@@ -347,7 +347,7 @@ func TestFetchAll(t *testing.T) {
 	for _, bad := range []string{"", "../etc/passwd", "a/b.csv", `a\b.csv`, ".hidden", "..", "."} {
 		r := a
 		r.FileName = bad
-		if _, err := st.FetchAll(ctxT(t), []messages.SampleRef{r}); err == nil || !strings.Contains(err.Error(), "bad file name") || !errors.Is(err, samples.ErrBadSample) {
+		if _, err := st.FetchAll(ctxT(t), []messages.SampleRef{r}); err == nil || !strings.Contains(err.Error(), "bad file name") || !errors.Is(err, objects.ErrBadObject) {
 			t.Errorf("FetchAll with file name %q = %v, want bad file name", bad, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package samples
+package objects
 
 import (
 	"context"
@@ -17,18 +17,19 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// ErrBadSample marks a sample that can never be fetched as asked (a bad
+// ErrBadObject marks an object that can never be fetched as asked (a bad
 // reference or file name, a missing object, bytes that do not match their
 // hash): retrying cannot help.
-var ErrBadSample = errors.New("samples: bad sample")
+var ErrBadObject = errors.New("objects: bad object")
 
-// MaxSampleBytes bounds one sample file.
-const MaxSampleBytes = 2 << 30
+// MaxObjectBytes bounds one object.
+const MaxObjectBytes = 2 << 30
 
-// Store moves sample files through the NATS Object Store, named by content
-// hash, so no shared filesystem is needed between submitters and workers.
-// Fetched objects are kept in a local content-addressed directory: a sample
-// used by many stages and jobs is downloaded once per machine.
+// Store moves files (samples, File and Dir inputs, documentation bundles)
+// through the NATS Object Store, named by content hash, so no shared
+// filesystem is needed between submitters and workers. Fetched objects
+// are kept in a local content-addressed directory: a sample used by many
+// stages and jobs is downloaded once per machine.
 type Store struct {
 	obj jetstream.ObjectStore
 	dir string
@@ -84,12 +85,12 @@ func (s *Store) Put(ctx context.Context, name, path string) (messages.SampleRef,
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(f, MaxSampleBytes+1))
+	n, err := io.Copy(h, io.LimitReader(f, MaxObjectBytes+1))
 	if err != nil {
 		return messages.SampleRef{}, fmt.Errorf("sample %s: %w", name, err)
 	}
-	if n > MaxSampleBytes {
-		return messages.SampleRef{}, fmt.Errorf("sample %s: larger than %d bytes", name, int64(MaxSampleBytes))
+	if n > MaxObjectBytes {
+		return messages.SampleRef{}, fmt.Errorf("sample %s: larger than %d bytes", name, int64(MaxObjectBytes))
 	}
 	ref := messages.ObjectRef{SHA256: hex.EncodeToString(h.Sum(nil)), Ext: safeExt(path)}
 	if _, err := s.obj.GetInfo(ctx, ref.ObjectName()); err != nil {
@@ -110,7 +111,7 @@ func (s *Store) Put(ctx context.Context, name, path string) (messages.SampleRef,
 func (s *Store) Fetch(ctx context.Context, r messages.SampleRef) (string, error) {
 	ref, ok := messages.ParseObjectRef(r.Object)
 	if !ok {
-		return "", fmt.Errorf("sample %s: %w: bad object reference %q", r.Name, ErrBadSample, r.Object)
+		return "", fmt.Errorf("sample %s: %w: bad object reference %q", r.Name, ErrBadObject, r.Object)
 	}
 	path := filepath.Join(s.dir, ref.SHA256)
 	if _, err := os.Stat(path); err == nil {
@@ -129,7 +130,7 @@ func (s *Store) Fetch(ctx context.Context, r messages.SampleRef) (string, error)
 	if err := s.download(ctx, ref.ObjectName(), io.MultiWriter(tmp, h)); err != nil {
 		tmp.Close()
 		if errors.Is(err, jetstream.ErrObjectNotFound) {
-			err = fmt.Errorf("%w: %w", ErrBadSample, err)
+			err = fmt.Errorf("%w: %w", ErrBadObject, err)
 		}
 		return "", fmt.Errorf("fetch sample %s: %w", r.Name, err)
 	}
@@ -137,7 +138,7 @@ func (s *Store) Fetch(ctx context.Context, r messages.SampleRef) (string, error)
 		return "", err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != ref.SHA256 {
-		return "", fmt.Errorf("fetch sample %s: %w: content hash %s does not match %s", r.Name, ErrBadSample, got, ref.SHA256)
+		return "", fmt.Errorf("fetch sample %s: %w: content hash %s does not match %s", r.Name, ErrBadObject, got, ref.SHA256)
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return "", err
@@ -165,7 +166,7 @@ func (s *Store) FetchAll(ctx context.Context, refs []messages.SampleRef) (map[st
 	for _, r := range refs {
 		// The name first: a sample that cannot be placed is not worth downloading.
 		if r.FileName == "" || strings.ContainsAny(r.FileName, "/\\") || strings.HasPrefix(r.FileName, ".") {
-			return nil, fmt.Errorf("sample %s: %w: bad file name %q", r.Name, ErrBadSample, r.FileName)
+			return nil, fmt.Errorf("sample %s: %w: bad file name %q", r.Name, ErrBadObject, r.FileName)
 		}
 		p, err := s.Fetch(ctx, r)
 		if err != nil {
