@@ -33,7 +33,7 @@
 //	res, err := bus.Provision(ctx, js, bus.ProvisionConfig{})
 //
 //	pub := bus.NewPublisher(js, bus.PublisherConfig{Logger: logger})
-//	cmd := messages.StageCommand{V: messages.SchemaVersion, JobID: id, Seq: 3, Stage: messages.StagePlan}
+//	cmd := messages.StageCommand{V: messages.WireVersion, JobID: id, Seq: 3, Stage: messages.StagePlan}
 //	err = pub.PublishJSON(ctx, bus.StageSubject(messages.PoolLLM, cmd.Stage), cmd, bus.StageMsgID(id, 3))
 //
 //	h := bus.HandlerFunc(func(ctx context.Context, m *bus.Message) error {

@@ -70,7 +70,7 @@ func (c *Client) Submit(ctx context.Context, jobID string, spec messages.JobSpec
 		}
 		wire.Context = refs
 	}
-	sub := messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Spec: wire}
+	sub := messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Spec: wire}
 	if err := c.pub.PublishJSON(ctx, bus.SubjectJobsSubmit, sub, bus.SubmitMsgID(jobID)); err != nil {
 		return fmt.Errorf("submit job: %w", err)
 	}

@@ -47,7 +47,7 @@ func (c *Client) Run(ctx context.Context, jobID string, req messages.RunRequest,
 		}
 		req.Samples = samples
 	}
-	sub := messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Run: &req}
+	sub := messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Run: &req}
 	if err := c.pub.PublishJSON(ctx, bus.SubjectJobsSubmit, sub, bus.SubmitMsgID(jobID)); err != nil {
 		return fmt.Errorf("submit run: %w", err)
 	}

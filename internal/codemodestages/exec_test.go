@@ -39,7 +39,7 @@ func execCommand(t *testing.T, in messages.CodeModeExecInput) *messages.StageCom
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: messages.StageCodeModeExec, Cache: messages.CacheAuto, Input: b}
+	return &messages.StageCommand{V: messages.WireVersion, JobID: "job-1", Seq: 3, Stage: messages.StageCodeModeExec, Cache: messages.CacheAuto, Input: b}
 }
 
 // TestExecStage: a program over NATS tools runs in the stage; a tool's

@@ -119,6 +119,15 @@ type record struct {
 	Iterations []messages.Iteration `json:"iterations,omitempty"`
 }
 
+// HandleJobs is the bus.Handler of the jobs stream: submissions and cancel
+// requests, told apart by subject.
+func (c *Coordinator) HandleJobs(ctx context.Context, msg *bus.Message) error {
+	if msg.Subject() == bus.SubjectJobsCancel {
+		return c.HandleCancel(ctx, msg)
+	}
+	return c.HandleSubmit(ctx, msg)
+}
+
 // HandleSubmit is the bus.Handler for job submissions.
 func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error {
 	// The envelope first: with a job ID to answer to, a spec that does not
@@ -136,8 +145,8 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 	if !bus.ValidJobID(sub.JobID) {
 		return bus.Permanent(fmt.Errorf("submission has an invalid job id %q", sub.JobID))
 	}
-	if sub.V > messages.SchemaVersion {
-		return c.reject(ctx, sub.JobID, fmt.Errorf("message version %d is newer than this coordinator's %d: upgrade it", sub.V, messages.SchemaVersion))
+	if sub.V > messages.WireVersion {
+		return c.reject(ctx, sub.JobID, fmt.Errorf("message version %d is newer than this coordinator's %d: upgrade it", sub.V, messages.WireVersion))
 	}
 	if len(sub.Run) > 0 && string(sub.Run) != "null" {
 		return c.submitRun(ctx, sub.JobID, sub.Run) // run.go
@@ -179,10 +188,10 @@ func (c *Coordinator) reject(ctx context.Context, jobID string, err error) error
 		return fmt.Errorf("load job %s: %w", jobID, gerr)
 	}
 	now := c.cfg.Now()
-	res := messages.Result{V: messages.SchemaVersion, JobID: jobID, Status: messages.StatusFailed, Error: "invalid job spec: " + err.Error(),
+	res := messages.Result{V: messages.WireVersion, JobID: jobID, Status: messages.StatusFailed, Error: "invalid job spec: " + err.Error(),
 		SubmittedAt: now, FinishedAt: &now, Outputs: map[string]any{}, Stages: []messages.StageRecord{}}
 	f := false
-	cmds := []machine.Command{{Finish: &res}, {Emit: &messages.Event{V: messages.SchemaVersion, JobID: jobID, Type: messages.EventJobFinished, Success: &f, Message: res.Error, Time: now}}}
+	cmds := []machine.Command{{Finish: &res}, {Emit: &messages.Event{V: messages.WireVersion, JobID: jobID, Type: messages.EventJobFinished, Success: &f, Message: res.Error, Time: now}}}
 	if err := c.publish(ctx, cmds); err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func TestSubmissionCreatesStateAndDispatchesFirstStage(t *testing.T) {
 			if len(cmds) != 1 {
 				t.Fatalf("%d stage commands, want 1: %+v", len(cmds), cmds)
 			}
-			want := messages.StageCommand{V: messages.SchemaVersion, JobID: "job-1", Seq: 1, Stage: tc.wantStage,
+			want := messages.StageCommand{V: messages.WireVersion, JobID: "job-1", Seq: 1, Stage: tc.wantStage,
 				Model: "test-model", Cache: messages.CacheAuto}
 			if diff := cmp.Diff(want, cmds[0], cmpopts.IgnoreFields(messages.StageCommand{}, "Input")); diff != "" {
 				t.Errorf("first command (-want +got):\n%s", diff)

@@ -182,7 +182,7 @@ func (c *Coordinator) expire(ctx context.Context, jobID string, now time.Time) e
 		}
 		c.log.Warn("stage missed its deadline", "job_id", jobID, "stage", p.Stage, "seq", seq, "deadline", limit)
 		c.cfg.Metrics.DeadlineMissed(p.Stage)
-		res := &messages.StageResult{V: messages.SchemaVersion, JobID: jobID, Seq: seq, Stage: p.Stage,
+		res := &messages.StageResult{V: messages.WireVersion, JobID: jobID, Seq: seq, Stage: p.Stage,
 			Error:     fmt.Sprintf("stage %s missed its deadline of %s", p.Stage, shortDuration(limit)),
 			ErrorKind: messages.ErrorInfra, StartedAt: p.DispatchedAt, DurationMS: now.Sub(p.DispatchedAt).Milliseconds(),
 			Worker: deadlineWorker}

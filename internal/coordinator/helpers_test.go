@@ -78,7 +78,7 @@ func (e *env) coordinator(t *testing.T, states jetstream.KeyValue, pub coordinat
 
 func submitMsg(t *testing.T, jobID string, spec messages.JobSpec) *bus.Message {
 	t.Helper()
-	b, err := json.Marshal(messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Spec: spec})
+	b, err := json.Marshal(messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Spec: spec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func answer(t *testing.T, cmd messages.StageCommand) *messages.StageResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &messages.StageResult{V: messages.SchemaVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage,
+	return &messages.StageResult{V: messages.WireVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage,
 		Output: b, StartedAt: t0, DurationMS: 1, Usage: messages.Usage{InputTokens: 3, OutputTokens: 2, Calls: 1}}
 }
 

@@ -61,7 +61,7 @@ func command(t *testing.T, stage messages.Stage, in any) *messages.StageCommand 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: stage, Input: raw}
+	return &messages.StageCommand{V: messages.WireVersion, JobID: "job-1", Seq: 3, Stage: stage, Input: raw}
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -615,7 +615,7 @@ func TestVerify(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	raw := func(stage messages.Stage, input string) *messages.StageCommand {
-		return &messages.StageCommand{V: messages.SchemaVersion, Stage: stage, Input: json.RawMessage(input)}
+		return &messages.StageCommand{V: messages.WireVersion, Stage: stage, Input: json.RawMessage(input)}
 	}
 	failures := []messages.Failure{{TestName: "test_a"}}
 	tests := []struct {

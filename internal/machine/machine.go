@@ -481,7 +481,7 @@ func (m *stepper) dispatchWith(stage messages.Stage, input any, p Pending) bool 
 	p.Stage, p.Iteration, p.DispatchedAt = stage, s.Iteration, m.now.Time
 	s.Pending[seq] = p
 	m.cmds = append(m.cmds, Command{Dispatch: &messages.StageCommand{
-		V: messages.SchemaVersion, JobID: s.JobID, Seq: seq, Stage: stage, Iteration: s.Iteration,
+		V: messages.WireVersion, JobID: s.JobID, Seq: seq, Stage: stage, Iteration: s.Iteration,
 		Model: s.Spec.Options.Model, Cache: s.Spec.Options.Cache, Input: b,
 	}})
 	m.emit(messages.Event{Type: messages.EventStageStarted, Stage: stage, Seq: seq, Iteration: s.Iteration})
@@ -505,7 +505,7 @@ func (m *stepper) busy(c int, stages ...messages.Stage) bool {
 }
 
 func (m *stepper) emit(e messages.Event) {
-	e.V = messages.SchemaVersion
+	e.V = messages.WireVersion
 	e.JobID = m.s.JobID
 	e.Time = m.now.Time
 	m.cmds = append(m.cmds, Command{Emit: &e})
@@ -537,7 +537,7 @@ func (m *stepper) finish(status messages.JobStatus, reason string) {
 // ResultOf builds the result object (Contract 5 (docs/contracts.md)) from a state, finished or not.
 func ResultOf(s State) messages.Result {
 	r := messages.Result{
-		V: messages.SchemaVersion, JobID: s.JobID, Status: s.Status,
+		V: messages.WireVersion, JobID: s.JobID, Status: s.Status,
 		Success: s.Status == messages.StatusSucceeded, Attempts: s.Iteration,
 		Plan: s.Plan, Solution: s.Solution, Error: s.Error, Image: s.Image,
 		DetectedPackages: nonNil(s.Packages), DetectedSystemPackages: nonNil(s.SystemPackages),

@@ -100,7 +100,7 @@ func command(t *testing.T, stage messages.Stage, input any) *messages.StageComma
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "j", Seq: 1, Stage: stage, Input: b}
+	return &messages.StageCommand{V: messages.WireVersion, JobID: "j", Seq: 1, Stage: stage, Input: b}
 }
 
 func isPermanent(err error) bool { return bus.IsPermanent(err) }

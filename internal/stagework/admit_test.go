@@ -72,7 +72,7 @@ func newLLMSystem(t *testing.T) *llmSystem {
 func (s *llmSystem) submit(t *testing.T, jobID string) messages.StageCommand {
 	t.Helper()
 	spec := messages.JobSpec{Prompt: "Compute 42.", Outputs: map[string]messages.Type{"answer": messages.TypeInt}}
-	b, err := json.Marshal(messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Spec: spec})
+	b, err := json.Marshal(messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Spec: spec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func (s *llmSystem) submit(t *testing.T, jobID string) messages.StageCommand {
 	}
 	for seq, p := range st.Pending {
 		if p.Stage == messages.StagePlan {
-			return messages.StageCommand{V: messages.SchemaVersion, JobID: jobID, Seq: seq, Stage: messages.StagePlan, Model: "test-model",
+			return messages.StageCommand{V: messages.WireVersion, JobID: jobID, Seq: seq, Stage: messages.StagePlan, Model: "test-model",
 				Input: mustJSON(t, messages.PlanInput{Task: messages.TaskSpec{Prompt: "Compute 42."}})}
 		}
 	}
@@ -196,7 +196,7 @@ func (s *llmSystem) jobState(t *testing.T, jobID string) string {
 func TestRefusedCommandIsAcked(t *testing.T) {
 	t.Parallel()
 	s := newLLMSystem(t)
-	cmd := messages.StageCommand{V: messages.SchemaVersion, JobID: "job-ghost", Seq: 1, Stage: messages.StagePlan, Model: "m",
+	cmd := messages.StageCommand{V: messages.WireVersion, JobID: "job-ghost", Seq: 1, Stage: messages.StagePlan, Model: "m",
 		Input: mustJSON(t, messages.PlanInput{Task: messages.TaskSpec{Prompt: "free tokens"}})}
 	if err := s.be.Publisher.PublishJSON(ctxT(t), bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), &cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
 		t.Fatal(err)

@@ -167,7 +167,7 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 		return nil
 	}
 	start := e.cfg.Now()
-	res := messages.StageResult{V: messages.SchemaVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage, StartedAt: start, Worker: e.cfg.Worker}
+	res := messages.StageResult{V: messages.WireVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage, StartedAt: start, Worker: e.cfg.Worker}
 	key, err := e.Key(ctx, cmd)
 	if err != nil {
 		return e.failed(ctx, msg, err, &res, start)

@@ -155,7 +155,7 @@ func (c *memCache) stats() (gets, sets int) {
 }
 
 func command(mode messages.CacheMode) *messages.StageCommand {
-	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan,
+	return &messages.StageCommand{V: messages.WireVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan,
 		Iteration: 0, Model: "m", Cache: mode, Input: json.RawMessage(`{"task":{"prompt":"p"}}`)}
 }
 
@@ -338,7 +338,7 @@ func TestPermanentErrorIsAResult(t *testing.T) {
 		t.Fatalf("Handle = %v, want nil (the failure is reported as a result)", err)
 	}
 	want := []published{{Subject: bus.ResultSubject(messages.PoolLLM, "job-1"), MsgID: bus.ResultMsgID(messages.PoolLLM, "job-1", 3), Result: messages.StageResult{
-		V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan, Error: "the model refused",
+		V: messages.WireVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan, Error: "the model refused",
 		ErrorKind: messages.ErrorPermanent, StartedAt: t0, Worker: "w1"}}}
 	if diff := cmp.Diff(want, p.results()); diff != "" {
 		t.Errorf("published (-want +got):\n%s", diff)
@@ -472,7 +472,7 @@ func TestBadCommandIsPermanent(t *testing.T) {
 	t.Parallel()
 	tests := map[string]string{
 		"not json":         `{"v":1,`,
-		"newer version":    fmt.Sprintf(`{"v":%d,"job_id":"j","seq":1,"stage":"plan","input":{}}`, messages.SchemaVersion+1),
+		"newer version":    fmt.Sprintf(`{"v":%d,"job_id":"j","seq":1,"stage":"plan","input":{}}`, messages.WireVersion+1),
 		"invalid job id":   `{"v":1,"job_id":"a.*","seq":1,"stage":"plan","input":{}}`,
 		"missing job id":   `{"v":1,"seq":1,"stage":"plan","input":{}}`,
 		"wrong field type": `{"v":1,"job_id":"j","seq":"one","stage":"plan"}`,

@@ -197,7 +197,7 @@ func hermetic(v any) bool {
 }
 
 // decodeInput reads a command's input into in. Unknown fields are allowed:
-// a newer coordinator of the same schema version may add optional ones.
+// a newer coordinator of the same wire version may add optional ones.
 // Input that is missing or does not decode can never succeed: permanent.
 func decodeInput(cmd *messages.StageCommand, in any) error {
 	raw := bytes.TrimSpace(cmd.Input)

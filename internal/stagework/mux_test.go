@@ -45,7 +45,7 @@ func echoTable(t *testing.T, rows ...messages.StageRow) messages.StageTable {
 
 func echoCommand(t *testing.T, input string) *messages.StageCommand {
 	t.Helper()
-	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "job-1", Seq: 4, Stage: "echo", Input: json.RawMessage(input)}
+	return &messages.StageCommand{V: messages.WireVersion, JobID: "job-1", Seq: 4, Stage: "echo", Input: json.RawMessage(input)}
 }
 
 // TestRegisterTyped: a registered handler gets its input decoded into its

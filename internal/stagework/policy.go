@@ -71,8 +71,8 @@ func decodeCommand(msg *bus.Message) (*messages.StageCommand, error) {
 	if err := json.Unmarshal(msg.Data(), &cmd); err != nil {
 		return nil, bus.Permanent(fmt.Errorf("decode stage command: %w", err))
 	}
-	if cmd.V > messages.SchemaVersion {
-		return nil, bus.Permanent(fmt.Errorf("stage command version %d is newer than %d", cmd.V, messages.SchemaVersion))
+	if cmd.V > messages.WireVersion {
+		return nil, bus.Permanent(fmt.Errorf("stage command version %d is newer than %d", cmd.V, messages.WireVersion))
 	}
 	if !bus.ValidJobID(cmd.JobID) {
 		return nil, bus.Permanent(fmt.Errorf("stage command has an invalid job id %q", cmd.JobID))

@@ -69,7 +69,7 @@ func TestAStageOfOnesOwn(t *testing.T) {
 	for i, want := range []bool{false, true} { // computed, then from the cache
 		jobID := fmt.Sprintf("job-shout-%d", i)
 		pending(t, ctx, st.Resources.JobState, jobID, 1, shout) // as the coordinator records a dispatch
-		cmd := messages.StageCommand{V: messages.SchemaVersion, JobID: jobID, Seq: 1, Stage: shout, Input: json.RawMessage(`{"text":"hello"}`)}
+		cmd := messages.StageCommand{V: messages.WireVersion, JobID: jobID, Seq: 1, Stage: shout, Input: json.RawMessage(`{"text":"hello"}`)}
 		if err := st.Publisher.PublishJSON(ctx, bus.StageSubject(stages.Pool(shout), shout), cmd, bus.StageMsgID(jobID, 1)); err != nil {
 			t.Fatal(err)
 		}

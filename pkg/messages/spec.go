@@ -11,9 +11,16 @@ import (
 	"time"
 )
 
-// SchemaVersion is the version of every message in this package. A consumer
-// rejects a message whose "v" is newer than the one it was built with.
-const SchemaVersion = 1
+// WireVersion is the version of every message in this package, its "v":
+// the version of the wire format. A consumer rejects a message whose "v"
+// is newer than the one it was built with.
+const WireVersion = 1
+
+// SchemaVersion is WireVersion's former name.
+//
+// Deprecated: use WireVersion. It stays while branches written against
+// the old name are merged, and then goes.
+const SchemaVersion = WireVersion
 
 // Type is a declared input or output type (Contract 1 (docs/contracts.md)).
 type Type string

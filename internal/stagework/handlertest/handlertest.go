@@ -94,7 +94,7 @@ func checks(cfg Config) map[string]func(*stagework.Mux) error {
 }
 
 func command(stage messages.Stage, input json.RawMessage) *messages.StageCommand {
-	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "handlertest-job", Seq: 1, Stage: stage,
+	return &messages.StageCommand{V: messages.WireVersion, JobID: "handlertest-job", Seq: 1, Stage: stage,
 		Model: "handlertest-model", Cache: messages.CacheDisable, Input: input}
 }
 

@@ -15,9 +15,9 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// newAgent returns an agent over the fixture's tools that talks to a fake
+// newSession returns a session over the fixture's tools that talks to a fake
 // model, over real HTTP, which answers with replies in order.
-func newAgent(t *testing.T, tools *codemode.Registry, replies ...string) (*codemode.Agent, *fakellm.Server) {
+func newSession(t *testing.T, tools *codemode.Registry, replies ...string) (*codemode.Session, *fakellm.Server) {
 	t.Helper()
 	fake := fakellm.New()
 	t.Cleanup(fake.Close)
@@ -30,12 +30,12 @@ func newAgent(t *testing.T, tools *codemode.Registry, replies ...string) (*codem
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &codemode.Agent{Model: model, ModelName: "fake-model", Tools: tools}, fake
+	return &codemode.Session{Model: model, ModelName: "fake-model", Tools: tools}, fake
 }
 
 func program(code string) string { return "Here is the program.\n```python\n" + code + "\n```\n" }
 
-func runAgent(t *testing.T, a *codemode.Agent, msg string) codemode.AgentResult {
+func runSession(t *testing.T, a *codemode.Session, msg string) codemode.SessionResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -57,13 +57,13 @@ func lastUserMessage(t *testing.T, fake *fakellm.Server, i int) string {
 	return msgs[len(msgs)-1].Content
 }
 
-func TestAgentTwoToolsReturnDict(t *testing.T) {
+func TestSessionTwoToolsReturnDict(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, 1)
-	a, fake := newAgent(t, fx.tools, program(`w = get_weather(city="Paris")
+	a, fake := newSession(t, fx.tools, program(`w = get_weather(city="Paris")
 f = convert(celsius=w["temp_c"])
 {"city": w["city"], "fahrenheit": f}`))
-	res := runAgent(t, a, "How warm is Paris in Fahrenheit?")
+	res := runSession(t, a, "How warm is Paris in Fahrenheit?")
 	want := map[string]any{"city": "Paris", "fahrenheit": 69.8}
 	if !equalJSON(res.Value, want) || res.Error != "" || res.Turns != 1 {
 		t.Fatalf("result %+v, want value %v in one turn", res, want)
@@ -79,10 +79,10 @@ f = convert(celsius=w["temp_c"])
 	}
 }
 
-func TestAgentProgramHandlesToolError(t *testing.T) {
+func TestSessionProgramHandlesToolError(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, 1)
-	a, _ := newAgent(t, fx.tools, program(`out = {}
+	a, _ := newSession(t, fx.tools, program(`out = {}
 for c in ["Paris", "Atlantis"]:
     w = get_weather(city=c)
     if is_error(w):
@@ -90,20 +90,20 @@ for c in ["Paris", "Atlantis"]:
     else:
         out[c] = w["temp_c"]
 out`))
-	res := runAgent(t, a, "Weather in Paris and Atlantis?")
+	res := runSession(t, a, "Weather in Paris and Atlantis?")
 	want := map[string]any{"Paris": 21, "Atlantis": "failed: no such city: Atlantis"}
 	if !equalJSON(res.Value, want) || res.Error != "" || res.Turns != 1 {
 		t.Fatalf("result %+v, want %v", res, want)
 	}
 }
 
-func TestAgentSyntaxErrorFixedOnRetry(t *testing.T) {
+func TestSessionSyntaxErrorFixedOnRetry(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, 1)
-	a, fake := newAgent(t, fx.tools,
+	a, fake := newSession(t, fx.tools,
 		program("w = get_weather(city=\"Paris\"\nw"),
 		program("w = get_weather(city=\"Paris\")\nw[\"temp_c\"]"))
-	res := runAgent(t, a, "Temperature in Paris?")
+	res := runSession(t, a, "Temperature in Paris?")
 	if !equalJSON(res.Value, 21) || res.Error != "" || res.Turns != 2 {
 		t.Fatalf("result %+v, want 21 on the second attempt", res)
 	}
@@ -116,13 +116,13 @@ func TestAgentSyntaxErrorFixedOnRetry(t *testing.T) {
 	}
 }
 
-func TestAgentUnknownToolCaughtBeforeRunning(t *testing.T) {
+func TestSessionUnknownToolCaughtBeforeRunning(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, 1)
-	a, fake := newAgent(t, fx.tools, program(`w = get_weather(city="Paris")
+	a, fake := newSession(t, fx.tools, program(`w = get_weather(city="Paris")
 get_wether(city="Rome")`))
 	a.MaxRetries = 1
-	res := runAgent(t, a, "Weather?")
+	res := runSession(t, a, "Weather?")
 	if fx.calls.Load() != 0 {
 		t.Fatalf("%d tool calls were made; the static check must refuse the program before it runs", fx.calls.Load())
 	}
@@ -135,15 +135,15 @@ get_wether(city="Rome")`))
 	}
 }
 
-func TestAgentInfiniteLoopStoppedBySteps(t *testing.T) {
+func TestSessionInfiniteLoopStoppedBySteps(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, 1)
-	a, fake := newAgent(t, fx.tools, program(`n = 0
+	a, fake := newSession(t, fx.tools, program(`n = 0
 for i in range(1000000000):
     n += i
 n`), program("1"))
 	a.Limits = codemode.Limits{MaxSteps: 100_000}
-	res := runAgent(t, a, "Count.")
+	res := runSession(t, a, "Count.")
 	fb := lastUserMessage(t, fake, 1)
 	if !strings.Contains(fb, "Error (limit)") || !strings.Contains(fb, "step limit") {
 		t.Fatalf("the model was not told of the step limit: %q", fb)
@@ -153,15 +153,15 @@ n`), program("1"))
 	}
 }
 
-func TestAgentMemoryBlowUpStopped(t *testing.T) {
+func TestSessionMemoryBlowUpStopped(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, 1)
-	a, fake := newAgent(t, fx.tools, program(`xs = ["x" * 1000]
+	a, fake := newSession(t, fx.tools, program(`xs = ["x" * 1000]
 for i in range(40):
     xs = xs + xs
 len(xs)`), program("0"))
 	a.Limits = codemode.Limits{MaxAllocBytes: 8 << 20}
-	res := runAgent(t, a, "Grow.")
+	res := runSession(t, a, "Grow.")
 	fb := lastUserMessage(t, fake, 1)
 	if !strings.Contains(fb, "Error (limit)") || !strings.Contains(fb, "memory") {
 		t.Fatalf("the model was not told of the memory limit: %q", fb)
@@ -171,16 +171,16 @@ len(xs)`), program("0"))
 	}
 }
 
-func TestAgentMultiTurnThreeObservationsThenAnswer(t *testing.T) {
+func TestSessionMultiTurnThreeObservationsThenAnswer(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, 1)
-	a, fake := newAgent(t, fx.tools,
+	a, fake := newSession(t, fx.tools,
 		program(`get_weather(city="Paris")`),
 		program(`get_weather(city="Atlantis")`),
 		program(`convert(celsius=21)`),
 		"Paris is 21 °C (69.8 °F); Atlantis is not a city the weather service knows.")
 	a.MaxTurns = 5
-	res := runAgent(t, a, "Compare Paris and Atlantis.")
+	res := runSession(t, a, "Compare Paris and Atlantis.")
 	if res.Turns != 4 || res.Error != "" || !strings.HasPrefix(res.Summary, "Paris is 21") || !equalJSON(res.Value, 69.8) {
 		t.Fatalf("result %+v", res)
 	}
@@ -200,12 +200,12 @@ func TestAgentMultiTurnThreeObservationsThenAnswer(t *testing.T) {
 	}
 }
 
-func TestAgentMaxTurnsReached(t *testing.T) {
+func TestSessionMaxTurnsReached(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, 1)
-	a, fake := newAgent(t, fx.tools, program(`get_weather(city="Paris")`))
+	a, fake := newSession(t, fx.tools, program(`get_weather(city="Paris")`))
 	a.MaxTurns = 3
-	res := runAgent(t, a, "Loop forever.")
+	res := runSession(t, a, "Loop forever.")
 	if res.Turns != 3 || res.Error != messages.MaxTurnsReason(3) || len(fake.Requests()) != 3 {
 		t.Fatalf("result %+v after %d requests", res, len(fake.Requests()))
 	}
@@ -214,23 +214,23 @@ func TestAgentMaxTurnsReached(t *testing.T) {
 	}
 }
 
-func TestAgentObservationTruncated(t *testing.T) {
+func TestSessionObservationTruncated(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, 1)
-	a, fake := newAgent(t, fx.tools, program(`["abcdefghij"] * 1000`), "done")
+	a, fake := newSession(t, fx.tools, program(`["abcdefghij"] * 1000`), "done")
 	a.MaxTurns = 2
 	a.ObservationBytes = 500
-	runAgent(t, a, "Big.")
+	runSession(t, a, "Big.")
 	obs := lastUserMessage(t, fake, 1)
 	if len(obs) > 520 || !strings.Contains(obs, "[observation truncated: showing") {
 		t.Fatalf("observation of %d bytes, not cut with a note: %q", len(obs), obs)
 	}
 }
 
-func TestAgentSkillsInPrompt(t *testing.T) {
+func TestSessionSkillsInPrompt(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, 1)
-	a, fake := newAgent(t, fx.tools, program("1"))
+	a, fake := newSession(t, fx.tools, program("1"))
 	dir := t.TempDir()
 	path := dir + "/skill.md"
 	if err := writeFile(path, "Always round temperatures to whole degrees."); err != nil {
@@ -239,7 +239,7 @@ func TestAgentSkillsInPrompt(t *testing.T) {
 	a.Skills = []string{"Cities are capitalised."}
 	a.SkillFiles = []string{path}
 	a.SystemPromptPrefix = "You are a weather assistant."
-	runAgent(t, a, "x")
+	runSession(t, a, "x")
 	sys := fake.Requests()[0].Messages[0].Content
 	for _, want := range []string{"You are a weather assistant.", "Cities are capitalised.", "round temperatures"} {
 		if !strings.Contains(sys, want) {

@@ -11,7 +11,7 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// Model is the chat model an Agent talks to; *llm.OpenAI (go-openai)
+// Model is the chat model a Session talks to; *llm.OpenAI (go-openai)
 // satisfies it.
 type Model interface {
 	Chat(ctx context.Context, req llm.ChatRequest) (llm.ChatReply, error)
@@ -21,12 +21,12 @@ type Model interface {
 // (history): role user or assistant, and content.
 type Message = messages.ChatMessage
 
-// Agent answers a message by having the model write programs over Tools.
+// Session answers a message by having the model write programs over Tools.
 // With MaxTurns > 0 it is multi-turn: each reply's program runs and its
 // value comes back as the observation, until a reply without code (the
 // answer) or MaxTurns. Otherwise it is single-shot: one program, written
 // again on an error up to MaxRetries times, whose value is the answer.
-type Agent struct {
+type Session struct {
 	Model     Model
 	ModelName string // required
 	Tools     *Registry
@@ -43,13 +43,13 @@ type Agent struct {
 	ObservationBytes int
 }
 
-// DefaultMaxRetries is the single-shot default of Agent.MaxRetries.
+// DefaultMaxRetries is the single-shot default of Session.MaxRetries.
 const DefaultMaxRetries = 3
 
-// AgentResult is what Run produced. Error is set when the agent gave up
+// SessionResult is what Run produced. Error is set when the session gave up
 // (max_turns or max_retries reached); Value is then the last value a
 // program produced, if any.
-type AgentResult struct {
+type SessionResult struct {
 	Code    string  `json:"code"`
 	Summary string  `json:"summary"`
 	Value   any     `json:"value"`
@@ -70,23 +70,23 @@ const (
 	EventAnswer      = "answer"
 )
 
-// ToolDescriptions returns the agent's tools as JSON (see
+// ToolDescriptions returns the session's tools as JSON (see
 // Registry.ToolDescriptions).
-func (a *Agent) ToolDescriptions() ([]byte, error) { return a.Tools.ToolDescriptions() }
+func (a *Session) ToolDescriptions() ([]byte, error) { return a.Tools.ToolDescriptions() }
 
 // Run answers message after history. The error is for what stops the
-// agent itself (the model unreachable, a skill file unreadable); a
+// session itself (the model unreachable, a skill file unreadable); a
 // program's failures are in the result.
-func (a *Agent) Run(ctx context.Context, message string, history []Message) (AgentResult, error) {
+func (a *Session) Run(ctx context.Context, message string, history []Message) (SessionResult, error) {
 	if a.Model == nil || a.ModelName == "" {
-		return AgentResult{}, errors.New("codemode: agent without a model")
+		return SessionResult{}, errors.New("codemode: a session without a model")
 	}
 	if a.MaxTurns < 0 || a.MaxRetries < 0 {
-		return AgentResult{}, errors.New("codemode: max_turns and max_retries must not be negative")
+		return SessionResult{}, errors.New("codemode: max_turns and max_retries must not be negative")
 	}
 	sys, err := a.systemPrompt()
 	if err != nil {
-		return AgentResult{}, err
+		return SessionResult{}, err
 	}
 	s := &session{a: a, system: sys, history: history, message: message}
 	if a.MaxTurns > 0 {
@@ -95,7 +95,7 @@ func (a *Agent) Run(ctx context.Context, message string, history []Message) (Age
 	return s.singleShot(ctx)
 }
 
-func (a *Agent) systemPrompt() (string, error) {
+func (a *Session) systemPrompt() (string, error) {
 	tools, err := a.Tools.ToolDescriptions()
 	if err != nil {
 		return "", fmt.Errorf("codemode: tool descriptions: %w", err)
@@ -113,12 +113,12 @@ func (a *Agent) systemPrompt() (string, error) {
 
 // session is one Run's conversation and result.
 type session struct {
-	a       *Agent
+	a       *Session
 	system  string
 	history []Message
 	message string
 	steps   []messages.CodeModeStep
-	res     AgentResult
+	res     SessionResult
 }
 
 // ask sends the conversation so far; the caller appends the reply's step.
@@ -134,7 +134,7 @@ func (s *session) ask(ctx context.Context) (string, error) {
 func (s *session) event(e Event) { s.res.Events = append(s.res.Events, e) }
 
 // multiTurn runs turns until an answer or MaxTurns.
-func (s *session) multiTurn(ctx context.Context) (AgentResult, error) {
+func (s *session) multiTurn(ctx context.Context) (SessionResult, error) {
 	for turn := 1; turn <= s.a.MaxTurns; turn++ {
 		s.res.Turns = turn
 		reply, err := s.ask(ctx)
@@ -162,7 +162,7 @@ func (s *session) multiTurn(ctx context.Context) (AgentResult, error) {
 }
 
 // singleShot asks for a program and retries it on errors.
-func (s *session) singleShot(ctx context.Context) (AgentResult, error) {
+func (s *session) singleShot(ctx context.Context) (SessionResult, error) {
 	retries := s.a.MaxRetries
 	if retries == 0 {
 		retries = DefaultMaxRetries
