@@ -11,8 +11,8 @@ import (
 	"sync"
 
 	"github.com/autocoder/autocoder/internal/docsearch"
-	"github.com/autocoder/autocoder/internal/prompts"
 	"github.com/autocoder/autocoder/internal/objects"
+	"github.com/autocoder/autocoder/internal/prompts"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 

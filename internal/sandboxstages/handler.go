@@ -8,8 +8,8 @@ import (
 	"log/slog"
 
 	"github.com/autocoder/autocoder/internal/bus"
-	"github.com/autocoder/autocoder/internal/profile"
 	"github.com/autocoder/autocoder/internal/objects"
+	"github.com/autocoder/autocoder/internal/profile"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
