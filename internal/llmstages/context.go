@@ -71,7 +71,7 @@ func (h *Handlers) withContext(ctx context.Context, stage messages.Stage, task m
 // contextChunks fetches and splits every bundle of the job's context.
 func (h *Handlers) contextChunks(ctx context.Context, stage messages.Stage, refs []string) ([]docsearch.Chunk, error) {
 	if h.cfg.Context == nil {
-		return nil, badInput(stage, "the job has context but this llm-worker has no context store (llmstages.Options.Context)")
+		return nil, badInput(stage, "the job has context but this llm-worker has no context store (llmstages.Config.Context)")
 	}
 	var chunks []docsearch.Chunk
 	for _, ref := range refs {

@@ -200,7 +200,7 @@ func (b *Backend) commit(ctx context.Context, id string, job pipJob) error {
 	return nil
 }
 
-// lockedBuffer is a HeadTailBuffer written by one goroutine and read by
+// lockedBuffer is a trim.Buffer written by one goroutine and read by
 // another.
 type lockedBuffer struct {
 	mu  sync.Mutex
