@@ -150,7 +150,7 @@ func (m *Mux) Registered() []messages.Stage {
 // stage: the stage's name and its row's Version, then each dependency
 // (DependsOn) as name@version, sorted by name:
 //
-//	plan/v1 docs@2-24576-1500 prompts@9 pyscan@4 schema@plan-5c1e0a9b33f2
+//	plan/v1 docs@1-24576-1500 prompts@4 pyscan@1 schema@plan-a77e8181fddd
 func (m *Mux) Version(stage messages.Stage) string {
 	if r := m.routes[stage]; r != nil {
 		return r.version
