@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,30 +67,14 @@ type ProvisionConfig struct {
 }
 
 func (c *ProvisionConfig) setDefaults() error {
-	if c.Replicas == 0 {
-		c.Replicas = 1
-	}
-	if c.AckWait == 0 {
-		c.AckWait = DefaultAckWait
-	}
-	if c.MaxDeliver == 0 {
-		c.MaxDeliver = DefaultMaxDeliver
-	}
-	if c.DuplicateWindow == 0 {
-		c.DuplicateWindow = DefaultDuplicateWindow
-	}
-	if c.EventsMaxAge == 0 {
-		c.EventsMaxAge = DefaultEventsMaxAge
-	}
-	if c.EventsPerJob == 0 {
-		c.EventsPerJob = DefaultEventsPerJob
-	}
-	if c.DLQMaxAge == 0 {
-		c.DLQMaxAge = DefaultDLQMaxAge
-	}
-	if c.ClaimsMaxAge == 0 {
-		c.ClaimsMaxAge = DefaultClaimsMaxAge
-	}
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.AckWait = cmp.Or(c.AckWait, DefaultAckWait)
+	c.MaxDeliver = cmp.Or(c.MaxDeliver, DefaultMaxDeliver)
+	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, DefaultDuplicateWindow)
+	c.EventsMaxAge = cmp.Or(c.EventsMaxAge, DefaultEventsMaxAge)
+	c.EventsPerJob = cmp.Or(c.EventsPerJob, DefaultEventsPerJob)
+	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, DefaultDLQMaxAge)
+	c.ClaimsMaxAge = cmp.Or(c.ClaimsMaxAge, DefaultClaimsMaxAge)
 	switch {
 	case c.Replicas < 1 || c.Replicas > 5:
 		return fmt.Errorf("bus: provision: Replicas must be between 1 and 5, not %d", c.Replicas)

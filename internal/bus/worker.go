@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,26 +127,14 @@ func NewWorker(cons jetstream.Consumer, h Handler, cfg WorkerConfig) *Worker {
 	if ackWait <= 0 {
 		ackWait = 30 * time.Second // the server's default
 	}
-	if w.cfg.Name == "" {
-		w.cfg.Name = w.consumer
-	}
-	if w.cfg.Concurrency == 0 {
-		w.cfg.Concurrency = 1
-	}
-	if w.cfg.HeartbeatInterval == 0 {
-		w.cfg.HeartbeatInterval = ackWait / 3
-	}
-	if w.cfg.ShutdownTimeout == 0 {
-		w.cfg.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if w.cfg.PollTimeout == 0 {
-		w.cfg.PollTimeout = DefaultPollTimeout
-	}
+	w.cfg.Name = cmp.Or(w.cfg.Name, w.consumer)
+	w.cfg.Concurrency = cmp.Or(w.cfg.Concurrency, 1)
+	w.cfg.HeartbeatInterval = cmp.Or(w.cfg.HeartbeatInterval, ackWait/3)
+	w.cfg.ShutdownTimeout = cmp.Or(w.cfg.ShutdownTimeout, DefaultShutdownTimeout)
+	w.cfg.PollTimeout = cmp.Or(w.cfg.PollTimeout, DefaultPollTimeout)
+	w.cfg.MaxClaim = cmp.Or(max(w.cfg.MaxClaim, 0), DefaultMaxClaim)
 	if w.cfg.RetryDelay == nil {
 		w.cfg.RetryDelay = DefaultRetryDelay
-	}
-	if w.cfg.MaxClaim <= 0 {
-		w.cfg.MaxClaim = DefaultMaxClaim
 	}
 	w.log = w.log.With("worker", w.cfg.Name, "consumer", w.consumer)
 	return w

@@ -254,6 +254,17 @@ func (c *Config) Validate() error {
 	if len(c.envErrs) > 0 {
 		return errors.Join(c.envErrs...)
 	}
+	for _, check := range []func() error{c.validateBasics, c.validateDeadlines, c.validateCeilings, c.validateMonitor,
+		c.validateBounds, c.validateCacheKeys, c.validateAccess, c.NATSAuthConfig.validate} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateBasics checks the settings with a few allowed values.
+func (c *Config) validateBasics() error {
 	switch c.Sandbox {
 	case "", "docker", "process":
 	default:
@@ -270,25 +281,22 @@ func (c *Config) Validate() error {
 	if c.Concurrency < 0 {
 		return errors.New("AUTOCODER_CONCURRENCY: must not be negative")
 	}
-	if _, err := c.Deadlines(messages.DefaultStages()); err != nil {
-		return err
-	}
-	if _, err := c.Ceilings(); err != nil {
-		return err
-	}
-	if err := c.validateMonitor(); err != nil {
-		return err
-	}
-	if _, err := c.Bounds(); err != nil {
-		return err
-	}
-	if err := c.validateCacheKeys(); err != nil {
-		return err
-	}
-	if err := c.validateAccess(); err != nil {
-		return err
-	}
-	return c.NATSAuthConfig.validate()
+	return nil
+}
+
+func (c *Config) validateDeadlines() error {
+	_, err := c.Deadlines(messages.DefaultStages())
+	return err
+}
+
+func (c *Config) validateCeilings() error {
+	_, err := c.Ceilings()
+	return err
+}
+
+func (c *Config) validateBounds() error {
+	_, err := c.Bounds()
+	return err
 }
 
 // validateCacheKeys checks the cache key settings that need no I/O. Its

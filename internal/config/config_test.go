@@ -195,7 +195,7 @@ func TestAccessFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{HTTPAuth: "none", HTTPTokensFile: "/t", HTTPAllowedHosts: "a,b", RedisTLSCA: "/ca", RedisTLSCert: "/c", RedisTLSKey: "/k"}
-	if diff := cmp.Diff(want, c); diff != "" {
+	if diff := cmp.Diff(want, c, cmp.AllowUnexported(Config{})); diff != "" {
 		t.Errorf("flags (-want +got):\n%s", diff)
 	}
 }

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,36 +75,37 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.States == nil || cfg.Results == nil || cfg.Publisher == nil {
 		return nil, errors.New("coordinator: States, Results and Publisher are required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = noMetrics{}
-	}
-	if cfg.MaxStateBytes <= 0 {
-		cfg.MaxStateBytes = DefaultMaxStateBytes
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	if cfg.SweepEvery < 0 {
 		return nil, errors.New("coordinator: SweepEvery must not be negative")
 	}
-	if cfg.SweepEvery == 0 {
-		cfg.SweepEvery = DefaultSweepEvery
+	cfg.SweepEvery = cmp.Or(cfg.SweepEvery, DefaultSweepEvery)
+	cfg.MaxStateBytes = cmp.Or(max(cfg.MaxStateBytes, 0), DefaultMaxStateBytes)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.Metrics = cmp.Or[Metrics](cfg.Metrics, noMetrics{})
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Stages.Len() == 0 {
 		cfg.Stages = messages.DefaultStages()
 	}
-	for stage, d := range cfg.StageDeadlines {
-		if _, ok := cfg.Stages.Row(stage); !ok {
-			return nil, fmt.Errorf("coordinator: a deadline for stage %q, which is not in the stage table", stage)
-		}
-		if d <= 0 {
-			return nil, fmt.Errorf("coordinator: the deadline of stage %s must be positive, not %s", stage, d)
-		}
+	if err := checkDeadlines(cfg.Stages, cfg.StageDeadlines); err != nil {
+		return nil, err
 	}
 	return &Coordinator{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// checkDeadlines checks that each deadline override is positive and names
+// a stage of the table.
+func checkDeadlines(stages messages.StageTable, deadlines map[messages.Stage]time.Duration) error {
+	for stage, d := range deadlines {
+		if _, ok := stages.Row(stage); !ok {
+			return fmt.Errorf("coordinator: a deadline for stage %q, which is not in the stage table", stage)
+		}
+		if d <= 0 {
+			return fmt.Errorf("coordinator: the deadline of stage %s must be positive, not %s", stage, d)
+		}
+	}
+	return nil
 }
 
 // record is what the state bucket holds: the state and the commands of the

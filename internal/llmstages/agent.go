@@ -1,6 +1,7 @@
 package llmstages
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -75,11 +76,7 @@ func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in
 	if err := h.checkPromptSize(cmd.Stage, agentPromptSize(head, in.Messages)); err != nil {
 		return out, err
 	}
-	model := cmd.Model
-	if model == "" {
-		model = h.cfg.Model
-	}
-	req := llm.ChatRequest{Model: model, Tools: agentTools, MaxTokens: h.cfg.MaxTokens}
+	req := llm.ChatRequest{Model: cmp.Or(cmd.Model, h.cfg.Model), Tools: agentTools, MaxTokens: h.cfg.MaxTokens}
 	for _, m := range head {
 		req.Messages = append(req.Messages, llm.ChatMessage{Role: m.Role, Content: m.Content})
 	}
@@ -91,16 +88,9 @@ func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", cmd.Stage, err)
 	}
-	turn := messages.AgentTurnOutput{Content: reply.Content, FinishReason: reply.FinishReason}
-	for i, c := range reply.ToolCalls {
-		if i == maxAgentToolCalls {
-			out.Notes = append(out.Notes, fmt.Sprintf("the model asked for %d tool calls in one turn; the first %d run", len(reply.ToolCalls), maxAgentToolCalls))
-			break
-		}
-		if c.ID == "" {
-			c.ID = fmt.Sprintf("call_%d_%d", in.Turn, i+1)
-		}
-		turn.ToolCalls = append(turn.ToolCalls, messages.AgentToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	turn, note := turnOf(reply, in.Turn)
+	if note != "" {
+		out.Notes = append(out.Notes, note)
 	}
 	if turn.Content == "" && len(turn.ToolCalls) == 0 && reply.FinishReason == "length" {
 		return out, invalid(cmd.Stage, "the reply was cut off at the token limit before any content or tool call")
@@ -108,6 +98,21 @@ func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in
 	out.Value = turn
 	out.Messages = agentTranscript(cmd.Stage, in.Turn, head, turn)
 	return out, nil
+}
+
+// turnOf is a reply as the turn's output: its content and at most
+// maxAgentToolCalls tool calls, each with an ID (the model's, or one made
+// from the turn); note says when calls were dropped.
+func turnOf(reply llm.ChatReply, turn int) (out messages.AgentTurnOutput, note string) {
+	out = messages.AgentTurnOutput{Content: reply.Content, FinishReason: reply.FinishReason}
+	for i, c := range reply.ToolCalls {
+		if i == maxAgentToolCalls {
+			note = fmt.Sprintf("the model asked for %d tool calls in one turn; the first %d run", len(reply.ToolCalls), maxAgentToolCalls)
+			break
+		}
+		out.ToolCalls = append(out.ToolCalls, messages.AgentToolCall{ID: cmp.Or(c.ID, fmt.Sprintf("call_%d_%d", turn, i+1)), Name: c.Name, Arguments: c.Arguments})
+	}
+	return out, note
 }
 
 // agentPromptSize is the prompt as checkPromptSize counts it.

@@ -1,6 +1,7 @@
 package llmstages
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -84,24 +85,13 @@ func New(cfg Config) (*Handlers, error) {
 	if cfg.MaxTokens < 0 || cfg.ContextBytes < 0 || cfg.ChunkBytes < 0 {
 		return nil, errors.New("llmstages: MaxTokens, ContextBytes and ChunkBytes must not be negative")
 	}
-	h := &Handlers{client: cfg.Client, cfg: cfg, std: cfg.Stdlib, log: cfg.Logger}
-	if h.cfg.Model == "" {
-		h.cfg.Model = messages.DefaultModel
-	}
-	if h.cfg.MaxPromptBytes == 0 {
-		h.cfg.MaxPromptBytes = DefaultMaxPromptBytes
-	}
+	cfg.Model = cmp.Or(cfg.Model, messages.DefaultModel)
+	cfg.MaxPromptBytes = cmp.Or(cfg.MaxPromptBytes, DefaultMaxPromptBytes)
+	cfg.ContextBytes = cmp.Or(cfg.ContextBytes, DefaultContextBytes)
+	cfg.ChunkBytes = cmp.Or(cfg.ChunkBytes, DefaultChunkBytes)
+	h := &Handlers{client: cfg.Client, cfg: cfg, std: cfg.Stdlib, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
 	if h.std == nil {
 		h.std = pyscan.Stdlib()
-	}
-	if h.cfg.ContextBytes == 0 {
-		h.cfg.ContextBytes = DefaultContextBytes
-	}
-	if h.cfg.ChunkBytes == 0 {
-		h.cfg.ChunkBytes = DefaultChunkBytes
-	}
-	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
 	}
 	return h, nil
 }
@@ -144,10 +134,7 @@ func badInput(stage messages.Stage, format string, args ...any) error {
 // the reply into out.Value, with the usage and the conversation.
 func call[T any](ctx context.Context, h *Handlers, cmd *messages.StageCommand, schema llm.Schema, msgs []messages.ChatMessage) (stagework.Output[T], error) {
 	var out stagework.Output[T]
-	model := cmd.Model
-	if model == "" {
-		model = h.cfg.Model
-	}
+	model := cmp.Or(cmd.Model, h.cfg.Model)
 	if err := h.checkPromptSize(cmd.Stage, msgs); err != nil {
 		return out, err
 	}

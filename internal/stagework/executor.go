@@ -1,6 +1,7 @@
 package stagework
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -101,29 +102,18 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	if !slices.Contains(messages.Pools(), cfg.Pool) {
 		return nil, fmt.Errorf("stagework: Pool %q is not one of %v", cfg.Pool, messages.Pools())
 	}
-	if cfg.ConfirmWait <= 0 {
-		cfg.ConfirmWait = DefaultConfirmWait
-	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = noMetrics{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Worker == "" {
-		cfg.Worker = "worker"
-	}
+	// A negative duration means its default, as zero does.
+	cfg.ConfirmWait = cmp.Or(max(cfg.ConfirmWait, 0), DefaultConfirmWait)
+	cfg.ClaimLease = cmp.Or(max(cfg.ClaimLease, 0), DefaultClaimLease)
+	cfg.ClaimPoll = cmp.Or(max(cfg.ClaimPoll, 0), DefaultClaimPoll)
+	cfg.Worker = cmp.Or(cfg.Worker, "worker")
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.Metrics = cmp.Or[Metrics](cfg.Metrics, noMetrics{})
 	if cfg.RetryDelay == nil {
 		cfg.RetryDelay = DefaultRetryDelay
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
-	}
-	if cfg.ClaimLease <= 0 {
-		cfg.ClaimLease = DefaultClaimLease
-	}
-	if cfg.ClaimPoll <= 0 {
-		cfg.ClaimPoll = DefaultClaimPoll
 	}
 	return &Executor{cfg: cfg, mux: cfg.Mux, log: cfg.Logger}, nil
 }

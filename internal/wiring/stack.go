@@ -1,6 +1,7 @@
 package wiring
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,24 +116,10 @@ type Stack struct {
 // buckets and stores, and starts o.Roles in goroutines. On an error, what
 // was opened so far is closed again and the error says what is wrong.
 func Start(ctx context.Context, o Options) (_ *Stack, err error) {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	for _, r := range o.Roles {
-		if roleStarts[r] == nil {
-			return nil, fmt.Errorf("unknown role %q", r)
-		}
-	}
-	// st is not the named result: every error path returns nil, and the
-	// cleanup must still close what was opened so far.
-	st := &Stack{opts: o, log: o.Logger, stages: o.Stages}
-	if st.stages.Len() == 0 {
-		st.stages = messages.DefaultStages()
-	}
-	if st.busMetrics, err = o.Metrics.Bus(); err != nil {
+	st, err := newStack(o)
+	if err != nil {
 		return nil, err
 	}
-	st.parts, st.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
 			st.Close()
@@ -149,6 +136,27 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
+	return st, nil
+}
+
+// newStack checks o and fills in its defaults; the stack it returns has
+// nothing open yet but its parts' context.
+func newStack(o Options) (*Stack, error) {
+	for _, r := range o.Roles {
+		if roleStarts[r] == nil {
+			return nil, fmt.Errorf("unknown role %q", r)
+		}
+	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
+	if o.Stages.Len() == 0 {
+		o.Stages = messages.DefaultStages()
+	}
+	busMetrics, err := o.Metrics.Bus()
+	if err != nil {
+		return nil, err
+	}
+	st := &Stack{opts: o, log: o.Logger, stages: o.Stages, busMetrics: busMetrics}
+	st.parts, st.cancel = context.WithCancel(context.Background())
 	return st, nil
 }
 
