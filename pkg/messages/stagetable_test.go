@@ -73,13 +73,13 @@ func TestStageTableWith(t *testing.T) {
 }
 
 // pendingSwitches are the switches over stage names that remain in the
-// state machine, by file and function: each job kind's result table
-// replaces them (issue 19, the machine side). The test fails when one of
-// them is gone, so the list only shrinks.
+// state machine, by file and function: what a stage's output says in its
+// stage_finished event (its note and outcome) is still decided by stage
+// name there, not by a row of the job kinds' result tables. The test
+// fails when one of them is gone, so the list only shrinks.
 var pendingSwitches = []string{
+	"internal/machine/budget.go:outcomeOf",
 	"internal/machine/eventnote.go:stageNote",
-	"internal/machine/iterations.go:NoteIteration",
-	"internal/machine/machine.go:outcomeOf",
 	"internal/machine/repair_test.go:TestPipelineShape",
 }
 
