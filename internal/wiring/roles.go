@@ -33,7 +33,7 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 	}
 	coord, err := coordinator.New(coordinator.Config{States: st.Resources.JobState, Results: st.Resources.JobResults, Index: st.Resources.JobIndex,
 		Publisher: st.Publisher, Logger: st.log.With("component", "coordinator"), Metrics: m, DefaultModel: st.opts.Config.Model,
-		Stages: st.stages, StageDeadlines: deadlines, Resources: st.Resources, JS: st.JS})
+		Stages: st.stages, StageDeadlines: deadlines, Machine: st.opts.Machine, Resources: st.Resources, JS: st.JS})
 	if err != nil {
 		return err
 	}

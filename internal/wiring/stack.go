@@ -19,6 +19,7 @@ import (
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/coordinator"
 	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/machine"
 	"github.com/autocoder/autocoder/internal/metrics"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/stagework"
@@ -72,10 +73,13 @@ type Options struct {
 
 	// Stages is the stage table; zero: messages.DefaultStages(). Register,
 	// if set, puts more stage handlers on each stage worker's mux, after
-	// autocoder's own: a stage of one's own is a row in Stages and a
-	// registration here (docs/adding-a-stage.md).
+	// autocoder's own. Machine is the coordinator's job kinds; nil:
+	// machine.Default(). A stage of one's own is a row in Stages, a
+	// registration here and a row in a kind's result table
+	// (docs/adding-a-stage.md).
 	Stages   messages.StageTable
 	Register func(*stagework.Mux)
+	Machine  *machine.Machine
 
 	// Optional overrides, mainly for tests and benchmarks.
 	LLM       llm.Client

@@ -14,6 +14,7 @@ import (
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/machine"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -88,6 +89,72 @@ func TestAStageOfOnesOwn(t *testing.T) {
 	}
 	if n := len(model.Requests()); n != 0 {
 		t.Errorf("the model got %d requests for a stage that calls none", n)
+	}
+}
+
+// shoutKind is a job kind of this test: a job named "shout" dispatches the
+// shout stage with its prompt, and its result table's one row finishes
+// the job with the shouted text as a note.
+func shoutKind() machine.Kind {
+	const phaseShouting machine.Phase = "shouting"
+	return machine.Kind{
+		Name: "shout",
+		Is:   func(sub *machine.Submission) bool { return sub.Spec.Name == "shout" },
+		Start: func(m *machine.Stepper, sub *machine.Submission) {
+			m.Enter(phaseShouting)
+			m.Dispatch(shout, shoutInput{Text: sub.Spec.Prompt})
+		},
+		Results: []machine.Row{machine.On(shout, func(m *machine.Stepper, _ machine.Pending, out shoutOutput) {
+			m.Note("shouted: " + out.Shouted)
+			m.Finish(messages.StatusSucceeded, "")
+		})},
+		Phases: machine.Phases{phaseShouting: {machine.PhaseNew}},
+	}
+}
+
+// TestAJobThroughAStageOfOnesOwn is docs/adding-a-stage.md end to end: a
+// stage that exists only in this test, with one row in the stage table,
+// one Register call and one row in a job kind's result table. A job runs
+// through it on the real bus: the submission on the jobs stream, the
+// coordinator's machine dispatches the stage on its pool's stream, the
+// llm-worker's executor admits it and runs the registered handler, and
+// the result comes back to the kind's row, which finishes the job.
+func TestAJobThroughAStageOfOnesOwn(t *testing.T) {
+	t.Parallel()
+	stages, err := messages.DefaultStages().With(shoutRow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := machine.New(append([]machine.Kind{shoutKind()}, machine.Builtin()...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := fakellm.New()
+	t.Cleanup(model.Close)
+	client, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: model.URL(), APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := config.Config{StateDir: t.TempDir(), WorkerName: "shout-test", CacheUnsigned: true}
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleCoordinator, wiring.RoleLLMWorker},
+		LLM: client, Stages: stages, Register: registerShout, Machine: kinds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+
+	if err := st.Client.Submit(ctx, "job-shout", messages.JobSpec{Name: "shout", Prompt: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Client.WaitResult(ctx, "job-shout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Success || len(res.Stages) != 1 || res.Stages[0].Name != shout || res.Stages[0].Worker != "shout-test" ||
+		len(res.Notes) != 1 || res.Notes[0] != "shouted: HELLO!" {
+		t.Errorf("result: success %v, stages %+v, notes %v, error %q", res.Success, res.Stages, res.Notes, res.Error)
 	}
 }
 
