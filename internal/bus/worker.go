@@ -107,15 +107,7 @@ func NewWorker(cons jetstream.Consumer, h Handler, cfg WorkerConfig) *Worker {
 	if w.metrics == nil {
 		w.metrics = nopMetrics{}
 	}
-	switch {
-	case cons == nil:
-		w.err = errors.New("bus: worker: consumer is nil")
-		return w
-	case h == nil:
-		w.err = errors.New("bus: worker: handler is nil")
-		return w
-	case cfg.Concurrency < 0 || cfg.ShutdownTimeout < 0 || cfg.PollTimeout < 0:
-		w.err = errors.New("bus: worker: Concurrency, ShutdownTimeout and PollTimeout must not be negative")
+	if w.err = checkWorker(cons, h, cfg); w.err != nil {
 		return w
 	}
 	var ackWait time.Duration
@@ -138,6 +130,19 @@ func NewWorker(cons jetstream.Consumer, h Handler, cfg WorkerConfig) *Worker {
 	}
 	w.log = w.log.With("worker", w.cfg.Name, "consumer", w.consumer)
 	return w
+}
+
+// checkWorker is what NewWorker refuses, reported by Run.
+func checkWorker(cons jetstream.Consumer, h Handler, cfg WorkerConfig) error {
+	switch {
+	case cons == nil:
+		return errors.New("bus: worker: consumer is nil")
+	case h == nil:
+		return errors.New("bus: worker: handler is nil")
+	case cfg.Concurrency < 0 || cfg.ShutdownTimeout < 0 || cfg.PollTimeout < 0:
+		return errors.New("bus: worker: Concurrency, ShutdownTimeout and PollTimeout must not be negative")
+	}
+	return nil
 }
 
 // run is the state of one Run call.

@@ -76,13 +76,8 @@ func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in
 	if err := h.checkPromptSize(cmd.Stage, agentPromptSize(head, in.Messages)); err != nil {
 		return out, err
 	}
-	req := llm.ChatRequest{Model: cmp.Or(cmd.Model, h.cfg.Model), Tools: agentTools, MaxTokens: h.cfg.MaxTokens}
-	for _, m := range head {
-		req.Messages = append(req.Messages, llm.ChatMessage{Role: m.Role, Content: m.Content})
-	}
-	for _, m := range in.Messages {
-		req.Messages = append(req.Messages, llm.ChatMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolCalls: toLLMCalls(m.ToolCalls)})
-	}
+	req := llm.ChatRequest{Model: cmp.Or(cmd.Model, h.cfg.Model), Tools: agentTools, MaxTokens: h.cfg.MaxTokens,
+		Messages: agentConversation(head, in.Messages)}
 	reply, err := chat.Chat(llm.WithStage(ctx, string(cmd.Stage)), req)
 	out.Usage = reply.Usage
 	if err != nil {
@@ -98,6 +93,19 @@ func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in
 	out.Value = turn
 	out.Messages = agentTranscript(cmd.Stage, in.Turn, head, turn)
 	return out, nil
+}
+
+// agentConversation is the turn's request: the rules and the task, then
+// the conversation so far with its tool calls.
+func agentConversation(head []messages.ChatMessage, turns []messages.AgentMessage) []llm.ChatMessage {
+	out := make([]llm.ChatMessage, 0, len(head)+len(turns))
+	for _, m := range head {
+		out = append(out, llm.ChatMessage{Role: m.Role, Content: m.Content})
+	}
+	for _, m := range turns {
+		out = append(out, llm.ChatMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolCalls: toLLMCalls(m.ToolCalls)})
+	}
+	return out
 }
 
 // turnOf is a reply as the turn's output: its content and at most

@@ -3,6 +3,7 @@ package llmstages
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/llm"
@@ -28,29 +29,32 @@ func (h *Handlers) packageReplacement(ctx context.Context, cmd *messages.StageCo
 	if err != nil {
 		return out, err
 	}
-	r := out.Value
 	var n notes
-	if r.Replacement != nil {
-		name := strings.TrimSpace(*r.Replacement)
-		valid := messages.PackageNameRe.MatchString(name)
-		if in.Kind == "apt" {
-			valid = aptNameRe.MatchString(name)
-		}
-		seen := strings.EqualFold(name, in.Package)
-		for _, t := range in.Tried {
-			seen = seen || strings.EqualFold(name, t)
-		}
-		switch {
-		case !valid:
-			n.add("dropped replacement %q: not a %s package name", name, in.Kind)
-			r.Replacement = nil
-		case seen:
-			n.add("dropped replacement %q: already tried", name)
-			r.Replacement = nil
-		default:
-			r.Replacement = &name
-		}
-	}
-	out.Value, out.Notes = r, n
+	out.Value.Replacement = usableReplacement(out.Value.Replacement, in, &n)
+	out.Notes = n
 	return out, nil
+}
+
+// usableReplacement is the reply's replacement, trimmed, or nil when it is
+// not a valid name of the kind asked for, or is the missing name or one
+// already tried; n says why it was dropped.
+func usableReplacement(r *string, in messages.PackageReplacementInput, n *notes) *string {
+	if r == nil {
+		return nil
+	}
+	name := strings.TrimSpace(*r)
+	valid := messages.PackageNameRe.MatchString(name)
+	if in.Kind == "apt" {
+		valid = aptNameRe.MatchString(name)
+	}
+	seen := strings.EqualFold(name, in.Package) || slices.ContainsFunc(in.Tried, func(t string) bool { return strings.EqualFold(name, t) })
+	switch {
+	case !valid:
+		n.add("dropped replacement %q: not a %s package name", name, in.Kind)
+		return nil
+	case seen:
+		n.add("dropped replacement %q: already tried", name)
+		return nil
+	}
+	return &name
 }

@@ -165,25 +165,21 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 	if e.fromCache(ctx, cmd, key, &res) {
 		return e.publish(ctx, msg, &res, start)
 	}
-	if e.cacheable(cmd) {
-		claim, done, err := e.claimOrWait(ctx, cmd, key, &res)
-		switch {
-		case err != nil:
-			return err // shutting down: another worker takes the command
-		case done:
-			return e.publish(ctx, msg, &res, start)
-		}
-		defer claim.release() // after the store below: waiters then find it
+	claim, answered, err := e.claimOrWait(ctx, cmd, key, &res)
+	switch {
+	case err != nil:
+		return err // shutting down: another worker takes the command
+	case answered:
+		return e.publish(ctx, msg, &res, start)
 	}
+	defer claim.release() // after the store below: waiters then find it
 	out, storable, err := e.run(stageCtx, cmd)
 	if cancelled(stageCtx) {
 		e.log.Info("stage stopped: job cancelled", "job_id", cmd.JobID, "stage", cmd.Stage, "seq", cmd.Seq,
 			"after", e.cfg.Now().Sub(start))
 		return nil // acked: a finished job takes no result
 	}
-	for _, note := range out.Notes {
-		e.log.Info("normalised model reply", "job_id", cmd.JobID, "stage", cmd.Stage, "seq", cmd.Seq, "note", note)
-	}
+	e.logNotes(cmd, out.Notes)
 	res.Usage = out.Usage // a failed model call may still have been paid for
 	if err != nil {
 		return e.failed(ctx, msg, err, &res, start)
@@ -193,6 +189,13 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 		e.store(ctx, cmd, key, &res)
 	}
 	return e.publish(ctx, msg, &res, start)
+}
+
+// logNotes logs what a handler changed in a model's reply.
+func (e *Executor) logNotes(cmd *messages.StageCommand, notes []string) {
+	for _, note := range notes {
+		e.log.Info("normalised model reply", "job_id", cmd.JobID, "stage", cmd.Stage, "seq", cmd.Seq, "note", note)
+	}
 }
 
 // failed applies the failure policy to err: the command goes back to the

@@ -135,12 +135,20 @@ func checkPermanent(h *stagework.Mux, cmd *messages.StageCommand, promptly time.
 	if len(cmd.Input) == 0 || !json.Valid(cmd.Input) || h.Stages().Pool(cmd.Stage) == "" {
 		return nil // no command message can carry it to an executor, or none admits it
 	}
+	return executed(h, cmd, func(res *messages.StageResult) bool {
+		return res.ErrorKind == messages.ErrorPermanent && res.Error != ""
+	}, "a permanent failure")
+}
+
+// executed runs cmd through an executor and checks the result it
+// published with ok, which wants what want says.
+func executed(h *stagework.Mux, cmd *messages.StageCommand, ok func(*messages.StageResult) bool, want string) error {
 	res, err := execute(context.Background(), h, cmd)
 	if err != nil {
 		return err
 	}
-	if res == nil || res.ErrorKind != messages.ErrorPermanent || res.Error == "" {
-		return fmt.Errorf("%s with input %q: the executor published %+v, want a permanent failure", cmd.Stage, cmd.Input, res)
+	if res == nil || !ok(res) {
+		return fmt.Errorf("%s with input %q: the executor published %+v, want %s", cmd.Stage, cmd.Input, res, want)
 	}
 	return nil
 }
@@ -162,14 +170,9 @@ func checkOutput(h *stagework.Mux, stage messages.Stage, in any, promptly time.D
 	if len(c.out.Value) == 0 || string(c.out.Value) == "null" {
 		return fmt.Errorf("%s returned no output value", stage)
 	}
-	res, err := execute(context.Background(), h, cmd)
-	if err != nil {
-		return err
-	}
-	if res == nil || res.Error != "" || len(res.Output) == 0 || string(res.Output) == "null" {
-		return fmt.Errorf("%s: the executor published %+v, want the output", stage, res)
-	}
-	return nil
+	return executed(h, cmd, func(res *messages.StageResult) bool {
+		return res.Error == "" && len(res.Output) > 0 && string(res.Output) != "null"
+	}, "the output")
 }
 
 // checkCancelled: with its context cancelled the handler returns within
