@@ -62,6 +62,7 @@ var NotMessages = []string{
 	"AgentToolCall", "AgentMessage", "ToolCallRecord", "AgentReport",
 	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult",
 	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation", "RepairRoute",
+	"StageRow", "StageTable", // the stage table: Go-side facts of each stage, never sent
 }
 
 // Messages lists the wire messages, in a stable order.
