@@ -2,6 +2,7 @@ package codemodestages_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/autocoder/autocoder/internal/codemode/pyexec"
 	"github.com/autocoder/autocoder/internal/codemodestages"
 	"github.com/autocoder/autocoder/internal/sandbox/docker"
+	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -45,18 +47,18 @@ func BenchmarkCodeModeTenCalls(b *testing.B) {
 	b.Cleanup(func() { _ = svc.Stop() })
 	runners := []struct {
 		name string
-		h    *codemodestages.Exec
+		h    *stagework.Mux
 		in   messages.Interpreter
 	}{
-		{"starlark", &codemodestages.Exec{Conn: nc}, messages.InterpreterStarlark},
-		{"python-process", &codemodestages.Exec{Conn: nc, Python: python(b)}, messages.InterpreterPython},
+		{"starlark", mux(b, codemodestages.Config{Conn: nc}), messages.InterpreterStarlark},
+		{"python-process", mux(b, codemodestages.Config{Conn: nc, Python: python(b)}), messages.InterpreterPython},
 	}
 	if d := benchDocker(b); d != nil {
 		runners = append(runners, struct {
 			name string
-			h    *codemodestages.Exec
+			h    *stagework.Mux
 			in   messages.Interpreter
-		}{"python-docker", &codemodestages.Exec{Conn: nc, Python: d}, messages.InterpreterPython})
+		}{"python-docker", mux(b, codemodestages.Config{Conn: nc, Python: d}), messages.InterpreterPython})
 	}
 	spent := make([]time.Duration, len(runners))
 	for b.Loop() {
@@ -64,12 +66,13 @@ func BenchmarkCodeModeTenCalls(b *testing.B) {
 			cmd := execCommandB(b, messages.CodeModeExecInput{Code: benchTenCalls, Tools: []string{"get_weather"}, Interpreter: r.in})
 			cmd.Cache = messages.CacheDisable
 			start := time.Now()
-			out, err := r.h.Handle(context.Background(), cmd)
+			out, _, err := r.h.Serve(context.Background(), cmd)
 			spent[i] += time.Since(start)
 			if err != nil {
 				b.Fatalf("%s: %v", r.name, err)
 			}
-			if o := out.Value.(messages.CodeModeExecOutput); !o.OK || string(o.Value) != "210" {
+			var o messages.CodeModeExecOutput
+			if err := json.Unmarshal(out.Value, &o); err != nil || !o.OK || string(o.Value) != "210" {
 				b.Fatalf("%s: %+v", r.name, o)
 			}
 		}

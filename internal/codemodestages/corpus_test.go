@@ -53,7 +53,7 @@ func TestCorpus(t *testing.T) {
 	if len(names) < 60 {
 		t.Fatalf("the corpus has %d programs, want at least 60", len(names))
 	}
-	h := &codemodestages.Exec{Conn: nc, Python: python(t)}
+	h := mux(t, codemodestages.Config{Conn: nc, Python: python(t)})
 	failed := map[string]string{}
 	for _, name := range names {
 		code, err := os.ReadFile(filepath.Join(corpusDir, name))
@@ -61,11 +61,7 @@ func TestCorpus(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := expected.Programs[name]
-		out, err := h.Handle(t.Context(), execCommand(t, messages.CodeModeExecInput{Code: string(code), Tools: tools, Scope: "corpus-" + name}))
-		if err != nil {
-			t.Fatalf("%s: stage failed: %v", name, err)
-		}
-		o := out.Value.(messages.CodeModeExecOutput)
+		o := serve[messages.CodeModeExecOutput](t, h, execCommand(t, messages.CodeModeExecInput{Code: string(code), Tools: tools, Scope: "corpus-" + name}))
 		switch {
 		case !o.OK:
 			failed[name] = fmt.Sprintf("refused: %s (%s)", o.Error, o.ErrorKind)

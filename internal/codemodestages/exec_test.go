@@ -42,7 +42,7 @@ func execCommand(t testing.TB, in messages.CodeModeExecInput) *messages.StageCom
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: messages.StageCodeModeExec, Cache: messages.CacheAuto, Input: b}
+	return &messages.StageCommand{V: messages.WireVersion, JobID: "job-1", Seq: 3, Stage: messages.StageCodeModeExec, Cache: messages.CacheAuto, Input: b}
 }
 
 // TestExecStage: a program over NATS tools runs in the stage; a tool's
@@ -77,7 +77,7 @@ func TestExecStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = dir.Close() })
-	h := &codemodestages.Exec{Conn: nc, Cache: dir, Python: python(t)}
+	h := mux(t, codemodestages.Config{Conn: nc, Cache: dir, Python: python(t)})
 	cmd := execCommand(t, messages.CodeModeExecInput{Code: `a = lookup(key="x")
 try:
     lookup(key="missing")
@@ -88,11 +88,7 @@ except ToolError as e:
 
 	var outs []messages.CodeModeExecOutput
 	for range 2 {
-		out, err := h.Handle(context.Background(), cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		outs = append(outs, out.Value.(messages.CodeModeExecOutput))
+		outs = append(outs, serve[messages.CodeModeExecOutput](t, h, cmd))
 	}
 	if !outs[0].OK || string(outs[0].Value) != `{"b":"no such key","n":7,"tick":1}` || string(outs[1].Value) != `{"b":"no such key","n":7,"tick":2}` {
 		t.Fatalf("values %s then %s", outs[0].Value, outs[1].Value)
@@ -112,17 +108,13 @@ except ToolError as e:
 func TestExecStageProgramErrors(t *testing.T) {
 	t.Parallel()
 	nc := natsConn(t)
-	h := &codemodestages.Exec{Conn: nc, Python: python(t)}
-	out, err := h.Handle(context.Background(), execCommand(t, messages.CodeModeExecInput{Code: "nope(1)", Tools: []string{}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := out.Value.(messages.CodeModeExecOutput)
+	h := mux(t, codemodestages.Config{Conn: nc, Python: python(t)})
+	o := serve[messages.CodeModeExecOutput](t, h, execCommand(t, messages.CodeModeExecInput{Code: "nope(1)", Tools: []string{}}))
 	if o.OK || o.ErrorKind != "check" || !strings.Contains(o.Observation, "Error (check)") {
 		t.Fatalf("output %+v", o)
 	}
-	_, err = h.Handle(context.Background(), execCommand(t, messages.CodeModeExecInput{Code: "1", Tools: []string{"ghost"}}))
-	if err == nil || !strings.Contains(err.Error(), "no process serves the tool ghost") || !stagework.IsPermanent(err) {
+	_, _, err := h.Serve(context.Background(), execCommand(t, messages.CodeModeExecInput{Code: "1", Tools: []string{"ghost"}}))
+	if err == nil || !strings.Contains(err.Error(), "no process serves the tool ghost") || !bus.IsPermanent(err) {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -149,16 +141,12 @@ func TestExecStageInterpretersAliasesFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &codemodestages.Exec{Conn: nc, Python: python(t), Files: sandboxstages.ObjectStoreOutputs{Obj: obj}}
+	h := mux(t, codemodestages.Config{Conn: nc, Python: python(t), Files: sandboxstages.ObjectStoreOutputs{Obj: obj}})
 
-	out, err := h.Handle(t.Context(), execCommand(t, messages.CodeModeExecInput{Code: `import base64
+	o := serve[messages.CodeModeExecOutput](t, h, execCommand(t, messages.CodeModeExecInput{Code: `import base64
 open(OUTPUTS + "/chart.png", "wb").write(base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="))
 open(OUTPUTS + "/table.csv", "w").write("a,b\n1,2\n")
 find(key="k")`, Tools: []string{"find=lookup"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := out.Value.(messages.CodeModeExecOutput)
 	if !o.OK || string(o.Value) != `"v-k"` || len(o.Files) != 2 {
 		t.Fatalf("output %+v", o)
 	}
@@ -171,12 +159,8 @@ find(key="k")`, Tools: []string{"find=lookup"}}))
 		t.Fatalf("stored chart: %d bytes, %v (object %q)", len(stored), err, chart.Object)
 	}
 
-	out, err = h.Handle(t.Context(), execCommand(t, messages.CodeModeExecInput{Code: `r = find(key="s")
-r if not is_error(r) else "?"`, Tools: []string{"find=lookup"}, Interpreter: messages.InterpreterStarlark}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o := out.Value.(messages.CodeModeExecOutput); !o.OK || string(o.Value) != `"v-s"` {
+	if o := serve[messages.CodeModeExecOutput](t, h, execCommand(t, messages.CodeModeExecInput{Code: `r = find(key="s")
+r if not is_error(r) else "?"`, Tools: []string{"find=lookup"}, Interpreter: messages.InterpreterStarlark})); !o.OK || string(o.Value) != `"v-s"` {
 		t.Fatalf("starlark output %+v", o)
 	}
 }
@@ -198,27 +182,33 @@ func TestExecStageToolServerTrouble(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = svc.Stop() })
 	}
-	h := &codemodestages.Exec{Conn: nc, Python: python(t)} // the default wall time: 100 MB take a while under -race
-	out, err := h.Handle(t.Context(), execCommand(t, messages.CodeModeExecInput{Code: `try:
+	h := mux(t, codemodestages.Config{Conn: nc, Python: python(t)}) // the default wall time: 100 MB take a while under -race
+	if o := serve[messages.CodeModeExecOutput](t, h, execCommand(t, messages.CodeModeExecInput{Code: `try:
     big()
     r = "?"
 except ToolError as e:
     r = e.message
-r`, Tools: []string{"big", "stall"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o := out.Value.(messages.CodeModeExecOutput); !o.OK || !strings.Contains(string(o.Value), "over the 1048576 bytes a NATS message carries") {
+r`, Tools: []string{"big", "stall"}})); !o.OK || !strings.Contains(string(o.Value), "over the 1048576 bytes a NATS message carries") {
 		t.Fatalf("big: %+v", o)
 	}
 	short := python(t)
 	short.Limits.WallTime = 3 * time.Second
-	h = &codemodestages.Exec{Conn: nc, Python: short}
-	out, err = h.Handle(t.Context(), execCommand(t, messages.CodeModeExecInput{Code: "stall()", Tools: []string{"big", "stall"}}))
+	h = mux(t, codemodestages.Config{Conn: nc, Python: short})
+	if o := serve[messages.CodeModeExecOutput](t, h, execCommand(t, messages.CodeModeExecInput{Code: "stall()", Tools: []string{"big", "stall"}})); o.OK || o.ErrorKind != "limit" || !strings.Contains(o.Error, "waiting for stall") {
+		t.Fatalf("stall: %+v", o)
+	}
+}
+
+// serve runs cmd on mux and decodes its output.
+func serve[T any](t *testing.T, mux *stagework.Mux, cmd *messages.StageCommand) T {
+	t.Helper()
+	out, _, err := mux.Serve(context.Background(), cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := out.Value.(messages.CodeModeExecOutput); o.OK || o.ErrorKind != "limit" || !strings.Contains(o.Error, "waiting for stall") {
-		t.Fatalf("stall: %+v", o)
+	var v T
+	if err := json.Unmarshal(out.Value, &v); err != nil {
+		t.Fatal(err)
 	}
+	return v
 }

@@ -11,9 +11,9 @@ import (
 	"path"
 	"sort"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/codemode"
 	"github.com/autocoder/autocoder/internal/codemode/pyexec"
-	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -26,20 +26,20 @@ type FileStore interface {
 // run runs the program in the job's interpreter: CPython in the sandbox
 // (the default) or Starlark in this process. Its error is a
 // *codemode.Error for the program's failures, another for the sandbox's.
-func (e *Exec) run(ctx context.Context, in messages.CodeModeExecInput, reg *codemode.Registry) (codemode.Result, []messages.CodeModeFile, error) {
+func (h *Handlers) run(ctx context.Context, in messages.CodeModeExecInput, reg *codemode.Registry) (codemode.Result, []messages.CodeModeFile, error) {
 	if in.Interpreter == messages.InterpreterStarlark {
-		res, err := codemode.Run(ctx, in.Code, reg, e.Limits)
+		res, err := codemode.Run(ctx, in.Code, reg, h.cfg.Limits)
 		return res, nil, err
 	}
-	if e.Python == nil {
-		return codemode.Result{}, nil, stagework.Permanent(errors.New("this sandbox-worker has no sandbox for Python programs"))
+	if h.cfg.Python == nil {
+		return codemode.Result{}, nil, bus.Permanent(errors.New("this sandbox-worker has no sandbox for Python programs"))
 	}
-	res, err := e.Python.Run(ctx, in.Code, reg)
+	res, err := h.cfg.Python.Run(ctx, in.Code, reg)
 	var ce *codemode.Error
 	if err != nil && !errors.As(err, &ce) {
 		return codemode.Result{}, nil, err
 	}
-	files, serr := e.storeFiles(ctx, res.Files)
+	files, serr := h.storeFiles(ctx, res.Files)
 	if serr != nil {
 		return codemode.Result{}, nil, serr
 	}
@@ -47,7 +47,7 @@ func (e *Exec) run(ctx context.Context, in messages.CodeModeExecInput, reg *code
 }
 
 // storeFiles stores the program's files and lists them, sorted by name.
-func (e *Exec) storeFiles(ctx context.Context, files map[string][]byte) ([]messages.CodeModeFile, error) {
+func (h *Handlers) storeFiles(ctx context.Context, files map[string][]byte) ([]messages.CodeModeFile, error) {
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
@@ -57,13 +57,13 @@ func (e *Exec) storeFiles(ctx context.Context, files map[string][]byte) ([]messa
 	for _, n := range names {
 		data := files[n]
 		sum := sha256.Sum256(data)
-		h := hex.EncodeToString(sum[:])
-		f := messages.CodeModeFile{Name: n, Size: int64(len(data)), SHA256: h, ContentType: contentType(n, data), Chart: pyexec.IsImage(n)}
-		if e.Files != nil {
-			if err := e.Files.Put(ctx, h, data); err != nil {
+		digest := hex.EncodeToString(sum[:])
+		f := messages.CodeModeFile{Name: n, Size: int64(len(data)), SHA256: digest, ContentType: contentType(n, data), Chart: pyexec.IsImage(n)}
+		if h.cfg.Files != nil {
+			if err := h.cfg.Files.Put(ctx, digest, data); err != nil {
 				return nil, fmt.Errorf("codemode_exec: store %s: %w", n, err)
 			}
-			f.Object = messages.ObjectRef{SHA256: h}.String()
+			f.Object = messages.ObjectRef{SHA256: digest}.String()
 		}
 		out = append(out, f)
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/httpapi"
-	"github.com/autocoder/autocoder/internal/stack"
 	"github.com/autocoder/autocoder/internal/submit"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -78,7 +78,7 @@ with open(f"{OUTPUTS}/temps.csv", "w") as f:
 	browser := requireChromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}, EmbeddedListen: fmt.Sprintf("127.0.0.1:%d", port)})
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleLocal}, EmbeddedListen: fmt.Sprintf("127.0.0.1:%d", port)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,13 @@ import (
 // in its sandbox, and missing ones end the stage with an environment
 // diagnosis (missing is true) instead of a crash the model would read as
 // its own mistake.
-func (h *Handlers) checkImports(ctx context.Context, jobID, image, code string) (stagework.Output, bool, error) {
+func (h *Handlers) checkImports(ctx context.Context, jobID, image, code string) (stagework.Output[messages.AcceptanceOutput], bool, error) {
 	mods, err := sandbox.CheckImports(ctx, h.backend, image, code, jobID)
 	if err != nil {
-		return stagework.Output{}, false, fmt.Errorf("check imports: %w", err)
+		return stagework.Output[messages.AcceptanceOutput]{}, false, fmt.Errorf("check imports: %w", err)
 	}
 	if len(mods) == 0 {
-		return stagework.Output{}, false, nil
+		return stagework.Output[messages.AcceptanceOutput]{}, false, nil
 	}
 	missing := make([]messages.MissingModule, len(mods))
 	for i, m := range mods {
@@ -34,5 +34,5 @@ func (h *Handlers) checkImports(ctx context.Context, jobID, image, code string) 
 	out := messages.AcceptanceOutput{ExitCode: 1, MissingModules: missing,
 		Problems: []string{sandbox.MissingModulesProblem(missing)}}
 	out.Output = out.Problems[0]
-	return stagework.Output{Value: out}, true, nil
+	return stagework.Output[messages.AcceptanceOutput]{Value: out}, true, nil
 }

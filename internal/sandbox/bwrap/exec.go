@@ -18,8 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/trim"
 )
 
 // mount is one bind mount into the sandbox.
@@ -105,7 +105,7 @@ func (b *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 		defer b.destroyCgroup(cg)
 	}
 
-	stdout, stderr := protocol.NewHeadTailBuffer(s.outputLimit), protocol.NewHeadTailBuffer(s.outputLimit)
+	stdout, stderr := trim.NewBuffer(s.outputLimit), trim.NewBuffer(s.outputLimit)
 	cmd := b.bwrapCmd(s, pipes, stdout, stderr)
 	sp, err := attachStdio(cmd, s.stdio)
 	if err != nil {
