@@ -285,7 +285,7 @@ func (m *Stepper) dispatchAcceptance() {
 	m.Dispatch(messages.StageAcceptance, messages.AcceptanceInput{
 		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
 		Code: s.Solution.Code, Samples: s.Samples, Args: protocol.FileArgs(s.Samples), Outputs: s.Spec.Outputs,
-		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
+		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources, CheckImports: s.Spec.Options.ValidatesByRun(),
 	})
 }
 

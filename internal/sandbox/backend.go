@@ -85,6 +85,10 @@ type RunSpec struct {
 	CollectOutputs bool
 	// OutputCaps bound and select what CollectOutputs reads (outputcaps.go).
 	OutputCaps OutputCaps
+	// Stdio, when set, talks to the command while it runs (see
+	// StdioFunc): its standard output goes there instead of
+	// RunResult.Stdout, and its standard input comes from there.
+	Stdio StdioFunc
 	// JobID is the job the run is for, if any: the docker backend labels
 	// its container with it (autocoder.job) and logs it. It changes nothing
 	// inside the sandbox.

@@ -172,6 +172,11 @@ func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in
 	if err != nil {
 		return none, err
 	}
+	if in.CheckImports {
+		if out, missing, err := h.checkImports(ctx, cmd.JobID, image, in.Code); err != nil || missing {
+			return out, err
+		}
+	}
 	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	out, res, err := sandbox.RunScriptFiles(ctx, h.backend, sandbox.ScriptRun{
 		Env: image, Code: in.Code, Inputs: inputs, Args: in.Args, Outputs: in.Outputs,

@@ -60,7 +60,8 @@ var NotMessages = []string{
 	"TestPatch", "SampleRef", "DataColumn", "Constraint", "ConstraintParameters", "ConstraintCheck",
 	"Artifact", "TestCase",
 	"AgentToolCall", "AgentMessage", "ToolCallRecord", "AgentReport",
-	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult",
+	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult", "CodeModeFile", "MissingModule",
+	"ToolRef", // a parsed tools entry: what travels is its "alias=served_name" string
 	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation", "RepairRoute",
 	"StageRow", "StageTable", // the stage table: Go-side facts of each stage, never sent
 }

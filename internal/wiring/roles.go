@@ -7,6 +7,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/codemode"
+	"github.com/autocoder/autocoder/internal/codemode/pyexec"
 	"github.com/autocoder/autocoder/internal/codemodestages"
 	"github.com/autocoder/autocoder/internal/coordinator"
 	"github.com/autocoder/autocoder/internal/llm"
@@ -142,8 +143,10 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Code-mode programs, with their tools over NATS.
-	codeMode, err := codemodestages.New(codemodestages.Config{Conn: st.Conn, Cache: c})
+	// Code-mode programs: CPython in the sandbox (or Starlark here), with
+	// their tools over NATS and their files in the outputs store.
+	codeMode, err := codemodestages.New(codemodestages.Config{Conn: st.Conn, Cache: c,
+		Python: &pyexec.Runner{Backend: backend}, Files: sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}})
 	if err != nil {
 		return err
 	}

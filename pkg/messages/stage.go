@@ -465,6 +465,18 @@ type AcceptanceInput struct {
 	Outputs   map[string]Type   `json:"outputs,omitempty"`
 	Timeout   Duration          `json:"timeout"`
 	Resources Resources         `json:"resources"`
+	// CheckImports checks, in the sandbox and before the run, that every
+	// module the script imports can be found (the code runner): a missing
+	// one is reported in MissingModules and the script does not run.
+	CheckImports bool `json:"check_imports,omitempty"`
+}
+
+// MissingModule is a module a script imports that its environment lacks,
+// with the package that provides it (the module's own name when no table
+// knows better).
+type MissingModule struct {
+	Module  string `json:"module"`
+	Package string `json:"package"`
 }
 
 // AcceptanceOutput is the output of StageAcceptance and StageRun.
@@ -475,6 +487,9 @@ type AcceptanceOutput struct {
 	ExitCode int            `json:"exit_code"`
 	Output   string         `json:"output,omitempty"` // trimmed stdout+stderr
 	TimedOut bool           `json:"timed_out,omitempty"`
+	// MissingModules are what the import check found missing (the script
+	// did not run).
+	MissingModules []MissingModule `json:"missing_modules,omitempty"`
 }
 
 // Hermetic reports whether the outcome follows from the script and its
