@@ -23,7 +23,7 @@ import (
 var ErrBadSample = errors.New("samples: bad sample")
 
 // MaxSampleBytes bounds one sample file.
-const MaxSampleBytes = 2 << 30
+const MaxSampleBytes = messages.MaxSampleBytes
 
 // Store moves sample files through the NATS Object Store, named by content
 // hash, so no shared filesystem is needed between submitters and workers.

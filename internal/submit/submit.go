@@ -253,7 +253,7 @@ func fromFlags(prompt string, samples, inputs, outputs, cons, options multi) (*m
 			switch {
 			case listOptions[k]:
 				val = splitList(v) // one package is a list of one
-			case stringOptions[k]:
+			case stringOptions[k] || strings.HasPrefix(k, "env_vars."):
 				val = v // resources.memory=1073741824 is a quantity, not a number
 			}
 			// A dotted key sets a nested option: resources.memory=1Gi.
@@ -278,8 +278,9 @@ func fromFlags(prompt string, samples, inputs, outputs, cons, options multi) (*m
 // stringOptions are the ones whose value is a string even when it looks
 // like a number.
 var (
-	listOptions   = map[string]bool{"base_packages": true}
-	stringOptions = map[string]bool{"model": true, "cache": true, "backend": true, "resources.memory": true}
+	listOptions   = map[string]bool{"base_packages": true, "secrets": true}
+	stringOptions = map[string]bool{"model": true, "cache": true, "backend": true, "resources.memory": true,
+		"system_prompt": true, "system_prompt_prefix": true, "python": true}
 )
 
 func splitList(s string) []string {

@@ -138,8 +138,10 @@ func DecodeJobSpecJSON(data []byte) (*JobSpec, error) {
 
 // known lists the fields of each object in a JobSpec, by dotted path.
 var known = map[string][]string{
-	"":                  {"name", "prompt", "schema", "constraints", "samples", "inputs", "outputs", "options", "context"},
-	"options":           {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "validate", "agent_max_turns"},
+	"": {"name", "prompt", "schema", "constraints", "samples", "inputs", "outputs", "options", "context"},
+	"options": {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "validate", "agent_max_turns",
+		"temperature", "max_tokens", "top_p", "seed", "system_prompt", "system_prompt_prefix",
+		"env_vars", "secrets", "python", "sandbox_retries"},
 	"options.resources": {"cpu", "memory"},
 }
 

@@ -102,6 +102,29 @@ type Options struct {
 	// Validate is tests (default) or run, the code runner (coderunner.go).
 	Validate      Validation `json:"validate,omitempty"`
 	AgentMaxTurns int        `json:"agent_max_turns,omitempty"` // backend agent: model turns; default 50
+
+	// The model's settings (settings.go): every model call of the job
+	// carries them, and they are part of each model stage's cache key.
+	// Nil or zero: the model's (the server's) default.
+	Temperature *float64 `json:"temperature,omitempty"` // 0 to 2
+	MaxTokens   int      `json:"max_tokens,omitempty"`  // bound of one reply's tokens
+	TopP        *float64 `json:"top_p,omitempty"`       // above 0, at most 1
+	Seed        *int64   `json:"seed,omitempty"`
+	// SystemPrompt replaces the project's system prompt of every call;
+	// SystemPromptPrefix goes before it (or before SystemPrompt).
+	SystemPrompt       string `json:"system_prompt,omitempty"`
+	SystemPromptPrefix string `json:"system_prompt_prefix,omitempty"`
+
+	// The sandbox's settings (settings.go). EnvVars are plain values set in
+	// every sandbox run of the job (part of the cache key); Secrets are
+	// names only, whose values the sandbox worker reads from its own
+	// secret source. Python is the interpreter's version ("3.12"), from
+	// those the fleet offers; SandboxRetries are retries of a sandbox stage
+	// after an infrastructure failure (never after failing tests).
+	EnvVars        map[string]string `json:"env_vars,omitempty"`
+	Secrets        []string          `json:"secrets,omitempty"`
+	Python         string            `json:"python,omitempty"`
+	SandboxRetries int               `json:"sandbox_retries,omitempty"`
 }
 
 // Resources limit one sandbox run.
@@ -216,6 +239,8 @@ func (s *JobSpec) Validate() error {
 		o.validateChoices,
 		o.validateRun,
 		o.validateBasePackages,
+		o.validateModel,
+		o.validateSandbox,
 		s.validateCodeRunner,
 		s.validateAgent,
 	}
