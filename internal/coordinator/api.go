@@ -156,7 +156,7 @@ func (c *Coordinator) AcceptTaskRun(ctx context.Context, req messages.TaskRunReq
 	if err := json.Unmarshal(e.Value(), &t); err != nil {
 		return "", fmt.Errorf("task %s: corrupt: %w", req.Task, err)
 	}
-	run := messages.RunRequest{FromJob: t.JobID, Args: req.Args, Samples: req.Samples}
+	run := messages.RunRequest{FromJob: t.JobID, Args: req.Args, Samples: req.Samples, Options: req.Options.Over(t.Defaults)}
 	return c.Accept(ctx, messages.APIRequest{V: req.V, JobID: req.JobID, Run: &run, ReplyTo: req.ReplyTo})
 }
 

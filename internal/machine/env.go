@@ -92,7 +92,7 @@ func (m *stepper) env(c int, codeBusy bool) (image string, set []string, ready b
 			return "", set, false // already building
 		}
 	}
-	m.dispatchWith(messages.StageBuild, messages.BuildInput{Packages: set, SystemPackages: sys}, Pending{Candidate: c, Env: key})
+	m.dispatchWith(messages.StageBuild, messages.BuildInput{Packages: set, SystemPackages: sys, Name: s.Spec.Name}, Pending{Candidate: c, Env: key})
 	return "", set, false
 }
 

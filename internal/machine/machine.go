@@ -546,7 +546,7 @@ func ResultOf(s State) messages.Result {
 		ConversationHistory: s.History, SkippedTests: s.Spec.Options.SkipTests,
 		SubmittedAt: s.SubmittedAt, FinishedAt: s.FinishedAt,
 		UsageByStage: s.StageUsage, Notes: s.Notes, ContextUsed: s.ContextUsed, CodeMode: codeModeResult(s),
-		Cancelled: s.Cancelled,
+		Cancelled: s.Cancelled, OriginalSamples: originalSamples(s), // settings.go
 	}
 	spec := s.Spec
 	r.Spec = &spec

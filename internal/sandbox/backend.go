@@ -53,6 +53,9 @@ type Backend interface {
 type EnvSpec struct {
 	Packages       []string // pip requirement names (validated PEP 508 names)
 	SystemPackages []string // apt package names (docker backend only)
+	// Name is the name of the job it is for (JobSpec.Name), if any: the
+	// docker backend tags the image with it. It changes nothing inside.
+	Name string
 }
 
 // Env is a built environment.

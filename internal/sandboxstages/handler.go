@@ -136,7 +136,7 @@ func (h *Handlers) profile(ctx context.Context, in messages.ProfileInput) (stage
 }
 
 func (h *Handlers) build(ctx context.Context, jobID string, in messages.BuildInput) (stagework.Output, error) {
-	env, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: in.Packages, SystemPackages: in.SystemPackages})
+	env, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: in.Packages, SystemPackages: in.SystemPackages, Name: in.Name})
 	var inv *sandbox.InvalidPackageError
 	if errors.As(err, &inv) {
 		// Not a failed stage: the coordinator acts on the names.

@@ -49,6 +49,8 @@ var messageValues = []any{
 	messages.CancelJob{},
 	// The web UI's job index (autocoder_job_index) and iteration history.
 	messages.JobSummary{}, messages.Iteration{},
+	// A Dir output's manifest in the outputs object store.
+	messages.DirManifest{},
 }
 
 // NotMessages are the exported structs of pkg/messages that get no schema
@@ -62,6 +64,7 @@ var NotMessages = []string{
 	"AgentToolCall", "AgentMessage", "ToolCallRecord", "AgentReport",
 	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult",
 	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation", "RepairRoute",
+	"RunOptions", "ModelCost", "ManifestFile",
 }
 
 // Messages lists the wire messages, in a stable order.

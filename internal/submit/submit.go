@@ -86,7 +86,7 @@ func commands() []command {
 		{"result", "result JOB_ID [--out DIR]", resultCmd},
 		{"events", "events JOB_ID", eventsCmd},
 		{"cancel", "cancel JOB_ID [--reason TEXT] [--json]", cancelCmd},
-		{"run", "run JOB_ID [--local] [--input name=value] [--sample name=path] [--json] [--out DIR]", rerunCmd},
+		{"run", "run JOB_ID [--local] [--input name=value] [--sample name=path] [--json] [--out DIR] [--resources cpu=N,memory=Q] [--timeout D] [--retries N] [--cache MODE] [--env K=V] [--secret NAME]", rerunCmd},
 		{"task", usages(taskCommands(), " | "), taskCmd},
 		{"codemode", codeModeUsage, codemodeCmd}, // codemode.go
 		{"dlq", usages(dlqCommands(), " | "), dlqCmd},
@@ -325,13 +325,14 @@ func logger(cfg config.Config, w io.Writer) *slog.Logger {
 }
 
 // saveOut is --out (of submit, submit result and submit run): the job's
-// files (writeOut) and its File and Dir outputs, downloaded from the
-// outputs object store, in dir. It returns the outputs' paths.
+// files (writeOut), its File and Dir outputs, and the samples it was
+// generated from (under original-samples/), downloaded from the object
+// stores, in dir. It returns the downloaded paths.
 func saveOut(ctx context.Context, c *client.Client, dir string, r *messages.Result) ([]string, error) {
 	if err := writeOut(dir, r); err != nil {
 		return nil, err
 	}
-	return c.DownloadOutputs(ctx, r, dir)
+	return c.Download(ctx, r, dir)
 }
 
 // saveOutListed is saveOut that lists the downloaded outputs on Stderr.

@@ -457,6 +457,22 @@ func ParseObjectRef(s string) (ObjectRef, bool) {
 	return ObjectRef{SHA256: m[1], Ext: m[2]}, true
 }
 
+// RefExt is the extension an object reference keeps of a file's path:
+// its extension when that is a dot and 1 to 16 letters or digits (as
+// ParseObjectRef takes it), else "".
+func RefExt(path string) string {
+	ext := filepath.Ext(path)
+	if len(ext) < 2 || len(ext) > 17 {
+		return ""
+	}
+	for _, c := range ext[1:] {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return ""
+		}
+	}
+	return ext
+}
+
 // SampleFileName is the file name of a sample under /var/inputs: the sample's
 // name plus the extension of its file.
 func SampleFileName(name, pathOrRef string) string {

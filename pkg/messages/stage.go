@@ -393,6 +393,9 @@ type ConstraintOutput struct {
 type BuildInput struct {
 	Packages       []string `json:"packages"`
 	SystemPackages []string `json:"system_packages"`
+	// Name is the job's name (JobSpec.Name), if any: the docker backend
+	// names the image after it (autocoder-env-<name>:<hash>).
+	Name string `json:"name,omitempty"`
 }
 
 // BuildOutput is the output of StageBuild.
