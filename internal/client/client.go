@@ -22,6 +22,7 @@ var (
 	ErrSampleTooLarge = client.ErrSampleTooLarge
 	ErrNoDeadLetter   = client.ErrNoDeadLetter
 	ErrNoOutput       = client.ErrNoOutput
+	ErrNoSample       = client.ErrNoSample
 )
 
 // Publisher publishes JSON on JetStream with a de-duplication ID.

@@ -35,7 +35,9 @@ var messageRoutes = []route{
 }
 
 // allRoutes are every endpoint Handler serves.
-func allRoutes() []route { return append(append([]route{}, routes...), messageRoutes...) }
+func allRoutes() []route {
+	return append(append(append([]route{}, routes...), messageRoutes...), taskRoutes...)
+}
 
 // maxRequestBytes bounds a JSON request body (a job spec with its prompt).
 const maxRequestBytes = 4 << 20

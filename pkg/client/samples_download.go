@@ -2,7 +2,9 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -113,4 +115,32 @@ func writeFileFrom(root *os.Root, name string, fill func(*os.File) error) error 
 		return fmt.Errorf("%s is a directory; not replaced by a file", name)
 	}
 	return root.Rename(tmp, name)
+}
+
+// ErrNoSample means a result names no original sample of that name.
+var ErrNoSample = errors.New("client: no such original sample")
+
+// WriteSample writes the original sample name of res (OriginalSamples) to
+// w, checked against its hash, for a download over HTTP. It returns the
+// sample's file name (name plus its extension) through fileName before
+// writing anything; an object whose content does not match its hash is an
+// error after the bytes were written (the caller must then abort).
+func (c *Client) WriteSample(ctx context.Context, res *messages.Result, name string, fileName func(string), w io.Writer) error {
+	samples, err := OriginalSamples(res)
+	if err != nil {
+		return err
+	}
+	for _, s := range samples {
+		if s.Name != name {
+			continue
+		}
+		store, err := c.stores.samples(ctx)
+		if err != nil {
+			return err
+		}
+		ref, _ := messages.ParseObjectRef(s.Object)
+		fileName(s.FileName)
+		return copyChecked(ctx, store, messages.ObjectStoreSamples, ref, w)
+	}
+	return ErrNoSample
 }
