@@ -642,3 +642,47 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	}
 	return cmp.Equal(va, vb)
 }
+
+// TestSamplingSent: a job's sampling settings go with every structured and
+// chat call; a temperature of 0 arrives as (nearly) 0, not as the server's
+// default; without settings none is sent.
+func TestSamplingSent(t *testing.T) {
+	t.Parallel()
+	s, c, _ := setup(t, nil, nil)
+	s.On("plan", fakellm.JSON(testPlan))
+	s.On(fakellm.NoSchema, fakellm.Text("done"))
+	zero, topP, seed := 0.0, 0.9, int64(7)
+	req := planRequest("gpt-4.1")
+	req.MaxTokens, req.Sampling = 300, llm.Sampling{Temperature: &zero, TopP: &topP, Seed: &seed}
+	if _, err := c.Structured(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Chat(t.Context(), llm.ChatRequest{Model: "gpt-4.1", Messages: []llm.ChatMessage{{Role: "user", Content: "hi"}},
+		Sampling: llm.Sampling{Temperature: &topP, Seed: &seed}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Structured(t.Context(), planRequest("gpt-4.1")); err != nil {
+		t.Fatal(err)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	r := reqs[0]
+	if r.Temperature == nil || *r.Temperature > 1e-30 || r.TopP == nil || float32(*r.TopP) != float32(0.9) || r.Seed == nil || *r.Seed != 7 || r.MaxTokens != 300 {
+		t.Errorf("structured request: temperature %v top_p %v seed %v max_tokens %d", deref(r.Temperature), deref(r.TopP), r.Seed, r.MaxTokens)
+	}
+	if r := reqs[1]; r.Temperature == nil || float32(*r.Temperature) != float32(0.9) || r.Seed == nil || r.TopP != nil {
+		t.Errorf("chat request: temperature %v top_p %v seed %v", deref(r.Temperature), deref(r.TopP), r.Seed)
+	}
+	if r := reqs[2]; r.Temperature != nil || r.TopP != nil || r.Seed != nil {
+		t.Errorf("a call without settings sent temperature %v top_p %v seed %v", deref(r.Temperature), deref(r.TopP), r.Seed)
+	}
+}
+
+func deref(f *float64) any {
+	if f == nil {
+		return nil
+	}
+	return *f
+}

@@ -98,9 +98,16 @@ func validateEnv(prefix string, env map[string]string, secrets []string) error {
 	return nil
 }
 
+// ValidModelName reports whether name can name a model: 1 to
+// MaxModelNameLength letters, digits and ._:/@+-, starting with a letter
+// or digit.
+func ValidModelName(name string) bool {
+	return len(name) <= MaxModelNameLength && modelNameRe.MatchString(name)
+}
+
 // validateModel checks the model settings.
 func (o *Options) validateModel() error {
-	if o.Model != "" && (len(o.Model) > MaxModelNameLength || !modelNameRe.MatchString(o.Model)) {
+	if o.Model != "" && !ValidModelName(o.Model) {
 		return &FieldError{"options.model", "must be a model name from the operator's model table (letters, digits and ._:/@+-)"}
 	}
 	if t := o.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > MaxTemperature) {

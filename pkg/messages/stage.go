@@ -102,16 +102,18 @@ type StageResult struct {
 	Messages []ChatMessage `json:"messages,omitempty"`
 }
 
-// Usage counts model tokens and calls.
+// Usage counts model tokens and calls, and what they cost (the model
+// table's prices; 0 for a model without).
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-	Calls        int `json:"calls"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	Calls        int     `json:"calls"`
+	Cost         float64 `json:"cost,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.Calls + o.Calls}
+	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.Calls + o.Calls, u.Cost + o.Cost}
 }
 
 // ChatMessage is one message of a model conversation.
