@@ -77,7 +77,7 @@ type RunSpec struct {
 	Argv    []string          // e.g. ["python", "-m", "pytest", ...]; "python" is the env's interpreter
 	EnvVars map[string]string // the only environment the sandbox sees (besides PATH, HOME, LANG)
 	Timeout time.Duration     // wall clock; the whole process tree is killed after it (zero: 60s)
-	Memory  int64             // bytes; zero: 512 MiB
+	Memory  int64             // bytes; zero: 1 GiB (DefaultMemory)
 	CPUs    float64           // zero: 1
 	// OutputLimit caps stdout and stderr each; the head and tail are kept. Zero: 1 MiB.
 	OutputLimit int

@@ -130,7 +130,7 @@ type Options struct {
 // Resources limit one sandbox run.
 type Resources struct {
 	CPU    float64 `json:"cpu,omitempty"`    // cores; default 1
-	Memory string  `json:"memory,omitempty"` // Kubernetes-style quantity, e.g. 512Mi; default 512Mi
+	Memory string  `json:"memory,omitempty"` // Kubernetes-style quantity, e.g. 512Mi; default 1Gi (DefaultMemory)
 }
 
 // Duration is a time.Duration that reads and writes as "60s" (or a number of seconds).
@@ -427,7 +427,7 @@ func (s *JobSpec) Normalize(defaultModel string) {
 		o.Resources.CPU = 1
 	}
 	if o.Resources.Memory == "" {
-		o.Resources.Memory = "512Mi"
+		o.Resources.Memory = DefaultMemory
 	}
 }
 
