@@ -230,6 +230,9 @@ func (c *Coordinator) checkSpec(ctx context.Context, spec *messages.JobSpec) err
 	if err := spec.Validate(); err != nil {
 		return messages.PrefixField("spec", err)
 	}
+	if err := c.checkOffered(spec); err != nil {
+		return messages.PrefixField("spec", err)
+	}
 	for _, name := range sortedKeys(spec.Samples) {
 		ref, ok := messages.ParseObjectRef(spec.Samples[name])
 		if !ok {

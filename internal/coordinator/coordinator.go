@@ -31,6 +31,9 @@ type Config struct {
 	Metrics   *Metrics         // nil: none
 	// DefaultModel fills JobSpec.Options.Model when a submission has none.
 	DefaultModel string
+	// Offered are the models and Python versions jobs may name (settings.go);
+	// the zero value checks none.
+	Offered Offered
 	// StageDeadlines overrides, per stage kind, how long a dispatched stage
 	// may wait for its result before WatchDeadlines fails it (ErrorInfra,
 	// "stage build missed its deadline of 45m"). A stage not named gets its
@@ -133,6 +136,9 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 		return c.reject(ctx, sub.JobID, fmt.Errorf("spec: %w", err))
 	}
 	if err := spec.Validate(); err != nil {
+		return c.reject(ctx, sub.JobID, err)
+	}
+	if err := c.checkOffered(&spec); err != nil {
 		return c.reject(ctx, sub.JobID, err)
 	}
 	var refs []messages.SampleRef

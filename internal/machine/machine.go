@@ -547,6 +547,7 @@ func ResultOf(s State) messages.Result {
 		SubmittedAt: s.SubmittedAt, FinishedAt: s.FinishedAt,
 		UsageByStage: s.StageUsage, Notes: s.Notes, ContextUsed: s.ContextUsed, CodeMode: codeModeResult(s),
 		Cancelled: s.Cancelled, OriginalSamples: originalSamples(s), // settings.go
+		TotalCost: s.Usage.Cost, CostByModel: costByModel(s),
 	}
 	spec := s.Spec
 	r.Spec = &spec

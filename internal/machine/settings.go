@@ -14,3 +14,15 @@ func originalSamples(s State) []messages.SampleRef {
 	}
 	return out
 }
+
+// costByModel is the job's usage and cost by model: every model call of a
+// job goes to the model its options name, priced by the llm-worker from
+// the operator's model table (cached stages cost nothing).
+func costByModel(s State) map[string]messages.ModelCost {
+	u := s.Usage
+	if u.Calls == 0 {
+		return nil
+	}
+	return map[string]messages.ModelCost{s.Spec.Options.Model: {
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Calls: u.Calls, Cost: u.Cost}}
+}
