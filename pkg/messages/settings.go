@@ -271,3 +271,36 @@ func joinNames(base, more []string) []string {
 	}
 	return out
 }
+
+// StageSettings are the per-job settings that go with a stage command:
+// the model's on a model stage, the sandbox's on a sandbox stage.
+type StageSettings struct {
+	Temperature        *float64 `json:"temperature,omitempty"`
+	MaxTokens          int      `json:"max_tokens,omitempty"`
+	TopP               *float64 `json:"top_p,omitempty"`
+	Seed               *int64   `json:"seed,omitempty"`
+	SystemPrompt       string   `json:"system_prompt,omitempty"`
+	SystemPromptPrefix string   `json:"system_prompt_prefix,omitempty"`
+
+	EnvVars map[string]string `json:"env_vars,omitempty"`
+	Secrets []string          `json:"secrets,omitempty"` // names only: the worker has the values
+	Python  string            `json:"python,omitempty"`
+}
+
+// SettingsFor are the settings of o a stage of pool needs: nil when the
+// job has none, so a command without settings is what it was before they
+// existed (and keeps its cache key).
+func SettingsFor(pool string, o *Options) *StageSettings {
+	var s StageSettings
+	if pool == PoolLLM {
+		s = StageSettings{Temperature: o.Temperature, MaxTokens: o.MaxTokens, TopP: o.TopP, Seed: o.Seed,
+			SystemPrompt: o.SystemPrompt, SystemPromptPrefix: o.SystemPromptPrefix}
+	} else {
+		s = StageSettings{EnvVars: o.EnvVars, Secrets: o.Secrets, Python: o.Python}
+	}
+	if s.Temperature == nil && s.TopP == nil && s.Seed == nil && s.MaxTokens == 0 && s.SystemPrompt == "" &&
+		s.SystemPromptPrefix == "" && len(s.EnvVars) == 0 && len(s.Secrets) == 0 && s.Python == "" {
+		return nil
+	}
+	return &s
+}

@@ -69,6 +69,10 @@ type StageCommand struct {
 	Model     string          `json:"model,omitempty"`
 	Cache     CacheMode       `json:"cache,omitempty"`
 	Input     json.RawMessage `json:"input"`
+	// Settings are the job's per-job settings the worker applies (the
+	// model's to a model call, the sandbox's to a sandbox run); nil: none.
+	// They are part of the stage's cache key.
+	Settings *StageSettings `json:"settings,omitempty"`
 }
 
 // ErrorKind classifies a failed stage.
