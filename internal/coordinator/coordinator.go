@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,6 +58,9 @@ type Config struct {
 	// MaxStateBytes bounds one job's stored record (statebound.go).
 	// Default DefaultMaxStateBytes.
 	MaxStateBytes int
+	// Machine steps the jobs: the kinds of job this coordinator runs.
+	// Nil: machine.Default(), the built-in kinds.
+	Machine *machine.Machine
 }
 
 // Coordinator owns the job state machines: it applies each submission and
@@ -72,8 +76,8 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.States == nil || cfg.Results == nil || cfg.Publisher == nil {
 		return nil, errors.New("coordinator: States, Results and Publisher are required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	if cfg.SweepEvery < 0 {
+		return nil, errors.New("coordinator: SweepEvery must not be negative")
 	}
 	if cfg.MaxStateBytes <= 0 {
 		cfg.MaxStateBytes = DefaultMaxStateBytes
@@ -81,12 +85,9 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.SweepEvery < 0 {
-		return nil, errors.New("coordinator: SweepEvery must not be negative")
-	}
-	if cfg.SweepEvery == 0 {
-		cfg.SweepEvery = DefaultSweepEvery
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.Machine = cmp.Or(cfg.Machine, machine.Default())
+	cfg.SweepEvery = cmp.Or(cfg.SweepEvery, DefaultSweepEvery)
 	for stage, d := range cfg.StageDeadlines {
 		if d <= 0 {
 			return nil, fmt.Errorf("coordinator: the deadline of stage %s must be positive, not %s", stage, d)
@@ -141,22 +142,32 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 	if err := c.checkOffered(&spec); err != nil {
 		return c.reject(ctx, sub.JobID, err)
 	}
+	refs, err := wireRefs(&spec)
+	if err != nil {
+		return c.reject(ctx, sub.JobID, err)
+	}
+	spec.Normalize(c.cfg.DefaultModel)
+	ev := machine.Input{Kind: machine.InputSubmitted, Time: c.cfg.Now(), Submit: &machine.Submission{JobID: sub.JobID, Spec: spec, Samples: refs}}
+	return c.apply(ctx, sub.JobID, ev)
+}
+
+// wireRefs reads the spec's samples and context, which on the wire are
+// object references: the samples as the sandbox sees them, by name.
+func wireRefs(spec *messages.JobSpec) ([]messages.SampleRef, error) {
 	var refs []messages.SampleRef
 	for _, name := range sortedKeys(spec.Samples) {
 		ref, ok := messages.ParseObjectRef(spec.Samples[name])
 		if !ok {
-			return c.reject(ctx, sub.JobID, &messages.FieldError{Field: "samples." + name, Msg: "must be an object reference (sha256:<hex>[.ext]) on the wire"})
+			return nil, &messages.FieldError{Field: "samples." + name, Msg: "must be an object reference (sha256:<hex>[.ext]) on the wire"}
 		}
 		refs = append(refs, messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext})
 	}
 	for i, obj := range spec.Context {
 		if _, ok := messages.ParseObjectRef(obj); !ok {
-			return c.reject(ctx, sub.JobID, &messages.FieldError{Field: fmt.Sprintf("context[%d]", i), Msg: "must be an object reference (sha256:<hex>[.ext]) on the wire"})
+			return nil, &messages.FieldError{Field: fmt.Sprintf("context[%d]", i), Msg: "must be an object reference (sha256:<hex>[.ext]) on the wire"}
 		}
 	}
-	spec.Normalize(c.cfg.DefaultModel)
-	ev := machine.Input{Kind: machine.InputSubmitted, Time: c.cfg.Now(), Submit: &machine.Submission{JobID: sub.JobID, Spec: spec, Samples: refs}}
-	return c.apply(ctx, sub.JobID, ev)
+	return refs, nil
 }
 
 // reject finishes a job whose submission is invalid, so a waiting client
@@ -229,73 +240,103 @@ const maxCASAttempts = 50
 // apply loads the job's state, steps the machine and stores the new state
 // with compare-and-set; on a lost race it starts again from the fresh state.
 func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input) error {
-	key := bus.JobKey(jobID)
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		var rec record
-		var rev uint64
-		entry, err := c.cfg.States.Get(ctx, key)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			if ev.Kind != machine.InputSubmitted {
-				c.log.Warn("event for unknown job dropped", "job_id", jobID, "kind", ev.Kind)
-				return nil
-			}
-		case err != nil:
-			return fmt.Errorf("load job %s: %w", jobID, err)
-		default:
-			if err := json.Unmarshal(entry.Value(), &rec); err != nil {
-				return bus.Permanent(fmt.Errorf("job %s: corrupt state: %w", jobID, err))
-			}
-			rev = entry.Revision()
+		again, err := c.applyOnce(ctx, jobID, &ev)
+		if !again {
+			return err
 		}
-		if len(rec.Outbox) > 0 {
-			// The previous step's commands may not have gone out.
-			if err := c.publish(ctx, rec.Outbox); err != nil {
-				return err
-			}
-		}
-		next, cmds := machine.Step(rec.State, ev)
-		if len(cmds) == 0 {
-			if len(rec.Outbox) > 0 {
-				c.clearOutbox(ctx, jobID, rec, rev) // it is out now
-			}
-			return nil // stale or duplicate event: nothing changes
-		}
-		stored := record{State: next, Outbox: cmds, Iterations: machine.NoteIteration(rec.Iterations, rec.State, next, ev)}
-		b, err := json.Marshal(stored)
-		if err != nil {
-			return fmt.Errorf("marshal job %s: %w", jobID, err)
-		}
-		if len(b) > c.cfg.MaxStateBytes {
-			shrunk, ok := overStateLimit(ev, len(b), c.cfg.MaxStateBytes)
-			if !ok {
-				return bus.Permanent(fmt.Errorf("job %s: state of %s is over the %s bound", jobID, messages.FormatBytes(int64(len(b))), messages.FormatBytes(int64(c.cfg.MaxStateBytes))))
-			}
-			c.log.Warn("stage result too large for the job state; failing the stage", "job_id", jobID, "err", shrunk.Result.Error)
-			ev = shrunk
-			continue
-		}
-		if rev == 0 {
-			rev, err = c.cfg.States.Create(ctx, key, b)
-		} else {
-			rev, err = c.cfg.States.Update(ctx, key, b, rev)
-		}
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			c.cfg.Metrics.casConflict()
-			continue // another coordinator moved the job: step again on its state
-		}
-		if err != nil {
-			return fmt.Errorf("store job %s: %w", jobID, err)
-		}
-		if err := c.publish(ctx, cmds); err != nil {
-			return err // the outbox holds them; redelivery of this event retries
-		}
-		c.cfg.Metrics.step(ev, cmds)
-		c.clearOutbox(ctx, jobID, stored, rev)
-		c.indexStep(ctx, rec.State, next)
-		return nil
 	}
 	return fmt.Errorf("job %s: gave up after %d compare-and-set conflicts", jobID, maxCASAttempts)
+}
+
+// applyOnce is one attempt of apply. It reports again when the attempt
+// must be made again: another coordinator moved the job first, or the
+// input was a result too large for the state, now shrunk to its failure.
+func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.Input) (again bool, err error) {
+	rec, rev, err := c.load(ctx, jobID, ev.Kind)
+	if err != nil || rec == nil {
+		return false, err
+	}
+	if len(rec.Outbox) > 0 {
+		// The previous step's commands may not have gone out.
+		if err := c.publish(ctx, rec.Outbox); err != nil {
+			return false, err
+		}
+	}
+	next, cmds := c.cfg.Machine.Step(rec.State, *ev)
+	if len(cmds) == 0 {
+		if len(rec.Outbox) > 0 {
+			c.clearOutbox(ctx, jobID, *rec, rev) // it is out now
+		}
+		return false, nil // stale or duplicate event: nothing changes
+	}
+	stored := record{State: next, Outbox: cmds, Iterations: machine.NoteIteration(rec.Iterations, rec.State, next, *ev)}
+	rev, again, err = c.store(ctx, jobID, stored, rev, ev)
+	if again || err != nil {
+		return again, err
+	}
+	if err := c.publish(ctx, cmds); err != nil {
+		return false, err // the outbox holds them; redelivery of this event retries
+	}
+	c.cfg.Metrics.step(*ev, cmds)
+	c.clearOutbox(ctx, jobID, stored, rev)
+	c.indexStep(ctx, rec.State, next)
+	return false, nil
+}
+
+// load reads the job's record and its revision; a record of revision 0
+// for a submission of a new job. It returns no record, and no error, for
+// another input of a job that does not exist (it is dropped).
+func (c *Coordinator) load(ctx context.Context, jobID string, kind machine.InputKind) (*record, uint64, error) {
+	entry, err := c.cfg.States.Get(ctx, bus.JobKey(jobID))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) && kind == machine.InputSubmitted:
+		return &record{}, 0, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		c.log.Warn("event for unknown job dropped", "job_id", jobID, "kind", kind)
+		return nil, 0, nil
+	case err != nil:
+		return nil, 0, fmt.Errorf("load job %s: %w", jobID, err)
+	}
+	var rec record
+	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
+		return nil, 0, bus.Permanent(fmt.Errorf("job %s: corrupt state: %w", jobID, err))
+	}
+	return &rec, entry.Revision(), nil
+}
+
+// store writes rec at revision rev (creating it at 0) and returns the new
+// revision. It reports again, with nothing stored, when another
+// coordinator moved the job first, or when rec is over the state bound
+// because of a stage result: ev is then that result's failure instead
+// (statebound.go).
+func (c *Coordinator) store(ctx context.Context, jobID string, rec record, rev uint64, ev *machine.Input) (uint64, bool, error) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return 0, false, fmt.Errorf("marshal job %s: %w", jobID, err)
+	}
+	if len(b) > c.cfg.MaxStateBytes {
+		shrunk, ok := overStateLimit(*ev, len(b), c.cfg.MaxStateBytes)
+		if !ok {
+			return 0, false, bus.Permanent(fmt.Errorf("job %s: state of %s is over the %s bound", jobID, messages.FormatBytes(int64(len(b))), messages.FormatBytes(int64(c.cfg.MaxStateBytes))))
+		}
+		c.log.Warn("stage result too large for the job state; failing the stage", "job_id", jobID, "err", shrunk.Result.Error)
+		*ev = shrunk
+		return 0, true, nil
+	}
+	if rev == 0 {
+		rev, err = c.cfg.States.Create(ctx, bus.JobKey(jobID), b)
+	} else {
+		rev, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		c.cfg.Metrics.casConflict()
+		return 0, true, nil // another coordinator moved the job: step again on its state
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("store job %s: %w", jobID, err)
+	}
+	return rev, false, nil
 }
 
 // clearOutbox stores the state without its outbox once the commands are
@@ -331,28 +372,38 @@ func (c *Coordinator) publish(ctx context.Context, cmds []machine.Command) error
 		}
 	}
 	for _, cmd := range ordered {
-		switch {
-		case cmd.Dispatch != nil:
-			d := cmd.Dispatch
-			if err := c.cfg.Publisher.PublishJSON(ctx, bus.StageSubject(d.Stage), d, bus.StageMsgID(d.JobID, d.Seq)); err != nil {
-				return fmt.Errorf("dispatch %s for job %s: %w", d.Stage, d.JobID, err)
-			}
-		case cmd.Finish != nil:
-			b, err := json.Marshal(cmd.Finish)
-			if err != nil {
-				return fmt.Errorf("marshal result: %w", err)
-			}
-			if _, err := c.cfg.Results.Put(ctx, bus.JobKey(cmd.Finish.JobID), b); err != nil {
-				return fmt.Errorf("store result of job %s: %w", cmd.Finish.JobID, err)
-			}
-			c.cfg.Metrics.finished(cmd.Finish)
-			c.replyResult(ctx, cmd.Finish, b) // api.go
-		case cmd.Emit != nil:
-			e := cmd.Emit
-			id := fmt.Sprintf("event.%s.%s.%d.%s", e.JobID, e.Type, e.Seq, e.Stage)
-			if err := c.cfg.Publisher.PublishJSON(ctx, bus.EventSubject(e.JobID), e, id); err != nil {
-				return fmt.Errorf("emit event for job %s: %w", e.JobID, err)
-			}
+		if err := c.carryOut(ctx, cmd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// carryOut carries out one command: a stage command to its pool, a result
+// to the results bucket (and its reply_to subject), an event to the job's
+// event subject.
+func (c *Coordinator) carryOut(ctx context.Context, cmd machine.Command) error {
+	switch {
+	case cmd.Dispatch != nil:
+		d := cmd.Dispatch
+		if err := c.cfg.Publisher.PublishJSON(ctx, bus.StageSubject(d.Stage), d, bus.StageMsgID(d.JobID, d.Seq)); err != nil {
+			return fmt.Errorf("dispatch %s for job %s: %w", d.Stage, d.JobID, err)
+		}
+	case cmd.Finish != nil:
+		b, err := json.Marshal(cmd.Finish)
+		if err != nil {
+			return fmt.Errorf("marshal result: %w", err)
+		}
+		if _, err := c.cfg.Results.Put(ctx, bus.JobKey(cmd.Finish.JobID), b); err != nil {
+			return fmt.Errorf("store result of job %s: %w", cmd.Finish.JobID, err)
+		}
+		c.cfg.Metrics.finished(cmd.Finish)
+		c.replyResult(ctx, cmd.Finish, b) // api.go
+	case cmd.Emit != nil:
+		e := cmd.Emit
+		id := fmt.Sprintf("event.%s.%s.%d.%s", e.JobID, e.Type, e.Seq, e.Stage)
+		if err := c.cfg.Publisher.PublishJSON(ctx, bus.EventSubject(e.JobID), e, id); err != nil {
+			return fmt.Errorf("emit event for job %s: %w", e.JobID, err)
 		}
 	}
 	return nil

@@ -22,8 +22,8 @@ import (
 // bytes, each text trimmed); the oldest entries go first. log is not
 // modified.
 func NoteIteration(log []messages.Iteration, prev, next State, in Input) []messages.Iteration {
-	if next.Iteration == 0 || next.Phase == PhaseRunning {
-		return log
+	if next.Iteration == 0 {
+		return log // no test run yet (a rerun never has one)
 	}
 	out := append([]messages.Iteration(nil), log...)
 	if next.Iteration > prev.Iteration {
@@ -36,29 +36,30 @@ func NoteIteration(log []messages.Iteration, prev, next State, in Input) []messa
 	if e == nil {
 		return log // an iteration that started before the log was kept
 	}
-	switch ownResult(prev, in) {
-	case messages.StageRunTests:
-		if next.LastReport != nil {
-			rep := trimIterationReport(*next.LastReport)
-			e.Report = &rep
-		}
-	case messages.StageDiagnose:
-		if next.Diagnosis != nil {
-			e.Diagnosis = trimIterationDiagnosis(*next.Diagnosis)
-		}
-	case messages.StageAcceptance:
-		if next.Acceptance != nil {
-			acc := *next.Acceptance
-			acc.Output = protocol.Trim(acc.Output, iterationOutputBudget)
-			e.Acceptance = &acc
-		}
-	}
+	noteResult(e, ownResult(prev, in), &next)
 	if !reflect.DeepEqual(prev.Tracks, next.Tracks) {
 		if rs := routesOf(next.Tracks); rs != nil {
 			e.Routes = rs
 		}
 	}
 	return boundIterations(out)
+}
+
+// noteResult puts on the iteration's entry e what the result of stage
+// (of the job's own line) brought: its test report, diagnosis or
+// acceptance run.
+func noteResult(e *messages.Iteration, stage messages.Stage, next *State) {
+	switch {
+	case stage == messages.StageRunTests && next.LastReport != nil:
+		rep := trimIterationReport(*next.LastReport)
+		e.Report = &rep
+	case stage == messages.StageDiagnose && next.Diagnosis != nil:
+		e.Diagnosis = trimIterationDiagnosis(*next.Diagnosis)
+	case stage == messages.StageAcceptance && next.Acceptance != nil:
+		acc := *next.Acceptance
+		acc.Output = protocol.Trim(acc.Output, iterationOutputBudget)
+		e.Acceptance = &acc
+	}
 }
 
 // ownResult is the stage of in when it is a successful result of a stage

@@ -1,7 +1,6 @@
 package machine
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -19,45 +18,75 @@ import (
 // no tests. Each run counts as an iteration, so max_iterations bounds the
 // runs.
 
+// codeRunnerKind is options.validate: run.
+func codeRunnerKind() Kind {
+	return Kind{
+		Name:  "code runner",
+		Is:    func(sub *Submission) bool { return sub.Spec.Options.ValidatesByRun() },
+		Start: (*Stepper).startPipeline, // pipeline.go
+		Results: []Row{
+			On(messages.StageProfile, (*Stepper).profiled), // pipeline.go, as are the plan and the code
+			On(messages.StagePlan, (*Stepper).planned),
+			On(messages.StageConstraint, (*Stepper).constrained).advisory((*Stepper).constraintFailed), // constraint.go
+			On(messages.StageCode, (*Stepper).coded),
+			On(messages.StagePackages, (*Stepper).packaged).advisory((*Stepper).packagesFailed),              // env.go
+			On(messages.StagePackageReplacement, (*Stepper).replaced).advisory((*Stepper).replacementFailed), // replace.go
+			On(messages.StageBuild, (*Stepper).built),                                                        // env.go
+			On(messages.StageAcceptance, (*Stepper).ran),
+			On(messages.StageFix, (*Stepper).fixed), // repair.go
+		},
+		Phases: Phases{
+			PhaseProfiling:  {PhaseNew},
+			PhasePlanning:   {PhaseNew, PhaseProfiling},
+			PhaseGenerating: {PhasePlanning, PhaseAccepting}, // later: a stuck loop regenerates
+			PhasePackages:   {PhaseGenerating, PhaseBuilding, PhaseRepairing},
+			PhaseBuilding:   {PhaseGenerating, PhasePackages, PhaseRepairing},
+			PhaseAccepting:  {PhaseGenerating, PhasePackages, PhaseBuilding, PhaseRepairing},
+			PhaseRepairing:  {PhaseAccepting},
+		},
+		loop:      loop{generate: (*Stepper).writeCode, advance: (*Stepper).advanceRun, reflect: true},
+		succeeded: "the script ran",
+	}
+}
+
 // runTailBudget is how much of a failed run's output the reflection turn
 // sees: the tail, where a traceback ends.
 const runTailBudget = caseDetailsBudget
 
-// The context record (one entry per model stage that had the job's
-// context in its prompt) is bounded like the rest of the state: the most
-// recent records, the best chunks of each, names cut short.
-const (
-	maxContextRecords = 40
-	maxContextChunks  = 20
-	contextNameBudget = 160
-)
-
-// ContextLog is which chunks of the job's context each model stage was
-// given (ContextUsed on the result).
-type ContextLog struct {
-	ContextUsed []messages.StageContext `json:"context_used,omitempty"`
+// advanceRun is the code runner's advance: once the code and its image
+// are there, the script runs.
+func (m *Stepper) advanceRun() {
+	if m.advancing() && m.lineReady() { // pipeline.go
+		m.runValidate()
+	}
 }
-
-func validatesByRun(s *State) bool { return s.Spec.Options.ValidatesByRun() }
 
 // runValidate starts a run of the script as the job's check: the code
 // runner's counterpart of runTests.
-func (m *stepper) runValidate() {
+func (m *Stepper) runValidate() {
 	s := m.s
 	m.endRound()
 	s.Iteration++
-	m.enter(PhaseAccepting)
+	m.Enter(PhaseAccepting)
 	m.dispatchAcceptance()
+}
+
+// ran takes a run of the script: the job succeeds, or the failure goes
+// back to the model.
+func (m *Stepper) ran(_ Pending, out messages.AcceptanceOutput) {
+	if !m.keepRun(out) { // pipeline.go
+		m.reflect(*m.s.Acceptance)
+	}
 }
 
 // reflect takes a failed run of the code runner: it stops the job at
 // max_iterations or on a repeated failure, or sends the failure to the
 // fix stage as a reflection turn.
-func (m *stepper) reflect(out messages.AcceptanceOutput) {
+func (m *Stepper) reflect(out messages.AcceptanceOutput) {
 	s := m.s
 	problems := runProblems(out)
 	if s.Iteration >= s.Spec.Options.MaxIterations {
-		m.finish(messages.StatusFailed, fmt.Sprintf("the script still fails when run after %d runs (max_iterations): %s", s.Iteration, problems))
+		m.Finish(messages.StatusFailed, fmt.Sprintf("the script still fails when run after %d runs (max_iterations): %s", s.Iteration, problems))
 		return
 	}
 	fp := fingerprint(s.Solution.Code, "", envKey(s.BuiltPackages, s.SystemPackages),
@@ -65,8 +94,8 @@ func (m *stepper) reflect(out messages.AcceptanceOutput) {
 	if m.repeated(fp, "the same code and run failure") {
 		return
 	}
-	m.enter(PhaseRepairing)
-	m.note(fmt.Sprintf("run %d of the script failed: %s", s.Iteration, problems))
+	m.Enter(PhaseRepairing)
+	m.Note(fmt.Sprintf("run %d of the script failed: %s", s.Iteration, problems))
 	s.Round = &Round{Iteration: s.Iteration, Acceptance: true, BaseCode: s.Solution.Code,
 		Logic: []messages.Failure{runFailure(out, problems, s.Spec.Outputs)}}
 	m.dispatchFix(nil)
@@ -115,41 +144,4 @@ func tailOf(s string, n int) string {
 		i++
 	}
 	return "..." + s[i:]
-}
-
-// recordContext keeps which chunks of the job's context a model stage's
-// prompt held (the stage's output says, beside its own fields).
-func (m *stepper) recordContext(p Pending, r *messages.StageResult) {
-	if r.Error != "" || r.Stage.Pool() != messages.PoolLLM || len(m.s.Task.Context) == 0 {
-		return
-	}
-	var use messages.ContextUse
-	if json.Unmarshal(r.Output, &use) != nil || use.Context == nil {
-		return
-	}
-	c := *use.Context
-	c.Stage, c.Seq, c.Iteration = r.Stage, r.Seq, p.Iteration
-	if len(c.Chunks) > maxContextChunks {
-		c.Chunks = c.Chunks[:maxContextChunks] // retrieved chunks come best first
-	}
-	for i := range c.Chunks {
-		c.Chunks[i].File = protocol.Trim(c.Chunks[i].File, contextNameBudget)
-		c.Chunks[i].Heading = protocol.Trim(c.Chunks[i].Heading, contextNameBudget)
-	}
-	s := m.s
-	s.ContextUsed = append(s.ContextUsed, c)
-	if len(s.ContextUsed) > maxContextRecords {
-		s.ContextUsed = append([]messages.StageContext(nil), s.ContextUsed[len(s.ContextUsed)-maxContextRecords:]...)
-	}
-}
-
-// finishedMessage is the job_finished event's message on success.
-func finishedMessage(s *State) string {
-	if s.CodeMode != nil {
-		return "answered"
-	}
-	if validatesByRun(s) {
-		return "the script ran"
-	}
-	return "tests passed"
 }
