@@ -1,6 +1,10 @@
 package machine
 
-import "github.com/autocoder/autocoder/pkg/messages"
+import (
+	"fmt"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
 
 // originalSamples are the samples a job was generated from (for a run,
 // the samples it ran on), as the result names them: the job's files that
@@ -25,4 +29,25 @@ func costByModel(s State) map[string]messages.ModelCost {
 	}
 	return map[string]messages.ModelCost{s.Spec.Options.Model: {
 		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Calls: u.Calls, Cost: u.Cost}}
+}
+
+// retrySandbox sends a sandbox stage again after an infrastructure
+// failure (the sandbox could not run it, after the worker's own
+// deliveries) while options.sandbox_retries allow, and reports whether it
+// did. A failing script or failing tests are results, never errors, so
+// they are never retried here; nor is a permanent failure.
+func (m *Stepper) retrySandbox(p Pending, r *messages.StageResult) bool {
+	s := m.s
+	if r.Error == "" || r.ErrorKind != messages.ErrorInfra || p.Orphan || p.Input == nil ||
+		p.Retries >= s.Spec.Options.SandboxRetries || r.Stage.Pool() != messages.PoolSandbox {
+		return false
+	}
+	m.Note(fmt.Sprintf("stage %s failed in the sandbox (%s): retry %d of %d (options.sandbox_retries)",
+		r.Stage, firstLine(r.Error), p.Retries+1, s.Spec.Options.SandboxRetries))
+	next := Pending{Candidate: p.Candidate, Env: p.Env, Package: p.Package, Retries: p.Retries + 1}
+	iteration := s.Iteration
+	s.Iteration = p.Iteration // the retry belongs to the iteration its stage did
+	m.dispatchWith(r.Stage, p.Input, next)
+	s.Iteration = iteration
+	return true
 }

@@ -108,6 +108,7 @@ func (m *Stepper) stageResult(r *messages.StageResult) bool {
 		m.orphanResult(p, r) // candidates.go
 	case !ok:
 		m.Finish(messages.StatusErrored, fmt.Sprintf("internal: the %s kind dispatched stage %s and has no row for its result", m.kind.Name, r.Stage))
+	case m.retrySandbox(p, r): // settings.go
 	case r.Error != "" && row.failed != nil:
 		row.failed(m, p, r)
 	case r.Error != "":
@@ -176,6 +177,9 @@ func (m *Stepper) dispatchWith(stage messages.Stage, input any, p Pending) {
 	s.NextSeq++
 	seq := s.NextSeq
 	p.Stage, p.Iteration, p.DispatchedAt = stage, s.Iteration, m.now.Time
+	if s.Spec.Options.SandboxRetries > 0 && stage.Pool() == messages.PoolSandbox {
+		p.Input = b // to send again after an infrastructure failure (settings.go)
+	}
 	s.Pending[seq] = p
 	m.cmds = append(m.cmds, Command{Dispatch: &messages.StageCommand{
 		V: messages.SchemaVersion, JobID: s.JobID, Seq: seq, Stage: stage, Iteration: s.Iteration,
