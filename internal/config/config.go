@@ -48,6 +48,10 @@ type Config struct {
 	Concurrency         int    // AUTOCODER_CONCURRENCY: stages a worker runs at once; default 4 (llm) / 2 (sandbox)
 	LogLevel            string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
 	WorkerName          string // AUTOCODER_WORKER_NAME; default host name and pid
+	// Transcript is a scripted model transcript the llm-worker replays
+	// instead of calling a model (AUTOCODER_TRANSCRIPT, or its --transcript):
+	// the offline demo of separate processes. Only ever set explicitly.
+	Transcript string
 
 	// NATSMonitorListen serves the embedded NATS server's monitoring
 	// endpoint (AUTOCODER_NATS_MONITOR_LISTEN, monitor.go); empty: off.
@@ -93,7 +97,7 @@ type Config struct {
 	// dispatched stage may wait for its result before its job fails with
 	// the reason. Stages not named keep their defaults (coordinator.StageDeadline).
 	StageDeadlines string
-	// Access to the HTTP API and to Redis (README "Security").
+	// Access to the HTTP API and to Redis (docs/security.md).
 
 	// HTTPTokensFile holds the HTTP API's bearer tokens, one a line: "scope
 	// token" or "name:scope:token" (AUTOCODER_HTTP_TOKENS_FILE).
@@ -142,6 +146,7 @@ func FromEnv() Config {
 		PipFindLinks:        os.Getenv("AUTOCODER_PIP_FIND_LINKS"),
 		LogLevel:            env("AUTOCODER_LOG_LEVEL", "info"),
 		WorkerName:          os.Getenv("AUTOCODER_WORKER_NAME"),
+		Transcript:          os.Getenv("AUTOCODER_TRANSCRIPT"),
 		CacheKeys:           os.Getenv("AUTOCODER_CACHE_KEYS"),
 		CacheKeyFile:        os.Getenv("AUTOCODER_CACHE_KEY_FILE"),
 		StageDeadlines:      os.Getenv("AUTOCODER_STAGE_DEADLINES"),

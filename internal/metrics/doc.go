@@ -1,6 +1,6 @@
 // Package metrics holds the names of every Prometheus metric family the
-// autocoder binaries register (names.go: one file, so dashboards, the README
-// table and tests have one list to check against), the histogram buckets,
+// autocoder binaries register (names.go: one file, so dashboards, the table
+// of docs/operations.md and tests have one list to check against), the histogram buckets,
 // and the Prometheus adapters of the parts that take an observer: the model
 // client (Model), the stage cache (ObserveCache) and the sandbox backends
 // (ObserveBackend).

@@ -31,6 +31,9 @@ type server struct {
 	access func(cfg config.Config, listen string, log *slog.Logger) (httpapi.Options, error)
 	// canEmbed: the binary takes --embedded and then hosts the NATS server.
 	canEmbed bool
+	// canScript: the binary calls the model, and takes --transcript
+	// (AUTOCODER_TRANSCRIPT) to replay a scripted one instead (scripted.go).
+	canScript bool
 	// noNATS is the error when there is no NATS to join.
 	noNATS string
 }
@@ -39,7 +42,7 @@ type server struct {
 var servers = map[stack.Role]server{
 	stack.RoleCoordinator: {listen: func(c config.Config) string { return c.HTTPListen }, access: httpapi.FromConfig, canEmbed: true,
 		noNATS: "no NATS to join: set AUTOCODER_NATS_URL, or run coordinator --embedded"},
-	stack.RoleLLMWorker: {listen: func(c config.Config) string { return c.MetricsListen }, access: httpapi.MetricsFromConfig,
+	stack.RoleLLMWorker: {listen: func(c config.Config) string { return c.MetricsListen }, access: httpapi.MetricsFromConfig, canScript: true,
 		noNATS: "no NATS to join: set AUTOCODER_NATS_URL (a coordinator --embedded hosts one)"},
 	stack.RoleSandboxWorker: {listen: func(c config.Config) string { return c.MetricsListen }, access: httpapi.MetricsFromConfig,
 		noNATS: "no NATS to join: set AUTOCODER_NATS_URL (a coordinator --embedded hosts one)"},
@@ -77,6 +80,13 @@ func Serve(ctx context.Context, role stack.Role, o Options) error {
 	access, err := srv.access(o.Config, srv.listen(o.Config), o.Logger.With("component", "httpapi"))
 	if err != nil {
 		return err
+	}
+	if srv.canScript && o.Config.Transcript != "" {
+		stop, err := scriptModel(ctx, &so, o.Logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	st, err := stack.Start(ctx, so)
 	if err != nil {
@@ -131,6 +141,10 @@ func Main(role stack.Role) int {
 	o.Config.Register(fs)
 	if servers[role].canEmbed {
 		fs.BoolVar(&o.Embedded, "embedded", false, "host an embedded NATS server on AUTOCODER_NATS_LISTEN for other processes")
+	}
+	if servers[role].canScript {
+		fs.StringVar(&o.Config.Transcript, "transcript", o.Config.Transcript,
+			"replay this scripted model transcript instead of calling a model: an offline demo (AUTOCODER_TRANSCRIPT)")
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -27,6 +27,11 @@ func TestServeFailsCleanly(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("read 0123456789abcdef0123\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	unlabelled := filepath.Join(t.TempDir(), "transcript.json")
+	if err := os.WriteFile(unlabelled, []byte(`{"replies": {"plan": [{}]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	remote := func(c *config.Config) { c.NATSURL = "nats://127.0.0.1:1" } // never reached: the transcript fails first
 	tests := []struct {
 		name     string
 		role     stack.Role
@@ -45,6 +50,10 @@ func TestServeFailsCleanly(t *testing.T) {
 		{"a bad setting", stack.RoleCoordinator, true, func(c *config.Config) { c.Sandbox = "vm" }, "AUTOCODER_SANDBOX"},
 		{"a coordinator without HTTP tokens", stack.RoleCoordinator, true, func(c *config.Config) { c.HTTPTokensFile = "" }, "AUTOCODER_HTTP_TOKENS_FILE"},
 		{"a tokens file that is not there", stack.RoleCoordinator, true, func(c *config.Config) { c.HTTPTokensFile += ".missing" }, "http tokens"},
+		{"a transcript that is not there", stack.RoleLLMWorker, false, func(c *config.Config) { remote(c); c.Transcript = unlabelled + ".missing" },
+			"AUTOCODER_TRANSCRIPT: stat " + unlabelled + ".missing: no such file"},
+		{"a transcript that does not say it is scripted", stack.RoleLLMWorker, false, func(c *config.Config) { remote(c); c.Transcript = unlabelled },
+			"label is required"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

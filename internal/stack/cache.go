@@ -83,3 +83,15 @@ func signCache(inner cache.Cache, keys *cache.Keyring, cfg config.Config, log *s
 	}
 	return cache.NewSigned(inner, keys, sc)
 }
+
+// OpenScriptedCache opens the stage cache of a process whose model is a
+// scripted transcript (fakellm.ReplayFile): always the embedded cache, in
+// <state dir>/scripted, never Redis nor the cache a real model's answers
+// are kept in. Stage keys name the model (gpt-4.1), not the transcript, so
+// scripted answers kept beside real ones would be served to a later job as
+// the real model's.
+func OpenScriptedCache(ctx context.Context, cfg config.Config, log *slog.Logger, reg *prometheus.Registry) (cache.Cache, error) {
+	cfg.RedisURL = ""
+	cfg.StateDir = filepath.Join(cfg.StateDir, "scripted")
+	return OpenCache(ctx, cfg, log, reg)
+}

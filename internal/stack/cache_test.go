@@ -1,6 +1,7 @@
 package stack_test
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -56,5 +57,38 @@ func TestOpenCacheKeys(t *testing.T) {
 		t.Error(err)
 	} else if _, ok := c.(*cache.Signed); !ok {
 		t.Errorf("Redis with a key is a %T, want *cache.Signed", c)
+	}
+}
+
+// TestScriptedCacheIsApart: a scripted model's stage cache is the embedded
+// one under <state dir>/scripted, even where a Redis is configured, and
+// what it holds is not in the cache real answers are kept in.
+func TestScriptedCacheIsApart(t *testing.T) {
+	t.Parallel()
+	url := testredis.Start(t)
+	log := slog.New(slog.DiscardHandler)
+	state := t.TempDir()
+	keys := "fleet:" + strings.Repeat("QUFB", 8)
+	cfg := config.Config{StateDir: state, RedisURL: url, CacheKeys: keys}
+	scripted, err := stack.OpenScriptedCache(t.Context(), cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scripted.Close()
+	if err := scripted.Set(t.Context(), "stage/plan", []byte("a scripted plan"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(state, "scripted", "cache")); err != nil {
+		t.Errorf("no embedded cache under the state dir's scripted/: %v", err)
+	}
+	for name, c := range map[string]config.Config{"the Redis": cfg, "the embedded cache": {StateDir: state, CacheKeys: keys}} {
+		real, err := stack.OpenCache(t.Context(), c, log, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := real.Get(t.Context(), "stage/plan"); !errors.Is(err, cache.ErrMiss) {
+			t.Errorf("%s of real answers has the scripted entry: %q, %v", name, v, err)
+		}
+		real.Close()
 	}
 }

@@ -50,6 +50,11 @@ func TestOpenBackendSelection(t *testing.T) {
 			c.DockerHost = "unix:///nonexistent/docker.sock"
 			c.Python = "/nonexistent/python3"
 		}, "", "no sandbox backend can run here"},
+		{"neither says what to install", func(c *config.Config) {
+			c.Sandbox = ""
+			c.DockerHost = "unix:///nonexistent/docker.sock"
+			c.Python = "/nonexistent/python3"
+		}, "", "install bubblewrap, and pytest for /nonexistent/python3: scripts/quickstart.sh does it on Debian"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

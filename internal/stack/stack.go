@@ -187,7 +187,7 @@ func (st *Stack) startEmbedded() (*nats.Conn, error) {
 
 // errNoNATSAuth is a listener with neither users nor auth switched off.
 const errNoNATSAuth = "the embedded NATS listener %s needs authentication: set AUTOCODER_NATS_USERS_FILE " +
-	"(--nats-users-file) to a users file (see README, NATS authentication), or AUTOCODER_NATS_AUTH=none " +
+	"(--nats-users-file) to a users file (docs/operations.md, Running a fleet), or AUTOCODER_NATS_AUTH=none " +
 	"(--nats-auth=none) to let any process that reaches it in"
 
 // embeddedConfig is the embedded server: its store, and the listener with
@@ -294,7 +294,7 @@ func (st *Stack) awaitProvisioned(ctx context.Context) (*bus.Resources, error) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			// A request the server refuses gets no reply: the refusal is
 			// only in the log (nats async error).
-			return nil, fmt.Errorf("%w (no answer: does this NATS user have its role's permissions? see README, NATS authentication)", err)
+			return nil, fmt.Errorf("%w (no answer: does this NATS user have its role's permissions? see docs/security.md, NATS)", err)
 		}
 		if !errors.Is(err, bus.ErrNotProvisioned) {
 			return res, err
@@ -573,7 +573,8 @@ func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cac
 	b, err := openProcess(cfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("no sandbox backend can run here: docker: %v; process: %w "+
-			"(start Docker or podman system service and set DOCKER_HOST, or install bubblewrap; see docs/docker.md)", pingErr, err)
+			"(install bubblewrap, and pytest for %s: scripts/quickstart.sh does it on Debian; "+
+			"or start Docker or podman system service and set DOCKER_HOST: docs/docker.md)", pingErr, err, cfg.Python)
 	}
 	log.Info("sandbox backend: process", "docker", pingErr.Error())
 	return b, nil
