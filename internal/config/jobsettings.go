@@ -81,11 +81,11 @@ func (c *Config) ModelTable() (*modeltable.Table, error) {
 
 // ModelNames are the names of the models jobs may name, and the default:
 // what the coordinator checks a job's options.model against. It reads the
-// table without its keys.
+// table without its keys. Without a table file, names is nil: any model
+// the one endpoint serves may be named (modeltable.Single).
 func (c *Config) ModelNames() (names []string, def string, err error) {
 	if c.ModelsFile == "" {
-		t := modeltable.Single(c.Model, "", "")
-		return t.Names(), t.Default, nil
+		return nil, modeltable.Single(c.Model, "", "").Default, nil
 	}
 	b, err := os.ReadFile(c.ModelsFile)
 	if err != nil {

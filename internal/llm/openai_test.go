@@ -16,6 +16,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/modeltable"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -685,4 +686,57 @@ func deref(f *float64) any {
 		return nil
 	}
 	return *f
+}
+
+// TestRouter: two models of a table reach two endpoints with their own
+// keys, under the names the endpoints know them by; each call is priced
+// from the table; an unknown model and a prompt past a model's context
+// fail at once, permanently.
+func TestRouter(t *testing.T) {
+	t.Parallel()
+	a, b := fakellm.New(), fakellm.New()
+	t.Cleanup(a.Close)
+	t.Cleanup(b.Close)
+	a.On("plan", fakellm.JSON(testPlan).Usage(1000, 500))
+	b.On("plan", fakellm.JSON(testPlan).Usage(2000, 100))
+	tb := &modeltable.Table{Default: "big", Models: []modeltable.Model{
+		{Name: "big", BaseURL: a.URL(), Key: "key-a", InputPrice: 2, OutputPrice: 8},
+		{Name: "small", Remote: "qwen-7b", BaseURL: b.URL(), Key: "key-b", InputPrice: 0.5, ContextTokens: 100},
+	}}
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	var seen []string
+	r, err := llm.NewRouter(tb, llm.OpenAIConfig{HTTPClient: &http.Client{Transport: tr}}, func(m string, u messages.Usage) {
+		seen = append(seen, fmt.Sprintf("%s:%g", m, u.Cost))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := r.Structured(t.Context(), planRequest(""))
+	if err != nil || big.Usage.Cost != 0.006 {
+		t.Fatalf("default model: %v, usage %+v", err, big.Usage)
+	}
+	small, err := r.Structured(t.Context(), planRequest("small"))
+	if err != nil || small.Usage.Cost != 0.001 {
+		t.Fatalf("small: %v, usage %+v", err, small.Usage)
+	}
+	if ra, rb := a.Requests(), b.Requests(); len(ra) != 1 || len(rb) != 1 || ra[0].APIKey != "key-a" || rb[0].APIKey != "key-b" ||
+		ra[0].Model != "big" || rb[0].Model != "qwen-7b" {
+		t.Errorf("requests: %d to a, %d to b", len(ra), len(rb))
+	}
+	if strings.Join(seen, ",") != "big:0.006,small:0.001" {
+		t.Errorf("usage seen: %v", seen)
+	}
+	_, err = r.Structured(t.Context(), planRequest("huge"))
+	if !errors.Is(err, llm.ErrUnknownModel) || !llm.IsPermanent(err) || !strings.Contains(err.Error(), "big, small") {
+		t.Errorf("unknown model: %v", err)
+	}
+	long := planRequest("small")
+	long.Messages[1].Content = strings.Repeat("x", 1000)
+	if _, err := r.Structured(t.Context(), long); !errors.Is(err, llm.ErrPromptTooLong) || !llm.IsPermanent(err) {
+		t.Errorf("long prompt: %v", err)
+	}
+	if len(b.Requests()) != 1 {
+		t.Error("a refused call reached the endpoint")
+	}
 }

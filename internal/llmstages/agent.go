@@ -68,7 +68,7 @@ func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in
 	if !ok {
 		return Output{}, fmt.Errorf("%w: the model client cannot make tool calls, which the agent backend needs", ErrBadInput)
 	}
-	head := prompts.Agent(in)
+	head := personalize(cmd, prompts.Agent(in)) // settings.go
 	if err := h.checkPromptSize(cmd.Stage, agentPromptSize(head, in.Messages)); err != nil {
 		return Output{}, err
 	}
@@ -76,7 +76,8 @@ func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in
 	if model == "" {
 		model = h.opts.Model
 	}
-	req := llm.ChatRequest{Model: model, Tools: agentTools, MaxTokens: h.opts.MaxTokens}
+	sampling, maxTokens := h.sampling(cmd)
+	req := llm.ChatRequest{Model: model, Tools: agentTools, MaxTokens: maxTokens, Sampling: sampling}
 	for _, m := range head {
 		req.Messages = append(req.Messages, llm.ChatMessage{Role: m.Role, Content: m.Content})
 	}

@@ -227,10 +227,12 @@ func (h *Handlers) call(ctx context.Context, cmd *messages.StageCommand, msgs []
 	if model == "" {
 		model = h.opts.Model
 	}
+	msgs = personalize(cmd, msgs) // settings.go
 	if err := h.checkPromptSize(cmd.Stage, msgs); err != nil {
 		return Output{}, err
 	}
-	reply, err := h.client.Structured(ctx, llm.StructuredRequest{Model: model, Messages: msgs, Schema: schema, MaxTokens: h.opts.MaxTokens})
+	sampling, maxTokens := h.sampling(cmd)
+	reply, err := h.client.Structured(ctx, llm.StructuredRequest{Model: model, Messages: msgs, Schema: schema, MaxTokens: maxTokens, Sampling: sampling})
 	out := Output{Usage: reply.Usage}
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", cmd.Stage, err)

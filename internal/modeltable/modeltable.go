@@ -27,6 +27,10 @@ type Table struct {
 	// costs; autocoder does no conversion.
 	Currency string  `yaml:"currency,omitempty" json:"currency,omitempty"`
 	Models   []Model `yaml:"models" json:"models"`
+	// Open makes a name the table lacks go to the default model's
+	// endpoint under that name, unpriced: the table of a deployment without
+	// a file (Single), where any model the one endpoint serves may be named.
+	Open bool `yaml:"-" json:"-"`
 }
 
 // Model is one row of the table.
@@ -82,6 +86,11 @@ func (t *Table) Lookup(name string) (Model, bool) {
 			return m, true
 		}
 	}
+	if t.Open && messages.ValidModelName(name) {
+		if def, ok := t.Lookup(""); ok {
+			return Model{Name: name, BaseURL: def.BaseURL, Key: def.Key}, true
+		}
+	}
 	return Model{}, false
 }
 
@@ -97,12 +106,13 @@ func (t *Table) Names() []string {
 
 // Single is the table of a deployment without a model table file: one
 // model, named name (AUTOCODER_MODEL), at baseURL with key
-// (OPENAI_BASE_URL, OPENAI_API_KEY), with no prices.
+// (OPENAI_BASE_URL, OPENAI_API_KEY), with no prices; Open, so a job may
+// name any other model that endpoint serves, as before tables existed.
 func Single(name, baseURL, key string) *Table {
 	if name == "" {
 		name = messages.DefaultModel
 	}
-	return &Table{Default: name, Models: []Model{{Name: name, BaseURL: baseURL, Key: key}}}
+	return &Table{Default: name, Models: []Model{{Name: name, BaseURL: baseURL, Key: key}}, Open: true}
 }
 
 // Load reads a model table file (YAML, or JSON, which is YAML), checks it

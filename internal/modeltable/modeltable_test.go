@@ -111,4 +111,12 @@ func TestSingle(t *testing.T) {
 	if !ok || m.Name != messages.DefaultModel || m.Key != "k" || tb.Validate() != nil {
 		t.Errorf("Single: %+v %v", m, tb.Validate())
 	}
+	// Any other model the endpoint serves may be named, unpriced.
+	other, ok := tb.Lookup("llama3:8b")
+	if !ok || other.RemoteName() != "llama3:8b" || other.BaseURL != "http://127.0.0.1:1/v1" || other.Key != "k" || other.InputPrice != 0 {
+		t.Errorf("Single, another model: %+v %v", other, ok)
+	}
+	if _, ok := tb.Lookup("bad name"); ok {
+		t.Error("an invalid name was found")
+	}
 }

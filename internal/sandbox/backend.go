@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -130,4 +131,22 @@ type Artifact struct {
 	URL    string `json:"url"`
 	SHA256 string `json:"sha256,omitempty"` // hex; empty when unknown (tunnels)
 	Bytes  int64  `json:"bytes,omitempty"`  // bytes that flowed through the proxy; zero when not seen by it
+}
+
+// PythonVersioned is a Backend that says which Python its environments
+// run: "3.11", the major and minor of sys.version. A sandbox worker checks
+// the versions it offers (AUTOCODER_PYTHONS) with it.
+type PythonVersioned interface {
+	PythonVersion() string
+}
+
+// MajorMinor is "3.11" of a sys.version such as "3.11.2 (main, ...)", or
+// "" for anything else.
+func MajorMinor(sysVersion string) string {
+	v, _, _ := strings.Cut(strings.TrimSpace(sysVersion), " ")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return ""
+	}
+	return parts[0] + "." + parts[1]
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/autocoder/autocoder/internal/profile"
 	"github.com/autocoder/autocoder/internal/samples"
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/secretsource"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -41,6 +42,10 @@ type Handlers struct {
 	workspace WorkspaceStore
 	// failedRuns remembers failing test runs (failedruns.go); nil: none.
 	failedRuns FailedRunRecorder
+	// secrets, python and pythons serve the jobs' sandbox settings (settings.go).
+	secrets *secretsource.Source
+	python  string
+	pythons map[string]*Handlers
 }
 
 var _ stagework.Handler = (*Handlers)(nil)
@@ -66,6 +71,11 @@ func (h *Handlers) Version(stage messages.Stage) string {
 
 // Handle implements stagework.Handler.
 func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (stagework.Output, error) {
+	if py, err := h.forPython(cmd); err != nil { // settings.go
+		return stagework.Output{}, stagework.Permanent(err)
+	} else if py != h {
+		return py.Handle(ctx, cmd)
+	}
 	switch cmd.Stage {
 	case messages.StageProfile:
 		var in messages.ProfileInput
@@ -167,10 +177,14 @@ func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in 
 	if err != nil {
 		return stagework.Output{}, err
 	}
+	env, redact, err := h.jobEnv(cmd) // settings.go
+	if err != nil {
+		return stagework.Output{}, stagework.Permanent(err)
+	}
 	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	rep, err := sandbox.RunTests(ctx, h.backend, sandbox.TestRun{
 		Env: image, Code: in.Code, Tests: in.Tests, Inputs: inputs,
-		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID,
+		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID, EnvVars: env, Redact: redact,
 	})
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("run tests: %w", err)
@@ -193,10 +207,15 @@ func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in
 	if err != nil {
 		return stagework.Output{}, err
 	}
+	env, redact, err := h.jobEnv(cmd) // settings.go
+	if err != nil {
+		return stagework.Output{}, stagework.Permanent(err)
+	}
 	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	out, res, err := sandbox.RunScriptFiles(ctx, h.backend, sandbox.ScriptRun{
 		Env: image, Code: in.Code, Inputs: inputs, Args: in.Args, Outputs: in.Outputs,
 		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID, OutputCaps: h.ceilings.Outputs,
+		EnvVars: env, Redact: redact,
 	})
 	if err != nil {
 		return stagework.Output{}, fmt.Errorf("run script: %w", err)
@@ -217,7 +236,7 @@ func (h *Handlers) ensureEnv(ctx context.Context, image string, env messages.Bui
 	if image == "" && len(env.Packages) == 0 && len(env.SystemPackages) == 0 {
 		return "", stagework.Permanent(errors.New("no environment to run in"))
 	}
-	e, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: env.Packages, SystemPackages: env.SystemPackages})
+	e, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: env.Packages, SystemPackages: env.SystemPackages, Name: env.Name})
 	if err != nil {
 		return "", fmt.Errorf("prepare environment: %w", err)
 	}

@@ -340,9 +340,14 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	models, defaultModel, err := st.opts.Config.ModelNames()
+	if err != nil {
+		return err
+	}
+	offered := coordinator.Offered{Models: models, Pythons: st.opts.Config.PythonVersions()}
 	coord, err := coordinator.New(coordinator.Config{States: st.Resources.JobState, Results: st.Resources.JobResults, Index: st.Resources.JobIndex,
-		Publisher: st.Publisher, Logger: st.log.With("component", "coordinator"), Metrics: m, DefaultModel: st.opts.Config.Model,
-		StageDeadlines: deadlines, Resources: st.Resources, JS: st.JS})
+		Publisher: st.Publisher, Logger: st.log.With("component", "coordinator"), Metrics: m, DefaultModel: defaultModel,
+		StageDeadlines: deadlines, Resources: st.Resources, JS: st.JS, Offered: offered})
 	if err != nil {
 		return err
 	}
@@ -380,14 +385,7 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 	}
 	model := st.opts.LLM
 	if model == nil {
-		cfg := st.opts.Config
-		obs, err := st.modelObserver()
-		if err != nil {
-			return err
-		}
-		model, err = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey,
-			MaxReplyBytes: bounds.ReplyBytes, Logger: st.log.With("component", "llm"), Observer: obs})
-		if err != nil {
+		if model, err = st.modelRouter(bounds); err != nil {
 			return err
 		}
 	}
@@ -399,7 +397,26 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 		Logger: st.log.With("component", "llm-stages"), Context: docs, ContextBytes: bounds.ContextBytes,
 		FailedRuns: cache.FailedRuns{Cache: c}}))
 	chat, _ := model.(codemode.Model) // nil: code-mode turns fail, saying why
-	return st.startStageWorker(bus.PoolLLM, codemodestages.Wrap(h, codemodestages.Turn{Model: chat}), c, 4)
+	return st.startStageWorker(bus.PoolLLM, codemodestages.Wrap(h, codemodestages.Turn{Model: chat}), c, 4, nil)
+}
+
+// modelRouter is the llm-worker's client: one per model of the model
+// table (AUTOCODER_MODELS_FILE, or the one model of OPENAI_BASE_URL), each
+// call priced and its cost counted.
+func (st *Stack) modelRouter(bounds config.ModelBounds) (*llm.Router, error) {
+	table, err := st.opts.Config.ModelTable()
+	if err != nil {
+		return nil, err
+	}
+	obs, err := st.modelObserver()
+	if err != nil {
+		return nil, err
+	}
+	var onUsage func(string, messages.Usage)
+	if m, ok := obs.(interface{ Cost(string, float64) }); ok {
+		onUsage = func(model string, u messages.Usage) { m.Cost(model, u.Cost) }
+	}
+	return llm.NewRouter(table, llm.OpenAIConfig{MaxReplyBytes: bounds.ReplyBytes, Logger: st.log.With("component", "llm"), Observer: obs}, onUsage)
 }
 
 // startSandboxWorker takes the sandbox stages on Options.Backend or the
@@ -431,11 +448,22 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h := sandboxstages.New(backend, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}).
-		WithWorkspace(sandboxstages.ObjectStoreWorkspace{Obj: st.Resources.Outputs}).
-		WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages")).WithFailedRuns(cache.FailedRuns{Cache: c})
+	secrets, err := st.secretSource() // pythons.go
+	if err != nil {
+		return err
+	}
+	handlers := func(b sandbox.Backend) *sandboxstages.Handlers {
+		return sandboxstages.New(b, store).WithOutputs(sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}).
+			WithWorkspace(sandboxstages.ObjectStoreWorkspace{Obj: st.Resources.Outputs}).
+			WithCeilings(ceil).WithLogger(st.log.With("component", "sandbox-stages")).WithFailedRuns(cache.FailedRuns{Cache: c}).
+			WithSecrets(secrets)
+	}
+	h := handlers(backend)
+	if err := st.offerPythons(ctx, c, h, handlers); err != nil { // pythons.go
+		return err
+	}
 	cm := &codemodestages.Exec{Conn: st.Conn, Cache: c} // code-mode programs, tools over NATS
-	return st.startStageWorker(bus.PoolSandbox, codemodestages.Wrap(h, cm), c, 2)
+	return st.startStageWorker(bus.PoolSandbox, codemodestages.Wrap(h, cm), c, 2, h.KeyPart)
 }
 
 // startLocal starts the coordinator and both workers, as submit --local does.
@@ -450,7 +478,9 @@ func (st *Stack) startLocal(ctx context.Context) error {
 
 // startStageWorker starts the <pool>-worker: pool's stage commands handled
 // by h, cached in c, in Config.Concurrency slots (defaultSlots when unset).
-func (st *Stack) startStageWorker(pool bus.Pool, h stagework.Handler, c cache.Cache, defaultSlots int) error {
+// keyPart, if not nil, adds to each stage's cache key (stagework.Config.KeyPart).
+func (st *Stack) startStageWorker(pool bus.Pool, h stagework.Handler, c cache.Cache, defaultSlots int,
+	keyPart func(*messages.StageCommand) ([]byte, error)) error {
 	cfg, name := st.opts.Config, string(pool)+"-worker"
 	c, err := st.observedCache(c)
 	if err != nil {
@@ -464,7 +494,8 @@ func (st *Stack) startStageWorker(pool bus.Pool, h stagework.Handler, c cache.Ca
 	st.closers = append(st.closers, sub.Unsubscribe)
 	r, err := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: st.Publisher, Cache: c,
 		Pool: pool, Jobs: stagework.KVJobs{KV: st.Resources.JobState}, Cancels: cancels,
-		Logger: st.log.With("component", name), Worker: cfg.WorkerName, OnResult: st.stageMetrics(), OnRefused: st.refusalMetrics()})
+		Logger: st.log.With("component", name), Worker: cfg.WorkerName, OnResult: st.stageMetrics(), OnRefused: st.refusalMetrics(),
+		KeyPart: keyPart})
 	if err != nil {
 		return err
 	}

@@ -91,6 +91,11 @@ type Config struct {
 	// Cancels, if set, stops the stages of a cancelled job (cancel.go);
 	// nil: they run to their end and their results are stale.
 	Cancels *Cancels
+	// KeyPart, if set, adds to a stage's cache key what the command alone
+	// does not say: a job's secrets, as an HMAC of their values on this
+	// worker (secretsource.Source.KeyPart). An error makes the stage
+	// uncached; the handler then says what is wrong.
+	KeyPart func(cmd *messages.StageCommand) ([]byte, error)
 }
 
 // Executor is the stage executor: it turns stage command messages into
@@ -143,9 +148,28 @@ type cached struct {
 }
 
 // Key is the content address of a stage command: the same stage, version,
-// model and input give the same key, whichever job asks.
+// model, input and settings (a job's model or sandbox settings, and what
+// Config.KeyPart adds) give the same key, whichever job asks. "" means the
+// stage cannot be keyed (KeyPart failed): it is not cached.
 func (e *Executor) Key(cmd *messages.StageCommand) string {
-	return cache.Key("stage", []byte(cmd.Stage), []byte(e.cfg.Handler.Version(cmd.Stage)), []byte(cmd.Model), cmd.Input)
+	parts := [][]byte{[]byte(cmd.Stage), []byte(e.cfg.Handler.Version(cmd.Stage)), []byte(cmd.Model), cmd.Input}
+	if cmd.Settings != nil { // absent before settings existed: those keys are unchanged
+		b, err := json.Marshal(cmd.Settings)
+		if err != nil {
+			return ""
+		}
+		parts = append(parts, b)
+	}
+	if e.cfg.KeyPart != nil {
+		extra, err := e.cfg.KeyPart(cmd)
+		if err != nil {
+			return ""
+		}
+		if extra != nil {
+			parts = append(parts, extra)
+		}
+	}
+	return cache.Key("stage", parts...)
 }
 
 // Handle implements bus.Handler.
@@ -168,10 +192,10 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 	start := e.cfg.Now()
 	res := messages.StageResult{V: messages.SchemaVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage, StartedAt: start, Worker: e.cfg.Worker}
 	key := e.Key(cmd)
-	if e.fromCache(ctx, cmd, key, &res) {
+	if key != "" && e.fromCache(ctx, cmd, key, &res) {
 		return e.publish(ctx, msg, &res, start)
 	}
-	if e.cacheable(cmd) {
+	if key != "" && e.cacheable(cmd) {
 		claim, done, err := e.claimOrWait(ctx, cmd, key, &res)
 		switch {
 		case err != nil:
@@ -231,9 +255,10 @@ func (e *Executor) cacheable(cmd *messages.StageCommand) bool {
 	return e.cfg.Cache != nil && (cmd.Cache == "" || cmd.Cache == messages.CacheAuto)
 }
 
-// store keeps a computed result in the cache unless the command disables it.
+// store keeps a computed result in the cache unless the command disables it
+// or it has no key.
 func (e *Executor) store(ctx context.Context, cmd *messages.StageCommand, key string, res *messages.StageResult) {
-	if e.cfg.Cache == nil || cmd.Cache == messages.CacheDisable {
+	if e.cfg.Cache == nil || cmd.Cache == messages.CacheDisable || key == "" {
 		return
 	}
 	cb, _ := json.Marshal(cached{Output: res.Output, Messages: res.Messages})

@@ -291,6 +291,13 @@ func TestCacheKey(t *testing.T) {
 		"stage": func(c *messages.StageCommand) { c.Stage = messages.StageTests },
 		"model": func(c *messages.StageCommand) { c.Model = "m2" },
 		"input": func(c *messages.StageCommand) { c.Input = json.RawMessage(`{"task":{"prompt":"q"}}`) },
+		"settings": func(c *messages.StageCommand) {
+			temp := 0.2
+			c.Settings = &messages.StageSettings{Temperature: &temp}
+		},
+		"env_vars": func(c *messages.StageCommand) {
+			c.Settings = &messages.StageSettings{EnvVars: map[string]string{"A": "1"}}
+		},
 	} {
 		c := *base
 		mod(&c)
@@ -301,6 +308,44 @@ func TestCacheKey(t *testing.T) {
 	r2 := newExecutor(t, &handler{version: "v2"}, &publisher{}, nil, nil)
 	if r2.Key(base) == key {
 		t.Error("a new handler version keeps the key")
+	}
+	// A command without settings keeps the key it had before settings existed.
+	if want := cache.Key("stage", []byte(base.Stage), []byte("v1"), []byte(base.Model), base.Input); key != want {
+		t.Error("a command without settings changed its key")
+	}
+}
+
+// TestCacheKeyPart: what Config.KeyPart adds (a job's secrets, hashed on
+// the worker) changes the key; when it cannot be had, the stage has no
+// key and is neither read from nor written to the cache.
+func TestCacheKeyPart(t *testing.T) {
+	t.Parallel()
+	part := []byte("secrets:v1")
+	var fail bool
+	h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
+	r := newExecutor(t, h, p, c, func(cfg *stagework.Config) {
+		cfg.KeyPart = func(*messages.StageCommand) ([]byte, error) {
+			if fail {
+				return nil, errors.New("secret DB: not found")
+			}
+			return part, nil
+		}
+	})
+	cmd := command(messages.CacheAuto)
+	k1 := r.Key(cmd)
+	part = []byte("secrets:v2") // a rotated secret
+	if k2 := r.Key(cmd); k2 == k1 || k2 == "" {
+		t.Errorf("a rotated secret keeps the key (%q, %q)", k1, k2)
+	}
+	fail = true
+	if r.Key(cmd) != "" {
+		t.Error("a key without its part")
+	}
+	if err := r.Handle(ctxT(t), message(t, cmd, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.m) != 0 {
+		t.Errorf("a stage without a key was cached: %v", c.m)
 	}
 }
 

@@ -112,10 +112,7 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	if err := f.report(ctx, st.Client, from, res, io); err != nil {
 		return 0, err
 	}
-	if !res.Success && strings.HasPrefix(res.Error, "invalid job spec: ") {
-		return ExitUsage, nil // the coordinator found the request bad
-	}
-	return exitCode(res), nil
+	return exitCode(res), nil // ExitUsage when the coordinator found the request bad
 }
 
 // stackOptions is where the rerun runs: on a running deployment, or with

@@ -203,12 +203,17 @@ func cliStack(cfg config.Config, io IO) stack.Options {
 	return stack.Options{Config: cfg, Logger: logger(cfg, io.Stderr), ConnectTimeout: connectTimeout}
 }
 
+// exitCode is a finished job's exit code (Contract 4): a job the
+// coordinator refused (an invalid spec or run, a model or Python version
+// the deployment does not offer) is bad input.
 func exitCode(r *messages.Result) int {
 	switch {
 	case r.Success:
 		return ExitSuccess
 	case r.Status == messages.StatusErrored:
 		return ExitInfra
+	case strings.HasPrefix(r.Error, "invalid job spec: "):
+		return ExitUsage
 	}
 	return ExitFailed
 }

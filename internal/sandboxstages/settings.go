@@ -1,0 +1,106 @@
+package sandboxstages
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/secretsource"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// A job's sandbox settings come with each of its sandbox stage commands
+// (messages.StageSettings): env_vars and the values of its secrets are set
+// in the environment of its test runs and script runs, every secret value
+// is cut out of what a run returns, and options.python picks the Handlers
+// of that version (each has its own backend: an interpreter, or a base
+// image).
+
+// WithSecrets gives the runs of jobs that name secrets their values, from
+// src. Without it, a job naming a secret fails, saying so. It returns h.
+func (h *Handlers) WithSecrets(src *secretsource.Source) *Handlers {
+	h.secrets = src
+	return h
+}
+
+// WithPythons makes h the handlers of Python version (its backend's, e.g.
+// "3.11") and others those of the other versions this worker offers: a job
+// asking for one goes to its handlers. It returns h.
+func (h *Handlers) WithPythons(version string, others map[string]*Handlers) *Handlers {
+	h.python = version
+	h.pythons = map[string]*Handlers{version: h}
+	for v, o := range others {
+		h.pythons[v] = o
+	}
+	return h
+}
+
+// forPython is the handlers of the Python version the command asks for.
+func (h *Handlers) forPython(cmd *messages.StageCommand) (*Handlers, error) {
+	want := ""
+	if cmd.Settings != nil {
+		want = cmd.Settings.Python
+	}
+	if want == "" {
+		return h, nil
+	}
+	if o, ok := h.pythons[want]; ok {
+		return o, nil
+	}
+	have := h.python
+	if h.pythons == nil {
+		if v, ok := h.backend.(sandbox.PythonVersioned); ok {
+			have = v.PythonVersion()
+		}
+		if have == want || have == "" {
+			return h, nil // one interpreter, and it is that version (or cannot say)
+		}
+		return nil, fmt.Errorf("this sandbox worker runs Python %s, not %s (options.python); set AUTOCODER_PYTHONS to offer more", have, want)
+	}
+	return nil, fmt.Errorf("this sandbox worker offers Python %s, not %s (options.python)",
+		strings.Join(slices.Sorted(maps.Keys(h.pythons)), ", "), want)
+}
+
+// jobEnv is the environment the job's runs get (env_vars and the values of
+// its secrets) and what cuts those values out of what a run returns.
+func (h *Handlers) jobEnv(cmd *messages.StageCommand) (map[string]string, func([]byte) []byte, error) {
+	s := cmd.Settings
+	if s == nil || len(s.EnvVars)+len(s.Secrets) == 0 {
+		return nil, nil, nil
+	}
+	env := maps.Clone(s.EnvVars)
+	if env == nil {
+		env = map[string]string{}
+	}
+	if len(s.Secrets) == 0 {
+		return env, nil, nil
+	}
+	if h.secrets == nil {
+		return nil, nil, fmt.Errorf("the job names secrets (%s) and this sandbox worker has no secret source", strings.Join(s.Secrets, ", "))
+	}
+	values, err := h.secrets.Resolve(s.Secrets)
+	if err != nil {
+		return nil, nil, err
+	}
+	maps.Copy(env, values)
+	return env, func(b []byte) []byte { return secretsource.Redact(b, values) }, nil
+}
+
+// KeyPart is what a sandbox stage's cache key gets beyond its command: an
+// HMAC of the values of the job's secrets on this worker, so a rotated
+// secret is not answered from the cache (stagework.Config.KeyPart).
+func (h *Handlers) KeyPart(cmd *messages.StageCommand) ([]byte, error) {
+	if cmd.Settings == nil || len(cmd.Settings.Secrets) == 0 {
+		return nil, nil
+	}
+	if h.secrets == nil {
+		return nil, fmt.Errorf("no secret source")
+	}
+	values, err := h.secrets.Resolve(cmd.Settings.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	return h.secrets.KeyPart(values), nil
+}

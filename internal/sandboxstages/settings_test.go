@@ -1,0 +1,84 @@
+package sandboxstages_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandboxstages"
+	"github.com/autocoder/autocoder/internal/secretsource"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// TestJobSandboxSettings: a job's env_vars and secrets reach its runs'
+// environment, every secret value is cut out of what the run returns (its
+// output and its outputs), the cache key part hashes the values, and
+// options.python picks the handlers of that version (a version the worker
+// does not offer is a permanent failure saying which it has).
+func TestJobSandboxSettings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "DB_PASSWORD"), []byte("hunter2-e2e\n"), 0o600)
+	src := secretsource.New(dir, []byte("key"))
+	leaky := func(spec sandbox.RunSpec) (sandbox.RunResult, error) {
+		// A script that prints and writes every variable it got.
+		var b strings.Builder
+		for _, k := range []string{"REGION", "DB_PASSWORD", "PYTHONHASHSEED"} {
+			b.WriteString(k + "=" + spec.EnvVars[k] + "\n")
+		}
+		return sandbox.RunResult{Stdout: []byte(b.String()), Outputs: map[string][]byte{"env": []byte(b.String())}}, nil
+	}
+	own, other := &fakeBackend{run: leaky}, &fakeBackend{run: leaky}
+	h := sandboxstages.New(own, &fetcher{}).WithSecrets(src)
+	h312 := sandboxstages.New(other, &fetcher{}).WithSecrets(src)
+	h.WithPythons("3.11", map[string]*sandboxstages.Handlers{"3.12": h312})
+
+	in := messages.AcceptanceInput{Image: "env-", Code: "print(1)", Outputs: map[string]messages.Type{"env": messages.TypeStr}}
+	cmd := command(t, messages.StageAcceptance, in)
+	cmd.Settings = &messages.StageSettings{EnvVars: map[string]string{"REGION": "north", "PYTHONHASHSEED": "7"}, Secrets: []string{"DB_PASSWORD"}}
+	out, err := h.Handle(ctxT(t), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := out.Value.(messages.AcceptanceOutput)
+	env, _ := acc.Outputs["env"].(string)
+	if !strings.Contains(env, "REGION=north") || !strings.Contains(env, "DB_PASSWORD=[secret DB_PASSWORD]") ||
+		!strings.Contains(env, "PYTHONHASHSEED=0") { // the harness's own variables win
+		t.Errorf("output env %q", env)
+	}
+	if strings.Contains(acc.Output+env, "hunter2-e2e") {
+		t.Errorf("the secret's value came back: %q %q", acc.Output, env)
+	}
+	if got := own.runs[0].EnvVars["DB_PASSWORD"]; got != "hunter2-e2e" {
+		t.Errorf("the sandbox got DB_PASSWORD=%q", got)
+	}
+	k1, err := h.KeyPart(cmd)
+	if err != nil || len(k1) == 0 || bytes.Contains(k1, []byte("hunter2")) {
+		t.Errorf("key part %q, %v", k1, err)
+	}
+	os.WriteFile(filepath.Join(dir, "DB_PASSWORD"), []byte("rotated-e2e\n"), 0o600)
+	if k2, _ := h.KeyPart(cmd); bytes.Equal(k1, k2) {
+		t.Error("a rotated secret keeps the key part")
+	}
+
+	// Python 3.12 goes to its handlers' backend.
+	cmd.Settings.Python = "3.12"
+	if _, err := h.Handle(ctxT(t), cmd); err != nil || len(other.runs) != 1 || len(own.runs) != 1 {
+		t.Errorf("python 3.12: %v, runs own %d other %d", err, len(own.runs), len(other.runs))
+	}
+	cmd.Settings.Python = "3.9"
+	if _, err := h.Handle(ctxT(t), cmd); !isPermanent(err) || !strings.Contains(err.Error(), "offers Python 3.11, 3.12, not 3.9") {
+		t.Errorf("python 3.9: %v", err)
+	}
+	// A secret the worker does not have fails the stage at once, naming it.
+	cmd.Settings = &messages.StageSettings{Secrets: []string{"MISSING_TOKEN"}}
+	if _, err := h.Handle(ctxT(t), cmd); !isPermanent(err) || !strings.Contains(err.Error(), "secret MISSING_TOKEN") {
+		t.Errorf("missing secret: %v", err)
+	}
+	if _, err := sandboxstages.New(own, &fetcher{}).Handle(ctxT(t), cmd); !isPermanent(err) || !strings.Contains(err.Error(), "no secret source") {
+		t.Errorf("a worker without a secret source: %v", err)
+	}
+}
