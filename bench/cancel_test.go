@@ -22,7 +22,7 @@ import (
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/docker"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -63,7 +63,7 @@ func benchCancel(b *testing.B, backend string) {
 // cancelRig is the stack on one backend, with a model whose tests sleep in
 // a process named by marker.
 type cancelRig struct {
-	st      *stack.Stack
+	st      *wiring.Stack
 	marker  string
 	docker  *dockerclient.Client // nil on the process backend
 	backend string
@@ -107,7 +107,7 @@ func newCancelRig(b *testing.B, backend string) *cancelRig {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var err error
-	if r.st, err = stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}}); err != nil {
+	if r.st, err = wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleLocal}}); err != nil {
 		b.Fatalf("start stack: %v", err)
 	}
 	b.Cleanup(func() { r.st.Close() })

@@ -11,7 +11,7 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/sandbox/docker"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -38,7 +38,7 @@ func TestCancelRemovesTheDockerSandbox(t *testing.T) {
 	cfg.WorkerName = "e2e-cancel-" + randomHex(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}})
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleLocal}})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -70,7 +70,7 @@ func TestCancelStopsTheSandbox(t *testing.T) {
 	port := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}, EmbeddedListen: fmt.Sprintf("127.0.0.1:%d", port)})
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleLocal}, EmbeddedListen: fmt.Sprintf("127.0.0.1:%d", port)})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
 	}

@@ -14,8 +14,9 @@ import (
 
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/metrics"
 	"github.com/autocoder/autocoder/internal/submit"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -106,7 +107,7 @@ models:
 	requireSandboxTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}, Registry: reg})
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleLocal}, Metrics: metrics.NewBuilderOn(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,5 +31,5 @@ func personalize(cmd *messages.StageCommand, msgs []messages.ChatMessage) []mess
 // max_tokens, else the worker's).
 func (h *Handlers) sampling(cmd *messages.StageCommand) (llm.Sampling, int) {
 	s := settingsOf(cmd)
-	return llm.Sampling{Temperature: s.Temperature, TopP: s.TopP, Seed: s.Seed}, cmp.Or(s.MaxTokens, h.opts.MaxTokens)
+	return llm.Sampling{Temperature: s.Temperature, TopP: s.TopP, Seed: s.Seed}, cmp.Or(s.MaxTokens, h.cfg.MaxTokens)
 }

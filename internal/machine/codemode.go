@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -28,8 +28,8 @@ const codeModeStepBudget = 16 << 10
 
 // trimStep keeps a step within codeModeStepBudget.
 func trimStep(st messages.CodeModeStep) messages.CodeModeStep {
-	st.Reply = protocol.TrimHeadTail(st.Reply, codeModeStepBudget)
-	st.Observation = protocol.TrimHeadTail(st.Observation, codeModeStepBudget)
+	st.Reply = trim.HeadTail(st.Reply, codeModeStepBudget)
+	st.Observation = trim.HeadTail(st.Observation, codeModeStepBudget)
 	return st
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -292,7 +293,7 @@ func (m *Stepper) dispatchAcceptance() {
 // state, bounded, and finishes the job when it succeeded; it reports
 // whether it did.
 func (m *Stepper) keepRun(out messages.AcceptanceOutput) bool {
-	out.Output = protocol.Trim(out.Output, reportOutputBudget)
+	out.Output = trim.Middle(out.Output, reportOutputBudget)
 	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
 	m.s.Acceptance = &out
 	if out.OK {

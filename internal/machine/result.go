@@ -5,7 +5,7 @@ import "github.com/autocoder/autocoder/pkg/messages"
 // ResultOf builds the result object (Contract 5 (docs/contracts.md)) from a state, finished or not.
 func ResultOf(s State) messages.Result {
 	r := messages.Result{
-		V: messages.SchemaVersion, JobID: s.JobID, Status: s.Status,
+		V: messages.WireVersion, JobID: s.JobID, Status: s.Status,
 		Success: s.Status == messages.StatusSucceeded, Attempts: s.Iteration,
 		Plan: s.Plan, Solution: s.Solution, Error: s.Error, Image: s.Image,
 		DetectedPackages: nonNil(s.Packages), DetectedSystemPackages: nonNil(s.SystemPackages),

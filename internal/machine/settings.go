@@ -39,7 +39,7 @@ func costByModel(s State) map[string]messages.ModelCost {
 func (m *Stepper) retrySandbox(p Pending, r *messages.StageResult) bool {
 	s := m.s
 	if r.Error == "" || r.ErrorKind != messages.ErrorInfra || p.Orphan || p.Input == nil ||
-		p.Retries >= s.Spec.Options.SandboxRetries || r.Stage.Pool() != messages.PoolSandbox {
+		p.Retries >= s.Spec.Options.SandboxRetries || messages.DefaultStages().Pool(r.Stage) != messages.PoolSandbox {
 		return false
 	}
 	m.Note(fmt.Sprintf("stage %s failed in the sandbox (%s): retry %d of %d (options.sandbox_retries)",

@@ -1,13 +1,16 @@
 package sandboxstages
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/secretsource"
+	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -18,23 +21,31 @@ import (
 // of that version (each has its own backend: an interpreter, or a base
 // image).
 
-// WithSecrets gives the runs of jobs that name secrets their values, from
-// src. Without it, a job naming a secret fails, saying so. It returns h.
-func (h *Handlers) WithSecrets(src *secretsource.Source) *Handlers {
-	h.secrets = src
-	return h
-}
-
-// WithPythons makes h the handlers of Python version (its backend's, e.g.
-// "3.11") and others those of the other versions this worker offers: a job
-// asking for one goes to its handlers. It returns h.
-func (h *Handlers) WithPythons(version string, others map[string]*Handlers) *Handlers {
+// offerPythons makes h the handlers of Python version (its backend's) and
+// gives it handlers of each other version, on that version's backend and
+// otherwise as h.
+func (h *Handlers) offerPythons(version string, backends map[string]sandbox.Backend) {
+	if version == "" && len(backends) == 0 {
+		return
+	}
 	h.python = version
 	h.pythons = map[string]*Handlers{version: h}
-	for v, o := range others {
-		h.pythons[v] = o
+	for v, b := range backends {
+		h.pythons[v] = &Handlers{backend: b, samples: h.samples, outputs: h.outputs, workspace: h.workspace,
+			failedRuns: h.failedRuns, ceilings: h.ceilings, log: h.log, secrets: h.secrets, python: v}
 	}
-	return h
+}
+
+// viaPython is fn on the handlers of the command's Python version: the
+// stage registered on the mux for every version this worker offers.
+func viaPython[In, Out any](h *Handlers, fn func(*Handlers, context.Context, *messages.StageCommand, In) (stagework.Output[Out], error)) stagework.Func[In, Out] {
+	return func(ctx context.Context, cmd *messages.StageCommand, in In) (stagework.Output[Out], error) {
+		py, err := h.forPython(cmd)
+		if err != nil {
+			return stagework.Output[Out]{}, bus.Permanent(err)
+		}
+		return fn(py, ctx, cmd, in)
+	}
 }
 
 // forPython is the handlers of the Python version the command asks for.
@@ -88,19 +99,20 @@ func (h *Handlers) jobEnv(cmd *messages.StageCommand) (map[string]string, func([
 	return env, func(b []byte) []byte { return secretsource.Redact(b, values) }, nil
 }
 
-// KeyPart is what a sandbox stage's cache key gets beyond its command: an
+// keyPart is what a sandbox stage's cache key gets beyond its command: an
 // HMAC of the values of the job's secrets on this worker, so a rotated
-// secret is not answered from the cache (stagework.Config.KeyPart).
-func (h *Handlers) KeyPart(cmd *messages.StageCommand) ([]byte, error) {
+// secret is not answered from the cache (stagework.KeyPart). A secret the
+// worker lacks fails the stage, saying so.
+func (h *Handlers) keyPart(_ context.Context, cmd *messages.StageCommand) ([]byte, error) {
 	if cmd.Settings == nil || len(cmd.Settings.Secrets) == 0 {
 		return nil, nil
 	}
 	if h.secrets == nil {
-		return nil, fmt.Errorf("no secret source")
+		return nil, bus.Permanent(fmt.Errorf("the job names secrets (%s) and this sandbox worker has no secret source", strings.Join(cmd.Settings.Secrets, ", ")))
 	}
 	values, err := h.secrets.Resolve(cmd.Settings.Secrets)
 	if err != nil {
-		return nil, err
+		return nil, bus.Permanent(err)
 	}
 	return h.secrets.KeyPart(values), nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/autocoder/autocoder/internal/docsearch"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/jobfile"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -87,7 +87,7 @@ func (f *jobFlags) submitAndFollow(ctx context.Context, in *invocation, spec mes
 	defer stopModel()
 	ctx, cancel := context.WithTimeout(ctx, f.wait)
 	defer cancel()
-	st, err := stack.Start(ctx, opts)
+	st, err := wiring.Start(ctx, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -139,7 +139,7 @@ func (f *jobFlags) spec(args []string) (spec *messages.JobSpec, jobDir string, e
 // --local on the whole stack in this process, with a scripted model when
 // --transcript is given or no model is configured. stopModel stops that
 // model's server and closes its cache.
-func (f *jobFlags) stackOptions(cfg config.Config, io IO, jobDir string) (_ stack.Options, stopModel func(), _ error) {
+func (f *jobFlags) stackOptions(cfg config.Config, io IO, jobDir string) (_ wiring.Options, stopModel func(), _ error) {
 	opts := cliStack(cfg, io)
 	stopModel = func() {}
 	switch {
@@ -150,7 +150,7 @@ func (f *jobFlags) stackOptions(cfg config.Config, io IO, jobDir string) (_ stac
 	case !f.local:
 		return opts, stopModel, nil
 	}
-	opts.Roles = []stack.Role{stack.RoleLocal}
+	opts.Roles = []wiring.Role{wiring.RoleLocal}
 	if f.transcript == "" && (cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "") {
 		return opts, stopModel, nil // a given --transcript wins over a configured model
 	}
@@ -158,7 +158,7 @@ func (f *jobFlags) stackOptions(cfg config.Config, io IO, jobDir string) (_ stac
 	if err != nil {
 		return opts, stopModel, err
 	}
-	c, err := stack.OpenScriptedCache(context.Background(), opts.Config, opts.Logger, nil)
+	c, err := wiring.OpenScriptedCache(context.Background(), opts.Config, opts.Logger, nil)
 	if err != nil {
 		srv.Close()
 		return opts, stopModel, err

@@ -36,7 +36,7 @@ func (c *Client) Request(ctx context.Context, subject string, req, reply any) er
 // returns its answer: the job ID, or the error naming the field. The spec's
 // samples must be object references (Upload makes them).
 func (c *Client) SubmitRequest(ctx context.Context, req messages.APIRequest) (messages.APIReply, error) {
-	req.V = messages.SchemaVersion
+	req.V = messages.WireVersion
 	var r messages.APIReply
 	err := c.Request(ctx, messages.SubjectAPISubmit, req, &r)
 	return r, err
@@ -44,7 +44,7 @@ func (c *Client) SubmitRequest(ctx context.Context, req messages.APIRequest) (me
 
 // RunTaskRequest executes a named task through the coordinator's API subject.
 func (c *Client) RunTaskRequest(ctx context.Context, req messages.TaskRunRequest) (messages.APIReply, error) {
-	req.V = messages.SchemaVersion
+	req.V = messages.WireVersion
 	var r messages.APIReply
 	err := c.Request(ctx, messages.SubjectAPITaskRun, req, &r)
 	return r, err
@@ -133,7 +133,7 @@ func (c *Client) DeadLetter(ctx context.Context, seq uint64) (*messages.DeadLett
 // Replay asks the coordinator to replay dead letter seq.
 func (c *Client) Replay(ctx context.Context, seq uint64) (messages.ReplayReply, error) {
 	var r messages.ReplayReply
-	if err := c.Request(ctx, messages.SubjectAPIDLQReplay, messages.ReplayRequest{V: messages.SchemaVersion, Seq: seq}, &r); err != nil {
+	if err := c.Request(ctx, messages.SubjectAPIDLQReplay, messages.ReplayRequest{V: messages.WireVersion, Seq: seq}, &r); err != nil {
 		return r, err
 	}
 	if r.Error != "" {

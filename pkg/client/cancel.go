@@ -31,7 +31,7 @@ func (c *Client) SendCancel(ctx context.Context, jobID, by, reason string) error
 	if err := checkCancel(jobID, by, reason); err != nil {
 		return err
 	}
-	req := messages.CancelJob{V: messages.SchemaVersion, JobID: jobID, By: by, Reason: reason}
+	req := messages.CancelJob{V: messages.WireVersion, JobID: jobID, By: by, Reason: reason}
 	if err := c.pub.PublishJSON(ctx, messages.SubjectJobsCancel, req, messages.CancelMsgID(jobID)); err != nil {
 		return fmt.Errorf("cancel job %s: %w", jobID, err)
 	}

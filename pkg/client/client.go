@@ -87,7 +87,7 @@ func (c *Client) Submit(ctx context.Context, jobID string, spec messages.JobSpec
 	if err != nil {
 		return err
 	}
-	sub := messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Spec: wire}
+	sub := messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Spec: wire}
 	if err := c.pub.PublishJSON(ctx, messages.SubjectJobsSubmit, sub, messages.SubmitMsgID(jobID)); err != nil {
 		return fmt.Errorf("submit job: %w", err)
 	}
@@ -182,7 +182,7 @@ func (c *Client) Status(ctx context.Context, jobID string) (*messages.Result, er
 	if err != nil {
 		return nil, err
 	}
-	return &messages.Result{V: messages.SchemaVersion, JobID: s.JobID, Status: s.Status, Attempts: s.Iterations,
+	return &messages.Result{V: messages.WireVersion, JobID: s.JobID, Status: s.Status, Attempts: s.Iterations,
 		Error: s.Error, LLMCalls: s.LLMCalls, CacheHits: s.CacheHits, SubmittedAt: s.SubmittedAt,
 		FinishedAt: s.FinishedAt, Outputs: map[string]any{}, Stages: []messages.StageRecord{}}, nil
 }

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -72,7 +74,7 @@ func downloadable(res *messages.Result) ([]output, error) {
 		return nil, nil
 	}
 	var outs []output
-	for _, name := range sortedNames(res.Outputs) {
+	for _, name := range slices.Sorted(maps.Keys(res.Outputs)) {
 		t := res.Spec.Outputs[name]
 		if t != messages.TypeFile && t != messages.TypeDir {
 			continue

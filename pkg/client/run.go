@@ -40,7 +40,7 @@ func (c *Client) Run(ctx context.Context, jobID string, req messages.RunRequest,
 		if samples == nil {
 			samples = map[string]string{}
 		}
-		for _, name := range sortedNames(files) {
+		for _, name := range slices.Sorted(maps.Keys(files)) {
 			ref, err := c.upload(ctx, name, files[name])
 			if err != nil {
 				return err
@@ -49,7 +49,7 @@ func (c *Client) Run(ctx context.Context, jobID string, req messages.RunRequest,
 		}
 		req.Samples = samples
 	}
-	sub := messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Run: &req}
+	sub := messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Run: &req}
 	if err := c.pub.PublishJSON(ctx, messages.SubjectJobsSubmit, sub, messages.SubmitMsgID(jobID)); err != nil {
 		return fmt.Errorf("submit run: %w", err)
 	}

@@ -290,7 +290,7 @@ type StageSettings struct {
 // SettingsFor are the settings of o a stage of pool needs: nil when the
 // job has none, so a command without settings is what it was before they
 // existed (and keeps its cache key).
-func SettingsFor(pool string, o *Options) *StageSettings {
+func SettingsFor(pool Pool, o *Options) *StageSettings {
 	var s StageSettings
 	if pool == PoolLLM {
 		s = StageSettings{Temperature: o.Temperature, MaxTokens: o.MaxTokens, TopP: o.TopP, Seed: o.Seed,
