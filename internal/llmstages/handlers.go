@@ -140,7 +140,7 @@ func call[T any](ctx context.Context, h *Handlers, cmd *messages.StageCommand, s
 		return out, err
 	}
 	ctx = llm.WithStage(ctx, string(cmd.Stage)) // the model calls' stage label
-	sampling, maxTokens := h.sampling(cmd)           // settings.go
+	sampling, maxTokens := h.sampling(cmd)      // settings.go
 	reply, err := h.client.Structured(ctx, llm.StructuredRequest{Model: model, Messages: msgs, Schema: schema, MaxTokens: maxTokens, Sampling: sampling})
 	out.Usage = reply.Usage
 	if err != nil {

@@ -152,4 +152,3 @@ func (s *Store) FetchAll(ctx context.Context, refs []messages.SampleRef) (map[st
 	}
 	return out, nil
 }
-

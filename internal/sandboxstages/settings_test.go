@@ -124,4 +124,6 @@ func (nopPublisher) PublishJSON(context.Context, string, any, string) error { re
 
 type noJobs struct{}
 
-func (noJobs) PendingStage(context.Context, string, int) (messages.Stage, bool, error) { return "", false, nil }
+func (noJobs) PendingStage(context.Context, string, int) (messages.Stage, bool, error) {
+	return "", false, nil
+}

@@ -64,7 +64,7 @@ var NotMessages = []string{
 	"AgentToolCall", "AgentMessage", "ToolCallRecord", "AgentReport",
 	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult",
 	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation", "RepairRoute",
-	"RunOptions", "ModelCost", "ManifestFile",
+	"RunOptions", "ModelCost", "ManifestFile", "StageSettings",
 	"StageRow", "StageTable", // the stage table: Go-side facts of each stage, never sent
 }
 
