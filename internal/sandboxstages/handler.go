@@ -92,17 +92,20 @@ func New(cfg Config) (*Handlers, error) {
 func (h *Handlers) Register(mux *stagework.Mux) {
 	backend := stagework.DependsOn("backend", h.backend.Name())
 	secrets := stagework.KeyPart(h.keyPart) // the job's secrets, hashed (settings.go)
-	// Each goes to the handlers of the job's Python version (settings.go).
-	stagework.Register(mux, messages.StageProfile, viaPython(h, (*Handlers).profile), backend)
-	stagework.Register(mux, messages.StageBuild, viaPython(h, (*Handlers).build), backend)
-	stagework.Register(mux, messages.StageRunTests, viaPython(h, (*Handlers).runTests), backend, secrets)
-	stagework.Register(mux, messages.StageAcceptance, viaPython(h, (*Handlers).runScript), backend, secrets)
-	stagework.Register(mux, messages.StageRun, viaPython(h, (*Handlers).runScript), backend, secrets)
-	stagework.Register(mux, messages.StageAgentTool, viaPython(h, (*Handlers).agentTool), backend) // agent.go
+	stagework.Register(mux, messages.StageProfile, h.profile, backend)
+	stagework.Register(mux, messages.StageBuild, h.build, backend)
+	stagework.Register(mux, messages.StageRunTests, h.runTests, backend, secrets)
+	stagework.Register(mux, messages.StageAcceptance, h.runScript, backend, secrets)
+	stagework.Register(mux, messages.StageRun, h.runScript, backend, secrets)
+	stagework.Register(mux, messages.StageAgentTool, h.agentTool, backend) // agent.go
 }
 
-func (h *Handlers) profile(ctx context.Context, _ *messages.StageCommand, in messages.ProfileInput) (stagework.Output[messages.ProfileOutput], error) {
+func (h *Handlers) profile(ctx context.Context, cmd *messages.StageCommand, in messages.ProfileInput) (stagework.Output[messages.ProfileOutput], error) {
 	var none stagework.Output[messages.ProfileOutput]
+	h, err := h.forPython(cmd) // the handlers of the job's Python version (settings.go)
+	if err != nil {
+		return none, bus.Permanent(err)
+	}
 	paths, err := h.fetch(ctx, in.Samples)
 	if err != nil {
 		return none, err
@@ -131,6 +134,10 @@ func (h *Handlers) profile(ctx context.Context, _ *messages.StageCommand, in mes
 
 func (h *Handlers) build(ctx context.Context, cmd *messages.StageCommand, in messages.BuildInput) (stagework.Output[messages.BuildOutput], error) {
 	var none stagework.Output[messages.BuildOutput]
+	h, err := h.forPython(cmd) // the handlers of the job's Python version (settings.go)
+	if err != nil {
+		return none, bus.Permanent(err)
+	}
 	env, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: in.Packages, SystemPackages: in.SystemPackages, Name: in.Name})
 	var inv *sandbox.InvalidPackageError
 	if errors.As(err, &inv) {
@@ -155,6 +162,10 @@ func provenance(arts []sandbox.Artifact) []messages.Artifact {
 
 func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in messages.RunTestsInput) (stagework.Output[messages.TestReport], error) {
 	var none stagework.Output[messages.TestReport]
+	h, err := h.forPython(cmd) // the handlers of the job's Python version (settings.go)
+	if err != nil {
+		return none, bus.Permanent(err)
+	}
 	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
 		return none, err
@@ -181,6 +192,10 @@ func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in 
 
 func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in messages.AcceptanceInput) (stagework.Output[messages.AcceptanceOutput], error) {
 	var none stagework.Output[messages.AcceptanceOutput]
+	h, err := h.forPython(cmd) // the handlers of the job's Python version (settings.go)
+	if err != nil {
+		return none, bus.Permanent(err)
+	}
 	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
 		return none, err

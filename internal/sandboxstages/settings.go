@@ -10,7 +10,6 @@ import (
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/secretsource"
-	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -33,18 +32,6 @@ func (h *Handlers) offerPythons(version string, backends map[string]sandbox.Back
 	for v, b := range backends {
 		h.pythons[v] = &Handlers{backend: b, samples: h.samples, outputs: h.outputs, workspace: h.workspace,
 			failedRuns: h.failedRuns, ceilings: h.ceilings, log: h.log, secrets: h.secrets, python: v}
-	}
-}
-
-// viaPython is fn on the handlers of the command's Python version: the
-// stage registered on the mux for every version this worker offers.
-func viaPython[In, Out any](h *Handlers, fn func(*Handlers, context.Context, *messages.StageCommand, In) (stagework.Output[Out], error)) stagework.Func[In, Out] {
-	return func(ctx context.Context, cmd *messages.StageCommand, in In) (stagework.Output[Out], error) {
-		py, err := h.forPython(cmd)
-		if err != nil {
-			return stagework.Output[Out]{}, bus.Permanent(err)
-		}
-		return fn(py, ctx, cmd, in)
 	}
 }
 
