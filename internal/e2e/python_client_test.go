@@ -111,10 +111,15 @@ func TestPythonQuickStart(t *testing.T) {
 			t.Errorf("quickstart output lacks %q:\n%s", want, out)
 		}
 	}
-	// The agent's settings went with the job (the model settings reach the
-	// requests once the llm-worker passes them on).
 	if !strings.Contains(out, "job job-") {
 		t.Errorf("no job line:\n%s", out)
+	}
+	// The agent's litellm_params went with every model call of the job.
+	quick := fake.Requests()
+	for _, r := range quick {
+		if r.Temperature == nil || float32(*r.Temperature) != 0.2 || r.MaxTokens != 4096 {
+			t.Errorf("a %s request of the quick start: temperature %v, max_tokens %d", r.SchemaName, r.Temperature, r.MaxTokens)
+		}
 	}
 
 	out = runPyClient(t, url, token, dir, filepath.Join(root, "python", "examples", "dataframe.py"))
@@ -132,7 +137,13 @@ func TestPythonQuickStart(t *testing.T) {
 	if got := readFile(t, filepath.Join(dir, "sales.csv")); !strings.HasPrefix(got, "date,region,product,quantity,price\n2024-01-01,north,widget,10,2.5") {
 		t.Errorf("downloaded original sample (the DataFrame as CSV) %q", got)
 	}
-	if n := len(fake.Requests()); n == 0 {
+	// The DataFrame example's temperature and seed, on its own calls.
+	for _, r := range fake.Requests()[len(quick):] {
+		if r.Temperature == nil || float32(*r.Temperature) != 0.2 || r.Seed == nil || *r.Seed != 7 {
+			t.Errorf("a %s request of the DataFrame example: temperature %v, seed %v", r.SchemaName, r.Temperature, r.Seed)
+		}
+	}
+	if len(quick) == 0 || len(fake.Requests()) == len(quick) {
 		t.Error("the model was never asked")
 	}
 }
