@@ -16,7 +16,6 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
@@ -262,14 +261,16 @@ func TestJobNameInImageAndLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := nonce(t)
-	named, err := b.Build(t.Context(), sandbox.EnvSpec{Name: "Sales_Report.v2-" + n})
+	// A fixed name: its one tag is reused by every run of the test, never
+	// removed (removing a name of an image other tests run could take the
+	// image with it on some engines).
+	named, err := b.Build(t.Context(), sandbox.EnvSpec{Name: "Sales_Report.v2-e2e"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { untagImage(named.ID) }) // the tag only: the image is every test's plain environment
+	n := nonce(t)
 	hash := strings.TrimPrefix(plain.ID, "autocoder-env:")
-	if want := "autocoder-env-sales-report-v2-" + n + ":" + hash; named.ID != want || !strings.HasPrefix(plain.ID, "autocoder-env:") {
+	if want := "autocoder-env-sales-report-v2-e2e:" + hash; named.ID != want || !strings.HasPrefix(plain.ID, "autocoder-env:") {
 		t.Fatalf("named environment %q (plain %q), want %q", named.ID, plain.ID, want)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -283,7 +284,7 @@ func TestJobNameInImageAndLabels(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if cs := workerContainers(t, cfg.Worker); len(cs) > 0 {
-			if got := cs[0].Labels["autocoder.job-name"]; got != "sales-report-v2-"+n {
+			if got := cs[0].Labels["autocoder.job-name"]; got != "sales-report-v2-e2e" {
 				t.Fatalf("job name label %q", got)
 			}
 			if cs[0].Image != plain.ID && !strings.Contains(cs[0].Image, hash) {
@@ -296,18 +297,6 @@ func TestJobNameInImageAndLabels(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// untagImage removes one name of an image, leaving the image to its other names.
-func untagImage(ref string) {
-	cli, err := docker.NewClient("")
-	if err != nil {
-		return
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cli.ImageRemove(ctx, ref, image.RemoveOptions{})
 }
 
 // recorder keeps the attributes of log records with a given message.
