@@ -15,7 +15,8 @@ func ResultOf(s State) messages.Result {
 		ConversationHistory: s.History, SkippedTests: s.Spec.Options.SkipTests,
 		SubmittedAt: s.SubmittedAt, FinishedAt: s.FinishedAt,
 		UsageByStage: s.StageUsage, Notes: s.Notes, ContextUsed: s.ContextUsed, CodeMode: codeModeResult(s),
-		Cancelled: s.Cancelled,
+		Cancelled: s.Cancelled, OriginalSamples: originalSamples(s), // settings.go
+		TotalCost: s.Usage.Cost, CostByModel: costByModel(s),
 	}
 	spec := s.Spec
 	r.Spec = &spec

@@ -49,6 +49,8 @@ var messageValues = []any{
 	messages.CancelJob{},
 	// The web UI's job index (autocoder_job_index) and iteration history.
 	messages.JobSummary{}, messages.Iteration{},
+	// A Dir output's manifest in the outputs object store.
+	messages.DirManifest{},
 }
 
 // NotMessages are the exported structs of pkg/messages that get no schema
@@ -63,6 +65,7 @@ var NotMessages = []string{
 	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult", "CodeModeFile", "MissingModule",
 	"ToolRef", // a parsed tools entry: what travels is its "alias=served_name" string
 	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation", "RepairRoute",
+	"RunOptions", "ModelCost", "ManifestFile", "StageSettings",
 	"StageRow", "StageTable", // the stage table: Go-side facts of each stage, never sent
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -230,8 +229,6 @@ type box struct {
 	created time.Time
 }
 
-var imageNameRe = regexp.MustCompile(`^` + imageRepo + `:[0-9a-f]{32}$`)
-
 // Run runs spec.Argv in a fresh container of the image spec.Env.
 //
 // The container has no network, a read-only root, no capabilities, no new
@@ -251,9 +248,12 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	if err := spec.Validate(); err != nil {
 		return sandbox.RunResult{}, err
 	}
-	if !imageNameRe.MatchString(spec.Env) {
+	image, jobName, ok := parseEnv(spec.Env) // a named job's tag runs as the image it names
+	if !ok {
 		return sandbox.RunResult{}, fmt.Errorf("%w: %q is not a docker backend image", sandbox.ErrEnvNotFound, spec.Env)
 	}
+	named := spec.Env
+	spec.Env = image
 	timeout := cmp.Or(spec.Timeout, sandbox.DefaultRunTimeout)
 	memory := cmp.Or(spec.Memory, sandbox.DefaultMemory)
 	cpus := cmp.Or(spec.CPUs, sandbox.DefaultCPUs)
@@ -274,10 +274,11 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	pooled := bx != nil
 	if bx == nil {
 		lease := timeout + stubGrace + b.cfg.LeaseMargin
-		bx, err = b.startBox(ctx, spec.Env, memory, cpus, lease, "run", cmp.Or(spec.JobID, noJob))
+		bx, err = b.startBox(ctx, spec.Env, memory, cpus, lease, "run", cmp.Or(spec.JobID, noJob), jobName)
 		if err != nil {
 			if cerrdefs.IsNotFound(err) {
 				b.known.Delete(spec.Env)
+				b.known.Delete(named)
 				return sandbox.RunResult{}, fmt.Errorf("%w: image %s (build it again): %v", sandbox.ErrEnvNotFound, spec.Env, err)
 			}
 			return sandbox.RunResult{}, err
@@ -319,7 +320,7 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 
 // startBox creates and starts a sandbox container of image whose stub
 // waits for a request for at most lease.
-func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus float64, lease time.Duration, role, job string) (*box, error) {
+func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus float64, lease time.Duration, role, job, jobName string) (*box, error) {
 	now := b.cfg.Now()
 	bx := &box{image: image, memory: memory, cpus: cpus, created: now, expiry: now.Add(lease)}
 	cfg := &container.Config{
@@ -336,7 +337,7 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 		OpenStdin:    true,
 		StdinOnce:    true,
 		Volumes:      map[string]struct{}{sandbox.WorkspaceDir: {}, sandbox.InputsDir: {}, sandbox.OutputsDir: {}},
-		Labels:       containerLabels(b.cfg.Worker, b.instance, job, role, b.domain, bx.expiry),
+		Labels:       containerLabels(b.cfg.Worker, b.instance, job, jobName, role, b.domain, bx.expiry),
 		StopTimeout:  new(int),
 	}
 	host := &container.HostConfig{
@@ -615,7 +616,7 @@ func (b *Backend) remove(id string) {
 // start-up probe).
 func (b *Backend) runCommand(ctx context.Context, image string, argv []string) (sandbox.RunResult, error) {
 	timeout := remaining(ctx, DefaultProbeTimeout)
-	bx, err := b.startBox(ctx, image, sandbox.DefaultMemory, 1, timeout+stubGrace+b.cfg.LeaseMargin, "probe", "probe")
+	bx, err := b.startBox(ctx, image, sandbox.DefaultMemory, 1, timeout+stubGrace+b.cfg.LeaseMargin, "probe", "probe", "")
 	if err != nil {
 		// Only a refusal that is about the runtime is one: a full disk, a
 		// cancelled start or limits above the host's keep their own error

@@ -17,26 +17,28 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// ErrNoTask means no task with that name is registered.
-var ErrNoTask = errors.New("client: no such task")
-
 // Run submits jobID as a run of the finished job req.FromJob's script on
-// new data (messages.SubmitJob.Run). files maps sample names and File or Dir
-// input names to local paths: each file is uploaded to the samples object
-// store, each directory as a tar archive, and set in req.Samples. Follow
-// the run with Watch, like any job.
+// new data (messages.SubmitJob.Run), with req.Options over the job's
+// settings. files maps sample names and File or Dir input names to local
+// paths: each file is uploaded to the samples object store, each directory
+// as a tar archive, and set in req.Samples. Follow the run with Watch,
+// like any job.
 func (c *Client) Run(ctx context.Context, jobID string, req messages.RunRequest, files map[string]string) error {
-	if !bus.ValidJobID(jobID) {
-		return fmt.Errorf("invalid job id %q", jobID)
+	if !messages.ValidJobID(jobID) {
+		return fmt.Errorf("client: invalid job id %q", jobID)
+	}
+	if req.Options != nil {
+		if err := req.Options.Validate(); err != nil {
+			return err
+		}
 	}
 	if len(files) > 0 {
-		samples := map[string]string{}
-		for k, v := range req.Samples {
-			samples[k] = v
+		samples := maps.Clone(req.Samples)
+		if samples == nil {
+			samples = map[string]string{}
 		}
 		for _, name := range slices.Sorted(maps.Keys(files)) {
 			ref, err := c.upload(ctx, name, files[name])
@@ -48,10 +50,20 @@ func (c *Client) Run(ctx context.Context, jobID string, req messages.RunRequest,
 		req.Samples = samples
 	}
 	sub := messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Run: &req}
-	if err := c.pub.PublishJSON(ctx, bus.SubjectJobsSubmit, sub, bus.SubmitMsgID(jobID)); err != nil {
+	if err := c.pub.PublishJSON(ctx, messages.SubjectJobsSubmit, sub, messages.SubmitMsgID(jobID)); err != nil {
 		return fmt.Errorf("submit run: %w", err)
 	}
 	return nil
+}
+
+// RunTask submits jobID as a run of task name's script: Run with the task's
+// defaults under opts (nil: the defaults alone).
+func (c *Client) RunTask(ctx context.Context, jobID, name string, args map[string]string, files map[string]string, opts *messages.RunOptions) error {
+	t, err := c.Task(ctx, name)
+	if err != nil {
+		return err
+	}
+	return c.Run(ctx, jobID, messages.RunRequest{FromJob: t.JobID, Args: args, Options: opts.Over(t.Defaults)}, files)
 }
 
 // upload puts a file, or a directory as a tar archive, in the samples store.
@@ -61,7 +73,7 @@ func (c *Client) upload(ctx context.Context, name, p string) (string, error) {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	if !fi.IsDir() {
-		ref, err := c.samples.Put(ctx, name, p)
+		ref, err := c.PutSampleFile(ctx, name, p)
 		return ref.Object, err
 	}
 	tmp, err := os.CreateTemp("", "autocoder-dir-*.tar")
@@ -76,7 +88,7 @@ func (c *Client) upload(ctx context.Context, name, p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
-	ref, err := c.samples.Put(ctx, name, tmp.Name())
+	ref, err := c.PutSampleFile(ctx, name, tmp.Name())
 	return ref.Object, err
 }
 
@@ -126,10 +138,19 @@ func tarDir(w io.Writer, root string) error {
 }
 
 // RegisterTask names the finished, successful job jobID as a reusable task
-// (replacing a task of that name).
-func (c *Client) RegisterTask(ctx context.Context, name, jobID, description string) (*messages.Task, error) {
+// (replacing a task of that name), with defaults (may be nil) as the
+// settings of its runs.
+func (c *Client) RegisterTask(ctx context.Context, name, jobID, description string, defaults *messages.RunOptions) (*messages.Task, error) {
 	if !messages.ValidTaskName(name) {
 		return nil, &messages.FieldError{Field: "task", Msg: fmt.Sprintf("%q is not a task name (letters, digits, '_' and '-', at most 63)", name)}
+	}
+	if defaults != nil {
+		if err := defaults.Validate(); err != nil {
+			return nil, err
+		}
+		if defaults.IsZero() {
+			defaults = nil
+		}
 	}
 	res, err := c.Result(ctx, jobID)
 	if errors.Is(err, ErrNotFound) {
@@ -142,12 +163,16 @@ func (c *Client) RegisterTask(ctx context.Context, name, jobID, description stri
 		return nil, &messages.FieldError{Field: "job", Msg: fmt.Sprintf("job %s did not succeed, so it has no tested script to keep", jobID)}
 	}
 	t := messages.Task{Name: name, JobID: jobID, Prompt: res.Spec.Prompt, Inputs: res.Spec.Inputs, Outputs: res.Spec.Outputs,
-		Samples: slices.Sorted(maps.Keys(res.Spec.Samples)), CreatedAt: time.Now().UTC(), Description: description}
+		Samples: sortedNames(res.Spec.Samples), CreatedAt: time.Now().UTC(), Description: description, Defaults: defaults}
 	b, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.res.Tasks.Put(ctx, bus.TaskKey(name), b); err != nil {
+	kv, err := c.stores.tasks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := kv.Put(ctx, messages.TaskKey(name), b); err != nil {
 		return nil, fmt.Errorf("register task %s: %w", name, err)
 	}
 	return &t, nil
@@ -158,7 +183,11 @@ func (c *Client) Task(ctx context.Context, name string) (*messages.Task, error) 
 	if !messages.ValidTaskName(name) {
 		return nil, ErrNoTask
 	}
-	e, err := c.res.Tasks.Get(ctx, bus.TaskKey(name))
+	kv, err := c.stores.tasks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e, err := kv.Get(ctx, messages.TaskKey(name))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, ErrNoTask
 	}
@@ -174,7 +203,11 @@ func (c *Client) Task(ctx context.Context, name string) (*messages.Task, error) 
 
 // Tasks lists the registered tasks by name.
 func (c *Client) Tasks(ctx context.Context) ([]messages.Task, error) {
-	lister, err := c.res.Tasks.ListKeys(ctx)
+	kv, err := c.stores.tasks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lister, err := kv.ListKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
@@ -199,5 +232,11 @@ func (c *Client) DeleteTask(ctx context.Context, name string) error {
 	if _, err := c.Task(ctx, name); err != nil {
 		return err
 	}
-	return c.res.Tasks.Delete(ctx, bus.TaskKey(name))
+	kv, err := c.stores.tasks(ctx)
+	if err != nil {
+		return err
+	}
+	return kv.Delete(ctx, messages.TaskKey(name))
 }
+
+func sortedNames[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -64,10 +65,19 @@ func (c *Client) WriteOutput(ctx context.Context, res *messages.Result, name str
 
 // streamObject copies an object of the outputs store to w, checking its hash.
 func (c *Client) streamObject(ctx context.Context, ref messages.ObjectRef, w io.Writer) error {
-	obj, err := c.res.Outputs.Get(ctx, ref.ObjectName())
+	store, err := c.stores.outputs(ctx)
+	if err != nil {
+		return err
+	}
+	return copyChecked(ctx, store, messages.ObjectStoreOutputs, ref, w)
+}
+
+// copyChecked copies an object of store to w, checking its content hash.
+func copyChecked(ctx context.Context, store jetstream.ObjectStore, storeName string, ref messages.ObjectRef, w io.Writer) error {
+	obj, err := store.Get(ctx, ref.ObjectName())
 	if err != nil {
 		if errors.Is(err, jetstream.ErrObjectNotFound) {
-			return fmt.Errorf("object %s is no longer in the outputs store", ref)
+			return fmt.Errorf("object %s is no longer in the %s store (%s)", ref, strings.TrimPrefix(storeName, "autocoder_"), storeName)
 		}
 		return err
 	}
@@ -80,4 +90,29 @@ func (c *Client) streamObject(ctx context.Context, ref messages.ObjectRef, w io.
 		return fmt.Errorf("object %s has content hash %s", ref, got)
 	}
 	return nil
+}
+
+// readObject reads a small object of store whole, at most limit bytes,
+// checking its content hash.
+func readObject(ctx context.Context, store jetstream.ObjectStore, storeName string, ref messages.ObjectRef, limit int64) ([]byte, error) {
+	var buf limitedBuffer
+	buf.limit = limit
+	if err := copyChecked(ctx, store, storeName, ref, &buf); err != nil {
+		return nil, err
+	}
+	return buf.b, nil
+}
+
+// limitedBuffer is a buffer that refuses to grow past limit bytes.
+type limitedBuffer struct {
+	b     []byte
+	limit int64
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if int64(len(l.b)+len(p)) > l.limit {
+		return 0, fmt.Errorf("larger than %s", messages.FormatBytes(l.limit))
+	}
+	l.b = append(l.b, p...)
+	return len(p), nil
 }

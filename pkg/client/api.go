@@ -5,24 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/autocoder/autocoder/internal/bus"
-	"github.com/autocoder/autocoder/internal/objects"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// ErrNoCoordinator means no coordinator answered an API request.
-var ErrNoCoordinator = errors.New("client: no coordinator answers the message API")
-
-// Request sends req (JSON) on an API subject and decodes the coordinator's
-// answer into reply: the message API (docs/api.md) as the HTTP API and
-// `submit dlq replay` use it.
+// Request sends req (JSON) on a message API subject (docs/api.md) and
+// decodes the coordinator's answer into reply.
 func (c *Client) Request(ctx context.Context, subject string, req, reply any) error {
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -42,11 +33,12 @@ func (c *Client) Request(ctx context.Context, subject string, req, reply any) er
 }
 
 // SubmitRequest submits req through the coordinator's API subject and
-// returns its answer: the job ID, or the error naming the field.
+// returns its answer: the job ID, or the error naming the field. The spec's
+// samples must be object references (Upload makes them).
 func (c *Client) SubmitRequest(ctx context.Context, req messages.APIRequest) (messages.APIReply, error) {
 	req.V = messages.WireVersion
 	var r messages.APIReply
-	err := c.Request(ctx, bus.SubjectAPISubmit, req, &r)
+	err := c.Request(ctx, messages.SubjectAPISubmit, req, &r)
 	return r, err
 }
 
@@ -54,48 +46,43 @@ func (c *Client) SubmitRequest(ctx context.Context, req messages.APIRequest) (me
 func (c *Client) RunTaskRequest(ctx context.Context, req messages.TaskRunRequest) (messages.APIReply, error) {
 	req.V = messages.WireVersion
 	var r messages.APIReply
-	err := c.Request(ctx, bus.SubjectAPITaskRun, req, &r)
+	err := c.Request(ctx, messages.SubjectAPITaskRun, req, &r)
 	return r, err
 }
 
-// PutSample uploads a sample's bytes from r (at most objects.MaxObjectBytes)
-// and returns its object reference; fileName's extension is kept, so the
-// script finds it as /var/inputs/<name><ext>.
-func (c *Client) PutSample(ctx context.Context, fileName string, r io.Reader) (messages.SampleRef, error) {
-	f, err := os.CreateTemp("", "autocoder-upload-*"+filepath.Ext(filepath.Base(fileName)))
-	if err != nil {
-		return messages.SampleRef{}, err
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	n, err := io.Copy(f, io.LimitReader(r, objects.MaxObjectBytes+1))
-	if err != nil {
-		return messages.SampleRef{}, fmt.Errorf("sample %s: %w", fileName, err)
-	}
-	if n > objects.MaxObjectBytes {
-		return messages.SampleRef{}, fmt.Errorf("%w: larger than %d bytes", ErrSampleTooLarge, int64(objects.MaxObjectBytes))
-	}
-	if err := f.Close(); err != nil {
-		return messages.SampleRef{}, err
-	}
-	return c.samples.Put(ctx, fileName, f.Name())
+// ReplyError is the error of an APIReply that refused a request: Field is
+// the dotted path of the field at fault ("spec.outputs.total"), Kind
+// messages.ReplyInvalid (fix the request) or messages.ReplyUnavailable.
+type ReplyError struct {
+	Field, Kind, Msg string
 }
 
-// ErrSampleTooLarge is returned (wrapped) by PutSample past objects.MaxObjectBytes.
-var ErrSampleTooLarge = errors.New("client: sample too large")
+func (e *ReplyError) Error() string { return e.Msg }
+
+// ErrorOf is the error of a reply: nil when it accepted the request.
+func ErrorOf(r messages.APIReply) error {
+	if r.Error == "" {
+		return nil
+	}
+	return &ReplyError{Field: r.Field, Kind: r.Kind, Msg: r.Error}
+}
 
 // DeadLetters returns the letters in the dead-letter stream, oldest first,
 // at most limit of them (0: all).
 func (c *Client) DeadLetters(ctx context.Context, limit int) ([]messages.DeadLetterEntry, error) {
 	out := []messages.DeadLetterEntry{}
-	info, err := c.res.DLQ.Info(ctx)
+	stream, err := c.js.Stream(ctx, messages.StreamDLQ)
+	if err != nil {
+		return nil, fmt.Errorf("dead letters: %w", err)
+	}
+	info, err := stream.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", err)
 	}
 	if info.State.Msgs == 0 {
 		return out, nil
 	}
-	cons, err := c.js.OrderedConsumer(ctx, bus.StreamDLQ, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	cons, err := c.js.OrderedConsumer(ctx, messages.StreamDLQ, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", err)
 	}
@@ -125,7 +112,11 @@ var ErrNoDeadLetter = errors.New("client: no such dead letter")
 
 // DeadLetter returns dead letter seq.
 func (c *Client) DeadLetter(ctx context.Context, seq uint64) (*messages.DeadLetterEntry, error) {
-	raw, err := c.res.DLQ.GetMsg(ctx, seq)
+	stream, err := c.js.Stream(ctx, messages.StreamDLQ)
+	if err != nil {
+		return nil, fmt.Errorf("dead letter %d: %w", seq, err)
+	}
+	raw, err := stream.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, fmt.Errorf("%w: %d", ErrNoDeadLetter, seq)
 	}
@@ -142,7 +133,7 @@ func (c *Client) DeadLetter(ctx context.Context, seq uint64) (*messages.DeadLett
 // Replay asks the coordinator to replay dead letter seq.
 func (c *Client) Replay(ctx context.Context, seq uint64) (messages.ReplayReply, error) {
 	var r messages.ReplayReply
-	if err := c.Request(ctx, bus.SubjectAPIDLQReplay, messages.ReplayRequest{V: messages.WireVersion, Seq: seq}, &r); err != nil {
+	if err := c.Request(ctx, messages.SubjectAPIDLQReplay, messages.ReplayRequest{V: messages.WireVersion, Seq: seq}, &r); err != nil {
 		return r, err
 	}
 	if r.Error != "" {

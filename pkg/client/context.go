@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/autocoder/autocoder/internal/docsearch"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // uploadContext reads the context's files and folders into one bundle
-// (docsearch.Load, within its bounds), uploads it beside the samples and
-// returns the wire form: object references, those given already kept.
+// (Config.LoadContext), uploads it beside the samples and returns the
+// wire form: object references, those given already kept.
 func (c *Client) uploadContext(ctx context.Context, entries []string) ([]string, error) {
 	var refs, paths []string
 	for _, e := range entries {
@@ -25,7 +24,10 @@ func (c *Client) uploadContext(ctx context.Context, entries []string) ([]string,
 	if len(paths) == 0 {
 		return refs, nil
 	}
-	bundle, err := docsearch.Load(paths)
+	if c.cfg.LoadContext == nil {
+		return nil, &messages.FieldError{Field: "context", Msg: "paths need Config.LoadContext; give object references of uploaded ContextBundles"}
+	}
+	bundle, err := c.cfg.LoadContext(paths)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +43,7 @@ func (c *Client) uploadContext(ctx context.Context, entries []string) ([]string,
 	if err := tmp.Close(); err != nil {
 		return nil, fmt.Errorf("context bundle: %w", err)
 	}
-	ref, err := c.samples.Put(ctx, "context", tmp.Name())
+	ref, err := c.PutSampleFile(ctx, "context", tmp.Name())
 	if err != nil {
 		return nil, fmt.Errorf("upload context: %w", err)
 	}

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,7 +15,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -112,25 +110,10 @@ func objectOf(v any) (*messages.ObjectRef, error) {
 	return &ref, nil
 }
 
-// downloadFile writes an object to root/name, through a temporary file
-// beside it, checking its hash.
+// downloadFile writes an object of the outputs store to root/name,
+// through a temporary file beside it, checking its hash.
 func (c *Client) downloadFile(ctx context.Context, root *os.Root, ref messages.ObjectRef, name string) error {
-	tmp, f, err := createTemp(root, "."+name+".part-")
-	if err != nil {
-		return err
-	}
-	defer root.Remove(tmp) // fails harmlessly once renamed
-	err = c.copyObject(ctx, ref, f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if fi, err := root.Lstat(name); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s is a directory; not replaced by a file", name)
-	}
-	return root.Rename(tmp, name)
+	return writeFileFrom(root, name, func(f *os.File) error { return c.streamObject(ctx, ref, f) })
 }
 
 // downloadDir rebuilds a Dir output from its manifest as root/name, in a
@@ -173,7 +156,7 @@ func (c *Client) downloadDir(ctx context.Context, root *os.Root, ref messages.Ob
 	return root.Rename(tmp, name)
 }
 
-func (c *Client) writeManifestFile(ctx context.Context, sub *os.Root, mf sandbox.ManifestFile) error {
+func (c *Client) writeManifestFile(ctx context.Context, sub *os.Root, mf messages.ManifestFile) error {
 	p := filepath.FromSlash(mf.Path)
 	if err := sub.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
@@ -191,15 +174,16 @@ func (c *Client) writeManifestFile(ctx context.Context, sub *os.Root, mf sandbox
 
 // manifest fetches a Dir output's manifest and checks every entry before
 // anything is written.
-func (c *Client) manifest(ctx context.Context, ref messages.ObjectRef) (*sandbox.DirManifest, error) {
-	b, err := c.res.Outputs.GetBytes(ctx, ref.ObjectName())
+func (c *Client) manifest(ctx context.Context, ref messages.ObjectRef) (*messages.DirManifest, error) {
+	store, err := c.stores.outputs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b, err := readObject(ctx, store, messages.ObjectStoreOutputs, ref, maxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", ref, err)
 	}
-	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != ref.SHA256 {
-		return nil, fmt.Errorf("manifest %s does not match its hash", ref)
-	}
-	var m sandbox.DirManifest
+	var m messages.DirManifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", ref, err)
 	}
@@ -232,6 +216,9 @@ func checkEntry(p string) error {
 	}
 	return nil
 }
+
+// maxManifest bounds a Dir output's manifest.
+const maxManifest = 64 << 20
 
 // copyObject copies an object of the outputs store to f, checking its hash.
 func (c *Client) copyObject(ctx context.Context, ref messages.ObjectRef, f *os.File) error {
