@@ -141,3 +141,10 @@ func DefaultPath(dir string) string {
 		d = parent
 	}
 }
+
+// TaskPrompt is the job prompt that asks for the problem's solution.py.
+func (p Problem) TaskPrompt() string {
+	return "Complete the Python function " + p.EntryPoint + " below, in solution.py: keep its signature and docstring, " +
+		"implement its body, and keep the imports and helper functions it needs. solution.py is a module that defines " +
+		"this function; it reads no input files and writes no outputs.\n\n" + p.Prompt
+}

@@ -62,3 +62,16 @@ type SurvivingMutant struct {
 	Mutant   string `json:"mutant,omitempty"`
 	Near     bool   `json:"near,omitempty"`
 }
+
+// StrengthenTestsInput is the input of the tests call that strengthens
+// tests which pass but let mutants survive: it shows the model the
+// survivors (with their witnesses) and asks for the whole test file again,
+// with tests that kill them. The reply is the `tests` structured reply.
+type StrengthenTestsInput struct {
+	Task     TaskSpec     `json:"task"`
+	Plan     Plan         `json:"plan"`
+	Code     string       `json:"code"`
+	Tests    string       `json:"tests"`
+	Strength TestStrength `json:"strength"`
+	Round    int          `json:"round"` // 1 for the first strengthening
+}
