@@ -53,6 +53,12 @@ func StageDeadline(stage messages.Stage, opts messages.Options, overrides map[me
 			timeout = messages.DefaultTimeout
 		}
 		return timeout + DefaultRunSlack
+	case messages.StageMutate:
+		budget := opts.MutationBudget.Std()
+		if budget <= 0 {
+			budget = messages.DefaultMutationBudget
+		}
+		return budget + DefaultRunSlack
 	}
 	return DefaultLLMDeadline
 }

@@ -125,7 +125,7 @@ func stageSchema(stage messages.Stage) (llm.Schema, bool) {
 		return llm.PlanSchema, true
 	case messages.StageCode, messages.StageFix:
 		return llm.SolutionSchema, true
-	case messages.StageTests:
+	case messages.StageTests, messages.StageStrengthenTests:
 		return llm.TestsSchema, true
 	case messages.StagePackages:
 		return llm.PackagesSchema, true
@@ -177,6 +177,8 @@ func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (Outp
 		return handle(ctx, h, cmd, h.code)
 	case messages.StageTests:
 		return handle(ctx, h, cmd, h.tests)
+	case messages.StageStrengthenTests:
+		return handle(ctx, h, cmd, h.strengthenTests) // strength.go
 	case messages.StagePackages:
 		return handle(ctx, h, cmd, h.packages)
 	case messages.StageDiagnose:
@@ -363,13 +365,19 @@ func (h *Handlers) tests(ctx context.Context, cmd *messages.StageCommand, in mes
 	if err != nil {
 		return out, err
 	}
+	return normalizeTests(cmd.Stage, out, t)
+}
+
+// normalizeTests takes a `tests` reply: fences stripped, empty refused, a
+// file that imports nothing from solution noted.
+func normalizeTests(stage messages.Stage, out Output, t messages.Tests) (Output, error) {
 	var n notes
 	if hasFence(t.Code) {
 		n.add("removed a Markdown fence around the tests")
 	}
 	t.Code = stripFences(t.Code)
 	if t.Code == "" {
-		return out, invalid(cmd.Stage, "empty tests")
+		return out, invalid(stage, "empty tests")
 	}
 	if !importsSolutionRe.MatchString(t.Code) {
 		n.add("the tests do not import from solution")

@@ -49,6 +49,15 @@ func stageNote(r *messages.StageResult) string {
 			parts = append(parts, "needs packages "+strings.Join(d.NeedsPackages, ", "))
 		}
 		return listNote("diagnosis: ", parts)
+	case messages.StageMutate:
+		var ts messages.TestStrength
+		if json.Unmarshal(r.Output, &ts) != nil {
+			return ""
+		}
+		if ts.Error != "" {
+			return "test strength not measured: " + firstLine(ts.Error)
+		}
+		return fmt.Sprintf("test strength %.2f: %d of %d mutants killed, %d equivalent", ts.Score, ts.Killed, ts.Judged(), ts.Equivalent)
 	}
 	return ""
 }

@@ -236,7 +236,7 @@ func (m *stepper) report(out messages.TestReport) {
 			m.note(fmt.Sprintf("iteration %d: every test passes", s.Iteration))
 		}
 		s.Tracks = nil
-		m.accept()
+		m.testsPassed() // strength.go: measured first, then accepted
 		return
 	}
 	sigs := m.observe(rep)
@@ -373,6 +373,9 @@ func (m *stepper) stageFailed(p Pending, r *messages.StageResult) {
 		m.s.Replacements[protocol.CanonicalName(p.Package)] = ""
 		m.note("the package_replacement stage failed (" + firstLine(r.Error) + "): building without " + p.Package)
 		m.advance()
+		return
+	case r.Stage == messages.StageMutate || r.Stage == messages.StageStrengthenTests:
+		m.strengthFailed(r) // strength.go
 		return
 	case r.Stage == messages.StagePackages && p.Candidate == 0:
 		m.note("the packages stage failed (" + firstLine(r.Error) + "): building without the unmapped imports")
@@ -546,7 +549,7 @@ func ResultOf(s State) messages.Result {
 		ConversationHistory: s.History, SkippedTests: s.Spec.Options.SkipTests,
 		SubmittedAt: s.SubmittedAt, FinishedAt: s.FinishedAt,
 		UsageByStage: s.StageUsage, Notes: s.Notes, ContextUsed: s.ContextUsed, CodeMode: codeModeResult(s),
-		Cancelled: s.Cancelled,
+		Cancelled: s.Cancelled, TestStrength: strengthResult(s),
 	}
 	spec := s.Spec
 	r.Spec = &spec

@@ -11,17 +11,19 @@ import (
 type Phase string
 
 const (
-	PhaseProfiling  Phase = "profiling"
-	PhasePlanning   Phase = "planning"
-	PhaseGenerating Phase = "generating" // code and tests, concurrently
-	PhasePackages   Phase = "packages"   // the model maps imports the scan could not
-	PhaseBuilding   Phase = "building"
-	PhaseTesting    Phase = "testing"
-	PhaseDiagnosing Phase = "diagnosing"
-	PhaseRepairing  Phase = "repairing" // fix, test patches and rebuilds, concurrently
-	PhaseAccepting  Phase = "accepting"
-	PhaseRunning    Phase = "running" // a rerun's one phase: the script runs on new data (rerun.go)
-	PhaseDone       Phase = "done"
+	PhaseProfiling     Phase = "profiling"
+	PhasePlanning      Phase = "planning"
+	PhaseGenerating    Phase = "generating" // code and tests, concurrently
+	PhasePackages      Phase = "packages"   // the model maps imports the scan could not
+	PhaseBuilding      Phase = "building"
+	PhaseTesting       Phase = "testing"
+	PhaseDiagnosing    Phase = "diagnosing"
+	PhaseRepairing     Phase = "repairing"     // fix, test patches and rebuilds, concurrently
+	PhaseMeasuring     Phase = "measuring"     // mutants run against the passing tests (strength.go)
+	PhaseStrengthening Phase = "strengthening" // the model writes tests that kill the survivors
+	PhaseAccepting     Phase = "accepting"
+	PhaseRunning       Phase = "running" // a rerun's one phase: the script runs on new data (rerun.go)
+	PhaseDone          Phase = "done"
 )
 
 // Pending is a dispatched stage whose result has not arrived.
@@ -59,6 +61,7 @@ type State struct {
 	ContextLog  // runvalidate.go
 	AgentRun    // agent.go
 	CodeModeRun // codemode.go
+	StrengthLog // strength.go
 }
 
 // Job is the job's identity, its place in the loop and its clock.

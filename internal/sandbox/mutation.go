@@ -28,12 +28,13 @@ const (
 	MutationFile = ".harness/mutation.json"
 )
 
-// Defaults and bounds of a MutationRun.
+// Defaults and bounds of a MutationRun: the job options' (options.max_mutants,
+// options.mutation_budget), and the survivors reported.
 const (
-	DefaultMaxMutants   = 40
-	MaxMaxMutants       = 200
-	DefaultMutateBudget = 90 * time.Second
-	MaxMutateBudget     = 15 * time.Minute
+	DefaultMaxMutants   = messages.DefaultMaxMutants
+	MaxMaxMutants       = messages.MaxMaxMutants
+	DefaultMutateBudget = messages.DefaultMutationBudget
+	MaxMutateBudget     = messages.MaxMutationBudget
 	DefaultMaxSurvivors = 5
 	MaxMaxSurvivors     = 20
 	// mutateSlack is the sandbox's own deadline past the budget: mutate.py

@@ -61,6 +61,9 @@ func (h *Handlers) WithOutputs(o OutputStore) *Handlers {
 // Version implements stagework.Handler. The backend is part of it: an image
 // built by Docker is not an environment the process backend can run.
 func (h *Handlers) Version(stage messages.Stage) string {
+	if stage == messages.StageMutate {
+		return Version + "/" + sandbox.MutateScriptVersion + "/" + h.backend.Name()
+	}
 	return Version + "/" + h.backend.Name()
 }
 
@@ -91,6 +94,12 @@ func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (stag
 			return stagework.Output{}, err
 		}
 		return h.runScript(ctx, cmd, in)
+	case messages.StageMutate:
+		var in messages.MutateInput
+		if err := decode(cmd, &in); err != nil {
+			return stagework.Output{}, err
+		}
+		return h.mutate(ctx, cmd, in) // mutate.go
 	case messages.StageAgentTool:
 		var in messages.AgentToolInput
 		if err := decode(cmd, &in); err != nil {

@@ -102,6 +102,15 @@ type Options struct {
 	// Validate is tests (default) or run, the code runner (coderunner.go).
 	Validate      Validation `json:"validate,omitempty"`
 	AgentMaxTurns int        `json:"agent_max_turns,omitempty"` // backend agent: model turns; default 50
+
+	// Test strength by mutation (strength.go): mutation on (default),
+	// measure or off; the score below which the tests are strengthened;
+	// strengthening rounds; mutants per measurement; time per measurement.
+	Mutation         Mutation `json:"mutation,omitempty"`
+	MinTestStrength  float64  `json:"min_test_strength,omitempty"`
+	StrengthenRounds int      `json:"strengthen_rounds,omitempty"`
+	MaxMutants       int      `json:"max_mutants,omitempty"`
+	MutationBudget   Duration `json:"mutation_budget,omitempty"`
 }
 
 // Resources limit one sandbox run.
@@ -218,6 +227,7 @@ func (s *JobSpec) Validate() error {
 		o.validateBasePackages,
 		s.validateCodeRunner,
 		s.validateAgent,
+		o.validateMutation, // strength.go
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
@@ -404,6 +414,7 @@ func (s *JobSpec) Normalize(defaultModel string) {
 	if o.Resources.Memory == "" {
 		o.Resources.Memory = "512Mi"
 	}
+	s.normalizeMutation() // strength.go
 }
 
 // ObjectRef is a sample's place in the object store: its content hash and the

@@ -45,7 +45,8 @@ const (
 // Pool returns the worker pool that handles the stage.
 func (s Stage) Pool() string {
 	switch s {
-	case StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageAgentTool, StageCodeModeTools, StageCodeModeExec:
+	case StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageAgentTool, StageCodeModeTools, StageCodeModeExec,
+		StageMutate:
 		return PoolSandbox
 	}
 	return PoolLLM
@@ -54,8 +55,9 @@ func (s Stage) Pool() string {
 // Stages lists every stage, the LLM stages first.
 func Stages() []Stage {
 	return []Stage{StagePlan, StageCode, StageTests, StagePackages, StageDiagnose, StageFix, StagePatchTests,
-		StageVerify, StageConstraint, StagePackageReplacement, StageAgentTurn, StageCodeModeTurn,
-		StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageAgentTool, StageCodeModeTools, StageCodeModeExec}
+		StageVerify, StageConstraint, StagePackageReplacement, StageAgentTurn, StageCodeModeTurn, StageStrengthenTests,
+		StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageAgentTool, StageCodeModeTools, StageCodeModeExec,
+		StageMutate}
 }
 
 // StageCommand asks a worker to do one stage of one job. Input holds the

@@ -1,0 +1,34 @@
+package sandboxstages
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// mutate measures the strength of passing tests by mutation
+// (sandbox.RunMutation). The budget is capped at the worker's timeout
+// ceiling, as every run's timeout is.
+func (h *Handlers) mutate(ctx context.Context, cmd *messages.StageCommand, in messages.MutateInput) (stagework.Output, error) {
+	inputs, err := h.fetch(ctx, in.Samples)
+	if err != nil {
+		return stagework.Output{}, err
+	}
+	image, err := h.ensureEnv(ctx, in.Image, in.Env)
+	if err != nil {
+		return stagework.Output{}, err
+	}
+	l := h.limits(cmd.JobID, cmd.Stage, in.Budget, in.Resources)
+	ts, err := sandbox.RunMutation(ctx, h.backend, sandbox.MutationRun{
+		Env: image, Code: in.Code, Tests: in.Tests, Inputs: inputs,
+		Seed: in.Seed, MaxMutants: min(in.MaxMutants, sandbox.MaxMaxMutants), Budget: min(l.timeout, sandbox.MaxMutateBudget),
+		Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID,
+	})
+	if err != nil {
+		return stagework.Output{}, fmt.Errorf("mutation tests: %w", err)
+	}
+	return stagework.Output{Value: ts}, nil
+}
