@@ -117,6 +117,8 @@ func answer(t *testing.T, cmd messages.StageCommand) *messages.StageResult {
 		out = messages.TestReport{Passed: 1}
 	case messages.StageAcceptance:
 		out = messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"answer": 42}}
+	case messages.StageMutate:
+		out = messages.TestStrength{Points: 2, Mutants: 2, Killed: 2, Score: 1}
 	default:
 		t.Fatalf("no answer for stage %s", cmd.Stage)
 	}

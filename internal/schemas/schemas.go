@@ -39,6 +39,8 @@ var messageValues = []any{
 	messages.RunTestsInput{}, messages.TestReport{},
 	messages.AcceptanceInput{}, messages.AcceptanceOutput{},
 	messages.PackageReplacementInput{}, messages.PackageReplacement{},
+	// Test strength by mutation (strength.go).
+	messages.MutateInput{}, messages.TestStrength{}, messages.StrengthenTestsInput{},
 	// The agent backend's stages (Contract 7).
 	messages.AgentTurnInput{}, messages.AgentTurnOutput{}, messages.AgentToolInput{}, messages.AgentToolOutput{},
 	// Code mode's stages and the code runner's documentation (Contract 8).
@@ -62,6 +64,7 @@ var NotMessages = []string{
 	"AgentToolCall", "AgentMessage", "ToolCallRecord", "AgentReport",
 	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult",
 	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation", "RepairRoute",
+	"OperatorCounts", "SurvivingMutant", "StrengthReport",
 }
 
 // Messages lists the wire messages, in a stable order.
