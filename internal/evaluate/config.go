@@ -28,8 +28,10 @@ type Config struct {
 	// Parallel is how many problems run at once; zero: 2.
 	Parallel int
 	// Every takes every Nth problem of the set (zero: 1, all); Limit stops
-	// after that many (zero: no limit).
+	// after that many (zero: no limit). Tasks, if any, keeps only these
+	// task IDs.
 	Every, Limit int
+	Tasks        []string
 	// MaxIterations is each job's options.max_iterations; zero: 5.
 	MaxIterations int
 	// Options are more job options, as key=value (value as JSON, else a
@@ -130,6 +132,8 @@ func ParseArgs(args []string, base config.Config, stderr io.Writer, terminal boo
 	fs.IntVar(&c.Parallel, "parallel", 2, "problems run at once")
 	fs.IntVar(&c.Every, "every", 1, "take every Nth problem")
 	fs.IntVar(&c.Limit, "limit", 0, "stop after N problems (0: all)")
+	var tasks multi
+	fs.Var(&tasks, "task", "run only this task ID, e.g. HumanEval/0 (repeatable)")
 	fs.IntVar(&c.MaxIterations, "max-iterations", 5, "each job's options.max_iterations")
 	var opts multi
 	fs.Var(&opts, "option", "job option key=value, e.g. cache=override (repeatable)")
@@ -148,6 +152,6 @@ func ParseArgs(args []string, base config.Config, stderr io.Writer, terminal boo
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	c.Options = opts
+	c.Options, c.Tasks = opts, tasks
 	return c, c.Validate()
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -94,9 +95,12 @@ func selectProblems(cfg Config) ([]problemset.Problem, error) {
 	}
 	var out []problemset.Problem
 	for i, p := range all {
-		if i%cfg.Every == 0 && (cfg.Limit == 0 || len(out) < cfg.Limit) {
+		if i%cfg.Every == 0 && (cfg.Limit == 0 || len(out) < cfg.Limit) && (len(cfg.Tasks) == 0 || slices.Contains(cfg.Tasks, p.TaskID)) {
 			out = append(out, p)
 		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no problem of the set is selected (--every, --limit, --task)")
 	}
 	return out, nil
 }
@@ -387,5 +391,11 @@ func trim(s string, n int) string {
 
 // strengthCols reads a result's test strength (nil when not measured).
 func strengthCols(res *messages.Result) *StrengthCols {
-	return nil // the result carries no test strength yet
+	ts := res.TestStrength
+	if ts == nil || ts.Error != "" || ts.Judged() == 0 {
+		return nil
+	}
+	return &StrengthCols{Score: ts.Score, Initial: ts.InitialScore(), Mutants: ts.Mutants, Killed: ts.Killed,
+		Survived: ts.Survived, Equivalent: ts.Equivalent, Rounds: ts.Rounds, Calls: ts.Usage.Calls,
+		Tokens: ts.Usage.InputTokens + ts.Usage.OutputTokens}
 }

@@ -26,8 +26,8 @@ var results = map[messages.Stage]resultHandler{
 	messages.StageVerify:             on((*stepper).verified), // repair.go
 	messages.StagePatchTests:         on((*stepper).patched),  // repair.go
 	messages.StageAcceptance:         on((*stepper).accepted),
-	messages.StageMutate:             on((*stepper).mutated),      // strength.go
-	messages.StageStrengthenTests:    on((*stepper).strengthened), // strength.go
+	messages.StageMutate:             on((*stepper).mutated),                // strength.go
+	messages.StageStrengthenTests:    on((*stepper).strengthened),           // strength.go
 	messages.StageRun:                on((*stepper).rerunFinished),          // rerun.go
 	messages.StageAgentTurn:          on((*stepper).agentTurned),            // agent.go
 	messages.StageAgentTool:          on((*stepper).agentToolDone),          // agent.go

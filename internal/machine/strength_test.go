@@ -166,8 +166,10 @@ func TestStrengthLoop(t *testing.T) {
 			},
 		},
 		{
-			name:       "tests that could not be measured are not strengthened",
-			script:     func(w *world) { w.answers[messages.StageMutate] = []any{messages.TestStrength{Score: 1, Error: "the tests do not pass"}} },
+			name: "tests that could not be measured are not strengthened",
+			script: func(w *world) {
+				w.answers[messages.StageMutate] = []any{messages.TestStrength{Score: 1, Error: "the tests do not pass"}}
+			},
 			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "mutate"},
 			wantStatus: messages.StatusSucceeded,
 		},
