@@ -139,8 +139,9 @@ func DecodeJobSpecJSON(data []byte) (*JobSpec, error) {
 
 // known lists the fields of each object in a JobSpec, by dotted path.
 var known = map[string][]string{
-	"":                  {"name", "prompt", "schema", "constraints", "samples", "inputs", "outputs", "options", "context"},
-	"options":           {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "validate", "agent_max_turns"},
+	"": {"name", "prompt", "schema", "constraints", "samples", "inputs", "outputs", "options", "context"},
+	"options": {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "validate", "agent_max_turns",
+		"mutation", "min_test_strength", "strengthen_rounds", "max_mutants", "mutation_budget"},
 	"options.resources": {"cpu", "memory"},
 }
 
