@@ -6,8 +6,13 @@ Python's own ast, runs the tests against each, and writes a JSON report:
 a mutant the tests fail is killed, one they pass survived. A survivor that
 gives the same results as solution.py on every call the tests made, and on
 small perturbations of those calls (an int one higher or lower, a list one
-element shorter...), is counted as equivalent: no test built from those
-inputs could tell it apart, and it is likely the same function.
+element shorter...), is counted as equivalent when at least one of the perturbed
+calls ran the mutated line and returned normally: no test built from those
+inputs could tell it apart, and it is likely the same function. Agreement
+on the tests' own calls alone, on calls that never reach the change, or
+that all raise, is no evidence: it is what weak tests look like; nor is
+agreement about an entry of a data table (a constant in a list, tuple, set
+or dict display), which a call may run past without using.
 
 Bounded: at most --max-mutants mutants (a seeded sample of every mutation
 point when there are more), --budget seconds in all (mutants not started by
@@ -48,7 +53,7 @@ HARNESS = ".harness"
 VERSION = 1
 
 MAX_CALLS = 200  # distinct calls recorded from the tests
-MAX_NEIGHBOURS = 8  # perturbed calls per recorded call
+MAX_NEIGHBOURS = 12  # perturbed calls per recorded call
 CALL_TIMEOUT = 1.0  # seconds for one replayed call
 MAX_CALL_TIMEOUTS = 2  # replayed calls that time out before a comparison gives up
 COMPARE_TIMEOUT = 15.0  # seconds for one mutant's comparison
@@ -60,15 +65,19 @@ REPR_LIMIT = 200  # characters of one value in a witness
 
 
 class Point:
-    """One mutation: replace source bytes [start, end) with text."""
+    """One mutation: replace source bytes [start, end) with text. in_data
+    marks a constant inside a list, tuple, set or dict display: a table
+    entry, which a call may run past without using, so agreement on calls
+    is no evidence that its mutant is equivalent."""
 
-    def __init__(self, operator, line, description, start, end, text):
+    def __init__(self, operator, line, description, start, end, text, in_data=False):
         self.operator = operator
         self.line = line
         self.description = description
         self.start = start
         self.end = end
         self.text = text
+        self.in_data = in_data
 
 
 BINOPS = {
@@ -154,9 +163,19 @@ class Finder(ast.NodeVisitor):
     def __init__(self, src):
         self.src = src
         self.points = []
+        self.displays = 0  # depth of list, tuple, set and dict displays
 
     def add(self, operator, node, description, start, end, text):
-        self.points.append(Point(operator, node.lineno, description, start, end, text))
+        line = self.src.data.count(b"\n", 0, start) + 1  # where the change is, not where its node starts
+        in_data = operator == "constant" and self.displays > 0
+        self.points.append(Point(operator, line, description, start, end, text, in_data))
+
+    def visit_display(self, node):
+        self.displays += 1
+        self.generic_visit(node)
+        self.displays -= 1
+
+    visit_List = visit_Tuple = visit_Set = visit_Dict = visit_display
 
     # -- what is not mutated
     def visit_If(self, node):
@@ -454,14 +473,35 @@ class CallTimeout(BaseException):
     pass
 
 
-def load(name, text):
+MUTANT_FILE = "<mutant>"
+
+
+def load(name, text, filename=SOLUTION):
     import types
 
     mod = types.ModuleType(name)
     mod.__file__ = os.path.join(os.getcwd(), SOLUTION)
     sys.modules[name] = mod
-    exec(compile(text, SOLUTION, "exec"), mod.__dict__)
+    exec(compile(text, filename, "exec"), mod.__dict__)
     return mod
+
+
+class LineProbe:
+    """Tells whether a line of the mutant ran during a call."""
+
+    def __init__(self, line):
+        self.line = line
+        self.hit = False
+
+    def __call__(self, frame, event, arg):
+        if frame.f_code.co_filename != MUTANT_FILE:
+            return None
+        return self.local
+
+    def local(self, frame, event, arg):
+        if event == "line" and frame.f_lineno == self.line:
+            self.hit = True
+        return self.local
 
 
 def neighbours(args, kwargs):
@@ -490,10 +530,11 @@ def perturb(v):
     if isinstance(v, float):
         return [v + 1, v - 1, 0.0]
     if isinstance(v, str):
-        return [w for w in (v[:-1], v + v[-1:], "") if w != v]
+        words = v.split(" ")
+        return [w for w in (v[:-1], v + v[-1:], " ".join(reversed(words)), v + " " + v, "") if w != v]
     if isinstance(v, (list, tuple)):
         t = type(v)
-        out = [t(v[:-1]), t(list(v) + list(v[-1:]))] if v else []
+        out = [t(v[:-1]), t(list(v) + list(v[-1:])), t(reversed(v)), t(list(v) + list(v))] if v else []
         if v and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
             out.append(t(x + 1 for x in v))
         if v:
@@ -502,9 +543,9 @@ def perturb(v):
     return []
 
 
-def outcome(mod, name, args, kwargs):
+def outcome(mod, name, args, kwargs, probe=None):
     """What one call does: its value, its arguments after, what it printed;
-    or the exception it raised."""
+    or the exception it raised. probe, if any, traces the call."""
     fn = getattr(mod, name, None)
     if fn is None:
         return ("missing",)
@@ -513,7 +554,11 @@ def outcome(mod, name, args, kwargs):
     signal.setitimer(signal.ITIMER_REAL, CALL_TIMEOUT)
     try:
         with contextlib.redirect_stdout(buf):
-            value = fn(*args, **kwargs)
+            sys.settrace(probe)
+            try:
+                value = fn(*args, **kwargs)
+            finally:
+                sys.settrace(None)
         return ("value", value, args, kwargs, buf.getvalue())
     except CallTimeout:
         return ("timeout",)
@@ -581,9 +626,12 @@ def describe(o):
     return o[0]
 
 
-def compare(original, mutant_text, calls_path, out_path):
+def compare(original, mutant_text, line, calls_path, out_path):
     """Child: replays the recorded calls, and their neighbours, on the
-    original and the mutant; writes the first call they disagree on."""
+    original and the mutant; writes the first call they disagree on. A call
+    is informative when it is a perturbation, the original returned and the
+    mutated line ran: only agreement on such calls is evidence of an
+    equivalent mutant."""
     quiet()
 
     def alarm(signum, frame):
@@ -591,12 +639,12 @@ def compare(original, mutant_text, calls_path, out_path):
 
     signal.signal(signal.SIGALRM, alarm)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
-    result = {"differs": False, "undecided": False, "checked": 0}
+    result = {"differs": False, "undecided": False, "checked": 0, "informative": 0}
     try:
         with open(calls_path, "rb") as f:
             blobs = pickle.load(f)
         orig = load("solution", original)
-        mut = load("solution_mutant", mutant_text)
+        mut = load("solution_mutant", mutant_text, MUTANT_FILE)
         calls = []
         for blob in blobs:
             try:
@@ -609,9 +657,12 @@ def compare(original, mutant_text, calls_path, out_path):
         timeouts = 0
         for name, a, kw, kind in work:
             x = outcome(orig, name, a, kw)
-            y = outcome(mut, name, a, kw)
+            probe = LineProbe(line)
+            y = outcome(mut, name, a, kw, probe)
             s = same(x, y)
             result["checked"] += 1
+            if x[0] == "value" and probe.hit and kind == "near":
+                result["informative"] += 1
             if s is None:
                 result["undecided"] = True
                 timeouts += 1
@@ -706,7 +757,7 @@ def run(opt, original, mutants, report, started):
         if m.status != "survived" or not have_calls or budget_left() < 2:
             continue
         out = os.path.join(HARNESS, "compare-%d.json" % m.id)
-        run_child(lambda: compare(original, m.source, calls, out), min(max(budget_left(), 1), COMPARE_TIMEOUT))
+        run_child(lambda: compare(original, m.source, m.point.line, calls, out), min(max(budget_left(), 1), COMPARE_TIMEOUT))
         try:
             with open(out) as f:
                 c = json.load(f)
@@ -714,7 +765,7 @@ def run(opt, original, mutants, report, started):
             continue
         if c.get("differs"):
             m.witness = c
-        elif not c.get("undecided") and c.get("checked", 0) > 0:
+        elif not c.get("undecided") and c.get("informative", 0) > 0 and not m.point.in_data:
             m.status = "equivalent"
     summarize(original, mutants, report, opt.max_survivors)
 
