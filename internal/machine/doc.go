@@ -19,7 +19,9 @@
 // run; failures are diagnosed, routed, repaired and verified (repair.go);
 // a loop that stops making progress changes strategy or stops. With
 // options.candidates several solutions race in the first round
-// (candidates.go). Every part of the state that grows with the job is
+// (candidates.go). Once the tests pass, their strength is measured by
+// mutation, and weak tests are strengthened and run again before the
+// acceptance run (strength.go). Every part of the state that grows with the job is
 // bounded (budget.go), since the state is one KV value.
 //
 // With options.backend agent, the model drives the work instead: turns and
