@@ -107,7 +107,8 @@ func TestAcceptanceFailureIsFixedThenFails(t *testing.T) {
 			if len(got) > 3 {
 				slices.Sort(got[1:3])
 			}
-			want := []string{"plan", "code", "tests", "build", "run_tests", "acceptance", "fix", "run_tests", "acceptance"}
+			// Each passing run's tests are measured (mutate) before the acceptance run.
+			want := []string{"plan", "code", "tests", "build", "run_tests", "mutate", "acceptance", "fix", "run_tests", "mutate", "acceptance"}
 			if !slices.Equal(got, want) {
 				t.Errorf("stages %v, want %v", stageNames(res), want)
 			}

@@ -88,7 +88,8 @@ func (m *stepper) mutated(_ Pending, ts messages.TestStrength) {
 		ts.Score, o.MinTestStrength, ts.Killed, ts.Judged(), ts.Survived, r.Rounds, o.StrengthenRounds))
 	m.enter(PhaseStrengthening)
 	m.dispatch(messages.StageStrengthenTests, messages.StrengthenTestsInput{
-		Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: s.Tests.Code, Strength: r.TestStrength, Round: r.Rounds,
+		Task: s.Task, DataContext: s.DataContext, Plan: planOf(s), Code: s.Solution.Code, Tests: s.Tests.Code,
+		Strength: r.TestStrength, Round: r.Rounds,
 	})
 }
 

@@ -35,6 +35,7 @@ Reply fields:
 
 	var b strings.Builder
 	renderTask(&b, in.Task)
+	renderDataContext(&b, in.DataContext)
 	renderPlan(&b, in.Plan)
 	b.WriteString("\n## Code under test\n\n")
 	renderCode(&b, protocol.SolutionFile, in.Code)

@@ -16,10 +16,12 @@ or dict display), which a call may run past without using.
 
 Bounded: at most --max-mutants mutants (a seeded sample of every mutation
 point when there are more), --budget seconds in all (mutants not started by
-then are reported as not run), and a per-mutant timeout derived from the
-run of the unmutated tests (a mutant that hangs is killed by timeout, and
-counts as killed, as mutmut and cosmic-ray count it). Each test run is a
-forked child of this process, in its own process group, killed whole at
+then are reported as not run), and a per-mutant limit derived from the
+run of the unmutated tests: CPU time, so that a busy machine does not pass
+for a mutant that loops, and wall time for one that blocks (a mutant that
+hangs is killed, and counts as killed, as mutmut and cosmic-ray count it).
+Each test run is a forked child of this process, in its own process group,
+killed whole at
 its deadline.
 
 The `if __name__ == "__main__":` block is not mutated: the tests import
@@ -54,7 +56,7 @@ VERSION = 1
 
 MAX_CALLS = 200  # distinct calls recorded from the tests
 MAX_NEIGHBOURS = 12  # perturbed calls per recorded call
-CALL_TIMEOUT = 1.0  # seconds for one replayed call
+CALL_TIMEOUT = 1.0  # CPU seconds for one replayed call
 MAX_CALL_TIMEOUTS = 2  # replayed calls that time out before a comparison gives up
 COMPARE_TIMEOUT = 15.0  # seconds for one mutant's comparison
 DIFF_LIMIT = 2000  # characters of one survivor's diff
@@ -358,9 +360,27 @@ def unified(a, b):
 # ---------------------------------------------------------------- children
 
 
-def run_child(fn, timeout):
-    """Runs fn in a forked child in its own process group; returns
-    (exit code or None on timeout, seconds)."""
+def cpu_seconds(pid):
+    """The CPU time (user and system) a process has used, from /proc; None
+    when /proc cannot tell."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            data = f.read()
+        fields = data[data.rindex(")") + 2 :].split()  # from the state on: utime and stime are 12th and 13th
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def run_child(fn, timeout, cpu_limit=None):
+    """Runs fn in a forked child in its own process group; returns (exit
+    code or None when it was killed at a limit, its wall seconds, its CPU
+    seconds). It is killed, with its group, after timeout seconds of wall
+    time or cpu_limit seconds of CPU time: CPU time is what tells a mutant
+    that loops from one that is slow because the machine is busy."""
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
@@ -380,17 +400,18 @@ def run_child(fn, timeout):
     deadline = start + timeout
     pause = 0.002
     while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
-            return os.waitstatus_to_exitcode(status), time.monotonic() - start
-        if time.monotonic() >= deadline:
+            return os.waitstatus_to_exitcode(status), time.monotonic() - start, usage.ru_utime + usage.ru_stime
+        cpu = cpu_seconds(pid) if cpu_limit is not None else None
+        if time.monotonic() >= deadline or (cpu is not None and cpu >= cpu_limit):
             for target in (-pid, pid):
                 try:
                     os.kill(target, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
-            os.waitpid(pid, 0)
-            return None, time.monotonic() - start
+            _, _, usage = os.wait4(pid, 0)
+            return None, time.monotonic() - start, usage.ru_utime + usage.ru_stime
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
 
@@ -551,7 +572,7 @@ def outcome(mod, name, args, kwargs, probe=None):
         return ("missing",)
     args, kwargs = copy.deepcopy(args), copy.deepcopy(kwargs)
     buf = io.StringIO()
-    signal.setitimer(signal.ITIMER_REAL, CALL_TIMEOUT)
+    signal.setitimer(signal.ITIMER_PROF, CALL_TIMEOUT)
     try:
         with contextlib.redirect_stdout(buf):
             sys.settrace(probe)
@@ -567,7 +588,7 @@ def outcome(mod, name, args, kwargs, probe=None):
     except Exception as e:
         return ("raise", type(e).__name__)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
 
 
 def same(a, b):
@@ -637,7 +658,7 @@ def compare(original, mutant_text, line, calls_path, out_path):
     def alarm(signum, frame):
         raise CallTimeout()
 
-    signal.signal(signal.SIGALRM, alarm)
+    signal.signal(signal.SIGPROF, alarm)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
     result = {"differs": False, "undecided": False, "checked": 0, "informative": 0}
     try:
@@ -729,11 +750,11 @@ def run(opt, original, mutants, report, started):
 
         return run_child(child, max(budget_left() / 2, 5))
 
-    code, took = baseline(True)
+    code, took, cpu = baseline(True)
     if code != 0:  # perhaps the recording got in the way: once more without it
         with contextlib.suppress(OSError):
             os.remove(calls)
-        code, took = baseline(False)
+        code, took, cpu = baseline(False)
     if code != 0:
         report["error"] = "the tests do not pass on solution.py (%s): %s" % (
             "timed out" if code is None else "pytest exit code %d" % code,
@@ -742,14 +763,18 @@ def run(opt, original, mutants, report, started):
         report["not_run"] = len(mutants)
         return
     have_calls = os.path.exists(calls)
-    per_mutant = min(max(1.0, 4 * took + 0.5), 60.0)
-    report["mutant_timeout_ms"] = int(per_mutant * 1000)
+    # A mutant may use four times the unmutated run's CPU time, plus half a
+    # second; the wall-clock limit, twenty times the unmutated run's, only
+    # catches one that blocks without computing.
+    per_mutant_cpu = min(max(1.0, 4 * cpu + 0.5), 60.0)
+    per_mutant = min(max(30.0, 20 * took), 120.0)
+    report["mutant_timeout_ms"] = int(per_mutant_cpu * 1000)
     for m in mutants:
-        if budget_left() < min(per_mutant, 1.5):
+        if budget_left() < min(per_mutant_cpu, 1.5):
             break
         with open(SOLUTION, "w", encoding="utf-8") as f:
             f.write(m.source)
-        code, _ = run_child(run_tests, min(per_mutant, max(budget_left(), 1)))
+        code, _, _ = run_child(run_tests, min(per_mutant, max(budget_left(), 1)), per_mutant_cpu)
         m.status = "survived" if code == 0 else "timed_out" if code is None else "killed"
     with open(SOLUTION, "w", encoding="utf-8") as f:
         f.write(original)

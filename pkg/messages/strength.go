@@ -74,12 +74,13 @@ type SurvivingMutant struct {
 // survivors (with their witnesses) and asks for the whole test file again,
 // with tests that kill them. The reply is the `tests` structured reply.
 type StrengthenTestsInput struct {
-	Task     TaskSpec     `json:"task"`
-	Plan     Plan         `json:"plan"`
-	Code     string       `json:"code"`
-	Tests    string       `json:"tests"`
-	Strength TestStrength `json:"strength"`
-	Round    int          `json:"round"` // 1 for the first strengthening
+	Task        TaskSpec     `json:"task"`
+	DataContext string       `json:"data_context,omitempty"`
+	Plan        Plan         `json:"plan"`
+	Code        string       `json:"code"`
+	Tests       string       `json:"tests"`
+	Strength    TestStrength `json:"strength"`
+	Round       int          `json:"round"` // 1 for the first strengthening
 }
 
 // Stages of test strength.
