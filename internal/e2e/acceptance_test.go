@@ -87,6 +87,8 @@ func TestAcceptanceFailureIsFixedThenFails(t *testing.T) {
 			spec := answerSpec()
 			spec.Outputs = tc.outputs
 			spec.Options.MaxIterations = 2
+			// Measured, not strengthened: this test is about the acceptance run.
+			spec.Options.Mutation = messages.MutationMeasure
 			res := runJob(t, st, spec)
 			if res.Success {
 				t.Fatalf("job succeeded with a bad output: outputs %v", res.Outputs)
