@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -36,7 +38,7 @@ func (c *Client) Run(ctx context.Context, jobID string, req messages.RunRequest,
 		for k, v := range req.Samples {
 			samples[k] = v
 		}
-		for _, name := range sortedNames(files) {
+		for _, name := range slices.Sorted(maps.Keys(files)) {
 			ref, err := c.upload(ctx, name, files[name])
 			if err != nil {
 				return err
@@ -45,7 +47,7 @@ func (c *Client) Run(ctx context.Context, jobID string, req messages.RunRequest,
 		}
 		req.Samples = samples
 	}
-	sub := messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Run: &req}
+	sub := messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Run: &req}
 	if err := c.pub.PublishJSON(ctx, bus.SubjectJobsSubmit, sub, bus.SubmitMsgID(jobID)); err != nil {
 		return fmt.Errorf("submit run: %w", err)
 	}
@@ -140,7 +142,7 @@ func (c *Client) RegisterTask(ctx context.Context, name, jobID, description stri
 		return nil, &messages.FieldError{Field: "job", Msg: fmt.Sprintf("job %s did not succeed, so it has no tested script to keep", jobID)}
 	}
 	t := messages.Task{Name: name, JobID: jobID, Prompt: res.Spec.Prompt, Inputs: res.Spec.Inputs, Outputs: res.Spec.Outputs,
-		Samples: sortedNames(res.Spec.Samples), CreatedAt: time.Now().UTC(), Description: description}
+		Samples: slices.Sorted(maps.Keys(res.Spec.Samples)), CreatedAt: time.Now().UTC(), Description: description}
 	b, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
@@ -198,13 +200,4 @@ func (c *Client) DeleteTask(ctx context.Context, name string) error {
 		return err
 	}
 	return c.res.Tasks.Delete(ctx, bus.TaskKey(name))
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/problemset"
 	"github.com/autocoder/autocoder/internal/sandbox"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -109,7 +109,7 @@ func selectProblems(cfg Config) ([]problemset.Problem, error) {
 // sandbox the hidden tests run in, and the rows so far.
 type evaluation struct {
 	cfg      Config
-	st       *stack.Stack
+	st       *wiring.Stack
 	backend  sandbox.Backend
 	ownsBE   bool // the backend is not the stack's: close it
 	fake     *fakellm.Server
@@ -145,16 +145,16 @@ func start(ctx context.Context, cfg Config, problems []problemset.Problem, log *
 	if _, set := e.options["model"]; !set && sc.Model != "" {
 		e.options["model"] = sc.Model // named on every job, so results say which
 	}
-	opts := stack.Options{Config: sc, Logger: log, ConnectTimeout: 30 * time.Second}
+	opts := wiring.Options{Config: sc, Logger: log, ConnectTimeout: 30 * time.Second}
 	if sc.NATSURL == "" {
-		opts.Roles = []stack.Role{stack.RoleLocal}
+		opts.Roles = []wiring.Role{wiring.RoleLocal}
 	}
-	if e.st, err = stack.Start(ctx, opts); err != nil {
+	if e.st, err = wiring.Start(ctx, opts); err != nil {
 		e.close()
 		return nil, fmt.Errorf("start: %w", err)
 	}
 	if e.backend = e.st.Backend; e.backend == nil {
-		if e.backend, err = stack.OpenBackend(ctx, sc, log, nil); err != nil {
+		if e.backend, err = wiring.OpenBackend(ctx, sc, log, nil); err != nil {
 			e.close()
 			return nil, fmt.Errorf("sandbox for the hidden tests: %w", err)
 		}

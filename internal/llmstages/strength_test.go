@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/autocoder/autocoder/internal/prompts"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -19,12 +17,12 @@ func TestStrengthenTests(t *testing.T) {
 		Strength: messages.TestStrength{Mutants: 3, Killed: 1, Survived: 2, Score: 1.0 / 3, Survivors: []messages.SurvivingMutant{
 			{Line: 2, Description: "return sum(xs) -> return None", Operator: "return", Diff: "-    return sum(xs)\n+    return None\n", Witness: "total([1, 2])", Near: false}}}}
 	fc := &fakeClient{replies: map[string]string{"tests": `{"code":"` + "```python\\nfrom solution import total\\n\\ndef test_total():\\n    assert total([1, 2]) == 3\\n```" + `"}`}}
-	out, err := New(fc, Options{}).Handle(context.Background(), command(t, messages.StageStrengthenTests, in))
+	out, err := newHandlers(t, fc, Config{}).Handle(context.Background(), command(t, messages.StageStrengthenTests, in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := messages.Tests{Code: "from solution import total\n\ndef test_total():\n    assert total([1, 2]) == 3\n"}
-	if diff := cmp.Diff(want, out.Value); diff != "" {
+	if diff := diffValue(t, want, out); diff != "" {
 		t.Errorf("tests (-want +got):\n%s", diff)
 	}
 	user := fc.calls()[0].Messages[1].Content
@@ -34,7 +32,7 @@ func TestStrengthenTests(t *testing.T) {
 		}
 	}
 	fc = &fakeClient{replies: map[string]string{"tests": `{"code":"   "}`}}
-	if _, err := New(fc, Options{}).Handle(context.Background(), command(t, messages.StageStrengthenTests, in)); err == nil {
+	if _, err := newHandlers(t, fc, Config{}).Handle(context.Background(), command(t, messages.StageStrengthenTests, in)); err == nil {
 		t.Error("empty tests were accepted")
 	}
 }

@@ -1,10 +1,11 @@
 package machine
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -39,15 +40,15 @@ const mutationSeed = 1
 
 // testsPassed takes the job's passing tests to their measurement, or to
 // the acceptance run when the job does not measure them.
-func (m *stepper) testsPassed() {
+func (m *Stepper) testsPassed() {
 	if !m.measures() {
 		m.accept()
 		return
 	}
 	s := m.s
 	o := s.Spec.Options
-	m.enter(PhaseMeasuring)
-	m.dispatch(messages.StageMutate, messages.MutateInput{
+	m.Enter(PhaseMeasuring)
+	m.Dispatch(messages.StageMutate, messages.MutateInput{
 		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
 		Code: s.Solution.Code, Tests: s.Tests.Code, Samples: s.Samples, Resources: o.Resources,
 		Seed: mutationSeed, MaxMutants: o.MaxMutants, Budget: o.MutationBudget,
@@ -56,16 +57,16 @@ func (m *stepper) testsPassed() {
 
 // measures reports whether the job measures its tests. A spec without
 // options.mutation (one normalised before the option existed, as in a
-// recorded log) does not.
-func (m *stepper) measures() bool {
+// recorded log) does not. Only the pipeline kind measures: its tests are
+// the ones the job generated.
+func (m *Stepper) measures() bool {
 	s := m.s
 	mode := s.Spec.Options.Mutation
-	return (mode == messages.MutationOn || mode == messages.MutationMeasure) &&
-		s.Solution != nil && s.Tests != nil && s.Agent == nil && !validatesByRun(s)
+	return (mode == messages.MutationOn || mode == messages.MutationMeasure) && s.Solution != nil && s.Tests != nil
 }
 
 // mutated takes a measurement and strengthens the tests or goes on.
-func (m *stepper) mutated(_ Pending, ts messages.TestStrength) {
+func (m *Stepper) mutated(_ Pending, ts messages.TestStrength) {
 	s := m.s
 	o := s.Spec.Options
 	r := s.Strength
@@ -79,22 +80,22 @@ func (m *stepper) mutated(_ Pending, ts messages.TestStrength) {
 	}
 	if why := m.enough(r); why != "" {
 		r.Outcome = why
-		m.note("test strength: " + why)
+		m.Note("test strength: " + why)
 		m.accept()
 		return
 	}
 	r.Rounds++
-	m.note(fmt.Sprintf("test strength %.2f is below %.2f (%d of %d mutants killed): asking for tests that kill the %d survivors (round %d of %d)",
+	m.Note(fmt.Sprintf("test strength %.2f is below %.2f (%d of %d mutants killed): asking for tests that kill the %d survivors (round %d of %d)",
 		ts.Score, o.MinTestStrength, ts.Killed, ts.Judged(), ts.Survived, r.Rounds, o.StrengthenRounds))
-	m.enter(PhaseStrengthening)
-	m.dispatch(messages.StageStrengthenTests, messages.StrengthenTestsInput{
+	m.Enter(PhaseStrengthening)
+	m.Dispatch(messages.StageStrengthenTests, messages.StrengthenTestsInput{
 		Task: s.Task, DataContext: s.DataContext, Plan: planOf(s), Code: s.Solution.Code, Tests: s.Tests.Code,
 		Strength: r.TestStrength, Round: r.Rounds,
 	})
 }
 
 // enough says why the loop stops at this measurement, or "" to strengthen.
-func (m *stepper) enough(r *messages.StrengthReport) string {
+func (m *Stepper) enough(r *messages.StrengthReport) string {
 	s := m.s
 	o := s.Spec.Options
 	switch {
@@ -120,7 +121,7 @@ func (m *stepper) enough(r *messages.StrengthReport) string {
 
 // strengthened takes the stronger tests: they run on the solution next,
 // through the environment check (they may import more) and the test run.
-func (m *stepper) strengthened(_ Pending, t messages.Tests) {
+func (m *Stepper) strengthened(_ Pending, t messages.Tests) {
 	s := m.s
 	r := s.Strength
 	if r == nil || strings.TrimSpace(t.Code) == strings.TrimSpace(testsOf(s)) {
@@ -128,19 +129,19 @@ func (m *stepper) strengthened(_ Pending, t messages.Tests) {
 		if r != nil {
 			r.Outcome = fmt.Sprintf("%.2f; %s", r.Score, why)
 		}
-		m.note("test strength: " + why)
+		m.Note("test strength: " + why)
 		m.accept()
 		return
 	}
 	s.Tests = &t
-	m.note(fmt.Sprintf("stronger tests (round %d): they run on the solution; a new test that fails is diagnosed and repaired like any", r.Rounds))
-	m.enter(PhaseRepairing)
+	m.Note(fmt.Sprintf("stronger tests (round %d): they run on the solution; a new test that fails is diagnosed and repaired like any", r.Rounds))
+	m.Enter(PhaseRepairing)
 	m.advance()
 }
 
 // strengthFailed lets the job go on when a measurement or a strengthening
 // call failed: the tests pass, and their strength is advisory.
-func (m *stepper) strengthFailed(r *messages.StageResult) {
+func (m *Stepper) strengthFailed(_ Pending, r *messages.StageResult) {
 	s := m.s
 	why := fmt.Sprintf("the %s stage failed (%s)", r.Stage, firstLine(r.Error))
 	if s.Strength != nil {
@@ -149,7 +150,7 @@ func (m *stepper) strengthFailed(r *messages.StageResult) {
 		s.Strength = &messages.StrengthReport{MinTestStrength: s.Spec.Options.MinTestStrength, Outcome: why,
 			TestStrength: messages.TestStrength{Score: 1, Error: why}}
 	}
-	m.note("test strength: " + why + "; going on without it")
+	m.Note("test strength: " + why + "; going on without it")
 	m.accept()
 }
 
@@ -161,14 +162,26 @@ func boundStrength(ts messages.TestStrength) messages.TestStrength {
 	ts.Survivors = append([]messages.SurvivingMutant(nil), ts.Survivors...)
 	for i := range ts.Survivors {
 		sv := &ts.Survivors[i]
-		sv.Diff = protocol.Trim(sv.Diff, survivorDiffBudget)
-		sv.Description = protocol.Trim(sv.Description, failureFieldBudget)
-		sv.Witness = protocol.Trim(sv.Witness, failureFieldBudget)
-		sv.Original = protocol.Trim(sv.Original, failureFieldBudget)
-		sv.Mutant = protocol.Trim(sv.Mutant, failureFieldBudget)
+		sv.Diff = trim.Middle(sv.Diff, survivorDiffBudget)
+		sv.Description = trim.Middle(sv.Description, failureFieldBudget)
+		sv.Witness = trim.Middle(sv.Witness, failureFieldBudget)
+		sv.Original = trim.Middle(sv.Original, failureFieldBudget)
+		sv.Mutant = trim.Middle(sv.Mutant, failureFieldBudget)
 	}
-	ts.Error = protocol.Trim(ts.Error, failureFieldBudget)
+	ts.Error = trim.Middle(ts.Error, failureFieldBudget)
 	return ts
+}
+
+// strengthNote is the stage_finished note of a measurement.
+func strengthNote(output []byte) string {
+	var ts messages.TestStrength
+	if json.Unmarshal(output, &ts) != nil {
+		return ""
+	}
+	if ts.Error != "" {
+		return "test strength not measured: " + firstLine(ts.Error)
+	}
+	return fmt.Sprintf("test strength %.2f: %d of %d mutants killed, %d equivalent", ts.Score, ts.Killed, ts.Judged(), ts.Equivalent)
 }
 
 // strengthResult is the result's test_strength, with the strengthening

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -54,7 +55,7 @@ func renderSurvivors(b *strings.Builder, ts messages.TestStrength) {
 	b.WriteString(".\n")
 	for i, s := range ts.Survivors {
 		fmt.Fprintf(b, "\n### Mutant %d: line %d, %s (%s)\n\n", i+1, s.Line, s.Description, s.Operator)
-		b.WriteString(data("Change", "diff", protocol.Trim(s.Diff, survivorBudget)))
+		b.WriteString(data("Change", "diff", trim.Middle(s.Diff, survivorBudget)))
 		if s.Witness != "" {
 			where := "one of the tests' own calls: the tests call it but do not check the result closely enough"
 			if s.Near {
@@ -70,6 +71,6 @@ func renderSurvivors(b *strings.Builder, ts messages.TestStrength) {
 		fmt.Fprintf(b, "\n(%d more survivors are not shown.)\n", ts.Survived-len(ts.Survivors))
 	}
 	if strings.TrimSpace(ts.Error) != "" {
-		b.WriteString("\nNote: " + protocol.Trim(ts.Error, fieldBudget) + "\n")
+		b.WriteString("\nNote: " + trim.Middle(ts.Error, fieldBudget) + "\n")
 	}
 }

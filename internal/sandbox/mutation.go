@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -143,7 +143,7 @@ func ParseMutationReport(res RunResult, seed int64) messages.TestStrength {
 		if line := lastErrorLine(combinedOutput(res)); line != "" {
 			msg += ": " + line
 		}
-		return messages.TestStrength{Seed: seed, Score: 1, Error: protocol.TrimHead(msg, caseMessageLimit),
+		return messages.TestStrength{Seed: seed, Score: 1, Error: trim.Head(msg, caseMessageLimit),
 			DurationMS: res.Duration.Milliseconds()}
 	}
 	switch {
@@ -161,7 +161,7 @@ func ParseMutationReport(res RunResult, seed int64) messages.TestStrength {
 	}
 	ts := rep.TestStrength
 	ts.Seed = seed
-	ts.Error = protocol.TrimHead(ts.Error, caseDetailsLimit)
+	ts.Error = trim.Head(ts.Error, caseDetailsLimit)
 	ts.Score = 1
 	if j := ts.Judged(); j > 0 {
 		ts.Score = float64(ts.Killed) / float64(j)

@@ -12,14 +12,15 @@ import (
 // mutate measures the strength of passing tests by mutation
 // (sandbox.RunMutation). The budget is capped at the worker's timeout
 // ceiling, as every run's timeout is.
-func (h *Handlers) mutate(ctx context.Context, cmd *messages.StageCommand, in messages.MutateInput) (stagework.Output, error) {
+func (h *Handlers) mutate(ctx context.Context, cmd *messages.StageCommand, in messages.MutateInput) (stagework.Output[messages.TestStrength], error) {
+	var none stagework.Output[messages.TestStrength]
 	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	image, err := h.ensureEnv(ctx, in.Image, in.Env)
 	if err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	l := h.limits(cmd.JobID, cmd.Stage, in.Budget, in.Resources)
 	ts, err := sandbox.RunMutation(ctx, h.backend, sandbox.MutationRun{
@@ -28,7 +29,7 @@ func (h *Handlers) mutate(ctx context.Context, cmd *messages.StageCommand, in me
 		Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID,
 	})
 	if err != nil {
-		return stagework.Output{}, fmt.Errorf("mutation tests: %w", err)
+		return none, fmt.Errorf("mutation tests: %w", err)
 	}
-	return stagework.Output{Value: ts}, nil
+	return stagework.Output[messages.TestStrength]{Value: ts}, nil
 }
