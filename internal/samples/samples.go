@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -77,8 +78,10 @@ func (s *Store) lock(sha string) (unlock func()) {
 
 // Put uploads the file at path (unless an object with its hash is already
 // there) and returns its reference.
+// A symbolic link is refused: the CLI resolves the links it allows
+// (jobfile.LocalFiles) before it uploads.
 func (s *Store) Put(ctx context.Context, name, path string) (messages.SampleRef, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return messages.SampleRef{}, fmt.Errorf("sample %s: %w", name, err)
 	}
