@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/nats-io/nats.go/jetstream"
 
