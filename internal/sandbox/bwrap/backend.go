@@ -47,6 +47,8 @@ type Backend struct {
 	limits Limits
 	flight sandbox.BuildGroup
 	egress *egress.Proxy // the only way out of a build
+	// seccomp is the compiled filter every sandbox loads (seccomp.go).
+	seccomp []byte
 
 	envsDir, runsDir string
 
@@ -103,6 +105,9 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("sandbox: bubblewrap %q not found (install it, e.g. apt-get install bubblewrap): %w", cfg.Bwrap, err)
 	}
 	if b.tools, err = findTools(); err != nil {
+		return nil, err
+	}
+	if b.seccomp, err = hostSeccompFilter(); err != nil {
 		return nil, err
 	}
 	if b.py, err = probePython(cfg.Python); err != nil {

@@ -41,8 +41,10 @@ type Backend struct {
 
 	flight sandbox.BuildGroup
 	egress *egress.Proxy // the only way out of pip's build containers
-	known  sync.Map      // image name -> struct{}: built or seen, so Build needs no API call
-	pool   *pool
+	// securityOpts are every container's (seccomp.go).
+	securityOpts []string
+	known        sync.Map // image name -> struct{}: built or seen, so Build needs no API call
+	pool         *pool
 
 	// reapMu serialises reaper passes; missingSince (under it) is when a
 	// pass first found an instance's heartbeat missing (liveness.go).
@@ -155,6 +157,9 @@ func (b *Backend) init(ctx context.Context) error {
 		return fmt.Errorf("docker: the engine at %s is not on this machine, and pip builds bind the worker's egress "+
 			"proxy socket into their container: run the engine here, or set Config.BuildNetwork "+
 			"(AUTOCODER_DOCKER_BUILD_NETWORK) to build on a network of the engine's (then only as confined as it)", b.cli.DaemonHost())
+	}
+	if b.securityOpts, err = b.securityOptions(ctx); err != nil { // seccomp.go; before the first container
+		return err
 	}
 	return b.probe(ctx)
 }

@@ -303,7 +303,7 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges"},
+		SecurityOpt:    b.securityOpts,
 		Tmpfs: map[string]string{
 			"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", b.cfg.TmpSize),
 		},

@@ -1,0 +1,5 @@
+package sandboxtest
+
+import "testing"
+
+func testDiskQuota(t *testing.T, f *fixture) {}
