@@ -110,6 +110,10 @@ func New(cfg Config) (*Backend, error) {
 	if b.seccomp, err = hostSeccompFilter(); err != nil {
 		return nil, err
 	}
+	if !b.root {
+		b.log.Warn("sandbox runs have no disk quota: only a root worker can mount their size-capped tmpfs; each file is still capped",
+			"max_file_size", cfg.MaxFileSize)
+	}
 	if b.py, err = probePython(cfg.Python); err != nil {
 		return nil, err
 	}

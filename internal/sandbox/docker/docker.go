@@ -43,8 +43,11 @@ type Backend struct {
 	egress *egress.Proxy // the only way out of pip's build containers
 	// securityOpts are every container's (seccomp.go).
 	securityOpts []string
-	known        sync.Map // image name -> struct{}: built or seen, so Build needs no API call
-	pool         *pool
+	// podman: the engine is Podman's compat service, which differs in how
+	// it takes a seccomp profile and sees into tmpfs mounts (run.go).
+	podman bool
+	known  sync.Map // image name -> struct{}: built or seen, so Build needs no API call
+	pool   *pool
 
 	// reapMu serialises reaper passes; missingSince (under it) is when a
 	// pass first found an instance's heartbeat missing (liveness.go).
@@ -158,7 +161,10 @@ func (b *Backend) init(ctx context.Context) error {
 			"proxy socket into their container: run the engine here, or set Config.BuildNetwork "+
 			"(AUTOCODER_DOCKER_BUILD_NETWORK) to build on a network of the engine's (then only as confined as it)", b.cli.DaemonHost())
 	}
-	if b.securityOpts, err = b.securityOptions(ctx); err != nil { // seccomp.go; before the first container
+	if b.podman, err = b.enginePodman(ctx); err != nil {
+		return err
+	}
+	if b.securityOpts, err = b.securityOptions(); err != nil { // seccomp.go; before the first container
 		return err
 	}
 	return b.probe(ctx)

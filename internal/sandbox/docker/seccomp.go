@@ -26,16 +26,12 @@ import (
 // seccomp=FILE; Podman's compat API (4.x) reads the value as a path on
 // its own machine, so for Podman the profile is written to a file, named
 // by its content, which the engine must be on this machine to read.
-func (b *Backend) securityOptions(ctx context.Context) ([]string, error) {
+func (b *Backend) securityOptions() ([]string, error) {
 	profile, err := json.Marshal(seccomp.DefaultProfile())
 	if err != nil {
 		return nil, fmt.Errorf("docker: encode the seccomp profile: %w", err)
 	}
-	podman, err := b.enginePodman(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if !podman {
+	if !b.podman {
 		return []string{"no-new-privileges", "seccomp=" + string(profile)}, nil
 	}
 	if !engineIsLocal(b.cli.DaemonHost()) {
