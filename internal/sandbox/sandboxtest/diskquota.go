@@ -5,6 +5,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // TestDiskQuota is the per-run disk quota the conformance backends are
@@ -46,6 +50,22 @@ print("total", total, "err", err)
 		if total, _ := strconv.Atoi(fields[1]); total > TestDiskQuota {
 			t.Errorf("%s took %d bytes, over the quota of %d", dir, total, TestDiskQuota)
 		}
+	}
+	// A script that fills its outputs hears why it failed.
+	out, err := sandbox.RunScript(t.Context(), f.b, sandbox.ScriptRun{
+		Env: f.env, Timeout: 60 * time.Second,
+		Code: `
+with open("/var/outputs/big", "wb") as f:
+    for _ in range(1024):
+        f.write(b"\0" * (1 << 20))
+`,
+		Outputs: map[string]messages.Type{"big": messages.TypeFile},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.OK || !slicesContains(out.Problems, sandbox.DiskFullProblem) {
+		t.Errorf("a script that filled /var/outputs: problems %q, want %q", out.Problems, sandbox.DiskFullProblem)
 	}
 	assertServes(t, f)
 }
