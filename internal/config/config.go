@@ -60,6 +60,7 @@ type Config struct {
 	MaxCPUs        string // AUTOCODER_MAX_CPUS: a number of cores; default the machine's
 	MaxOutputFiles string // AUTOCODER_MAX_OUTPUT_FILES: entries a run returns from /var/outputs; default 10000
 	MaxOutputBytes string // AUTOCODER_MAX_OUTPUT_BYTES: bytes a run returns from /var/outputs, at most 64Mi; default 64Mi
+	DiskQuota      string // AUTOCODER_SANDBOX_DISK_QUOTA: what a run may write to /workspace and to /var/outputs each; default 256Mi
 
 	// The llm-worker's bounds on one model call (see Bounds, modelbounds.go).
 	MaxReplyBytes  string // AUTOCODER_MAX_REPLY_BYTES: a quantity such as 4Mi; default 4Mi
@@ -236,6 +237,9 @@ func (c *Config) Validate() error {
 		return errors.New("AUTOCODER_CONCURRENCY: must not be negative")
 	}
 	if _, err := c.Deadlines(); err != nil {
+		return err
+	}
+	if _, err := c.SandboxDiskQuota(); err != nil {
 		return err
 	}
 	if _, err := c.Ceilings(); err != nil {
