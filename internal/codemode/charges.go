@@ -126,11 +126,11 @@ func callInChunks(thread *starlark.Thread, name string, recv, fn starlark.Value,
 	x := seq.(starlark.Indexable)
 	target, update := recv, fn
 	if recv == nil { // set(x) or dict(x): start empty, update by chunks
-		v, err := starlark.Call(thread, fn, nil, kwargs)
+		v, err := starlark.Call(thread, fn, nil, nil)
 		if err != nil {
 			return nil, err
 		}
-		target, kwargs = v, nil
+		target = v
 		if update, err = target.(starlark.HasAttrs).Attr("update"); err != nil {
 			return nil, err
 		}
@@ -145,10 +145,14 @@ func callInChunks(thread *starlark.Thread, name string, recv, fn starlark.Value,
 		for i := lo; i < hi; i++ {
 			chunk = append(chunk, x.Index(i))
 		}
-		if _, err := starlark.Call(thread, update, starlark.Tuple{chunk}, kwargs); err != nil {
+		if _, err := starlark.Call(thread, update, starlark.Tuple{chunk}, nil); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		kwargs = nil
+	}
+	if len(kwargs) > 0 { // last, as in one call: dict(pairs, k=v) keeps v for k
+		if _, err := starlark.Call(thread, update, nil, kwargs); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 	}
 	if recv != nil {
 		return starlark.None, nil

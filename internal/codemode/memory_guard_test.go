@@ -219,3 +219,28 @@ func TestWallTimeInsideOneBuiltin(t *testing.T) {
 		t.Fatalf("want a wall time limit, got %v", err)
 	}
 }
+
+// TestChunkedInsertsKeepSemantics: set(), dict() and update, which insert
+// a chunk at a time, give what one call gives: keyword arguments last,
+// duplicates collapsed, errors named.
+func TestChunkedInsertsKeepSemantics(t *testing.T) {
+	t.Parallel()
+	code := `pairs = [(i % 700, i) for i in range(2000)]
+d = dict(pairs + [("a", 0)], a=1)
+d2 = {"x": 0}
+d2.update(pairs + [("x", 9)], x=5)
+s = set([i % 300 for i in range(1000)])
+s.update([1000, 1001])
+[len(d), d[0], d["a"], len(d2), d2["x"], d2[699], len(s)]`
+	res, err := codemode.Run(context.Background(), code, codemode.NewRegistry(), codemode.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{int64(701), int64(1400), int64(1), int64(701), int64(5), int64(1399), int64(302)}
+	if fmt.Sprint(res.Value) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v", res.Value, want)
+	}
+	if _, err := codemode.Run(context.Background(), "dict([(1, 2), (3,)])", codemode.NewRegistry(), codemode.Limits{}); err == nil || !strings.Contains(err.Error(), "dict") {
+		t.Errorf("a bad pair: %v", err)
+	}
+}
