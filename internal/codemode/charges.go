@@ -27,6 +27,9 @@ type callCharge struct {
 	// are equal modulo 2**32 share a hash in go.starlark.net, and one call
 	// inserting many of them takes quadratic time where no step is taken.
 	chunked bool
+	// refuse, when set, refuses arguments whose cost is time rather than
+	// memory (int() of a long string of digits), with its reason.
+	refuse func(args starlark.Tuple) error
 }
 
 // small is a call that allocates at most a few words: a bool, an int, a
@@ -68,7 +71,7 @@ var builtinCharges = map[string]callCharge{
 	"enumerate": {pre: pairsCost, keeps: true}, "zip": {pre: pairsCost, keeps: true},
 	"dict": {pre: tableCost, keeps: true, chunked: true},
 	"set":  {pre: tableCost, keeps: true, chunked: true},
-	"int":  {pre: intCost}, "bytes": {pre: argsCost},
+	"int":  {refuse: intDigits}, "bytes": {pre: argsCost},
 	"abs": small, "any": small, "all": small, "bool": small, "chr": small, "float": small,
 	"hasattr": small, "hash": small, "len": small, "max": small, "min": small,
 	"ord": small, "range": small, "type": small,
@@ -83,6 +86,12 @@ func charged(name string, recv, fn starlark.Value, c callCharge) *starlark.Built
 		args, err := materialise(m, name, args)
 		if err != nil {
 			return nil, err
+		}
+		if c.refuse != nil {
+			if err := c.refuse(args); err != nil {
+				m.exceeded = true
+				return nil, err
+			}
 		}
 		if c.pre != nil {
 			if err := m.charge(c.pre(m, recv, args), name+"()"); err != nil {
@@ -290,13 +299,13 @@ func tableCost(_ *meter, _ starlark.Value, args starlark.Tuple) int64 {
 // math/big (Python caps it at 4300 digits for the same reason).
 const maxIntDigits = 4300
 
-func intCost(_ *meter, _ starlark.Value, args starlark.Tuple) int64 {
+func intDigits(args starlark.Tuple) error {
 	if len(args) > 0 {
 		if s, ok := args[0].(starlark.String); ok && len(s) > maxIntDigits {
-			return math.MaxInt64 // refused: the message names the size
+			return fmt.Errorf("memory limit: int() of a string of %d characters, over the limit of %d digits", len(s), maxIntDigits)
 		}
 	}
-	return 0
+	return nil
 }
 
 // reprCost is the length of the text of args, counted only up to what is

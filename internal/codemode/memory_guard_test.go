@@ -244,3 +244,17 @@ s.update([1000, 1001])
 		t.Errorf("a bad pair: %v", err)
 	}
 }
+
+// TestIntOfLongStringRefused: parsing is quadratic in math/big, so a
+// string of digits past the bound is refused with the bound named.
+func TestIntOfLongStringRefused(t *testing.T) {
+	t.Parallel()
+	_, err := codemode.Run(context.Background(), `x = int("7" * 100000)`, codemode.NewRegistry(), codemode.Limits{})
+	var ce *codemode.Error
+	if !errors.As(err, &ce) || ce.Kind != codemode.KindLimit || !strings.Contains(ce.Msg, "over the limit of 4300 digits") {
+		t.Errorf("got %v, want a limit naming 4300 digits", err)
+	}
+	if _, err := codemode.Run(context.Background(), `x = int("7" * 4300)`, codemode.NewRegistry(), codemode.Limits{}); err != nil {
+		t.Errorf("4300 digits: %v", err)
+	}
+}
