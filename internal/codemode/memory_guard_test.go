@@ -22,33 +22,33 @@ import (
 
 const guardBudget = 16 << 20
 
-// allowedAlloc is what a run may allocate, all told, against a budget:
+// allowed is what a run may allocate, all told, against a budget:
 // estimates are per operation, so a few budgets' worth is the bound the
 // charging promises, far below the gigabytes an uncharged loop reaches.
-const allowedAlloc = 6*guardBudget + 4<<20
+func allowed(budget int64) uint64 { return uint64(6*budget + 4<<20) }
 
-// allocatedBy runs code under a guardBudget and returns the run's error
-// and the bytes the heap handed out meanwhile.
-func allocatedBy(t *testing.T, code string) (error, uint64) {
+// allocatedBy runs code under budget and returns the run's error and the
+// bytes the heap handed out meanwhile.
+func allocatedBy(t *testing.T, code string, budget int64) (error, uint64) {
 	t.Helper()
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	_, err := codemode.Run(context.Background(), code, codemode.NewRegistry(),
-		codemode.Limits{MaxAllocBytes: guardBudget, MaxSteps: 1 << 40, WallTime: time.Minute})
+		codemode.Limits{MaxAllocBytes: budget, MaxSteps: 1 << 40, WallTime: time.Minute})
 	runtime.ReadMemStats(&after)
 	return err, after.TotalAlloc - before.TotalAlloc
 }
 
 func wantStoppedByMemory(t *testing.T, code string) {
 	t.Helper()
-	err, got := allocatedBy(t, code)
+	err, got := allocatedBy(t, code, guardBudget)
 	var ce *codemode.Error
 	if !errors.As(err, &ce) || ce.Kind != codemode.KindLimit || !strings.Contains(ce.Msg, "memory limit") {
 		t.Errorf("want a memory limit error, got %v (allocated %d MiB)", err, got>>20)
 	}
-	if got > allowedAlloc {
-		t.Errorf("the run allocated %d MiB against a budget of %d MiB (allowed %d MiB)", got>>20, guardBudget>>20, allowedAlloc>>20)
+	if got > allowed(guardBudget) {
+		t.Errorf("the run allocated %d MiB against a budget of %d MiB (allowed %d MiB)", got>>20, guardBudget>>20, allowed(guardBudget)>>20)
 	}
 }
 
@@ -87,7 +87,7 @@ func TestMemoryGrowthOneStepAtATime(t *testing.T) {
 
 // allocatingCalls is one call per method of Starlark's string, bytes,
 // list, dict and set, and per universe builtin, written to build as much
-// as it can from a value of about 1 MiB (s a string, l a list, d a dict,
+// as it can from a value of about 250 KB (s a string, l a list, d a dict,
 // st a set, b bytes). TestMemoryEveryAllocatingCall checks that the table
 // covers every method and builtin the interpreter has, so a newer
 // go.starlark.net with a new method fails here until it is charged.
@@ -152,12 +152,16 @@ var nonAllocating = map[string]bool{
 	"min": true, "ord": true, "range": true, "type": true, "op slice": false,
 }
 
-const allocatingSetup = `s = "ab" * 500000
-b = bytes("ab" * 20000)
-l = list(range(40000))
-d = {i: i for i in range(20000)}
-st = set(range(20000))
+const allocatingSetup = `s = "ab" * 125000
+b = bytes("ab" * 5000)
+l = list(range(10000))
+d = {i: i for i in range(5000)}
+st = set(range(5000))
 `
+
+// tableBudget is the budget of the allocatingCalls runs: 200 calls that
+// each built 250 KB uncharged would take 50 MB, over allowed(tableBudget).
+const tableBudget = 4 << 20
 
 func TestMemoryEveryAllocatingCall(t *testing.T) {
 	names := make([]string, 0, len(allocatingCalls))
@@ -168,11 +172,11 @@ func TestMemoryEveryAllocatingCall(t *testing.T) {
 	for _, name := range names {
 		call := allocatingCalls[name]
 		t.Run(name, func(t *testing.T) {
-			// The call repeated and kept: 200 MiB if each built 1 MiB uncharged.
+			// The call repeated and kept: 50 MB if each built 250 KB uncharged.
 			code := allocatingSetup + fmt.Sprintf("keep = []\nfor _ in range(200):\n    keep.append(%s)\n", call)
-			err, got := allocatedBy(t, code)
-			if got > allowedAlloc {
-				t.Errorf("%s: the run allocated %d MiB against a budget of %d MiB (err %v)", call, got>>20, guardBudget>>20, err)
+			err, got := allocatedBy(t, code, tableBudget)
+			if got > allowed(tableBudget) {
+				t.Errorf("%s: the run allocated %d MiB against a budget of %d MiB (err %v)", call, got>>20, tableBudget>>20, err)
 			}
 			var ce *codemode.Error
 			switch {
