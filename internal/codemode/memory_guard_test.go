@@ -215,7 +215,9 @@ out`, codemode.NewRegistry(), codemode.Limits{})
 // be cancelled. Run still ends at the wall time (plus a short grace) with
 // the limit named.
 func TestWallTimeInsideOneBuiltin(t *testing.T) {
-	code := "keys = [i << 32 for i in range(300000)]\ns = set(keys)\nlen(s)"
+	// range is lazy: the program reaches set() at once, with 300,000
+	// colliding ints to insert.
+	code := "s = set(range(0, 300000 << 32, 1 << 32))\nlen(s)"
 	_, err := codemode.Run(context.Background(), code, codemode.NewRegistry(),
 		codemode.Limits{WallTime: 300 * time.Millisecond})
 	var ce *codemode.Error
@@ -260,5 +262,30 @@ func TestIntOfLongStringRefused(t *testing.T) {
 	}
 	if _, err := codemode.Run(context.Background(), `x = int("7" * 4300)`, codemode.NewRegistry(), codemode.Limits{}); err != nil {
 		t.Errorf("4300 digits: %v", err)
+	}
+}
+
+// TestWallTimeHoldsWhenACallDoesNotStop: a call that ignores the run's end
+// (here a tool that does not watch its context; in a program, a builtin
+// with no cancellation inside) cannot hold Run past the wall time: Run
+// returns the limit shortly after it, and the call finishes alone.
+func TestWallTimeHoldsWhenACallDoesNotStop(t *testing.T) {
+	t.Parallel()
+	release, returned := make(chan struct{}), make(chan struct{})
+	tools := codemode.NewRegistry()
+	tools.MustRegister(codemode.Tool{
+		Name: "stubborn", Doc: "Waits until the test lets it go, whatever its context says.",
+		Func: func(context.Context, map[string]any) (any, error) {
+			defer close(returned)
+			<-release
+			return 1, nil
+		},
+	})
+	_, err := codemode.Run(context.Background(), "stubborn()", tools, codemode.Limits{WallTime: 100 * time.Millisecond})
+	close(release)
+	<-returned
+	var ce *codemode.Error
+	if !errors.As(err, &ce) || ce.Kind != codemode.KindLimit || !strings.Contains(ce.Msg, "wall time limit") || !strings.Contains(ce.Msg, "does not stop") {
+		t.Fatalf("want the wall time limit with the call left behind, got %v", err)
 	}
 }
