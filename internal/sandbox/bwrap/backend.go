@@ -312,6 +312,11 @@ func (b *Backend) removeStale() {
 			}
 			if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
 				path := filepath.Join(dir, e.Name())
+				if dir == b.runsDir && b.root { // a crashed run's quota tmpfs mounts (mountQuota)
+					for _, sub := range []string{"workspace", "outputs"} {
+						_ = unix.Unmount(filepath.Join(path, sub), unix.MNT_DETACH) // EINVAL: not a mount
+					}
+				}
 				if err := os.RemoveAll(path); err != nil {
 					b.log.Warn("remove stale sandbox dir", "path", path, "err", err)
 				}
