@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -39,7 +41,7 @@ var ErrOutside = errors.New("refused")
 // sample must be a readable regular file; a context entry a file or a
 // folder, with no symbolic link inside it.
 func (lf LocalFiles) Resolve(spec *messages.JobSpec) error {
-	for _, name := range sortedKeys(spec.Samples) {
+	for _, name := range slices.Sorted(maps.Keys(spec.Samples)) {
 		p := spec.Samples[name]
 		if _, isRef := messages.ParseObjectRef(p); isRef {
 			continue

@@ -3,13 +3,14 @@ package machine
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Code mode (Contract 8): a job of mode codemode is a conversation in
-// which the model writes Starlark programs over the job's tools. The
+// which the model writes Python programs over the job's tools. The
 // machine describes the tools (codemode_tools, once), then alternates
 // model turns (codemode_turn) and program runs (codemode_exec):
 //
@@ -28,13 +29,10 @@ const codeModeStepBudget = 16 << 10
 
 // trimStep keeps a step within codeModeStepBudget.
 func trimStep(st messages.CodeModeStep) messages.CodeModeStep {
-	st.Reply = protocol.TrimHeadTail(st.Reply, codeModeStepBudget)
-	st.Observation = protocol.TrimHeadTail(st.Observation, codeModeStepBudget)
+	st.Reply = trim.HeadTail(st.Reply, codeModeStepBudget)
+	st.Observation = trim.HeadTail(st.Observation, codeModeStepBudget)
 	return st
 }
-
-// PhaseCodeMode is the one phase of a code-mode job.
-const PhaseCodeMode Phase = "codemode"
 
 // CodeModeRun is the part of the state a code-mode job uses.
 type CodeModeRun struct {
@@ -53,43 +51,62 @@ type CodeModeState struct {
 	Value   json.RawMessage          `json:"value,omitempty"`
 	Error   string                   `json:"error,omitempty"`
 	Events  []messages.CodeModeEvent `json:"events,omitempty"`
+	// Files are what the programs wrote under /var/outputs, the last
+	// run's file of a name winning.
+	Files []messages.CodeModeFile `json:"files,omitempty"`
+}
+
+// codeModeKind is mode: codemode.
+func codeModeKind() Kind {
+	return Kind{
+		Name:  "codemode",
+		Is:    func(sub *Submission) bool { return sub.Spec.Mode == messages.ModeCodeMode },
+		Start: (*Stepper).startCodeMode,
+		Results: []Row{
+			On(messages.StageCodeModeTools, (*Stepper).codeModeToolsDescribed),
+			On(messages.StageCodeModeTurn, (*Stepper).codeModeReplied),
+			On(messages.StageCodeModeExec, (*Stepper).codeModeRan),
+		},
+		Phases:    Phases{PhaseCodeMode: {PhaseNew}},
+		succeeded: "answered",
+	}
 }
 
 // startCodeMode asks for the tools' descriptions, which every turn's
 // prompt shows.
-func (m *stepper) startCodeMode() {
+func (m *Stepper) startCodeMode(*Submission) {
 	m.s.CodeMode = &CodeModeState{}
-	m.enter(PhaseCodeMode)
-	m.dispatch(messages.StageCodeModeTools, messages.CodeModeToolsInput{Tools: nonNil(m.s.Spec.Tools)})
+	m.Enter(PhaseCodeMode)
+	m.Dispatch(messages.StageCodeModeTools, messages.CodeModeToolsInput{Tools: nonNil(m.s.Spec.Tools)})
 }
 
-func (m *stepper) codeModeToolsDescribed(_ Pending, out messages.CodeModeToolsOutput) {
+func (m *Stepper) codeModeToolsDescribed(_ Pending, out messages.CodeModeToolsOutput) {
 	m.s.CodeMode.Tools = out.Descriptions
 	m.codeModeTurn()
 }
 
 // codeModeTurn asks the model for its next reply.
-func (m *stepper) codeModeTurn() {
+func (m *Stepper) codeModeTurn() {
 	s, cm := m.s, m.s.CodeMode
 	cm.Turns++
 	s.Iteration = cm.Turns
 	spec := s.Spec.CodeModeSpec
-	m.dispatch(messages.StageCodeModeTurn, messages.CodeModeTurnInput{
+	m.Dispatch(messages.StageCodeModeTurn, messages.CodeModeTurnInput{
 		Tools: cm.Tools, Skills: spec.Skills, SystemPromptPrefix: spec.SystemPromptPrefix,
-		MultiTurn: spec.MultiTurn(), History: spec.History, Message: spec.Message, Steps: cm.Steps,
+		MultiTurn: spec.MultiTurn(), History: spec.History, Message: spec.Message, Steps: cm.Steps, Interpreter: spec.Interpreter,
 	})
 }
 
 // codeModeReplied runs the reply's program, or takes a reply without one:
 // the answer (multi-turn) or a mistake to point out (single-shot).
-func (m *stepper) codeModeReplied(_ Pending, out messages.CodeModeTurnOutput) {
+func (m *Stepper) codeModeReplied(_ Pending, out messages.CodeModeTurnOutput) {
 	s, cm := m.s, m.s.CodeMode
 	spec := s.Spec.CodeModeSpec
 	if out.Code == "" {
 		if spec.MultiTurn() {
 			cm.Summary = out.Prose
 			m.codeModeEvent(messages.CodeModeEvent{Type: "answer", Text: out.Prose})
-			m.finish(messages.StatusSucceeded, "")
+			m.Finish(messages.StatusSucceeded, "")
 			return
 		}
 		cm.Steps = append(cm.Steps, trimStep(messages.CodeModeStep{Reply: out.Reply, NoCode: true}))
@@ -102,17 +119,19 @@ func (m *stepper) codeModeReplied(_ Pending, out messages.CodeModeTurnOutput) {
 		cm.Summary = out.Prose
 	}
 	m.codeModeEvent(messages.CodeModeEvent{Type: "code", Code: out.Code})
-	m.dispatch(messages.StageCodeModeExec, messages.CodeModeExecInput{Code: out.Code, Tools: nonNil(spec.Tools), Scope: s.JobID})
+	m.Dispatch(messages.StageCodeModeExec, messages.CodeModeExecInput{Code: out.Code, Tools: nonNil(spec.Tools),
+		Scope: s.JobID, Interpreter: spec.Interpreter})
 }
 
 // codeModeRan takes a program's run.
-func (m *stepper) codeModeRan(_ Pending, out messages.CodeModeExecOutput) {
+func (m *Stepper) codeModeRan(_ Pending, out messages.CodeModeExecOutput) {
 	s, cm := m.s, m.s.CodeMode
 	step := messages.CodeModeStep{Reply: cm.Reply, Observation: out.Observation, Failed: !out.OK}
 	cm.Reply = ""
 	if out.OK {
 		cm.Value = out.Value
 	}
+	cm.Files = mergeFiles(cm.Files, out.Files)
 	if s.Spec.MultiTurn() {
 		cm.Steps = append(cm.Steps, trimStep(step))
 		m.codeModeEvent(messages.CodeModeEvent{Type: "observation", Observation: out.Observation})
@@ -125,7 +144,7 @@ func (m *stepper) codeModeRan(_ Pending, out messages.CodeModeExecOutput) {
 	}
 	if out.OK {
 		m.codeModeEvent(messages.CodeModeEvent{Type: "observation", Observation: out.Observation})
-		m.finish(messages.StatusSucceeded, "")
+		m.Finish(messages.StatusSucceeded, "")
 		return
 	}
 	cm.Steps = append(cm.Steps, trimStep(step))
@@ -134,7 +153,7 @@ func (m *stepper) codeModeRan(_ Pending, out messages.CodeModeExecOutput) {
 }
 
 // codeModeRetry asks again, or fails the job once max_retries is used up.
-func (m *stepper) codeModeRetry(lastError string) {
+func (m *Stepper) codeModeRetry(lastError string) {
 	cm := m.s.CodeMode
 	if attempts := m.s.Spec.Retries() + 1; cm.Turns >= attempts {
 		m.codeModeFail(messages.MaxRetriesReason(attempts, lastError))
@@ -143,16 +162,16 @@ func (m *stepper) codeModeRetry(lastError string) {
 	m.codeModeTurn()
 }
 
-func (m *stepper) codeModeFail(reason string) {
+func (m *Stepper) codeModeFail(reason string) {
 	m.s.CodeMode.Error = reason
-	m.finish(messages.StatusFailed, reason)
+	m.Finish(messages.StatusFailed, reason)
 }
 
-func (m *stepper) codeModeEvent(e messages.CodeModeEvent) {
+func (m *Stepper) codeModeEvent(e messages.CodeModeEvent) {
 	cm := m.s.CodeMode
 	e.Turn = cm.Turns
 	cm.Events = append(cm.Events, e)
-	m.note(fmt.Sprintf("codemode turn %d: %s", e.Turn, e.Type))
+	m.Note(fmt.Sprintf("codemode turn %d: %s", e.Turn, e.Type))
 }
 
 // codeModeResult is the result's code-mode part (nil for other jobs).
@@ -173,5 +192,31 @@ func codeModeResult(s State) *messages.CodeModeResult {
 	if errText == "" && s.Status != messages.StatusSucceeded {
 		errText = s.Error
 	}
-	return &messages.CodeModeResult{Code: cm.Code, Summary: cm.Summary, Value: value, Error: errText, Turns: cm.Turns, Events: events}
+	outputs, charts := []messages.CodeModeFile{}, []messages.CodeModeFile{}
+	for _, f := range cm.Files {
+		outputs = append(outputs, f)
+		if f.Chart {
+			charts = append(charts, f)
+		}
+	}
+	return &messages.CodeModeResult{Code: cm.Code, Summary: cm.Summary, Value: value, Error: errText, Turns: cm.Turns,
+		Outputs: outputs, Charts: charts, Events: events}
+}
+
+// maxCodeModeFiles bounds the files a job's state lists.
+const maxCodeModeFiles = 64
+
+// mergeFiles adds a run's files to the job's: a name written again is
+// replaced; past maxCodeModeFiles the newest are dropped.
+func mergeFiles(have, run []messages.CodeModeFile) []messages.CodeModeFile {
+	for _, f := range run {
+		i := slices.IndexFunc(have, func(h messages.CodeModeFile) bool { return h.Name == f.Name })
+		switch {
+		case i >= 0:
+			have[i] = f
+		case len(have) < maxCodeModeFiles:
+			have = append(have, f)
+		}
+	}
+	return have
 }

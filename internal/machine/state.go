@@ -7,23 +7,6 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// Phase is where a job is in the loop.
-type Phase string
-
-const (
-	PhaseProfiling  Phase = "profiling"
-	PhasePlanning   Phase = "planning"
-	PhaseGenerating Phase = "generating" // code and tests, concurrently
-	PhasePackages   Phase = "packages"   // the model maps imports the scan could not
-	PhaseBuilding   Phase = "building"
-	PhaseTesting    Phase = "testing"
-	PhaseDiagnosing Phase = "diagnosing"
-	PhaseRepairing  Phase = "repairing" // fix, test patches and rebuilds, concurrently
-	PhaseAccepting  Phase = "accepting"
-	PhaseRunning    Phase = "running" // a rerun's one phase: the script runs on new data (rerun.go)
-	PhaseDone       Phase = "done"
-)
-
 // Pending is a dispatched stage whose result has not arrived.
 type Pending struct {
 	Stage        messages.Stage `json:"stage"`
@@ -35,6 +18,11 @@ type Pending struct {
 	// Orphan marks a losing candidate's stage: its result is recorded
 	// (usage, stage list) but acted on no further.
 	Orphan bool `json:"orphan,omitempty"`
+	// Input and Retries let a sandbox stage of a job with
+	// options.sandbox_retries be sent again after an infrastructure
+	// failure (settings.go): its input, and the retries it has had.
+	Input   json.RawMessage `json:"input,omitempty"`
+	Retries int             `json:"retries,omitempty"`
 }
 
 // State is everything the coordinator knows about one job. It is stored as
@@ -152,4 +140,18 @@ type Command struct {
 	Dispatch *messages.StageCommand `json:"dispatch,omitempty"` // send to a worker pool
 	Emit     *messages.Event        `json:"emit,omitempty"`     // progress event
 	Finish   *messages.Result       `json:"finish,omitempty"`   // the job is over: store its result
+}
+
+func planOf(s *State) messages.Plan {
+	if s.Plan == nil {
+		return messages.Plan{}
+	}
+	return *s.Plan
+}
+
+func testsOf(s *State) string {
+	if s.Tests == nil {
+		return ""
+	}
+	return s.Tests.Code
 }

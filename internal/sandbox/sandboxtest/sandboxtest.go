@@ -96,6 +96,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend) {
 		{"HostSecretsUnreadable", testHostSecrets},
 		{"NestedUserNamespacesRefused", testNestedUserNamespaces},
 		{"DiskQuotaHolds", testDiskQuota},
+		{"StdioConversation", testStdioConversation},
+		{"StdioFailureKillsTheRun", testStdioFailureKills},
+		{"StdioTimeout", testStdioTimeout},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
