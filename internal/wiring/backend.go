@@ -50,7 +50,8 @@ func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cac
 }
 
 func openProcess(cfg config.Config, log *slog.Logger) (sandbox.Backend, error) {
-	b, err := bwrap.New(bwrap.Config{Python: cfg.Python, StateDir: cfg.StateDir,
+	quota, _ := cfg.SandboxDiskQuota() // checked by Validate
+	b, err := bwrap.New(bwrap.Config{Python: cfg.Python, StateDir: cfg.StateDir, DiskQuota: quota,
 		PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(), Logger: log})
 	if err != nil {
 		return nil, err // not a typed nil in the interface
@@ -59,8 +60,9 @@ func openProcess(cfg config.Config, log *slog.Logger) (sandbox.Backend, error) {
 }
 
 func openDocker(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache) (sandbox.Backend, error) {
+	quota, _ := cfg.SandboxDiskQuota() // checked by Validate
 	b, err := docker.New(ctx, docker.Config{Host: cfg.DockerHost, BaseImage: cfg.DockerBaseImage, Runtime: cfg.DockerRuntime,
-		Worker: cfg.WorkerName, Cache: c, PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(),
+		Worker: cfg.WorkerName, DiskQuota: quota, Cache: c, PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(),
 		PoolSize: cfg.DockerPoolSize, ExtraCommands: cfg.DockerExtra(), BuildNetwork: cfg.DockerBuildNetwork, Logger: log})
 	if err != nil {
 		return nil, err
