@@ -81,7 +81,7 @@ func TestSubmissionCreatesStateAndDispatchesFirstStage(t *testing.T) {
 			for _, ev := range e.events(t, "job-1") {
 				types = append(types, ev.Type)
 			}
-			if diff := cmp.Diff([]messages.EventType{messages.EventJobStarted, messages.EventStageStarted}, types); diff != "" {
+			if diff := cmp.Diff([]messages.EventType{messages.EventJobStarted, messages.EventStageQueued}, types); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 			if n := e.outboxLen(t, "job-1"); n != 0 {

@@ -126,7 +126,7 @@ func TestCancelStopsTheSandboxWithinTwoSeconds(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c := res.Cancelled; c == nil || !strings.HasPrefix(c.By, "cli:") || c.Reason != "wrong data" || c.At.Before(start.Add(-time.Second)) ||
-		res.Status != messages.StatusFailed || res.Success {
+		res.Status != messages.StatusCancelled || res.Success {
 		t.Errorf("result: status %s, cancelled %+v, error %q", res.Status, res.Cancelled, res.Error)
 	}
 	// Cancelling again, or a job nobody knows: exit 1 and 2, one line each.

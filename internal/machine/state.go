@@ -18,6 +18,10 @@ type Pending struct {
 	// Orphan marks a losing candidate's stage: its result is recorded
 	// (usage, stage list) but acted on no further.
 	Orphan bool `json:"orphan,omitempty"`
+	// StartedAt and Worker are set when a worker took the stage (its
+	// StageStarted notice, started.go); until then it waits in its pool's queue.
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	Worker    string     `json:"worker,omitempty"`
 }
 
 // State is everything the coordinator knows about one job. It is stored as
@@ -105,6 +109,9 @@ const (
 	InputSubmitted   InputKind = "submitted"
 	InputStageResult InputKind = "stage_result"
 	InputCancel      InputKind = "cancel"
+	// InputStageStarted is a worker's notice that it started a pending
+	// stage (started.go): it marks the stage running, and changes nothing else.
+	InputStageStarted InputKind = "stage_started"
 )
 
 // Input is what Step takes: something that happened to the job (a
@@ -120,6 +127,8 @@ type Input struct {
 	Result *messages.StageResult `json:"result,omitempty"`
 	Reason string                `json:"reason,omitempty"` // cancel
 	By     string                `json:"by,omitempty"`     // cancel: who asked (messages.CancelJob.By)
+	// Started is the notice of an InputStageStarted.
+	Started *messages.StageStarted `json:"started,omitempty"`
 }
 
 // Submission starts a job.
