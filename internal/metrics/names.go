@@ -13,6 +13,11 @@ const (
 	QueuePendingMessages    = "autocoder_queue_pending_messages"     // {pool}: waiting for a worker
 	QueueInProgressMessages = "autocoder_queue_in_progress_messages" // {pool}: delivered, not yet acknowledged
 	QueueOldestPendingAge   = "autocoder_queue_oldest_pending_age_seconds"
+	// Pools, from the workers' capacity beats and the pause switches
+	// (coordinator): saturation is in-progress / capacity.
+	PoolCapacitySlots = "autocoder_pool_capacity_slots" // {pool}: slots of the live workers
+	PoolWorkers       = "autocoder_pool_workers"        // {pool}: live worker processes
+	PoolPaused        = "autocoder_pool_paused"         // {pool}: 1 while paused
 
 	// Coordinator.
 	CoordinatorStepsTotal          = "autocoder_coordinator_steps_total"           // {kind}

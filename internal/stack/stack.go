@@ -360,9 +360,9 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 	if err := coord.BackfillIndex(ctx); err != nil {
 		st.log.Warn("backfill the job index", "err", err)
 	}
-	st.consume("coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(coord.HandleJobs), 4)
+	st.consume("coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(coord.HandleJobs), 4, nil)
 	for _, pool := range bus.Pools() {
-		st.consume("coordinator-results-"+string(pool), st.Resources.ResultConsumers[pool], bus.HandlerFunc(coord.HandleResult), 8)
+		st.consume("coordinator-results-"+string(pool), st.Resources.ResultConsumers[pool], bus.HandlerFunc(coord.HandleResult), 8, nil)
 	}
 	return nil
 }
@@ -464,11 +464,13 @@ func (st *Stack) startStageWorker(pool bus.Pool, h stagework.Handler, c cache.Ca
 	st.closers = append(st.closers, sub.Unsubscribe)
 	r, err := stagework.NewExecutor(stagework.Config{Handler: h, Publisher: st.Publisher, Cache: c,
 		Pool: pool, Jobs: stagework.KVJobs{KV: st.Resources.JobState}, Cancels: cancels,
-		Logger: st.log.With("component", name), Worker: cfg.WorkerName, OnResult: st.stageMetrics(), OnRefused: st.refusalMetrics()})
+		Logger: st.log.With("component", name), Worker: cfg.WorkerName, OnResult: st.stageMetrics(), OnRefused: st.refusalMetrics(),
+		Announce: st.announcer(pool)}) // ops.go
 	if err != nil {
 		return err
 	}
-	st.consume(name, st.Resources.StageConsumers[pool], r, concurrency(cfg.Concurrency, defaultSlots))
+	w := st.consume(name, st.Resources.StageConsumers[pool], r, concurrency(cfg.Concurrency, defaultSlots), st.watchPause(pool))
+	st.advertise(pool, w) // ops.go
 	return nil
 }
 
@@ -479,11 +481,11 @@ func concurrency(n, def int) int {
 	return def
 }
 
-// consume handles cons's messages with h in slots goroutines until Close.
-// The bus worker recovers a handler's panic; a worker that stops on an
-// error makes Close return it.
-func (st *Stack) consume(name string, cons jetstream.Consumer, h bus.Handler, slots int) {
-	wc := bus.WorkerConfig{Name: name, Concurrency: slots, Logger: st.log.With("component", name), Claims: st.Resources.Claims}
+// consume handles cons's messages with h in slots goroutines until Close,
+// fetching nothing while pause (nil: never) is on. The bus worker recovers
+// a handler's panic; a worker that stops on an error makes Close return it.
+func (st *Stack) consume(name string, cons jetstream.Consumer, h bus.Handler, slots int, pause *bus.Pause) *bus.Worker {
+	wc := bus.WorkerConfig{Name: name, Concurrency: slots, Logger: st.log.With("component", name), Claims: st.Resources.Claims, Pause: pause}
 	if st.opts.Registry != nil {
 		wc.Metrics = st.busMetrics()
 	}
@@ -496,6 +498,7 @@ func (st *Stack) consume(name string, cons jetstream.Consumer, h bus.Handler, sl
 			st.errOnce.Do(func() { st.err = fmt.Errorf("%s: %w", name, err) })
 		}
 	}()
+	return w
 }
 
 // watchDeadlines runs the coordinator's stage deadlines until Close.

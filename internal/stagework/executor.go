@@ -91,6 +91,12 @@ type Config struct {
 	// Cancels, if set, stops the stages of a cancelled job (cancel.go);
 	// nil: they run to their end and their results are stale.
 	Cancels *Cancels
+	// Announce, if set, is told of each stage the executor starts: after
+	// admission, when the cache does not answer it, before the handler
+	// runs. The stack publishes it as the stage's StageStarted notice
+	// (bus.AnnounceStarted), which tells its wait in the queue from its
+	// run. It must not block long: the stage waits for it.
+	Announce func(ctx context.Context, n messages.StageStarted)
 }
 
 // Executor is the stage executor: it turns stage command messages into
@@ -170,6 +176,10 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 	key := e.Key(cmd)
 	if e.fromCache(ctx, cmd, key, &res) {
 		return e.publish(ctx, msg, &res, start)
+	}
+	if e.cfg.Announce != nil {
+		e.cfg.Announce(ctx, messages.StageStarted{V: messages.SchemaVersion, JobID: cmd.JobID, Seq: cmd.Seq,
+			Stage: cmd.Stage, Worker: e.cfg.Worker, StartedAt: start})
 	}
 	if e.cacheable(cmd) {
 		claim, done, err := e.claimOrWait(ctx, cmd, key, &res)

@@ -782,3 +782,33 @@ func TestShutdownWrapsTheCancellation(t *testing.T) {
 		t.Error("a cancelled stage published a result")
 	}
 }
+
+// TestAnnounceBeforeTheHandler: a stage the executor computes is announced
+// once, with the worker's name and start, before its handler runs; one
+// answered from the cache is not (it goes from queued to finished).
+func TestAnnounceBeforeTheHandler(t *testing.T) {
+	t.Parallel()
+	var announced []messages.StageStarted
+	h := &handler{version: "v1"}
+	h.fn = func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+		if len(announced) != 1 {
+			t.Errorf("the handler ran after %d announcements, want 1", len(announced))
+		}
+		return planOutput("computed"), nil
+	}
+	r := newExecutor(t, h, &publisher{}, newMemCache(), func(c *stagework.Config) {
+		c.Announce = func(_ context.Context, n messages.StageStarted) { announced = append(announced, n) }
+	})
+	first := command(messages.CacheAuto)
+	for _, jobID := range []string{"job-1", "job-2"} { // the second is a cache hit
+		cmd := *first
+		cmd.JobID = jobID
+		if err := r.Handle(ctxT(t), message(t, &cmd, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []messages.StageStarted{{V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan, Worker: "w1", StartedAt: t0}}
+	if diff := cmp.Diff(want, announced); diff != "" {
+		t.Errorf("announcements (-want +got):\n%s", diff)
+	}
+}
