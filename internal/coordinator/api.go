@@ -38,7 +38,7 @@ var apiRoutes = []apiRoute{
 	{bus.SubjectAPITaskRun, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiTaskRun(ctx, data) }, nil},
 	{bus.SubjectAPIDLQReplay, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiReplay(ctx, data) }, nil},
 	{bus.AdvisoryMaxDeliveries, nil, func(c *Coordinator, ctx context.Context, m *nats.Msg) { c.handleAdvisory(ctx, m.Data) }}, // deadletters.go
-	{bus.SubjectStartedAll, nil, (*Coordinator).handleStarted},                                                                // started.go
+	{bus.SubjectStartedAll, nil, (*Coordinator).handleStarted},                                                                 // started.go
 }
 
 // maxConcurrentRequests bounds the API requests and advisories one
