@@ -40,7 +40,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		steps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metrics.CoordinatorStepsTotal,
 			Help: "State machine steps applied, by event kind."}, []string{"kind"}),
 		finishedJobs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metrics.JobsFinishedTotal,
-			Help: "Jobs finished, by status and outcome (passed, rejected, exhausted, failed, infrastructure)."},
+			Help: "Jobs finished, by status and outcome (passed, rejected, exhausted, failed, infrastructure, cancelled)."},
 			[]string{"status", "outcome"}),
 		casConflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: metrics.CoordinatorCASConflictsTotal, Help: casHelp}),
 		jobSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: metrics.JobDurationSeconds,
@@ -55,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		deadlines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metrics.StageDeadlinesMissedTotal,
 			Help: "Dispatched stages failed by the coordinator for missing their deadline, by stage."}, []string{"stage"}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: metrics.CoordinatorResultsRefusedTotal,
-			Help: "Stage results refused for arriving on the result subject of a pool that does not do their stage, or of another job."}),
+			Help: "Stage results and stage_started notices refused for arriving on the subject of a pool that does not do their stage, or of another job."}),
 	}
 	for _, s := range messages.Stages() {
 		m.deadlines.WithLabelValues(string(s)) // every series from the start: rates see the first miss

@@ -138,9 +138,7 @@ func Main(role stack.Role) int {
 		}
 		return 2
 	}
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(o.Config.LogLevel))
-	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	o.Logger = o.Config.NewLogger(os.Stderr, slog.LevelDebug) // text or JSON lines (AUTOCODER_LOG_FORMAT)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := Serve(ctx, role, o); err != nil {
