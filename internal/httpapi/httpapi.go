@@ -3,7 +3,6 @@ package httpapi
 import (
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -64,8 +63,8 @@ func hasClient(a *api) bool { return a.c != nil }
 //	GET  /healthz               liveness, open to all
 //	GET  /metrics               Prometheus metrics from reg (read)
 //	GET  /v1/jobs               the newest jobs (at most 200), newest first (read)
-//	GET  /v1/jobs/{id}          the result object so far (Contract 5 (docs/contracts.md)) (read)
-//	GET  /v1/jobs/{id}/result   the final result object, 404 while running (read)
+//	GET  /v1/jobs/{id}          the result object so far (Contract 5 (docs/contracts.md)), ?view=slim (read)
+//	GET  /v1/jobs/{id}/result   the final result object; 202 with the result so far while it runs (read)
 //	POST /v1/jobs/{id}/ticket   a short-lived ticket for the events of one job (read)
 //	POST /v1/jobs/{id}/cancel   cancel a running job; the result object says who and when (submit)
 //	GET  /v1/jobs/{id}/events   progress events as Server-Sent Events, ending with the result (read, or ?ticket=);
@@ -76,13 +75,16 @@ func hasClient(a *api) bool { return a.c != nil }
 //	GET  /v1/jobs/{id}/outputs/{name}  a File output, or a Dir output as tar (read)
 //
 // and the message API's endpoints (write.go, openapi.json): submit, run,
-// task run, sample upload, dead letters.
+// task run, sample upload, dead letters; and the operators' (ops.go):
+// readiness, the queues and workers, pausing and resuming a pool, the
+// caller's scopes. Every error answer is JSON (errors.go).
 func Handler(c *client.Client, reg *prometheus.Registry, o Options) http.Handler {
 	a := &api{c: c, access: &access{Options: o, tickets: newTickets()}}
 	if reg != nil {
 		a.prom = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	}
 	mux := http.NewServeMux()
+	mux.HandleFunc("/", noRoute) // what no route takes: a JSON 404 too
 	for _, rt := range allRoutes() {
 		if rt.needs == nil || rt.needs(a) {
 			handle := rt.handle
@@ -112,17 +114,15 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	writeResult(w, jobs, err)
 }
 
+// status is GET /v1/jobs/{id}: the result object so far (?view=slim: ops.go).
 func (a *api) status(w http.ResponseWriter, r *http.Request) {
-	if id, ok := jobID(w, r); ok {
-		res, err := a.c.Status(r.Context(), id)
-		writeResult(w, res, err)
+	id, ok := jobID(w, r)
+	if !ok {
+		return
 	}
-}
-
-func (a *api) result(w http.ResponseWriter, r *http.Request) {
-	if id, ok := jobID(w, r); ok {
-		res, err := a.c.Result(r.Context(), id)
-		writeResult(w, res, err)
+	if view, ok := resultView(w, r); ok {
+		res, err := a.c.Status(r.Context(), id)
+		writeResult(w, withView(res, view), err)
 	}
 }
 
@@ -154,7 +154,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := a.c.Status(r.Context(), id); err != nil {
-		writeResult(w, nil, err)
+		writeClientError(w, err)
 		return
 	}
 	flusher, _ := w.(http.Flusher)
@@ -194,20 +194,17 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 func jobID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
 	if !bus.ValidJobID(id) {
-		http.Error(w, "invalid job id", http.StatusBadRequest)
+		writeInvalid(w, &messages.FieldError{Field: "id", Msg: "not a job id (1 to 128 of A-Z a-z 0-9 _ -)"})
 		return "", false
 	}
 	return id, true
 }
 
+// writeResult answers 200 with res, or the error of the client (errors.go).
 func writeResult(w http.ResponseWriter, res any, err error) {
-	switch {
-	case errors.Is(err, client.ErrNotFound):
-		http.Error(w, "job not found", http.StatusNotFound)
-	case err != nil:
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-	default:
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(res)
+	if err != nil {
+		writeClientError(w, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, res)
 }

@@ -65,7 +65,7 @@ var NotMessages = []string{
 	"AgentToolCall", "AgentMessage", "ToolCallRecord", "AgentReport",
 	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult",
 	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation", "RepairRoute",
-	"PoolView", "HTTPErrorDetail",
+	"PoolView",
 }
 
 // Messages lists the wire messages, in a stable order.

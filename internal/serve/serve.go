@@ -86,6 +86,7 @@ func Serve(ctx context.Context, role stack.Role, o Options) error {
 	if st.Embedded != nil {
 		o.Logger.Info("embedded NATS listening", "url", st.Embedded.ClientURL(), "monitor", st.Embedded.MonitorURL())
 	}
+	access.Ready = st.Ready // GET /readyz
 	if err := serveHTTP(ctx, srv.listen(o.Config), httpapi.Handler(st.Client, reg, access), o.Logger.With("role", role)); err != nil {
 		return err
 	}

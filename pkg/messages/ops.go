@@ -83,19 +83,15 @@ type QueuesView struct {
 	At    time.Time  `json:"at"`
 }
 
-// HTTPError is the body of every HTTP API answer that is not a success:
-// {"error": {"code": "not_found", "message": "no job job-1", "field": ""}}.
+// HTTPError is the body of every HTTP API answer that is an error:
+// {"error": "no job job-1", "code": "not_found"}. It has the shape of
+// APIReply's error (error, field), which the message API's routes answer
+// with, code included, so a client reads every error the same way: Code
+// for a program, Error for a person, Field for a request that is wrong.
 type HTTPError struct {
-	Error HTTPErrorDetail `json:"error"`
-}
-
-// HTTPErrorDetail says what went wrong. Code is one of the HTTPCode
-// constants; Field, for a request that is wrong, is the dotted path of
-// the field at fault.
-type HTTPErrorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
+	Error string `json:"error"`
+	Code  string `json:"code"`            // one of the Code constants
+	Field string `json:"field,omitempty"` // dotted path of the field at fault
 }
 
 // Codes of HTTPError.
