@@ -48,6 +48,7 @@ type Config struct {
 	Concurrency         int    // AUTOCODER_CONCURRENCY: stages a worker runs at once; default 4 (llm) / 2 (sandbox)
 	LogLevel            string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
 	LogFormat           string // AUTOCODER_LOG_FORMAT: text|json; default text (logging.go)
+	ModelPrices         string // AUTOCODER_MODEL_PRICES: model=input/output per million tokens, comma separated (metrics.ParsePrices)
 	WorkerName          string // AUTOCODER_WORKER_NAME; default host name and pid
 
 	// NATSMonitorListen serves the embedded NATS server's monitoring
@@ -142,6 +143,7 @@ func FromEnv() Config {
 		PipFindLinks:        os.Getenv("AUTOCODER_PIP_FIND_LINKS"),
 		LogLevel:            env("AUTOCODER_LOG_LEVEL", "info"),
 		LogFormat:           env("AUTOCODER_LOG_FORMAT", LogFormatText),
+		ModelPrices:         os.Getenv("AUTOCODER_MODEL_PRICES"),
 		WorkerName:          os.Getenv("AUTOCODER_WORKER_NAME"),
 		CacheKeys:           os.Getenv("AUTOCODER_CACHE_KEYS"),
 		CacheKeyFile:        os.Getenv("AUTOCODER_CACHE_KEY_FILE"),
@@ -191,6 +193,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "stages a worker runs at once (AUTOCODER_CONCURRENCY)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug|info|warn|error (AUTOCODER_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text|json: slog's text or JSON lines (AUTOCODER_LOG_FORMAT)")
+	fs.StringVar(&c.ModelPrices, "model-prices", c.ModelPrices, "model prices per million input/output tokens for the cost metric, e.g. gpt-4.1=2.00/8.00 (AUTOCODER_MODEL_PRICES)")
 	fs.StringVar(&c.WorkerName, "worker-name", c.WorkerName, "worker name on results (AUTOCODER_WORKER_NAME)")
 	fs.Var(secretFlag{&c.CacheKeys}, "cache-keys", "stage cache HMAC keys, id:base64secret,...; the first signs (AUTOCODER_CACHE_KEYS; prefer --cache-key-file: a flag shows in ps)")
 	fs.StringVar(&c.CacheKeyFile, "cache-key-file", c.CacheKeyFile, "file holding the stage cache keys (AUTOCODER_CACHE_KEY_FILE)")

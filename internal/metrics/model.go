@@ -11,13 +11,23 @@ import (
 )
 
 // Model is llm.Observer on a Prometheus registry: ModelCallsTotal,
-// ModelCallSeconds, ModelTokensTotal and ModelErrorsTotal.
+// ModelCallSeconds, ModelTokensTotal, ModelErrorsTotal and, with prices
+// (Priced), ModelCostTotal.
 type Model struct {
 	calls  *prometheus.CounterVec
 	secs   *prometheus.HistogramVec
 	tokens *prometheus.CounterVec
 	errs   *prometheus.CounterVec
+	cost   *prometheus.CounterVec
+	prices Prices
 	seen   sync.Map // model and stage pairs whose series exist
+}
+
+// Priced makes m count what each call cost at prices (a model without a
+// price costs 0); it returns m.
+func (m *Model) Priced(prices Prices) *Model {
+	m.prices = prices
+	return m
 }
 
 var _ llm.Observer = (*Model)(nil)
@@ -39,6 +49,10 @@ func NewModel(reg prometheus.Registerer) (*Model, error) {
 			Help: "Failed model API attempts and unusable replies, by model, stage and kind " +
 				"(rate_limited, server_error, timeout, network, client_error, too_large, malformed, invalid_reply)."},
 			[]string{"model", "stage", "kind"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ModelCostTotal,
+			Help: "What the model calls cost, in the currency of AUTOCODER_MODEL_PRICES (per million input and output tokens), " +
+				"by model and stage; 0 for a model without a price."},
+			[]string{"model", "stage"}),
 	}
 	var err error
 	if m.calls, err = register(reg, m.calls); err != nil {
@@ -52,6 +66,9 @@ func NewModel(reg prometheus.Registerer) (*Model, error) {
 	}
 	if m.errs, err = register(reg, m.errs); err != nil {
 		return nil, fmt.Errorf("metrics: register %s: %w", ModelErrorsTotal, err)
+	}
+	if m.cost, err = register(reg, m.cost); err != nil {
+		return nil, fmt.Errorf("metrics: register %s: %w", ModelCostTotal, err)
 	}
 	return m, nil
 }
@@ -68,6 +85,9 @@ func (m *Model) CallDone(model, stage, kind string, elapsed time.Duration, input
 	m.secs.WithLabelValues(model, stage).Observe(elapsed.Seconds())
 	m.tokens.WithLabelValues(model, stage, "input").Add(float64(inputTokens))
 	m.tokens.WithLabelValues(model, stage, "output").Add(float64(outputTokens))
+	if p, ok := m.prices[model]; ok {
+		m.cost.WithLabelValues(model, stage).Add(p.Cost(inputTokens, outputTokens))
+	}
 }
 
 // errorKinds are ModelErrorsTotal's kinds.
@@ -82,6 +102,7 @@ func (m *Model) firstCall(model, stage string) {
 		return
 	}
 	m.calls.WithLabelValues(model, stage, "error")
+	m.cost.WithLabelValues(model, stage)
 	for _, kind := range errorKinds {
 		m.errs.WithLabelValues(model, stage, kind)
 	}

@@ -42,6 +42,7 @@ const (
 	ModelCallSeconds = "autocoder_model_call_duration_seconds" // {model, stage}
 	ModelTokensTotal = "autocoder_model_tokens_total"          // {model, stage, direction}
 	ModelErrorsTotal = "autocoder_model_errors_total"          // {model, stage, kind}
+	ModelCostTotal   = "autocoder_model_cost_total"            // {model, stage}: in the currency of AUTOCODER_MODEL_PRICES
 
 	// Sandbox workers: the backend.
 	SandboxRunsTotal    = "autocoder_sandbox_runs_total"             // {backend, outcome}

@@ -60,16 +60,21 @@ func (st *Stack) registerQueues() error {
 	return nil
 }
 
-// modelObserver is the model client's metrics; nil without a registry.
+// modelObserver is the model client's metrics, pricing each call with
+// AUTOCODER_MODEL_PRICES; nil without a registry.
 func (st *Stack) modelObserver() (llm.Observer, error) {
 	if st.opts.Registry == nil {
 		return nil, nil
+	}
+	prices, err := metrics.ParsePrices(st.opts.Config.ModelPrices)
+	if err != nil {
+		return nil, err
 	}
 	m, err := metrics.NewModel(st.opts.Registry)
 	if err != nil {
 		return nil, err
 	}
-	return m, nil
+	return m.Priced(prices), nil
 }
 
 // observedBackend is st.Backend with its runs and builds measured; itself
