@@ -42,7 +42,9 @@ const (
 )
 
 // SummarySorts lists the orders of SummaryQuery.Sort.
-func SummarySorts() []string { return []string{SortNewest, SortOldest, SortDuration, SortTokens, SortName} }
+func SummarySorts() []string {
+	return []string{SortNewest, SortOldest, SortDuration, SortTokens, SortName}
+}
 
 // Page sizes of Summaries.
 const (

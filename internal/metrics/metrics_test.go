@@ -284,7 +284,7 @@ func TestModelCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	obs.Priced(prices)
-	obs.CallDone("gpt-4.1", "plan", llm.CallOK, time.Second, 1_000_000, 500_000) // 2 + 4
+	obs.CallDone("gpt-4.1", "plan", llm.CallOK, time.Second, 1_000_000, 500_000)  // 2 + 4
 	obs.CallDone("gpt-4.1", "plan", llm.CallServerError, time.Second, 250_000, 0) // 0.5: a failed call that was billed
 	obs.CallDone("other", "code", llm.CallOK, time.Second, 1000, 1000)
 	got := samples(t, reg)
