@@ -106,7 +106,7 @@ func TestCancelStopsTheSandboxWithinTwoSeconds(t *testing.T) {
 		t.Fatal("the job's sandbox stopped when the CLI that followed it did")
 	}
 	if out, err := runSubmit(ctx, bin, env, "status", jobID); err != nil || !strings.Contains(out, "job "+jobID+": running since") ||
-		!regexp.MustCompile(`(?m)^running now:\n  run_tests +iteration 1 +for [0-9]+s$`).MatchString(out) {
+		!regexp.MustCompile(`(?m)^running now:\n  run_tests +iteration 1 +queued [0-9]+s, running for [0-9]+s on \S+$`).MatchString(out) {
 		t.Errorf("status of the running job: %v\n%s", err, out)
 	}
 

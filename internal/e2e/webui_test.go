@@ -252,6 +252,11 @@ func checkFixedJobPage(t *testing.T, page *uiPage, id string) {
 			t.Fatal(err)
 		}
 	}
+	// Nothing is wider than the page: the long image name wraps.
+	if wide, err := chromedp.Run(page.ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > document.documentElement.clientWidth ||
+		document.getElementById("job-image").scrollWidth > document.getElementById("job-image").clientWidth`)); err != nil || wide {
+		t.Errorf("the job page is wider than the window (%v)", err)
+	}
 	page.run("download solution.py", chromedp.Click(chromedp.CSS(`#downloads button[data-file="solution.py"]`)))
 	if got := page.downloaded(t, "solution.py"); !strings.Contains(got, "return 6 * 7") {
 		t.Errorf("the downloaded solution.py: %q", got)
@@ -394,7 +399,7 @@ type uiPage struct {
 
 func (p *uiPage) run(what string, actions ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
-	p.runFor(what, 30*time.Second, actions...)
+	p.runFor(what, time.Minute, actions...)
 }
 
 func (p *uiPage) runFor(what string, d time.Duration, actions ...chromedp.Action[chromedp.Void]) {

@@ -783,32 +783,43 @@ func TestShutdownWrapsTheCancellation(t *testing.T) {
 	}
 }
 
-// TestAnnounceBeforeTheHandler: a stage the executor computes is announced
-// once, with the worker's name and start, before its handler runs; one
-// answered from the cache is not (it goes from queued to finished).
-func TestAnnounceBeforeTheHandler(t *testing.T) {
+// TestAnnounceLongStages: a stage the executor computes is announced once,
+// with the worker's name and its start, when it has run AnnounceAfter; a
+// stage answered from the cache is not (it goes from queued to finished).
+func TestAnnounceLongStages(t *testing.T) {
 	t.Parallel()
-	var announced []messages.StageStarted
+	announced := make(chan messages.StageStarted, 4)
 	h := &handler{version: "v1"}
-	h.fn = func(context.Context, *messages.StageCommand) (stagework.Output, error) {
-		if len(announced) != 1 {
-			t.Errorf("the handler ran after %d announcements, want 1", len(announced))
+	h.fn = func(_ context.Context, cmd *messages.StageCommand) (stagework.Output, error) {
+		if cmd.JobID == "job-long" {
+			select { // runs until it has been announced
+			case n := <-announced:
+				announced <- n
+			case <-time.After(testTimeout):
+				t.Error("a long stage was not announced")
+			}
 		}
-		return planOutput("computed"), nil
+		return planOutput("computed " + cmd.JobID), nil
 	}
-	r := newExecutor(t, h, &publisher{}, newMemCache(), func(c *stagework.Config) {
-		c.Announce = func(_ context.Context, n messages.StageStarted) { announced = append(announced, n) }
-	})
-	first := command(messages.CacheAuto)
-	for _, jobID := range []string{"job-1", "job-2"} { // the second is a cache hit
-		cmd := *first
+	announce := func(c *stagework.Config) {
+		c.Announce = func(_ context.Context, n messages.StageStarted) { announced <- n }
+		c.AnnounceAfter = 20 * time.Millisecond
+	}
+	r := newExecutor(t, h, &publisher{}, newMemCache(), announce)
+	for _, jobID := range []string{"job-long", "job-hit"} { // the second is answered from the cache
+		cmd := *command(messages.CacheAuto)
 		cmd.JobID = jobID
 		if err := r.Handle(ctxT(t), message(t, &cmd, 1)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := []messages.StageStarted{{V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan, Worker: "w1", StartedAt: t0}}
-	if diff := cmp.Diff(want, announced); diff != "" {
-		t.Errorf("announcements (-want +got):\n%s", diff)
+	want := messages.StageStarted{V: messages.SchemaVersion, JobID: "job-long", Seq: 3, Stage: messages.StagePlan, Worker: "w1", StartedAt: t0}
+	if got := <-announced; got != want {
+		t.Errorf("announced %+v, want %+v", got, want)
+	}
+	select {
+	case n := <-announced:
+		t.Errorf("announced %+v too: a cache hit or a quick stage", n)
+	default:
 	}
 }
