@@ -95,7 +95,8 @@ func TestQueuedThenStarted(t *testing.T) {
 	startedAt := t0.Add(5 * time.Second)
 	notice := &messages.StageStarted{V: 1, JobID: "j", Seq: seq, Stage: p.Stage, Worker: "llm-1", StartedAt: startedAt}
 	s2, cmds := Step(s, Input{Kind: InputStageStarted, Time: t0.Add(6 * time.Second), Started: notice})
-	if len(cmds) != 1 || cmds[0].Emit == nil || cmds[0].Emit.Type != messages.EventStageStarted || cmds[0].Emit.Worker != "llm-1" || cmds[0].Emit.Seq != seq {
+	if len(cmds) != 1 || cmds[0].Emit == nil || cmds[0].Emit.Type != messages.EventStageStarted || cmds[0].Emit.Worker != "llm-1" || cmds[0].Emit.Seq != seq ||
+		!cmds[0].Emit.Time.Equal(startedAt) {
 		t.Fatalf("notice: commands %+v, want one stage_started event", cmds)
 	}
 	if p2 := s2.Pending[seq]; p2.StartedAt == nil || !p2.StartedAt.Equal(startedAt) || p2.Worker != "llm-1" {

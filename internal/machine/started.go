@@ -36,6 +36,9 @@ func (m *Stepper) stageStarted(n *messages.StageStarted) bool {
 	p.StartedAt, p.Worker = &at, protocol.Trim(n.Worker, workerNameBudget)
 	s.Pending[n.Seq] = p
 	m.emit(messages.Event{Type: messages.EventStageStarted, Stage: p.Stage, Seq: n.Seq, Iteration: p.Iteration, Worker: p.Worker})
+	// The event is timed when the stage started, not when the notice came
+	// (a worker announces a stage once it has run a moment).
+	m.cmds[len(m.cmds)-1].Emit.Time = at
 	return true
 }
 
