@@ -174,7 +174,7 @@ func TestSandboxWorkerPermissions(t *testing.T) {
 	adminPub := bus.NewPublisher(s.admin, bus.PublisherConfig{})
 	pub := bus.NewPublisher(w.js, bus.PublisherConfig{})
 
-	w.refused(t, "publish a stage command", publishRaw(w, bus.StageSubject(messages.StageCode)))
+	w.refused(t, "publish a stage command", publishRaw(w, bus.StageSubject(messages.DefaultStages().Pool(messages.StageCode), messages.StageCode)))
 	w.refused(t, "submit a job", publishRaw(w, bus.SubjectJobsSubmit))
 	w.refused(t, "pull the llm pool's commands", func(ctx context.Context) error {
 		return fetchOne(w.res.StageConsumers[messages.PoolLLM])
@@ -192,7 +192,7 @@ func TestSandboxWorkerPermissions(t *testing.T) {
 
 	// Its own work: pull its pool's command, ack it, publish the result.
 	cmd := messages.StageCommand{JobID: "job1", Seq: 1, Stage: messages.StageRunTests}
-	if err := adminPub.PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
+	if err := adminPub.PublishJSON(ctxT(t), bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
 		t.Fatal(err)
 	}
 	batch, err := w.res.StageConsumers[messages.PoolSandbox].Fetch(1, jetstream.FetchMaxWait(testTimeout))
@@ -210,29 +210,29 @@ func TestSandboxWorkerPermissions(t *testing.T) {
 		t.Fatalf("pulled %d commands (err %v), want 1", got, batch.Error())
 	}
 	res := messages.StageResult{JobID: "job1", Seq: 1, Stage: messages.StageRunTests}
-	if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(bus.PoolSandbox, res.JobID), res, bus.ResultMsgID(bus.PoolSandbox, res.JobID, res.Seq)); err != nil {
+	if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(messages.PoolSandbox, res.JobID), res, bus.ResultMsgID(messages.PoolSandbox, res.JobID, res.Seq)); err != nil {
 		t.Errorf("publish a result: %v", err)
 	}
-	w.refused(t, "publish a result for the llm pool", publishRaw(w, bus.ResultSubject(bus.PoolLLM, res.JobID)))
+	w.refused(t, "publish a result for the llm pool", publishRaw(w, bus.ResultSubject(messages.PoolLLM, res.JobID)))
 
 	// Operations: it announces its own pool's stages, beats its own
 	// pool's capacity and watches the pause switch; never another pool's,
 	// and it never switches a pool.
-	if err := w.nc.Publish(bus.StartedSubject(bus.PoolSandbox, "job1"), []byte(`{}`)); err != nil {
+	if err := w.nc.Publish(bus.StartedSubject(messages.PoolSandbox, "job1"), []byte(`{}`)); err != nil {
 		t.Errorf("announce a started stage: %v", err)
 	}
-	w.refused(t, "announce a stage of the llm pool", publishRaw(w, bus.StartedSubject(bus.PoolLLM, "job1")))
-	if _, err := w.res.Workers.Put(ctxT(t), bus.WorkerKey(bus.PoolSandbox, "i1"), []byte(`{}`)); err != nil {
+	w.refused(t, "announce a stage of the llm pool", publishRaw(w, bus.StartedSubject(messages.PoolLLM, "job1")))
+	if _, err := w.res.Workers.Put(ctxT(t), bus.WorkerKey(messages.PoolSandbox, "i1"), []byte(`{}`)); err != nil {
 		t.Errorf("beat its capacity: %v", err)
 	}
 	w.refused(t, "beat as an llm worker", func(ctx context.Context) error {
-		_, err := w.res.Workers.Put(ctx, bus.WorkerKey(bus.PoolLLM, "i1"), []byte(`{}`))
+		_, err := w.res.Workers.Put(ctx, bus.WorkerKey(messages.PoolLLM, "i1"), []byte(`{}`))
 		return err
 	})
 	w.refused(t, "pause a pool", func(ctx context.Context) error {
 		return bus.SetPoolPause(ctx, w.res.Pools, messages.PoolPause{Pool: "sandbox", Paused: true})
 	})
-	watch, err := w.res.Pools.Watch(ctxT(t), bus.PoolKey(bus.PoolSandbox))
+	watch, err := w.res.Pools.Watch(ctxT(t), bus.PoolKey(messages.PoolSandbox))
 	if err != nil {
 		t.Fatalf("watch its pool's pause switch: %v", err)
 	}
@@ -252,8 +252,8 @@ func TestProducerPermissions(t *testing.T) {
 	if err := pub.PublishJSON(ctxT(t), bus.SubjectJobsSubmit, sub, bus.SubmitMsgID(sub.JobID)); err != nil {
 		t.Errorf("submit: %v", err)
 	}
-	p.refused(t, "publish a stage command", publishRaw(p, bus.StageSubject(messages.StageCode)))
-	p.refused(t, "publish a result", publishRaw(p, bus.ResultSubject(bus.PoolLLM, "job1")))
+	p.refused(t, "publish a stage command", publishRaw(p, bus.StageSubject(messages.DefaultStages().Pool(messages.StageCode), messages.StageCode)))
+	p.refused(t, "publish a result", publishRaw(p, bus.ResultSubject(messages.PoolLLM, "job1")))
 	p.refused(t, "pull the coordinator's submissions", func(ctx context.Context) error {
 		return fetchOne(p.res.JobsConsumer)
 	})
@@ -293,10 +293,10 @@ func TestProducerPermissions(t *testing.T) {
 		t.Errorf("read the roster: %v", err)
 	}
 	p.refused(t, "beat as a worker", func(ctx context.Context) error {
-		_, err := p.res.Workers.Put(ctx, bus.WorkerKey(bus.PoolLLM, "i1"), []byte(`{}`))
+		_, err := p.res.Workers.Put(ctx, bus.WorkerKey(messages.PoolLLM, "i1"), []byte(`{}`))
 		return err
 	})
-	p.refused(t, "announce a started stage", publishRaw(p, bus.StartedSubject(bus.PoolLLM, "job1")))
+	p.refused(t, "announce a started stage", publishRaw(p, bus.StartedSubject(messages.PoolLLM, "job1")))
 }
 
 // TestConnectNeverShowsTheURLPassword: a URL with credentials, parseable or
@@ -325,7 +325,7 @@ func TestLLMWorkerPermissions(t *testing.T) {
 	t.Parallel()
 	s := newAuthServer(t)
 	w := s.connect(t, bus.ClientAuth{User: "llm", Password: testPassword, Role: bus.RoleLLMWorker})
-	w.refused(t, "publish a stage command", publishRaw(w, bus.StageSubject(messages.StagePlan)))
+	w.refused(t, "publish a stage command", publishRaw(w, bus.StageSubject(messages.DefaultStages().Pool(messages.StagePlan), messages.StagePlan)))
 	w.refused(t, "pull the sandbox pool's commands", func(ctx context.Context) error {
 		return fetchOne(w.res.StageConsumers[messages.PoolSandbox])
 	})
@@ -334,7 +334,7 @@ func TestLLMWorkerPermissions(t *testing.T) {
 		return err
 	})
 	cmd := messages.StageCommand{JobID: "job1", Seq: 1, Stage: messages.StagePlan}
-	if err := bus.NewPublisher(s.admin, bus.PublisherConfig{}).PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
+	if err := bus.NewPublisher(s.admin, bus.PublisherConfig{}).PublishJSON(ctxT(t), bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
 		t.Fatal(err)
 	}
 	msgs, err := w.res.StageConsumers[messages.PoolLLM].Fetch(1, jetstream.FetchMaxWait(testTimeout))

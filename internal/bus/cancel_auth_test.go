@@ -17,7 +17,7 @@ func TestCancelPermissions(t *testing.T) {
 	t.Parallel()
 	s := newAuthServer(t)
 	p := s.connect(t, bus.ClientAuth{NKeyFile: s.seed, Role: bus.RoleProducer})
-	req := messages.CancelJob{V: messages.SchemaVersion, JobID: "job1", By: "cli:ann@box"}
+	req := messages.CancelJob{V: messages.WireVersion, JobID: "job1", By: "cli:ann@box"}
 	if err := bus.NewPublisher(p.js, bus.PublisherConfig{}).PublishJSON(ctxT(t), bus.SubjectJobsCancel, req, bus.CancelMsgID("job1")); err != nil {
 		t.Errorf("producer: ask to cancel: %v", err)
 	}

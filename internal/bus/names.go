@@ -1,12 +1,9 @@
 package bus
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -14,17 +11,20 @@ import (
 // Every stream, subject, consumer, bucket, object store and header name that
 // autocoder uses on NATS is built here and nowhere else (asynq's
 // base.PendingKey idea), so a rename is one edit and a grep finds every user.
+// Those a producer outside autocoder needs (pkg/client, any language) are
+// part of the wire contract: they are defined in pkg/messages/names.go and
+// only named here.
 
 // Subjects. Everything autocoder publishes lives under "autocoder.>".
 const (
-	subjectRoot = "autocoder"
+	subjectRoot = messages.SubjectRoot
 
 	// SubjectJobsSubmit carries messages.SubmitJob.
-	SubjectJobsSubmit = subjectRoot + ".jobs.submit"
+	SubjectJobsSubmit = messages.SubjectJobsSubmit
 	// SubjectJobsCancel carries messages.CancelJob: a request to cancel a
 	// job, kept in the jobs stream like a submission, so a coordinator that
 	// is down takes it when it is back.
-	SubjectJobsCancel = subjectRoot + ".jobs.cancel"
+	SubjectJobsCancel = messages.SubjectJobsCancel
 	// SubjectJobsAll matches every job subject (the jobs stream's subjects).
 	SubjectJobsAll = subjectRoot + ".jobs.>"
 	// SubjectResultsAll matches every pool's stage results (each pool's
@@ -40,9 +40,9 @@ const (
 // Streams.
 const (
 	// StreamJobs holds job submissions until the coordinator takes them (work queue).
-	StreamJobs = "AUTOCODER_JOBS"
+	StreamJobs = messages.StreamJobs
 	// StreamEvents keeps progress events for live views and `submit events` (limits, max age).
-	StreamEvents = "AUTOCODER_EVENTS"
+	StreamEvents = messages.StreamEvents
 )
 
 // Durable consumers that are not per pool.
@@ -62,59 +62,44 @@ const (
 	// BucketJobState holds each job's state machine, keyed by job ID (history 1, CAS on revision).
 	BucketJobState = "autocoder_job_state"
 	// BucketJobResults holds each job's result object (Contract 5 (docs/contracts.md)), keyed by job ID.
-	BucketJobResults = "autocoder_job_results"
+	BucketJobResults = messages.BucketJobResults
 	// ObjectStoreSamples holds sample files, named by messages.ObjectRef.ObjectName.
-	ObjectStoreSamples = "autocoder_samples"
+	ObjectStoreSamples = messages.ObjectStoreSamples
 	// ObjectStoreOutputs holds File/Dir outputs of acceptance and script runs.
-	ObjectStoreOutputs = "autocoder_outputs"
+	ObjectStoreOutputs = messages.ObjectStoreOutputs
 	// BucketJobIndex holds each job's summary line (messages.JobSummary),
 	// keyed by job ID: the job list reads it instead of full states.
-	BucketJobIndex = "autocoder_job_index"
+	BucketJobIndex = messages.BucketJobIndex
 	// ObjectStoreClaims holds message bodies too large for a message, by
 	// content hash (claim check, see HeaderClaimCheck).
-	ObjectStoreClaims = "autocoder_claims"
+	ObjectStoreClaims = messages.ObjectStoreClaims
 	// BucketTasks holds named reusable tasks (messages.Task), keyed by TaskKey.
-	BucketTasks = "autocoder_tasks"
+	BucketTasks = messages.BucketTasks
 )
 
 // Headers set by Publisher on messages it knows (see Publisher.PublishJSON),
-// read by the Logging middleware and Message.JobID / Message.Stage.
+// read by Message.JobID and Message.Stage for the worker's log lines.
 const (
-	HeaderJobID = "Autocoder-Job-Id"
+	HeaderJobID = messages.HeaderJobID
 	HeaderStage = "Autocoder-Stage"
 )
 
-// Pool is a worker pool: the workers that share one stage stream and its
-// durable consumer. Its name is a subject token and part of the stream and
-// consumer names.
-type Pool string
-
-// The worker pools; messages.Stage.Pool says which one does a stage.
-const (
-	PoolLLM     Pool = messages.PoolLLM
-	PoolSandbox Pool = messages.PoolSandbox
-)
-
-// Pools lists the worker pools that have a stage stream and consumer.
-func Pools() []Pool { return []Pool{PoolLLM, PoolSandbox} }
-
-// PoolOf is the pool that does stage.
-func PoolOf(stage messages.Stage) Pool { return Pool(stage.Pool()) }
-
-// StageSubject is where the coordinator publishes a command for stage:
-// autocoder.stage.<pool>.<stage>.
-func StageSubject(stage messages.Stage) string {
-	return subjectRoot + ".stage." + string(PoolOf(stage)) + "." + string(stage)
+// StageSubject is where the coordinator publishes a command for stage,
+// which pool does: autocoder.stage.<pool>.<stage>.
+func StageSubject(pool messages.Pool, stage messages.Stage) string {
+	return subjectRoot + ".stage." + string(pool) + "." + string(stage)
 }
 
 // StageSubjects matches every stage command of one pool: autocoder.stage.<pool>.>.
-func StageSubjects(pool Pool) string { return subjectRoot + ".stage." + string(pool) + ".>" }
+func StageSubjects(pool messages.Pool) string { return subjectRoot + ".stage." + string(pool) + ".>" }
 
 // StageStream is the work-queue stream of one pool's stage commands, e.g. AUTOCODER_STAGE_LLM.
-func StageStream(pool Pool) string { return "AUTOCODER_STAGE_" + strings.ToUpper(string(pool)) }
+func StageStream(pool messages.Pool) string {
+	return "AUTOCODER_STAGE_" + strings.ToUpper(string(pool))
+}
 
 // StageConsumer is the durable pull consumer a pool's workers share, e.g. "llm-workers".
-func StageConsumer(pool Pool) string { return string(pool) + "-workers" }
+func StageConsumer(pool messages.Pool) string { return string(pool) + "-workers" }
 
 // ResultSubject is where the workers of pool publish stage results of one
 // job: autocoder.results.<pool>.<job_id>. A pool of its own in the subject
@@ -122,13 +107,15 @@ func StageConsumer(pool Pool) string { return string(pool) + "-workers" }
 // (PoolResultSubjects), and lets the coordinator check that a result came
 // from the pool its stage was dispatched to (ParseResultSubject). jobID
 // must satisfy ValidJobID.
-func ResultSubject(pool Pool, jobID string) string {
+func ResultSubject(pool messages.Pool, jobID string) string {
 	return subjectRoot + ".results." + string(pool) + "." + jobID
 }
 
 // PoolResultSubjects matches every result subject of one pool:
 // autocoder.results.<pool>.* (a job ID is one token).
-func PoolResultSubjects(pool Pool) string { return subjectRoot + ".results." + string(pool) + ".*" }
+func PoolResultSubjects(pool messages.Pool) string {
+	return subjectRoot + ".results." + string(pool) + ".*"
+}
 
 // ResultStream is the work-queue stream of one pool's stage results, e.g.
 // AUTOCODER_RESULTS_SANDBOX, capturing PoolResultSubjects(pool). One stream
@@ -136,34 +123,27 @@ func PoolResultSubjects(pool Pool) string { return subjectRoot + ".results." + s
 // shared stream, a result published by one pool with the Msg-Id the other
 // pool's real result will use (ResultMsgID) would have the real one dropped
 // as a duplicate. The coordinators take each with ConsumerCoordinator.
-func ResultStream(pool Pool) string { return "AUTOCODER_RESULTS_" + strings.ToUpper(string(pool)) }
+func ResultStream(pool messages.Pool) string {
+	return "AUTOCODER_RESULTS_" + strings.ToUpper(string(pool))
+}
 
 // ParseResultSubject returns the pool and job ID of a result subject; ok is
 // false for anything else, including a pool that does not exist.
-func ParseResultSubject(subject string) (pool Pool, jobID string, ok bool) {
+func ParseResultSubject(subject string) (pool messages.Pool, jobID string, ok bool) {
 	rest, ok := strings.CutPrefix(subject, subjectRoot+".results.")
 	if !ok {
 		return "", "", false
 	}
 	p, id, ok := strings.Cut(rest, ".")
-	if !ok || !knownPool(Pool(p)) || !ValidJobID(id) {
+	if !ok || !slices.Contains(messages.Pools(), messages.Pool(p)) || !ValidJobID(id) {
 		return "", "", false
 	}
-	return Pool(p), id, true
-}
-
-func knownPool(p Pool) bool {
-	for _, q := range Pools() {
-		if p == q {
-			return true
-		}
-	}
-	return false
+	return messages.Pool(p), id, true
 }
 
 // EventSubject is where progress events of one job go: autocoder.events.<job_id>.
 // jobID must satisfy ValidJobID.
-func EventSubject(jobID string) string { return subjectRoot + ".events." + jobID }
+func EventSubject(jobID string) string { return messages.EventSubject(jobID) }
 
 // CancelledSubject is where the coordinator announces, on core NATS, that
 // job jobID was cancelled, so workers stop its stages in flight:
@@ -187,13 +167,15 @@ func JobIDFromSubject(subject string) (string, bool) {
 // subject lets permissions give each pool's credentials only its own, and
 // lets the coordinator check that a notice came from the pool of its
 // stage (ParseStartedSubject). jobID must satisfy ValidJobID.
-func StartedSubject(pool Pool, jobID string) string {
+func StartedSubject(pool messages.Pool, jobID string) string {
 	return subjectRoot + ".started." + string(pool) + "." + jobID
 }
 
 // PoolStartedSubjects matches every started subject of one pool:
 // autocoder.started.<pool>.*.
-func PoolStartedSubjects(pool Pool) string { return subjectRoot + ".started." + string(pool) + ".*" }
+func PoolStartedSubjects(pool messages.Pool) string {
+	return subjectRoot + ".started." + string(pool) + ".*"
+}
 
 // SubjectStartedAll matches every pool's started notices, which the
 // coordinators take in the queue group QueueAPI.
@@ -201,16 +183,16 @@ const SubjectStartedAll = subjectRoot + ".started.>"
 
 // ParseStartedSubject returns the pool and job ID of a started subject; ok
 // is false for anything else.
-func ParseStartedSubject(subject string) (pool Pool, jobID string, ok bool) {
+func ParseStartedSubject(subject string) (pool messages.Pool, jobID string, ok bool) {
 	rest, ok := strings.CutPrefix(subject, subjectRoot+".started.")
 	if !ok {
 		return "", "", false
 	}
 	p, id, ok := strings.Cut(rest, ".")
-	if !ok || !knownPool(Pool(p)) || !ValidJobID(id) {
+	if !ok || !ValidPool(messages.Pool(p)) || !ValidJobID(id) {
 		return "", "", false
 	}
-	return Pool(p), id, true
+	return messages.Pool(p), id, true
 }
 
 // Operations: the workers' capacity beats and the pools' pause switches.
@@ -226,17 +208,19 @@ const (
 
 // WorkerKey is the key of one worker process of pool in BucketWorkers:
 // <pool>.<instance>. instance must be a key token ([A-Za-z0-9_-]).
-func WorkerKey(pool Pool, instance string) string { return string(pool) + "." + instance }
+func WorkerKey(pool messages.Pool, instance string) string { return string(pool) + "." + instance }
 
 // PoolKey is the key of pool's pause switch in BucketPools.
-func PoolKey(pool Pool) string { return string(pool) }
+func PoolKey(pool messages.Pool) string { return string(pool) }
 
 // poolWorkerKeys matches the keys of pool's workers in BucketWorkers: the
 // subjects a worker of pool puts its beats on.
-func poolWorkerKeys(pool Pool) string { return "$KV." + BucketWorkers + "." + string(pool) + ".*" }
+func poolWorkerKeys(pool messages.Pool) string {
+	return "$KV." + BucketWorkers + "." + string(pool) + ".*"
+}
 
 // ValidPool reports whether p is one of Pools.
-func ValidPool(p Pool) bool { return knownPool(p) }
+func ValidPool(p messages.Pool) bool { return slices.Contains(messages.Pools(), p) }
 
 // Msg-Id values for JetStream de-duplication. The same logical message always
 // gets the same ID, so a coordinator that replays a command (or a worker that
@@ -244,11 +228,11 @@ func ValidPool(p Pool) bool { return knownPool(p) }
 // window is dropped by the server.
 
 // SubmitMsgID is the Nats-Msg-Id of a job submission.
-func SubmitMsgID(jobID string) string { return "submit." + jobID }
+func SubmitMsgID(jobID string) string { return messages.SubmitMsgID(jobID) }
 
 // CancelMsgID is the Nats-Msg-Id of a request to cancel a job: a job is
 // cancelled once, so repeated requests within the window are one.
-func CancelMsgID(jobID string) string { return "cancel." + jobID }
+func CancelMsgID(jobID string) string { return messages.CancelMsgID(jobID) }
 
 // StageMsgID is the Nats-Msg-Id of a stage command; seq is unique within the job.
 func StageMsgID(jobID string, seq int) string { return "stage." + jobID + "." + strconv.Itoa(seq) }
@@ -256,37 +240,27 @@ func StageMsgID(jobID string, seq int) string { return "stage." + jobID + "." + 
 // ResultMsgID is the Nats-Msg-Id of the result of stage command seq, as
 // published by pool. Each pool's results are de-duplicated in the pool's
 // own ResultStream, so a Msg-Id another pool publishes never shadows it.
-func ResultMsgID(pool Pool, jobID string, seq int) string {
+func ResultMsgID(pool messages.Pool, jobID string, seq int) string {
 	return "result." + string(pool) + "." + jobID + "." + strconv.Itoa(seq)
 }
 
 // JobKey is the key of a job in BucketJobState, BucketJobResults and BucketJobIndex.
-func JobKey(jobID string) string { return jobID }
+func JobKey(jobID string) string { return messages.JobKey(jobID) }
 
 // TaskKey is the key of a task in BucketTasks. name must satisfy
 // messages.ValidTaskName.
-func TaskKey(name string) string { return name }
+func TaskKey(name string) string { return messages.TaskKey(name) }
 
 // MaxJobIDLen bounds a job ID: it appears in subjects, KV keys and Msg-Ids.
-const MaxJobIDLen = 128
-
-var jobIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+const MaxJobIDLen = messages.MaxJobIDLen
 
 // NewJobID returns a fresh job ID: time-ordered, then random.
-func NewJobID() string {
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	return "job-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-}
+func NewJobID() string { return messages.NewJobID() }
 
-// ValidJobID reports whether id can be used as one subject token and KV key:
-// 1 to MaxJobIDLen characters from [A-Za-z0-9_-]. Dots, wildcards ('*', '>')
-// and whitespace are what it keeps out: any of them would change which
-// subjects a job's messages land on. Validate at the edge (submit, HTTP API),
-// before building subjects.
-func ValidJobID(id string) bool {
-	return len(id) > 0 && len(id) <= MaxJobIDLen && jobIDRe.MatchString(id)
-}
+// ValidJobID reports whether id can be used as one subject token and KV key
+// (messages.ValidJobID). Validate at the edge (submit, HTTP API), before
+// building subjects.
+func ValidJobID(id string) bool { return messages.ValidJobID(id) }
 
 // Names nats.go gives the streams behind KV buckets and object stores, and
 // the JetStream API subjects, for the role permissions (permissions.go).
@@ -334,11 +308,11 @@ func ServiceSubjects() string { return "$SRV.>" }
 const (
 	// SubjectAPISubmit takes a messages.APIRequest and answers a
 	// messages.APIReply: the job ID, or the error naming the field.
-	SubjectAPISubmit = subjectRoot + ".api.submit"
+	SubjectAPISubmit = messages.SubjectAPISubmit
 	// SubjectAPITaskRun takes a messages.TaskRunRequest and answers a messages.APIReply.
-	SubjectAPITaskRun = subjectRoot + ".api.task.run"
+	SubjectAPITaskRun = messages.SubjectAPITaskRun
 	// SubjectAPIDLQReplay takes a messages.ReplayRequest and answers a messages.ReplayReply.
-	SubjectAPIDLQReplay = subjectRoot + ".api.dlq.replay"
+	SubjectAPIDLQReplay = messages.SubjectAPIDLQReplay
 	// QueueAPI is the queue group of the coordinators on the API subjects:
 	// each request is answered by one of them.
 	QueueAPI = "coordinator-api"
@@ -348,7 +322,7 @@ const (
 	// SubjectDLQ is where dead letters (messages.DeadLetter) are published.
 	SubjectDLQ = subjectRoot + ".dlq"
 	// StreamDLQ keeps the dead letters (limits, max age) for inspection and replay.
-	StreamDLQ = "AUTOCODER_DLQ"
+	StreamDLQ = messages.StreamDLQ
 	// BucketReplyTo maps a job ID to the reply_to subject of its request.
 	BucketReplyTo = "autocoder_reply_to"
 )

@@ -61,15 +61,15 @@ func (p *Pause) state() (bool, <-chan struct{}) {
 
 // SetPoolPause switches pool's pause (p.Pool) in kv (Resources.Pools).
 func SetPoolPause(ctx context.Context, kv jetstream.KeyValue, p messages.PoolPause) error {
-	if !ValidPool(Pool(p.Pool)) {
-		return &messages.FieldError{Field: "pool", Msg: fmt.Sprintf("%q is not a pool (%v)", p.Pool, Pools())}
+	if !ValidPool(messages.Pool(p.Pool)) {
+		return &messages.FieldError{Field: "pool", Msg: fmt.Sprintf("%q is not a pool (%v)", p.Pool, messages.Pools())}
 	}
 	p.V = messages.SchemaVersion
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	if _, err := kv.Put(ctx, PoolKey(Pool(p.Pool)), b); err != nil {
+	if _, err := kv.Put(ctx, PoolKey(messages.Pool(p.Pool)), b); err != nil {
 		return fmt.Errorf("bus: switch the pause of pool %s: %w", p.Pool, err)
 	}
 	return nil
@@ -77,7 +77,7 @@ func SetPoolPause(ctx context.Context, kv jetstream.KeyValue, p messages.PoolPau
 
 // PoolPauseOf reads pool's pause switch from kv; nil when it was never
 // switched.
-func PoolPauseOf(ctx context.Context, kv jetstream.KeyValue, pool Pool) (*messages.PoolPause, error) {
+func PoolPauseOf(ctx context.Context, kv jetstream.KeyValue, pool messages.Pool) (*messages.PoolPause, error) {
 	e, err := kv.Get(ctx, PoolKey(pool))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -100,7 +100,7 @@ func decodePause(b []byte) (*messages.PoolPause, error) {
 // watch that breaks (NATS restarting) is opened again, and p keeps its
 // last known value meanwhile: a paused pool stays paused, a running one
 // runs.
-func WatchPause(ctx context.Context, kv jetstream.KeyValue, pool Pool, p *Pause, log *slog.Logger) {
+func WatchPause(ctx context.Context, kv jetstream.KeyValue, pool messages.Pool, p *Pause, log *slog.Logger) {
 	if log == nil {
 		log = discardLogger()
 	}
@@ -120,7 +120,7 @@ func WatchPause(ctx context.Context, kv jetstream.KeyValue, pool Pool, p *Pause,
 	}
 }
 
-func watchPauseOnce(ctx context.Context, kv jetstream.KeyValue, pool Pool, p *Pause, log *slog.Logger) error {
+func watchPauseOnce(ctx context.Context, kv jetstream.KeyValue, pool messages.Pool, p *Pause, log *slog.Logger) error {
 	w, err := kv.Watch(ctx, PoolKey(pool))
 	if err != nil {
 		return err

@@ -22,7 +22,7 @@ func TestPausedPoolFetchesNothingAndFinishesWhatItHolds(t *testing.T) {
 	pause := bus.NewPause()
 	ctx, cancel := context.WithCancel(ctxT(t))
 	watched := make(chan struct{})
-	go func() { defer close(watched); bus.WatchPause(ctx, res.Pools, bus.PoolLLM, pause, nil) }()
+	go func() { defer close(watched); bus.WatchPause(ctx, res.Pools, messages.PoolLLM, pause, nil) }()
 	t.Cleanup(func() { cancel(); <-watched })
 
 	started := make(chan struct{}, 1)
@@ -69,14 +69,14 @@ func TestPausedPoolFetchesNothingAndFinishesWhatItHolds(t *testing.T) {
 func TestPauseSwitchReadBack(t *testing.T) {
 	t.Parallel()
 	_, res := provisioned(t, bus.ProvisionConfig{})
-	if p, err := bus.PoolPauseOf(ctxT(t), res.Pools, bus.PoolSandbox); p != nil || err != nil {
+	if p, err := bus.PoolPauseOf(ctxT(t), res.Pools, messages.PoolSandbox); p != nil || err != nil {
 		t.Errorf("a pool never switched: %+v %v, want nothing", p, err)
 	}
 	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	if err := bus.SetPoolPause(ctxT(t), res.Pools, messages.PoolPause{Pool: "sandbox", Paused: true, By: "http:ops", Reason: "provider outage", At: at}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := bus.PoolPauseOf(ctxT(t), res.Pools, bus.PoolSandbox)
+	p, err := bus.PoolPauseOf(ctxT(t), res.Pools, messages.PoolSandbox)
 	if err != nil || p == nil || !p.Paused || p.By != "http:ops" || p.Reason != "provider outage" || !p.At.Equal(at) || p.V != messages.SchemaVersion {
 		t.Errorf("read back: %+v %v", p, err)
 	}
@@ -95,7 +95,7 @@ func TestRosterAdvertisesAndLeaves(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		bus.Advertise(ctx, res.Workers, bus.PoolSandbox, "abc123", func() messages.WorkerBeat {
+		bus.Advertise(ctx, res.Workers, messages.PoolSandbox, "abc123", func() messages.WorkerBeat {
 			return messages.WorkerBeat{Pool: "llm", Worker: "box-1", Instance: "abc123", Slots: 3, InFlight: 1}
 		}, nil)
 	}()
@@ -117,7 +117,7 @@ func TestRosterAdvertisesAndLeaves(t *testing.T) {
 
 func switchPause(t *testing.T, res *bus.Resources, paused bool) {
 	t.Helper()
-	if err := bus.SetPoolPause(ctxT(t), res.Pools, messages.PoolPause{Pool: string(bus.PoolLLM), Paused: paused, By: "test"}); err != nil {
+	if err := bus.SetPoolPause(ctxT(t), res.Pools, messages.PoolPause{Pool: string(messages.PoolLLM), Paused: paused, By: "test"}); err != nil {
 		t.Fatal(err)
 	}
 }

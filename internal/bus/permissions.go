@@ -3,6 +3,8 @@ package bus
 import (
 	"fmt"
 	"slices"
+
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Role is what a NATS user may do on an authenticated NATS: the embedded
@@ -59,10 +61,10 @@ func PermissionsOf(role Role) (Permission, error) {
 		// The owner provisions and repairs everything: the whole account.
 		return Permission{Publish: []string{">"}, Subscribe: []string{">"}}, nil
 	case RoleLLMWorker:
-		p = worker(PoolLLM)
+		p = worker(messages.PoolLLM)
 		p.Publish = append(p.Publish, readStream(objStream(ObjectStoreSamples))...) // jobs' context bundles (llmstages/context.go)
 	case RoleSandboxWorker:
-		p = worker(PoolSandbox)
+		p = worker(messages.PoolSandbox)
 		p.Publish = append(p.Publish, readStream(objStream(ObjectStoreSamples))...)
 		p.Publish = append(p.Publish, readStream(objStream(ObjectStoreOutputs))...)
 		p.Publish = append(p.Publish, writeObjects(ObjectStoreOutputs)...)
@@ -96,7 +98,7 @@ var codeModeTools = []string{ServiceInfoSubjects(), ToolSubjects()}
 // cancellations (CancelledSubject) to stop a cancelled job's stages. It
 // announces the stages it starts and beats its capacity, each under its
 // own pool's name only, and watches the pools' pause switches.
-func worker(pool Pool) Permission {
+func worker(pool messages.Pool) Permission {
 	stream, consumer := StageStream(pool), StageConsumer(pool)
 	state := kvStream(BucketJobState)
 	p := Permission{Publish: []string{

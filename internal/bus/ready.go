@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Check asks the server for every stream, consumer, bucket and object
@@ -14,7 +16,7 @@ import (
 func (r *Resources) Check(ctx context.Context) error {
 	streams := map[string]jetstream.Stream{StreamJobs: r.Jobs, StreamEvents: r.Events, StreamDLQ: r.DLQ}
 	consumers := map[string]jetstream.Consumer{StreamJobs + "/" + ConsumerCoordinator: r.JobsConsumer}
-	for _, pool := range Pools() {
+	for _, pool := range messages.Pools() {
 		streams[StageStream(pool)], streams[ResultStream(pool)] = r.Stages[pool], r.Results[pool]
 		consumers[StageStream(pool)+"/"+StageConsumer(pool)] = r.StageConsumers[pool]
 		consumers[ResultStream(pool)+"/"+ConsumerCoordinator] = r.ResultConsumers[pool]

@@ -38,7 +38,7 @@ func NewInstance() string {
 // deletes the entry: a stopped worker leaves the roster at once, a
 // crashed one when its entry expires. A failed beat is logged and tried
 // again at the next.
-func Advertise(ctx context.Context, kv jetstream.KeyValue, pool Pool, instance string, beat Beat, log *slog.Logger) {
+func Advertise(ctx context.Context, kv jetstream.KeyValue, pool messages.Pool, instance string, beat Beat, log *slog.Logger) {
 	if log == nil {
 		log = discardLogger()
 	}
@@ -106,7 +106,7 @@ func Roster(ctx context.Context, kv jetstream.KeyValue) ([]messages.WorkerBeat, 
 			// worker's credentials, not what the body says.
 			pool, _, _ := strings.Cut(e.Key(), ".")
 			var b messages.WorkerBeat
-			if json.Unmarshal(e.Value(), &b) == nil && ValidPool(Pool(pool)) {
+			if json.Unmarshal(e.Value(), &b) == nil && ValidPool(messages.Pool(pool)) {
 				b.Pool = pool
 				out = append(out, b)
 			}

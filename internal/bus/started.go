@@ -13,7 +13,7 @@ import (
 // on core NATS for the coordinators (StartedSubject of pool and the job):
 // best effort, since the stage's result carries its start too. The job ID
 // must satisfy ValidJobID (the executor admitted the command).
-func AnnounceStarted(nc *nats.Conn, pool Pool, n messages.StageStarted) error {
+func AnnounceStarted(nc *nats.Conn, pool messages.Pool, n messages.StageStarted) error {
 	if !ValidJobID(n.JobID) {
 		return fmt.Errorf("bus: announce a stage of job %q: not a job id", n.JobID)
 	}

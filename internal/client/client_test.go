@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -52,17 +53,13 @@ func newSystem(t *testing.T) *system {
 	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
 	js, res := be.JS, be.Resources
 	s := &system{t: t, res: res, pub: be.Publisher}
-	var err error
-	s.client, err = client.New(js, res, s.pub, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.client = client.New(js, res, s.pub)
 	c, err := coordinator.New(coordinator.Config{States: res.JobState, Results: res.JobResults, Publisher: s.pub})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.run(res.JobsConsumer, bus.HandlerFunc(c.HandleSubmit))
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		s.run(res.ResultConsumers[pool], bus.HandlerFunc(c.HandleResult))
 	}
 	return s
@@ -84,8 +81,19 @@ func (s *system) run(cons jetstream.Consumer, h bus.Handler) {
 
 // startWorkers starts a worker per pool whose stages all succeed at once.
 func (s *system) startWorkers() {
-	for _, pool := range bus.Pools() {
-		r, err := stagework.NewExecutor(stagework.Config{Handler: canned{}, Publisher: s.pub,
+	mux := stagework.NewMux(messages.DefaultStages())
+	canned(mux, messages.StageProfile, messages.ProfileOutput{DataContext: "2 rows", GeneratedSchemas: map[string]string{}})
+	canned(mux, messages.StagePlan, messages.Plan{Description: "d", Approach: "a"})
+	solution := messages.Solution{Language: "python", Code: "def f():\n    return 42\n", Packages: []string{}, SystemPackages: []string{}}
+	canned(mux, messages.StageCode, solution)
+	canned(mux, messages.StageFix, solution)
+	canned(mux, messages.StageTests, messages.Tests{Code: "from solution import f\n\n\ndef test_f():\n    assert f() == 42\n"})
+	canned(mux, messages.StagePackages, messages.Packages{Packages: []string{}})
+	canned(mux, messages.StageBuild, messages.BuildOutput{Image: "env"})
+	canned(mux, messages.StageRunTests, messages.TestReport{Passed: 1})
+	canned(mux, messages.StageAcceptance, messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"answer": 42}})
+	for _, pool := range messages.Pools() {
+		r, err := stagework.NewExecutor(stagework.Config{Mux: mux, Publisher: s.pub,
 			Pool: pool, Jobs: stagework.KVJobs{KV: s.res.JobState}})
 		if err != nil {
 			s.t.Fatal(err)
@@ -94,34 +102,11 @@ func (s *system) startWorkers() {
 	}
 }
 
-// canned answers every stage with a success.
-type canned struct{}
-
-func (canned) Version(messages.Stage) string { return "canned-1" }
-
-func (canned) Handle(_ context.Context, cmd *messages.StageCommand) (stagework.Output, error) {
-	var v any
-	switch cmd.Stage {
-	case messages.StageProfile:
-		v = messages.ProfileOutput{DataContext: "2 rows", GeneratedSchemas: map[string]string{}}
-	case messages.StagePlan:
-		v = messages.Plan{Description: "d", Approach: "a"}
-	case messages.StageCode, messages.StageFix:
-		v = messages.Solution{Language: "python", Code: "def f():\n    return 42\n", Packages: []string{}, SystemPackages: []string{}}
-	case messages.StageTests:
-		v = messages.Tests{Code: "from solution import f\n\n\ndef test_f():\n    assert f() == 42\n"}
-	case messages.StagePackages:
-		v = messages.Packages{Packages: []string{}}
-	case messages.StageBuild:
-		v = messages.BuildOutput{Image: "env"}
-	case messages.StageRunTests:
-		v = messages.TestReport{Passed: 1}
-	case messages.StageAcceptance:
-		v = messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"answer": 42}}
-	default:
-		return stagework.Output{}, stagework.Permanent(errors.New("canned: no answer for " + string(cmd.Stage)))
-	}
-	return stagework.Output{Value: v, Usage: messages.Usage{InputTokens: 1, OutputTokens: 1, Calls: 1}}, nil
+// canned registers a stage that answers v at once, whatever its input.
+func canned[Out any](mux *stagework.Mux, stage messages.Stage, v Out) {
+	stagework.Register(mux, stage, func(context.Context, *messages.StageCommand, json.RawMessage) (stagework.Output[Out], error) {
+		return stagework.Output[Out]{Value: v, Usage: messages.Usage{InputTokens: 1, OutputTokens: 1, Calls: 1}}, nil
+	})
 }
 
 func spec(t *testing.T) messages.JobSpec {

@@ -20,7 +20,7 @@ func (c *Client) Queues(ctx context.Context) (*messages.QueuesView, error) {
 		return nil, err
 	}
 	v := &messages.QueuesView{V: messages.SchemaVersion, At: now}
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		pv, err := bus.PoolQueue(ctx, c.res, pool, now)
 		if err != nil {
 			return nil, err

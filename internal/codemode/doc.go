@@ -1,14 +1,17 @@
-// Package codemode runs programs a model writes in Starlark
-// (go.starlark.net) that call Go tools, under enforced limits: execution
-// steps, wall time, a memory budget, output size, no while loops and no
-// recursion. A static check refuses unknown tools and bad arguments before
+// Package codemode is code mode's core: tools (a Registry of Go
+// functions, or NATS services), the prompt, the Session, and the Starlark
+// interpreter. Programs models write run as Python by default, in CPython
+// in the sandbox (package pyexec, an Interpreter); Run here is the
+// Starlark option (go.starlark.net), run in this process under enforced
+// limits: execution steps, wall time, a memory budget, output size, no
+// while loops and no recursion. A static check refuses unknown tools and bad arguments before
 // anything runs; a tool's failure reaches the program as a value it can
 // test with is_error; parallel_map runs independent tool calls at once; the
 // value of the last expression is the run's result.
 //
-// On top of the interpreter: Agent has a chat model write the programs,
+// On top of the interpreter: Session has a chat model write the programs,
 // multi-turn (each program's value is the observation, a reply without
-// code is the answer) or single-shot with retries (agent.go); ServeTool
+// code is the answer) or single-shot with retries (session.go); ServeTool
 // and DiscoverTool make a Go function a tool served by another process as
 // a NATS micro service (natstools.go); CachedTools keys tool calls by
 // content in the project cache (cachedtools.go). Jobs of mode codemode

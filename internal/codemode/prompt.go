@@ -12,7 +12,7 @@ import (
 )
 
 // PromptConfig is what the system prompt of a code-mode conversation is
-// made of. The job kind's turn stage and Agent build it the same way.
+// made of. The job kind's turn stage and Session build it the same way.
 type PromptConfig struct {
 	// Prefix goes first (the job's system_prompt_prefix).
 	Prefix string
@@ -23,6 +23,9 @@ type PromptConfig struct {
 	// MultiTurn selects the instructions: turns with observations, or
 	// one program whose value is the answer.
 	MultiTurn bool
+	// Starlark selects Starlark's dialect rules; otherwise the program is
+	// Python (PythonRules).
+	Starlark bool
 }
 
 // SystemPrompt returns the system message: the prefix, the task format,
@@ -38,7 +41,11 @@ func SystemPrompt(c PromptConfig) string {
 		b.WriteString(singleShotInstructions)
 	}
 	b.WriteString("\n")
-	b.WriteString(DialectRules())
+	if c.Starlark {
+		b.WriteString(DialectRules())
+	} else {
+		b.WriteString(PythonRules())
+	}
 	b.WriteString("\nThe tools, as JSON (name, doc, params with type and whether required):\n")
 	tools := strings.TrimSpace(string(c.Tools))
 	if tools == "" {
@@ -157,7 +164,7 @@ func RetryFeedback(observation string) string {
 // Conversation is the request to the model: the system prompt, the
 // history, the message, then each step's reply and what the model was
 // told of it (the observation in a multi-turn conversation, the error or
-// the missing code otherwise). Agent and the job's turn stage both ask
+// the missing code otherwise). Session and the job's turn stage both ask
 // with it.
 func Conversation(system string, history []messages.ChatMessage, message string, steps []messages.CodeModeStep, multiTurn bool) []llm.ChatMessage {
 	conv := make([]llm.ChatMessage, 0, len(history)+2+2*len(steps))

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -160,7 +162,7 @@ func (c *Coordinator) AcceptTaskRun(ctx context.Context, req messages.TaskRunReq
 	if err := json.Unmarshal(e.Value(), &t); err != nil {
 		return "", fmt.Errorf("task %s: corrupt: %w", req.Task, err)
 	}
-	run := messages.RunRequest{FromJob: t.JobID, Args: req.Args, Samples: req.Samples}
+	run := messages.RunRequest{FromJob: t.JobID, Args: req.Args, Samples: req.Samples, Options: req.Options.Over(t.Defaults)}
 	return c.Accept(ctx, messages.APIRequest{V: req.V, JobID: req.JobID, Run: &run, ReplyTo: req.ReplyTo})
 }
 
@@ -172,8 +174,8 @@ func (c *Coordinator) Accept(ctx context.Context, req messages.APIRequest) (stri
 	if c.cfg.Resources == nil {
 		return "", ErrNoAPI
 	}
-	if req.V > messages.SchemaVersion {
-		return "", &messages.FieldError{Field: "v", Msg: fmt.Sprintf("message version %d is newer than this coordinator's %d", req.V, messages.SchemaVersion)}
+	if req.V > messages.WireVersion {
+		return "", &messages.FieldError{Field: "v", Msg: fmt.Sprintf("message version %d is newer than this coordinator's %d", req.V, messages.WireVersion)}
 	}
 	if err := messages.CheckReplyTo(req.ReplyTo); err != nil {
 		return "", err
@@ -189,7 +191,7 @@ func (c *Coordinator) Accept(ctx context.Context, req messages.APIRequest) (stri
 			return jobID, err
 		}
 	}
-	sub := messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Run: req.Run}
+	sub := messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Run: req.Run}
 	switch {
 	case req.Run != nil:
 		if _, err := c.PrepareRun(ctx, jobID, *req.Run); err != nil {
@@ -234,7 +236,10 @@ func (c *Coordinator) checkSpec(ctx context.Context, spec *messages.JobSpec) err
 	if err := spec.Validate(); err != nil {
 		return messages.PrefixField("spec", err)
 	}
-	for _, name := range sortedKeys(spec.Samples) {
+	if err := c.checkOffered(spec); err != nil {
+		return messages.PrefixField("spec", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(spec.Samples)) {
 		ref, ok := messages.ParseObjectRef(spec.Samples[name])
 		if !ok {
 			return &messages.FieldError{Field: "spec.samples." + name, Msg: "must be an object reference (sha256:<hex>[.ext]) into " + bus.ObjectStoreSamples}

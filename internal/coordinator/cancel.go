@@ -25,15 +25,6 @@ type CorePublisher interface {
 	PublishCore(subject string, v any) error
 }
 
-// HandleJobs is the bus.Handler of the jobs stream: submissions and cancel
-// requests, told apart by subject.
-func (c *Coordinator) HandleJobs(ctx context.Context, msg *bus.Message) error {
-	if msg.Subject() == bus.SubjectJobsCancel {
-		return c.HandleCancel(ctx, msg)
-	}
-	return c.HandleSubmit(ctx, msg)
-}
-
 // HandleCancel is the bus.Handler for cancel requests.
 func (c *Coordinator) HandleCancel(ctx context.Context, msg *bus.Message) error {
 	var req messages.CancelJob
@@ -71,7 +62,7 @@ func (c *Coordinator) announceCancelled(jobID string) {
 	if !ok {
 		return
 	}
-	note := messages.CancelJob{V: messages.SchemaVersion, JobID: jobID}
+	note := messages.CancelJob{V: messages.WireVersion, JobID: jobID}
 	if err := cp.PublishCore(bus.CancelledSubject(jobID), note); err != nil {
 		c.log.Warn("announce cancellation", "job_id", jobID, "err", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,16 +31,22 @@ type Config struct {
 	Publisher Publisher
 	Logger    *slog.Logger     // nil: discard
 	Now       func() time.Time // clock; default time.Now
-	Metrics   *Metrics         // nil: none
+	Metrics   Metrics          // nil: none
 	// DefaultModel fills JobSpec.Options.Model when a submission has none.
 	DefaultModel string
-	// StageDeadlines overrides, per stage kind, how long a dispatched stage
-	// may wait for its result before WatchDeadlines fails it (ErrorInfra,
-	// "stage build missed its deadline of 45m"). A stage not named gets its
-	// default (StageDeadline): DefaultLLMDeadline (10m) for model stages,
-	// DefaultBuildDeadline (30m) for builds, DefaultProfileDeadline (10m)
-	// for the profile, and the job's options.timeout plus DefaultRunSlack
-	// (30m) for sandbox runs (run_tests, acceptance, run).
+	// Offered are the models and Python versions jobs may name (settings.go);
+	// the zero value checks none.
+	Offered Offered
+	// Stages is the stage table: which pool each stage's commands go to
+	// and its deadline class. Zero: messages.DefaultStages().
+	Stages messages.StageTable
+	// StageDeadlines overrides, per stage, how long a dispatched stage may
+	// wait for its result before WatchDeadlines fails it (ErrorInfra,
+	// "stage build missed its deadline of 45m"). A stage not named gets
+	// its class's default (DefaultDeadline): DefaultStepDeadline (10m) for
+	// model calls and short steps, DefaultBuildDeadline (30m) for builds,
+	// and the job's options.timeout plus DefaultRunSlack (30m) for sandbox
+	// runs.
 	StageDeadlines map[messages.Stage]time.Duration
 	// SweepEvery is how often WatchDeadlines looks for overdue stages.
 	// Default DefaultSweepEvery (30s).
@@ -76,21 +84,35 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.SweepEvery < 0 {
 		return nil, errors.New("coordinator: SweepEvery must not be negative")
 	}
-	if cfg.MaxStateBytes <= 0 {
-		cfg.MaxStateBytes = DefaultMaxStateBytes
-	}
+	cfg.SweepEvery = cmp.Or(cfg.SweepEvery, DefaultSweepEvery)
+	cfg.MaxStateBytes = cmp.Or(max(cfg.MaxStateBytes, 0), DefaultMaxStateBytes)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.Metrics = cmp.Or[Metrics](cfg.Metrics, noMetrics{})
+	cfg.Machine = cmp.Or(cfg.Machine, machine.Default())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	cfg.Machine = cmp.Or(cfg.Machine, machine.Default())
-	cfg.SweepEvery = cmp.Or(cfg.SweepEvery, DefaultSweepEvery)
-	for stage, d := range cfg.StageDeadlines {
-		if d <= 0 {
-			return nil, fmt.Errorf("coordinator: the deadline of stage %s must be positive, not %s", stage, d)
-		}
+	if cfg.Stages.Len() == 0 {
+		cfg.Stages = messages.DefaultStages()
+	}
+	if err := checkDeadlines(cfg.Stages, cfg.StageDeadlines); err != nil {
+		return nil, err
 	}
 	return &Coordinator{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// checkDeadlines checks that each deadline override is positive and names
+// a stage of the table.
+func checkDeadlines(stages messages.StageTable, deadlines map[messages.Stage]time.Duration) error {
+	for stage, d := range deadlines {
+		if _, ok := stages.Row(stage); !ok {
+			return fmt.Errorf("coordinator: a deadline for stage %q, which is not in the stage table", stage)
+		}
+		if d <= 0 {
+			return fmt.Errorf("coordinator: the deadline of stage %s must be positive, not %s", stage, d)
+		}
+	}
+	return nil
 }
 
 // record is what the state bucket holds: the state and the commands of the
@@ -104,6 +126,15 @@ type record struct {
 	// Iterations is the job's iteration log for the web UI
 	// (machine.NoteIteration), stored with the state it follows.
 	Iterations []messages.Iteration `json:"iterations,omitempty"`
+}
+
+// HandleJobs is the bus.Handler of the jobs stream: submissions and cancel
+// requests, told apart by subject.
+func (c *Coordinator) HandleJobs(ctx context.Context, msg *bus.Message) error {
+	if msg.Subject() == bus.SubjectJobsCancel {
+		return c.HandleCancel(ctx, msg)
+	}
+	return c.HandleSubmit(ctx, msg)
 }
 
 // HandleSubmit is the bus.Handler for job submissions.
@@ -123,8 +154,8 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 	if !bus.ValidJobID(sub.JobID) {
 		return bus.Permanent(fmt.Errorf("submission has an invalid job id %q", sub.JobID))
 	}
-	if sub.V > messages.SchemaVersion {
-		return c.reject(ctx, sub.JobID, fmt.Errorf("message version %d is newer than this coordinator's %d: upgrade it", sub.V, messages.SchemaVersion))
+	if sub.V > messages.WireVersion {
+		return c.reject(ctx, sub.JobID, fmt.Errorf("message version %d is newer than this coordinator's %d: upgrade it", sub.V, messages.WireVersion))
 	}
 	if len(sub.Run) > 0 && string(sub.Run) != "null" {
 		return c.submitRun(ctx, sub.JobID, sub.Run) // run.go
@@ -134,6 +165,9 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 		return c.reject(ctx, sub.JobID, fmt.Errorf("spec: %w", err))
 	}
 	if err := spec.Validate(); err != nil {
+		return c.reject(ctx, sub.JobID, err)
+	}
+	if err := c.checkOffered(&spec); err != nil {
 		return c.reject(ctx, sub.JobID, err)
 	}
 	refs, err := wireRefs(&spec)
@@ -149,7 +183,7 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 // object references: the samples as the sandbox sees them, by name.
 func wireRefs(spec *messages.JobSpec) ([]messages.SampleRef, error) {
 	var refs []messages.SampleRef
-	for _, name := range sortedKeys(spec.Samples) {
+	for _, name := range slices.Sorted(maps.Keys(spec.Samples)) {
 		ref, ok := messages.ParseObjectRef(spec.Samples[name])
 		if !ok {
 			return nil, &messages.FieldError{Field: "samples." + name, Msg: "must be an object reference (sha256:<hex>[.ext]) on the wire"}
@@ -176,10 +210,10 @@ func (c *Coordinator) reject(ctx context.Context, jobID string, err error) error
 		return fmt.Errorf("load job %s: %w", jobID, gerr)
 	}
 	now := c.cfg.Now()
-	res := messages.Result{V: messages.SchemaVersion, JobID: jobID, Status: messages.StatusFailed, Error: "invalid job spec: " + err.Error(),
+	res := messages.Result{V: messages.WireVersion, JobID: jobID, Status: messages.StatusFailed, Error: "invalid job spec: " + err.Error(),
 		SubmittedAt: now, FinishedAt: &now, Outputs: map[string]any{}, Stages: []messages.StageRecord{}}
 	f := false
-	cmds := []machine.Command{{Finish: &res}, {Emit: &messages.Event{V: messages.SchemaVersion, JobID: jobID, Type: messages.EventJobFinished, Success: &f, Message: res.Error, Time: now}}}
+	cmds := []machine.Command{{Finish: &res}, {Emit: &messages.Event{V: messages.WireVersion, JobID: jobID, Type: messages.EventJobFinished, Success: &f, Message: res.Error, Time: now}}}
 	if err := c.publish(ctx, cmds); err != nil {
 		return err
 	}
@@ -196,12 +230,12 @@ func (c *Coordinator) HandleResult(ctx context.Context, msg *bus.Message) error 
 	if !bus.ValidJobID(res.JobID) {
 		return bus.Permanent(fmt.Errorf("stage result has an invalid job id %q", res.JobID))
 	}
-	if err := fromItsPool(msg.Subject(), &res); err != nil {
+	if err := c.fromItsPool(msg.Subject(), &res); err != nil {
 		// Only the pool a stage was dispatched to may answer it (each
 		// pool's credentials publish on its own subject only); whether
 		// that stage is pending, and only once, the machine checks.
 		c.log.Warn("stage result refused", "job_id", res.JobID, "stage", res.Stage, "seq", res.Seq, "subject", msg.Subject(), "err", err)
-		c.cfg.Metrics.resultRefused()
+		c.cfg.Metrics.ResultRefused()
 		return nil
 	}
 	return c.apply(ctx, res.JobID, machine.Input{Kind: machine.InputStageResult, Time: c.cfg.Now(), Result: &res})
@@ -209,15 +243,15 @@ func (c *Coordinator) HandleResult(ctx context.Context, msg *bus.Message) error 
 
 // fromItsPool checks that a result arrived on the result subject of the
 // pool that does its stage, for its job.
-func fromItsPool(subject string, res *messages.StageResult) error {
+func (c *Coordinator) fromItsPool(subject string, res *messages.StageResult) error {
 	pool, jobID, ok := bus.ParseResultSubject(subject)
 	switch {
 	case !ok:
 		return fmt.Errorf("%q is not a result subject", subject)
 	case jobID != res.JobID:
 		return fmt.Errorf("a result of job %s on the subject of job %s", res.JobID, jobID)
-	case pool != bus.PoolOf(res.Stage):
-		return fmt.Errorf("a %s result from the %s pool: the %s pool does that stage", res.Stage, pool, bus.PoolOf(res.Stage))
+	case pool != c.cfg.Stages.Pool(res.Stage):
+		return fmt.Errorf("a %s result from the %s pool: the %s pool does that stage", res.Stage, pool, c.cfg.Stages.Pool(res.Stage))
 	}
 	return nil
 }
@@ -272,7 +306,7 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	if err := c.publish(ctx, cmds); err != nil {
 		return false, err // the outbox holds them; redelivery of this event retries
 	}
-	c.cfg.Metrics.step(*ev, cmds)
+	c.cfg.Metrics.Stepped(string(ev.Kind), dispatched(cmds))
 	c.clearOutbox(ctx, jobID, stored, rev)
 	c.indexStep(ctx, rec.State, next)
 	return false, nil
@@ -324,7 +358,7 @@ func (c *Coordinator) store(ctx context.Context, jobID string, rec record, rev u
 		rev, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		c.cfg.Metrics.casConflict()
+		c.cfg.Metrics.CASConflict()
 		return 0, true, nil // another coordinator moved the job: step again on its state
 	}
 	if err != nil {
@@ -380,7 +414,7 @@ func (c *Coordinator) carryOut(ctx context.Context, cmd machine.Command) error {
 	switch {
 	case cmd.Dispatch != nil:
 		d := cmd.Dispatch
-		if err := c.cfg.Publisher.PublishJSON(ctx, bus.StageSubject(d.Stage), d, bus.StageMsgID(d.JobID, d.Seq)); err != nil {
+		if err := c.cfg.Publisher.PublishJSON(ctx, bus.StageSubject(c.cfg.Stages.Pool(d.Stage), d.Stage), d, bus.StageMsgID(d.JobID, d.Seq)); err != nil {
 			return fmt.Errorf("dispatch %s for job %s: %w", d.Stage, d.JobID, err)
 		}
 	case cmd.Finish != nil:
@@ -391,7 +425,7 @@ func (c *Coordinator) carryOut(ctx context.Context, cmd machine.Command) error {
 		if _, err := c.cfg.Results.Put(ctx, bus.JobKey(cmd.Finish.JobID), b); err != nil {
 			return fmt.Errorf("store result of job %s: %w", cmd.Finish.JobID, err)
 		}
-		c.cfg.Metrics.finished(cmd.Finish)
+		c.cfg.Metrics.Finished(cmd.Finish)
 		c.replyResult(ctx, cmd.Finish, b) // api.go
 	case cmd.Emit != nil:
 		e := cmd.Emit
@@ -447,14 +481,12 @@ func LoadState(ctx context.Context, kv jetstream.KeyValue, jobID string) (machin
 	return rec.State, nil
 }
 
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
+// dispatched lists the stages cmds dispatch.
+func dispatched(cmds []machine.Command) []messages.Stage {
+	var out []messages.Stage
+	for _, cmd := range cmds {
+		if cmd.Dispatch != nil {
+			out = append(out, cmd.Dispatch.Stage)
 		}
 	}
 	return out

@@ -53,29 +53,35 @@ func TestCoordinatorRunsTheKindsItIsGiven(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The stage's row: the coordinator routes and times it by the table.
+	stages, err := messages.DefaultStages().With(messages.StageRow{Stage: stageEcho, Pool: messages.PoolLLM,
+		Deadline: messages.DeadlineStep, Cached: true, Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	c, err := coordinator.New(coordinator.Config{States: e.res.JobState, Results: e.res.JobResults, Publisher: e.pub,
-		DefaultModel: "test-model", Machine: mc})
+		DefaultModel: "test-model", Machine: mc, Stages: stages})
 	if err != nil {
 		t.Fatal(err)
 	}
 	runWorker(t, e.res.JobsConsumer, bus.HandlerFunc(c.HandleJobs))
 	e.takeResults(t, c)
 
-	pool := bus.PoolOf(stageEcho)
+	pool := stages.Pool(stageEcho)
 	runWorker(t, e.res.StageConsumers[pool], bus.HandlerFunc(func(ctx context.Context, msg *bus.Message) error {
 		var cmd messages.StageCommand
 		if err := json.Unmarshal(msg.Data(), &cmd); err != nil {
 			return bus.Permanent(err)
 		}
-		if cmd.Stage != stageEcho || msg.Subject() != bus.StageSubject(stageEcho) {
+		if cmd.Stage != stageEcho || msg.Subject() != bus.StageSubject(pool, stageEcho) {
 			return bus.Permanent(fmt.Errorf("a %s command on %s", cmd.Stage, msg.Subject()))
 		}
-		res := messages.StageResult{V: messages.SchemaVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage,
+		res := messages.StageResult{V: messages.WireVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage,
 			Output: cmd.Input, StartedAt: t0, DurationMS: 1}
 		return e.pub.PublishJSON(ctx, bus.ResultSubject(pool, cmd.JobID), res, bus.ResultMsgID(pool, cmd.JobID, cmd.Seq))
 	}))
 
-	submit := messages.SubmitJob{V: messages.SchemaVersion, JobID: "job-echo", Spec: messages.JobSpec{Name: "echo", Prompt: "hello"}}
+	submit := messages.SubmitJob{V: messages.WireVersion, JobID: "job-echo", Spec: messages.JobSpec{Name: "echo", Prompt: "hello"}}
 	if err := e.pub.PublishJSON(ctxT(t), bus.SubjectJobsSubmit, submit, "submit.job-echo"); err != nil {
 		t.Fatal(err)
 	}

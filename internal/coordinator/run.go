@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,7 +39,9 @@ func (c *Coordinator) submitRun(ctx context.Context, jobID string, raw json.RawM
 }
 
 // PrepareRun builds the submission of run jobID from the finished job
-// req.FromJob: its script, environment, declared outputs and options, its
+// req.FromJob: its script, environment, declared outputs and options (with
+// req.Options over them: resources, timeout, retries, cache, env_vars and
+// secrets), its
 // samples with those req replaces, req's File and Dir inputs, and req's
 // values of its scalar inputs, each checked against its declared type.
 // Every sample and File/Dir input is passed to the script by its option
@@ -49,12 +52,24 @@ func (c *Coordinator) PrepareRun(ctx context.Context, jobID string, req messages
 	if !bus.ValidJobID(req.FromJob) {
 		return nil, badRun("run.from_job", "%q is not a job id", req.FromJob)
 	}
+	if req.Options != nil {
+		if err := req.Options.Validate(); err != nil {
+			return nil, messages.PrefixField("run", err)
+		}
+	}
 	from := req.FromJob
 	res, err := c.finishedResult(ctx, from)
 	if err != nil {
 		return nil, err
 	}
 	spec := *res.Spec
+	// The run's settings over the job's (a copy: the job's maps stay as they are).
+	spec.Options.EnvVars = maps.Clone(spec.Options.EnvVars)
+	spec.Options.Secrets = slices.Clone(spec.Options.Secrets)
+	req.Options.ApplyTo(&spec.Options)
+	if err := spec.Validate(); err != nil { // the merged env_vars and secrets within their bounds
+		return nil, messages.PrefixField("run", err)
+	}
 	run := &machine.Rerun{FromJob: from, Solution: *res.Solution, Image: res.Image,
 		Packages: res.DetectedPackages, SystemPackages: res.DetectedSystemPackages}
 	// The package set the image was built for is on the job's state; the
@@ -110,7 +125,7 @@ func (c *Coordinator) finishedResult(ctx context.Context, from string) (messages
 // and returns them in canonical form, by name. It never returns nil.
 func scalarArgs(from string, inputs map[string]messages.Type, values map[string]string) (map[string]string, error) {
 	args := map[string]string{}
-	for _, name := range sortedKeys(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		field := "run.args." + name
 		t, ok := inputs[name]
 		switch {
@@ -140,7 +155,7 @@ func runFiles(from string, spec *messages.JobSpec, given map[string]string) ([]m
 		}
 		samples[name] = messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext}
 	}
-	for _, name := range sortedKeys(given) {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		r, err := runFile(from, spec, name, given[name], samples)
 		if err != nil {
 			return nil, err
@@ -148,7 +163,7 @@ func runFiles(from string, spec *messages.JobSpec, given map[string]string) ([]m
 		samples[name] = r
 	}
 	refs := make([]messages.SampleRef, 0, len(samples))
-	for _, name := range keysOf(samples) {
+	for _, name := range slices.Sorted(maps.Keys(samples)) {
 		refs = append(refs, samples[name])
 	}
 	return refs, nil
@@ -183,7 +198,7 @@ func names[V any](m map[string]V) string {
 	if len(m) == 0 {
 		return "none"
 	}
-	return strings.Join(keysOf(m), ", ")
+	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }
 
 func typedNames(m map[string]messages.Type) string {
@@ -191,17 +206,8 @@ func typedNames(m map[string]messages.Type) string {
 		return "none"
 	}
 	var out []string
-	for _, k := range keysOf(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, k+" ("+string(m[k])+")")
 	}
 	return strings.Join(out, ", ")
-}
-
-func keysOf[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

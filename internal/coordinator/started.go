@@ -18,10 +18,10 @@ import (
 // pool other than its stage's, is dropped and counted like a refused
 // result; the machine drops one for a stage that is not pending.
 func (c *Coordinator) handleStarted(ctx context.Context, m *nats.Msg) {
-	n, err := startedNotice(m.Subject, m.Data)
+	n, err := startedNotice(c.cfg.Stages, m.Subject, m.Data)
 	if err != nil {
 		c.log.Warn("stage_started notice refused", "subject", m.Subject, "err", err)
-		c.cfg.Metrics.resultRefused()
+		c.cfg.Metrics.ResultRefused()
 		return
 	}
 	if err := c.apply(ctx, n.JobID, machine.Input{Kind: machine.InputStageStarted, Time: c.cfg.Now(), Started: n}); err != nil {
@@ -30,8 +30,9 @@ func (c *Coordinator) handleStarted(ctx context.Context, m *nats.Msg) {
 	}
 }
 
-// startedNotice decodes a notice and checks it against its subject.
-func startedNotice(subject string, data []byte) (*messages.StageStarted, error) {
+// startedNotice decodes a notice and checks it against its subject and
+// the stage table.
+func startedNotice(stages messages.StageTable, subject string, data []byte) (*messages.StageStarted, error) {
 	pool, jobID, ok := bus.ParseStartedSubject(subject)
 	if !ok {
 		return nil, fmt.Errorf("%q is not a started subject", subject)
@@ -43,7 +44,7 @@ func startedNotice(subject string, data []byte) (*messages.StageStarted, error) 
 	switch {
 	case n.JobID != jobID:
 		return nil, fmt.Errorf("a notice of job %s on the subject of job %s", n.JobID, jobID)
-	case bus.PoolOf(n.Stage) != pool:
+	case stages.Pool(n.Stage) != pool:
 		return nil, fmt.Errorf("a %s notice from the %s pool", n.Stage, pool)
 	}
 	return &n, nil

@@ -22,7 +22,7 @@ func TestStartedNoticeMarksTheStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := e.commands(t)[0] // the plan, on the llm pool
-	announce := func(pool bus.Pool, n messages.StageStarted) {
+	announce := func(pool messages.Pool, n messages.StageStarted) {
 		t.Helper()
 		n.V, n.StartedAt = messages.SchemaVersion, t0.Add(3*time.Second)
 		if err := bus.AnnounceStarted(e.js.Conn(), pool, n); err != nil {
@@ -30,12 +30,12 @@ func TestStartedNoticeMarksTheStage(t *testing.T) {
 		}
 	}
 	// Refused ones first; then the real one, whose event says they were dropped.
-	announce(bus.PoolSandbox, messages.StageStarted{JobID: "job-1", Seq: cmd.Seq, Stage: cmd.Stage, Worker: "intruder"})
-	announce(bus.PoolLLM, messages.StageStarted{JobID: "job-1", Seq: cmd.Seq + 5, Stage: cmd.Stage, Worker: "stale"})
-	if err := e.js.Conn().Publish(bus.StartedSubject(bus.PoolLLM, "job-2"), []byte(`{"job_id":"job-1","seq":1,"stage":"plan","worker":"forged"}`)); err != nil {
+	announce(messages.PoolSandbox, messages.StageStarted{JobID: "job-1", Seq: cmd.Seq, Stage: cmd.Stage, Worker: "intruder"})
+	announce(messages.PoolLLM, messages.StageStarted{JobID: "job-1", Seq: cmd.Seq + 5, Stage: cmd.Stage, Worker: "stale"})
+	if err := e.js.Conn().Publish(bus.StartedSubject(messages.PoolLLM, "job-2"), []byte(`{"job_id":"job-1","seq":1,"stage":"plan","worker":"forged"}`)); err != nil {
 		t.Fatal(err)
 	}
-	announce(bus.PoolLLM, messages.StageStarted{JobID: "job-1", Seq: cmd.Seq, Stage: cmd.Stage, Worker: "llm-1"})
+	announce(messages.PoolLLM, messages.StageStarted{JobID: "job-1", Seq: cmd.Seq, Stage: cmd.Stage, Worker: "llm-1"})
 	var started []messages.Event
 	deadline := time.Now().Add(testTimeout)
 	for len(started) == 0 && time.Now().Before(deadline) {

@@ -7,9 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -45,9 +42,11 @@ var routes = []route{
 	{"GET /v1/jobs", ScopeRead, (*api).list, hasClient},
 	{"GET /v1/jobs/{id}", ScopeRead, (*api).status, hasClient},
 	{"GET /v1/jobs/{id}/result", ScopeRead, (*api).result, hasClient},
-	{"GET /v1/summaries", ScopeRead, (*api).summaries, hasClient},             // ui.go
-	{"GET /v1/jobs/{id}/iterations", ScopeRead, (*api).iterations, hasClient}, // ui.go
-	{"GET /v1/jobs/{id}/outputs/{name}", ScopeRead, (*api).output, hasClient}, // ui.go
+	{"GET /v1/summaries", ScopeRead, (*api).summaries, hasClient},                 // ui.go
+	{"GET /v1/jobs/{id}/iterations", ScopeRead, (*api).iterations, hasClient},     // ui.go
+	{"GET /v1/jobs/{id}/outputs/{name}", ScopeRead, (*api).output, hasClient},     // ui.go
+	{"GET /v1/jobs/{id}/files/{name}", ScopeRead, (*api).codeModeFile, hasClient}, // codemode.go
+	{"GET /v1/codemode/tools", ScopeRead, (*api).codeModeTools, hasClient},        // codemode.go
 	{"POST /v1/jobs/{id}/ticket", ScopeRead, (*api).ticket, hasClient},
 	{"POST /v1/jobs/{id}/cancel", ScopeSubmit, (*api).cancel, hasClient},
 	// A bearer token with read, or a ticket from /ticket (EventSource sends
@@ -61,7 +60,7 @@ func hasClient(a *api) bool { return a.c != nil }
 //
 //	GET  /                      the web UI: jobs, live stage progress, results
 //	GET  /healthz               liveness, open to all
-//	GET  /metrics               Prometheus metrics from reg (read)
+//	GET  /metrics               the metrics handler given, if any (read)
 //	GET  /v1/jobs               the newest jobs (at most 200), newest first (read)
 //	GET  /v1/jobs/{id}          the result object so far (Contract 5 (docs/contracts.md)), ?view=slim (read)
 //	GET  /v1/jobs/{id}/result   the final result object; 202 with the result so far while it runs (read)
@@ -73,16 +72,15 @@ func hasClient(a *api) bool { return a.c != nil }
 //	GET  /v1/summaries          a page of the job index: ?status=&offset=&limit= (read)
 //	GET  /v1/jobs/{id}/iterations  code, tests, report, diagnosis and diffs of each iteration (read)
 //	GET  /v1/jobs/{id}/outputs/{name}  a File output, or a Dir output as tar (read)
+//	GET  /v1/jobs/{id}/files/{name}    a file a code-mode program wrote (a chart) (read)
+//	GET  /v1/codemode/tools?tool=...   tools' descriptions as a code-mode model sees them (read)
 //
 // and the message API's endpoints (write.go, openapi.json): submit, run,
 // task run, sample upload, dead letters; and the operators' (ops.go):
 // readiness, the queues and workers, pausing and resuming a pool, the
 // caller's scopes. Every error answer is JSON (errors.go).
-func Handler(c *client.Client, reg *prometheus.Registry, o Options) http.Handler {
-	a := &api{c: c, access: &access{Options: o, tickets: newTickets()}}
-	if reg != nil {
-		a.prom = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
-	}
+func Handler(c *client.Client, metrics http.Handler, o Options) http.Handler {
+	a := &api{c: c, access: &access{Options: o, tickets: newTickets()}, prom: metrics}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", noRoute) // what no route takes: a JSON 404 too
 	for _, rt := range allRoutes() {
@@ -96,7 +94,7 @@ func Handler(c *client.Client, reg *prometheus.Registry, o Options) http.Handler
 
 func (a *api) index(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' blob:") // blob: the charts, fetched with the token
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Write(indexHTML)
 }

@@ -84,7 +84,7 @@ func (a *api) resume(w http.ResponseWriter, r *http.Request) { a.switchPool(w, r
 // stored (who, when, why).
 func (a *api) switchPool(w http.ResponseWriter, r *http.Request, paused bool) {
 	pool := r.PathValue("pool")
-	if !bus.ValidPool(bus.Pool(pool)) {
+	if !bus.ValidPool(messages.Pool(pool)) {
 		writeError(w, http.StatusNotFound, messages.CodeNotFound, "no pool "+strconv.Quote(pool)+" (llm or sandbox)")
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -171,7 +172,7 @@ func (m *Stepper) agentNextCall() {
 	m.Enter(PhaseAgent)
 	m.Dispatch(messages.StageAgentTool, messages.AgentToolInput{
 		Call: call, Workspace: a.Workspace, Samples: s.Samples,
-		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
+		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages, Name: s.Spec.Name},
 		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
 	})
 }
@@ -208,16 +209,16 @@ func (m *Stepper) agentAnswer(verdict, result, outcome string, durationMS int64)
 		a.Denied++
 	}
 	rec := messages.ToolCallRecord{Turn: a.Turns, Tool: call.Name, Arguments: argumentSummary(call),
-		Verdict: verdict, DurationMS: durationMS, Outcome: protocol.Trim(outcome, 200)}
+		Verdict: verdict, DurationMS: durationMS, Outcome: trim.Middle(outcome, 200)}
 	a.Trace = append(a.Trace, rec)
 	if len(a.Trace) > maxAgentTrace {
 		a.Dropped += len(a.Trace) - maxAgentTrace
 		a.Trace = append([]messages.ToolCallRecord(nil), a.Trace[len(a.Trace)-maxAgentTrace:]...)
 	}
-	result = protocol.Trim(result, agentResultBudget)
+	result = trim.Middle(result, agentResultBudget)
 	a.Messages = append(a.Messages, messages.AgentMessage{Role: "tool", Content: result, ToolCallID: call.ID})
 	trimAgentMessages(a)
-	m.appendHistory([]messages.ChatMessage{{Role: "tool", Content: call.Name + " " + rec.Arguments + " -> " + verdict + ": " + protocol.Trim(result, 2000), Stage: messages.StageAgentTool}})
+	m.appendHistory([]messages.ChatMessage{{Role: "tool", Content: call.Name + " " + rec.Arguments + " -> " + verdict + ": " + trim.Middle(result, 2000), Stage: messages.StageAgentTool}})
 	// Seq numbers the call within the job (events are deduplicated by type and seq).
 	m.emit(messages.Event{Type: messages.EventToolCall, Stage: messages.StageAgentTool, Seq: a.Dropped + len(a.Trace), Iteration: m.s.Iteration, Tool: &rec,
 		Message: fmt.Sprintf("%s %s: %s", call.Name, rec.Arguments, verdict)})
@@ -299,10 +300,10 @@ func testResult(rep messages.TestReport) string {
 	fmt.Fprintf(&b, "pytest ran in the sandbox: %s (exit code %d)\n", reportSummary(rep), rep.ExitCode)
 	for _, c := range rep.Cases {
 		if protocol.Failing(c) {
-			fmt.Fprintf(&b, "%s %s: %s\n%s\n", c.Outcome, protocol.TestID(c), c.Message, protocol.Trim(c.Details, 1500))
+			fmt.Fprintf(&b, "%s %s: %s\n%s\n", c.Outcome, protocol.TestID(c), c.Message, trim.Middle(c.Details, 1500))
 		}
 	}
-	b.WriteString(protocol.Trim(rep.Output, 3000))
+	b.WriteString(trim.Middle(rep.Output, 3000))
 	return b.String()
 }
 
@@ -345,7 +346,7 @@ func (m *Stepper) agentAccepted(_ Pending, out messages.AcceptanceOutput) {
 	problems := strings.Join(out.Problems, "; ")
 	m.Note("acceptance run on the samples failed: " + problems)
 	a.Ended = false
-	a.Messages = append(a.Messages, messages.AgentMessage{Role: "user", Content: protocol.Trim(
+	a.Messages = append(a.Messages, messages.AgentMessage{Role: "user", Content: trim.Middle(
 		"The tests pass, but the acceptance run of solution.py on the samples failed: "+problems+
 			"\nIts output:\n"+out.Output+"\nThe script must read the samples in "+protocol.InputsDir+
 			" and write every declared output to "+protocol.OutputPath("<name>")+". Fix it, run the tests, and reply without tool calls when done.",
@@ -399,7 +400,7 @@ func argumentSummary(c messages.AgentToolCall) string {
 		Command string `json:"command"`
 	}
 	if json.Unmarshal([]byte(c.Arguments), &args) != nil {
-		return protocol.Trim(c.Arguments, agentArgumentsBudget)
+		return trim.Middle(c.Arguments, agentArgumentsBudget)
 	}
 	var s string
 	switch c.Name {
@@ -410,7 +411,7 @@ func argumentSummary(c messages.AgentToolCall) string {
 	default:
 		s = args.Path
 	}
-	return protocol.Trim(strings.Join(strings.Fields(s), " "), agentArgumentsBudget)
+	return trim.Middle(strings.Join(strings.Fields(s), " "), agentArgumentsBudget)
 }
 
 // listFile reads packages.txt or system_packages.txt: one name a line,

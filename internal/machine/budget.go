@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -63,7 +64,7 @@ const (
 // their names, and at most maxCases cases. Counts are kept as they are.
 func trimReport(r messages.TestReport) messages.TestReport {
 	out := r
-	out.Output = protocol.Trim(r.Output, reportOutputBudget)
+	out.Output = trim.Middle(r.Output, reportOutputBudget)
 	out.Cases = nil
 	failing := 0
 	for _, c := range r.Cases {
@@ -79,17 +80,17 @@ func trimReport(r messages.TestReport) messages.TestReport {
 				continue
 			}
 			if detailed < detailedCases {
-				c.Message, c.Details = protocol.Trim(c.Message, caseMessageBudget), protocol.Trim(c.Details, caseDetailsBudget)
+				c.Message, c.Details = trim.Middle(c.Message, caseMessageBudget), trim.Middle(c.Details, caseDetailsBudget)
 				detailed++
 			} else {
-				c.Message, c.Details = protocol.Trim(c.Message, briefCaseBudget), ""
+				c.Message, c.Details = trim.Middle(c.Message, briefCaseBudget), ""
 			}
 		} else {
 			if room == 0 {
 				continue
 			}
 			room--
-			c.Message, c.Details = protocol.Trim(c.Message, briefCaseBudget), ""
+			c.Message, c.Details = trim.Middle(c.Message, briefCaseBudget), ""
 		}
 		kept++
 		out.Cases = append(out.Cases, c)
@@ -98,7 +99,7 @@ func trimReport(r messages.TestReport) messages.TestReport {
 }
 
 func trimFailure(f messages.Failure) messages.Failure {
-	t := func(s string) string { return protocol.Trim(s, failureFieldBudget) }
+	t := func(s string) string { return trim.Middle(s, failureFieldBudget) }
 	f.ErrorMessage, f.ExpectedBehavior, f.ActualBehavior = t(f.ErrorMessage), t(f.ExpectedBehavior), t(f.ActualBehavior)
 	f.RootCause, f.SuggestedFix = t(f.RootCause), t(f.SuggestedFix)
 	return f
@@ -138,7 +139,7 @@ func trimAll(ss []string, budget, n int) []string {
 		if len(out) == n {
 			break
 		}
-		out = append(out, protocol.Trim(s, budget))
+		out = append(out, trim.Middle(s, budget))
 	}
 	return out
 }
@@ -215,7 +216,7 @@ func markerCount(c messages.ChatMessage) int {
 // the most recent maxNotes of them, each trimmed.
 func (m *Stepper) Note(n string) {
 	s := m.s
-	s.Notes = append(s.Notes, protocol.Trim(n, 600))
+	s.Notes = append(s.Notes, trim.Middle(n, 600))
 	if len(s.Notes) > maxNotes {
 		s.Notes = append([]string(nil), s.Notes[len(s.Notes)-maxNotes:]...)
 	}

@@ -3,7 +3,7 @@ package machine
 import (
 	"encoding/json"
 
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -25,7 +25,7 @@ type ContextLog struct {
 // recordContext keeps which chunks of the job's context a model stage's
 // prompt held (the stage's output says, beside its own fields).
 func (m *Stepper) recordContext(p Pending, r *messages.StageResult) {
-	if r.Error != "" || r.Stage.Pool() != messages.PoolLLM || len(m.s.Task.Context) == 0 {
+	if r.Error != "" || messages.DefaultStages().Pool(r.Stage) != messages.PoolLLM || len(m.s.Task.Context) == 0 {
 		return
 	}
 	var use messages.ContextUse
@@ -38,8 +38,8 @@ func (m *Stepper) recordContext(p Pending, r *messages.StageResult) {
 		c.Chunks = c.Chunks[:maxContextChunks] // retrieved chunks come best first
 	}
 	for i := range c.Chunks {
-		c.Chunks[i].File = protocol.Trim(c.Chunks[i].File, contextNameBudget)
-		c.Chunks[i].Heading = protocol.Trim(c.Chunks[i].Heading, contextNameBudget)
+		c.Chunks[i].File = trim.Middle(c.Chunks[i].File, contextNameBudget)
+		c.Chunks[i].Heading = trim.Middle(c.Chunks[i].Heading, contextNameBudget)
 	}
 	s := m.s
 	s.ContextUsed = append(s.ContextUsed, c)

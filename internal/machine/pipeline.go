@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -222,7 +223,7 @@ func (m *Stepper) runTests() {
 	s.Iteration++
 	m.Enter(PhaseTesting)
 	m.Dispatch(messages.StageRunTests, messages.RunTestsInput{
-		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
+		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages, Name: s.Spec.Name},
 		Code: s.Solution.Code, Tests: s.Tests.Code, Samples: s.Samples,
 		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
 	})
@@ -282,9 +283,9 @@ func (m *Stepper) accept() {
 func (m *Stepper) dispatchAcceptance() {
 	s := m.s
 	m.Dispatch(messages.StageAcceptance, messages.AcceptanceInput{
-		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
+		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages, Name: s.Spec.Name},
 		Code: s.Solution.Code, Samples: s.Samples, Args: protocol.FileArgs(s.Samples), Outputs: s.Spec.Outputs,
-		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
+		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources, CheckImports: s.Spec.Options.ValidatesByRun(),
 	})
 }
 
@@ -292,7 +293,7 @@ func (m *Stepper) dispatchAcceptance() {
 // state, bounded, and finishes the job when it succeeded; it reports
 // whether it did.
 func (m *Stepper) keepRun(out messages.AcceptanceOutput) bool {
-	out.Output = protocol.Trim(out.Output, reportOutputBudget)
+	out.Output = trim.Middle(out.Output, reportOutputBudget)
 	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
 	m.s.Acceptance = &out
 	if out.OK {

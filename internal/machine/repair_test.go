@@ -1014,7 +1014,7 @@ func TestStateAndPromptsStayBounded(t *testing.T) {
 			t.Fatalf("%s input is %d bytes", c.Dispatch.Stage, len(c.Dispatch.Input))
 		}
 		r := w.answer(c.Dispatch)
-		if c.Dispatch.Stage.Pool() == messages.PoolLLM {
+		if messages.DefaultStages().Pool(c.Dispatch.Stage) == messages.PoolLLM {
 			r.Messages = []messages.ChatMessage{{Role: "system", Content: "rules"}, {Role: "user", Content: big}, {Role: "assistant", Content: big}}
 		}
 		s, cmds = Step(s, Input{Kind: InputStageResult, Time: t0, Result: r})

@@ -3,7 +3,7 @@ package machine
 import (
 	"sort"
 
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -33,7 +33,7 @@ func (m *Stepper) stageStarted(n *messages.StageStarted) bool {
 	if at.IsZero() {
 		at = m.now.Time
 	}
-	p.StartedAt, p.Worker = &at, protocol.Trim(n.Worker, workerNameBudget)
+	p.StartedAt, p.Worker = &at, trim.Middle(n.Worker, workerNameBudget)
 	s.Pending[n.Seq] = p
 	m.emit(messages.Event{Type: messages.EventStageStarted, Stage: p.Stage, Seq: n.Seq, Iteration: p.Iteration, Worker: p.Worker})
 	// The event is timed when the stage started, not when the notice came

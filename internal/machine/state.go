@@ -22,6 +22,11 @@ type Pending struct {
 	// StageStarted notice, started.go); until then it waits in its pool's queue.
 	StartedAt *time.Time `json:"started_at,omitempty"`
 	Worker    string     `json:"worker,omitempty"`
+	// Input and Retries let a sandbox stage of a job with
+	// options.sandbox_retries be sent again after an infrastructure
+	// failure (settings.go): its input, and the retries it has had.
+	Input   json.RawMessage `json:"input,omitempty"`
+	Retries int             `json:"retries,omitempty"`
 }
 
 // State is everything the coordinator knows about one job. It is stored as

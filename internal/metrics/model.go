@@ -11,23 +11,15 @@ import (
 )
 
 // Model is llm.Observer on a Prometheus registry: ModelCallsTotal,
-// ModelCallSeconds, ModelTokensTotal, ModelErrorsTotal and, with prices
-// (Priced), ModelCostTotal.
+// ModelCallSeconds, ModelTokensTotal and ModelErrorsTotal; and
+// ModelCostTotal, told by llm.Router (Cost).
 type Model struct {
 	calls  *prometheus.CounterVec
 	secs   *prometheus.HistogramVec
 	tokens *prometheus.CounterVec
 	errs   *prometheus.CounterVec
 	cost   *prometheus.CounterVec
-	prices Prices
 	seen   sync.Map // model and stage pairs whose series exist
-}
-
-// Priced makes m count what each call cost at prices (a model without a
-// price costs 0); it returns m.
-func (m *Model) Priced(prices Prices) *Model {
-	m.prices = prices
-	return m
 }
 
 var _ llm.Observer = (*Model)(nil)
@@ -50,8 +42,7 @@ func NewModel(reg prometheus.Registerer) (*Model, error) {
 				"(rate_limited, server_error, timeout, network, client_error, too_large, malformed, invalid_reply)."},
 			[]string{"model", "stage", "kind"}),
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ModelCostTotal,
-			Help: "What the model calls cost, in the currency of AUTOCODER_MODEL_PRICES (per million input and output tokens), " +
-				"by model and stage; 0 for a model without a price."},
+			Help: "What model calls cost, in the model table's currency, by model and stage (the table's prices; 0 for a model without)."},
 			[]string{"model", "stage"}),
 	}
 	var err error
@@ -85,9 +76,12 @@ func (m *Model) CallDone(model, stage, kind string, elapsed time.Duration, input
 	m.secs.WithLabelValues(model, stage).Observe(elapsed.Seconds())
 	m.tokens.WithLabelValues(model, stage, "input").Add(float64(inputTokens))
 	m.tokens.WithLabelValues(model, stage, "output").Add(float64(outputTokens))
-	if p, ok := m.prices[model]; ok {
-		m.cost.WithLabelValues(model, stage).Add(p.Cost(inputTokens, outputTokens))
-	}
+}
+
+// Cost adds what a call of model for stage cost (llm.Router's usage
+// callback).
+func (m *Model) Cost(model, stage string, cost float64) {
+	m.cost.WithLabelValues(model, stage).Add(cost)
 }
 
 // errorKinds are ModelErrorsTotal's kinds.
@@ -102,7 +96,6 @@ func (m *Model) firstCall(model, stage string) {
 		return
 	}
 	m.calls.WithLabelValues(model, stage, "error")
-	m.cost.WithLabelValues(model, stage)
 	for _, kind := range errorKinds {
 		m.errs.WithLabelValues(model, stage, kind)
 	}

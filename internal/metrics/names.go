@@ -1,7 +1,7 @@
 package metrics
 
 // Every metric family the binaries register, by the process that
-// registers it. The README's metrics table lists the same names (a test
+// registers it. The metrics table of docs/operations.md lists the same names (a test
 // keeps them in step).
 const (
 	// Bus workers (every binary): internal/bus.
@@ -42,7 +42,8 @@ const (
 	ModelCallSeconds = "autocoder_model_call_duration_seconds" // {model, stage}
 	ModelTokensTotal = "autocoder_model_tokens_total"          // {model, stage, direction}
 	ModelErrorsTotal = "autocoder_model_errors_total"          // {model, stage, kind}
-	ModelCostTotal   = "autocoder_model_cost_total"            // {model, stage}: in the currency of AUTOCODER_MODEL_PRICES
+	// ModelCostTotal is in the model table's currency (docs/settings.md).
+	ModelCostTotal = "autocoder_model_cost_total" // {model, stage}
 
 	// Sandbox workers: the backend.
 	SandboxRunsTotal    = "autocoder_sandbox_runs_total"             // {backend, outcome}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -42,6 +43,12 @@ type TestRun struct {
 	// OutputLimit caps pytest's stdout and stderr each, as RunSpec.OutputLimit.
 	OutputLimit int
 	JobID       string // as RunSpec.JobID
+	// EnvVars are the job's variables (its env_vars and secrets), set
+	// beside the harness's own, which they cannot replace.
+	EnvVars map[string]string
+	// Redact, if set, is applied to everything the run returns (its output
+	// and files) before it is read: the job's secrets are cut out of it.
+	Redact func([]byte) []byte
 }
 
 // harnessEnv are the variables every harness run gets: no bytecode files
@@ -49,6 +56,37 @@ type TestRun struct {
 // repeat, and a headless matplotlib.
 func harnessEnv() map[string]string {
 	return map[string]string{"PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg"}
+}
+
+// withHarnessEnv is the job's variables with the harness's over them.
+func withHarnessEnv(job map[string]string) map[string]string {
+	env := make(map[string]string, len(job)+3)
+	for k, v := range job {
+		env[k] = v
+	}
+	for k, v := range harnessEnv() {
+		env[k] = v
+	}
+	return env
+}
+
+// Redacted is r with redact applied to its output and every file it
+// returns; r itself when redact is nil.
+func (r RunResult) Redacted(redact func([]byte) []byte) RunResult {
+	if redact == nil {
+		return r
+	}
+	r.Stdout, r.Stderr = redact(r.Stdout), redact(r.Stderr)
+	files := make(map[string][]byte, len(r.Files))
+	for k, v := range r.Files {
+		files[k] = redact(v)
+	}
+	outputs := make(map[string][]byte, len(r.Outputs))
+	for k, v := range r.Outputs {
+		outputs[k] = redact(v)
+	}
+	r.Files, r.Outputs = files, outputs
+	return r
 }
 
 // TestRunSpec is the RunSpec RunTests uses. Exported for callers that need
@@ -69,7 +107,7 @@ func TestRunSpec(tr TestRun) RunSpec {
 			"--color=no",
 			"-rfE", // a failure summary at the end, where the tail keeps it
 		},
-		EnvVars:     harnessEnv(),
+		EnvVars:     withHarnessEnv(tr.EnvVars),
 		Timeout:     tr.Timeout,
 		Memory:      tr.Memory,
 		CPUs:        tr.CPUs,
@@ -89,7 +127,7 @@ func RunTests(ctx context.Context, b Backend, tr TestRun) (messages.TestReport, 
 	if err != nil {
 		return messages.TestReport{}, fmt.Errorf("run tests in %s sandbox: %w", b.Name(), err)
 	}
-	return ParseTestReport(res, cmpOr(spec.Timeout, DefaultRunTimeout)), nil
+	return ParseTestReport(res.Redacted(tr.Redact), cmpOr(spec.Timeout, DefaultRunTimeout)), nil
 }
 
 // ParseTestReport builds the report of a TestRunSpec run. timeout is only
@@ -113,7 +151,7 @@ func ParseTestReport(res RunResult, timeout time.Duration) messages.TestReport {
 	case res.TimedOut:
 		cases = []messages.TestCase{{Name: collectionCase, Outcome: messages.OutcomeError,
 			Message: fmt.Sprintf("the test run timed out after %s and was killed", timeout),
-			Details: protocol.TrimTail(rep.Output, caseDetailsLimit)}}
+			Details: trim.Tail(rep.Output, caseDetailsLimit)}}
 	case !haveXML || parseErr != nil:
 		msg := fmt.Sprintf("pytest exited with code %d without a test report", res.ExitCode)
 		if parseErr != nil {
@@ -123,14 +161,14 @@ func ParseTestReport(res RunResult, timeout time.Duration) messages.TestReport {
 			msg += ": " + line
 		}
 		cases = []messages.TestCase{{Name: collectionCase, Outcome: messages.OutcomeError,
-			Message: protocol.TrimHead(msg, caseMessageLimit), Details: protocol.TrimTail(rep.Output, caseDetailsLimit)}}
+			Message: trim.Head(msg, caseMessageLimit), Details: trim.Tail(rep.Output, caseDetailsLimit)}}
 	case len(cases) == 0 && res.ExitCode != 0:
 		// Exit 5 is "no tests collected"; anything else without cases is
 		// an internal error or a usage error. Either way there is nothing
 		// to pass.
 		cases = []messages.TestCase{{Name: collectionCase, Outcome: messages.OutcomeError,
 			Message: fmt.Sprintf("pytest ran no tests (exit code %d)", res.ExitCode),
-			Details: protocol.TrimTail(rep.Output, caseDetailsLimit)}}
+			Details: trim.Tail(rep.Output, caseDetailsLimit)}}
 	}
 	for _, c := range cases {
 		switch c.Outcome {
@@ -161,7 +199,7 @@ func combinedOutput(res RunResult) string {
 		}
 		out += "--- stderr ---\n" + string(res.Stderr)
 	}
-	return protocol.TrimHeadTail(strings.ToValidUTF8(out, ""), reportOutputLimit)
+	return trim.HeadTail(strings.ToValidUTF8(out, ""), reportOutputLimit)
 }
 
 // lastErrorLine finds the most telling line of a crash log: the last one
@@ -171,7 +209,7 @@ func lastErrorLine(out string) string {
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i]), "E "))
 		if head, _, ok := strings.Cut(l, ": "); ok && (strings.HasSuffix(head, "Error") || strings.HasSuffix(head, "Exception")) {
-			return protocol.TrimHead(l, 300)
+			return trim.Head(l, 300)
 		}
 	}
 	return ""

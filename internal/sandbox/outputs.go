@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -50,22 +50,13 @@ type DirValue struct {
 	Object string `json:"object,omitempty"`
 }
 
-// DirManifest lists a Dir output's contents: every regular file, by path
-// relative to the directory (slash-separated), with its size and content
-// hash (the object sha256:<hex> in the outputs object store), and every
-// subdirectory, so empty ones are kept. Entries are sorted by path, so the
-// same directory always gives the same manifest, and the same object.
-type DirManifest struct {
-	Files []ManifestFile `json:"files"`
-	Dirs  []string       `json:"dirs,omitempty"`
-}
-
-// ManifestFile is a file of a DirManifest.
-type ManifestFile struct {
-	Path   string `json:"path"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
+// DirManifest and ManifestFile are the manifest of a Dir output in the
+// outputs object store: part of the wire contract (messages.DirManifest),
+// named here for the code that makes them.
+type (
+	DirManifest  = messages.DirManifest
+	ManifestFile = messages.ManifestFile
+)
 
 // maxScalarOutput caps a scalar output file: more is not a scalar.
 const maxScalarOutput = 1 << 20
@@ -201,7 +192,7 @@ func parseTimedelta(s string) (any, error) {
 	return total, nil
 }
 
-func quote(s string) string { return strconv.Quote(protocol.TrimHead(s, 80)) }
+func quote(s string) string { return strconv.Quote(trim.Head(s, 80)) }
 
 // ParseOutputs checks every declared output of a run against what it left
 // in /var/outputs (res from a RunSpec with CollectOutputs), and returns the

@@ -52,6 +52,8 @@ var messageValues = []any{
 	// Operations: a worker's stage_started notice, its capacity beat, a
 	// pool's pause switch, the queues view and the HTTP error body.
 	messages.StageStarted{}, messages.WorkerBeat{}, messages.PoolPause{}, messages.QueuesView{}, messages.HTTPError{},
+	// A Dir output's manifest in the outputs object store.
+	messages.DirManifest{},
 }
 
 // NotMessages are the exported structs of pkg/messages that get no schema
@@ -63,9 +65,12 @@ var NotMessages = []string{
 	"TestPatch", "SampleRef", "DataColumn", "Constraint", "ConstraintParameters", "ConstraintCheck",
 	"Artifact", "TestCase",
 	"AgentToolCall", "AgentMessage", "ToolCallRecord", "AgentReport",
-	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult",
+	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult", "CodeModeFile", "MissingModule",
+	"ToolRef", // a parsed tools entry: what travels is its "alias=served_name" string
 	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation", "RepairRoute",
 	"PoolView",
+	"RunOptions", "ModelCost", "ManifestFile", "StageSettings",
+	"StageRow", "StageTable", // the stage table: Go-side facts of each stage, never sent
 }
 
 // Messages lists the wire messages, in a stable order.
@@ -119,7 +124,7 @@ func mapper(t reflect.Type) *jsonschema.Schema {
 	case reflect.TypeFor[time.Time]():
 		return &jsonschema.Schema{Type: "string", Format: "date-time"}
 	case reflect.TypeFor[messages.Stage]():
-		return enum(messages.Stages())
+		return enum(messages.DefaultStages().Stages())
 	case reflect.TypeFor[messages.Type]():
 		return enum(messages.OutputTypes)
 	case reflect.TypeFor[messages.JobStatus]():

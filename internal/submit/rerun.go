@@ -7,14 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -26,6 +27,7 @@ type rerunFlags struct {
 	wait    time.Duration
 	inputs  multi
 	samples multi
+	run     runOptionFlags
 }
 
 func (f *rerunFlags) register(fs *flag.FlagSet) {
@@ -35,6 +37,7 @@ func (f *rerunFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to wait for the run")
 	fs.Var(&f.inputs, "input", "name=value of an input (repeatable); a File or Dir input's value is a local path")
 	fs.Var(&f.samples, "sample", "name=path of a new sample file in place of the job's (repeatable)")
+	f.run.register(fs)
 }
 
 // rerunCmd is `submit run JOB_ID [flags]`: the job's generated script on new
@@ -83,14 +86,18 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	if err != nil {
 		return 0, err
 	}
+	opts, err := f.run.runOptions()
+	if err != nil {
+		return 0, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, f.wait)
 	defer cancel()
-	st, err := stack.Start(ctx, f.stackOptions(cfg, io))
+	st, err := wiring.Start(ctx, f.stackOptions(cfg, io))
 	if err != nil {
 		return 0, err
 	}
 	defer st.Close()
-	from, src, err := scriptSource(ctx, st.Client, from, task)
+	from, src, defaults, err := scriptSource(ctx, st.Client, from, task)
 	if err != nil {
 		return 0, err
 	}
@@ -98,6 +105,7 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	if err != nil {
 		return 0, err
 	}
+	req.Options = opts.Over(defaults)
 	res, err := submitRerun(ctx, st.Client, from, req, files, io, f.local)
 	if err != nil {
 		return 0, err
@@ -105,47 +113,46 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	if err := f.report(ctx, st.Client, from, res, io); err != nil {
 		return 0, err
 	}
-	if !res.Success && strings.HasPrefix(res.Error, "invalid job spec: ") {
-		return ExitUsage, nil // the coordinator found the request bad
-	}
-	return exitCode(res), nil
+	return exitCode(res), nil // ExitUsage when the coordinator found the request bad
 }
 
 // stackOptions is where the rerun runs: on a running deployment, or with
 // --local in this process. A rerun calls no model: a coordinator and a
 // sandbox worker are all it needs.
-func (f *rerunFlags) stackOptions(cfg config.Config, io IO) stack.Options {
+func (f *rerunFlags) stackOptions(cfg config.Config, io IO) wiring.Options {
 	opts := cliStack(cfg, io)
 	if f.local {
-		opts.Roles = []stack.Role{stack.RoleCoordinator, stack.RoleSandboxWorker}
+		opts.Roles = []wiring.Role{wiring.RoleCoordinator, wiring.RoleSandboxWorker}
 	}
 	return opts
 }
 
 // scriptSource is the finished, successful job whose script a rerun runs:
-// job from, or the job of task when one is named.
-func scriptSource(ctx context.Context, c *client.Client, from, task string) (string, *messages.Result, error) {
+// job from, or the job of task when one is named, with the task's
+// defaults.
+func scriptSource(ctx context.Context, c *client.Client, from, task string) (string, *messages.Result, *messages.RunOptions, error) {
+	var defaults *messages.RunOptions
 	if task != "" {
 		t, err := c.Task(ctx, task)
 		if errors.Is(err, client.ErrNoTask) {
-			return "", nil, usagef("task %s: not registered (see submit task list)", task)
+			return "", nil, nil, usagef("task %s: not registered (see submit task list)", task)
 		}
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
-		from = t.JobID
+		from, defaults = t.JobID, t.Defaults
 	}
 	src, err := c.Result(ctx, from)
 	if errors.Is(err, client.ErrNotFound) {
-		return "", nil, usagef("job %s: not found (or not finished)", from)
+		return "", nil, nil, usagef("job %s: not found (or not finished)", from)
 	}
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if !src.Success || src.Spec == nil || src.Solution == nil {
-		return "", nil, usagef("job %s did not succeed, so it has no tested script to run", from)
+		return "", nil, nil, usagef("job %s did not succeed, so it has no tested script to run", from)
 	}
-	return from, src, nil
+	return from, src, defaults, nil
 }
 
 // submitRerun submits the rerun of job from's script and watches it to its end.
@@ -200,7 +207,7 @@ func pairs(list multi, flagName string) (map[string]string, error) {
 func rerunRequest(from string, spec *messages.JobSpec, inputs, samples map[string]string) (messages.RunRequest, map[string]string, error) {
 	req := messages.RunRequest{FromJob: from, Args: map[string]string{}}
 	files := map[string]string{}
-	for _, name := range sortedKeys(inputs) {
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
 		v := inputs[name]
 		t, ok := spec.Inputs[name]
 		if !ok {
@@ -220,9 +227,9 @@ func rerunRequest(from string, spec *messages.JobSpec, inputs, samples map[strin
 			req.Args[name] = canon
 		}
 	}
-	for _, name := range sortedKeys(samples) {
+	for _, name := range slices.Sorted(maps.Keys(samples)) {
 		if _, ok := spec.Samples[name]; !ok {
-			return req, nil, usagef("--sample %s: job %s has no such sample (samples: %s)", name, from, strings.Join(sortedKeys(spec.Samples), ", "))
+			return req, nil, usagef("--sample %s: job %s has no such sample (samples: %s)", name, from, strings.Join(slices.Sorted(maps.Keys(spec.Samples)), ", "))
 		}
 		if err := checkPath(samples[name], false); err != nil {
 			return req, nil, usagef("--sample %s: %v", name, err)
@@ -253,19 +260,10 @@ func typeList(m map[string]messages.Type) string {
 		return "none"
 	}
 	var out []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, messages.QuoteName(k)+" ("+messages.QuoteName(string(m[k]))+")")
 	}
 	return strings.Join(out, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func printRerun(w io.Writer, from string, r *messages.Result, downloaded []string) {
@@ -277,7 +275,7 @@ func printRerun(w io.Writer, from string, r *messages.Result, downloaded []strin
 	fmt.Fprintf(w, "run %s\n", r.JobID)
 	if len(r.Outputs) > 0 {
 		fmt.Fprintln(w, "outputs:")
-		for _, k := range sortedKeys(r.Outputs) {
+		for _, k := range slices.Sorted(maps.Keys(r.Outputs)) {
 			b, _ := json.Marshal(r.Outputs[k])
 			fmt.Fprintf(w, "  %s = %s\n", messages.QuoteName(k), messages.Printable(string(b)))
 		}

@@ -41,6 +41,8 @@ type TaskRunRequest struct {
 	Args    map[string]string `json:"args,omitempty"`
 	Samples map[string]string `json:"samples,omitempty"`
 	ReplyTo string            `json:"reply_to,omitempty"`
+	// Options are the run's settings over the task's defaults (Task.Defaults).
+	Options *RunOptions `json:"options,omitempty"`
 }
 
 // APIReply answers an APIRequest or a TaskRunRequest: the job ID of the
@@ -123,6 +125,11 @@ func DecodeAPIRequest(data []byte) (*APIRequest, error) {
 		if err := DecodeStrict(raw.Run, &run); err != nil {
 			return nil, PrefixField("run", err)
 		}
+		if run.Options != nil {
+			if err := run.Options.Validate(); err != nil {
+				return nil, PrefixField("run", err)
+			}
+		}
 		req.Run = &run
 	case hasSpec:
 		spec, err := DecodeJobSpecJSON(raw.Spec)
@@ -147,6 +154,11 @@ func DecodeTaskRunRequest(data []byte) (*TaskRunRequest, error) {
 	}
 	if err := CheckReplyTo(req.ReplyTo); err != nil {
 		return nil, err
+	}
+	if req.Options != nil {
+		if err := req.Options.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	return &req, nil
 }
@@ -212,9 +224,9 @@ func PrefixField(prefix string, err error) error {
 // ReplyOf is the APIReply for err (nil: accepted jobID).
 func ReplyOf(jobID string, err error) APIReply {
 	if err == nil {
-		return APIReply{V: SchemaVersion, JobID: jobID}
+		return APIReply{V: WireVersion, JobID: jobID}
 	}
-	r := APIReply{V: SchemaVersion, JobID: jobID, Error: err.Error(), Kind: ReplyUnavailable}
+	r := APIReply{V: WireVersion, JobID: jobID, Error: err.Error(), Kind: ReplyUnavailable}
 	var fe *FieldError
 	if errors.As(err, &fe) {
 		r.Field, r.Kind = fe.Field, ReplyInvalid

@@ -36,28 +36,6 @@ const (
 	StageRun        Stage = "run" // a generated script run on new data (submit run)
 )
 
-// Worker kinds: which pool a stage goes to.
-const (
-	PoolLLM     = "llm"
-	PoolSandbox = "sandbox"
-)
-
-// Pool returns the worker pool that handles the stage.
-func (s Stage) Pool() string {
-	switch s {
-	case StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageAgentTool, StageCodeModeTools, StageCodeModeExec:
-		return PoolSandbox
-	}
-	return PoolLLM
-}
-
-// Stages lists every stage, the LLM stages first.
-func Stages() []Stage {
-	return []Stage{StagePlan, StageCode, StageTests, StagePackages, StageDiagnose, StageFix, StagePatchTests,
-		StageVerify, StageConstraint, StagePackageReplacement, StageAgentTurn, StageCodeModeTurn,
-		StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageAgentTool, StageCodeModeTools, StageCodeModeExec}
-}
-
 // StageCommand asks a worker to do one stage of one job. Input holds the
 // stage's input struct (PlanInput, CodeInput, ...) as JSON.
 type StageCommand struct {
@@ -69,6 +47,10 @@ type StageCommand struct {
 	Model     string          `json:"model,omitempty"`
 	Cache     CacheMode       `json:"cache,omitempty"`
 	Input     json.RawMessage `json:"input"`
+	// Settings are the job's per-job settings the worker applies (the
+	// model's to a model call, the sandbox's to a sandbox run); nil: none.
+	// They are part of the stage's cache key.
+	Settings *StageSettings `json:"settings,omitempty"`
 }
 
 // ErrorKind classifies a failed stage.
@@ -102,16 +84,18 @@ type StageResult struct {
 	Messages []ChatMessage `json:"messages,omitempty"`
 }
 
-// Usage counts model tokens and calls.
+// Usage counts model tokens and calls, and what they cost (the model
+// table's prices; 0 for a model without).
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-	Calls        int `json:"calls"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	Calls        int     `json:"calls"`
+	Cost         float64 `json:"cost,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.Calls + o.Calls}
+	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.Calls + o.Calls, u.Cost + o.Cost}
 }
 
 // ChatMessage is one message of a model conversation.
@@ -393,6 +377,9 @@ type ConstraintOutput struct {
 type BuildInput struct {
 	Packages       []string `json:"packages"`
 	SystemPackages []string `json:"system_packages"`
+	// Name is the job's name (JobSpec.Name), if any: the docker backend
+	// names the image after it (autocoder-env-<name>:<hash>).
+	Name string `json:"name,omitempty"`
 }
 
 // BuildOutput is the output of StageBuild.
@@ -487,6 +474,18 @@ type AcceptanceInput struct {
 	Outputs   map[string]Type   `json:"outputs,omitempty"`
 	Timeout   Duration          `json:"timeout"`
 	Resources Resources         `json:"resources"`
+	// CheckImports checks, in the sandbox and before the run, that every
+	// module the script imports can be found (the code runner): a missing
+	// one is reported in MissingModules and the script does not run.
+	CheckImports bool `json:"check_imports,omitempty"`
+}
+
+// MissingModule is a module a script imports that its environment lacks,
+// with the package that provides it (the module's own name when no table
+// knows better).
+type MissingModule struct {
+	Module  string `json:"module"`
+	Package string `json:"package"`
 }
 
 // AcceptanceOutput is the output of StageAcceptance and StageRun.
@@ -497,6 +496,9 @@ type AcceptanceOutput struct {
 	ExitCode int            `json:"exit_code"`
 	Output   string         `json:"output,omitempty"` // trimmed stdout+stderr
 	TimedOut bool           `json:"timed_out,omitempty"`
+	// MissingModules are what the import check found missing (the script
+	// did not run).
+	MissingModules []MissingModule `json:"missing_modules,omitempty"`
 }
 
 // Hermetic reports whether the outcome follows from the script and its

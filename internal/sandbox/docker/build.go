@@ -10,10 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/egress"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/cache"
 )
 
@@ -55,19 +57,39 @@ func (b *Backend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env,
 	if err != nil {
 		return sandbox.Env{}, err
 	}
-	name := imageName(imageHash(b.base.ID, b.base.Python, pip, apt, b.pipIndexKey(), b.cfg.ExtraCommands))
-	if env, ok := b.known.Load(name); ok {
-		b.pool.touch(name)
-		return env.(sandbox.Env), nil
+	hash := imageHash(b.base.ID, b.base.Python, pip, apt, b.pipIndexKey(), b.cfg.ExtraCommands)
+	name := imageName(hash)
+	env, ok := b.known.Load(name)
+	if !ok {
+		built, err := b.flight.Do(ctx, name, func(ctx context.Context) (sandbox.Env, error) {
+			return b.buildOnce(ctx, name, pip, apt)
+		})
+		if err != nil {
+			return sandbox.Env{}, err
+		}
+		b.known.Store(name, built)
+		env = built
 	}
-	env, err := b.flight.Do(ctx, name, func(ctx context.Context) (sandbox.Env, error) {
-		return b.buildOnce(ctx, name, pip, apt)
-	})
-	if err != nil {
-		return sandbox.Env{}, err
-	}
-	b.known.Store(name, env)
 	b.pool.touch(name)
+	return b.tagForJob(ctx, env.(sandbox.Env), spec.Name, hash)
+}
+
+// tagForJob tags the environment image for the named job it was built for
+// (jobImageName) and returns that name as the environment: runs of it
+// carry the job's name as a label. The image is the same; a job without a
+// name, or one that sanitises to nothing, keeps the content name.
+func (b *Backend) tagForJob(ctx context.Context, env sandbox.Env, job, hash string) (sandbox.Env, error) {
+	named := jobImageName(job, hash)
+	if named == "" {
+		return env, nil
+	}
+	if _, ok := b.known.Load(named); !ok {
+		if err := b.cli.ImageTag(ctx, env.ID, named); err != nil {
+			return sandbox.Env{}, fmt.Errorf("docker: tag %s as %s: %w", env.ID, named, err)
+		}
+		b.known.Store(named, true)
+	}
+	env.ID = named
 	return env, nil
 }
 
@@ -206,7 +228,7 @@ func (b *Backend) build(ctx context.Context, name string, pip, apt []string) (sa
 		if err != nil {
 			return sandbox.Env{}, err
 		}
-		return sandbox.Env{ID: name, Log: protocol.TrimHeadTail(log, maxBuildLog)}, nil
+		return sandbox.Env{ID: name, Log: trim.HeadTail(log, maxBuildLog)}, nil
 	}
 	stage, log := from.ref, "FROM "+from.ref+"\n"
 	if from.fromBase || len(apt) > 0 {
@@ -269,7 +291,7 @@ func (b *Backend) imageBuild(ctx context.Context, name string, from parent, pip,
 	if err != nil {
 		return "", fmt.Errorf("docker: build %s: %w", name, err)
 	}
-	logBuf := protocol.NewHeadTailBuffer(1 << 20)
+	logBuf := trim.NewBuffer(1 << 20)
 	fmt.Fprintf(logBuf, "FROM %s\n", from.ref)
 	errMsg, err := readJSONStream(resp.Body, logBuf)
 	resp.Body.Close()
@@ -534,16 +556,7 @@ func normalizeApt(pkgs []string) ([]string, error) {
 	if len(bad) > 0 {
 		return nil, &sandbox.InvalidPackageError{Packages: bad, Log: "not a Debian package name"}
 	}
-	return sortedKeys(set), nil
-}
-
-func sortedKeys(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set)), nil
 }
 
 // classifyBuildFailure turns a failed build into the error the caller acts
@@ -553,7 +566,7 @@ func sortedKeys(set map[string]bool) []string {
 func classifyBuildFailure(name string, pip, apt []string, errMsg, log string) error {
 	all := log + "\n" + errMsg
 	if aptNetworkRe.MatchString(all) || pipNetworkRe.MatchString(all) {
-		return fmt.Errorf("docker: build %s: a package source could not be reached: %s: %s", name, errMsg, protocol.TrimTail(log, 2048))
+		return fmt.Errorf("docker: build %s: a package source could not be reached: %s: %s", name, errMsg, trim.Tail(log, 2048))
 	}
 	var bad []string
 	seen := map[string]bool{}
@@ -580,10 +593,10 @@ func classifyBuildFailure(name string, pip, apt []string, errMsg, log string) er
 		}
 	}
 	if len(bad) > 0 {
-		return &sandbox.InvalidPackageError{Packages: bad, Log: protocol.TrimTail(log, maxBuildLog)}
+		return &sandbox.InvalidPackageError{Packages: bad, Log: trim.Tail(log, maxBuildLog)}
 	}
 	if stepFailedRe.MatchString(all) {
-		return fmt.Errorf("%w: %s: %s\n%s", sandbox.ErrBuildFailed, name, errMsg, protocol.TrimTail(log, 4096))
+		return fmt.Errorf("%w: %s: %s\n%s", sandbox.ErrBuildFailed, name, errMsg, trim.Tail(log, 4096))
 	}
-	return fmt.Errorf("docker: build %s: %s\n%s", name, errMsg, protocol.TrimTail(log, 2048))
+	return fmt.Errorf("docker: build %s: %s\n%s", name, errMsg, trim.Tail(log, 2048))
 }
