@@ -64,7 +64,7 @@ func SetPoolPause(ctx context.Context, kv jetstream.KeyValue, p messages.PoolPau
 	if !ValidPool(messages.Pool(p.Pool)) {
 		return &messages.FieldError{Field: "pool", Msg: fmt.Sprintf("%q is not a pool (%v)", p.Pool, messages.Pools())}
 	}
-	p.V = messages.SchemaVersion
+	p.V = messages.WireVersion
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err

@@ -77,7 +77,7 @@ func TestPauseSwitchReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := bus.PoolPauseOf(ctxT(t), res.Pools, messages.PoolSandbox)
-	if err != nil || p == nil || !p.Paused || p.By != "http:ops" || p.Reason != "provider outage" || !p.At.Equal(at) || p.V != messages.SchemaVersion {
+	if err != nil || p == nil || !p.Paused || p.By != "http:ops" || p.Reason != "provider outage" || !p.At.Equal(at) || p.V != messages.WireVersion {
 		t.Errorf("read back: %+v %v", p, err)
 	}
 	if err := bus.SetPoolPause(ctxT(t), res.Pools, messages.PoolPause{Pool: "gpu", Paused: true}); err == nil {

@@ -19,7 +19,7 @@ func (c *Client) Queues(ctx context.Context) (*messages.QueuesView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &messages.QueuesView{V: messages.SchemaVersion, At: now}
+	v := &messages.QueuesView{V: messages.WireVersion, At: now}
 	for _, pool := range messages.Pools() {
 		pv, err := bus.PoolQueue(ctx, c.res, pool, now)
 		if err != nil {
@@ -49,7 +49,7 @@ func (c *Client) Queues(ctx context.Context) (*messages.QueuesView, error) {
 // reason why; both are bounded, and errors name the field
 // (*messages.FieldError).
 func (c *Client) PausePool(ctx context.Context, pool string, paused bool, by, reason string) (*messages.PoolPause, error) {
-	p := messages.PoolPause{V: messages.SchemaVersion, Pool: pool, Paused: paused, By: by, Reason: reason, At: time.Now().UTC()}
+	p := messages.PoolPause{V: messages.WireVersion, Pool: pool, Paused: paused, By: by, Reason: reason, At: time.Now().UTC()}
 	for _, f := range []struct {
 		name, value string
 		limit       int

@@ -24,7 +24,7 @@ func TestStartedNoticeMarksTheStage(t *testing.T) {
 	cmd := e.commands(t)[0] // the plan, on the llm pool
 	announce := func(pool messages.Pool, n messages.StageStarted) {
 		t.Helper()
-		n.V, n.StartedAt = messages.SchemaVersion, t0.Add(3*time.Second)
+		n.V, n.StartedAt = messages.WireVersion, t0.Add(3*time.Second)
 		if err := bus.AnnounceStarted(e.js.Conn(), pool, n); err != nil {
 			t.Fatal(err)
 		}
