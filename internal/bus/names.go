@@ -200,10 +200,10 @@ const (
 	// BucketWorkers holds each live stage worker's messages.WorkerBeat,
 	// keyed by WorkerKey; its entries expire (ProvisionConfig.WorkerBeatTTL)
 	// when a worker stops beating.
-	BucketWorkers = "autocoder_workers"
+	BucketWorkers = messages.BucketWorkers
 	// BucketPools holds each pool's messages.PoolPause, keyed by PoolKey:
 	// the switch the pool's workers watch.
-	BucketPools = "autocoder_pools"
+	BucketPools = messages.BucketPools
 )
 
 // WorkerKey is the key of one worker process of pool in BucketWorkers:
