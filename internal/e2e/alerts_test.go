@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -72,50 +71,5 @@ func TestAlertRules(t *testing.T) {
 	}
 	if n < 8 {
 		t.Errorf("%d alert rules, want the queues, pools, jobs, model and integrity ones", n)
-	}
-}
-
-// TestComposePrometheusLoadsAlerts: the compose deployment's Prometheus
-// mounts dashboards/alerts.yml beside its prometheus.yml, which names it
-// in rule_files, and `promtool check config` passes on the two as mounted
-// (the scrape token's secret file stood in for by a temporary one).
-func TestComposePrometheusLoadsAlerts(t *testing.T) {
-	t.Parallel()
-	promtool := requirePromtool(t)
-	root := filepath.Join(repoRoot(t), "deploy", "compose")
-	compose, err := os.ReadFile(filepath.Join(root, "compose.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(compose), "../../dashboards/alerts.yml:/etc/prometheus/alerts.yml:ro") {
-		t.Error("compose.yaml does not mount dashboards/alerts.yml beside prometheus.yml")
-	}
-	conf, err := os.ReadFile(filepath.Join(root, "prometheus.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parsed struct {
-		RuleFiles []string `yaml:"rule_files"`
-	}
-	if err := yaml.Unmarshal(conf, &parsed); err != nil || !slices.Contains(parsed.RuleFiles, "alerts.yml") {
-		t.Fatalf("prometheus.yml rule_files %v (%v), want alerts.yml", parsed.RuleFiles, err)
-	}
-	dir := t.TempDir()
-	token := filepath.Join(dir, "prometheus_token")
-	rules, err := os.ReadFile(filepath.Join(repoRoot(t), "dashboards", "alerts.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range map[string][]byte{
-		"prometheus.yml": []byte(strings.ReplaceAll(string(conf), "/run/secrets/prometheus_token", token)),
-		"alerts.yml":     rules, "prometheus_token": []byte("token\n"),
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out, err := exec.Command(promtool, "check", "config", filepath.Join(dir, "prometheus.yml")).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "rules found") {
-		t.Errorf("promtool check config: %v\n%s", err, out)
 	}
 }
