@@ -194,14 +194,14 @@ func (r *rig) job(b *testing.B) jobRun {
 	r.boxWork.take()
 	id := client.NewJobID()
 	// Events of one coordinator step carry that step's time: the distinct
-	// times of stage_started events are the sequential hops.
+	// times of stage_queued events are the sequential hops.
 	steps := map[time.Time]bool{}
 	start := time.Now()
 	if err := r.st.Client.Submit(ctx, id, answerSpec()); err != nil {
 		b.Fatalf("submit: %v", err)
 	}
 	res, err := r.st.Client.Watch(ctx, id, func(e messages.Event) error {
-		if e.Type == messages.EventStageStarted {
+		if e.Type == messages.EventStageQueued {
 			steps[e.Time] = true
 		}
 		return nil

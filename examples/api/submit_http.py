@@ -37,10 +37,13 @@ def main(url, token, spec_file, *samples):
         print(json.dumps(reply), file=sys.stderr)  # {"error": ..., "field": ...}
         return 2
     while True:  # or follow GET /v1/jobs/{id}/events (Server-Sent Events)
-        status, result = call("GET", url + "/v1/jobs/" + reply["job_id"] + "/result", token)
-        if status == 200:
+        status, result = call("GET", url + "/v1/jobs/" + reply["job_id"] + "/result?view=slim", token)
+        if status == 200:  # finished; ?view=slim leaves the conversation out
             print(json.dumps(result))
             return 0 if result["success"] else 1
+        if status not in (202, 404):  # 202: running (the result so far); 404: not stored yet
+            print(json.dumps(result), file=sys.stderr)  # {"error": ..., "code": ...}
+            return 3
         time.sleep(0.5)
 
 

@@ -214,6 +214,32 @@ func TestSandboxWorkerPermissions(t *testing.T) {
 		t.Errorf("publish a result: %v", err)
 	}
 	w.refused(t, "publish a result for the llm pool", publishRaw(w, bus.ResultSubject(messages.PoolLLM, res.JobID)))
+
+	// Operations: it announces its own pool's stages, beats its own
+	// pool's capacity and watches the pause switch; never another pool's,
+	// and it never switches a pool.
+	if err := w.nc.Publish(bus.StartedSubject(messages.PoolSandbox, "job1"), []byte(`{}`)); err != nil {
+		t.Errorf("announce a started stage: %v", err)
+	}
+	w.refused(t, "announce a stage of the llm pool", publishRaw(w, bus.StartedSubject(messages.PoolLLM, "job1")))
+	if _, err := w.res.Workers.Put(ctxT(t), bus.WorkerKey(messages.PoolSandbox, "i1"), []byte(`{}`)); err != nil {
+		t.Errorf("beat its capacity: %v", err)
+	}
+	w.refused(t, "beat as an llm worker", func(ctx context.Context) error {
+		_, err := w.res.Workers.Put(ctx, bus.WorkerKey(messages.PoolLLM, "i1"), []byte(`{}`))
+		return err
+	})
+	w.refused(t, "pause a pool", func(ctx context.Context) error {
+		return bus.SetPoolPause(ctx, w.res.Pools, messages.PoolPause{Pool: "sandbox", Paused: true})
+	})
+	watch, err := w.res.Pools.Watch(ctxT(t), bus.PoolKey(messages.PoolSandbox))
+	if err != nil {
+		t.Fatalf("watch its pool's pause switch: %v", err)
+	}
+	if e := recv(t, watch.Updates(), "the watch's first update"); e != nil {
+		t.Errorf("a pool never switched: %v", e)
+	}
+	watch.Stop()
 }
 
 func TestProducerPermissions(t *testing.T) {
@@ -257,6 +283,20 @@ func TestProducerPermissions(t *testing.T) {
 		t.Errorf("subscribe to a reply_to subject: %v", err)
 	}
 	p.refused(t, "publish a dead letter", publishRaw(p, bus.SubjectDLQ))
+
+	// An operator's CLI: it pauses a pool and reads the roster; it never
+	// beats as a worker nor announces a stage.
+	if err := bus.SetPoolPause(ctxT(t), p.res.Pools, messages.PoolPause{Pool: "llm", Paused: true, By: "cli:ops"}); err != nil {
+		t.Errorf("pause a pool: %v", err)
+	}
+	if _, err := bus.Roster(ctxT(t), p.res.Workers); err != nil {
+		t.Errorf("read the roster: %v", err)
+	}
+	p.refused(t, "beat as a worker", func(ctx context.Context) error {
+		_, err := p.res.Workers.Put(ctx, bus.WorkerKey(messages.PoolLLM, "i1"), []byte(`{}`))
+		return err
+	})
+	p.refused(t, "announce a started stage", publishRaw(p, bus.StartedSubject(messages.PoolLLM, "job1")))
 }
 
 // TestConnectNeverShowsTheURLPassword: a URL with credentials, parseable or

@@ -161,6 +161,67 @@ func JobIDFromSubject(subject string) (string, bool) {
 	return "", false
 }
 
+// StartedSubject is where a worker of pool announces, on core NATS, that
+// it started a stage of job jobID (messages.StageStarted):
+// autocoder.started.<pool>.<job_id>. As with results, the pool in the
+// subject lets permissions give each pool's credentials only its own, and
+// lets the coordinator check that a notice came from the pool of its
+// stage (ParseStartedSubject). jobID must satisfy ValidJobID.
+func StartedSubject(pool messages.Pool, jobID string) string {
+	return subjectRoot + ".started." + string(pool) + "." + jobID
+}
+
+// PoolStartedSubjects matches every started subject of one pool:
+// autocoder.started.<pool>.*.
+func PoolStartedSubjects(pool messages.Pool) string {
+	return subjectRoot + ".started." + string(pool) + ".*"
+}
+
+// SubjectStartedAll matches every pool's started notices, which the
+// coordinators take in the queue group QueueAPI.
+const SubjectStartedAll = subjectRoot + ".started.>"
+
+// ParseStartedSubject returns the pool and job ID of a started subject; ok
+// is false for anything else.
+func ParseStartedSubject(subject string) (pool messages.Pool, jobID string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, subjectRoot+".started.")
+	if !ok {
+		return "", "", false
+	}
+	p, id, ok := strings.Cut(rest, ".")
+	if !ok || !ValidPool(messages.Pool(p)) || !ValidJobID(id) {
+		return "", "", false
+	}
+	return messages.Pool(p), id, true
+}
+
+// Operations: the workers' capacity beats and the pools' pause switches.
+const (
+	// BucketWorkers holds each live stage worker's messages.WorkerBeat,
+	// keyed by WorkerKey; its entries expire (ProvisionConfig.WorkerBeatTTL)
+	// when a worker stops beating.
+	BucketWorkers = messages.BucketWorkers
+	// BucketPools holds each pool's messages.PoolPause, keyed by PoolKey:
+	// the switch the pool's workers watch.
+	BucketPools = messages.BucketPools
+)
+
+// WorkerKey is the key of one worker process of pool in BucketWorkers:
+// <pool>.<instance>. instance must be a key token ([A-Za-z0-9_-]).
+func WorkerKey(pool messages.Pool, instance string) string { return string(pool) + "." + instance }
+
+// PoolKey is the key of pool's pause switch in BucketPools.
+func PoolKey(pool messages.Pool) string { return string(pool) }
+
+// poolWorkerKeys matches the keys of pool's workers in BucketWorkers: the
+// subjects a worker of pool puts its beats on.
+func poolWorkerKeys(pool messages.Pool) string {
+	return "$KV." + BucketWorkers + "." + string(pool) + ".*"
+}
+
+// ValidPool reports whether p is one of Pools.
+func ValidPool(p messages.Pool) bool { return slices.Contains(messages.Pools(), p) }
+
 // Msg-Id values for JetStream de-duplication. The same logical message always
 // gets the same ID, so a coordinator that replays a command (or a worker that
 // re-publishes a result after a redelivery) inside the stream's duplicate

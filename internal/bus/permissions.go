@@ -95,31 +95,39 @@ var codeModeTools = []string{ServiceInfoSubjects(), ToolSubjects()}
 // its pool's result subjects only (which only its pool's ResultStream
 // captures, so its Msg-Ids never shadow another pool's), and read (never write) job state, which
 // it checks before running a command (stagework's admission). It hears
-// cancellations (CancelledSubject) to stop a cancelled job's stages.
+// cancellations (CancelledSubject) to stop a cancelled job's stages. It
+// announces the stages it starts and beats its capacity, each under its
+// own pool's name only, and watches the pools' pause switches.
 func worker(pool messages.Pool) Permission {
 	stream, consumer := StageStream(pool), StageConsumer(pool)
 	state := kvStream(BucketJobState)
-	return Permission{Publish: []string{
+	p := Permission{Publish: []string{
 		jsAPI("CONSUMER.MSG.NEXT." + stream + "." + consumer),
 		ackSubjects(stream, consumer),
 		PoolResultSubjects(pool),
 		jsAPI("DIRECT.GET." + state), jsAPI("DIRECT.GET." + state + ".>"),
 		jsAPI("STREAM.MSG.GET." + state),
+		PoolStartedSubjects(pool), // stage_started notices (stagework)
+		poolWorkerKeys(pool),      // its capacity beats (roster.go)
 	}, Subscribe: []string{SubjectCancelledAll}}
+	p.Publish = append(p.Publish, readStream(kvStream(BucketPools))...) // its pool's pause switch (pause.go)
+	return p
 }
 
 // producer may submit and cancel jobs (on the jobs stream or the API
 // subjects), upload samples, read results, state, outputs, events and dead
 // letters, replay a dead letter through the coordinator, keep the named
-// tasks, and hear the results it asked for with reply_to.
+// tasks, hear the results it asked for with reply_to, read the queues and
+// workers, and pause and resume a pool (an operator's CLI runs as a
+// producer).
 func producer() Permission {
 	pub := []string{SubjectJobsSubmit, SubjectJobsCancel, SubjectAPISubmit, SubjectAPITaskRun, SubjectAPIDLQReplay}
 	for _, s := range []string{StreamEvents, StreamDLQ, kvStream(BucketJobResults), kvStream(BucketJobState), kvStream(BucketJobIndex), kvStream(BucketTasks),
-		objStream(ObjectStoreSamples), objStream(ObjectStoreOutputs)} {
+		objStream(ObjectStoreSamples), objStream(ObjectStoreOutputs), kvStream(BucketWorkers), kvStream(BucketPools)} {
 		pub = append(pub, readStream(s)...)
 	}
 	pub = append(pub, writeObjects(ObjectStoreSamples)...)
-	pub = append(pub, kvSubjects(BucketTasks))
+	pub = append(pub, kvSubjects(BucketTasks), kvSubjects(BucketPools))
 	return Permission{Publish: pub, Subscribe: []string{SubjectReplies}}
 }
 

@@ -20,6 +20,7 @@ const (
 	DefaultEventsPerJob    = 10_000
 	DefaultDLQMaxAge       = 7 * 24 * time.Hour
 	DefaultClaimsMaxAge    = 7 * 24 * time.Hour
+	DefaultWorkerBeatTTL   = 30 * time.Second
 )
 
 // ProvisionConfig sizes what Provision creates. The zero value of every field
@@ -61,6 +62,11 @@ type ProvisionConfig struct {
 	// ObjectStoreClaims (claimcheck.go): longer than a message may wait
 	// on its stream. Default 7 days.
 	ClaimsMaxAge time.Duration
+	// WorkerBeatTTL is how long a worker's capacity beat stays in
+	// BucketWorkers; workers beat every third of it (roster.go), so a
+	// worker that stops beating leaves the queues view and the capacity
+	// gauge within it. Default 30s.
+	WorkerBeatTTL time.Duration
 	// MemoryStorage keeps everything in memory instead of files (tests,
 	// throwaway runs). Default false: file storage.
 	MemoryStorage bool
@@ -75,6 +81,7 @@ func (c *ProvisionConfig) setDefaults() error {
 	c.EventsPerJob = cmp.Or(c.EventsPerJob, DefaultEventsPerJob)
 	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, DefaultDLQMaxAge)
 	c.ClaimsMaxAge = cmp.Or(c.ClaimsMaxAge, DefaultClaimsMaxAge)
+	c.WorkerBeatTTL = cmp.Or(c.WorkerBeatTTL, DefaultWorkerBeatTTL)
 	switch {
 	case c.Replicas < 1 || c.Replicas > 5:
 		return fmt.Errorf("bus: provision: Replicas must be between 1 and 5, not %d", c.Replicas)
@@ -84,6 +91,8 @@ func (c *ProvisionConfig) setDefaults() error {
 		return fmt.Errorf("bus: provision: MaxDeliver must be -1 (no limit) or positive, not %d", c.MaxDeliver)
 	case c.DuplicateWindow < 0 || c.EventsMaxAge < 0 || c.EventsPerJob < 0 || c.DLQMaxAge < 0 || c.ClaimsMaxAge < 0:
 		return errors.New("bus: provision: DuplicateWindow, EventsMaxAge, EventsPerJob, DLQMaxAge and ClaimsMaxAge must not be negative")
+	case c.WorkerBeatTTL < time.Second:
+		return fmt.Errorf("bus: provision: WorkerBeatTTL must be a second or more, not %s", c.WorkerBeatTTL)
 	}
 	return nil
 }
@@ -105,6 +114,8 @@ type Resources struct {
 	JobIndex   jetstream.KeyValue    // BucketJobIndex
 	Tasks      jetstream.KeyValue    // BucketTasks
 	ReplyTo    jetstream.KeyValue    // BucketReplyTo
+	Workers    jetstream.KeyValue    // BucketWorkers: capacity beats (roster.go)
+	Pools      jetstream.KeyValue    // BucketPools: pause switches (pause.go)
 	Samples    jetstream.ObjectStore // ObjectStoreSamples
 	Outputs    jetstream.ObjectStore // ObjectStoreOutputs
 	Claims     jetstream.ObjectStore // ObjectStoreClaims
@@ -167,6 +178,8 @@ func (r *Resources) buckets() []store[jetstream.KeyValue] {
 		{BucketJobIndex, "autocoder job summaries for job lists", &r.JobIndex},
 		{BucketTasks, "autocoder named reusable tasks", &r.Tasks},
 		{BucketReplyTo, "autocoder reply_to subjects of running jobs", &r.ReplyTo},
+		{BucketWorkers, "autocoder stage workers' capacity beats", &r.Workers},
+		{BucketPools, "autocoder worker pools' pause switches", &r.Pools},
 	}
 }
 
@@ -337,13 +350,17 @@ func (p provisioner) createStream(ctx context.Context, cfg jetstream.StreamConfi
 }
 
 func (p provisioner) keyValue(ctx context.Context, bucket, desc string) (jetstream.KeyValue, error) {
-	b, err := p.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	cfg := jetstream.KeyValueConfig{
 		Bucket:      bucket,
 		Description: desc,
 		History:     1, // state is updated by CAS on the revision; older values are never read
 		Storage:     p.storage(),
 		Replicas:    p.cfg.Replicas,
-	})
+	}
+	if bucket == BucketWorkers {
+		cfg.TTL = p.cfg.WorkerBeatTTL // a worker that stops beating drops out
+	}
+	b, err := p.js.CreateOrUpdateKeyValue(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bus: provision key-value bucket %s: %w", bucket, err)
 	}

@@ -66,6 +66,10 @@ type WorkerConfig struct {
 	// MaxClaim bounds a claim-checked body read from Claims. Default
 	// DefaultMaxClaim.
 	MaxClaim int
+	// Pause, if set, is the pool's pause switch (pause.go): while it is on
+	// the worker fetches nothing (a pending pull is cancelled) and what it
+	// holds runs to its end. Nil: never paused.
+	Pause *Pause
 }
 
 // DefaultRetryDelay is exponential backoff by delivery count: 1s after the
@@ -94,7 +98,17 @@ type Worker struct {
 	metrics    Metrics
 	err        error // invalid configuration, reported by Run
 	running    atomic.Bool
+	inFlight   atomic.Int64 // messages held: fetched and not yet settled
 }
+
+// Slots is the worker's concurrency: how many messages it handles at once.
+func (w *Worker) Slots() int { return w.cfg.Concurrency }
+
+// InFlight is how many messages the worker holds now.
+func (w *Worker) InFlight() int { return int(w.inFlight.Load()) }
+
+// Paused reports whether the worker's pool is paused (WorkerConfig.Pause).
+func (w *Worker) Paused() bool { return w.cfg.Pause.Paused() }
 
 // NewWorker makes a Worker for cons, applying defaults to cfg. A panic in
 // the handler is recovered and the message retried (handler.go). An
@@ -221,6 +235,9 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) poll(ctx, hctx context.Context, r *run) error {
 	var backoff time.Duration
 	for {
+		if !w.waitUnpaused(ctx) {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -259,26 +276,61 @@ func (w *Worker) poll(ctx, hctx context.Context, r *run) error {
 	}
 }
 
+// waitUnpaused returns once the pool is not paused (at once, mostly), or
+// false when ctx ends first.
+func (w *Worker) waitUnpaused(ctx context.Context) bool {
+	logged := false
+	for {
+		on, changed := w.cfg.Pause.state()
+		if !on {
+			if logged {
+				w.log.Info("pool resumed: fetching again")
+			}
+			return true
+		}
+		if !logged {
+			w.log.Info("pool paused: fetching nothing until it is resumed", "in_flight", w.InFlight())
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-changed:
+		}
+	}
+}
+
 // fetch sends one pull request for up to n messages and starts a handler for
-// each that arrives. It returns how many slots it used.
+// each that arrives. It returns how many slots it used. A pool paused
+// while the pull waits cancels it.
 func (w *Worker) fetch(ctx, hctx context.Context, r *run, n int) (int, error) {
 	pctx, cancel := context.WithTimeout(ctx, w.cfg.PollTimeout)
 	defer cancel()
+	if _, changed := w.cfg.Pause.state(); changed != nil {
+		go func() {
+			select {
+			case <-changed:
+				cancel()
+			case <-pctx.Done():
+			}
+		}()
+	}
 	batch, err := w.cons.Fetch(n, jetstream.FetchContext(pctx))
 	if err != nil {
 		return 0, err
 	}
 	used := 0
 	for jm := range batch.Messages() {
-		if ctx.Err() != nil {
-			// Stopping: a message that raced the cancelled pull goes back at
-			// once rather than waiting out its AckWait.
+		if ctx.Err() != nil || w.Paused() {
+			// Stopping, or paused: a message that raced the cancelled pull
+			// goes back at once rather than waiting out its AckWait.
 			if err := jm.Nak(); err != nil {
 				w.log.Warn("hand back message", "subject", jm.Subject(), "error", err)
 			}
 			continue
 		}
 		used++
+		w.inFlight.Add(1)
 		d := &delivery{msg: jm}
 		r.mu.Lock()
 		r.inflight[d] = struct{}{}
@@ -296,6 +348,7 @@ func (w *Worker) fetch(ctx, hctx context.Context, r *run, n int) (int, error) {
 // process runs the handler on one delivery and settles it.
 func (w *Worker) process(hctx context.Context, r *run, d *delivery) {
 	defer func() {
+		w.inFlight.Add(-1)
 		r.mu.Lock()
 		delete(r.inflight, d)
 		r.mu.Unlock()

@@ -178,7 +178,7 @@ func TestStatusOfRunningJob(t *testing.T) {
 	}
 	errStarted := errors.New("first stage dispatched")
 	_, err := s.client.Watch(ctxT(t), id, func(e messages.Event) error {
-		if e.Type == messages.EventStageStarted {
+		if e.Type == messages.EventStageQueued {
 			return errStarted
 		}
 		return nil

@@ -1,11 +1,14 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -16,8 +19,31 @@ import (
 // SummaryQuery picks a page of the job index.
 type SummaryQuery struct {
 	Status messages.JobStatus // "": every status
-	Offset int                // jobs skipped, newest first
+	Offset int                // jobs skipped, in the order of Sort
 	Limit  int                // 0: DefaultPageSize; at most MaxPageSize
+	// Text keeps the jobs whose name, prompt or ID contains it, in any
+	// case; "": every job.
+	Text string
+	// Since and Until keep the jobs submitted in [Since, Until); zero: no bound.
+	Since, Until time.Time
+	// Sort orders the jobs: SortNewest (the default), SortOldest,
+	// SortDuration (longest first; running jobs by their time so far),
+	// SortTokens (most first) or SortName.
+	Sort string
+}
+
+// Orders of SummaryQuery.Sort.
+const (
+	SortNewest   = "newest"
+	SortOldest   = "oldest"
+	SortDuration = "duration"
+	SortTokens   = "tokens"
+	SortName     = "name"
+)
+
+// SummarySorts lists the orders of SummaryQuery.Sort.
+func SummarySorts() []string {
+	return []string{SortNewest, SortOldest, SortDuration, SortTokens, SortName}
 }
 
 // Page sizes of Summaries.
@@ -50,25 +76,83 @@ func (c *Client) Summaries(ctx context.Context, q SummaryQuery) (*SummaryPage, e
 	if err != nil {
 		return nil, err
 	}
+	less, err := summaryOrder(q.Sort, time.Now())
+	if err != nil {
+		return nil, err
+	}
 	page := &SummaryPage{Jobs: []messages.JobSummary{}, Offset: q.Offset, Counts: map[messages.JobStatus]int{}}
 	var match []messages.JobSummary
 	for _, s := range all {
+		if !q.matches(s) {
+			continue
+		}
 		page.Counts[s.Status]++
 		if q.Status == "" || s.Status == q.Status {
 			match = append(match, s)
 		}
 	}
-	sort.Slice(match, func(i, j int) bool {
-		if !match[i].SubmittedAt.Equal(match[j].SubmittedAt) {
-			return match[i].SubmittedAt.After(match[j].SubmittedAt)
-		}
-		return match[i].JobID > match[j].JobID
-	})
+	sort.Slice(match, func(i, j int) bool { return less(match[i], match[j]) })
 	page.Total = len(match)
 	if q.Offset < len(match) {
 		page.Jobs = match[q.Offset:min(len(match), q.Offset+q.Limit)]
 	}
 	return page, nil
+}
+
+// matches reports whether s passes the query's text and date filters
+// (Counts count those that do, whatever their status).
+func (q SummaryQuery) matches(s messages.JobSummary) bool {
+	if !q.Since.IsZero() && s.SubmittedAt.Before(q.Since) || !q.Until.IsZero() && !s.SubmittedAt.Before(q.Until) {
+		return false
+	}
+	if q.Text == "" {
+		return true
+	}
+	text := strings.ToLower(q.Text)
+	for _, f := range []string{s.Name, s.Prompt, s.JobID} {
+		if strings.Contains(strings.ToLower(f), text) {
+			return true
+		}
+	}
+	return false
+}
+
+// summaryOrder is the order of a Sort, newest first among equals; now
+// times the running jobs for SortDuration.
+func summaryOrder(by string, now time.Time) (func(a, b messages.JobSummary) bool, error) {
+	newest := func(a, b messages.JobSummary) bool {
+		if !a.SubmittedAt.Equal(b.SubmittedAt) {
+			return a.SubmittedAt.After(b.SubmittedAt)
+		}
+		return a.JobID > b.JobID
+	}
+	duration := func(s messages.JobSummary) time.Duration {
+		if s.FinishedAt != nil {
+			return s.FinishedAt.Sub(s.SubmittedAt)
+		}
+		return now.Sub(s.SubmittedAt)
+	}
+	then := func(key func(a, b messages.JobSummary) int) func(a, b messages.JobSummary) bool {
+		return func(a, b messages.JobSummary) bool {
+			if c := key(a, b); c != 0 {
+				return c < 0
+			}
+			return newest(a, b)
+		}
+	}
+	switch by {
+	case "", SortNewest:
+		return newest, nil
+	case SortOldest:
+		return func(a, b messages.JobSummary) bool { return newest(b, a) }, nil
+	case SortDuration:
+		return then(func(a, b messages.JobSummary) int { return cmp.Compare(duration(b), duration(a)) }), nil
+	case SortTokens:
+		return then(func(a, b messages.JobSummary) int { return cmp.Compare(b.Tokens, a.Tokens) }), nil
+	case SortName:
+		return then(func(a, b messages.JobSummary) int { return cmp.Compare(a.Name, b.Name) }), nil
+	}
+	return nil, &messages.FieldError{Field: "sort", Msg: fmt.Sprintf("%q is not one of %s", by, strings.Join(SummarySorts(), ", "))}
 }
 
 // readIndex reads every line of the index in one pass of a KV watch

@@ -19,6 +19,10 @@ type RunningStage struct {
 	Seq       int            `json:"seq"`
 	Iteration int            `json:"iteration"`
 	Since     time.Time      `json:"since"` // dispatched at, the coordinator's clock
+	// StartedAt is when a worker (Worker) took it; nil while it waits in
+	// its pool's queue.
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	Worker    string     `json:"worker,omitempty"`
 }
 
 // Running returns job jobID's stages in flight, oldest first: none for a
@@ -33,7 +37,7 @@ func (c *Client) Running(ctx context.Context, jobID string) ([]RunningStage, err
 	}
 	out := make([]RunningStage, 0, len(s.Pending))
 	for seq, p := range s.Pending {
-		out = append(out, RunningStage{Stage: p.Stage, Seq: seq, Iteration: p.Iteration, Since: p.DispatchedAt})
+		out = append(out, RunningStage{Stage: p.Stage, Seq: seq, Iteration: p.Iteration, Since: p.DispatchedAt, StartedAt: p.StartedAt, Worker: p.Worker})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out, nil

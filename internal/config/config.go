@@ -47,6 +47,7 @@ type Config struct {
 	PipFindLinks        string // AUTOCODER_PIP_FIND_LINKS: local wheel folders, comma separated
 	Concurrency         int    // AUTOCODER_CONCURRENCY: stages a worker runs at once; default 4 (llm) / 2 (sandbox)
 	LogLevel            string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
+	LogFormat           string // AUTOCODER_LOG_FORMAT: text|json; default text (logging.go)
 	WorkerName          string // AUTOCODER_WORKER_NAME; default host name and pid
 	// Transcript is a scripted model transcript the llm-worker replays
 	// instead of calling a model (AUTOCODER_TRANSCRIPT, or its --transcript):
@@ -149,6 +150,7 @@ func FromEnv() Config {
 		PipIndexURL:         os.Getenv("AUTOCODER_PIP_INDEX_URL"),
 		PipFindLinks:        os.Getenv("AUTOCODER_PIP_FIND_LINKS"),
 		LogLevel:            env("AUTOCODER_LOG_LEVEL", "info"),
+		LogFormat:           env("AUTOCODER_LOG_FORMAT", LogFormatText),
 		WorkerName:          os.Getenv("AUTOCODER_WORKER_NAME"),
 		Transcript:          os.Getenv("AUTOCODER_TRANSCRIPT"),
 		CacheKeys:           os.Getenv("AUTOCODER_CACHE_KEYS"),
@@ -199,6 +201,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.PipFindLinks, "pip-find-links", c.PipFindLinks, "local wheel folders, comma separated (AUTOCODER_PIP_FIND_LINKS)")
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "stages a worker runs at once (AUTOCODER_CONCURRENCY)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug|info|warn|error (AUTOCODER_LOG_LEVEL)")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text|json: slog's text or JSON lines (AUTOCODER_LOG_FORMAT)")
 	fs.StringVar(&c.WorkerName, "worker-name", c.WorkerName, "worker name on results (AUTOCODER_WORKER_NAME)")
 	fs.Var(secretFlag{&c.CacheKeys}, "cache-keys", "stage cache HMAC keys, id:base64secret,...; the first signs (AUTOCODER_CACHE_KEYS; prefer --cache-key-file: a flag shows in ps)")
 	fs.StringVar(&c.CacheKeyFile, "cache-key-file", c.CacheKeyFile, "file holding the stage cache keys (AUTOCODER_CACHE_KEY_FILE)")
@@ -283,6 +286,9 @@ func (c *Config) validateBasics() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("AUTOCODER_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel)
+	}
+	if err := c.checkLogFormat(); err != nil {
+		return err
 	}
 	if c.StateDir == "" {
 		return errors.New("AUTOCODER_STATE_DIR: no state directory (set it, or HOME)")

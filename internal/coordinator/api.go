@@ -27,17 +27,20 @@ import (
 // Resources and JS.
 var ErrNoAPI = errors.New("coordinator: the message API needs Config.Resources and Config.JS")
 
-// apiRoute is one API subject and its handler, which returns the reply.
+// apiRoute is one API subject and its handler, which returns the reply;
+// or, for a subject whose messages get no reply, its notice handler.
 type apiRoute struct {
 	subject string
 	handle  func(c *Coordinator, ctx context.Context, data []byte) any
+	notice  func(c *Coordinator, ctx context.Context, m *nats.Msg)
 }
 
 var apiRoutes = []apiRoute{
-	{bus.SubjectAPISubmit, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiSubmit(ctx, data) }},
-	{bus.SubjectAPITaskRun, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiTaskRun(ctx, data) }},
-	{bus.SubjectAPIDLQReplay, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiReplay(ctx, data) }},
-	{bus.AdvisoryMaxDeliveries, nil}, // deadletters.go: no reply
+	{bus.SubjectAPISubmit, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiSubmit(ctx, data) }, nil},
+	{bus.SubjectAPITaskRun, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiTaskRun(ctx, data) }, nil},
+	{bus.SubjectAPIDLQReplay, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiReplay(ctx, data) }, nil},
+	{bus.AdvisoryMaxDeliveries, nil, func(c *Coordinator, ctx context.Context, m *nats.Msg) { c.handleAdvisory(ctx, m.Data) }}, // deadletters.go
+	{bus.SubjectStartedAll, nil, (*Coordinator).handleStarted},                                                                 // started.go
 }
 
 // maxConcurrentRequests bounds the API requests and advisories one
@@ -52,8 +55,9 @@ const (
 const flushTimeout = 10 * time.Second
 
 // ServeAPI answers the API subjects and takes the max-deliveries
-// advisories (deadletters.go), in the queue group bus.QueueAPI so that
-// each request is answered by one coordinator, until ctx ends. It calls
+// advisories (deadletters.go) and the workers' stage_started notices
+// (started.go), in the queue group bus.QueueAPI so that each request is
+// answered (each notice applied) by one coordinator, until ctx ends. It calls
 // ready (if not nil) once the subscriptions are in place.
 func (c *Coordinator) ServeAPI(ctx context.Context, ready func()) error {
 	if c.cfg.Resources == nil || c.cfg.JS == nil {
@@ -84,8 +88,8 @@ func (c *Coordinator) ServeAPI(ctx context.Context, ready func()) error {
 				defer func() { <-slots; running.Done() }()
 				rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 				defer cancel()
-				if rt.handle == nil {
-					c.handleAdvisory(rctx, m.Data)
+				if rt.notice != nil {
+					rt.notice(c, rctx, m)
 					return
 				}
 				c.answer(rctx, rt, m)

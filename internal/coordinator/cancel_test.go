@@ -51,7 +51,7 @@ func TestCancelRequest(t *testing.T) {
 	}
 	res := e.result(t, "job-c")
 	want := messages.Cancellation{By: "http:ops", At: t0, Reason: "wrong data"}
-	if res.Cancelled == nil || *res.Cancelled != want || res.Status != messages.StatusFailed || res.Error != "cancelled by http:ops: wrong data" {
+	if res.Cancelled == nil || *res.Cancelled != want || res.Status != messages.StatusCancelled || res.Error != "cancelled by http:ops: wrong data" {
 		t.Errorf("result: status %s, error %q, cancelled %+v", res.Status, res.Error, res.Cancelled)
 	}
 	pub.mu.Lock()

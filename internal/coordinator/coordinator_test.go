@@ -81,7 +81,7 @@ func TestSubmissionCreatesStateAndDispatchesFirstStage(t *testing.T) {
 			for _, ev := range e.events(t, "job-1") {
 				types = append(types, ev.Type)
 			}
-			if diff := cmp.Diff([]messages.EventType{messages.EventJobStarted, messages.EventStageStarted}, types); diff != "" {
+			if diff := cmp.Diff([]messages.EventType{messages.EventJobStarted, messages.EventStageQueued}, types); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 			if n := e.outboxLen(t, "job-1"); n != 0 {
@@ -267,8 +267,11 @@ func TestCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := e.result(t, "job-c")
-	if res.Status != messages.StatusFailed || res.Error != "cancelled: user asked" {
+	if res.Status != messages.StatusCancelled || res.Error != "cancelled: user asked" {
 		t.Errorf("result: status %s error %q", res.Status, res.Error)
+	}
+	if len(res.Stages) != 1 || res.Stages[0].Outcome != "cancelled" || res.Stages[0].DispatchedAt.IsZero() {
+		t.Errorf("the stage in flight at the cancel: %+v, want it cancelled", res.Stages)
 	}
 	// The plan result arriving late is stale.
 	before := e.counts(t, "job-c")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/machine"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -174,10 +175,12 @@ func (c *Coordinator) expire(ctx context.Context, jobID string, now time.Time) e
 	if err != nil || s.Done() {
 		return err
 	}
+	pauses := c.pauses(ctx)
 	for _, seq := range slices.Sorted(maps.Keys(s.Pending)) {
 		p, pending := s.Pending[seq] // s is reloaded after each failed stage
 		limit := StageDeadline(c.cfg.Stages, p.Stage, s.Spec.Options, c.cfg.StageDeadlines)
-		if !pending || now.Before(p.DispatchedAt.Add(limit)) {
+		from, counts := deadlineStart(p, pauses[c.cfg.Stages.Pool(p.Stage)])
+		if !pending || !counts || now.Before(from.Add(limit)) {
 			continue
 		}
 		c.log.Warn("stage missed its deadline", "job_id", jobID, "stage", p.Stage, "seq", seq, "deadline", limit)
@@ -195,6 +198,44 @@ func (c *Coordinator) expire(ctx context.Context, jobID string, now time.Time) e
 		}
 	}
 	return nil
+}
+
+// A paused pool (bus.SetPoolPause) takes no new stage: its queued stages
+// wait for the resume, and no deadline of theirs runs meanwhile, so a
+// pause for a model provider's outage leaves the jobs waiting rather than
+// failing them. A stage a worker already took keeps its deadline.
+
+// pauses reads the pools' pause switches; none without Config.Resources,
+// or when they cannot be read (deadlines then count from dispatch).
+func (c *Coordinator) pauses(ctx context.Context) map[messages.Pool]*messages.PoolPause {
+	out := map[messages.Pool]*messages.PoolPause{}
+	if c.cfg.Resources == nil || c.cfg.Resources.Pools == nil {
+		return out
+	}
+	for _, pool := range messages.Pools() {
+		p, err := bus.PoolPauseOf(ctx, c.cfg.Resources.Pools, pool)
+		if err != nil {
+			c.log.Warn("read a pool's pause switch for the deadlines", "pool", pool, "err", err)
+			continue
+		}
+		out[pool] = p
+	}
+	return out
+}
+
+// deadlineStart is when a pending stage's deadline starts counting: its
+// dispatch; for a stage no worker has taken yet, the resume of its pool
+// if that came later; counts is false while its pool is paused.
+func deadlineStart(p machine.Pending, pause *messages.PoolPause) (from time.Time, counts bool) {
+	switch {
+	case p.StartedAt != nil || pause == nil:
+		return p.DispatchedAt, true
+	case pause.Paused:
+		return time.Time{}, false
+	case pause.At.After(p.DispatchedAt):
+		return pause.At, true
+	}
+	return p.DispatchedAt, true
 }
 
 // shortDuration prints d as people write it: 12m, not 12m0s.

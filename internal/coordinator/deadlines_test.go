@@ -298,3 +298,71 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	return sum
 }
+
+// TestPausedPoolStopsTheDeadlineOfQueuedStages: the plan of a job waits in
+// the paused llm pool's queue past its deadline and is not failed; once
+// the pool is resumed its deadline counts from the resume, and it is
+// failed only a deadline after that.
+func TestPausedPoolStopsTheDeadlineOfQueuedStages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var now atomic.Pointer[time.Time]
+	setNow := func(tm time.Time) { now.Store(&tm) }
+	setNow(t0)
+	ticks := make(chan time.Time)
+	c, err := coordinator.New(coordinator.Config{States: e.res.JobState, Results: e.res.JobResults, Publisher: e.pub,
+		DefaultModel: "test-model", Now: func() time.Time { return *now.Load() }, Ticks: ticks, Resources: e.res, JS: e.js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchDeadlines(t, c)
+	ctx := ctxT(t)
+	pause := func(paused bool, at time.Time) {
+		t.Helper()
+		if err := bus.SetPoolPause(ctx, e.res.Pools, messages.PoolPause{Pool: "llm", Paused: paused, By: "test", At: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pause(true, t0)
+	if err := c.HandleSubmit(ctx, submitMsg(t, "job-paused", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	rev := e.counts(t, "job-paused").StateRev
+	setNow(t0.Add(3 * coordinator.DefaultStepDeadline))
+	for range 5 {
+		ticks <- time.Time{}
+	}
+	if got := e.counts(t, "job-paused").StateRev; got != rev {
+		t.Fatalf("a queued stage of a paused pool was failed (revision %d -> %d)", rev, got)
+	}
+	resumed := t0.Add(3 * coordinator.DefaultStepDeadline)
+	pause(false, resumed)
+	setNow(resumed.Add(coordinator.DefaultStepDeadline - time.Second))
+	for range 5 {
+		ticks <- time.Time{}
+	}
+	if got := e.counts(t, "job-paused").StateRev; got != rev {
+		t.Fatalf("the stage was failed before a deadline from the resume (revision %d -> %d)", rev, got)
+	}
+	setNow(resumed.Add(coordinator.DefaultStepDeadline))
+	w, err := e.res.JobResults.Watch(ctx, bus.JobKey("job-paused"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case en := <-w.Updates():
+			if en == nil {
+				continue
+			}
+			if r := e.result(t, "job-paused"); r.Status != messages.StatusErrored || !strings.Contains(r.Error, "missed its deadline") {
+				t.Fatalf("result: %s %q, want the deadline's error", r.Status, r.Error)
+			}
+			return
+		case ticks <- time.Time{}:
+		case <-ctx.Done():
+			t.Fatal("no result")
+		}
+	}
+}

@@ -108,7 +108,7 @@ func TestCancelStopsTheSandbox(t *testing.T) {
 		t.Fatal("the job's sandbox stopped when the CLI that followed it did")
 	}
 	if out, err := runSubmit(ctx, bin, env, "status", jobID); err != nil || !strings.Contains(out, "job "+jobID+": running since") ||
-		!regexp.MustCompile(`(?m)^running now:\n  run_tests +iteration 1 +for [0-9]+s$`).MatchString(out) {
+		!regexp.MustCompile(`(?m)^running now:\n  run_tests +iteration 1 +queued [0-9]+s, running for [0-9]+s on \S+$`).MatchString(out) {
 		t.Errorf("status of the running job: %v\n%s", err, out)
 	}
 
@@ -123,7 +123,7 @@ func TestCancelStopsTheSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c := res.Cancelled; c == nil || !strings.HasPrefix(c.By, "cli:") || c.Reason != "wrong data" || c.At.Before(start.Add(-time.Second)) ||
-		res.Status != messages.StatusFailed || res.Success {
+		res.Status != messages.StatusCancelled || res.Success {
 		t.Errorf("result: status %s, cancelled %+v, error %q", res.Status, res.Cancelled, res.Error)
 	}
 	// Cancelling again, or a job nobody knows: exit 1 and 2, one line each.

@@ -38,7 +38,7 @@ func TestCLIProgressAndViews(t *testing.T) {
 	}
 	progress := stderr.String()
 	for _, re := range []string{
-		`(?m)^  run_tests +iteration 1  3 passed, 1 failed, 0 errors  took [0-9.]+m?s  \[[0-9.]+m?s in all\]\n +failing: test_totals$`,
+		`(?m)^  run_tests +iteration 1  3 passed, 1 failed, 0 errors  took [0-9.]+m?s( \(queued [0-9.]+m?s\))?  \[[0-9.]+m?s in all\]\n +failing: test_totals$`,
 		`(?m)^  diagnose +iteration 1  ok  took [0-9.]+m?s .*\n +diagnosis: test_totals \(logic\): `,
 		`(?m)^  run_tests +iteration 2  4 passed  took `,
 	} {

@@ -151,6 +151,11 @@ func checkComposeServices(t *testing.T, s map[string]composeService) {
 	}) {
 		t.Errorf("grafana does not mount dashboards/: %v", s["grafana"].Volumes)
 	}
+	if !slices.ContainsFunc(s["prometheus"].Volumes, func(v string) bool {
+		return strings.HasSuffix(strings.Split(v, ":")[0], "/dashboards/alerts.yml") && strings.Contains(v, ":/etc/prometheus/alerts.yml")
+	}) {
+		t.Errorf("prometheus does not mount dashboards/alerts.yml beside its prometheus.yml: %v", s["prometheus"].Volumes)
+	}
 	prov, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "compose", "grafana", "provisioning", "dashboards", "autocoder.yaml"))
 	if err != nil || !strings.Contains(string(prov), "path: /var/lib/grafana/dashboards/autocoder") {
 		t.Errorf("grafana's dashboard provisioning does not read the mounted dashboards: %v\n%s", err, prov)
@@ -166,6 +171,7 @@ func checkPrometheusDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cfg struct {
+		RuleFiles     []string `yaml:"rule_files"`
 		ScrapeConfigs []struct {
 			JobName string `yaml:"job_name"`
 			DNS     []struct {
@@ -177,6 +183,9 @@ func checkPrometheusDiscovery(t *testing.T) {
 	}
 	if err := yaml.Unmarshal(b, &cfg); err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Contains(cfg.RuleFiles, "alerts.yml") {
+		t.Errorf("prometheus.yml loads rule files %v, want alerts.yml (dashboards/alerts.yml, mounted beside it)", cfg.RuleFiles)
 	}
 	ports := map[string]int{"coordinator": 8080, "llm-worker": 9100, "sandbox-worker": 9100}
 	for _, sc := range cfg.ScrapeConfigs {
@@ -206,7 +215,15 @@ func checkPrometheusDiscovery(t *testing.T) {
 	if err := os.WriteFile(local, bytes.ReplaceAll(b, []byte("/run/secrets/prometheus_token"), []byte(token)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(promtool, "check", "config", local).CombinedOutput(); err != nil {
-		t.Errorf("promtool check config prometheus.yml: %v\n%s", err, out)
+	// The alert rules, mounted beside it as compose.yaml does.
+	rules, err := os.ReadFile(filepath.Join(repoRoot(t), "dashboards", "alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), rules, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool, "check", "config", local).CombinedOutput(); err != nil || !bytes.Contains(out, []byte("rules found")) {
+		t.Errorf("promtool check config prometheus.yml (with its alert rules): %v\n%s", err, out)
 	}
 }

@@ -85,7 +85,7 @@ func TestHTTPCancel(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &res) != nil {
 		t.Fatalf("cancel: %d %s", code, body)
 	}
-	if c := res.Cancelled; c == nil || c.By != "http:ops" || c.Reason != "wrong data" || c.At.IsZero() || res.Status != messages.StatusFailed {
+	if c := res.Cancelled; c == nil || c.By != "http:ops" || c.Reason != "wrong data" || c.At.IsZero() || res.Status != messages.StatusCancelled {
 		t.Errorf("result: status %s, cancelled %+v", res.Status, res.Cancelled)
 	}
 	if code, body := post(path, submitToken, ""); code != http.StatusConflict || !strings.Contains(body, `"by":"http:ops"`) {

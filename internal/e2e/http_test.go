@@ -43,7 +43,7 @@ func TestHTTPAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.Handler(st.Client, m.Handler(), httpapi.Options{Tokens: tokens}))
+	srv := httptest.NewServer(httpapi.Handler(st.Client, m.Handler(), httpapi.Options{Tokens: tokens, Ready: st.Ready}))
 	defer srv.Close()
 	do := func(method, path, token string) (*http.Response, error) {
 		req, err := http.NewRequest(method, srv.URL+path, nil)
@@ -137,6 +137,12 @@ func TestHTTPAPI(t *testing.T) {
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("healthz: %d %q", code, body)
 	}
+	if code, body := get("/readyz"); code != 200 || body != "ok\n" {
+		t.Errorf("readyz of a running stack: %d %q", code, body)
+	}
+	if code, body := get("/v1/jobs/job-nope/result"); code != 404 || !strings.Contains(body, `"code":"not_found"`) {
+		t.Errorf("result of no job: %d %s, want a JSON 404", code, body)
+	}
 	for _, path := range []string{"/v1/jobs", "/v1/jobs/" + id, "/v1/jobs/" + id + "/result", "/v1/jobs/" + id + "/events", "/metrics"} {
 		r, err := do("GET", path, "")
 		if err != nil {
@@ -157,6 +163,24 @@ func TestHTTPAPI(t *testing.T) {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("/metrics lacks %s", m)
 		}
+	}
+
+	// NATS gone: the process is alive (/healthz) and not ready (/readyz
+	// says what does not answer).
+	st.Embedded.Shutdown()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := get("/readyz")
+		if code == http.StatusServiceUnavailable && strings.Contains(body, `"code":"not_ready"`) && strings.Contains(body, "nats") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz without NATS: %d %s, want 503 naming nats", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("healthz without NATS: %d, want 200 (the process lives)", code)
 	}
 }
 

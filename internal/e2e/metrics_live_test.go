@@ -248,11 +248,14 @@ func checkScrapes(t *testing.T, e binaryEndpoints) map[string]map[string]*dto.Me
 	t.Helper()
 	scraped := map[string]map[string]*dto.MetricFamily{}
 	for b, addr := range e.metrics {
-		// The compose healthchecks probe /healthz on the same port, without a token.
-		if resp, err := http.Get("http://" + addr + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
-			t.Errorf("%s /healthz: %v %v", b, err, resp)
-		} else {
-			resp.Body.Close()
+		// The compose healthchecks probe /healthz on the same port, without
+		// a token; /readyz says the binary's NATS, stores and cache answer.
+		for _, probe := range []string{"/healthz", "/readyz"} {
+			if resp, err := http.Get("http://" + addr + probe); err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("%s %s: %v %v", b, probe, err, resp)
+			} else {
+				resp.Body.Close()
+			}
 		}
 		token := ""
 		if b == metrics.BinCoordinator {

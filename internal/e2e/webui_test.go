@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -52,10 +53,14 @@ func requireChromium(t *testing.T) string {
 }
 
 // TestWebUI drives the coordinator's web UI in headless chromium over
-// three real jobs (the stack, the process sandbox, the fake model): one
-// fixed in its second iteration, one failed, one running. It checks what
-// each job page shows, the diff between two iterations included, and the
-// job list's status filter.
+// real jobs (the stack, the process sandbox, the fake model): one fixed in
+// its second iteration, one failed, one rejected, one started from the
+// launch form with a sample file, one queued behind a paused pool and then
+// running, and cancelled. It checks what each job page shows (the diff
+// between two iterations, the schemas, what the model did, highlighted
+// code, downloads), the queues page pausing and resuming a pool, the job
+// list's filters, search and bulk actions, what a read token is offered,
+// and that no page ever shows "[object ".
 func TestWebUI(t *testing.T) {
 	t.Parallel()
 	browser := requireChromium(t)
@@ -66,15 +71,15 @@ func TestWebUI(t *testing.T) {
 	fake.On("diagnosis", diagnosis(nil, failure("test_answer", messages.ErrorLogic, "assert 36 == 42", "return 6 * 7")))
 	reg := prometheus.NewRegistry()
 	m := metrics.NewBuilderOn(reg)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	st, err := wiring.Start(ctx, wiring.Options{Config: testConfig(t, fake), Roles: []wiring.Role{wiring.RoleLocal}, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	const token = "e2e-ui-token-0123456789"
-	tokens, err := httpapi.ParseTokens(strings.NewReader("ui:submit:" + token))
+	const token, readToken = "e2e-ui-token-0123456789", "e2e-ui-read-token-0123456789"
+	tokens, err := httpapi.ParseTokens(strings.NewReader("ui:submit:" + token + "\nviewer:read:" + readToken))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +116,65 @@ func TestWebUI(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	checkEventResumption(t, srv.URL, token, fixed.JobID)
+	checkDownloads(t, srv.URL, token, fixed.JobID)
+	checkSlimView(t, srv.URL, token, fixed.JobID)
+
+	page := startBrowser(t, ctx, browser, srv.URL+"/")
+
+	// The list asks for a token, then shows the three jobs; a filter keeps
+	// the failed one.
+	page.run("open the list", chromedp.Navigate(page.base), chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#auth button")),
+		chromedp.WaitVisible(chromedp.CSS(`tr.job[data-id="`+fixed.JobID+`"]`)))
+	for _, id := range []string{fixed.JobID, failed.JobID, rejectedID} {
+		page.run("list "+id, chromedp.WaitVisible(chromedp.CSS(`tr.job[data-id="`+id+`"]`)))
+	}
+	page.clean("the job list")
+	page.run("filter failed", chromedp.Click(chromedp.CSS(`button[data-filter="failed"]`)), chromedp.WaitVisible(chromedp.CSS(`button.on[data-filter="failed"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr.job[data-id="`+failed.JobID+`"]`)))
+	if n := page.count(`tr.job`); n != 2 {
+		t.Errorf("the failed filter shows %d jobs, want 2 (the failed and the rejected one)", n)
+	}
+	page.contains(`tr.job[data-id="`+rejectedID+`"]`, "invalid job spec")
+
+	checkFixedJobPage(t, page, fixed.JobID)
+	// The failed job: why, the failing test and pytest's output, the data
+	// context and the generated Pandera schema of its sample.
+	page.job(failed.JobID, `#job-status [data-status="failed"]`)
+	page.contains(`#job-error`, "tests still failing after 1 iterations")
+	page.contains(`#iterations tr[data-test="test_answer"][data-outcome="failed"]`, "assert")
+	page.contains(`#iterations [data-role="pytest-output"]`, "test_answer")
+	page.contains(`#data-context`, "amount")
+	page.contains(`#data [data-schema="sales"] pre.code`, "DataFrameSchema")
+	if n := page.count(`#data [data-schema="sales"] pre.code .tok-str`); n < 2 {
+		t.Errorf("the schema's strings are not highlighted: %d", n)
+	}
+	page.contains(`#timeline tr[data-stage="profile"]`, "ok")
+
+	// The launched job's script takes its sample (--sales), as the
+	// acceptance run passes it.
+	fake.On("solution", fakellm.JSON(sol(strings.Replace(code("6 * 7"), `argparse.ArgumentParser(description="the answer").parse_args(argv)`,
+		`p = argparse.ArgumentParser(description="the answer")
+    p.add_argument("--sales")
+    p.parse_args(argv)`, 1))))
+	launched := launchFromForm(t, page, sales)
+	if res, err := st.Client.Result(ctx, launched); err != nil || !strings.HasPrefix(res.Spec.Samples["sales"], "sha256:") || res.Spec.Name != "launched" {
+		t.Errorf("the launched job's result: %v %+v", err, res)
+	}
+
+	// The queues page: pausing the llm pool (a provider's outage) leaves
+	// the next job's plan queued, shown as queued on its page; resumed, a
+	// worker takes it and the page shows it running on that worker.
+	page.visit("#/queues", `#pools-table tr[data-pool="llm"]`)
+	page.run("workers", chromedp.WaitVisible(chromedp.CSS(`#workers-table tr[data-pool="llm"]`)), chromedp.WaitVisible(chromedp.CSS(`#workers-table tr[data-pool="sandbox"]`)))
+	page.run("pause llm", chromedp.SendKeys(chromedp.CSS(`input[data-reason="llm"]`), "provider outage"),
+		chromedp.Click(chromedp.CSS(`button[data-action="pause"][data-pool="llm"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#pools-table tr[data-pool="llm"][data-paused="true"] #paused-llm`)))
+	page.contains(`#pools-table tr[data-pool="llm"]`, "paused by http:ui")
+	page.contains(`#pools-table tr[data-pool="llm"]`, "provider outage")
+	page.clean("the queues page")
+
 	// The running job waits on its plan: the fake model answers it after
 	// the test is over.
 	fake.On("plan", fakellm.JSON(messages.Plan{Description: "slow", Approach: "slow"}).Delay(10*time.Minute))
@@ -120,52 +184,67 @@ func TestWebUI(t *testing.T) {
 	if err := st.Client.Submit(ctx, runningID, runningSpec); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := st.Client.Status(ctx, runningID); err == nil {
-			break
-		} else if ctx.Err() != nil {
-			t.Fatalf("the running job was never stored: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitStored(ctx, t, st, runningID)
+	page.waitText(`#pools-table tr[data-pool="llm"] td[data-role="pending"]`, "1")
+	checkResultWhileRunning(t, srv.URL, token, runningID)
+	checkSummaryPages(t, srv.URL, token, runningID)
+	page.job(runningID, `#job-status [data-status="running"]`)
+	page.run("queued plan", chromedp.WaitVisible(chromedp.CSS(`#running li[data-stage="plan"][data-state="queued"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline tr[data-stage="plan"][data-inflight="queued"]`)))
+	page.contains(`#running li[data-stage="plan"]`, "queued for")
 
-	checkEventResumption(t, srv.URL, token, fixed.JobID)
-	checkDownloads(t, srv.URL, token, fixed.JobID)
-	checkSummaryPages(t, srv.URL, token)
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
-		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless, chromedp.WindowSize(1280, 1000))
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-	if err := chromedp.Do(bctx); err != nil { // starts the browser, under no timeout
-		t.Fatalf("start chromium: %v", err)
+	page.visit("#/queues", `#pools-table tr[data-pool="llm"][data-paused="true"]`)
+	page.run("resume llm", chromedp.Click(chromedp.CSS(`button[data-action="resume"][data-pool="llm"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#pools-table tr[data-pool="llm"][data-paused="false"]`)))
+	page.job(runningID, `#job-status [data-status="running"]`)
+	page.run("running plan", chromedp.WaitVisible(chromedp.CSS(`#running li[data-stage="plan"][data-state="running"]`)), chromedp.WaitVisible(chromedp.CSS(`#live[data-state="live"]`)))
+	page.contains(`#running li[data-stage="plan"]`, "running for")
+	page.contains(`#running li[data-stage="plan"]`, "(queued ")
+	// A dropped stream: the page opens a new one, with a new ticket, after
+	// the last event it saw, and is live again.
+	opened := streams.count()
+	srv.CloseClientConnections()
+	resumed := streams.waitNext(t, opened)
+	if resumed.Get("ticket") == "" || resumed.Get("last_event_id") == "" || resumed.Get("last_event_id") == "0" {
+		t.Errorf("the page reconnected with %q, want a ticket and the last event id", resumed.Encode())
 	}
-	page := &uiPage{t: t, ctx: bctx, base: srv.URL + "/"}
-
-	// The list asks for a token, then shows the three jobs; a filter keeps
-	// the failed one.
-	page.run("open the list", chromedp.Navigate(page.base), chromedp.WaitVisible(chromedp.CSS("#token")),
-		chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#auth button")),
-		chromedp.WaitVisible(chromedp.CSS(`tr.job[data-id="`+runningID+`"]`)))
-	for _, id := range []string{fixed.JobID, failed.JobID, rejectedID} {
-		page.run("list "+id, chromedp.WaitVisible(chromedp.CSS(`tr.job[data-id="`+id+`"]`)))
+	page.run("live again", chromedp.WaitVisible(chromedp.CSS(`#live[data-state="live"]`)), chromedp.WaitVisible(chromedp.CSS(`#running li[data-stage="plan"][data-state="running"]`)))
+	// Rerun submits its spec again (202 and the new job's ID), Cancel ends
+	// it (200 and the result, which says who cancelled it): cancelled, with
+	// the plan stopped in flight in its timeline.
+	page.run("rerun", chromedp.Click(chromedp.CSS(`#rerun`)), chromedp.WaitVisible(chromedp.CSS(`#action-answer[data-done="1"]`)))
+	answer := page.text(`#action-answer`)
+	rerun := regexp.MustCompile(`^202 .*: new job (\S+)`).FindStringSubmatch(answer)
+	if rerun == nil {
+		t.Fatalf("the rerun button shows %q, want 202 and the new job's ID", answer)
 	}
-	page.run("filter failed", chromedp.Click(chromedp.CSS(`button[data-filter="failed"]`)), chromedp.WaitVisible(chromedp.CSS(`button.on[data-filter="failed"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`tr.job[data-id="`+failed.JobID+`"]`)))
-	if n := page.count(`tr.job`); n != 2 {
-		t.Errorf("the failed filter shows %d jobs, want 2 (the failed and the rejected one)", n)
+	page.run("cancel", chromedp.SetAttributeValue(chromedp.CSS(`#action-answer`), "data-done", "0"), chromedp.Click(chromedp.CSS(`#cancel`)),
+		chromedp.WaitVisible(chromedp.CSS(`#action-answer[data-done="1"]`)))
+	if a := page.text(`#action-answer`); !regexp.MustCompile(`^200 .*: cancelled by http:ui at `).MatchString(a) {
+		t.Errorf("the cancel button shows %q, want 200 and the result saying who cancelled", a)
 	}
-	page.contains(`tr.job[data-id="`+rejectedID+`"]`, "invalid job spec")
+	page.job(runningID, `#job-status [data-status="cancelled"]`)
+	page.contains(`#timeline tr[data-stage="plan"][data-outcome="cancelled"]`, "cancelled")
+	page.contains(`#job-cancelled`, "http:ui")
 
-	// The finished job: two iterations, the diagnosis and its route, and
-	// the diff of the fix.
-	page.job(fixed.JobID, `#job-status [data-status="succeeded"]`)
+	checkListActions(t, page, runningID, rerun[1], launched)
+	checkReadToken(t, page, readToken, fixed.JobID, rerun[1])
+}
+
+// checkFixedJobPage: the fixed job's page has its two iterations, the
+// diagnosis and its route, the diff of the fix, highlighted code, what the
+// model did, and its script to download.
+func checkFixedJobPage(t *testing.T, page *uiPage, id string) {
+	t.Helper()
+	page.job(id, `#job-status [data-status="succeeded"]`)
 	page.run("iterations", chromedp.WaitVisible(chromedp.CSS(`#iterations button[data-iteration="2"].on`)))
 	page.contains(`#iterations [data-role="code-diff"] .del`, "6 * 6")
 	page.contains(`#iterations [data-role="code-diff"] .add`, "6 * 7")
 	page.contains(`#iterations [data-role="counts"]`, "2 passed, 0 failed")
+	page.contains(`#activity #conversation`, "Conversation")
+	if n := page.count(`#conversation li[data-role="user"]`); n == 0 {
+		t.Error("the conversation shows no user message")
+	}
 	if *uiScreenshot {
 		png, err := chromedp.Run(page.ctx, chromedp.FullScreenshot(100))
 		if err != nil {
@@ -175,11 +254,21 @@ func TestWebUI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-
+	// Nothing is wider than the page: the long image name wraps.
+	if wide, err := chromedp.Run(page.ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > document.documentElement.clientWidth ||
+		document.getElementById("job-image").scrollWidth > document.getElementById("job-image").clientWidth`)); err != nil || wide {
+		t.Errorf("the job page is wider than the window (%v)", err)
+	}
+	page.run("download solution.py", chromedp.Click(chromedp.CSS(`#downloads button[data-file="solution.py"]`)))
+	if got := page.downloaded(t, "solution.py"); !strings.Contains(got, "return 6 * 7") {
+		t.Errorf("the downloaded solution.py: %q", got)
+	}
 	page.run("iteration 1", chromedp.Click(chromedp.CSS(`#iterations button[data-iteration="1"]`)), chromedp.WaitVisible(chromedp.CSS(`#iterations [data-role="diagnosis"]`)))
 	page.contains(`#iterations [data-role="diagnosis"] tr[data-test="test_answer"]`, "return 6 * 7")
 	page.contains(`#iterations [data-role="diagnosis"] tr[data-test="test_answer"]`, "fix (applied)")
 	page.contains(`#iterations tr[data-test="test_answer"][data-outcome="failed"]`, "failed")
+	page.contains(`#iterations [data-role="code"] pre.code .tok-def`, "answer")
+	page.contains(`#iterations [data-role="code"] pre.code .tok-kw`, "import")
 	page.contains(`#timeline tr[data-stage="run_tests"][data-iteration="2"]`, "2 passed")
 	if w := page.text(`#timeline tr[data-stage="plan"] td.worker`); w == "" || w == "—" {
 		t.Errorf("the plan stage names no worker: %q", w)
@@ -191,52 +280,205 @@ func TestWebUI(t *testing.T) {
 	page.contains(`#outputs button[data-download="charts"]`, "download charts.tar")
 	page.contains(`#notes`, "iteration 2: every test passes")
 	page.contains(`#strength-facts`, "Mutants killed") // the tests' strength by mutation
-	// The failed job: why, the failing test and pytest's output.
-	page.job(failed.JobID, `#job-status [data-status="failed"]`)
-	page.contains(`#job-error`, "tests still failing after 1 iterations")
-	page.contains(`#iterations tr[data-test="test_answer"][data-outcome="failed"]`, "assert")
-	page.contains(`#iterations [data-role="pytest-output"]`, "test_answer")
-	page.contains(`#data-context`, "amount")
-	page.contains(`#timeline tr[data-stage="profile"]`, "ok")
+	page.clean("the fixed job's page")
+}
 
-	// The running job: the stage running now, live over SSE; Rerun submits
-	// its spec again (202 and the new job's ID), Cancel ends it (200 and
-	// the result, which says who cancelled it).
-	page.job(runningID, `#job-status [data-status="running"]`)
-	page.run("running plan", chromedp.WaitVisible(chromedp.CSS(`#running li[data-stage="plan"]`)), chromedp.WaitVisible(chromedp.CSS(`#live[data-state="live"]`)))
-	// A dropped stream: the page opens a new one, with a new ticket, after
-	// the last event it saw, and is live again.
-	opened := streams.count()
-	srv.CloseClientConnections()
-	resumed := streams.waitNext(t, opened)
-	if resumed.Get("ticket") == "" || resumed.Get("last_event_id") == "" || resumed.Get("last_event_id") == "0" {
-		t.Errorf("the page reconnected with %q, want a ticket and the last event id", resumed.Encode())
+// launchFromForm starts a job from the launch form, with sales as its
+// sample file, and returns its ID once the page shows it succeeded.
+func launchFromForm(t *testing.T, page *uiPage, sales string) string {
+	t.Helper()
+	page.visit("#/new", `#launch-form`)
+	page.run("fill the launch form",
+		chromedp.SendKeys(chromedp.CSS(`#f-name`), "launched"),
+		chromedp.SendKeys(chromedp.CSS(`#f-prompt`), "Compute the answer (42) from the sales sample, as the output answer."),
+		chromedp.SetValue(chromedp.CSS(`#outputs .row .name`), "answer"),
+		chromedp.SetValue(chromedp.CSS(`#outputs .row .type`), "int"),
+		chromedp.SetValue(chromedp.CSS(`#o-max_iterations`), "3"),
+		chromedp.Click(chromedp.CSS(`button[data-add="samples"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#samples .row input.file`)),
+		chromedp.SetUploadFiles(chromedp.CSS(`#samples .row input.file`), []string{sales}),
+		chromedp.SetValue(chromedp.CSS(`#samples .row input.name`), "sales"))
+	page.clean("the launch form")
+	page.runFor("launch", 3*time.Minute, chromedp.Click(chromedp.CSS(`#launch`)),
+		chromedp.WaitVisible(chromedp.CSS(`#job-status [data-status]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#job-status [data-status="succeeded"]`)))
+	id := page.text(`#job-id`)
+	page.contains(`#job-name`, "launched")
+	page.contains(`#data-context`, "amount")
+	page.clean("the launched job's page")
+	return id
+}
+
+// checkListActions: the list's cancelled filter, its search, and its bulk
+// cancel and rerun.
+func checkListActions(t *testing.T, page *uiPage, cancelled, rerun, launched string) {
+	t.Helper()
+	page.visit("#/?status=cancelled", `tr.job[data-id="`+cancelled+`"]`)
+	if n := page.count(`tr.job`); n != 1 {
+		t.Errorf("the cancelled filter shows %d jobs, want 1", n)
 	}
-	page.run("live again", chromedp.WaitVisible(chromedp.CSS(`#live[data-state="live"]`)), chromedp.WaitVisible(chromedp.CSS(`#running li[data-stage="plan"]`)))
-	page.run("rerun", chromedp.Click(chromedp.CSS(`#rerun`)), chromedp.WaitVisible(chromedp.CSS(`#action-answer[data-done="1"]`)))
-	if a := page.text(`#action-answer`); !regexp.MustCompile(`^202 .*: new job \S+`).MatchString(a) {
-		t.Errorf("the rerun button shows %q, want 202 and the new job's ID", a)
+	page.visit("#/", `#search`)
+	page.run("search", chromedp.SendKeys(chromedp.CSS(`#search`), "launched"), chromedp.Click(chromedp.CSS(`#search-form button`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr.job[data-id="`+launched+`"]`)))
+	page.waitCount(`tr.job`, 1)
+	page.visit("#/?status=running", `tr.job[data-id="`+rerun+`"]`)
+	page.run("bulk cancel", chromedp.Click(chromedp.CSS(`input[data-pick="`+rerun+`"]`)), chromedp.Click(chromedp.CSS(`#bulk-cancel`)),
+		chromedp.WaitVisible(chromedp.CSS(`#bulk-answer[data-done="1"]`)))
+	page.contains(`#bulk-answer`, "1 of 1 cancelled")
+	page.visit("#/?q=launched", `tr.job[data-id="`+launched+`"]`)
+	page.run("bulk rerun", chromedp.Click(chromedp.CSS(`#pick-all`)), chromedp.Click(chromedp.CSS(`#bulk-rerun`)),
+		chromedp.WaitVisible(chromedp.CSS(`#bulk-answer[data-done="1"]`)))
+	page.contains(`#bulk-answer`, "1 of 1 submitted again")
+	page.waitCount(`tr.job`, 2) // the launched job and its rerun
+	page.clean("the job list")
+}
+
+// checkReadToken: a read token is offered no Cancel, Rerun, launch, bulk
+// action or pause.
+func checkReadToken(t *testing.T, page *uiPage, readToken, finished, running string) {
+	t.Helper()
+	page.run("use the read token", chromedp.Evaluate[chromedp.Void](`sessionStorage.setItem("autocoder-token", "`+readToken+`")`),
+		chromedp.Navigate(page.base+"#/"), chromedp.Reload())
+	page.job(finished, `#job-status [data-status="succeeded"]`)
+	page.job(running, `#job-status [data-status]`)
+	page.visit("#/", `tr.job`)
+	page.visit("#/queues", `#pools-table tr[data-pool="llm"]`)
+	for _, sel := range []string{`#cancel`, `#rerun`, `#edit`, `#bulk`, `#new-job`, `button[data-action="pause"]`} {
+		if n := page.count(sel); n != 0 {
+			t.Errorf("a read token is offered %s", sel)
+		}
 	}
-	page.run("cancel", chromedp.SetAttributeValue(chromedp.CSS(`#action-answer`), "data-done", "0"), chromedp.Click(chromedp.CSS(`#cancel`)),
-		chromedp.WaitVisible(chromedp.CSS(`#action-answer[data-done="1"]`)))
-	if a := page.text(`#action-answer`); !regexp.MustCompile(`^200 .*: cancelled by http:ui at `).MatchString(a) {
-		t.Errorf("the cancel button shows %q, want 200 and the result saying who cancelled", a)
+	page.visit("#/new", `#launch-denied`)
+	page.job(running, `#job-status [data-status]`)
+	if n := page.count(`#cancel`) + page.count(`#rerun`); n != 0 {
+		t.Errorf("a read token is offered Cancel or Rerun on a job page")
+	}
+}
+
+// startBrowser starts headless chromium, saving downloads in a folder of
+// the test's.
+func startBrowser(t *testing.T, ctx context.Context, browser, base string) *uiPage {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless, chromedp.WindowSize(1280, 1000))
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(bcancel)
+	if err := chromedp.Do(bctx); err != nil { // starts the browser, under no timeout
+		t.Fatalf("start chromium: %v", err)
+	}
+	downloads := t.TempDir()
+	if err := chromedp.Do(bctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads})
+		return err
+	})); err != nil {
+		t.Fatalf("set the download folder: %v", err)
+	}
+	return &uiPage{t: t, ctx: bctx, base: base, downloads: downloads}
+}
+
+// waitStored waits until the coordinator has stored job id.
+func waitStored(ctx context.Context, t *testing.T, st *wiring.Stack, id string) {
+	t.Helper()
+	for {
+		if _, err := st.Client.Status(ctx, id); err == nil {
+			return
+		} else if ctx.Err() != nil {
+			t.Fatalf("job %s was never stored: %v", id, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
 // uiPage is the browser, with steps that fail the test with what they waited for.
 type uiPage struct {
-	t    *testing.T
-	ctx  context.Context
-	base string
+	t         *testing.T
+	ctx       context.Context
+	base      string
+	downloads string // where the browser saves downloads
 }
 
 func (p *uiPage) run(what string, actions ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	p.runFor(what, time.Minute, actions...)
+}
+
+func (p *uiPage) runFor(what string, d time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, d)
 	defer cancel()
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		p.fail(what, err)
+	}
+}
+
+// visit opens a page of the UI (a hash) and waits for ready; the page
+// must not show "[object ".
+func (p *uiPage) visit(hash, ready string) {
+	p.t.Helper()
+	p.run("open "+hash, chromedp.Navigate(p.base+hash), chromedp.WaitVisible(chromedp.CSS(ready)))
+	p.clean(hash)
+}
+
+// clean fails the test when the page shows a value stringified by
+// mistake: "[object HTMLPreElement]", "[object Object]".
+func (p *uiPage) clean(where string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	if err != nil {
+		p.fail("read "+where, err)
+	}
+	if i := strings.Index(body, "[object "); i >= 0 {
+		p.t.Errorf("%s shows %q", where, body[max(0, i-80):min(len(body), i+80)])
+	}
+}
+
+// waitText waits until sel's text is want (a page that refreshes itself).
+func (p *uiPage) waitText(sel, want string) {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for got := ""; ; {
+		if got = p.text(sel); got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s shows %q, want %q", sel, got, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitCount waits until n elements match sel.
+func (p *uiPage) waitCount(sel string, n int) {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for got := 0; ; {
+		if got = p.count(sel); got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%d elements match %s, want %d", got, sel, n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// downloaded waits for the browser to have saved name and returns it.
+func (p *uiPage) downloaded(t *testing.T, name string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(p.downloads, name)); err == nil && len(b) > 0 {
+			return string(b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the browser did not save %s in %s", name, p.downloads)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -251,6 +493,7 @@ func (p *uiPage) fail(what string, err error) {
 func (p *uiPage) job(id, ready string) {
 	p.t.Helper()
 	p.run("open job "+id, chromedp.Navigate(p.base+"#/jobs/"+id), chromedp.WaitVisible(chromedp.CSS(ready)))
+	p.clean("the page of job " + id)
 }
 
 func (p *uiPage) text(sel string) string {
@@ -355,8 +598,10 @@ func checkEventResumption(t *testing.T, base, token, jobID string) {
 	}
 }
 
-// checkSummaryPages: the job index pages and filters.
-func checkSummaryPages(t *testing.T, base, token string) {
+// checkSummaryPages: the job index pages, filters, search, sort and
+// dates; the running job's line says its plan is queued (its pool is
+// paused).
+func checkSummaryPages(t *testing.T, base, token, running string) {
 	t.Helper()
 	get := func(query string) client.SummaryPage {
 		req, _ := http.NewRequest("GET", base+"/v1/summaries?"+query, nil)
@@ -373,18 +618,88 @@ func checkSummaryPages(t *testing.T, base, token string) {
 		return p
 	}
 	all := get("")
-	if all.Total != 4 || len(all.Jobs) != 4 || all.Counts[messages.StatusFailed] != 2 {
-		t.Fatalf("the index: total %d, %d jobs, counts %v; want 4 jobs, 2 failed", all.Total, len(all.Jobs), all.Counts)
+	if all.Total != 5 || len(all.Jobs) != 5 || all.Counts[messages.StatusFailed] != 2 || all.Jobs[0].JobID != running {
+		t.Fatalf("the index: total %d, %d jobs, counts %v; want 5 jobs, 2 failed, the running one first", all.Total, len(all.Jobs), all.Counts)
 	}
 	second := get("limit=1&offset=1")
-	if len(second.Jobs) != 1 || second.Jobs[0].JobID != all.Jobs[1].JobID || second.Total != 4 {
+	if len(second.Jobs) != 1 || second.Jobs[0].JobID != all.Jobs[1].JobID || second.Total != 5 {
 		t.Errorf("page 2 of 1: %+v, want %s", second.Jobs, all.Jobs[1].JobID)
 	}
 	for _, j := range get("status=running").Jobs {
 		if j.Status != messages.StatusRunning || len(j.Running) == 0 {
 			t.Errorf("a running job's line: %+v", j)
 		}
+		if j.JobID == running && (len(j.Queued) != 1 || j.Queued[0] != messages.StagePlan) {
+			t.Errorf("the running job's line: queued %v, want its plan", j.Queued)
+		}
 	}
+	if p := get("q=ANSWER-FAILED"); p.Total != 1 || p.Counts[messages.StatusFailed] != 1 {
+		t.Errorf("search for answer-failed: %d jobs, counts %v", p.Total, p.Counts)
+	}
+	if p := get("sort=oldest"); len(p.Jobs) != 5 || p.Jobs[4].JobID != running {
+		t.Errorf("oldest first: the running job is not last: %+v", p.Jobs)
+	}
+	if p := get("since=" + time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)); p.Total != 0 {
+		t.Errorf("jobs submitted from tomorrow: %d", p.Total)
+	}
+}
+
+// checkResultWhileRunning: the result of a running job is 202 with the
+// result so far and Retry-After, JSON; an unknown job is a JSON 404.
+func checkResultWhileRunning(t *testing.T, base, token, running string) {
+	t.Helper()
+	get := func(path string) (*http.Response, []byte) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	resp, b := get("/v1/jobs/" + running + "/result")
+	var res messages.Result
+	if err := json.Unmarshal(b, &res); err != nil || resp.StatusCode != http.StatusAccepted || res.Status != messages.StatusRunning ||
+		resp.Header.Get("Retry-After") == "" || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("the result of a running job: %s %q %s", resp.Status, resp.Header.Get("Retry-After"), b)
+	}
+	resp, b = get("/v1/jobs/job-nope/result")
+	var e messages.HTTPError
+	if err := json.Unmarshal(b, &e); err != nil || resp.StatusCode != http.StatusNotFound || e.Code != messages.CodeNotFound {
+		t.Errorf("the result of no job: %s %s", resp.Status, b)
+	}
+}
+
+// checkSlimView: ?view=slim leaves the conversation out and keeps the
+// outcome, at a fraction of the size.
+func checkSlimView(t *testing.T, base, token, id string) {
+	t.Helper()
+	get := func(path string) []byte {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s %s", path, resp.Status, b)
+		}
+		return b
+	}
+	full, slim := get("/v1/jobs/"+id+"/result"), get("/v1/jobs/"+id+"/result?view=slim")
+	var f, s messages.Result
+	if json.Unmarshal(full, &f) != nil || json.Unmarshal(slim, &s) != nil {
+		t.Fatal("a result view does not decode")
+	}
+	if len(f.ConversationHistory) == 0 || len(s.ConversationHistory) != 0 || !s.Success || s.Solution == nil || len(s.Stages) != len(f.Stages) ||
+		len(slim) >= len(full)/2 {
+		t.Errorf("slim view: %d bytes of %d, %d messages, success %v", len(slim), len(full), len(s.ConversationHistory), s.Success)
+	}
+	t.Logf("the slim view of a job fixed in two iterations: %d bytes, the full result %d", len(slim), len(full))
 }
 
 // eventRequests records the queries of the events streams the page opens.

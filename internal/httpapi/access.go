@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Options say who may use the API.
@@ -23,6 +26,10 @@ type Options struct {
 	AllowedHosts []string
 	// Logger gets refused requests at debug level; nil: discard.
 	Logger *slog.Logger
+	// Ready, if set, says whether the process can do its work (GET
+	// /readyz): nil, or what does not answer. Nil: /readyz answers as
+	// /healthz does.
+	Ready func(context.Context) error
 }
 
 // access is Options at work: the checks every request goes through.
@@ -49,11 +56,11 @@ func (a *access) hostAllowed(hostport string) bool {
 // checkHost wraps the whole API in the Host check.
 func (a *access) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// /healthz stays open to probes that address the server by a name
-		// nobody listed; it says nothing but "ok".
-		if r.URL.Path != "/healthz" && !a.hostAllowed(r.Host) {
+		// /healthz and /readyz stay open to probes that address the server
+		// by a name nobody listed; they say "ok", or what is not ready.
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !a.hostAllowed(r.Host) {
 			a.refuse(r, "host not allowed")
-			http.Error(w, "host not allowed: add it to AUTOCODER_HTTP_ALLOWED_HOSTS", http.StatusMisdirectedRequest)
+			writeError(w, http.StatusMisdirectedRequest, messages.CodeMisdirected, "host not allowed: add it to AUTOCODER_HTTP_ALLOWED_HOSTS")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -86,11 +93,11 @@ func (a *access) allowed(w http.ResponseWriter, r *http.Request, scope Scope) bo
 	case ok && known:
 		a.refuse(r, "scope not granted", "token", name, "scope", string(scope))
 		w.Header().Set("WWW-Authenticate", `Bearer realm="autocoder", error="insufficient_scope", scope="`+string(scope)+`"`)
-		http.Error(w, "token lacks the "+string(scope)+" scope", http.StatusForbidden)
+		writeError(w, http.StatusForbidden, messages.CodeForbidden, "token lacks the "+string(scope)+" scope")
 	default:
 		a.refuse(r, "no valid bearer token")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="autocoder"`)
-		http.Error(w, "a bearer token is required (Authorization: Bearer <token>)", http.StatusUnauthorized)
+		writeError(w, http.StatusUnauthorized, messages.CodeUnauthorized, "a bearer token is required (Authorization: Bearer <token>)")
 	}
 	return false
 }

@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -28,23 +26,18 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var body struct {
-		Reason string `json:"reason"`
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxCancelBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-		http.Error(w, "body: want {\"reason\": \"...\"} or nothing: "+err.Error(), http.StatusBadRequest)
+	reason, ok := reasonBody(w, r) // ops.go
+	if !ok {
 		return
 	}
-	res, err := a.c.Cancel(r.Context(), id, "http:"+a.access.caller(r), body.Reason)
+	res, err := a.c.Cancel(r.Context(), id, "http:"+a.access.caller(r), reason)
 	var fe *messages.FieldError
 	switch {
 	case errors.As(err, &fe):
-		http.Error(w, fe.Error(), http.StatusBadRequest)
+		writeInvalid(w, fe)
 		return
 	case err != nil:
-		writeResult(w, nil, err)
+		writeClientError(w, err)
 		return
 	case res.Status != messages.StatusRunning:
 		writeJSON(w, http.StatusConflict, res)
@@ -59,7 +52,7 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
 		writeJSON(w, http.StatusAccepted, res)
 	default:
-		writeResult(w, nil, err)
+		writeClientError(w, err)
 	}
 }
 

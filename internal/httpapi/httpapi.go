@@ -3,7 +3,6 @@ package httpapi
 import (
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -63,8 +62,8 @@ func hasClient(a *api) bool { return a.c != nil }
 //	GET  /healthz               liveness, open to all
 //	GET  /metrics               the metrics handler given, if any (read)
 //	GET  /v1/jobs               the newest jobs (at most 200), newest first (read)
-//	GET  /v1/jobs/{id}          the result object so far (Contract 5 (docs/contracts.md)) (read)
-//	GET  /v1/jobs/{id}/result   the final result object, 404 while running (read)
+//	GET  /v1/jobs/{id}          the result object so far (Contract 5 (docs/contracts.md)), ?view=slim (read)
+//	GET  /v1/jobs/{id}/result   the final result object; 202 with the result so far while it runs (read)
 //	POST /v1/jobs/{id}/ticket   a short-lived ticket for the events of one job (read)
 //	POST /v1/jobs/{id}/cancel   cancel a running job; the result object says who and when (submit)
 //	GET  /v1/jobs/{id}/events   progress events as Server-Sent Events, ending with the result (read, or ?ticket=);
@@ -77,10 +76,13 @@ func hasClient(a *api) bool { return a.c != nil }
 //	GET  /v1/codemode/tools?tool=...   tools' descriptions as a code-mode model sees them (read)
 //
 // and the message API's endpoints (write.go, openapi.json): submit, run,
-// task run, sample upload, dead letters.
+// task run, sample upload, dead letters; and the operators' (ops.go):
+// readiness, the queues and workers, pausing and resuming a pool, the
+// caller's scopes. Every error answer is JSON (errors.go).
 func Handler(c *client.Client, metrics http.Handler, o Options) http.Handler {
 	a := &api{c: c, access: &access{Options: o, tickets: newTickets()}, prom: metrics}
 	mux := http.NewServeMux()
+	mux.HandleFunc("/", noRoute) // what no route takes: a JSON 404 too
 	for _, rt := range allRoutes() {
 		if rt.needs == nil || rt.needs(a) {
 			handle := rt.handle
@@ -110,17 +112,15 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	writeResult(w, jobs, err)
 }
 
+// status is GET /v1/jobs/{id}: the result object so far (?view=slim: ops.go).
 func (a *api) status(w http.ResponseWriter, r *http.Request) {
-	if id, ok := jobID(w, r); ok {
-		res, err := a.c.Status(r.Context(), id)
-		writeResult(w, res, err)
+	id, ok := jobID(w, r)
+	if !ok {
+		return
 	}
-}
-
-func (a *api) result(w http.ResponseWriter, r *http.Request) {
-	if id, ok := jobID(w, r); ok {
-		res, err := a.c.Result(r.Context(), id)
-		writeResult(w, res, err)
+	if view, ok := resultView(w, r); ok {
+		res, err := a.c.Status(r.Context(), id)
+		writeResult(w, withView(res, view), err)
 	}
 }
 
@@ -152,7 +152,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := a.c.Status(r.Context(), id); err != nil {
-		writeResult(w, nil, err)
+		writeClientError(w, err)
 		return
 	}
 	flusher, _ := w.(http.Flusher)
@@ -192,20 +192,17 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 func jobID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
 	if !bus.ValidJobID(id) {
-		http.Error(w, "invalid job id", http.StatusBadRequest)
+		writeInvalid(w, &messages.FieldError{Field: "id", Msg: "not a job id (1 to 128 of A-Z a-z 0-9 _ -)"})
 		return "", false
 	}
 	return id, true
 }
 
+// writeResult answers 200 with res, or the error of the client (errors.go).
 func writeResult(w http.ResponseWriter, res any, err error) {
-	switch {
-	case errors.Is(err, client.ErrNotFound):
-		http.Error(w, "job not found", http.StatusNotFound)
-	case err != nil:
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-	default:
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(res)
+	if err != nil {
+		writeClientError(w, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, res)
 }

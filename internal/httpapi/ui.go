@@ -3,12 +3,16 @@ package httpapi
 import (
 	"embed"
 	"errors"
+	"fmt"
 	"io/fs"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pmezard/go-difflib/difflib"
 
@@ -28,7 +32,7 @@ func (a *api) asset(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("file")
 	b, err := fs.ReadFile(uiFiles, "ui/"+name)
 	if err != nil || strings.Contains(name, "/") {
-		http.NotFound(w, r)
+		writeError(w, http.StatusNotFound, messages.CodeNotFound, "no such file of the web UI")
 		return
 	}
 	w.Header().Set("Content-Type", mime.TypeByExtension(path.Ext(name)))
@@ -37,30 +41,69 @@ func (a *api) asset(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
-// summaries serves a page of the job index: ?status=running&offset=0&limit=50.
+// maxSearchBytes bounds the text a job list is searched for.
+const maxSearchBytes = 200
+
+// summaries serves a page of the job index:
+// ?status=running&q=sales&sort=newest&since=2026-11-01&until=2026-12-01&offset=0&limit=50.
+// since and until are dates (YYYY-MM-DD, from the start of that day, UTC)
+// or RFC 3339 times; until is exclusive.
 func (a *api) summaries(w http.ResponseWriter, r *http.Request) {
-	q := client.SummaryQuery{Status: messages.JobStatus(r.URL.Query().Get("status"))}
-	switch q.Status {
-	case "", messages.StatusRunning, messages.StatusSucceeded, messages.StatusFailed, messages.StatusErrored:
-	default:
-		http.Error(w, "status must be running, succeeded, failed or errored", http.StatusBadRequest)
+	q, err := summaryQuery(r.URL.Query())
+	if err != nil {
+		writeInvalid(w, err)
 		return
+	}
+	page, err := a.c.Summaries(r.Context(), q)
+	writeResult(w, page, err)
+}
+
+// summaryQuery reads the query of GET /v1/summaries; errors name the
+// parameter (*messages.FieldError).
+func summaryQuery(v url.Values) (client.SummaryQuery, error) {
+	q := client.SummaryQuery{Status: messages.JobStatus(v.Get("status")), Text: strings.TrimSpace(v.Get("q")), Sort: v.Get("sort")}
+	if q.Status != "" && !q.Status.Valid() {
+		return q, &messages.FieldError{Field: "status", Msg: fmt.Sprintf("%q is not one of %v", q.Status, messages.Statuses())}
+	}
+	if len(q.Text) > maxSearchBytes {
+		return q, &messages.FieldError{Field: "q", Msg: fmt.Sprintf("is %d bytes, more than %d", len(q.Text), maxSearchBytes)}
+	}
+	if q.Sort != "" && !slices.Contains(client.SummarySorts(), q.Sort) {
+		return q, &messages.FieldError{Field: "sort", Msg: fmt.Sprintf("%q is not one of %s", q.Sort, strings.Join(client.SummarySorts(), ", "))}
 	}
 	for _, p := range []struct {
 		name string
 		dst  *int
 	}{{"offset", &q.Offset}, {"limit", &q.Limit}} {
-		if v := r.URL.Query().Get(p.name); v != "" {
-			n, err := strconv.Atoi(v)
+		if s := v.Get(p.name); s != "" {
+			n, err := strconv.Atoi(s)
 			if err != nil || n < 0 {
-				http.Error(w, p.name+" must be a number, 0 or more", http.StatusBadRequest)
-				return
+				return q, &messages.FieldError{Field: p.name, Msg: "must be a number, 0 or more"}
 			}
 			*p.dst = n
 		}
 	}
-	page, err := a.c.Summaries(r.Context(), q)
-	writeResult(w, page, err)
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		if s := v.Get(p.name); s != "" {
+			t, err := parseWhen(s)
+			if err != nil {
+				return q, &messages.FieldError{Field: p.name, Msg: "must be a date (2026-11-24) or an RFC 3339 time (2026-11-24T12:00:00Z)"}
+			}
+			*p.dst = t
+		}
+	}
+	return q, nil
+}
+
+// parseWhen reads a date (the start of that day, UTC) or an RFC 3339 time.
+func parseWhen(s string) (time.Time, error) {
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	return time.Parse(time.RFC3339, s)
 }
 
 // iterationView is an iteration with line diffs of its code and tests
@@ -79,7 +122,7 @@ func (a *api) iterations(w http.ResponseWriter, r *http.Request) {
 	}
 	its, err := a.c.Iterations(r.Context(), id)
 	if err != nil {
-		writeResult(w, nil, err)
+		writeClientError(w, err)
 		return
 	}
 	writeResult(w, withDiffs(its), nil)
@@ -136,12 +179,12 @@ func (a *api) output(w http.ResponseWriter, r *http.Request) {
 	}
 	name := r.PathValue("name")
 	if !messages.ValidName(name) {
-		http.Error(w, "invalid output name", http.StatusBadRequest)
+		writeInvalid(w, &messages.FieldError{Field: "name", Msg: "not an output name"})
 		return
 	}
 	res, err := a.c.Result(r.Context(), id)
 	if err != nil {
-		writeResult(w, nil, err)
+		writeClientError(w, err)
 		return
 	}
 	started := false
@@ -156,9 +199,9 @@ func (a *api) output(w http.ResponseWriter, r *http.Request) {
 	}, w)
 	switch {
 	case errors.Is(err, client.ErrNoOutput):
-		http.Error(w, "the job has no stored File or Dir output "+name, http.StatusNotFound)
+		writeError(w, http.StatusNotFound, messages.CodeNotFound, "the job has no stored File or Dir output "+name)
 	case err != nil && !started:
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		writeError(w, http.StatusServiceUnavailable, messages.CodeUnavailable, err.Error())
 	case err != nil:
 		panic(http.ErrAbortHandler) // bytes went out: cut the response so the download is not taken as whole
 	}
@@ -210,7 +253,7 @@ func lastEventID(w http.ResponseWriter, r *http.Request) (uint64, bool) {
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {
-		http.Error(w, "Last-Event-ID must be an event id (a number)", http.StatusBadRequest)
+		writeInvalid(w, &messages.FieldError{Field: "last_event_id", Msg: "Last-Event-ID must be an event id (a number)"})
 		return 0, false
 	}
 	return n, true

@@ -36,7 +36,7 @@ var messageRoutes = []route{
 
 // allRoutes are every endpoint Handler serves.
 func allRoutes() []route {
-	return append(append(append([]route{}, routes...), messageRoutes...), taskRoutes...)
+	return append(append(append(append([]route{}, routes...), messageRoutes...), taskRoutes...), opsRoutes...)
 }
 
 // maxRequestBytes bounds a JSON request body (a job spec with its prompt).
@@ -45,7 +45,7 @@ const maxRequestBytes = 4 << 20
 func (a *api) openapi(w http.ResponseWriter, r *http.Request) {
 	doc, err := openAPIDocument()
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		writeError(w, http.StatusInternalServerError, messages.CodeInternal, err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -125,15 +125,15 @@ func (a *api) runTask(w http.ResponseWriter, r *http.Request) {
 func (a *api) putSample(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("name")
 	if name == "" {
-		http.Error(w, "name= is required: the sample's file name (its extension is kept)", http.StatusBadRequest)
+		writeInvalid(w, &messages.FieldError{Field: "name", Msg: "name= is required: the sample's file name (its extension is kept)"})
 		return
 	}
 	ref, err := a.c.PutSample(r.Context(), name, r.Body)
 	switch {
 	case errors.Is(err, client.ErrSampleTooLarge):
-		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		writeError(w, http.StatusRequestEntityTooLarge, messages.CodeTooLarge, err.Error())
 	case err != nil:
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		writeError(w, http.StatusServiceUnavailable, messages.CodeUnavailable, err.Error())
 	default:
 		writeJSON(w, http.StatusCreated, struct {
 			Object string `json:"object"`
@@ -155,7 +155,7 @@ func (a *api) deadLetter(w http.ResponseWriter, r *http.Request) {
 	}
 	e, err := a.c.DeadLetter(r.Context(), seq)
 	if errors.Is(err, client.ErrNoDeadLetter) {
-		http.Error(w, err.Error(), http.StatusNotFound)
+		writeError(w, http.StatusNotFound, messages.CodeNotFound, err.Error())
 		return
 	}
 	writeResult(w, e, err)
@@ -170,9 +170,9 @@ func (a *api) replay(w http.ResponseWriter, r *http.Request) {
 	reply, err := a.c.Replay(r.Context(), seq)
 	switch {
 	case errors.Is(err, client.ErrNoCoordinator):
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		writeError(w, http.StatusServiceUnavailable, messages.CodeUnavailable, err.Error())
 	case err != nil && reply.Error == "":
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		writeError(w, http.StatusServiceUnavailable, messages.CodeUnavailable, err.Error())
 	case err != nil:
 		writeJSON(w, http.StatusConflict, reply)
 	default:
@@ -183,7 +183,7 @@ func (a *api) replay(w http.ResponseWriter, r *http.Request) {
 func dlqSeq(w http.ResponseWriter, r *http.Request) (uint64, bool) {
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
 	if err != nil || seq == 0 {
-		http.Error(w, "invalid dead letter sequence", http.StatusBadRequest)
+		writeInvalid(w, &messages.FieldError{Field: "seq", Msg: "not a dead letter's sequence (a number from 1)"})
 		return 0, false
 	}
 	return seq, true
@@ -193,7 +193,7 @@ func dlqSeq(w http.ResponseWriter, r *http.Request) (uint64, bool) {
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
 	if err != nil {
-		http.Error(w, "request body: "+err.Error(), http.StatusRequestEntityTooLarge)
+		writeError(w, http.StatusRequestEntityTooLarge, messages.CodeTooLarge, "request body: "+err.Error())
 		return nil, false
 	}
 	return body, true
@@ -214,14 +214,17 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 }
 
 // writeReply answers with an APIReply: 202 for an accepted job, 400 for a
-// refused one, 503 when no coordinator answered.
+// refused one, 503 when no coordinator answered. An error reply has the
+// error body's code too (errors.go).
 func writeReply(w http.ResponseWriter, reply messages.APIReply, err error) {
 	switch {
 	case err != nil: // no coordinator answered, or NATS failed
-		writeJSON(w, http.StatusServiceUnavailable, messages.APIReply{V: messages.WireVersion, Error: err.Error(), Kind: messages.ReplyUnavailable})
+		writeJSON(w, http.StatusServiceUnavailable, messages.APIReply{V: messages.WireVersion, Error: err.Error(), Kind: messages.ReplyUnavailable, Code: messages.CodeUnavailable})
 	case reply.Error != "" && reply.Kind == messages.ReplyInvalid:
+		reply.Code = messages.CodeInvalid
 		writeJSON(w, http.StatusBadRequest, reply)
 	case reply.Error != "":
+		reply.Code = messages.CodeUnavailable
 		writeJSON(w, http.StatusServiceUnavailable, reply)
 	default:
 		writeJSON(w, http.StatusAccepted, reply)

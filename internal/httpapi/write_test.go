@@ -47,7 +47,7 @@ func TestWriteEndpointsWithoutCoordinator(t *testing.T) {
 		{"POST", "/v1/jobs", `{"v":1,"spec":{"prompt":"p","outputs":{"a":"complex"}}}`, 400, `"field":"spec.outputs.a"`},
 		{"POST", "/v1/jobs", `not json`, 400, `malformed JSON`},
 		{"POST", "/v1/jobs/job-1/run", `{"args":{"x":"1"},"bogus":1}`, 400, `"field":"bogus"`},
-		{"POST", "/v1/jobs/a.b/run", `{}`, 400, `invalid job id`},
+		{"POST", "/v1/jobs/a.b/run", `{}`, 400, `"code":"invalid","field":"id"`},
 		{"POST", "/v1/tasks/t1/run", `{}`, 503, `"kind":"unavailable"`},
 		// A run's settings are checked here first, with the field.
 		{"POST", "/v1/jobs/job-1/run", `{"options":{"resources":{"memory":"lots"}}}`, 400, `"field":"options.resources.memory"`},
@@ -62,9 +62,12 @@ func TestWriteEndpointsWithoutCoordinator(t *testing.T) {
 		{"POST", "/v1/tasks/bad.name", `{"job_id":"job-1"}`, 400, `"field":"task"`},
 		{"POST", "/v1/samples?name=data.csv", "a,b\n1,2\n", 201, `"object":"sha256:`},
 		{"POST", "/v1/samples", "x", 400, `name= is required`},
+		{"POST", "/v1/pools/gpu/pause", "", 404, `"code":"not_found"`},
+		{"POST", "/v1/pools/llm/pause", `{"why":"x"}`, 400, `"field":"reason"`},
+		{"GET", "/v1/nothing", "", 404, `"code":"not_found"`},
 		{"GET", "/v1/dlq", "", 200, `[]`},
 		{"GET", "/v1/dlq/5", "", 404, `no such dead letter`},
-		{"POST", "/v1/dlq/zero/replay", "", 400, `invalid dead letter sequence`},
+		{"POST", "/v1/dlq/zero/replay", "", 400, `"code":"invalid","field":"seq"`},
 		{"POST", "/v1/dlq/5/replay", "", 503, `no coordinator`},
 	}
 	for _, tc := range tests {

@@ -706,8 +706,8 @@ func TestRouter(t *testing.T) {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	var seen []string
-	r, err := llm.NewRouter(tb, llm.OpenAIConfig{HTTPClient: &http.Client{Transport: tr}}, func(m string, u messages.Usage) {
-		seen = append(seen, fmt.Sprintf("%s:%g", m, u.Cost))
+	r, err := llm.NewRouter(tb, llm.OpenAIConfig{HTTPClient: &http.Client{Transport: tr}}, func(m, stage string, u messages.Usage) {
+		seen = append(seen, fmt.Sprintf("%s:%s:%g", m, stage, u.Cost))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -716,7 +716,7 @@ func TestRouter(t *testing.T) {
 	if err != nil || big.Usage.Cost != 0.006 {
 		t.Fatalf("default model: %v, usage %+v", err, big.Usage)
 	}
-	small, err := r.Structured(t.Context(), planRequest("small"))
+	small, err := r.Structured(llm.WithStage(t.Context(), "plan"), planRequest("small"))
 	if err != nil || small.Usage.Cost != 0.001 {
 		t.Fatalf("small: %v, usage %+v", err, small.Usage)
 	}
@@ -724,7 +724,7 @@ func TestRouter(t *testing.T) {
 		ra[0].Model != "big" || rb[0].Model != "qwen-7b" {
 		t.Errorf("requests: %d to a, %d to b", len(ra), len(rb))
 	}
-	if strings.Join(seen, ",") != "big:0.006,small:0.001" {
+	if strings.Join(seen, ",") != "big:none:0.006,small:plan:0.001" {
 		t.Errorf("usage seen: %v", seen)
 	}
 	_, err = r.Structured(t.Context(), planRequest("huge"))

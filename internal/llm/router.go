@@ -27,16 +27,18 @@ var ErrPromptTooLong = errors.New("llm: prompt longer than the model's context")
 type Router struct {
 	table   *modeltable.Table
 	clients map[string]*OpenAI
-	// onUsage sees each call's model and priced usage (the cost metric).
-	onUsage func(model string, u messages.Usage)
+	// onUsage sees each call's model, stage (WithStage) and priced usage
+	// (the cost metric).
+	onUsage func(model, stage string, u messages.Usage)
 }
 
 var _ Client = (*Router)(nil)
 
 // NewRouter makes a client per model of t from base (retries, bounds,
 // logger, observer), each with the model's base URL and key. onUsage, if
-// not nil, is told each call's model and priced usage, failed calls too.
-func NewRouter(t *modeltable.Table, base OpenAIConfig, onUsage func(model string, u messages.Usage)) (*Router, error) {
+// not nil, is told each call's model, stage (WithStage; "none" without)
+// and priced usage, failed calls too.
+func NewRouter(t *modeltable.Table, base OpenAIConfig, onUsage func(model, stage string, u messages.Usage)) (*Router, error) {
 	if err := t.Validate(); err != nil {
 		return nil, fmt.Errorf("llm: model table: %w", err)
 	}
@@ -71,10 +73,10 @@ func (r *Router) route(name string, prompt int) (modeltable.Model, *OpenAI, erro
 	return m, c, nil
 }
 
-func (r *Router) priced(m modeltable.Model, u *messages.Usage) {
+func (r *Router) priced(ctx context.Context, m modeltable.Model, u *messages.Usage) {
 	u.Cost = m.Cost(*u)
 	if r.onUsage != nil && u.Calls > 0 {
-		r.onUsage(m.Name, *u)
+		r.onUsage(m.Name, stageOf(ctx), *u)
 	}
 }
 
@@ -90,7 +92,7 @@ func (r *Router) Structured(ctx context.Context, req StructuredRequest) (Structu
 	}
 	req.Model = m.RemoteName()
 	reply, err := c.Structured(ctx, req)
-	r.priced(m, &reply.Usage)
+	r.priced(ctx, m, &reply.Usage)
 	return reply, err
 }
 
@@ -106,6 +108,6 @@ func (r *Router) Chat(ctx context.Context, req ChatRequest) (ChatReply, error) {
 	}
 	req.Model = m.RemoteName()
 	reply, err := c.Chat(ctx, req)
-	r.priced(m, &reply.Usage)
+	r.priced(ctx, m, &reply.Usage)
 	return reply, err
 }

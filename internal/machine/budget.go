@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/trim"
@@ -260,15 +261,32 @@ func (m *Stepper) record(p Pending, r *messages.StageResult) {
 	if p.Orphan {
 		outcome += " (ignored: another candidate passed first)"
 	}
-	s.Stages = append(s.Stages, messages.StageRecord{
+	m.appendStage(messages.StageRecord{
 		Name: r.Stage, Seq: r.Seq, Iteration: p.Iteration, StartedAt: r.StartedAt,
 		DurationMS: r.DurationMS, Cached: r.Cached, Outcome: outcome, Usage: r.Usage, Worker: r.Worker,
+		DispatchedAt: p.DispatchedAt, FinishedAt: finishedAt(r),
 	})
+	m.emit(messages.Event{Type: messages.EventStageFinished, Stage: r.Stage, Seq: r.Seq,
+		Iteration: p.Iteration, Cached: r.Cached, Outcome: outcome, Message: stageNote(r)}) // eventnote.go
+}
+
+// appendStage adds a record to the stage list, which keeps the last
+// maxStageRecords.
+func (m *Stepper) appendStage(rec messages.StageRecord) {
+	s := m.s
+	s.Stages = append(s.Stages, rec)
 	if len(s.Stages) > maxStageRecords {
 		s.Stages = append([]messages.StageRecord(nil), s.Stages[len(s.Stages)-maxStageRecords:]...)
 	}
-	m.emit(messages.Event{Type: messages.EventStageFinished, Stage: r.Stage, Seq: r.Seq,
-		Iteration: p.Iteration, Cached: r.Cached, Outcome: outcome, Message: stageNote(r)}) // eventnote.go
+}
+
+// finishedAt is when the worker finished a stage: its start plus its
+// duration (the worker's clock); zero without a start.
+func finishedAt(r *messages.StageResult) time.Time {
+	if r.StartedAt.IsZero() {
+		return time.Time{}
+	}
+	return r.StartedAt.Add(time.Duration(r.DurationMS) * time.Millisecond)
 }
 
 // outcomeOf says in a few words what a stage result was: its error, a test

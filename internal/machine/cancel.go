@@ -2,9 +2,10 @@ package machine
 
 import "github.com/autocoder/autocoder/pkg/messages"
 
-// cancel finishes a running job on request: failed, with who asked, when
-// and why on its state and result. The stages in flight become stale (the
-// coordinator tells their workers to stop them).
+// cancel finishes a running job on request: cancelled, with who asked,
+// when and why on its state and result. The stages in flight are recorded
+// as cancelled and become stale (the coordinator tells their workers to
+// stop them).
 func (m *Stepper) cancel(in Input) {
 	by, msg := in.By, "cancelled"
 	if by == "" {
@@ -16,5 +17,6 @@ func (m *Stepper) cancel(in Input) {
 	if in.Reason != "" {
 		msg += ": " + in.Reason
 	}
-	m.Finish(messages.StatusFailed, msg)
+	m.recordInFlight(string(messages.StatusCancelled)) // started.go
+	m.Finish(messages.StatusCancelled, msg)
 }

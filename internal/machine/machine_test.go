@@ -454,7 +454,7 @@ func TestStaleAndDuplicateEventsChangeNothing(t *testing.T) {
 	}
 	// Cancel finishes the job; later results are stale.
 	s5, c := Step(s3, Input{Kind: InputCancel, Time: t0, Reason: "user"})
-	if !s5.Done() || s5.Status != messages.StatusFailed || len(s5.Pending) != 0 || len(c) == 0 {
+	if !s5.Done() || s5.Status != messages.StatusCancelled || len(s5.Pending) != 0 || len(c) == 0 {
 		t.Errorf("cancel: done=%v status=%s pending=%v", s5.Done(), s5.Status, s5.Pending)
 	}
 	if _, c := Step(s5, Input{Kind: InputCancel, Time: t0}); c != nil {

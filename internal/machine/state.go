@@ -18,6 +18,10 @@ type Pending struct {
 	// Orphan marks a losing candidate's stage: its result is recorded
 	// (usage, stage list) but acted on no further.
 	Orphan bool `json:"orphan,omitempty"`
+	// StartedAt and Worker are set when a worker took the stage (its
+	// StageStarted notice, started.go); until then it waits in its pool's queue.
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	Worker    string     `json:"worker,omitempty"`
 	// Input and Retries let a sandbox stage of a job with
 	// options.sandbox_retries be sent again after an infrastructure
 	// failure (settings.go): its input, and the retries it has had.
@@ -111,6 +115,9 @@ const (
 	InputSubmitted   InputKind = "submitted"
 	InputStageResult InputKind = "stage_result"
 	InputCancel      InputKind = "cancel"
+	// InputStageStarted is a worker's notice that it started a pending
+	// stage (started.go): it marks the stage running, and changes nothing else.
+	InputStageStarted InputKind = "stage_started"
 )
 
 // Input is what Step takes: something that happened to the job (a
@@ -126,6 +133,8 @@ type Input struct {
 	Result *messages.StageResult `json:"result,omitempty"`
 	Reason string                `json:"reason,omitempty"` // cancel
 	By     string                `json:"by,omitempty"`     // cancel: who asked (messages.CancelJob.By)
+	// Started is the notice of an InputStageStarted.
+	Started *messages.StageStarted `json:"started,omitempty"`
 }
 
 // Submission starts a job.

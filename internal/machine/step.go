@@ -35,6 +35,8 @@ func (mc *Machine) Step(prev State, in Input) (State, []Command) {
 		if changed {
 			m.cancel(in)
 		}
+	case InputStageStarted:
+		changed = m.stageStarted(in.Started) // started.go
 	}
 	if !changed {
 		return prev, nil
@@ -187,7 +189,7 @@ func (m *Stepper) dispatchWith(stage messages.Stage, input any, p Pending) {
 		Model: s.Spec.Options.Model, Cache: s.Spec.Options.Cache, Input: b,
 		Settings: messages.SettingsFor(pool, &s.Spec.Options),
 	}})
-	m.emit(messages.Event{Type: messages.EventStageStarted, Stage: stage, Seq: seq, Iteration: s.Iteration})
+	m.emit(messages.Event{Type: messages.EventStageQueued, Stage: stage, Seq: seq, Iteration: s.Iteration})
 }
 
 // busy reports whether a stage of the given kinds is pending for line c

@@ -24,7 +24,11 @@ func SummaryOf(s State) messages.JobSummary {
 	}
 	sort.Ints(seqs)
 	for _, seq := range seqs {
-		sum.Running = append(sum.Running, s.Pending[seq].Stage)
+		p := s.Pending[seq]
+		sum.Running = append(sum.Running, p.Stage)
+		if p.StartedAt == nil {
+			sum.Queued = append(sum.Queued, p.Stage)
+		}
 	}
 	return sum
 }

@@ -41,7 +41,7 @@ func newCoordinatorMetrics(reg prometheus.Registerer) (*coordinatorMetrics, erro
 		steps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: CoordinatorStepsTotal,
 			Help: "State machine steps applied, by event kind."}, []string{"kind"}),
 		finishedJobs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: JobsFinishedTotal,
-			Help: "Jobs finished, by status and outcome (passed, rejected, exhausted, failed, infrastructure)."},
+			Help: "Jobs finished, by status and outcome (passed, rejected, exhausted, failed, infrastructure, cancelled)."},
 			[]string{"status", "outcome"}),
 		casConflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: CoordinatorCASConflictsTotal, Help: casHelp}),
 		jobSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: JobDurationSeconds,
@@ -56,7 +56,7 @@ func newCoordinatorMetrics(reg prometheus.Registerer) (*coordinatorMetrics, erro
 		deadlines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: StageDeadlinesMissedTotal,
 			Help: "Dispatched stages failed by the coordinator for missing their deadline, by stage."}, []string{"stage"}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: CoordinatorResultsRefusedTotal,
-			Help: "Stage results refused for arriving on the result subject of a pool that does not do their stage, or of another job."}),
+			Help: "Stage results and stage_started notices refused for arriving on the subject of a pool that does not do their stage, or of another job."}),
 	}
 	for _, s := range messages.DefaultStages().Stages() {
 		m.deadlines.WithLabelValues(string(s)) // every series from the start: rates see the first miss

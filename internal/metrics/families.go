@@ -36,6 +36,9 @@ var Families = []Family{
 	{QueuePendingMessages, "gauge", []string{"pool"}, coordOnly, false},
 	{QueueInProgressMessages, "gauge", []string{"pool"}, coordOnly, false},
 	{QueueOldestPendingAge, "gauge", []string{"pool"}, coordOnly, false},
+	{PoolCapacitySlots, "gauge", []string{"pool"}, coordOnly, false},
+	{PoolWorkers, "gauge", []string{"pool"}, coordOnly, false},
+	{PoolPaused, "gauge", []string{"pool"}, coordOnly, false},
 	{CoordinatorStepsTotal, "counter", []string{"kind"}, coordOnly, true},
 	{CoordinatorCASConflictsTotal, "counter", nil, coordOnly, false},
 	{CoordinatorResultsRefusedTotal, "counter", nil, coordOnly, false},
@@ -54,7 +57,7 @@ var Families = []Family{
 	{ModelCallSeconds, "histogram", []string{"model", "stage"}, []string{BinLLMWorker}, true},
 	{ModelTokensTotal, "counter", []string{"model", "stage", "direction"}, []string{BinLLMWorker}, true},
 	{ModelErrorsTotal, "counter", []string{"model", "stage", "kind"}, []string{BinLLMWorker}, false},
-	{ModelCostTotal, "counter", []string{"model"}, []string{BinLLMWorker}, false}, // non-zero with the model table's prices
+	{ModelCostTotal, "counter", []string{"model", "stage"}, []string{BinLLMWorker}, false}, // non-zero with the model table's prices
 	{SandboxRunsTotal, "counter", []string{"backend", "outcome"}, []string{BinSandboxWorker}, true},
 	{SandboxRunSeconds, "histogram", []string{"backend"}, []string{BinSandboxWorker}, true},
 	{SandboxBuildsTotal, "counter", []string{"backend", "outcome"}, []string{BinSandboxWorker}, true},

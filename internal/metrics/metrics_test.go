@@ -267,3 +267,26 @@ func TestStageBucketsReachLongestStage(t *testing.T) {
 		t.Error("buckets are not increasing")
 	}
 }
+
+// TestModelCost: the cost llm.Router reports is counted by model and
+// stage; a model without a price adds 0 and still has its series.
+func TestModelCost(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	obs, err := metrics.NewModel(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.Cost("gpt-4.1", "plan", 6)
+	obs.Cost("gpt-4.1", "plan", 0.5) // a failed call that was billed
+	obs.Cost("other", "code", 0)
+	got := samples(t, reg)
+	for series, want := range map[string]float64{
+		metrics.ModelCostTotal + "{model=gpt-4.1,stage=plan}": 6.5,
+		metrics.ModelCostTotal + "{model=other,stage=code}":   0,
+	} {
+		if v, ok := got[series]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
+		}
+	}
+}

@@ -11,7 +11,8 @@ import (
 )
 
 // Model is llm.Observer on a Prometheus registry: ModelCallsTotal,
-// ModelCallSeconds, ModelTokensTotal and ModelErrorsTotal.
+// ModelCallSeconds, ModelTokensTotal and ModelErrorsTotal; and
+// ModelCostTotal, told by llm.Router (Cost).
 type Model struct {
 	calls  *prometheus.CounterVec
 	secs   *prometheus.HistogramVec
@@ -41,8 +42,8 @@ func NewModel(reg prometheus.Registerer) (*Model, error) {
 				"(rate_limited, server_error, timeout, network, client_error, too_large, malformed, invalid_reply)."},
 			[]string{"model", "stage", "kind"}),
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ModelCostTotal,
-			Help: "What model calls cost, in the model table's currency, by model (the table's prices; 0 for a model without)."},
-			[]string{"model"}),
+			Help: "What model calls cost, in the model table's currency, by model and stage (the table's prices; 0 for a model without)."},
+			[]string{"model", "stage"}),
 	}
 	var err error
 	if m.calls, err = register(reg, m.calls); err != nil {
@@ -77,9 +78,10 @@ func (m *Model) CallDone(model, stage, kind string, elapsed time.Duration, input
 	m.tokens.WithLabelValues(model, stage, "output").Add(float64(outputTokens))
 }
 
-// Cost adds what a call of model cost (llm.Router's usage callback).
-func (m *Model) Cost(model string, cost float64) {
-	m.cost.WithLabelValues(model).Add(cost)
+// Cost adds what a call of model for stage cost (llm.Router's usage
+// callback).
+func (m *Model) Cost(model, stage string, cost float64) {
+	m.cost.WithLabelValues(model, stage).Add(cost)
 }
 
 // errorKinds are ModelErrorsTotal's kinds.

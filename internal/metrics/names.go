@@ -13,6 +13,11 @@ const (
 	QueuePendingMessages    = "autocoder_queue_pending_messages"     // {pool}: waiting for a worker
 	QueueInProgressMessages = "autocoder_queue_in_progress_messages" // {pool}: delivered, not yet acknowledged
 	QueueOldestPendingAge   = "autocoder_queue_oldest_pending_age_seconds"
+	// Pools, from the workers' capacity beats and the pause switches
+	// (coordinator): saturation is in-progress / capacity.
+	PoolCapacitySlots = "autocoder_pool_capacity_slots" // {pool}: slots of the live workers
+	PoolWorkers       = "autocoder_pool_workers"        // {pool}: live worker processes
+	PoolPaused        = "autocoder_pool_paused"         // {pool}: 1 while paused
 
 	// Coordinator.
 	CoordinatorStepsTotal          = "autocoder_coordinator_steps_total"           // {kind}
@@ -38,7 +43,7 @@ const (
 	ModelTokensTotal = "autocoder_model_tokens_total"          // {model, stage, direction}
 	ModelErrorsTotal = "autocoder_model_errors_total"          // {model, stage, kind}
 	// ModelCostTotal is in the model table's currency (docs/settings.md).
-	ModelCostTotal = "autocoder_model_cost_total" // {model}
+	ModelCostTotal = "autocoder_model_cost_total" // {model, stage}
 
 	// Sandbox workers: the backend.
 	SandboxRunsTotal    = "autocoder_sandbox_runs_total"             // {backend, outcome}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/autocoder/autocoder/internal/bus"
@@ -13,8 +12,10 @@ import (
 
 // queueCollector reports each stage pool's queue at scrape time, from its
 // consumer's info: messages waiting for a worker, messages a worker holds,
-// and the age of the oldest waiting one (read from the stream). It asks
-// NATS on every scrape, so register it in one process per deployment (the
+// and the age of the oldest waiting one (read from the stream); and the
+// pool's capacity (the slots of its live workers, from their beats in the
+// roster), how many workers it has and whether it is paused. It asks NATS
+// on every scrape, so register it in one process per deployment (the
 // coordinator's), not in every worker.
 type queueCollector struct {
 	res     *bus.Resources
@@ -22,6 +23,7 @@ type queueCollector struct {
 	now     func() time.Time
 
 	pending, inProgress, oldest *prometheus.Desc
+	capacity, workers, paused   *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*queueCollector)(nil)
@@ -36,6 +38,12 @@ func newQueueCollector(res *bus.Resources) *queueCollector {
 			"Stage commands delivered to a worker and not yet acknowledged, by pool.", pool, nil),
 		oldest: prometheus.NewDesc(QueueOldestPendingAge,
 			"Age of the oldest stage command waiting for a worker, by pool (0 when none waits).", pool, nil),
+		capacity: prometheus.NewDesc(PoolCapacitySlots,
+			"Stages the pool's live workers can run at once (the sum of their slots), by pool.", pool, nil),
+		workers: prometheus.NewDesc(PoolWorkers,
+			"Live worker processes of the pool (beating in the roster), by pool.", pool, nil),
+		paused: prometheus.NewDesc(PoolPaused,
+			"1 while the pool is paused (its workers fetch nothing new), else 0, by pool.", pool, nil),
 	}
 }
 
@@ -44,38 +52,47 @@ func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- q.pending
 	ch <- q.inProgress
 	ch <- q.oldest
+	ch <- q.capacity
+	ch <- q.workers
+	ch <- q.paused
 }
 
 // Collect implements prometheus.Collector. A pool whose consumer cannot be
-// read is left out of this scrape (its series go stale, which alerts can see).
+// read is left out of this scrape (its series go stale, which alerts can
+// see); so are the capacity series when the roster cannot be read.
 func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
 	defer cancel()
+	var beats []messages.WorkerBeat
+	roster := q.res.Workers != nil
+	if roster {
+		var err error
+		beats, err = bus.Roster(ctx, q.res.Workers)
+		roster = err == nil
+	}
 	for _, pool := range messages.Pools() {
-		cons, ok := q.res.StageConsumers[pool]
-		if !ok {
-			continue
-		}
-		info, err := cons.Info(ctx)
-		if err != nil {
-			continue
-		}
 		p := string(pool)
-		ch <- prometheus.MustNewConstMetric(q.pending, prometheus.GaugeValue, float64(info.NumPending), p)
-		ch <- prometheus.MustNewConstMetric(q.inProgress, prometheus.GaugeValue, float64(info.NumAckPending), p)
-		ch <- prometheus.MustNewConstMetric(q.oldest, prometheus.GaugeValue, q.oldestAge(ctx, q.res.Stages[pool], info), p)
+		if qs, err := bus.PoolQueue(ctx, q.res, pool, q.now()); err == nil {
+			ch <- prometheus.MustNewConstMetric(q.pending, prometheus.GaugeValue, float64(qs.Pending), p)
+			ch <- prometheus.MustNewConstMetric(q.inProgress, prometheus.GaugeValue, float64(qs.InFlight), p)
+			ch <- prometheus.MustNewConstMetric(q.oldest, prometheus.GaugeValue, qs.OldestPendingSeconds, p)
+		}
+		if roster {
+			slots, n := bus.CapacityOf(beats, pool)
+			ch <- prometheus.MustNewConstMetric(q.capacity, prometheus.GaugeValue, float64(slots), p)
+			ch <- prometheus.MustNewConstMetric(q.workers, prometheus.GaugeValue, float64(n), p)
+		}
+		if q.res.Pools != nil {
+			if pp, err := bus.PoolPauseOf(ctx, q.res.Pools, pool); err == nil {
+				ch <- prometheus.MustNewConstMetric(q.paused, prometheus.GaugeValue, boolValue(pp != nil && pp.Paused), p)
+			}
+		}
 	}
 }
 
-// oldestAge is how long the next message the consumer would deliver has
-// waited: the stream holds it at the sequence after the last delivered.
-func (q *queueCollector) oldestAge(ctx context.Context, stream jetstream.Stream, info *jetstream.ConsumerInfo) float64 {
-	if info.NumPending == 0 || stream == nil {
-		return 0
+func boolValue(b bool) float64 {
+	if b {
+		return 1
 	}
-	msg, err := stream.GetMsg(ctx, info.Delivered.Stream+1)
-	if err != nil {
-		return 0
-	}
-	return max(q.now().Sub(msg.Time).Seconds(), 0)
+	return 0
 }

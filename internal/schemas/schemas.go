@@ -51,6 +51,9 @@ var messageValues = []any{
 	messages.CancelJob{},
 	// The web UI's job index (autocoder_job_index) and iteration history.
 	messages.JobSummary{}, messages.Iteration{},
+	// Operations: a worker's stage_started notice, its capacity beat, a
+	// pool's pause switch, the queues view and the HTTP error body.
+	messages.StageStarted{}, messages.WorkerBeat{}, messages.PoolPause{}, messages.QueuesView{}, messages.HTTPError{},
 	// A Dir output's manifest in the outputs object store.
 	messages.DirManifest{},
 }
@@ -67,6 +70,7 @@ var NotMessages = []string{
 	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult", "CodeModeFile", "MissingModule",
 	"ToolRef", // a parsed tools entry: what travels is its "alias=served_name" string
 	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation", "RepairRoute",
+	"PoolView",
 	"RunOptions", "ModelCost", "ManifestFile", "StageSettings",
 	"OperatorCounts", "SurvivingMutant", "StrengthReport",
 	"StageRow", "StageTable", // the stage table: Go-side facts of each stage, never sent
@@ -127,9 +131,9 @@ func mapper(t reflect.Type) *jsonschema.Schema {
 	case reflect.TypeFor[messages.Type]():
 		return enum(messages.OutputTypes)
 	case reflect.TypeFor[messages.JobStatus]():
-		return enum([]messages.JobStatus{messages.StatusRunning, messages.StatusSucceeded, messages.StatusFailed, messages.StatusErrored})
+		return enum(messages.Statuses())
 	case reflect.TypeFor[messages.EventType]():
-		return enum([]messages.EventType{messages.EventJobStarted, messages.EventStageStarted, messages.EventStageFinished, messages.EventJobFinished})
+		return enum([]messages.EventType{messages.EventJobStarted, messages.EventStageQueued, messages.EventStageStarted, messages.EventStageFinished, messages.EventJobFinished, messages.EventToolCall})
 	case reflect.TypeFor[messages.CacheMode]():
 		return enum([]messages.CacheMode{messages.CacheAuto, messages.CacheOverride, messages.CacheDisable})
 	case reflect.TypeFor[messages.Backend]():

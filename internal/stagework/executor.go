@@ -76,7 +76,23 @@ type Config struct {
 	// Cancels, if set, stops the stages of a cancelled job (cancel.go);
 	// nil: they run to their end and their results are stale.
 	Cancels *Cancels
+	// Announce, if set, is told of each stage the executor starts (after
+	// admission, when the cache does not answer it) that is still running
+	// AnnounceAfter later, with the time it started. The stack publishes it
+	// as the stage's StageStarted notice (bus.AnnounceStarted), which tells
+	// its wait in the queue from its run. It is called on a goroutine of
+	// its own, at most once per stage.
+	Announce func(ctx context.Context, n messages.StageStarted)
+	// AnnounceAfter is how long a stage runs before it is announced: a
+	// stage done sooner is not, so the coordinator takes no extra step for
+	// the quick ones (its result says when it started anyway), and a live
+	// view shows a stage queued for at most that much longer than it was.
+	// Default DefaultAnnounceAfter; negative: at once.
+	AnnounceAfter time.Duration
 }
+
+// DefaultAnnounceAfter is Config.AnnounceAfter's default.
+const DefaultAnnounceAfter = 250 * time.Millisecond
 
 // Executor is the stage executor: it turns stage command messages into
 // stage results. It decodes the command, checks that the coordinator sent
@@ -114,6 +130,9 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.AnnounceAfter == 0 { // negative: at once
+		cfg.AnnounceAfter = DefaultAnnounceAfter
 	}
 	return &Executor{cfg: cfg, mux: cfg.Mux, log: cfg.Logger}, nil
 }
@@ -173,6 +192,7 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 	if e.fromCache(ctx, cmd, key, &res) {
 		return e.publish(ctx, msg, &res, start)
 	}
+	defer e.announce(ctx, cmd, start)()
 	claim, answered, err := e.claimOrWait(ctx, cmd, key, &res)
 	switch {
 	case err != nil:
@@ -213,6 +233,17 @@ func (e *Executor) failed(ctx context.Context, msg *bus.Message, err error, res 
 		return retry
 	}
 	return e.publish(ctx, msg, res, start)
+}
+
+// announce tells Config.Announce of a stage that has run AnnounceAfter
+// since start, unless the returned stop is called first.
+func (e *Executor) announce(ctx context.Context, cmd *messages.StageCommand, start time.Time) (stop func()) {
+	if e.cfg.Announce == nil {
+		return func() {}
+	}
+	n := messages.StageStarted{V: messages.WireVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage, Worker: e.cfg.Worker, StartedAt: start}
+	t := time.AfterFunc(max(e.cfg.AnnounceAfter, 0), func() { e.cfg.Announce(context.WithoutCancel(ctx), n) })
+	return func() { t.Stop() }
 }
 
 // fromCache fills res from the cache when the command allows it and the

@@ -836,3 +836,44 @@ func mustKey(t *testing.T, x *stagework.Executor, cmd *messages.StageCommand) st
 	}
 	return k
 }
+
+// TestAnnounceLongStages: a stage the executor computes is announced once,
+// with the worker's name and its start, when it has run AnnounceAfter; a
+// stage answered from the cache is not (it goes from queued to finished).
+func TestAnnounceLongStages(t *testing.T) {
+	t.Parallel()
+	announced := make(chan messages.StageStarted, 4)
+	h := &handler{version: "v1"}
+	h.fn = func(_ context.Context, cmd *messages.StageCommand) (stagework.Output[any], error) {
+		if cmd.JobID == "job-long" {
+			select { // runs until it has been announced
+			case n := <-announced:
+				announced <- n
+			case <-time.After(testTimeout):
+				t.Error("a long stage was not announced")
+			}
+		}
+		return planOutput("computed " + cmd.JobID), nil
+	}
+	announce := func(c *stagework.Config) {
+		c.Announce = func(_ context.Context, n messages.StageStarted) { announced <- n }
+		c.AnnounceAfter = 20 * time.Millisecond
+	}
+	r := newExecutor(t, h, &publisher{}, newMemCache(), announce)
+	for _, jobID := range []string{"job-long", "job-hit"} { // the second is answered from the cache
+		cmd := *command(messages.CacheAuto)
+		cmd.JobID = jobID
+		if err := r.Handle(ctxT(t), message(t, &cmd, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := messages.StageStarted{V: messages.WireVersion, JobID: "job-long", Seq: 3, Stage: messages.StagePlan, Worker: "w1", StartedAt: t0}
+	if got := <-announced; got != want {
+		t.Errorf("announced %+v, want %+v", got, want)
+	}
+	select {
+	case n := <-announced:
+		t.Errorf("announced %+v too: a cache hit or a quick stage", n)
+	default:
+	}
+}

@@ -10,14 +10,16 @@ import (
 // progress prints stage progress to Stderr: on a terminal, the stages in
 // flight are redrawn on one status line; elsewhere, one line per finished
 // stage. Each line has the stage's own duration (from its stage_started
-// event to its stage_finished, as the coordinator timed them) and the
-// job's elapsed time; a test run or diagnosis with failing tests adds a
-// line that names them.
+// event, when a worker took it, to its stage_finished, as the coordinator
+// timed them), how long it waited in its queue before (from its
+// stage_queued), and the job's elapsed time; a test run or diagnosis with
+// failing tests adds a line that names them.
 type progress struct {
 	io      IO
 	start   time.Time
 	running map[int]messages.Stage
 	started map[int]time.Time // stage_started time by seq
+	queued  map[int]time.Time // stage_queued time by seq
 	// tries counts finished stages per (stage, iteration): a fix re-asked
 	// after a failed verification, or a rebuild, shows as "try 2", "try 3"
 	// instead of an identical line.
@@ -31,11 +33,14 @@ type stageIteration struct {
 
 func newProgress(io IO) *progress {
 	return &progress{io: io, start: time.Now(), running: map[int]messages.Stage{},
-		started: map[int]time.Time{}, tries: map[stageIteration]int{}}
+		started: map[int]time.Time{}, queued: map[int]time.Time{}, tries: map[stageIteration]int{}}
 }
 
 func (p *progress) event(e messages.Event) error {
 	switch e.Type {
+	case messages.EventStageQueued:
+		p.running[e.Seq] = e.Stage
+		p.queued[e.Seq] = e.Time
 	case messages.EventStageStarted:
 		p.running[e.Seq] = e.Stage
 		p.started[e.Seq] = e.Time
@@ -74,16 +79,35 @@ func (p *progress) finished(e messages.Event) {
 	if e.Cached {
 		cached = " (cached)"
 	}
-	took := "?" // joined after the stage started
-	if t, ok := p.started[e.Seq]; ok && !t.IsZero() && !e.Time.IsZero() {
-		took = e.Time.Sub(t).Round(100 * time.Millisecond).String()
-	}
+	took := p.took(e)
 	delete(p.started, e.Seq)
+	delete(p.queued, e.Seq)
 	fmt.Fprintf(w, "  %-12s iteration %d%s  %s%s  took %s  [%s in all]\n", messages.QuoteName(string(e.Stage)), e.Iteration, try,
 		messages.Printable(e.Outcome), cached, took, time.Since(p.start).Round(100*time.Millisecond))
 	if e.Message != "" {
 		fmt.Fprintf(w, "  %-12s %s\n", "", messages.Printable(oneLine(e.Message)))
 	}
+}
+
+// took is how long a finished stage ran, and waited in its queue before:
+// "1.2s", "1.2s (queued 5s)"; "?" when it was followed from after it
+// started. A stage answered from the cache, which no worker announced as
+// started, ran from its dispatch.
+func (p *progress) took(e messages.Event) string {
+	queued, qok := p.queued[e.Seq]
+	started, sok := p.started[e.Seq]
+	round := func(d time.Duration) string { return d.Round(100 * time.Millisecond).String() }
+	switch {
+	case e.Time.IsZero():
+		return "?"
+	case sok && qok && started.Sub(queued) >= 100*time.Millisecond:
+		return round(e.Time.Sub(started)) + " (queued " + round(started.Sub(queued)) + ")"
+	case sok:
+		return round(e.Time.Sub(started))
+	case qok:
+		return round(e.Time.Sub(queued))
+	}
+	return "?"
 }
 
 func (p *progress) clear() {

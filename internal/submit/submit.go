@@ -321,12 +321,7 @@ func (m *multi) String() string     { return strings.Join(*m, ",") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
 func logger(cfg config.Config, w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
-	if lvl < slog.LevelWarn {
-		lvl = slog.LevelWarn // the CLI shows progress; logs only for trouble
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
+	return cfg.NewLogger(w, slog.LevelWarn) // the CLI shows progress; logs only for trouble
 }
 
 // saveOut is --out (of submit, submit result and submit run): the job's

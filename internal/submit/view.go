@@ -99,10 +99,23 @@ func printRunning(w io.Writer, running []client.RunningStage, finished *time.Tim
 	fmt.Fprintln(w, "running now:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, s := range running {
-		fmt.Fprintf(tw, "  %s\titeration %d\tfor %s\n", messages.QuoteName(string(s.Stage)), s.Iteration,
-			time.Since(s.Since).Round(time.Second))
+		fmt.Fprintf(tw, "  %s\titeration %d\t%s\n", messages.QuoteName(string(s.Stage)), s.Iteration, runningFor(s, time.Now()))
 	}
 	tw.Flush()
+}
+
+// runningFor says how long a stage in flight has waited in its queue and
+// run: "queued for 5s", or "queued 5s, running for 1s on llm-1".
+func runningFor(s client.RunningStage, now time.Time) string {
+	if s.StartedAt == nil {
+		return "queued for " + now.Sub(s.Since).Round(time.Second).String()
+	}
+	on := ""
+	if s.Worker != "" {
+		on = " on " + messages.QuoteName(s.Worker)
+	}
+	return fmt.Sprintf("queued %s, running for %s%s", max(0, s.StartedAt.Sub(s.Since)).Round(time.Second),
+		now.Sub(*s.StartedAt).Round(time.Second), on)
 }
 
 // printOutputs lists the typed outputs, by name.

@@ -20,7 +20,7 @@ func TestViewOfCancelledJob(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 24, 23, 0, 5, 0, time.UTC)
 	sub := at.Add(-5 * time.Second)
-	r := &messages.Result{JobID: "job-1", Status: messages.StatusFailed, Error: "cancelled by cli:ann@box: wrong data",
+	r := &messages.Result{JobID: "job-1", Status: messages.StatusCancelled, Error: "cancelled by cli:ann@box: wrong data",
 		SubmittedAt: sub, FinishedAt: &at, Attempts: 1, LLMCalls: 3,
 		Spec:      &messages.JobSpec{Prompt: "Sum the sales."},
 		Cancelled: &messages.Cancellation{By: "cli:ann@box", At: at, Reason: "wrong data"},
@@ -53,9 +53,14 @@ func TestViewOfRunningJob(t *testing.T) {
 	t.Parallel()
 	r := &messages.Result{JobID: "job-2", Status: messages.StatusRunning, SubmittedAt: time.Now().Add(-time.Minute)}
 	var out bytes.Buffer
-	printView(&out, r, false, []client.RunningStage{{Stage: messages.StageRunTests, Seq: 6, Iteration: 2, Since: time.Now().Add(-3 * time.Second)}})
-	if !strings.Contains(out.String(), "job job-2: running since") || !strings.Contains(out.String(), "running now:\n  run_tests  iteration 2  for 3s") {
-		t.Errorf("view:\n%s", out.String())
+	started := time.Now().Add(-time.Second)
+	printView(&out, r, false, []client.RunningStage{{Stage: messages.StagePlan, Seq: 5, Iteration: 2, Since: time.Now().Add(-6 * time.Second), StartedAt: &started, Worker: "llm-1"},
+		{Stage: messages.StageRunTests, Seq: 6, Iteration: 2, Since: time.Now().Add(-3 * time.Second)}})
+	for _, want := range []string{"job job-2: running since", "running now:\n  plan       iteration 2  queued 5s, running for 1s on llm-1\n",
+		"  run_tests  iteration 2  queued for 3s"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("view lacks %q:\n%s", want, out.String())
+		}
 	}
 }
 

@@ -54,9 +54,9 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 	if err := coord.BackfillIndex(ctx); err != nil {
 		st.log.Warn("backfill the job index", "err", err)
 	}
-	st.consume("coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(coord.HandleJobs), 4)
+	st.consume("coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(coord.HandleJobs), 4, nil)
 	for _, pool := range messages.Pools() {
-		st.consume("coordinator-results-"+string(pool), st.Resources.ResultConsumers[pool], bus.HandlerFunc(coord.HandleResult), 8)
+		st.consume("coordinator-results-"+string(pool), st.Resources.ResultConsumers[pool], bus.HandlerFunc(coord.HandleResult), 8, nil)
 	}
 	return nil
 }
@@ -114,9 +114,9 @@ func (st *Stack) model() (llm.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	var onUsage func(string, messages.Usage)
-	if m, ok := obs.(interface{ Cost(string, float64) }); ok {
-		onUsage = func(model string, u messages.Usage) { m.Cost(model, u.Cost) }
+	var onUsage func(string, string, messages.Usage)
+	if m, ok := obs.(interface{ Cost(string, string, float64) }); ok {
+		onUsage = func(model, stage string, u messages.Usage) { m.Cost(model, stage, u.Cost) }
 	}
 	return llm.NewRouter(table, llm.OpenAIConfig{MaxReplyBytes: bounds.ReplyBytes, Logger: st.log.With("component", "llm"), Observer: obs}, onUsage)
 }
@@ -219,11 +219,13 @@ func (st *Stack) startStageWorker(pool messages.Pool, c cache.Cache, defaultSlot
 	st.closers = append(st.closers, sub.Unsubscribe)
 	x, err := stagework.NewExecutor(stagework.Config{Mux: mux, Pool: pool, Publisher: st.Publisher, Cache: c,
 		Jobs: stagework.KVJobs{KV: st.Resources.JobState}, Cancels: cancels,
-		Logger: st.log.With("component", name), Worker: cfg.WorkerName, Metrics: m})
+		Logger: st.log.With("component", name), Worker: cfg.WorkerName, Metrics: m,
+		Announce: st.announcer(pool)}) // ops.go
 	if err != nil {
 		return err
 	}
-	st.consume(name, st.Resources.StageConsumers[pool], x, concurrency(cfg.Concurrency, defaultSlots))
+	w := st.consume(name, st.Resources.StageConsumers[pool], x, concurrency(cfg.Concurrency, defaultSlots), st.watchPause(pool))
+	st.advertise(pool, w) // ops.go
 	return nil
 }
 

@@ -92,6 +92,7 @@ func Serve(ctx context.Context, role Role, o ServeOptions) error {
 	if st.Embedded != nil {
 		o.Logger.Info("embedded NATS listening", "url", st.Embedded.ClientURL(), "monitor", st.Embedded.MonitorURL())
 	}
+	access.Ready = st.Ready // GET /readyz
 	if err := serveHTTP(ctx, srv.listen(o.Config), httpapi.Handler(st.Client, m.Handler(), access), o.Logger.With("role", role)); err != nil {
 		return err
 	}
@@ -148,9 +149,7 @@ func Main(role Role) int {
 		}
 		return 2
 	}
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(o.Config.LogLevel))
-	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	o.Logger = o.Config.NewLogger(os.Stderr, slog.LevelDebug) // text or JSON lines (AUTOCODER_LOG_FORMAT)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := Serve(ctx, role, o); err != nil {

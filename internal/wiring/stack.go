@@ -346,12 +346,12 @@ func (st *Stack) workerCache(ctx context.Context) (cache.Cache, error) {
 	return c, nil
 }
 
-// consume handles cons's messages with h in slots goroutines until Close.
-// The bus worker recovers a handler's panic; a worker that stops on an
-// error makes Close return it.
-func (st *Stack) consume(name string, cons jetstream.Consumer, h bus.Handler, slots int) {
+// consume handles cons's messages with h in slots goroutines until Close,
+// fetching nothing while pause (nil: never) is on. The bus worker recovers
+// a handler's panic; a worker that stops on an error makes Close return it.
+func (st *Stack) consume(name string, cons jetstream.Consumer, h bus.Handler, slots int, pause *bus.Pause) *bus.Worker {
 	wc := bus.WorkerConfig{Name: name, Concurrency: slots, Logger: st.log.With("component", name), Claims: st.Resources.Claims,
-		Metrics: st.busMetrics}
+		Metrics: st.busMetrics, Pause: pause}
 	w := bus.NewWorker(cons, h, wc)
 	st.wg.Add(1)
 	go func() {
@@ -361,6 +361,7 @@ func (st *Stack) consume(name string, cons jetstream.Consumer, h bus.Handler, sl
 			st.errOnce.Do(func() { st.err = fmt.Errorf("%s: %w", name, err) })
 		}
 	}()
+	return w
 }
 
 // watchDeadlines runs the coordinator's stage deadlines until Close.

@@ -56,6 +56,9 @@ type APIReply struct {
 	// retry as is) and ReplyUnavailable for a failure of autocoder's own
 	// (retry later).
 	Kind string `json:"kind,omitempty"`
+	// Code is set on the HTTP API's answers: the HTTPError code of the
+	// error (invalid, unavailable), as every HTTP error body has.
+	Code string `json:"code,omitempty"`
 }
 
 // Kinds of APIReply errors.

@@ -33,13 +33,30 @@ const (
 	StatusSucceeded JobStatus = "succeeded"
 	StatusFailed    JobStatus = "failed"  // finished without passing tests (or bad input found late)
 	StatusErrored   JobStatus = "errored" // infrastructure failure: a stage could not be done
+	// StatusCancelled: stopped on request (CancelJob); the result's
+	// Cancelled says who asked, when and why.
+	StatusCancelled JobStatus = "cancelled"
 )
+
+// Statuses lists every job status, running first.
+func Statuses() []JobStatus {
+	return []JobStatus{StatusRunning, StatusSucceeded, StatusFailed, StatusErrored, StatusCancelled}
+}
+
+// Valid reports whether s is one of Statuses.
+func (s JobStatus) Valid() bool { return slices.Contains(Statuses(), s) }
 
 // EventType names a progress event.
 type EventType string
 
 const (
-	EventJobStarted    EventType = "job_started"
+	EventJobStarted EventType = "job_started"
+	// EventStageQueued: the coordinator dispatched a stage; it waits in
+	// its pool's queue until a worker takes it.
+	EventStageQueued EventType = "stage_queued"
+	// EventStageStarted: a worker took the stage and started it (its
+	// StageStarted notice). A stage answered from the cache goes from
+	// queued to finished without it.
 	EventStageStarted  EventType = "stage_started"
 	EventStageFinished EventType = "stage_finished"
 	EventJobFinished   EventType = "job_finished"
@@ -57,6 +74,7 @@ type Event struct {
 	Outcome   string    `json:"outcome,omitempty"`
 	Message   string    `json:"message,omitempty"`
 	Success   *bool     `json:"success,omitempty"` // on job_finished
+	Worker    string    `json:"worker,omitempty"`  // on stage_started: the worker that took the stage
 	Time      time.Time `json:"time"`
 
 	// Tool is the call on a tool_call event (the agent backend).
@@ -74,6 +92,12 @@ type StageRecord struct {
 	Outcome    string    `json:"outcome"`
 	Usage      Usage     `json:"usage"`
 	Worker     string    `json:"worker,omitempty"` // the worker that did it
+	// DispatchedAt is when the coordinator sent the stage to its pool, and
+	// FinishedAt when the worker finished it (StartedAt plus DurationMS):
+	// StartedAt minus DispatchedAt is the time it waited in the queue.
+	// (The coordinator's and the worker's clocks.) Zero on older records.
+	DispatchedAt time.Time `json:"dispatched_at,omitzero"`
+	FinishedAt   time.Time `json:"finished_at,omitzero"`
 }
 
 // Result is the result object (Contract 5 (docs/contracts.md)).

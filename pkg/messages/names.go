@@ -50,6 +50,12 @@ const (
 	ObjectStoreOutputs = "autocoder_outputs"
 	// ObjectStoreClaims holds message bodies too large for a message (HeaderClaimCheck).
 	ObjectStoreClaims = "autocoder_claims"
+	// BucketWorkers holds each live stage worker's WorkerBeat, keyed
+	// <pool>.<instance>; an entry expires when its worker stops beating.
+	BucketWorkers = "autocoder_workers"
+	// BucketPools holds each pool's PoolPause, keyed by the pool's name:
+	// the switch the pool's workers watch.
+	BucketPools = "autocoder_pools"
 )
 
 // Headers of autocoder's messages.

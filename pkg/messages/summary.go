@@ -13,6 +13,7 @@ type JobSummary struct {
 	Status      JobStatus  `json:"status"`
 	Phase       string     `json:"phase,omitempty"`   // where a running job is (profiling, testing, ...)
 	Running     []Stage    `json:"running,omitempty"` // stages dispatched and not answered yet
+	Queued      []Stage    `json:"queued,omitempty"`  // those of Running no worker has started yet
 	Prompt      string     `json:"prompt,omitempty"`  // trimmed
 	Error       string     `json:"error,omitempty"`   // trimmed
 	Iterations  int        `json:"iterations"`

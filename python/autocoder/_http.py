@@ -75,23 +75,26 @@ def quote(segment):
 
 
 def _error(method, path, status, raw):
+    """The error of a non-2xx answer. Every error answer of the HTTP API is
+    JSON, {"error", "code", "field"} (an APIReply also has "kind"); the
+    status picks the class, as for a plain-text answer from a proxy."""
     text = raw.decode("utf-8", "replace").strip()
     try:
         reply = json.loads(text)
     except ValueError:
         reply = None
-    if isinstance(reply, dict) and reply.get("error"):
-        if status == 400 or reply.get("kind") == "invalid":
-            return InvalidRequestError(reply["error"], reply.get("field", ""))
-        return UnavailableError(reply["error"])
-    where = "%s %s: %d %s" % (method, path, status, text)
+    body = isinstance(reply, dict) and bool(reply.get("error"))
+    message = reply["error"] if body else text
+    field = reply.get("field", "") if body else ""
+    code = (reply.get("code") or reply.get("kind") or "") if body else ""
+    where = "%s %s: %d %s" % (method, path, status, message)
     if status in (401, 403):
         return AuthError(where)
     if status == 404:
         return NotFoundError(where)
-    if status in (400, 413):
-        return InvalidRequestError(where)
-    return UnavailableError(where)
+    if status in (400, 413) or code == "invalid":
+        return InvalidRequestError(message if body else where, field)
+    return UnavailableError(message if body else where)
 
 
 def upload(conn, file_name, path):

@@ -2,6 +2,7 @@
 autocoder's HTTP API. Its constructor takes the settings of every job it
 submits; generate(...) submits one, waits for it and returns its result."""
 
+import json
 import os
 import tempfile
 import time
@@ -258,13 +259,17 @@ def _add(tar, full, rel, field):
 
 
 def wait_result(conn, job_id, wait, poll_interval):
-    """Polls the job's result until it is there (404 while it runs)."""
+    """Polls the job's result until it is finished: the API answers 202
+    with the result so far while the job runs, 404 until the coordinator
+    has stored it."""
     from .errors import NotFoundError
 
     deadline = time.monotonic() + wait
     while True:
         try:
-            return conn.json("GET", "/v1/jobs/%s/result" % _http.quote(job_id))
+            status, _, raw = conn.request("GET", "/v1/jobs/%s/result" % _http.quote(job_id))
+            if status != 202:
+                return json.loads(raw)
         except NotFoundError:
             pass
         except UnavailableError:

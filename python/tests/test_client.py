@@ -134,6 +134,36 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(UnavailableError):
             AutoCoderAgent(url="http://127.0.0.1:1", token="t").generate(prompt="p")
 
+    def test_waits_through_running_answers(self):
+        # The API answers 404 until the coordinator stored the job, then 202
+        # with the result so far while it runs, then 200 with the result.
+        self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-4"})
+        answers = [(404, {"error": "job not found", "code": "not_found"}),
+                   (202, result("job-4", success=False, status="running", error="")),
+                   (200, result("job-4", outputs={"n": 3}))]
+        route = self.srv.route
+
+        def sequence(method, path, body):
+            if path.startswith("/v1/jobs/job-4/result"):
+                return answers.pop(0) if len(answers) > 1 else answers[0]
+            return route(method, path, body)
+
+        self.srv.route = sequence
+        res = self.agent().generate(prompt="p", outputs={"n": int})
+        self.assertTrue(res.success)
+        self.assertEqual(res.outputs, {"n": 3})
+
+    def test_json_errors_by_status(self):
+        # Every error answer is JSON ({"error", "code", "field"}): the status
+        # picks the class, the message is the body's.
+        for status, code, cls in [(401, "unauthorized", AuthError), (403, "forbidden", AuthError),
+                                  (413, "too_large", InvalidRequestError), (503, "unavailable", UnavailableError)]:
+            with self.subTest(status=status):
+                self.routes[("POST", "/v1/jobs")] = (status, {"error": "said " + code, "code": code})
+                with self.assertRaises(cls) as cm:
+                    self.agent().generate(prompt="p")
+                self.assertIn("said " + code, str(cm.exception))
+
     def test_dataframe_without_pandas(self):
         written = []
 

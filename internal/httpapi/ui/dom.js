@@ -14,7 +14,10 @@ export function h(tag, attrs, ...children) {
     else if (k === "class") el.className = v;
     else el.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const c of children.flat()) {
+  // flat(Infinity): a child may be a list of lists (a section per key);
+  // one level would leave lists inside to be stringified as
+  // "[object HTMLHeadingElement],[object HTMLPreElement]".
+  for (const c of children.flat(Infinity)) {
     if (c == null || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -44,7 +47,44 @@ export async function api(path, init) {
 export function useToken(token, then) {
   sessionStorage.setItem(TOKEN_KEY, token);
   $("auth").hidden = true;
+  me = null;
   then();
+}
+
+// The token's name and scopes (GET v1/whoami), asked once per token, so
+// a page offers only what the token may do: no Cancel, Rerun, launch or
+// pause for a read token.
+let me = null;
+
+export async function whoami() {
+  if (me) return me;
+  const resp = await api("v1/whoami");
+  const who = resp.ok ? await resp.json() : { name: "", scopes: [] };
+  if (resp.ok) me = who;
+  return who;
+}
+
+export async function can(scope) {
+  return (await whoami()).scopes.includes(scope);
+}
+
+// errorText is what an error answer says: its JSON error body's message
+// and field, or its text.
+export async function errorText(resp) {
+  const text = (await resp.text()).trim();
+  try {
+    const j = JSON.parse(text);
+    if (j && typeof j.error === "string") return j.error;
+  } catch (_) { /* not JSON: the text itself */ }
+  return text;
+}
+
+// saveBlob saves data under name, as a download.
+export function saveBlob(name, data, type) {
+  const url = URL.createObjectURL(data instanceof Blob ? data : new Blob([data], { type: type || "text/plain" }));
+  const a = h("a", { href: url, download: name });
+  document.body.append(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
 export function fmtTime(t) {

@@ -2,7 +2,9 @@
 // iteration log with diffs (GET v1/jobs/<id>/iterations), and, while the
 // job runs, its events over SSE, resumed from the last event id after a
 // dropped connection.
-import { $, h, api, authHeaders, fmtTime, fmtMS, fmtInt, durationOf, statusEl, pre, diffEl } from "./dom.js";
+import { $, h, api, authHeaders, can, saveBlob, fmtTime, fmtMS, fmtInt, durationOf, statusEl, pre, diffEl } from "./dom.js";
+import { codePre } from "./highlight.js";
+import { activitySection } from "./activity.js";
 
 let live = null; // the job being shown: { id, source, lastId, running, timers }
 
@@ -18,6 +20,8 @@ export function stopJob() {
 export async function showJob(id) {
   live = { id, source: null, lastId: 0, running: new Map(), timers: [], stopped: false, res: null, its: [], tab: null, retry: 0 };
   const me = live;
+  me.canSubmit = await can("submit"); // Cancel, Rerun and Edit only for a token that may submit
+  if (me.stopped) return;
   await refresh(me);
   if (me.res && me.res.status === "running") {
     connect(me);
@@ -67,12 +71,11 @@ async function connect(me) {
   const onEvent = (e) => {
     if (e.lastEventId) me.lastId = Number(e.lastEventId);
     const ev = JSON.parse(e.data);
-    if (ev.type === "stage_started") me.running.set(ev.seq, ev);
-    if (ev.type === "stage_finished") { me.running.delete(ev.seq); refreshSoon(me); }
-    if (ev.type === "job_finished") me.running.clear();
+    inFlight(me, ev);
+    if (ev.type === "stage_finished") refreshSoon(me);
     renderRunning(me);
   };
-  for (const t of ["job_started", "stage_started", "stage_finished", "job_finished"]) src.addEventListener(t, onEvent);
+  for (const t of ["job_started", "stage_queued", "stage_started", "stage_finished", "job_finished"]) src.addEventListener(t, onEvent);
   src.addEventListener("result", (e) => {
     src.close(); me.source = null;
     me.res = JSON.parse(e.data);
@@ -99,13 +102,51 @@ function setLive(me, state) {
   if (el) { el.textContent = state; el.dataset.state = state; el.className = "badge" + (state === "live" ? " live" : ""); }
 }
 
+// inFlight keeps the stages in flight from the events: queued from
+// stage_queued (the coordinator dispatched it), running from
+// stage_started (a worker took it), gone at stage_finished.
+function inFlight(me, ev) {
+  const seen = me.running.get(ev.seq) || { seq: ev.seq, stage: ev.stage, iteration: ev.iteration };
+  switch (ev.type) {
+    case "stage_queued":
+      me.running.set(ev.seq, Object.assign(seen, { queuedAt: ev.time }));
+      break;
+    case "stage_started":
+      me.running.set(ev.seq, Object.assign(seen, { startedAt: ev.time, worker: ev.worker || "" }));
+      break;
+    case "stage_finished":
+      me.running.delete(ev.seq);
+      break;
+    case "job_finished":
+      me.running.clear();
+  }
+}
+
+// waitText says how long a stage in flight has waited and run:
+// "queued for 5 s" or "running for 1 s on llm-1 (queued 5 s)".
+function waitText(st) {
+  if (!st.startedAt) return "queued for " + fmtMS(durationOf(st.queuedAt));
+  const queued = st.queuedAt ? " (queued " + fmtMS(Math.max(0, new Date(st.startedAt) - new Date(st.queuedAt))) + ")" : "";
+  return "running for " + fmtMS(durationOf(st.startedAt)) + (st.worker ? " on " + st.worker : "") + queued;
+}
+
 function renderRunning(me) {
   const el = $("running");
   if (!el) return;
-  const items = [...me.running.values()].sort((a, b) => a.seq - b.seq).map((ev) =>
-    h("li", { "data-stage": ev.stage }, h("b", {}, ev.stage), ev.iteration ? " (iteration " + ev.iteration + ")" : "",
-      h("span", { class: "muted" }, " since " + fmtTime(ev.time) + ", " + fmtMS(durationOf(ev.time)))));
+  const items = [...me.running.values()].sort((a, b) => a.seq - b.seq).map((st) =>
+    h("li", { "data-stage": st.stage, "data-state": st.startedAt ? "running" : "queued" },
+      h("b", {}, st.stage), st.iteration ? " (iteration " + st.iteration + ")" : "",
+      " ", h("span", { class: "badge " + (st.startedAt ? "live" : "queued") }, st.startedAt ? "running" : "queued"),
+      h("span", { class: "muted" }, " " + waitText(st))));
   el.replaceChildren(...(items.length ? items : [h("li", { class: "muted" }, me.res && me.res.status === "running" ? "waiting for the next stage" : "nothing: the job is over")]));
+  // The timeline shows the stages in flight too: drawn again when one is
+  // queued, starts or ends.
+  const sig = [...me.running.values()].map((st) => st.seq + (st.startedAt ? "r" : "q")).join(",");
+  const tl = $("timeline-section");
+  if (tl && me.res && sig !== me.timelineSig) {
+    me.timelineSig = sig;
+    tl.replaceWith(timeline(me.res, me));
+  }
 }
 
 // ---- rendering ----
@@ -120,8 +161,9 @@ function render(me) {
       h("span", { id: "job-status" }, statusEl(r.status)),
       running ? h("span", { class: "badge", id: "live" }, me.liveState || "connecting") : null,
       h("div", { class: "actions" },
-        running ? h("button", { id: "cancel", onclick: () => act(me, "cancel") }, "Cancel") : null,
-        h("button", { id: "rerun", onclick: () => act(me, "rerun") }, "Rerun"),
+        running && me.canSubmit ? h("button", { id: "cancel", onclick: () => act(me, "cancel") }, "Cancel") : null,
+        me.canSubmit ? h("button", { id: "rerun", onclick: () => act(me, "rerun") }, "Rerun") : null,
+        me.canSubmit && r.spec ? h("a", { class: "button", id: "edit", href: "#/new?from=" + encodeURIComponent(r.job_id) }, "Edit and launch") : null,
         // The last button's answer outlives a re-render (a cancel refreshes the page).
         me.answer ? h("span", { class: me.answer.cls, id: "action-answer", "data-done": "1" }, me.answer.text)
           : h("span", { class: "answer", id: "action-answer" }))),
@@ -132,19 +174,23 @@ function render(me) {
       fact("Duration", fmtMS(durationOf(r.submitted_at, r.finished_at))), fact("Iterations", String(r.attempts)),
       fact("Tokens in / out", fmtInt(r.total_input_tokens) + " / " + fmtInt(r.total_output_tokens)),
       fact("Model calls", fmtInt(r.llm_calls)), fact("Cache hits", fmtInt(r.cache_hits), "cache-hits"),
-      fact("Image", r.image || "—")));
+      fact("Image", r.image || "—", "job-image")),
+    r.cancelled ? h("p", { id: "job-cancelled" }, "Cancelled by ", h("b", {}, r.cancelled.by), " at " + fmtTime(r.cancelled.at),
+      r.cancelled.reason ? ": " + r.cancelled.reason : "") : null,
+    downloads(r));
   $("view").replaceChildren(...[
     h("p", {}, h("a", { href: "#/" }, "← all jobs")),
     head,
     running ? h("section", {}, h("h2", {}, "Running now"), h("ul", { id: "running" })) : null,
-    timeline(r),
+    timeline(r, me),
     // A code-mode job has no plan, tests or typed outputs: its section
     // shows the answer, the value, the charts and the program instead.
-    ...(r.codemode ? [codeModeSection(me), usageSection(r), notesSection(r)] : [
+    ...(r.codemode ? [codeModeSection(me), usageSection(r), activitySection(r), notesSection(r)] : [
       h("div", { class: "grid2" }, planSection(r), usageSection(r)),
       iterationsSection(me),
       outputsSection(me),
       strengthSection(r),
+      activitySection(r), // activity.js: what the model did
       notesSection(r),
       dataSection(r)])].filter(Boolean));
   renderRunning(me);
@@ -152,6 +198,17 @@ function render(me) {
 
 function fact(label, value, id) {
   return h("div", { id }, h("b", {}, label), value);
+}
+
+// downloads are the job's script, its tests and its result object, saved
+// from the result the page holds (the full one: a slim view is never shown).
+function downloads(r) {
+  const files = [];
+  if (r.solution && r.solution.code) files.push(["solution.py", r.solution.code, "text/x-python"]);
+  if (r.tests) files.push(["test_solution.py", r.tests, "text/x-python"]);
+  files.push(["result.json", JSON.stringify(r, null, 2) + "\n", "application/json"]);
+  return h("div", { class: "downloads", id: "downloads" }, h("span", { class: "muted" }, "Download: "),
+    files.map(([name, text, type]) => h("button", { "data-file": name, onclick: () => saveBlob(name, text, type) }, name)));
 }
 
 async function act(me, what) {
@@ -186,28 +243,60 @@ async function act(me, what) {
   now.dataset.done = "1";
 }
 
-function timeline(r) {
-  const stages = r.stages || [];
+// timeline is the Gantt chart of the stages: each finished one with its
+// wait in the queue (from dispatch to start, light) and its run, the
+// stages stopped by a cancellation, and those in flight now.
+function timeline(r, me) {
+  const stages = (r.stages || []).slice();
+  const live = [...((me && me.running) || new Map()).values()].sort((a, b) => a.seq - b.seq);
   const t0 = new Date(r.submitted_at).getTime();
+  const now = Date.now();
+  const at = (t) => (t ? new Date(t).getTime() - t0 : null);
   let span = 1;
-  for (const s of stages) span = Math.max(span, new Date(s.started_at).getTime() - t0 + s.duration_ms);
+  for (const s of stages) span = Math.max(span, at(s.started_at) + s.duration_ms, at(s.finished_at) || 0);
+  for (const st of live) span = Math.max(span, now - t0);
+  const bar = (queuedFrom, runFrom, end, cls) => {
+    const pct = (x) => (100 * Math.max(0, x) / span).toFixed(2) + "%";
+    const parts = [];
+    if (queuedFrom != null && runFrom != null && runFrom > queuedFrom) {
+      parts.push(h("span", { class: "queued", style: "left:" + pct(queuedFrom) + ";width:" + pct(runFrom - queuedFrom) }));
+    }
+    if (runFrom != null) parts.push(h("span", { class: cls, style: "left:" + pct(runFrom) + ";width:" + pct(end - runFrom) }));
+    return h("div", { class: "bar" }, parts);
+  };
   const rows = stages.map((s) => {
-    const start = new Date(s.started_at).getTime() - t0;
-    const bad = /^error|fail/.test(s.outcome);
-    const bar = h("div", { class: "bar" }, h("span", {
-      class: s.cached ? "cached" : bad ? "err" : null,
-      style: "left:" + (100 * Math.max(0, start) / span).toFixed(2) + "%;width:" + (100 * s.duration_ms / span).toFixed(2) + "%",
-    }));
-    return h("tr", { "data-stage": s.name, "data-iteration": s.iteration },
+    const cancelled = s.outcome === "cancelled";
+    const bad = cancelled || /^error|fail/.test(s.outcome);
+    const start = s.started_at && !s.started_at.startsWith("0001") ? at(s.started_at) : null;
+    const queued = s.dispatched_at ? at(s.dispatched_at) : null;
+    const wait = queued != null && start != null ? Math.max(0, start - queued) : null;
+    return h("tr", { "data-stage": s.name, "data-iteration": s.iteration, "data-outcome": cancelled ? "cancelled" : null },
       h("td", {}, h("b", {}, s.name)), h("td", { class: "num" }, s.iteration || "—"),
-      h("td", { class: "num" }, "+" + fmtMS(start)), h("td", { class: "num" }, fmtMS(s.duration_ms)), h("td", {}, bar),
+      h("td", { class: "num" }, start != null ? "+" + fmtMS(start) : "—"),
+      h("td", { class: "num" }, wait != null ? fmtMS(wait) : "—"),
+      h("td", { class: "num" }, start != null ? fmtMS(s.duration_ms) : "—"),
+      h("td", {}, bar(queued, start != null ? start : queued, at(s.finished_at) || (start + s.duration_ms), s.cached ? "cached" : cancelled ? "cancelled" : bad ? "err" : null)),
       h("td", { class: "mono worker" }, s.worker || "—"), h("td", {}, s.cached ? h("span", { class: "badge cached" }, "cached") : ""),
       h("td", { class: bad ? "failed" : "" }, s.outcome),
       h("td", { class: "num" }, s.usage && s.usage.calls ? fmtInt(s.usage.input_tokens + s.usage.output_tokens) + " (" + s.usage.calls + ")" : ""));
   });
-  return h("section", {}, h("h2", {}, "Timeline"),
-    h("table", { id: "timeline" }, h("thead", {}, h("tr", {}, ["Stage", "Iter.", "Start", "Duration", "", "Worker", "Cache", "Outcome", "Tokens (calls)"].map((c) => h("th", {}, c)))),
-      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No stage has finished yet.")))));
+  for (const st of live) {
+    const state = st.startedAt ? "running" : "queued";
+    rows.push(h("tr", { "data-stage": st.stage, "data-iteration": st.iteration, "data-inflight": state },
+      h("td", {}, h("b", {}, st.stage)), h("td", { class: "num" }, st.iteration || "—"),
+      h("td", { class: "num" }, st.startedAt ? "+" + fmtMS(at(st.startedAt)) : "—"),
+      h("td", { class: "num" }, fmtMS(Math.max(0, (st.startedAt ? new Date(st.startedAt).getTime() : now) - new Date(st.queuedAt).getTime()))),
+      h("td", { class: "num" }, st.startedAt ? fmtMS(now - new Date(st.startedAt).getTime()) : "—"),
+      h("td", {}, bar(at(st.queuedAt), st.startedAt ? at(st.startedAt) : now - t0, now - t0, "live")),
+      h("td", { class: "mono worker" }, st.worker || "—"), h("td", {}, ""),
+      h("td", {}, h("span", { class: "badge " + (st.startedAt ? "live" : "queued") }, state)), h("td", {}, "")));
+  }
+  if (me) me.timelineSig = live.map((st) => st.seq + (st.startedAt ? "r" : "q")).join(",");
+  return h("section", { id: "timeline-section" }, h("h2", {}, "Timeline"),
+    h("table", { id: "timeline" }, h("thead", {}, h("tr", {}, ["Stage", "Iter.", "Start", "Queued", "Ran", "", "Worker", "Cache", "Outcome", "Tokens (calls)"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 10, class: "muted" }, "No stage has finished yet.")))),
+    h("p", { class: "muted legend" }, h("span", { class: "swatch queued" }), " waiting in its pool's queue  ",
+      h("span", { class: "swatch" }), " running on a worker  ", h("span", { class: "swatch cached" }), " answered from the cache"));
 }
 
 function planSection(r) {
@@ -234,8 +323,8 @@ function iterationsSection(me) {
   if (!its.length) {
     sec.append(h("p", { class: "muted" }, "No test run yet."));
     const r = me.res;
-    if (r.solution) sec.append(h("h3", {}, "solution.py"), pre(r.solution.code, { id: "final-code" }));
-    if (r.tests) sec.append(h("h3", {}, "Tests"), pre(r.tests, { id: "final-tests" }));
+    if (r.solution) sec.append(h("h3", {}, "solution.py"), codePre(r.solution.code, { id: "final-code" }));
+    if (r.tests) sec.append(h("h3", {}, "Tests"), codePre(r.tests, { id: "final-tests" }));
     if (r.output) sec.append(h("h3", {}, "Output"), pre(r.output, { id: "final-output" }));
     return sec;
   }
@@ -243,9 +332,9 @@ function iterationsSection(me) {
   const body = h("div", { id: "iteration-body" });
   const tabs = h("div", { class: "tabs" }, its.map((it) => h("button", {
     class: it.iteration === me.tab ? "on" : null, "data-iteration": it.iteration,
-    onclick: (e) => { me.tab = it.iteration; body.replaceChildren(...iterationBody(it)); for (const b of tabs.children) b.classList.toggle("on", b === e.currentTarget); },
+    onclick: (e) => { me.tab = it.iteration; body.replaceChildren(...iterationBody(it, me.res)); for (const b of tabs.children) b.classList.toggle("on", b === e.currentTarget); },
   }, "Iteration " + it.iteration + " " + verdict(it))));
-  body.replaceChildren(...iterationBody(its.find((i) => i.iteration === me.tab)));
+  body.replaceChildren(...iterationBody(its.find((i) => i.iteration === me.tab), me.res));
   sec.append(tabs, body);
   return sec;
 }
@@ -257,7 +346,17 @@ function verdict(it) {
   return r.failed || r.errors || r.exit_code ? "✗ " + (r.failed + r.errors) + " failing" : "✓";
 }
 
-function iterationBody(it) {
+// noReport says why an iteration has no test report: its tests run now,
+// the job checks its script by running it (validate: run), or the job
+// ended before they ran.
+function noReport(res) {
+  const validate = res && res.spec && res.spec.options && res.spec.options.validate;
+  if (validate === "run") return "No tests: this job checks its script by running it (validate: run); the run is below.";
+  if (res && res.status === "running") return "The tests are running.";
+  return "No test report: the job ended before this iteration's tests ran.";
+}
+
+function iterationBody(it, res) {
   const out = [];
   const r = it.report;
   if (r) {
@@ -270,7 +369,7 @@ function iterationBody(it) {
         h("td", {}, c.message || "", c.details ? h("details", {}, h("summary", {}, "traceback"), pre(c.details)) : null))))));
     out.push(h("details", { open: r.exit_code !== 0 ? true : null }, h("summary", {}, "pytest output"), pre(r.output, { "data-role": "pytest-output" })));
   } else {
-    out.push(h("p", { class: "muted" }, "The tests are running."));
+    out.push(h("p", { class: "muted", "data-role": "no-report" }, noReport(res)));
   }
   if (it.diagnosis && it.diagnosis.failures && it.diagnosis.failures.length) out.push(diagnosisTable(it));
   if (it.acceptance) {
@@ -303,7 +402,7 @@ function diagnosisTable(it) {
 // against the previous iteration.
 function codeBlock(title, code, diff, n, role) {
   const box = h("div", { "data-role": role });
-  const whole = pre(code);
+  const whole = codePre(code);
   const show = (which) => { box.lastChild.replaceWith(which === "diff" ? diffEl(diff, { "data-role": role + "-diff" }) : whole); };
   const head = h("h3", {}, title + " ",
     diff ? h("button", { "data-action": role + "-diff", onclick: () => show("diff") }, "diff with iteration " + (n - 1)) : h("span", { class: "muted" }, n > 1 ? "(unchanged)" : ""),
@@ -332,7 +431,7 @@ function codeModeSection(me) {
     others.length ? h("ul", { id: "codemode-files" }, others.map((f) => h("li", { "data-file": f.name },
       h("span", { class: "mono" }, f.name + " (" + fmtInt(f.size) + " bytes) "),
       f.object ? h("button", { onclick: () => fetchFile(me.id, f, true) }, "download") : null))) : null,
-    cm.code ? [h("h3", {}, "Last program"), pre(cm.code, { id: "codemode-code" })] : null);
+    cm.code ? [h("h3", {}, "Last program"), codePre(cm.code, { id: "codemode-code" })] : null);
   return box;
 }
 
@@ -424,5 +523,5 @@ function dataSection(r) {
   const schemas = r.generated_schemas || {};
   return h("section", { id: "data" }, h("h2", {}, "Data context and generated schemas"),
     r.data_context ? pre(r.data_context, { id: "data-context" }) : h("p", { class: "muted" }, "No samples: no data context."),
-    Object.keys(schemas).sort().map((k) => [h("h3", {}, k), pre(schemas[k])]));
+    Object.keys(schemas).sort().map((k) => h("div", { "data-schema": k }, h("h3", {}, "Schema of " + k), codePre(schemas[k]))));
 }
