@@ -109,6 +109,9 @@ func printFlags(w io.Writer, flags []*flag.Flag) {
 	for i, f := range flags {
 		kind, usage := flag.UnquoteUsage(f)
 		name := "--" + f.Name
+		if len(f.Name) == 1 {
+			name = "-" + f.Name // -o
+		}
 		if kind != "" {
 			name += " " + strings.ToUpper(kind)
 		}

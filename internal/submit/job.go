@@ -2,6 +2,8 @@ package submit
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -19,7 +21,7 @@ import (
 // jobFlags are the flags of the default command.
 type jobFlags struct {
 	local      bool
-	asJSON     bool
+	format     outputFormat
 	transcript string
 	outDir     string
 	wait       time.Duration
@@ -34,17 +36,17 @@ type jobFlags struct {
 
 func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.local, "local", false, "run on embedded defaults: in-process NATS, coordinator and workers")
-	fs.BoolVar(&f.asJSON, "json", false, "print the result object (Contract 5 (docs/contracts.md)) as JSON on stdout")
+	registerOutput(fs, &f.format, "the result object (Contract 5 (docs/contracts.md))")
 	fs.StringVar(&f.transcript, "transcript", "", "replay this scripted model transcript instead of calling a model (default: transcript.json beside the job file when no OPENAI_API_KEY is set)")
 	fs.StringVar(&f.outDir, "out", "", "write solution.py, test_solution.py, result.json and the File and Dir outputs to this folder")
-	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to wait for the job")
+	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to follow the job; then (or with 0, at once) print its id and leave it running")
 	fs.StringVar(&f.prompt, "prompt", "", "the task, when no job file is given")
 	fs.Var(&f.samples, "sample", "name=path of a sample file (repeatable)")
 	fs.Var(&f.context, "context", "a documentation file or folder for the model: Markdown, text or HTML (repeatable)")
 	fs.Var(&f.inputs, "input", "name=type of an input (repeatable)")
 	fs.Var(&f.outputs, "output", "name=type of an output (repeatable)")
 	fs.Var(&f.cons, "constraint", "a constraint on the data (repeatable)")
-	fs.Var(&f.options, "option", "key=value of an option, e.g. max_iterations=5 (repeatable)")
+	fs.Var(&f.options, "option", "key=value of an option, e.g. max_iterations=5, over the job file's (repeatable)")
 }
 
 // submitCmd is the default command: a job from a job file, or from --prompt
@@ -85,9 +87,10 @@ func (f *jobFlags) submitAndFollow(ctx context.Context, in *invocation, spec mes
 		return 0, err
 	}
 	defer stopModel()
-	ctx, cancel := context.WithTimeout(ctx, f.wait)
-	defer cancel()
-	st, err := wiring.Start(ctx, opts)
+	if f.local && f.wait <= 0 {
+		return 0, usagef("--wait %v with --local: the job runs inside this command, so it cannot be left running", f.wait)
+	}
+	st, err := wiring.Start(ctx, opts) // bounded by the connect timeout, not by --wait
 	if err != nil {
 		return 0, err
 	}
@@ -97,9 +100,22 @@ func (f *jobFlags) submitAndFollow(ctx context.Context, in *invocation, spec mes
 		return 0, err
 	}
 	fmt.Fprintf(in.io.Stderr, "job %s submitted\n", jobID)
-	res, err := watch(ctx, st.Client, jobID, in.io)
+	if f.wait <= 0 { // --wait 0: submitted is done
+		fmt.Fprintln(in.io.Stdout, jobID)
+		return ExitSuccess, nil
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, f.wait)
+	defer cancel()
+	res, err := watch(waitCtx, st.Client, jobID, in.io)
+	if err != nil && !f.local && ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded) {
+		// Out of --wait is what was asked for: the job goes on, and its id
+		// is the answer.
+		printFollowHints(in.io.Stderr, fmt.Sprintf("job %s is still running after --wait %v; it goes on", jobID, f.wait), jobID)
+		fmt.Fprintln(in.io.Stdout, jobID)
+		return ExitSuccess, nil
+	}
 	if err != nil {
-		return 0, detached(ctx, fmt.Errorf("job %s: %w", jobID, err), jobID, f.local)
+		return 0, detached(waitCtx, fmt.Errorf("job %s: %w", jobID, err), jobID, f.local)
 	}
 	return then(ctx, st.Client, res)
 }
@@ -111,6 +127,9 @@ func (f *jobFlags) spec(args []string) (spec *messages.JobSpec, jobDir string, e
 	case len(args) == 1 && f.prompt == "":
 		if spec, err = jobfile.Load(args[0]); err != nil {
 			return nil, "", usagef("%v", err)
+		}
+		if spec, err = f.overJobFile(spec); err != nil {
+			return nil, "", err
 		}
 		jobDir = filepath.Dir(args[0])
 	case len(args) == 0 && f.prompt != "":
@@ -195,8 +214,8 @@ func (f *jobFlags) report(ctx context.Context, c *client.Client, res *messages.R
 			return err
 		}
 	}
-	if f.asJSON {
-		return printJSON(io.Stdout, res)
+	if f.format != formatHuman {
+		return printAs(io.Stdout, f.format, res)
 	}
 	printSummary(io.Stdout, res)
 	return nil
@@ -208,4 +227,54 @@ func watch(ctx context.Context, c *client.Client, id string, io IO) (*messages.R
 	res, err := c.Watch(ctx, id, p.event)
 	p.done()
 	return res, err
+}
+
+// overJobFile lays the flags given with a job file over it: --option
+// values over its options, checked as the file's own are (an error names
+// the field); --sample, --input, --output and --constraint, which only
+// build a job from --prompt, are refused rather than ignored.
+func (f *jobFlags) overJobFile(spec *messages.JobSpec) (*messages.JobSpec, error) {
+	for _, g := range []struct {
+		name string
+		list multi
+	}{{"sample", f.samples}, {"input", f.inputs}, {"output", f.outputs}, {"constraint", f.cons}} {
+		if len(g.list) > 0 {
+			return nil, usagef("--%s builds a job with --prompt; with a job file, write it in the file", g.name)
+		}
+	}
+	if len(f.options) == 0 {
+		return spec, nil
+	}
+	over, err := optionsMap(f.options)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, err
+	}
+	opts, _ := raw["options"].(map[string]any)
+	if opts == nil {
+		opts = map[string]any{}
+	}
+	mergeInto(opts, over)
+	raw["options"] = opts
+	b, _ = json.Marshal(raw)
+	return messages.DecodeJobSpecJSON(b)
+}
+
+// mergeInto sets every value of over in dst, nested maps merged key by key.
+func mergeInto(dst, over map[string]any) {
+	for k, v := range over {
+		sub, ok := v.(map[string]any)
+		if d, isMap := dst[k].(map[string]any); ok && isMap {
+			mergeInto(d, sub)
+			continue
+		}
+		dst[k] = v
+	}
 }
