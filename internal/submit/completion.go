@@ -130,7 +130,7 @@ func commandNames() []string { return append(names(commands()), "help") }
 func names(cmds []command) []string {
 	var out []string
 	for _, c := range cmds {
-		if c.name != "" && !strings.HasPrefix(c.name, "_") && !slices.Contains(out, c.name) {
+		if c.name != "" && !strings.HasPrefix(c.name, "_") {
 			out = append(out, c.name)
 		}
 	}

@@ -84,7 +84,7 @@ type command struct {
 // file or from flags.
 func commands() []command {
 	return []command{
-		{"", "[--local] [--json] JOBFILE | [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v] [--context PATH]", submitCmd},
+		{"", "[--local] [-o json|yaml] [--wait D] [--option k=v] JOBFILE | [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v] [--context PATH]", submitCmd},
 		{"list", "list [--status S] [--limit N] [--offset N] [-o json|yaml]", listCmd}, // list.go
 		{"status", "status JOB_ID [-o json|yaml]", statusCmd},
 		{"watch", "watch JOB_ID [-o json|yaml]", watchCmd}, // watch.go
@@ -126,7 +126,13 @@ func dispatch(ctx context.Context, args []string, cfg config.Config, io IO) (int
 			return c.action(ctx, &invocation{name: "submit " + c.name, usage: c.usage, args: args[1:], cfg: cfg, io: io})
 		}
 	}
-	return cmds[0].action(ctx, &invocation{name: "submit", usage: usages(cmds, "\n       submit "), args: args, cfg: cfg, io: io})
+	return cmds[0].action(ctx, &invocation{name: "submit", usage: defaultUsage(cmds), args: args, cfg: cfg, io: io})
+}
+
+// defaultUsage is the usage of `submit` itself: the default command's
+// line, then the other commands by name (each has its own --help).
+func defaultUsage(cmds []command) string {
+	return cmds[0].usage + "\n       submit COMMAND ...\n\ncommands (submit COMMAND --help tells more): " + strings.Join(names(cmds), ", ")
 }
 
 // find returns the command of cmds called name; the default is never found by name.
@@ -380,9 +386,13 @@ func (q quietRetries) Handle(ctx context.Context, r slog.Record) error {
 	return q.Handler.Handle(ctx, r)
 }
 
-func (q quietRetries) WithAttrs(as []slog.Attr) slog.Handler { return quietRetries{q.Handler.WithAttrs(as)} }
+func (q quietRetries) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietRetries{q.Handler.WithAttrs(as)}
+}
 
-func (q quietRetries) WithGroup(name string) slog.Handler { return quietRetries{q.Handler.WithGroup(name)} }
+func (q quietRetries) WithGroup(name string) slog.Handler {
+	return quietRetries{q.Handler.WithGroup(name)}
+}
 
 // saveOut is --out (of submit, submit result and submit run): the job's
 // files (writeOut), its File and Dir outputs, and the samples it was
@@ -444,7 +454,7 @@ func printSummary(w io.Writer, r *messages.Result) {
 	fmt.Fprintf(w, "%s\njob %s: %d attempt(s), %d LLM call(s), %d cache hit(s), %d+%d tokens\n",
 		status, r.JobID, r.Attempts, r.LLMCalls, r.CacheHits, r.TotalInputTokens, r.TotalOutputTokens)
 	printOutputs(w, r.JobID, r.Outputs) // view.go
-	printContextUsed(w, r) // coderunner.go
+	printContextUsed(w, r)              // coderunner.go
 	if r.Solution != nil {
 		fmt.Fprintf(w, "\n# %s\n%s\n", protocol.SolutionFile, messages.Printable(strings.TrimRight(r.Solution.Code, "\n")))
 	}
