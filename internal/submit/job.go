@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -64,7 +65,7 @@ func submitCmd(ctx context.Context, in *invocation) (int, error) {
 	if err := in.cfg.Validate(); err != nil {
 		return 0, usagef("%v", err)
 	}
-	spec, jobDir, err := f.spec(args)
+	spec, jobDir, err := f.spec(args, in.io.Stdin)
 	if err != nil {
 		return 0, err
 	}
@@ -122,10 +123,15 @@ func (f *jobFlags) submitAndFollow(ctx context.Context, in *invocation, spec mes
 
 // spec is the job the positional arguments and flags give, with its sample
 // files checked; jobDir is where a job file's transcript.json would be.
-func (f *jobFlags) spec(args []string) (spec *messages.JobSpec, jobDir string, err error) {
+func (f *jobFlags) spec(args []string, stdin io.Reader) (spec *messages.JobSpec, jobDir string, err error) {
 	switch {
 	case len(args) == 1 && f.prompt == "":
-		if spec, err = jobfile.Load(args[0]); err != nil {
+		if args[0] == "-" { // the job on stdin: its paths are the working directory's
+			spec, err = loadStdin(stdin)
+		} else {
+			spec, err = jobfile.Load(args[0])
+		}
+		if err != nil {
 			return nil, "", usagef("%v", err)
 		}
 		if spec, err = f.overJobFile(spec); err != nil {
@@ -277,4 +283,30 @@ func mergeInto(dst, over map[string]any) {
 		}
 		dst[k] = v
 	}
+}
+
+// loadStdin reads a job file from stdin (`submit -`), bounded as a job
+// file is; its sample and context paths are relative to the working
+// directory.
+func loadStdin(stdin io.Reader) (*messages.JobSpec, error) {
+	if stdin == nil {
+		return nil, errors.New("job file -: no standard input")
+	}
+	data, err := io.ReadAll(io.LimitReader(stdin, jobfile.MaxSpecBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("job file -: %w", err)
+	case len(data) > jobfile.MaxSpecBytes:
+		return nil, fmt.Errorf("job file -: over %d bytes", jobfile.MaxSpecBytes)
+	}
+	spec, err := jobfile.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("job file -: %w", err)
+	}
+	jobfile.ResolveSamples(spec, ".")
+	jobfile.ResolveContext(spec, ".")
+	if err := jobfile.CheckSamples(spec); err != nil {
+		return nil, fmt.Errorf("job file -: %w", err)
+	}
+	return spec, nil
 }

@@ -31,6 +31,7 @@ const (
 
 // IO is where the CLI reads and writes.
 type IO struct {
+	Stdin          io.Reader // a job file given as - (nil: none)
 	Stdout, Stderr io.Writer
 	// Terminal says Stderr is a terminal: progress is drawn live.
 	Terminal bool
