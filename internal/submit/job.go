@@ -101,22 +101,12 @@ func (f *jobFlags) submitAndFollow(ctx context.Context, in *invocation, spec mes
 		return 0, err
 	}
 	fmt.Fprintf(in.io.Stderr, "job %s submitted\n", jobID)
-	if f.wait <= 0 { // --wait 0: submitted is done
-		fmt.Fprintln(in.io.Stdout, jobID)
-		return ExitSuccess, nil
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, f.wait)
-	defer cancel()
-	res, err := watch(waitCtx, st.Client, jobID, in.io)
-	if err != nil && !f.local && ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded) {
-		// Out of --wait is what was asked for: the job goes on, and its id
-		// is the answer.
-		printFollowHints(in.io.Stderr, fmt.Sprintf("job %s is still running after --wait %v; it goes on", jobID, f.wait), jobID)
-		fmt.Fprintln(in.io.Stdout, jobID)
+	res, err := follow(ctx, st.Client, jobID, in.io, f.wait, f.local)
+	if errors.Is(err, errLeftRunning) {
 		return ExitSuccess, nil
 	}
 	if err != nil {
-		return 0, detached(waitCtx, fmt.Errorf("job %s: %w", jobID, err), jobID, f.local)
+		return 0, err
 	}
 	return then(ctx, st.Client, res)
 }
@@ -225,6 +215,34 @@ func (f *jobFlags) report(ctx context.Context, c *client.Client, res *messages.R
 	}
 	printSummary(io.Stdout, res)
 	return nil
+}
+
+// errLeftRunning is a job left running as --wait asked: its id is printed,
+// and the command exits 0.
+var errLeftRunning = errors.New("left running")
+
+// follow watches job id, just submitted, for at most wait. With wait 0,
+// or when wait runs out, the job is left running (not with --local: it
+// runs inside this command): its id goes on stdout, how to get back to
+// it on stderr, and the error is errLeftRunning. Ctrl-C is a
+// detachedError.
+func follow(ctx context.Context, c *client.Client, id string, io IO, wait time.Duration, local bool) (*messages.Result, error) {
+	if wait <= 0 && !local {
+		fmt.Fprintln(io.Stdout, id)
+		return nil, errLeftRunning
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, max(wait, 0))
+	defer cancel()
+	res, err := watch(waitCtx, c, id, io)
+	if err != nil && !local && ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded) {
+		printFollowHints(io.Stderr, fmt.Sprintf("job %s is still running after --wait %v; it goes on", id, wait), id)
+		fmt.Fprintln(io.Stdout, id)
+		return nil, errLeftRunning
+	}
+	if err != nil {
+		return nil, detached(waitCtx, fmt.Errorf("job %s: %w", id, err), id, local)
+	}
+	return res, nil
 }
 
 // watch follows job id to its end, drawing its progress on Stderr.
