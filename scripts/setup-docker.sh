@@ -35,7 +35,8 @@ ping_engine() { # $1: unix socket path
   [ -S "$1" ] && curl -sf --max-time 2 --unix-socket "$1" http://d/_ping >/dev/null 2>&1
 }
 
-packages=(podman runc debootstrap curl uidmap containernetworking-plugins iptables)
+# dnsname: compose services find each other by name on Podman's CNI networks.
+packages=(podman runc debootstrap curl uidmap containernetworking-plugins golang-github-containernetworking-plugin-dnsname iptables)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

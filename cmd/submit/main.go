@@ -15,7 +15,7 @@ func main() {
 	defer stop()
 	fi, _ := os.Stderr.Stat()
 	terminal := fi != nil && fi.Mode()&os.ModeCharDevice != 0
-	code := submit.Run(ctx, os.Args[1:], config.FromEnv(), submit.IO{Stdout: os.Stdout, Stderr: os.Stderr, Terminal: terminal})
+	code := submit.Run(ctx, os.Args[1:], config.FromEnv(), submit.IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Terminal: terminal})
 	stop()
 	os.Exit(code)
 }

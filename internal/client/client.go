@@ -18,9 +18,11 @@ import (
 var (
 	ErrNotFound       = client.ErrNotFound
 	ErrNoTask         = client.ErrNoTask
+	ErrTaskExists     = client.ErrTaskExists
 	ErrNoCoordinator  = client.ErrNoCoordinator
 	ErrSampleTooLarge = client.ErrSampleTooLarge
 	ErrNoDeadLetter   = client.ErrNoDeadLetter
+	ErrNoPauseSwitch  = client.ErrNoPauseSwitch
 	ErrNoOutput       = client.ErrNoOutput
 	ErrNoSample       = client.ErrNoSample
 	ErrNoFile         = client.ErrNoFile

@@ -31,7 +31,7 @@ type codeModeFlags struct {
 
 func (f *codeModeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.job.local, "local", false, "run on embedded defaults: in-process NATS, coordinator and workers (tools must be served on that NATS)")
-	fs.BoolVar(&f.job.asJSON, "json", false, "print the result object as JSON on stdout")
+	registerOutput(fs, &f.job.format, "the result object")
 	fs.StringVar(&f.job.transcript, "transcript", "", "with --local: replay this scripted model transcript instead of calling a model")
 	fs.DurationVar(&f.job.wait, "wait", 30*time.Minute, "how long to wait for the job")
 	fs.Var(&f.tools, "tool", "name of a tool served on NATS, or alias=served_name to show it to the program as alias (repeatable)")
@@ -64,9 +64,9 @@ func codemodeCmd(ctx context.Context, in *invocation) (int, error) {
 	fs := in.flagSet()
 	f.register(fs)
 	in.cfg.Register(fs)
-	positional, err := parseInterleaved(fs, in.args)
+	positional, err := in.parse(fs) // --help prints the help
 	if err != nil {
-		return 0, flagError(err)
+		return 0, err
 	}
 	if err := in.cfg.Validate(); err != nil {
 		return 0, usagef("%v", err)
@@ -76,8 +76,8 @@ func codemodeCmd(ctx context.Context, in *invocation) (int, error) {
 		return 0, err
 	}
 	return f.job.submitAndFollow(ctx, in, *spec, ".", func(_ context.Context, _ *client.Client, res *messages.Result) (int, error) {
-		if f.job.asJSON {
-			return exitCode(res), printJSON(in.io.Stdout, res)
+		if f.job.format != formatHuman {
+			return exitCode(res), printAs(in.io.Stdout, f.job.format, res)
 		}
 		printCodeModeSummary(in.io.Stdout, res)
 		return exitCode(res), nil

@@ -36,9 +36,10 @@ func (e *detachedError) Unwrap() error { return e.cause }
 
 // printDetached tells how to get back to the job, and returns the exit code.
 func printDetached(w io.Writer, e *detachedError) int {
-	fmt.Fprintln(w, "submit: "+e.Error())
-	if !e.local {
-		fmt.Fprintf(w, "  follow it: submit events %s\n  see it:    submit status %s\n  cancel it: submit cancel %s\n", e.id, e.id, e.id)
+	if e.local {
+		fmt.Fprintln(w, "submit: "+e.Error())
+	} else {
+		printFollowHints(w, "submit: "+e.Error(), e.id)
 	}
 	if errors.Is(e.cause, context.Canceled) {
 		return ExitInterrupted
@@ -53,4 +54,12 @@ func detached(ctx context.Context, err error, id string, local bool) error {
 		return err
 	}
 	return &detachedError{id: id, local: local, cause: ctx.Err()}
+}
+
+// printFollowHints writes what happened to a job left running, then how
+// to get back to it.
+func printFollowHints(w io.Writer, what, id string) {
+	fmt.Fprintln(w, what)
+	fmt.Fprintf(w, "  follow it: submit watch %s   (JSON lines: submit events %s)\n  see it:    submit status %s\n  cancel it: submit cancel %s\n",
+		id, id, id, id)
 }

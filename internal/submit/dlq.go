@@ -17,28 +17,22 @@ import (
 // messages that exhausted their deliveries (docs/api.md).
 func dlqCommands() []command {
 	return []command{
-		{"list", "dlq list [--json]", dlqListCmd},
-		{"show", "dlq show SEQ", dlqShowCmd},
+		{"list", "dlq list [-o json|yaml]", dlqListCmd},
+		{"show", "dlq show SEQ [-o json|yaml]", dlqShowCmd},
 		{"replay", "dlq replay SEQ", dlqReplayCmd},
 	}
 }
 
-// dlqCmd is `submit dlq list|show|replay`.
+// dlqCmd is `submit dlq list|show|replay` (group).
 func dlqCmd(ctx context.Context, in *invocation) (int, error) {
-	if len(in.args) == 0 {
-		return 0, in.usageError()
-	}
-	c, ok := find(dlqCommands(), in.args[0])
-	if !ok {
-		return 0, in.usageError()
-	}
-	return c.action(ctx, &invocation{name: in.name + " " + c.name, usage: in.usage, args: in.args[1:], cfg: in.cfg, io: in.io})
+	return group(ctx, in, "dlq", dlqCommands())
 }
 
 // dlqListCmd is `submit dlq list [--json]`: the dead letters, oldest first.
 func dlqListCmd(ctx context.Context, in *invocation) (int, error) {
 	fs := in.flagSet()
-	asJSON := fs.Bool("json", false, "print the dead letters as JSON")
+	var format outputFormat
+	registerOutput(fs, &format, "the dead letters")
 	if _, err := in.taskArgs(fs, 0); err != nil {
 		return 0, err
 	}
@@ -47,8 +41,8 @@ func dlqListCmd(ctx context.Context, in *invocation) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if *asJSON {
-			return ExitSuccess, printJSON(in.io.Stdout, letters)
+		if format != formatHuman {
+			return ExitSuccess, printAs(in.io.Stdout, format, letters)
 		}
 		printDeadLetters(in.io.Stdout, letters)
 		return ExitSuccess, nil
@@ -68,7 +62,8 @@ func printDeadLetters(w io.Writer, letters []messages.DeadLetterEntry) {
 
 // dlqShowCmd is `submit dlq show SEQ`: the letter as JSON.
 func dlqShowCmd(ctx context.Context, in *invocation) (int, error) {
-	seq, err := in.dlqSeq()
+	format := formatJSON
+	seq, err := in.dlqSeq(&format)
 	if err != nil {
 		return 0, err
 	}
@@ -80,14 +75,14 @@ func dlqShowCmd(ctx context.Context, in *invocation) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		return ExitSuccess, printJSON(in.io.Stdout, e)
+		return ExitSuccess, printAs(in.io.Stdout, format, e)
 	})
 }
 
 // dlqReplayCmd is `submit dlq replay SEQ`: the coordinator publishes the
 // letter's message again, re-opening the job it failed.
 func dlqReplayCmd(ctx context.Context, in *invocation) (int, error) {
-	seq, err := in.dlqSeq()
+	seq, err := in.dlqSeq(nil)
 	if err != nil {
 		return 0, err
 	}
@@ -108,9 +103,14 @@ func dlqReplayCmd(ctx context.Context, in *invocation) (int, error) {
 	})
 }
 
-// dlqSeq is the SEQ argument of show and replay.
-func (in *invocation) dlqSeq() (uint64, error) {
-	pos, err := in.taskArgs(in.flagSet(), 1)
+// dlqSeq is the SEQ argument of show and replay; format, when not nil,
+// takes -o.
+func (in *invocation) dlqSeq(format *outputFormat) (uint64, error) {
+	fs := in.flagSet()
+	if format != nil {
+		registerOutput(fs, format, "the dead letter")
+	}
+	pos, err := in.taskArgs(fs, 1)
 	if err != nil {
 		return 0, err
 	}

@@ -83,8 +83,9 @@ func (in *invocation) printHelp(fs *flag.FlagSet) {
 	if len(conn) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nconnection (flags, or the AUTOCODER_* variables named):")
+	fmt.Fprintln(w, "\nconnection (flags, or the AUTOCODER_* variables named, or a saved profile):")
 	printFlags(w, conn)
+	fmt.Fprintln(w, "  --profile NAME: the saved connection profile to use (AUTOCODER_PROFILE; default: the current one, see submit profile --help)")
 	local := fs.Lookup("local")
 	switch {
 	case local == nil:
@@ -109,6 +110,9 @@ func printFlags(w io.Writer, flags []*flag.Flag) {
 	for i, f := range flags {
 		kind, usage := flag.UnquoteUsage(f)
 		name := "--" + f.Name
+		if len(f.Name) == 1 {
+			name = "-" + f.Name // -o
+		}
 		if kind != "" {
 			name += " " + strings.ToUpper(kind)
 		}

@@ -2,8 +2,11 @@ package submit
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -19,7 +22,7 @@ import (
 // jobFlags are the flags of the default command.
 type jobFlags struct {
 	local      bool
-	asJSON     bool
+	format     outputFormat
 	transcript string
 	outDir     string
 	wait       time.Duration
@@ -41,10 +44,10 @@ const allowOutsideHelp = "allow sample and context paths outside the job file's 
 
 func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.local, "local", false, "run on embedded defaults: in-process NATS, coordinator and workers")
-	fs.BoolVar(&f.asJSON, "json", false, "print the result object (Contract 5 (docs/contracts.md)) as JSON on stdout")
+	registerOutput(fs, &f.format, "the result object (Contract 5 (docs/contracts.md))")
 	fs.StringVar(&f.transcript, "transcript", "", "replay this scripted model transcript instead of calling a model (default: transcript.json beside the job file when no OPENAI_API_KEY is set)")
 	fs.StringVar(&f.outDir, "out", "", "write solution.py, test_solution.py, result.json and the File and Dir outputs to this folder")
-	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to wait for the job")
+	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to follow the job; then (or with 0, at once) print its id and leave it running")
 	fs.StringVar(&f.prompt, "prompt", "", "the task, when no job file is given")
 	fs.Var(&f.samples, "sample", "name=path of a sample file (repeatable), inside the current folder")
 	fs.BoolVar(&f.allowOutside, "allow-outside", false, allowOutsideHelp)
@@ -52,7 +55,7 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.inputs, "input", "name=type of an input (repeatable)")
 	fs.Var(&f.outputs, "output", "name=type of an output (repeatable)")
 	fs.Var(&f.cons, "constraint", "a constraint on the data (repeatable)")
-	fs.Var(&f.options, "option", "key=value of an option, e.g. max_iterations=5 (repeatable)")
+	fs.Var(&f.options, "option", "key=value of an option, e.g. max_iterations=5, over the job file's (repeatable)")
 }
 
 // submitCmd is the default command: a job from a job file, or from --prompt
@@ -70,7 +73,7 @@ func submitCmd(ctx context.Context, in *invocation) (int, error) {
 	if err := in.cfg.Validate(); err != nil {
 		return 0, usagef("%v", err)
 	}
-	spec, jobDir, err := f.spec(args)
+	spec, jobDir, err := f.spec(args, in.io.Stdin)
 	if err != nil {
 		return 0, err
 	}
@@ -93,9 +96,10 @@ func (f *jobFlags) submitAndFollow(ctx context.Context, in *invocation, spec mes
 		return 0, err
 	}
 	defer stopModel()
-	ctx, cancel := context.WithTimeout(ctx, f.wait)
-	defer cancel()
-	st, err := wiring.Start(ctx, opts)
+	if f.local && f.wait <= 0 {
+		return 0, usagef("--wait %v with --local: the job runs inside this command, so it cannot be left running", f.wait)
+	}
+	st, err := wiring.Start(ctx, opts) // bounded by the connect timeout, not by --wait
 	if err != nil {
 		return 0, err
 	}
@@ -105,20 +109,31 @@ func (f *jobFlags) submitAndFollow(ctx context.Context, in *invocation, spec mes
 		return 0, err
 	}
 	fmt.Fprintf(in.io.Stderr, "job %s submitted\n", jobID)
-	res, err := watch(ctx, st.Client, jobID, in.io)
+	res, err := follow(ctx, st.Client, jobID, in.io, f.wait, f.local)
+	if errors.Is(err, errLeftRunning) {
+		return ExitSuccess, nil
+	}
 	if err != nil {
-		return 0, detached(ctx, fmt.Errorf("job %s: %w", jobID, err), jobID, f.local)
+		return 0, err
 	}
 	return then(ctx, st.Client, res)
 }
 
 // spec is the job the positional arguments and flags give, with its sample
 // files checked; jobDir is where a job file's transcript.json would be.
-func (f *jobFlags) spec(args []string) (spec *messages.JobSpec, jobDir string, err error) {
+func (f *jobFlags) spec(args []string, stdin io.Reader) (spec *messages.JobSpec, jobDir string, err error) {
 	switch {
 	case len(args) == 1 && f.prompt == "":
-		if spec, err = jobfile.Load(args[0], jobfile.LoadOptions{AllowOutside: f.allowOutside}); err != nil {
+		if args[0] == "-" { // the job on stdin: its paths are the working directory's
+			spec, err = loadStdin(stdin, f.allowOutside)
+		} else {
+			spec, err = jobfile.Load(args[0], jobfile.LoadOptions{AllowOutside: f.allowOutside})
+		}
+		if err != nil {
 			return nil, "", usagef("%v", err)
+		}
+		if spec, err = f.overJobFile(spec); err != nil {
+			return nil, "", err
 		}
 		jobDir = filepath.Dir(args[0])
 	case len(args) == 0 && f.prompt != "":
@@ -207,11 +222,39 @@ func (f *jobFlags) report(ctx context.Context, c *client.Client, res *messages.R
 			return err
 		}
 	}
-	if f.asJSON {
-		return printJSON(io.Stdout, res)
+	if f.format != formatHuman {
+		return printAs(io.Stdout, f.format, res)
 	}
 	printSummary(io.Stdout, res)
 	return nil
+}
+
+// errLeftRunning is a job left running as --wait asked: its id is printed,
+// and the command exits 0.
+var errLeftRunning = errors.New("left running")
+
+// follow watches job id, just submitted, for at most wait. With wait 0,
+// or when wait runs out, the job is left running (not with --local: it
+// runs inside this command): its id goes on stdout, how to get back to
+// it on stderr, and the error is errLeftRunning. Ctrl-C is a
+// detachedError.
+func follow(ctx context.Context, c *client.Client, id string, io IO, wait time.Duration, local bool) (*messages.Result, error) {
+	if wait <= 0 && !local {
+		fmt.Fprintln(io.Stdout, id)
+		return nil, errLeftRunning
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, max(wait, 0))
+	defer cancel()
+	res, err := watch(waitCtx, c, id, io)
+	if err != nil && !local && ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded) {
+		printFollowHints(io.Stderr, fmt.Sprintf("job %s is still running after --wait %v; it goes on", id, wait), id)
+		fmt.Fprintln(io.Stdout, id)
+		return nil, errLeftRunning
+	}
+	if err != nil {
+		return nil, detached(waitCtx, fmt.Errorf("job %s: %w", id, err), id, local)
+	}
+	return res, nil
 }
 
 // watch follows job id to its end, drawing its progress on Stderr.
@@ -220,4 +263,78 @@ func watch(ctx context.Context, c *client.Client, id string, io IO) (*messages.R
 	res, err := c.Watch(ctx, id, p.event)
 	p.done()
 	return res, err
+}
+
+// overJobFile lays the flags given with a job file over it: --option
+// values over its options, checked as the file's own are (an error names
+// the field); --sample, --input, --output and --constraint, which only
+// build a job from --prompt, are refused rather than ignored.
+func (f *jobFlags) overJobFile(spec *messages.JobSpec) (*messages.JobSpec, error) {
+	for _, g := range []struct {
+		name string
+		list multi
+	}{{"sample", f.samples}, {"input", f.inputs}, {"output", f.outputs}, {"constraint", f.cons}} {
+		if len(g.list) > 0 {
+			return nil, usagef("--%s builds a job with --prompt; with a job file, write it in the file", g.name)
+		}
+	}
+	if len(f.options) == 0 {
+		return spec, nil
+	}
+	over, err := optionsMap(f.options)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, err
+	}
+	opts, _ := raw["options"].(map[string]any)
+	if opts == nil {
+		opts = map[string]any{}
+	}
+	mergeInto(opts, over)
+	raw["options"] = opts
+	b, _ = json.Marshal(raw)
+	return messages.DecodeJobSpecJSON(b)
+}
+
+// mergeInto sets every value of over in dst, nested maps merged key by key.
+func mergeInto(dst, over map[string]any) {
+	for k, v := range over {
+		sub, ok := v.(map[string]any)
+		if d, isMap := dst[k].(map[string]any); ok && isMap {
+			mergeInto(d, sub)
+			continue
+		}
+		dst[k] = v
+	}
+}
+
+// loadStdin reads a job file from stdin (`submit -`), bounded as a job
+// file is; its sample and context paths are relative to the working
+// directory.
+func loadStdin(stdin io.Reader, allowOutside bool) (*messages.JobSpec, error) {
+	if stdin == nil {
+		return nil, errors.New("job file -: no standard input")
+	}
+	data, err := io.ReadAll(io.LimitReader(stdin, jobfile.MaxSpecBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("job file -: %w", err)
+	case len(data) > jobfile.MaxSpecBytes:
+		return nil, fmt.Errorf("job file -: over %d bytes", jobfile.MaxSpecBytes)
+	}
+	spec, err := jobfile.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("job file -: %w", err)
+	}
+	if err := (jobfile.LocalFiles{Dir: ".", AllowOutside: allowOutside}).Resolve(spec); err != nil {
+		return nil, fmt.Errorf("job file -: %w", err)
+	}
+	return spec, nil
 }

@@ -15,7 +15,8 @@ import (
 // human view (view.go) or as its result object.
 func statusCmd(ctx context.Context, in *invocation) (int, error) {
 	fs := in.settingsFlagSet()
-	asJSON := fs.Bool("json", false, "print the result object so far (Contract 5 (docs/contracts.md)) as JSON")
+	var format outputFormat
+	registerOutput(fs, &format, "the result object so far (Contract 5 (docs/contracts.md))")
 	pos, err := in.positional(fs, 1)
 	if err != nil {
 		return 0, err
@@ -23,7 +24,7 @@ func statusCmd(ctx context.Context, in *invocation) (int, error) {
 	if err := checkJobID(pos[0]); err != nil {
 		return 0, err
 	}
-	return printLookup(ctx, in, lookup{id: pos[0], asJSON: *asJSON}, (*client.Client).Status)
+	return printLookup(ctx, in, lookup{id: pos[0], format: format}, (*client.Client).Status)
 }
 
 // resultCmd is `submit result JOB_ID [--out DIR]`: the finished job's
@@ -31,7 +32,8 @@ func statusCmd(ctx context.Context, in *invocation) (int, error) {
 func resultCmd(ctx context.Context, in *invocation) (int, error) {
 	fs := in.settingsFlagSet()
 	outDir := fs.String("out", "", "write solution.py, test_solution.py, result.json and the File and Dir outputs to this folder")
-	asJSON := fs.Bool("json", false, "print the result object (Contract 5 (docs/contracts.md)) as JSON")
+	var format outputFormat
+	registerOutput(fs, &format, "the result object (Contract 5 (docs/contracts.md))")
 	pos, err := in.positional(fs, 1)
 	if err != nil {
 		return 0, err
@@ -39,7 +41,7 @@ func resultCmd(ctx context.Context, in *invocation) (int, error) {
 	if err := checkJobID(pos[0]); err != nil {
 		return 0, err
 	}
-	return printLookup(ctx, in, lookup{id: pos[0], outDir: *outDir, asJSON: *asJSON, withCode: true}, (*client.Client).Result)
+	return printLookup(ctx, in, lookup{id: pos[0], outDir: *outDir, format: format, withCode: true}, (*client.Client).Result)
 }
 
 // checkJobID refuses, before anything connects, an argument that no job
@@ -62,9 +64,9 @@ func (in *invocation) settingsFlagSet() *flag.FlagSet {
 // lookup is what printLookup looks up and how it prints it.
 type lookup struct {
 	id       string
-	outDir   string // save the job's files here too
-	asJSON   bool   // the result object, not the human view
-	withCode bool   // the human view shows the script
+	outDir   string       // save the job's files here too
+	format   outputFormat // the result object as JSON or YAML, not the human view
+	withCode bool         // the human view shows the script
 }
 
 // printLookup prints what get finds for job l.id: the human view or, with
@@ -90,7 +92,7 @@ func printLookup(ctx context.Context, in *invocation, l lookup,
 			return 0, err
 		}
 	}
-	if !l.asJSON {
+	if l.format == formatHuman {
 		var running []client.RunningStage
 		if res.Status == messages.StatusRunning {
 			if running, err = st.Client.Running(ctx, id); err != nil {
@@ -98,7 +100,7 @@ func printLookup(ctx context.Context, in *invocation, l lookup,
 			}
 		}
 		printView(in.io.Stdout, res, l.withCode, running)
-	} else if err := printJSON(in.io.Stdout, res); err != nil {
+	} else if err := printAs(in.io.Stdout, l.format, res); err != nil {
 		return 0, err
 	}
 	if res.Status == messages.StatusRunning {

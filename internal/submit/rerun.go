@@ -37,7 +37,7 @@ func (f *rerunFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.local, "local", false, "run on embedded defaults: in-process NATS, coordinator and sandbox worker")
 	fs.BoolVar(&f.asJSON, "json", false, "print the run's result object (Contract 5 (docs/contracts.md)) as JSON on stdout")
 	fs.StringVar(&f.outDir, "out", "", "write result.json and the File and Dir outputs to this folder")
-	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to wait for the run")
+	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to follow the run; then (or with 0, at once) print its id and leave it running")
 	fs.Var(&f.inputs, "input", "name=value of an input (repeatable); a File or Dir input's value is a local path")
 	fs.Var(&f.samples, "sample", "name=path of a new sample file in place of the job's (repeatable), inside the current folder")
 	fs.BoolVar(&f.allowOutside, "allow-outside", false, allowOutsideHelp)
@@ -100,9 +100,10 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.wait)
-	defer cancel()
-	st, err := wiring.Start(ctx, f.stackOptions(cfg, io))
+	if f.local && f.wait <= 0 {
+		return 0, usagef("--wait %v with --local: the run happens inside this command, so it cannot be left running", f.wait)
+	}
+	st, err := wiring.Start(ctx, f.stackOptions(cfg, io)) // bounded by the connect timeout, not by --wait
 	if err != nil {
 		return 0, err
 	}
@@ -116,7 +117,10 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 		return 0, err
 	}
 	req.Options = opts.Over(defaults)
-	res, err := submitRerun(ctx, st.Client, from, req, files, io, f.local)
+	res, err := submitRerun(ctx, st.Client, from, req, files, io, f)
+	if errors.Is(err, errLeftRunning) {
+		return ExitSuccess, nil
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -166,17 +170,13 @@ func scriptSource(ctx context.Context, c *client.Client, from, task string) (str
 }
 
 // submitRerun submits the rerun of job from's script and watches it to its end.
-func submitRerun(ctx context.Context, c *client.Client, from string, req messages.RunRequest, files map[string]string, io IO, local bool) (*messages.Result, error) {
+func submitRerun(ctx context.Context, c *client.Client, from string, req messages.RunRequest, files map[string]string, io IO, f rerunFlags) (*messages.Result, error) {
 	id := client.NewJobID()
 	if err := c.Run(ctx, id, req, files); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(io.Stderr, "run %s of job %s submitted\n", id, from)
-	res, err := watch(ctx, c, id, io)
-	if err != nil {
-		return nil, detached(ctx, fmt.Errorf("run %s: %w", id, err), id, local)
-	}
-	return res, nil
+	return follow(ctx, c, id, io, f.wait, f.local) // job.go
 }
 
 // report saves the outputs with --out, then prints the result object

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +31,7 @@ const (
 
 // IO is where the CLI reads and writes.
 type IO struct {
+	Stdin          io.Reader // a job file given as - (nil: none)
 	Stdout, Stderr io.Writer
 	// Terminal says Stderr is a terminal: progress is drawn live.
 	Terminal bool
@@ -47,7 +47,11 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 // its exit code. It never panics on bad input: every problem is one line on
 // Stderr and an exit code.
 func Run(ctx context.Context, args []string, cfg config.Config, io IO) int {
-	code, err := dispatch(ctx, args, cfg, io)
+	cfg, args, err := withProfile(cfg, args) // profile.go
+	code := 0
+	if err == nil {
+		code, err = dispatch(ctx, args, cfg, io)
+	}
 	if err != nil {
 		var ue *usageError
 		var fe *messages.FieldError
@@ -61,7 +65,7 @@ func Run(ctx context.Context, args []string, cfg config.Config, io IO) int {
 		case errors.Is(err, flag.ErrHelp):
 			return ExitSuccess // asked for help: not an error
 		default:
-			fmt.Fprintln(io.Stderr, "submit: "+messages.Printable(oneLine(err.Error())))
+			fmt.Fprintln(io.Stderr, "submit: "+messages.Printable(oneLine(explainConnect(err))))
 			return ExitInfra
 		}
 	}
@@ -81,15 +85,22 @@ type command struct {
 // file or from flags.
 func commands() []command {
 	return []command{
-		{"", "[--local] [--json] JOBFILE | [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v] [--context PATH]", submitCmd},
-		{"status", "status JOB_ID", statusCmd},
-		{"result", "result JOB_ID [--out DIR]", resultCmd},
+		{"", "[--local] [-o json|yaml] [--wait D] [--option k=v] JOBFILE | [--local] --prompt TEXT [--sample n=path] [--input n=type] [--output n=type] [--constraint C] [--option k=v] [--context PATH]", submitCmd},
+		{"list", "list [--status S] [--limit N] [--offset N] [-o json|yaml]", listCmd}, // list.go
+		{"status", "status JOB_ID [-o json|yaml]", statusCmd},
+		{"watch", "watch JOB_ID [-o json|yaml]", watchCmd}, // watch.go
+		{"result", "result JOB_ID [--out DIR] [-o json|yaml]", resultCmd},
 		{"events", "events JOB_ID", eventsCmd},
 		{"cancel", "cancel JOB_ID [--reason TEXT] [--json]", cancelCmd},
 		{"run", "run JOB_ID [--local] [--input name=value] [--sample name=path] [--json] [--out DIR] [--resources cpu=N,memory=Q] [--timeout D] [--retries N] [--cache MODE] [--env K=V] [--secret NAME]", rerunCmd},
 		{"task", usages(taskCommands(), " | "), taskCmd},
 		{"codemode", codeModeUsage, codemodeCmd}, // codemode.go
 		{"dlq", usages(dlqCommands(), " | "), dlqCmd},
+		{"pool", usages(poolCommands(), " | "), poolCmd},          // pool.go
+		{"profile", usages(profileCommands(), " | "), profileCmd}, // profile.go
+		{"completion", "completion bash|zsh|fish", completionCmd}, // completion.go
+		{"version", "--version", versionCmd},                      // version.go
+		{"__complete", "__complete WORDS...", completeCmd},
 	}
 }
 
@@ -108,12 +119,21 @@ func dispatch(ctx context.Context, args []string, cfg config.Config, io IO) (int
 	if len(args) > 0 && args[0] == "help" { // `submit help [COMMAND]` is `submit [COMMAND] --help`
 		args = append(args[1:min(len(args), 2)], "--help")
 	}
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "-V") {
+		args[0] = "version"
+	}
 	if len(args) > 0 {
 		if c, ok := find(cmds, args[0]); ok {
 			return c.action(ctx, &invocation{name: "submit " + c.name, usage: c.usage, args: args[1:], cfg: cfg, io: io})
 		}
 	}
-	return cmds[0].action(ctx, &invocation{name: "submit", usage: usages(cmds, "\n       submit "), args: args, cfg: cfg, io: io})
+	return cmds[0].action(ctx, &invocation{name: "submit", usage: defaultUsage(cmds), args: args, cfg: cfg, io: io})
+}
+
+// defaultUsage is the usage of `submit` itself: the default command's
+// line, then the other commands by name (each has its own --help).
+func defaultUsage(cmds []command) string {
+	return cmds[0].usage + "\n       submit COMMAND ...\n\ncommands (submit COMMAND --help tells more): " + strings.Join(names(cmds), ", ")
 }
 
 // find returns the command of cmds called name; the default is never found by name.
@@ -128,9 +148,11 @@ func find(cmds []command, name string) (command, bool) {
 
 // usages joins the usage lines of cmds with sep.
 func usages(cmds []command, sep string) string {
-	lines := make([]string, len(cmds))
-	for i, c := range cmds {
-		lines[i] = c.usage
+	lines := make([]string, 0, len(cmds))
+	for _, c := range cmds {
+		if !strings.HasPrefix(c.name, "__") { // the shell's, not the user's
+			lines = append(lines, c.usage)
+		}
 	}
 	return strings.Join(lines, sep)
 }
@@ -196,11 +218,28 @@ func (in *invocation) startClient(ctx context.Context) (*wiring.Stack, error) {
 
 // connectTimeout bounds how long the CLI tries to reach a remote NATS before
 // it gives up with exit 3; servers, by contrast, wait for NATS to come up.
-const connectTimeout = 15 * time.Second
+const connectTimeout = 5 * time.Second
 
 // cliStack is the stack wiring every submit subcommand starts from.
 func cliStack(cfg config.Config, io IO) wiring.Options {
 	return wiring.Options{Config: cfg, Logger: logger(cfg, io.Stderr), ConnectTimeout: connectTimeout}
+}
+
+// explainConnect is err, when it is NATS out of reach, as one line that
+// says where the CLI looked and what to check; any other error as it is.
+func explainConnect(err error) string {
+	msg := err.Error()
+	_, rest, ok := strings.Cut(msg, "bus: connect to ")
+	if !ok || !errors.Is(err, context.DeadlineExceeded) {
+		return msg
+	}
+	natsURL, _, _ := strings.Cut(rest, ": ") // the bus has redacted it
+	last := ""
+	if _, after, ok := strings.Cut(msg, "(last error: "); ok {
+		last = ": " + strings.TrimSuffix(after, ")")
+	}
+	return fmt.Sprintf("cannot reach NATS at %s within %v%s; check the URL (AUTOCODER_NATS_URL, --nats-url or submit profile show), "+
+		"that nats-server runs there and that its port is open from here", natsURL, connectTimeout, last)
 }
 
 // exitCode is a finished job's exit code (Contract 4): a job the
@@ -248,35 +287,42 @@ func fromFlags(prompt string, samples, inputs, outputs, cons, options multi) (*m
 		raw["constraints"] = []string(cons)
 	}
 	if len(options) > 0 {
-		o := map[string]any{}
-		for _, s := range options {
-			k, v, ok := strings.Cut(s, "=")
-			if !ok || k == "" {
-				return nil, usagef("--option %q: want name=value", s)
-			}
-			var val any = guessScalar(v)
-			switch {
-			case listOptions[k]:
-				val = splitList(v) // one package is a list of one
-			case stringOptions[k] || strings.HasPrefix(k, "env_vars."):
-				val = v // resources.memory=1073741824 is a quantity, not a number
-			}
-			// A dotted key sets a nested option: resources.memory=1Gi.
-			m, path := o, strings.Split(k, ".")
-			for _, p := range path[:len(path)-1] {
-				sub, ok := m[p].(map[string]any)
-				if !ok {
-					sub = map[string]any{}
-					m[p] = sub
-				}
-				m = sub
-			}
-			m[path[len(path)-1]] = val
+		if raw["options"], err = optionsMap(options); err != nil {
+			return nil, err
 		}
-		raw["options"] = o
 	}
 	b, _ := json.Marshal(raw)
 	return messages.DecodeJobSpecJSON(b)
+}
+
+// optionsMap is the --option flags as the options object of a job spec:
+// a dotted key sets a nested option (resources.memory=1Gi).
+func optionsMap(options multi) (map[string]any, error) {
+	o := map[string]any{}
+	for _, s := range options {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, usagef("--option %q: want name=value", s)
+		}
+		var val any = guessScalar(v)
+		switch {
+		case listOptions[k]:
+			val = splitList(v) // one package is a list of one
+		case stringOptions[k] || strings.HasPrefix(k, "env_vars."):
+			val = v // resources.memory=1073741824 is a quantity, not a number
+		}
+		m, path := o, strings.Split(k, ".")
+		for _, p := range path[:len(path)-1] {
+			sub, ok := m[p].(map[string]any)
+			if !ok {
+				sub = map[string]any{}
+				m[p] = sub
+			}
+			m = sub
+		}
+		m[path[len(path)-1]] = val
+	}
+	return o, nil
 }
 
 // listOptions are the options whose value is a list, given comma separated;
@@ -321,7 +367,28 @@ func (m *multi) String() string     { return strings.Join(*m, ",") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
 func logger(cfg config.Config, w io.Writer) *slog.Logger {
-	return cfg.NewLogger(w, slog.LevelWarn) // the CLI shows progress; logs only for trouble
+	// The CLI shows progress; logs only for trouble.
+	return slog.New(quietRetries{cfg.NewLogger(w, slog.LevelWarn).Handler()})
+}
+
+// quietRetries drops the connection retries' warnings: the CLI gives up
+// after connectTimeout with one line that says it all (explainConnect),
+// where a server logs each retry while it waits for NATS.
+type quietRetries struct{ slog.Handler }
+
+func (q quietRetries) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "nats not reachable, retrying" {
+		return nil
+	}
+	return q.Handler.Handle(ctx, r)
+}
+
+func (q quietRetries) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietRetries{q.Handler.WithAttrs(as)}
+}
+
+func (q quietRetries) WithGroup(name string) slog.Handler {
+	return quietRetries{q.Handler.WithGroup(name)}
 }
 
 // saveOut is --out (of submit, submit result and submit run): the job's
@@ -383,19 +450,8 @@ func printSummary(w io.Writer, r *messages.Result) {
 	}
 	fmt.Fprintf(w, "%s\njob %s: %d attempt(s), %d LLM call(s), %d cache hit(s), %d+%d tokens\n",
 		status, r.JobID, r.Attempts, r.LLMCalls, r.CacheHits, r.TotalInputTokens, r.TotalOutputTokens)
-	if len(r.Outputs) > 0 {
-		fmt.Fprintln(w, "outputs:")
-		keys := make([]string, 0, len(r.Outputs))
-		for k := range r.Outputs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			b, _ := json.Marshal(r.Outputs[k])
-			fmt.Fprintf(w, "  %s = %s\n", messages.QuoteName(k), messages.Printable(string(b)))
-		}
-	}
-	printContextUsed(w, r) // coderunner.go
+	printOutputs(w, r.JobID, r.Outputs) // view.go
+	printContextUsed(w, r)              // coderunner.go
 	if r.Solution != nil {
 		fmt.Fprintf(w, "\n# %s\n%s\n", protocol.SolutionFile, messages.Printable(strings.TrimRight(r.Solution.Code, "\n")))
 	}

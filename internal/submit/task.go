@@ -17,30 +17,18 @@ import (
 // taskCommands are the subcommands of `submit task`.
 func taskCommands() []command {
 	return []command{
-		{"register", "task register NAME JOB_ID [--description TEXT] [run settings: --resources cpu=N,memory=Q --timeout D --retries N --cache MODE --env K=V --secret NAME]", taskRegisterCmd},
+		{"register", "task register NAME JOB_ID [--replace] [--description TEXT] [run settings: --resources cpu=N,memory=Q --timeout D --retries N --cache MODE --env K=V --secret NAME]", taskRegisterCmd},
 		{"run", "task run NAME [--input name=value] [--sample name=path] [--json] [--out DIR] [--local] [run settings over the task's]", taskRerunCmd},
-		{"list", "task list [--json]", taskListCmd},
-		{"show", "task show NAME", taskShowCmd},
+		{"list", "task list [-o json|yaml]", taskListCmd},
+		{"show", "task show NAME [-o json|yaml]", taskShowCmd},
 		{"delete", "task delete NAME", taskDeleteCmd},
 	}
 }
 
 // taskCmd is `submit task register|run|list|show|delete`: it runs the
-// subcommand args name. Every subcommand's usage error is the whole
-// `submit task` usage line.
+// subcommand args name (group).
 func taskCmd(ctx context.Context, in *invocation) (int, error) {
-	if len(in.args) == 0 {
-		return 0, in.usageError()
-	}
-	if isHelp(in.args[0]) {
-		fmt.Fprintf(in.io.Stdout, "usage: submit %s\n\nsubmit task COMMAND --help tells more about each.\n", usages(taskCommands(), "\n       submit "))
-		return 0, flag.ErrHelp
-	}
-	c, ok := find(taskCommands(), in.args[0])
-	if !ok {
-		return 0, in.usageError()
-	}
-	return c.action(ctx, &invocation{name: in.name + " " + c.name, usage: in.usage, args: in.args[1:], cfg: in.cfg, io: in.io})
+	return group(ctx, in, "task", taskCommands())
 }
 
 // taskRerunCmd is `submit task run NAME [flags]`: `submit run` on the job
@@ -58,6 +46,7 @@ func taskRerunCmd(ctx context.Context, in *invocation) (int, error) {
 func taskRegisterCmd(ctx context.Context, in *invocation) (int, error) {
 	fs := in.flagSet()
 	description := fs.String("description", "", "what the task is for, for listings")
+	replace := fs.Bool("replace", false, "replace the task of that name if there is one (without it, an existing name is refused)")
 	var run runOptionFlags
 	run.register(fs) // the settings of every run of the task: its defaults
 	pos, err := in.taskArgs(fs, 2)
@@ -72,7 +61,14 @@ func taskRegisterCmd(ctx context.Context, in *invocation) (int, error) {
 		return 0, err
 	}
 	return in.withClient(ctx, func(c *client.Client) (int, error) {
-		t, err := c.RegisterTask(ctx, pos[0], pos[1], *description, defaults)
+		register := c.CreateTask
+		if *replace {
+			register = c.RegisterTask
+		}
+		t, err := register(ctx, pos[0], pos[1], *description, defaults)
+		if errors.Is(err, client.ErrTaskExists) {
+			return 0, &messages.FieldError{Field: "task", Msg: fmt.Sprintf("%s is registered already (submit task show %s); give --replace to replace it", pos[0], pos[0])}
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -88,7 +84,8 @@ func taskRegisterCmd(ctx context.Context, in *invocation) (int, error) {
 // taskListCmd is `submit task list [--json]`: the tasks, as a table or JSON.
 func taskListCmd(ctx context.Context, in *invocation) (int, error) {
 	fs := in.flagSet()
-	asJSON := fs.Bool("json", false, "print the tasks as JSON")
+	var format outputFormat
+	registerOutput(fs, &format, "the tasks")
 	if _, err := in.taskArgs(fs, 0); err != nil {
 		return 0, err
 	}
@@ -97,11 +94,11 @@ func taskListCmd(ctx context.Context, in *invocation) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if *asJSON {
+		if format != formatHuman {
 			if ts == nil {
 				ts = []messages.Task{}
 			}
-			return ExitSuccess, printJSON(in.io.Stdout, ts)
+			return ExitSuccess, printAs(in.io.Stdout, format, ts)
 		}
 		printTasks(in.io.Stdout, ts)
 		return ExitSuccess, nil
@@ -122,9 +119,12 @@ func printTasks(w io.Writer, ts []messages.Task) {
 	tw.Flush()
 }
 
-// taskShowCmd is `submit task show NAME`: the task as JSON.
+// taskShowCmd is `submit task show NAME [-o yaml]`: the task as JSON (or YAML).
 func taskShowCmd(ctx context.Context, in *invocation) (int, error) {
-	pos, err := in.taskArgs(in.flagSet(), 1)
+	fs := in.flagSet()
+	format := formatJSON
+	registerOutput(fs, &format, "the task")
+	pos, err := in.taskArgs(fs, 1)
 	if err != nil {
 		return 0, err
 	}
@@ -136,7 +136,7 @@ func taskShowCmd(ctx context.Context, in *invocation) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		return ExitSuccess, printJSON(in.io.Stdout, t)
+		return ExitSuccess, printAs(in.io.Stdout, format, t)
 	})
 }
 

@@ -40,7 +40,7 @@ func printView(w io.Writer, r *messages.Result, withCode bool, running []client.
 	for _, n := range notes {
 		fmt.Fprintf(w, "note: %s\n", messages.Printable(oneLine(n)))
 	}
-	printOutputs(w, r.Outputs)
+	printOutputs(w, r.JobID, r.Outputs)
 	printStrength(w, r.TestStrength) // strength.go
 	switch {
 	case withCode && r.Solution != nil:
@@ -118,8 +118,9 @@ func runningFor(s client.RunningStage, now time.Time) string {
 		now.Sub(*s.StartedAt).Round(time.Second), on)
 }
 
-// printOutputs lists the typed outputs, by name.
-func printOutputs(w io.Writer, outputs map[string]any) {
+// printOutputs lists the typed outputs, by name: a File or Dir output as
+// its name and size, with how to download it, not as its reference.
+func printOutputs(w io.Writer, jobID string, outputs map[string]any) {
 	if len(outputs) == 0 {
 		return
 	}
@@ -129,8 +130,45 @@ func printOutputs(w io.Writer, outputs map[string]any) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	files := false
 	for _, k := range keys {
-		b, _ := json.Marshal(outputs[k])
-		fmt.Fprintf(w, "  %s = %s\n", messages.QuoteName(k), messages.Printable(string(b)))
+		text, isFile := outputText(outputs[k])
+		files = files || isFile
+		fmt.Fprintf(w, "  %s = %s\n", messages.QuoteName(k), text)
 	}
+	if files {
+		fmt.Fprintf(w, "  download the files: submit result %s --out DIR\n", jobID)
+	}
+}
+
+// outputText is an output's value as the view shows it; isFile says it is
+// a File or Dir output (FileValue, DirValue of the sandbox).
+func outputText(v any) (text string, isFile bool) {
+	m, ok := v.(map[string]any)
+	path, _ := m["path"].(string)
+	size, hasSize := m["size"].(float64)
+	if ok && path != "" && hasSize {
+		if n, isDir := m["files"].(float64); isDir {
+			return fmt.Sprintf("directory %s/ (%d files, %s)", messages.Printable(path), int(n), byteSize(int64(size))), true
+		}
+		if _, isFile := m["sha256"]; isFile {
+			return fmt.Sprintf("file %s (%s)", messages.Printable(path), byteSize(int64(size))), true
+		}
+	}
+	b, _ := json.Marshal(v)
+	return messages.Printable(string(b)), false
+}
+
+// byteSize is n bytes for people: 512 B, 1.5 KiB, 3.2 MiB.
+func byteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

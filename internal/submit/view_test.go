@@ -117,3 +117,25 @@ func TestProgressShowsStageDurationsAndFailingTests(t *testing.T) {
 		t.Errorf("progress:\n%s", got)
 	}
 }
+
+// TestFileOutputsByNameAndSize: File and Dir outputs show as what they are,
+// with how to download them, never as their 64-hex references.
+func TestFileOutputsByNameAndSize(t *testing.T) {
+	var b strings.Builder
+	hex64 := strings.Repeat("ab", 32)
+	printOutputs(&b, "job-1", map[string]any{
+		"report": map[string]any{"path": "report", "size": float64(12800), "sha256": hex64, "object": "sha256:" + hex64},
+		"charts": map[string]any{"path": "charts", "files": float64(3), "size": float64(40960), "object": "sha256:" + hex64},
+		"total":  16.75,
+	})
+	out := b.String()
+	for _, want := range []string{"report = file report (12.5 KiB)", "charts = directory charts/ (3 files, 40.0 KiB)", "total = 16.75",
+		"download the files: submit result job-1 --out DIR"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("outputs lack %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, hex64) {
+		t.Errorf("outputs show a 64-hex reference:\n%s", out)
+	}
+}

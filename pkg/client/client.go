@@ -19,6 +19,8 @@ var (
 	ErrNotFound = errors.New("client: job not found")
 	// ErrNoTask means no task with that name is registered.
 	ErrNoTask = errors.New("client: no such task")
+	// ErrTaskExists is CreateTask given a name that is registered already.
+	ErrTaskExists = errors.New("client: a task of that name is registered already")
 	// ErrNoCoordinator means no coordinator answered a message API request.
 	ErrNoCoordinator = errors.New("client: no coordinator answers the message API")
 	// ErrSampleTooLarge is returned (wrapped) for a sample over messages.MaxSampleBytes.

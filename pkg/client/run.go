@@ -141,6 +141,17 @@ func tarDir(w io.Writer, root string) error {
 // (replacing a task of that name), with defaults (may be nil) as the
 // settings of its runs.
 func (c *Client) RegisterTask(ctx context.Context, name, jobID, description string, defaults *messages.RunOptions) (*messages.Task, error) {
+	return c.registerTask(ctx, name, jobID, description, defaults, true)
+}
+
+// CreateTask is RegisterTask that never replaces a task: a name already
+// registered is ErrTaskExists (checked and written in one step, so two
+// creators of one name cannot both win).
+func (c *Client) CreateTask(ctx context.Context, name, jobID, description string, defaults *messages.RunOptions) (*messages.Task, error) {
+	return c.registerTask(ctx, name, jobID, description, defaults, false)
+}
+
+func (c *Client) registerTask(ctx context.Context, name, jobID, description string, defaults *messages.RunOptions, replace bool) (*messages.Task, error) {
 	if !messages.ValidTaskName(name) {
 		return nil, &messages.FieldError{Field: "task", Msg: fmt.Sprintf("%q is not a task name (letters, digits, '_' and '-', at most 63)", name)}
 	}
@@ -172,7 +183,15 @@ func (c *Client) RegisterTask(ctx context.Context, name, jobID, description stri
 	if err != nil {
 		return nil, err
 	}
-	if _, err := kv.Put(ctx, messages.TaskKey(name), b); err != nil {
+	if replace {
+		_, err = kv.Put(ctx, messages.TaskKey(name), b)
+	} else {
+		_, err = kv.Create(ctx, messages.TaskKey(name), b)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return nil, ErrTaskExists
+	}
+	if err != nil {
 		return nil, fmt.Errorf("register task %s: %w", name, err)
 	}
 	return &t, nil
