@@ -136,7 +136,12 @@ func stagesOf(cmds []Command) []string {
 	return out
 }
 
-func baseSpec() messages.JobSpec { return messages.JobSpec{Prompt: "return one"} }
+// baseSpec is a pipeline job that plans first: most tests here are about
+// the loop after the first pass, as the recorded logs are (firstpass_test.go
+// has the default one-round first pass).
+func baseSpec() messages.JobSpec {
+	return messages.JobSpec{Prompt: "return one", Options: messages.Options{FirstPass: messages.FirstPassPlanFirst}}
+}
 
 func TestPaths(t *testing.T) {
 	t.Parallel()
@@ -559,6 +564,15 @@ var replayScenarios = map[string]func(w *world) (messages.JobSpec, []messages.Sa
 	"stuck": func(w *world) (messages.JobSpec, []messages.SampleRef) {
 		stuckWorld(w)
 		return baseSpec(), nil
+	},
+	// The default first pass in one round: the plan comes with the code,
+	// whose first tests fail and are fixed.
+	"oneround": func(w *world) (messages.JobSpec, []messages.SampleRef) {
+		w.answers[messages.StageCode] = oneRoundWorld(w.t).answers[messages.StageCode]
+		w.answers[messages.StageRunTests] = []any{fail("test_f"), pass(3)}
+		w.answers[messages.StageDiagnose] = []any{messages.Diagnosis{Failures: []messages.Failure{{TestName: "test_f", ErrorType: messages.ErrorLogic}}}}
+		w.answers[messages.StageFix] = []any{messages.Solution{Language: "python", Code: "def f():\n    return 2\n"}}
+		return messages.JobSpec{Prompt: "return one"}, nil
 	},
 	// Three candidates; the second passes.
 	"candidates": func(w *world) (messages.JobSpec, []messages.SampleRef) {

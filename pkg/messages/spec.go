@@ -105,7 +105,9 @@ type Options struct {
 	Resources     Resources `json:"resources,omitempty"`
 	Backend       Backend   `json:"backend,omitempty"`    // default pipeline
 	Candidates    int       `json:"candidates,omitempty"` // parallel solutions; default 1
-	TokenBudget   int       `json:"token_budget,omitempty"`
+	// FirstPass is one_round (default) or plan_first (firstpass.go).
+	FirstPass   FirstPass `json:"first_pass,omitempty"`
+	TokenBudget int       `json:"token_budget,omitempty"`
 
 	// Validate is tests (default) or run, the code runner (coderunner.go).
 	Validate      Validation `json:"validate,omitempty"`
@@ -226,6 +228,7 @@ func (s *JobSpec) Validate() error {
 		o.validateBasePackages,
 		s.validateCodeRunner,
 		s.validateAgent,
+		s.validateFirstPass,
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
@@ -412,6 +415,7 @@ func (s *JobSpec) Normalize(defaultModel string) {
 	if o.Resources.Memory == "" {
 		o.Resources.Memory = "512Mi"
 	}
+	s.normalizeFirstPass()
 }
 
 // ObjectRef is a sample's place in the object store: its content hash and the
