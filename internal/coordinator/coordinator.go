@@ -63,14 +63,20 @@ type Config struct {
 	// Machine steps the jobs: the kinds of job this coordinator runs.
 	// Nil: machine.Default(), the built-in kinds.
 	Machine *machine.Machine
+	// StateCacheBytes bounds the jobs' records kept in memory between
+	// their events (statecache.go), by encoded size. Zero means
+	// DefaultStateCacheBytes; negative, none (every event reads the
+	// state bucket).
+	StateCacheBytes int
 }
 
 // Coordinator owns the job state machines: it applies each submission and
 // stage result to the job's state with compare-and-set on the KV revision,
 // and carries out the commands Step returns.
 type Coordinator struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	states *stateCache
 }
 
 // New validates cfg and returns a Coordinator.
@@ -95,7 +101,10 @@ func New(cfg Config) (*Coordinator, error) {
 	if err := checkDeadlines(cfg.Stages, cfg.StageDeadlines); err != nil {
 		return nil, err
 	}
-	return &Coordinator{cfg: cfg, log: cfg.Logger}, nil
+	if cfg.StateCacheBytes == 0 {
+		cfg.StateCacheBytes = DefaultStateCacheBytes
+	}
+	return &Coordinator{cfg: cfg, log: cfg.Logger, states: newStateCache(cfg.StateCacheBytes)}, nil
 }
 
 // checkDeadlines checks that each deadline override is positive and names
@@ -259,23 +268,28 @@ func (c *Coordinator) Cancel(ctx context.Context, jobID, reason string) error {
 // maxCASAttempts bounds retries when coordinators race on one job.
 const maxCASAttempts = 50
 
-// apply loads the job's state, steps the machine and stores the new state
-// with compare-and-set; on a lost race it starts again from the fresh state.
+// apply loads the job's state (the copy kept in memory, else the stored
+// one), steps the machine and stores the new state with compare-and-set;
+// on a lost race (another coordinator moved the job, or the kept copy was
+// stale) it starts again from the stored state.
 func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input) error {
+	fresh := false
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		again, err := c.applyOnce(ctx, jobID, &ev)
+		again, err := c.applyOnce(ctx, jobID, &ev, fresh)
 		if !again {
 			return err
 		}
+		fresh = true
 	}
 	return fmt.Errorf("job %s: gave up after %d compare-and-set conflicts", jobID, maxCASAttempts)
 }
 
-// applyOnce is one attempt of apply. It reports again when the attempt
-// must be made again: another coordinator moved the job first, or the
-// input was a result too large for the state, now shrunk to its failure.
-func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.Input) (again bool, err error) {
-	rec, rev, err := c.load(ctx, jobID, ev.Kind)
+// applyOnce is one attempt of apply; fresh reads the stored state even
+// when a copy is kept. It reports again when the attempt must be made
+// again: another coordinator moved the job first, or the input was a
+// result too large for the state, now shrunk to its failure.
+func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.Input, fresh bool) (again bool, err error) {
+	rec, rev, kept, err := c.loadKept(ctx, jobID, ev.Kind, fresh)
 	if err != nil || rec == nil {
 		return false, err
 	}
@@ -286,6 +300,9 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 		}
 	}
 	next, cmds := c.cfg.Machine.Step(rec.State, *ev)
+	if len(cmds) == 0 && kept {
+		return true, nil // stale or duplicate for the kept copy: is it for the stored state?
+	}
 	if len(cmds) == 0 {
 		if len(rec.Outbox) > 0 {
 			c.clearOutbox(ctx, jobID, *rec, rev) // it is out now
@@ -304,6 +321,29 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	c.clearOutbox(ctx, jobID, stored, rev)
 	c.indexStep(ctx, rec.State, next)
 	return false, nil
+}
+
+// loadKept is the job's record and revision as this coordinator last
+// stored them, when it keeps them and fresh is false; else the stored
+// ones (load). A submission of a job it does not keep is taken for a new
+// job without a read: if the job exists, creating it conflicts, and the
+// next attempt reads it.
+//
+// kept reports a copy from memory: an input that changes nothing in it
+// may be one the copy is too old for, so it is tried again on the stored
+// state before it is dropped.
+func (c *Coordinator) loadKept(ctx context.Context, jobID string, kind machine.InputKind, fresh bool) (rec *record, rev uint64, kept bool, err error) {
+	if !fresh {
+		if rec, rev, ok := c.states.get(jobID); ok {
+			return &rec, rev, true, nil
+		}
+		if kind == machine.InputSubmitted && c.states != nil {
+			return &record{}, 0, false, nil
+		}
+	}
+	c.states.drop(jobID)
+	rec, rev, err = c.load(ctx, jobID, kind)
+	return rec, rev, false, err
 }
 
 // load reads the job's record and its revision; a record of revision 0
@@ -346,18 +386,24 @@ func (c *Coordinator) store(ctx context.Context, jobID string, rec record, rev u
 		*ev = shrunk
 		return 0, true, nil
 	}
-	if rev == 0 {
+	created := rev == 0
+	if created {
 		rev, err = c.cfg.States.Create(ctx, bus.JobKey(jobID), b)
 	} else {
 		rev, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		c.cfg.Metrics.CASConflict()
+		c.states.drop(jobID)
+		if !created || ev.Kind != machine.InputSubmitted {
+			c.cfg.Metrics.CASConflict() // a resubmission is no race
+		}
 		return 0, true, nil // another coordinator moved the job: step again on its state
 	}
 	if err != nil {
+		c.states.drop(jobID)
 		return 0, false, fmt.Errorf("store job %s: %w", jobID, err)
 	}
+	c.states.put(jobID, rec, rev, len(b))
 	return rev, false, nil
 }
 
@@ -372,9 +418,15 @@ func (c *Coordinator) clearOutbox(ctx context.Context, jobID string, rec record,
 	if err != nil {
 		return
 	}
-	if _, err := c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		c.log.Warn("clear outbox", "job_id", jobID, "err", err)
+	rev, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev)
+	if err != nil {
+		c.states.drop(jobID) // the kept copy still has the outbox, or is stale
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			c.log.Warn("clear outbox", "job_id", jobID, "err", err)
+		}
+		return
 	}
+	c.states.put(jobID, rec, rev, len(b))
 }
 
 // publish carries out commands. Each is idempotent: stage commands carry a
