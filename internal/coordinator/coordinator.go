@@ -311,6 +311,11 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	}
 	stored := record{State: next, Outbox: cmds, Iterations: machine.NoteIteration(rec.Iterations, rec.State, next, *ev)}
 	rev, again, err = c.store(ctx, jobID, stored, rev, ev)
+	if errors.Is(err, errStateTooLarge) && ev.Kind == machine.InputSubmitted {
+		// A job whose first step cannot be stored ends here, with the
+		// reason, rather than leaving its client waiting.
+		return false, c.reject(ctx, jobID, fmt.Errorf("the job is too large to run: %w (a shorter prompt, schema or context is needed)", err))
+	}
 	if again || err != nil {
 		return again, err
 	}
@@ -380,7 +385,7 @@ func (c *Coordinator) store(ctx context.Context, jobID string, rec record, rev u
 	if len(b) > c.cfg.MaxStateBytes {
 		shrunk, ok := overStateLimit(*ev, len(b), c.cfg.MaxStateBytes)
 		if !ok {
-			return 0, false, bus.Permanent(fmt.Errorf("job %s: state of %s is over the %s bound", jobID, messages.FormatBytes(int64(len(b))), messages.FormatBytes(int64(c.cfg.MaxStateBytes))))
+			return 0, false, bus.Permanent(fmt.Errorf("job %s: %w: state of %s is over the %s bound", jobID, errStateTooLarge, messages.FormatBytes(int64(len(b))), messages.FormatBytes(int64(c.cfg.MaxStateBytes))))
 		}
 		c.log.Warn("stage result too large for the job state; failing the stage", "job_id", jobID, "err", shrunk.Result.Error)
 		*ev = shrunk
@@ -430,27 +435,68 @@ func (c *Coordinator) clearOutbox(ctx context.Context, jobID string, rec record,
 }
 
 // publish carries out commands. Each is idempotent: stage commands carry a
-// Msg-Id, results are puts, events are progress notes. Events go last, so
-// what they announce is already stored: a client that reads the result as
-// soon as it sees job_finished finds it.
+// Msg-Id, results are puts, events are progress notes. The stage commands
+// go first (the next hop waits on them), then the result, then the events,
+// so what they announce is already stored: a client that reads the result
+// as soon as it sees job_finished finds it. The events but job_finished
+// go out as one batch, without waiting for each acknowledgement in turn
+// (a BatchPublisher); job_finished follows them, so it is the job's last.
 func (c *Coordinator) publish(ctx context.Context, cmds []machine.Command) error {
-	ordered := make([]machine.Command, 0, len(cmds))
+	var events []*messages.Event
+	var finished *messages.Event
 	for _, cmd := range cmds {
-		if cmd.Emit == nil {
-			ordered = append(ordered, cmd)
+		switch {
+		case cmd.Emit == nil:
+			if err := c.carryOut(ctx, cmd); err != nil {
+				return err
+			}
+		case cmd.Emit.Type == messages.EventJobFinished:
+			finished = cmd.Emit
+		default:
+			events = append(events, cmd.Emit)
 		}
 	}
-	for _, cmd := range cmds {
-		if cmd.Emit != nil {
-			ordered = append(ordered, cmd)
-		}
+	if err := c.emit(ctx, events); err != nil {
+		return err
 	}
-	for _, cmd := range ordered {
-		if err := c.carryOut(ctx, cmd); err != nil {
-			return err
-		}
+	if finished != nil {
+		return c.carryOut(ctx, machine.Command{Emit: finished})
 	}
 	return nil
+}
+
+// BatchPublisher is a Publisher that can also publish several messages
+// at once, each in order, waiting for their acknowledgements together
+// (bus.Publisher).
+type BatchPublisher interface {
+	PublishJSONBatch(ctx context.Context, msgs []bus.Outgoing) error
+}
+
+// emit publishes progress events in order: as one batch when the
+// publisher can, else one by one.
+func (c *Coordinator) emit(ctx context.Context, events []*messages.Event) error {
+	bp, ok := c.cfg.Publisher.(BatchPublisher)
+	if !ok || len(events) < 2 {
+		for _, e := range events {
+			if err := c.carryOut(ctx, machine.Command{Emit: e}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	batch := make([]bus.Outgoing, len(events))
+	for i, e := range events {
+		batch[i] = bus.Outgoing{Subject: bus.EventSubject(e.JobID), Value: e, MsgID: eventMsgID(e)}
+	}
+	if err := bp.PublishJSONBatch(ctx, batch); err != nil {
+		return fmt.Errorf("emit events for job %s: %w", events[0].JobID, err)
+	}
+	return nil
+}
+
+// eventMsgID is an event's de-duplication ID.
+func eventMsgID(e *messages.Event) string {
+	return fmt.Sprintf("event.%s.%s.%d.%s", e.JobID, e.Type, e.Seq, e.Stage)
 }
 
 // carryOut carries out one command: a stage command to its pool, a result
@@ -475,8 +521,7 @@ func (c *Coordinator) carryOut(ctx context.Context, cmd machine.Command) error {
 		c.replyResult(ctx, cmd.Finish, b) // api.go
 	case cmd.Emit != nil:
 		e := cmd.Emit
-		id := fmt.Sprintf("event.%s.%s.%d.%s", e.JobID, e.Type, e.Seq, e.Stage)
-		if err := c.cfg.Publisher.PublishJSON(ctx, bus.EventSubject(e.JobID), e, id); err != nil {
+		if err := c.cfg.Publisher.PublishJSON(ctx, bus.EventSubject(e.JobID), e, eventMsgID(e)); err != nil {
 			return fmt.Errorf("emit event for job %s: %w", e.JobID, err)
 		}
 	}

@@ -28,7 +28,7 @@ var messageValues = []any{
 	messages.DeadLetter{}, messages.DeadLetterEntry{}, messages.ReplayRequest{}, messages.ReplayReply{},
 	// Stage commands and results, and the payloads of each stage.
 	messages.StageCommand{}, messages.StageResult{},
-	messages.PlanInput{}, messages.Plan{}, messages.CodeInput{}, messages.Solution{},
+	messages.PlanInput{}, messages.Plan{}, messages.CodeInput{}, messages.Solution{}, messages.CodeOutput{},
 	messages.TestsInput{}, messages.Tests{}, messages.PackagesInput{}, messages.Packages{},
 	messages.DiagnoseInput{}, messages.Diagnosis{}, messages.FixInput{},
 	messages.PatchTestsInput{}, messages.TestPatches{}, messages.PatchTestsOutput{},
