@@ -127,6 +127,8 @@ func mapper(t reflect.Type) *jsonschema.Schema {
 		return enum([]messages.CacheMode{messages.CacheAuto, messages.CacheOverride, messages.CacheDisable})
 	case reflect.TypeFor[messages.Backend]():
 		return enum([]messages.Backend{messages.BackendPipeline, messages.BackendAgent})
+	case reflect.TypeFor[messages.FirstPass]():
+		return enum([]messages.FirstPass{messages.FirstPassOneRound, messages.FirstPassPlanFirst})
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ type Result struct {
 	Success                bool              `json:"success"`
 	Attempts               int               `json:"attempts"`
 	Outputs                map[string]any    `json:"outputs"`
-	Plan                   *Plan             `json:"plan"`
+	Plan                   *Plan             `json:"plan" jsonschema:"nullable"` // null when the job has none (a one-round code reply may leave it out)
 	Solution               *Solution         `json:"solution"`
 	Tests                  string            `json:"tests"`
 	Output                 string            `json:"output"`
@@ -141,7 +141,7 @@ func DecodeJobSpecJSON(data []byte) (*JobSpec, error) {
 // known lists the fields of each object in a JobSpec, by dotted path.
 var known = map[string][]string{
 	"":                  {"name", "prompt", "schema", "constraints", "samples", "inputs", "outputs", "options", "context"},
-	"options":           {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "validate", "agent_max_turns"},
+	"options":           {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "validate", "agent_max_turns", "first_pass"},
 	"options.resources": {"cpu", "memory"},
 }
 
