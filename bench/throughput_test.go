@@ -32,6 +32,7 @@ var (
 	tpFirstPass   = flag.String("throughput.firstpass", "one_round", "comma-separated options.first_pass values")
 	tpPlot        = flag.String("throughput.plot", "", "directory to write the PNG plots to (default: none)")
 	tpVerbose     = flag.Bool("throughput.v", false, "log each job's stages")
+	tpReplot      = flag.String("throughput.replot", "", "draw the plots again from DIR/throughput.json, without running")
 )
 
 // BenchmarkThroughput submits HumanEval jobs (the fake model serves each
@@ -50,6 +51,16 @@ var (
 // on a worker. Stage durations are whole milliseconds, so a gap is
 // overstated by up to 1 ms.
 func BenchmarkThroughput(b *testing.B) {
+	if *tpReplot != "" {
+		points, err := loadPoints(*tpReplot)
+		if err == nil {
+			err = writePlots(*tpReplot, points)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		return
+	}
 	requireSandboxTools(b)
 	problems := loadHumanEval(b, *tpJobs)
 	fake := fakellm.New()
@@ -83,6 +94,9 @@ func BenchmarkThroughput(b *testing.B) {
 	}
 	if *tpPlot != "" && len(points) > 0 {
 		if err := writePlots(*tpPlot, points); err != nil {
+			b.Fatal(err)
+		}
+		if err := savePoints(*tpPlot, points); err != nil {
 			b.Fatal(err)
 		}
 	}
