@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Tools served by other processes are NATS services of the micro framework:
@@ -57,7 +59,7 @@ func ServeTool(nc *nats.Conn, t Tool) (micro.Service, error) {
 		return nil, fmt.Errorf("codemode: serve tool %s: %w", t.Name, err)
 	}
 	meta := map[string]string{metaDoc: t.Doc, metaParams: string(params), metaCacheable: strconv.FormatBool(!t.NoCache)}
-	handler := micro.HandlerFunc(func(req micro.Request) { _ = req.RespondJSON(serveCall(&t, req.Data())) })
+	handler := micro.HandlerFunc(func(req micro.Request) { respond(nc, req, serveCall(&t, req.Data())) })
 	if err := svc.AddEndpoint(callEndpoint, handler, micro.WithEndpointSubject(ToolSubject(t.Name)), micro.WithEndpointMetadata(meta)); err != nil {
 		_ = svc.Stop()
 		return nil, fmt.Errorf("codemode: serve tool %s: %w", t.Name, err)
@@ -83,6 +85,20 @@ func serveCall(t *Tool, data []byte) toolReply {
 		return toolReply{Error: fmt.Sprintf("result is not JSON-able: %v", err)}
 	}
 	return toolReply{Result: res}
+}
+
+// respond sends a call's reply; one larger than the connection may carry
+// becomes an error reply saying so, so that the caller is not left
+// waiting for an answer that never comes.
+func respond(nc *nats.Conn, req micro.Request, r toolReply) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		b, _ = json.Marshal(toolReply{Error: "the result is not JSON-able: " + err.Error()})
+	}
+	if limit := nc.MaxPayload(); limit > 0 && int64(len(b)) > limit-1024 {
+		b, _ = json.Marshal(toolReply{Error: fmt.Sprintf("the result is %d bytes, over the %d bytes a NATS message carries; ask for less", len(b), limit)})
+	}
+	_ = req.Respond(b)
 }
 
 // DiscoverTool finds the tool served as name on nc and returns a Tool that
@@ -166,6 +182,28 @@ func DiscoverTools(ctx context.Context, nc *nats.Conn, names []string) (*Registr
 		if err != nil {
 			return nil, err
 		}
+		if err := reg.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// DiscoverToolRefs discovers the tools of a job's entries (a served name,
+// or alias=served_name) and registers each under the name the program
+// calls: the tools a code-mode job's programs see.
+func DiscoverToolRefs(ctx context.Context, nc *nats.Conn, entries []string) (*Registry, error) {
+	reg := NewRegistry()
+	for _, entry := range entries {
+		ref, err := messages.ParseToolRef(entry)
+		if err != nil {
+			return nil, fmt.Errorf("codemode: tools: %w", err)
+		}
+		t, err := DiscoverTool(ctx, nc, ref.Served)
+		if err != nil {
+			return nil, err
+		}
+		t.Name = ref.Alias
 		if err := reg.Register(t); err != nil {
 			return nil, err
 		}

@@ -115,6 +115,7 @@ type Config struct {
 	// Redis that requires one (AUTOCODER_REDIS_TLS_CERT, AUTOCODER_REDIS_TLS_KEY).
 	RedisTLSCert, RedisTLSKey string
 	NATSAuthConfig            // NATS credentials, TLS and the embedded server's users (natsauth.go)
+	JobSettingsConfig         // models, Python versions and secrets behind the per-job settings (jobsettings.go)
 
 	// envErrs are the settings FromEnv could not read; Validate reports them.
 	envErrs []error
@@ -164,6 +165,7 @@ func FromEnv() Config {
 	c.readMonitor()
 	c.readModelBounds()
 	c.NATSAuthConfig = natsAuthFromEnv()
+	c.JobSettingsConfig = jobSettingsFromEnv()
 	c.Concurrency = c.envInt("AUTOCODER_CONCURRENCY")
 	c.DockerPoolSize = c.envInt("AUTOCODER_DOCKER_POOL_SIZE")
 	c.DockerBuildNetwork = os.Getenv("AUTOCODER_DOCKER_BUILD_NETWORK")
@@ -206,6 +208,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	c.registerModelBounds(fs)
 	c.registerAccess(fs)
 	c.NATSAuthConfig.register(fs)
+	c.JobSettingsConfig.register(fs)
 }
 
 // registerAccess adds the flags of the HTTP API's and Redis's access settings.
@@ -260,7 +263,7 @@ func (c *Config) Validate() error {
 		return errors.Join(c.envErrs...)
 	}
 	for _, check := range []func() error{c.validateBasics, c.validateDeadlines, c.validateCeilings, c.validateMonitor,
-		c.validateBounds, c.validateCacheKeys, c.validateAccess, c.NATSAuthConfig.validate} {
+		c.validateBounds, c.validateCacheKeys, c.validateAccess, c.JobSettingsConfig.validate, c.NATSAuthConfig.validate} {
 		if err := check(); err != nil {
 			return err
 		}

@@ -158,7 +158,7 @@ func (c *Coordinator) AcceptTaskRun(ctx context.Context, req messages.TaskRunReq
 	if err := json.Unmarshal(e.Value(), &t); err != nil {
 		return "", fmt.Errorf("task %s: corrupt: %w", req.Task, err)
 	}
-	run := messages.RunRequest{FromJob: t.JobID, Args: req.Args, Samples: req.Samples}
+	run := messages.RunRequest{FromJob: t.JobID, Args: req.Args, Samples: req.Samples, Options: req.Options.Over(t.Defaults)}
 	return c.Accept(ctx, messages.APIRequest{V: req.V, JobID: req.JobID, Run: &run, ReplyTo: req.ReplyTo})
 }
 
@@ -230,6 +230,9 @@ func (c *Coordinator) jobExists(ctx context.Context, jobID string) (bool, error)
 // an object already in the samples store.
 func (c *Coordinator) checkSpec(ctx context.Context, spec *messages.JobSpec) error {
 	if err := spec.Validate(); err != nil {
+		return messages.PrefixField("spec", err)
+	}
+	if err := c.checkOffered(spec); err != nil {
 		return messages.PrefixField("spec", err)
 	}
 	for _, name := range slices.Sorted(maps.Keys(spec.Samples)) {

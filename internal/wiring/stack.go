@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -296,7 +295,7 @@ func (st *Stack) provision(ctx context.Context) (err error) {
 		return err
 	}
 	st.Publisher = bus.NewPublisher(st.JS, bus.PublisherConfig{Logger: st.log.With("component", "publisher")})
-	st.Client, err = client.New(st.JS, st.Resources, st.Publisher, filepath.Join(st.opts.Config.StateDir, "samples"))
+	st.Client = client.New(st.JS, st.Resources, st.Publisher)
 	return err
 }
 
