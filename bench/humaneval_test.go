@@ -84,9 +84,9 @@ func (p humanEvalProblem) spec(firstPass messages.FirstPass) messages.JobSpec {
 		Name:   "humaneval-" + strings.ReplaceAll(strings.ToLower(p.TaskID), "humaneval/", ""),
 		Prompt: "Complete the Python function " + p.EntryPoint + " below " + p.key() + ", keeping its name and signature.\n\n```python\n" + p.Prompt + "```\n",
 		// Every run does the work: no stage is answered from the cache.
-		// Mutation testing stays off as it is on main today; once a job
-		// option turns it off (the strength branch makes it the default
-		// for pipeline jobs), set it here: it is not what is measured.
+		// No mutation testing: it is not what is measured. This branch
+		// has none; with the strength branch merged (mutation on by
+		// default for pipeline jobs) add Mutation: messages.MutationOff.
 		Options: messages.Options{MaxIterations: 2, Cache: messages.CacheDisable, FirstPass: firstPass},
 	}
 }
