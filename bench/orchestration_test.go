@@ -38,10 +38,14 @@ const python = "/usr/bin/python3"
 // last result, minus the time the workers spent in the model and the
 // sandbox, divided by the sequential hops (coordinator steps that dispatched
 // stages: code and tests go out together and count once). ns/stage divides
-// the same by every stage result. rtt-ns is the baseline, measured in the
-// same run on the same server, ten samples after every job: one JetStream
-// publish (with its ack) to a waiting pull consumer that double-acks it.
-// hop/rtt is the ratio.
+// the same by every stage result. hop-p50-us and hop-p99-us are the
+// distribution of single hops: the gap before each model or sandbox call
+// of a job, from the end of the call that ended last before it (the
+// submission for the first). rtt-ns, rtt-p50-us and rtt-p99-us are the
+// baseline, measured in the same run on the same server, ten samples after
+// every job: one JetStream publish (with its ack) to a waiting pull
+// consumer that double-acks it. hop/rtt is ns/hop over rtt-ns; p99/rtt is
+// hop-p99 over the round trip's p99.
 func BenchmarkStageHop(b *testing.B) {
 	r := newRig(b, 0, instantBackend{})
 	probe := newRTTProbe(b, r.st.JS)
@@ -51,7 +55,7 @@ func BenchmarkStageHop(b *testing.B) {
 	// The baseline is sampled after every job, so both see the same load
 	// on the machine (other processes share its cores).
 	var sum jobRun
-	var rtt time.Duration
+	var rtts []time.Duration
 	const rttsPerJob = 10
 	n := 0
 	b.ResetTimer()
@@ -59,10 +63,14 @@ func BenchmarkStageHop(b *testing.B) {
 		sum.add(r.job(b))
 		n++
 		b.StopTimer()
-		rtt += probe.take(b, rttsPerJob)
+		rtts = append(rtts, probe.take(b, rttsPerJob)...)
 		b.StartTimer()
 	}
-	rttMean := float64(rtt.Nanoseconds()) / float64(n*rttsPerJob)
+	var rtt time.Duration
+	for _, d := range rtts {
+		rtt += d
+	}
+	rttMean := float64(rtt.Nanoseconds()) / float64(len(rtts))
 	overhead := sum.coord - sum.busy
 	perHop := float64(overhead.Nanoseconds()) / float64(sum.rounds)
 	b.ReportMetric(perHop, "ns/hop")
@@ -71,53 +79,67 @@ func BenchmarkStageHop(b *testing.B) {
 	b.ReportMetric(perHop/rttMean, "hop/rtt")
 	b.ReportMetric(float64(sum.rounds)/float64(n), "hops/job")
 	b.ReportMetric(float64(sum.busy.Nanoseconds())/float64(n), "work-ns/job")
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	hp99, rp99 := percentile(sum.gaps, 99), percentile(rtts, 99)
+	b.ReportMetric(us(percentile(sum.gaps, 50)), "hop-p50-us")
+	b.ReportMetric(us(hp99), "hop-p99-us")
+	b.ReportMetric(us(percentile(rtts, 50)), "rtt-p50-us")
+	b.ReportMetric(us(rp99), "rtt-p99-us")
+	b.ReportMetric(float64(hp99)/float64(rp99), "p99/rtt")
 }
 
 // BenchmarkFirstPassWall measures a first-pass-success job through the full
 // pipeline, with the real process (bubblewrap) sandbox running pytest and
-// the acceptance run, and every model call held at latency L.
+// the acceptance run, and every model call held at latency L, for each
+// first pass: one_round (the plan comes with the code, the tests from the
+// task, at the same time) and plan_first (the plan, then code and tests).
 //
 // ns/op is the job's wall time as a client sees it. wall/L is the same in
 // units of L; model/L is the part that is not sandbox work, in units of L
-// (plan, then code and tests concurrently: expect a little over 2).
-// seqref/L is the sequential reference computed in the same iteration:
-// the reference system's order, plan, code, packages and tests one model
-// call each (the same fake model, called 4 times in a row), plus the same
-// sandbox time as this job. ref/wall is how many times faster the pipeline
-// is than that reference.
+// (one round: expect a little over 1; plan first: over 2). seqref/L is the
+// sequential reference computed in the same iteration: the reference
+// system's order, plan, code, packages and tests one model call each (the
+// same fake model, called 4 times in a row), plus the same sandbox time as
+// this job. ref/wall is how many times faster the pipeline is than that
+// reference.
 func BenchmarkFirstPassWall(b *testing.B) {
 	const L = 200 * time.Millisecond
 	requireSandboxTools(b)
 	r := newRig(b, L, nil)
-	r.job(b) // warm-up: builds the base environment once
-
-	var sum jobRun
-	var ref, modelCalls time.Duration
-	n := 0
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		j := r.job(b)
-		sum.add(j)
-		n++
-		b.StopTimer()
-		seq := r.sequentialModelCalls(b)
-		modelCalls += seq
-		ref += seq + j.sandbox
-		b.StartTimer()
+	for _, fp := range []messages.FirstPass{messages.FirstPassOneRound, messages.FirstPassPlanFirst} {
+		b.Run("first_pass="+string(fp), func(b *testing.B) {
+			r.first = fp
+			r.job(b) // warm-up: builds the base environment once
+			var sum jobRun
+			var ref, modelCalls time.Duration
+			n := 0
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				j := r.job(b)
+				sum.add(j)
+				n++
+				b.StopTimer()
+				seq := r.sequentialModelCalls(b)
+				modelCalls += seq
+				ref += seq + j.sandbox
+				b.StartTimer()
+			}
+			per := func(d time.Duration) float64 { return float64(d) / float64(n) / float64(L) }
+			b.ReportMetric(per(sum.wall), "wall/L")
+			b.ReportMetric(per(sum.wall-sum.sandbox), "model/L")
+			b.ReportMetric(per(ref), "seqref/L")
+			b.ReportMetric(float64(ref)/float64(sum.wall), "ref/wall")
+			b.ReportMetric(float64(sum.sandbox.Milliseconds())/float64(n), "sandbox-ms")
+			b.ReportMetric(float64(modelCalls.Milliseconds())/float64(4*n), "call-ms")
+			b.ReportMetric(float64((sum.wall-sum.busy).Milliseconds())/float64(n), "orch-ms")
+		})
 	}
-	per := func(d time.Duration) float64 { return float64(d) / float64(n) / float64(L) }
-	b.ReportMetric(per(sum.wall), "wall/L")
-	b.ReportMetric(per(sum.wall-sum.sandbox), "model/L")
-	b.ReportMetric(per(ref), "seqref/L")
-	b.ReportMetric(float64(ref)/float64(sum.wall), "ref/wall")
-	b.ReportMetric(float64(sum.sandbox.Milliseconds())/float64(n), "sandbox-ms")
-	b.ReportMetric(float64(modelCalls.Milliseconds())/float64(4*n), "call-ms")
-	b.ReportMetric(float64((sum.wall-sum.busy).Milliseconds())/float64(n), "orch-ms")
 }
 
 // rig is a whole stack on embedded defaults, in this process, with the
 // workers' model calls and sandbox calls timed.
 type rig struct {
+	first   messages.FirstPass // the jobs' options.first_pass; "" the default
 	st      *wiring.Stack
 	model   llm.Client // the fake model, untimed, for the sequential reference
 	llmWork *spans
@@ -174,6 +196,7 @@ type jobRun struct {
 	sandbox time.Duration // union of sandbox calls
 	stages  int           // stage results applied
 	rounds  int           // coordinator steps that dispatched stages
+	gaps    []time.Duration
 }
 
 func (s *jobRun) add(o jobRun) {
@@ -183,6 +206,7 @@ func (s *jobRun) add(o jobRun) {
 	s.sandbox += o.sandbox
 	s.stages += o.stages
 	s.rounds += o.rounds
+	s.gaps = append(s.gaps, o.gaps...)
 }
 
 // job runs one first-pass job and measures it.
@@ -197,7 +221,9 @@ func (r *rig) job(b *testing.B) jobRun {
 	// times of stage_queued events are the sequential hops.
 	steps := map[time.Time]bool{}
 	start := time.Now()
-	if err := r.st.Client.Submit(ctx, id, answerSpec()); err != nil {
+	spec := answerSpec()
+	spec.Options.FirstPass = r.first
+	if err := r.st.Client.Submit(ctx, id, spec); err != nil {
 		b.Fatalf("submit: %v", err)
 	}
 	res, err := r.st.Client.Watch(ctx, id, func(e messages.Event) error {
@@ -221,7 +247,27 @@ func (r *rig) job(b *testing.B) jobRun {
 		sandbox: union(boxSpans),
 		stages:  len(res.Stages),
 		rounds:  len(steps),
+		gaps:    gaps(start, append(llmSpans, boxSpans...)),
 	}
+}
+
+// gaps are the hops of one job: before each span of work, the time since
+// the end of the span that ended last before it started (since from, the
+// submission, for the first).
+func gaps(from time.Time, s [][2]time.Time) []time.Duration {
+	s = slices.Clone(s)
+	slices.SortFunc(s, func(a, b [2]time.Time) int { return a[0].Compare(b[0]) })
+	out := make([]time.Duration, 0, len(s))
+	for i, sp := range s {
+		last := from
+		for _, prev := range s[:i] {
+			if prev[1].After(last) && !prev[1].After(sp[0]) {
+				last = prev[1]
+			}
+		}
+		out = append(out, sp[0].Sub(last))
+	}
+	return out
 }
 
 // sequentialModelCalls is the model part of the sequential reference: plan,
@@ -290,13 +336,13 @@ func newRTTProbe(b *testing.B, js jetstream.JetStream) *rttProbe {
 	return p
 }
 
-// take runs n sequential round trips and returns their total time.
-func (p *rttProbe) take(b *testing.B, n int) time.Duration {
+// take runs n sequential round trips and returns each one's time.
+func (p *rttProbe) take(b *testing.B, n int) []time.Duration {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	payload := make([]byte, 1024)
-	var total time.Duration
+	var out []time.Duration
 	for range n {
 		start := time.Now()
 		if _, err := p.js.Publish(ctx, "bench.rtt", payload); err != nil {
@@ -310,9 +356,9 @@ func (p *rttProbe) take(b *testing.B, n int) time.Duration {
 		case <-ctx.Done():
 			b.Fatal("rtt probe: the message never arrived")
 		}
-		total += time.Since(start)
+		out = append(out, time.Since(start))
 	}
-	return total
+	return out
 }
 
 // spans records when the workers' own work ran.

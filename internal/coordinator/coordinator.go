@@ -66,14 +66,20 @@ type Config struct {
 	// Machine steps the jobs: the kinds of job this coordinator runs.
 	// Nil: machine.Default(), the built-in kinds.
 	Machine *machine.Machine
+	// StateCacheBytes bounds the jobs' records kept in memory between
+	// their events (statecache.go), by encoded size. Zero means
+	// DefaultStateCacheBytes; negative, none (every event reads the
+	// state bucket).
+	StateCacheBytes int
 }
 
 // Coordinator owns the job state machines: it applies each submission and
 // stage result to the job's state with compare-and-set on the KV revision,
 // and carries out the commands Step returns.
 type Coordinator struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	states *stateCache
 }
 
 // New validates cfg and returns a Coordinator.
@@ -98,7 +104,10 @@ func New(cfg Config) (*Coordinator, error) {
 	if err := checkDeadlines(cfg.Stages, cfg.StageDeadlines); err != nil {
 		return nil, err
 	}
-	return &Coordinator{cfg: cfg, log: cfg.Logger}, nil
+	if cfg.StateCacheBytes == 0 {
+		cfg.StateCacheBytes = DefaultStateCacheBytes
+	}
+	return &Coordinator{cfg: cfg, log: cfg.Logger, states: newStateCache(cfg.StateCacheBytes)}, nil
 }
 
 // checkDeadlines checks that each deadline override is positive and names
@@ -265,23 +274,28 @@ func (c *Coordinator) Cancel(ctx context.Context, jobID, reason string) error {
 // maxCASAttempts bounds retries when coordinators race on one job.
 const maxCASAttempts = 50
 
-// apply loads the job's state, steps the machine and stores the new state
-// with compare-and-set; on a lost race it starts again from the fresh state.
+// apply loads the job's state (the copy kept in memory, else the stored
+// one), steps the machine and stores the new state with compare-and-set;
+// on a lost race (another coordinator moved the job, or the kept copy was
+// stale) it starts again from the stored state.
 func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input) error {
+	fresh := false
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		again, err := c.applyOnce(ctx, jobID, &ev)
+		again, err := c.applyOnce(ctx, jobID, &ev, fresh)
 		if !again {
 			return err
 		}
+		fresh = true
 	}
 	return fmt.Errorf("job %s: gave up after %d compare-and-set conflicts", jobID, maxCASAttempts)
 }
 
-// applyOnce is one attempt of apply. It reports again when the attempt
-// must be made again: another coordinator moved the job first, or the
-// input was a result too large for the state, now shrunk to its failure.
-func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.Input) (again bool, err error) {
-	rec, rev, err := c.load(ctx, jobID, ev.Kind)
+// applyOnce is one attempt of apply; fresh reads the stored state even
+// when a copy is kept. It reports again when the attempt must be made
+// again: another coordinator moved the job first, or the input was a
+// result too large for the state, now shrunk to its failure.
+func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.Input, fresh bool) (again bool, err error) {
+	rec, rev, kept, err := c.loadKept(ctx, jobID, ev.Kind, fresh)
 	if err != nil || rec == nil {
 		return false, err
 	}
@@ -292,6 +306,9 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 		}
 	}
 	next, cmds := c.cfg.Machine.Step(rec.State, *ev)
+	if len(cmds) == 0 && kept {
+		return true, nil // stale or duplicate for the kept copy: is it for the stored state?
+	}
 	if len(cmds) == 0 {
 		if len(rec.Outbox) > 0 {
 			c.clearOutbox(ctx, jobID, *rec, rev) // it is out now
@@ -300,6 +317,11 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	}
 	stored := record{State: next, Outbox: cmds, Iterations: machine.NoteIteration(rec.Iterations, rec.State, next, *ev)}
 	rev, again, err = c.store(ctx, jobID, stored, rev, ev)
+	if errors.Is(err, errStateTooLarge) && ev.Kind == machine.InputSubmitted {
+		// A job whose first step cannot be stored ends here, with the
+		// reason, rather than leaving its client waiting.
+		return false, c.reject(ctx, jobID, fmt.Errorf("the job is too large to run: %w (a shorter prompt, schema or context is needed)", err))
+	}
 	if again || err != nil {
 		return again, err
 	}
@@ -312,6 +334,29 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	c.cfg.Metrics.Stepped(string(ev.Kind), dispatched(cmds))
 	c.clearOutbox(ctx, jobID, stored, rev)
 	return false, nil
+}
+
+// loadKept is the job's record and revision as this coordinator last
+// stored them, when it keeps them and fresh is false; else the stored
+// ones (load). A submission of a job it does not keep is taken for a new
+// job without a read: if the job exists, creating it conflicts, and the
+// next attempt reads it.
+//
+// kept reports a copy from memory: an input that changes nothing in it
+// may be one the copy is too old for, so it is tried again on the stored
+// state before it is dropped.
+func (c *Coordinator) loadKept(ctx context.Context, jobID string, kind machine.InputKind, fresh bool) (rec *record, rev uint64, kept bool, err error) {
+	if !fresh {
+		if rec, rev, ok := c.states.get(jobID); ok {
+			return &rec, rev, true, nil
+		}
+		if kind == machine.InputSubmitted && c.states != nil {
+			return &record{}, 0, false, nil
+		}
+	}
+	c.states.drop(jobID)
+	rec, rev, err = c.load(ctx, jobID, kind)
+	return rec, rev, false, err
 }
 
 // load reads the job's record and its revision; a record of revision 0
@@ -348,24 +393,30 @@ func (c *Coordinator) store(ctx context.Context, jobID string, rec record, rev u
 	if len(b) > c.cfg.MaxStateBytes {
 		shrunk, ok := overStateLimit(*ev, len(b), c.cfg.MaxStateBytes)
 		if !ok {
-			return 0, false, bus.Permanent(fmt.Errorf("job %s: state of %s is over the %s bound", jobID, messages.FormatBytes(int64(len(b))), messages.FormatBytes(int64(c.cfg.MaxStateBytes))))
+			return 0, false, bus.Permanent(fmt.Errorf("job %s: %w: state of %s is over the %s bound", jobID, errStateTooLarge, messages.FormatBytes(int64(len(b))), messages.FormatBytes(int64(c.cfg.MaxStateBytes))))
 		}
 		c.log.Warn("stage result too large for the job state; failing the stage", "job_id", jobID, "err", shrunk.Result.Error)
 		*ev = shrunk
 		return 0, true, nil
 	}
-	if rev == 0 {
+	created := rev == 0
+	if created {
 		rev, err = c.cfg.States.Create(ctx, bus.JobKey(jobID), b)
 	} else {
 		rev, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		c.cfg.Metrics.CASConflict()
+		c.states.drop(jobID)
+		if !created || ev.Kind != machine.InputSubmitted {
+			c.cfg.Metrics.CASConflict() // a resubmission is no race
+		}
 		return 0, true, nil // another coordinator moved the job: step again on its state
 	}
 	if err != nil {
+		c.states.drop(jobID)
 		return 0, false, fmt.Errorf("store job %s: %w", jobID, err)
 	}
+	c.states.put(jobID, rec, rev, len(b))
 	return rev, false, nil
 }
 
@@ -380,33 +431,80 @@ func (c *Coordinator) clearOutbox(ctx context.Context, jobID string, rec record,
 	if err != nil {
 		return
 	}
-	if _, err := c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		c.log.Warn("clear outbox", "job_id", jobID, "err", err)
+	rev, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev)
+	if err != nil {
+		c.states.drop(jobID) // the kept copy still has the outbox, or is stale
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			c.log.Warn("clear outbox", "job_id", jobID, "err", err)
+		}
+		return
 	}
+	c.states.put(jobID, rec, rev, len(b))
 }
 
 // publish carries out commands. Each is idempotent: stage commands carry a
-// Msg-Id, results are puts, events are progress notes. Events go last, so
-// what they announce is already stored: a client that reads the result as
-// soon as it sees job_finished finds it.
+// Msg-Id, results are puts, events are progress notes. The stage commands
+// go first (the next hop waits on them), then the result, then the events,
+// so what they announce is already stored: a client that reads the result
+// as soon as it sees job_finished finds it. The events but job_finished
+// go out as one batch, without waiting for each acknowledgement in turn
+// (a BatchPublisher); job_finished follows them, so it is the job's last.
 func (c *Coordinator) publish(ctx context.Context, cmds []machine.Command) error {
-	ordered := make([]machine.Command, 0, len(cmds))
+	var events []*messages.Event
+	var finished *messages.Event
 	for _, cmd := range cmds {
-		if cmd.Emit == nil {
-			ordered = append(ordered, cmd)
+		switch {
+		case cmd.Emit == nil:
+			if err := c.carryOut(ctx, cmd); err != nil {
+				return err
+			}
+		case cmd.Emit.Type == messages.EventJobFinished:
+			finished = cmd.Emit
+		default:
+			events = append(events, cmd.Emit)
 		}
 	}
-	for _, cmd := range cmds {
-		if cmd.Emit != nil {
-			ordered = append(ordered, cmd)
-		}
+	if err := c.emit(ctx, events); err != nil {
+		return err
 	}
-	for _, cmd := range ordered {
-		if err := c.carryOut(ctx, cmd); err != nil {
-			return err
-		}
+	if finished != nil {
+		return c.carryOut(ctx, machine.Command{Emit: finished})
 	}
 	return nil
+}
+
+// BatchPublisher is a Publisher that can also publish several messages
+// at once, each in order, waiting for their acknowledgements together
+// (bus.Publisher).
+type BatchPublisher interface {
+	PublishJSONBatch(ctx context.Context, msgs []bus.Outgoing) error
+}
+
+// emit publishes progress events in order: as one batch when the
+// publisher can, else one by one.
+func (c *Coordinator) emit(ctx context.Context, events []*messages.Event) error {
+	bp, ok := c.cfg.Publisher.(BatchPublisher)
+	if !ok || len(events) < 2 {
+		for _, e := range events {
+			if err := c.carryOut(ctx, machine.Command{Emit: e}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	batch := make([]bus.Outgoing, len(events))
+	for i, e := range events {
+		batch[i] = bus.Outgoing{Subject: bus.EventSubject(e.JobID), Value: e, MsgID: eventMsgID(e)}
+	}
+	if err := bp.PublishJSONBatch(ctx, batch); err != nil {
+		return fmt.Errorf("emit events for job %s: %w", events[0].JobID, err)
+	}
+	return nil
+}
+
+// eventMsgID is an event's de-duplication ID.
+func eventMsgID(e *messages.Event) string {
+	return fmt.Sprintf("event.%s.%s.%d.%s", e.JobID, e.Type, e.Seq, e.Stage)
 }
 
 // carryOut carries out one command: a stage command to its pool, a result
@@ -431,8 +529,7 @@ func (c *Coordinator) carryOut(ctx context.Context, cmd machine.Command) error {
 		c.replyResult(ctx, cmd.Finish, b) // api.go
 	case cmd.Emit != nil:
 		e := cmd.Emit
-		id := fmt.Sprintf("event.%s.%s.%d.%s", e.JobID, e.Type, e.Seq, e.Stage)
-		if err := c.cfg.Publisher.PublishJSON(ctx, bus.EventSubject(e.JobID), e, id); err != nil {
+		if err := c.cfg.Publisher.PublishJSON(ctx, bus.EventSubject(e.JobID), e, eventMsgID(e)); err != nil {
 			return fmt.Errorf("emit event for job %s: %w", e.JobID, err)
 		}
 	}

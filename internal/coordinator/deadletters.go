@@ -285,6 +285,7 @@ func (c *Coordinator) reopen(ctx context.Context, l *messages.DeadLetter) (bool,
 		} else if err != nil {
 			return false, fmt.Errorf("re-open job %s: %w", l.JobID, err)
 		}
+		c.states.drop(l.JobID)
 		return true, c.forgetResult(ctx, l.JobID)
 	}
 	return false, fmt.Errorf("job %s: gave up after %d compare-and-set conflicts", l.JobID, maxCASAttempts)

@@ -95,9 +95,12 @@ func resultMsg(t *testing.T, r *messages.StageResult) *bus.Message {
 }
 
 // answerSpec asks for one int output and has no samples.
+// answerSpec plans first: the coordinator's tests step through a plan, then
+// code and tests together (the machine's tests have the one-round pass).
 func answerSpec() messages.JobSpec {
 	return messages.JobSpec{Prompt: "Compute 42 and write it as the output answer.",
-		Outputs: map[string]messages.Type{"answer": messages.TypeInt}}
+		Outputs: map[string]messages.Type{"answer": messages.TypeInt},
+		Options: messages.Options{FirstPass: messages.FirstPassPlanFirst}}
 }
 
 // answers are a successful output of each stage the tests' jobs reach.

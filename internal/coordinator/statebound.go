@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/autocoder/autocoder/internal/machine"
@@ -11,6 +12,10 @@ import (
 // outbox): it is one KV value, which the server refuses past its max
 // payload (1 MiB by default); the margin is for the message headers.
 const DefaultMaxStateBytes = 1<<20 - 16<<10
+
+// errStateTooLarge marks a record over Config.MaxStateBytes that no input
+// can be shrunk to fit.
+var errStateTooLarge = errors.New("coordinator: job state too large")
 
 // overStateLimit is what the coordinator does with a step whose record
 // would be size bytes, over limit: a successful stage result that made it

@@ -18,7 +18,7 @@ func TestOversizedModelReplyEndsTheJob(t *testing.T) {
 	defer fake.Close()
 	fake.On("plan", fakellm.Oversized(5<<20))
 	st := startLocal(t, testConfig(t, fake))
-	res := runJob(t, st, answerSpec())
+	res := runJob(t, st, planFirst(answerSpec()))
 	if res.Success || res.Status != messages.StatusFailed {
 		t.Fatalf("success %v, status %s: want a failed job", res.Success, res.Status)
 	}
@@ -43,13 +43,22 @@ func TestOversizedPromptIsNotSent(t *testing.T) {
 	st := startLocal(t, testConfig(t, fake))
 	spec := answerSpec()
 	spec.Prompt += strings.Repeat(" Really, write 42.", 300<<10/18)
-	res := runJob(t, st, spec)
-	if res.Success || res.Status != messages.StatusFailed {
-		t.Fatalf("success %v, status %s: want a failed job", res.Success, res.Status)
-	}
-	for _, want := range []string{"stage plan failed", "over the 256 KiB budget"} {
-		if !strings.Contains(res.Error, want) {
-			t.Errorf("error %q does not say %q", res.Error, want)
+	// Planning first, the plan stage refuses the prompt; in one round,
+	// the code and tests commands (the prompt twice) make a job state
+	// over its bound, and the job is refused at once with that reason.
+	for fp, wants := range map[messages.FirstPass][]string{
+		messages.FirstPassPlanFirst: {"stage plan failed", "over the 256 KiB budget"},
+		messages.FirstPassOneRound:  {"too large to run", "over the 1008 KiB bound"},
+	} {
+		spec.Options.FirstPass = fp
+		res := runJob(t, st, spec)
+		if res.Success || res.Status != messages.StatusFailed {
+			t.Fatalf("%s: success %v, status %s: want a failed job", fp, res.Success, res.Status)
+		}
+		for _, want := range wants {
+			if !strings.Contains(res.Error, want) {
+				t.Errorf("%s: error %q does not say %q", fp, res.Error, want)
+			}
 		}
 	}
 	if n := len(fake.Requests()); n != 0 {

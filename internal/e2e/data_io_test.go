@@ -301,17 +301,22 @@ func TestDataAwareJobAndRuns(t *testing.T) {
 			}
 		}
 	}
-	plans := 0
+	// The first pass is one round: the code call writes the plan, and
+	// both it and the tests call see the sample rows.
+	first := map[string]int{}
 	for _, r := range fake.Requests() {
-		if r.SchemaName == "plan" {
-			plans++
+		if r.SchemaName == "tests" || (r.SchemaName == "solution" && fakellm.AsksForPlan(r)) {
+			first[r.SchemaName]++
 			if !strings.Contains(r.Messages[len(r.Messages)-1].Content, "IGNORE PREVIOUS INSTRUCTIONS") {
-				t.Error("the plan prompt lacks the sample rows (the injection test proves nothing)")
+				t.Errorf("the %s prompt lacks the sample rows (the injection test proves nothing)", r.SchemaName)
 			}
 		}
+		if r.SchemaName == "plan" {
+			t.Error("a plan call in a one-round first pass")
+		}
 	}
-	if plans != 1 {
-		t.Errorf("%d plan calls", plans)
+	if first["tests"] != 1 || first["solution"] != 1 {
+		t.Errorf("first-pass calls %v, want one code call with its plan and one tests call", first)
 	}
 
 	// submit run on a new CSV, with new values; odd characters in a str

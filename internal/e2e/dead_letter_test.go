@@ -48,7 +48,7 @@ func TestDeadLetterReplay(t *testing.T) {
 	remote.NATSURL = fmt.Sprintf("nats://127.0.0.1:%d", port)
 
 	id := client.NewJobID()
-	if err := st.Client.Submit(ctx, id, answerSpec()); err != nil {
+	if err := st.Client.Submit(ctx, id, planFirst(answerSpec())); err != nil {
 		t.Fatal(err)
 	}
 	crashOnEveryDelivery(ctx, t, st.Resources.StageConsumers[messages.PoolLLM], 2)

@@ -66,7 +66,7 @@ func TestIdenticalJobsComputeEachStageOnce(t *testing.T) {
 			t.Errorf("stage %s computed %d times across %d identical jobs, want once", stage, n, jobs)
 		}
 	}
-	for _, stage := range []messages.Stage{messages.StagePlan, messages.StageBuild, messages.StageRunTests, messages.StageAcceptance} {
+	for _, stage := range []messages.Stage{messages.StageCode, messages.StageTests, messages.StageBuild, messages.StageRunTests, messages.StageAcceptance} {
 		if computed[stage] != 1 {
 			t.Errorf("stage %s computed %d times, want once", stage, computed[stage])
 		}

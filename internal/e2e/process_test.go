@@ -109,7 +109,7 @@ func TestServerBinariesAsSeparateProcesses(t *testing.T) {
 	for _, s := range res.Stages {
 		workers[string(s.Name)] = true
 	}
-	if !workers["plan"] || !workers["run_tests"] {
+	if !workers["code"] || !workers["run_tests"] {
 		t.Errorf("stages %v", stageNames(&res))
 	}
 

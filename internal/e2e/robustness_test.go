@@ -19,7 +19,7 @@ func TestModelOutagesAreRetried(t *testing.T) {
 	fake.On("solution", fakellm.Status(503, ""), fakellm.JSON(sol(code("6 * 7"))))
 	fake.On("tests", fakellm.Text(`{"code": "from solution import answer\n\ndef test_answer():\n    assert answer() == 42\n"`)) // truncated: repaired
 	st := startLocal(t, testConfig(t, fake))
-	res := runJob(t, st, answerSpec())
+	res := runJob(t, st, planFirst(answerSpec()))
 	if !res.Success {
 		t.Fatalf("job failed: %s", res.Error)
 	}
@@ -36,7 +36,7 @@ func TestModelAnsweringGarbageFailsClearly(t *testing.T) {
 	defer fake.Close()
 	fake.On("plan", fakellm.Text("I am sorry, I cannot help with that."))
 	st := startLocal(t, testConfig(t, fake))
-	res := runJob(t, st, answerSpec())
+	res := runJob(t, st, planFirst(answerSpec()))
 	if res.Success {
 		t.Fatal("job succeeded without a plan")
 	}
@@ -56,7 +56,7 @@ func TestModelUnauthorizedIsPermanent(t *testing.T) {
 	defer fake.Close()
 	fake.On("plan", fakellm.Status(401, "").ErrorMessage("Incorrect API key provided"))
 	st := startLocal(t, testConfig(t, fake))
-	res := runJob(t, st, answerSpec())
+	res := runJob(t, st, planFirst(answerSpec()))
 	if res.Success || !strings.Contains(res.Error, "OPENAI_API_KEY") {
 		t.Fatalf("success %v, error %q", res.Success, res.Error)
 	}
@@ -92,7 +92,7 @@ def leaks():
 	tests := answerTests + "\n\ndef test_contained():\n    from solution import leaks\n    assert leaks() == []\n"
 	scriptWithTests(fake, tests, sol(hostile))
 	st := startLocal(t, testConfig(t, fake))
-	res := runJob(t, st, answerSpec())
+	res := runJob(t, st, planFirst(answerSpec()))
 	if !res.Success {
 		t.Fatalf("hostile code was not contained: %s\n%s", res.Error, res.Output)
 	}

@@ -87,14 +87,14 @@ func TestWebUI(t *testing.T) {
 	srv := httptest.NewServer(streams.record(httpapi.Handler(st.Client, m.Handler(), httpapi.Options{Tokens: tokens})))
 	defer srv.Close()
 
-	fixedSpec := answerSpec()
+	fixedSpec := planFirst(answerSpec()) // the timeline below shows its plan
 	fixedSpec.Name = "answer-fixed"
 	fixedSpec.Outputs["report"], fixedSpec.Outputs["charts"] = messages.TypeFile, messages.TypeDir
 	fixed := runJob(t, st, fixedSpec)
 	requireSuccess(t, fixed)
 
 	fake.On("solution", fakellm.JSON(sol(code("6 * 5"))))
-	failedSpec := answerSpec()
+	failedSpec := planFirst(answerSpec())
 	failedSpec.Name, failedSpec.Prompt = "answer-failed", "Compute the answer (42) once more, as the output answer."
 	failedSpec.Options.MaxIterations = 1
 	sales := filepath.Join(t.TempDir(), "sales.csv")
@@ -178,7 +178,7 @@ func TestWebUI(t *testing.T) {
 	// The running job waits on its plan: the fake model answers it after
 	// the test is over.
 	fake.On("plan", fakellm.JSON(messages.Plan{Description: "slow", Approach: "slow"}).Delay(10*time.Minute))
-	runningSpec := answerSpec()
+	runningSpec := planFirst(answerSpec())
 	runningSpec.Name, runningSpec.Prompt = "answer-running", "Compute the answer slowly (42), as the output answer."
 	runningID := client.NewJobID()
 	if err := st.Client.Submit(ctx, runningID, runningSpec); err != nil {

@@ -104,6 +104,9 @@ type Server struct {
 	requests []Request
 	seq      int
 	models   []string
+	// transcriptPlan is the plan a played transcript adds to solution
+	// replies that were asked for one (plan.go).
+	transcriptPlan json.RawMessage
 }
 
 type queue struct {
@@ -234,6 +237,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	reply, ok := s.pick(req)
+	reply = s.inlinePlan(req, reply)
 	if !ok {
 		writeError(w, http.StatusBadRequest, "",
 			fmt.Sprintf("fakellm: no reply scripted for schema name %q (format %s); use Server.On or Server.Handle", req.SchemaName, req.Format))

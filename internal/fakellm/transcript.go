@@ -94,8 +94,13 @@ func ReplayFile(path string) (*Server, string, error) {
 	return s, t.Label, nil
 }
 
-// Play queues the transcript's replies on the server, as On does.
+// Play queues the transcript's replies on the server, as On does. A
+// one-round code call (AsksForPlan) whose scripted solution has no plan
+// gets the transcript's first plan reply in it.
 func (s *Server) Play(t *Transcript) {
+	s.mu.Lock()
+	s.transcriptPlan = firstPlan(t)
+	s.mu.Unlock()
 	names := make([]string, 0, len(t.Replies))
 	for name := range t.Replies {
 		names = append(names, name)

@@ -47,6 +47,11 @@ type Sampling struct {
 type Schema struct {
 	Name   string
 	Schema json.RawMessage
+	// Optional are top-level properties a reply may leave out although
+	// the schema sent lists them as required (strict mode wants every
+	// property there): a model outside strict mode omits them, and the
+	// reply is taken without them rather than sent back.
+	Optional []string
 }
 
 // StructuredReply is a validated reply.

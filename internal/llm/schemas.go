@@ -33,6 +33,33 @@ var (
   "additionalProperties": false
 }`)}
 
+	// PlannedSolutionSchema is the solution reply of the one-round first
+	// pass (messages.CodeInput.PlanInline): the solution's fields and the
+	// plan beside them. It keeps the name solution (a server scripted or
+	// tuned for it answers as before); the plan may be null, or missing
+	// altogether (Optional), as models outside strict mode leave it out.
+	PlannedSolutionSchema = Schema{Name: "solution", Optional: []string{"plan"}, Schema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "plan": {
+      "type": ["object", "null"],
+      "description": "The plan, written before the code: what the script does and how.",
+      "properties": {
+        "description": {"type": "string", "description": "What the script does, in a few sentences."},
+        "approach": {"type": "string", "description": "How: steps, the functions with their signatures, libraries, edge cases."}
+      },
+      "required": ["description", "approach"],
+      "additionalProperties": false
+    },
+    "language": {"type": "string", "enum": ["python"]},
+    "code": {"type": "string", "description": "The complete solution.py."},
+    "packages": {"type": "array", "items": {"type": "string"}, "description": "PyPI packages the code imports."},
+    "system_packages": {"type": "array", "items": {"type": "string"}, "description": "Debian packages the code needs."}
+  },
+  "required": ["plan", "language", "code", "packages", "system_packages"],
+  "additionalProperties": false
+}`)}
+
 	TestsSchema = Schema{Name: "tests", Schema: json.RawMessage(`{
   "type": "object",
   "properties": {

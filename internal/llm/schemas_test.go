@@ -182,3 +182,37 @@ func matchStruct(t *testing.T, path string, node map[string]any, typ reflect.Typ
 		}
 	}
 }
+
+// TestPlannedSolutionSchema: the one-round solution reply is strict-mode
+// compatible, and a reply that leaves the plan out, sets it to null or
+// wraps the object in prose is taken; a plan of the wrong shape is not.
+func TestPlannedSolutionSchema(t *testing.T) {
+	t.Parallel()
+	s := PlannedSolutionSchema
+	var root map[string]any
+	if err := json.Unmarshal(s.Schema, &root); err != nil {
+		t.Fatal(err)
+	}
+	walkSchema(t, s.Name, root)
+	n, err := compileSchema(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sol := `"language": "python", "code": "x = 1\n", "packages": [], "system_packages": []`
+	for _, reply := range []string{
+		`{"plan": {"description": "d", "approach": "a"}, ` + sol + `}`,
+		`{"plan": null, ` + sol + `}`,
+		`{` + sol + `}`,
+		"Here is the plan and the code:\n```json\n{" + sol + ", \"plan\": {\"description\": \"d\", \"approach\": \"a\"}}\n```\nHope it helps.",
+	} {
+		if _, err := parseReply(reply, s.Name, n); err != nil {
+			t.Errorf("%q: %v", reply, err)
+		}
+	}
+	if _, err := parseReply(`{"plan": "just do it", `+sol+`}`, s.Name, n); err == nil {
+		t.Error("a plan that is a string was taken")
+	}
+	if _, err := parseReply(`{"plan": null, "language": "python", "packages": [], "system_packages": []}`, s.Name, n); err == nil {
+		t.Error("a reply without code was taken")
+	}
+}

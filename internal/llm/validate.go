@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -48,6 +49,7 @@ func compileSchema(s Schema) (*schemaNode, error) {
 	if err := json.Unmarshal(s.Schema, &n); err != nil {
 		return nil, fmt.Errorf("schema %s: %w", s.Name, err)
 	}
+	n.Required = slices.DeleteFunc(n.Required, func(name string) bool { return slices.Contains(s.Optional, name) })
 	return &n, nil
 }
 

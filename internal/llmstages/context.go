@@ -45,6 +45,9 @@ type planWithContext struct {
 type solutionWithContext struct {
 	messages.Solution
 	messages.ContextUse
+	// Plan is the plan a one-round code call wrote (CodeInput.PlanInline);
+	// nil when it was not asked for or the model left it out.
+	Plan *messages.Plan `json:"plan,omitempty"`
 }
 
 // withContext puts the job's documentation into msgs: all of it when it

@@ -103,7 +103,7 @@ func New(cfg Config) (*Handlers, error) {
 func (h *Handlers) Register(mux *stagework.Mux) {
 	docs := stagework.DependsOn("docs", fmt.Sprintf("%s-%d-%d", docsearch.Version, h.cfg.ContextBytes, h.cfg.ChunkBytes))
 	stagework.Register(mux, messages.StagePlan, h.plan, replyDeps(llm.PlanSchema, docs)...)
-	stagework.Register(mux, messages.StageCode, h.code, replyDeps(llm.SolutionSchema, docs)...)
+	stagework.Register(mux, messages.StageCode, h.code, replyDeps(llm.SolutionSchema, docs, schemaDep("inline_plan_schema", llm.PlannedSolutionSchema))...)
 	stagework.Register(mux, messages.StageTests, h.tests, replyDeps(llm.TestsSchema)...)
 	stagework.Register(mux, messages.StagePackages, h.packages, replyDeps(llm.PackagesSchema)...)
 	stagework.Register(mux, messages.StageDiagnose, h.diagnose, replyDeps(llm.DiagnosisSchema)...)
@@ -119,12 +119,17 @@ func (h *Handlers) Register(mux *stagework.Mux) {
 // replyDeps are what a structured stage depends on: the prompts, the scan
 // tables and the reply's schema (its name and a hash of its text).
 func replyDeps(s llm.Schema, more ...stagework.Option) []stagework.Option {
-	sum := sha256.Sum256(s.Schema)
 	return append([]stagework.Option{
 		stagework.DependsOn("prompts", prompts.Version),
 		stagework.DependsOn("pyscan", pyscan.Version),
-		stagework.DependsOn("schema", s.Name+"-"+hex.EncodeToString(sum[:6])),
+		schemaDep("schema", s),
 	}, more...)
+}
+
+// schemaDep is a dependency on a reply schema: its name and a hash of its text.
+func schemaDep(key string, s llm.Schema) stagework.Option {
+	sum := sha256.Sum256(s.Schema)
+	return stagework.DependsOn(key, s.Name+"-"+hex.EncodeToString(sum[:6]))
 }
 
 func badInput(stage messages.Stage, format string, args ...any) error {
@@ -227,7 +232,39 @@ func (h *Handlers) code(ctx context.Context, cmd *messages.StageCommand, in mess
 	if err != nil {
 		return stagework.Output[solutionWithContext]{}, err
 	}
+	if in.PlanInline {
+		return h.plannedSolution(ctx, cmd, msgs, use)
+	}
 	return h.solution(ctx, cmd, msgs, nil, use)
+}
+
+// plannedSolution is the one-round code call: the plan comes as a field
+// of the solution reply. A model may leave it out or write it empty; the
+// solution stands without it, with a note.
+func (h *Handlers) plannedSolution(ctx context.Context, cmd *messages.StageCommand, msgs []messages.ChatMessage, use *messages.StageContext) (stagework.Output[solutionWithContext], error) {
+	type reply struct {
+		messages.Solution
+		Plan *messages.Plan `json:"plan"`
+	}
+	out, err := call[reply](ctx, h, cmd, llm.PlannedSolutionSchema, msgs)
+	if err != nil {
+		return as(out, solutionWithContext{}), err
+	}
+	s, p := out.Value.Solution, out.Value.Plan
+	n := normaliseSolution(&s, nil, h.std)
+	if strings.TrimSpace(s.Code) == "" {
+		return as(out, solutionWithContext{}), invalid(cmd.Stage, "empty code")
+	}
+	if p != nil {
+		p.Description, p.Approach = strings.TrimSpace(p.Description), strings.TrimSpace(p.Approach)
+	}
+	if p == nil || (p.Description == "" && p.Approach == "") {
+		n.add("the reply has no plan")
+		p = nil
+	}
+	res := as(out, solutionWithContext{Solution: s, ContextUse: messages.ContextUse{Context: use}, Plan: p})
+	res.Notes = n
+	return res, nil
 }
 
 func (h *Handlers) fix(ctx context.Context, cmd *messages.StageCommand, in messages.FixInput) (stagework.Output[solutionWithContext], error) {

@@ -37,7 +37,7 @@ func (m *Stepper) constrained(_ Pending, out messages.ConstraintOutput) {
 	for _, u := range out.Unapplied {
 		m.Note("constraint kept as prompt text: " + u)
 	}
-	if s.Phase == PhasePlanning && s.Plan != nil {
+	if m.waitsForChecks() {
 		m.generate()
 	}
 }
@@ -46,7 +46,15 @@ func (m *Stepper) constrained(_ Pending, out messages.ConstraintOutput) {
 // leaves the constraints in the prompt as text.
 func (m *Stepper) constraintFailed(_ Pending, r *messages.StageResult) {
 	m.Note("the constraint stage failed (" + firstLine(r.Error) + "): the constraints stay in the prompt as text")
-	if m.s.Phase == PhasePlanning && m.s.Plan != nil {
+	if m.waitsForChecks() {
 		m.generate()
 	}
+}
+
+// waitsForChecks reports whether generation waits only for the checks:
+// the job is planning and its plan is in, or it writes its plan with the
+// code (one round).
+func (m *Stepper) waitsForChecks() bool {
+	s := m.s
+	return s.Phase == PhasePlanning && (s.Plan != nil || !s.Spec.Options.PlansFirst())
 }

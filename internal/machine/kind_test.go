@@ -107,12 +107,12 @@ func TestAKindDefinedOutsideThePackage(t *testing.T) {
 	// Other submissions are the built-in kinds'; the default machine has
 	// no probe kind, so the probe's submission is a pipeline job there.
 	for _, m := range []*machine.Machine{mc, machine.Default()} {
-		_, cmds = submit(t, m, messages.JobSpec{Prompt: "p"})
+		_, cmds = submit(t, m, messages.JobSpec{Prompt: "p", Options: messages.Options{FirstPass: messages.FirstPassPlanFirst}})
 		if d := dispatchOf(t, cmds); d.Stage != messages.StagePlan {
 			t.Errorf("a pipeline job dispatched %s", d.Stage)
 		}
 	}
-	_, cmds = submit(t, machine.Default(), messages.JobSpec{Name: "probe", Prompt: "p"})
+	_, cmds = submit(t, machine.Default(), messages.JobSpec{Name: "probe", Prompt: "p", Options: messages.Options{FirstPass: messages.FirstPassPlanFirst}})
 	if d := dispatchOf(t, cmds); d.Stage != messages.StagePlan {
 		t.Errorf("without the probe kind, a probe submission dispatched %s", d.Stage)
 	}

@@ -137,10 +137,12 @@ func stagesOf(cmds []Command) []string {
 	return out
 }
 
-// baseSpec is a job without test strength (strength_test.go has its own):
-// the other tests follow paths it would lengthen.
+// baseSpec is a pipeline job that plans first and measures no test
+// strength: most tests here are about the loop after the first pass, as
+// the recorded logs are (firstpass_test.go has the default one-round first
+// pass, strength_test.go test strength).
 func baseSpec() messages.JobSpec {
-	return messages.JobSpec{Prompt: "return one", Options: messages.Options{Mutation: messages.MutationOff}}
+	return messages.JobSpec{Prompt: "return one", Options: messages.Options{Mutation: messages.MutationOff, FirstPass: messages.FirstPassPlanFirst}}
 }
 
 func TestPaths(t *testing.T) {
@@ -564,6 +566,15 @@ var replayScenarios = map[string]func(w *world) (messages.JobSpec, []messages.Sa
 	"stuck": func(w *world) (messages.JobSpec, []messages.SampleRef) {
 		stuckWorld(w)
 		return baseSpec(), nil
+	},
+	// The default first pass in one round: the plan comes with the code,
+	// whose first tests fail and are fixed.
+	"oneround": func(w *world) (messages.JobSpec, []messages.SampleRef) {
+		w.answers[messages.StageCode] = oneRoundWorld(w.t).answers[messages.StageCode]
+		w.answers[messages.StageRunTests] = []any{fail("test_f"), pass(3)}
+		w.answers[messages.StageDiagnose] = []any{messages.Diagnosis{Failures: []messages.Failure{{TestName: "test_f", ErrorType: messages.ErrorLogic}}}}
+		w.answers[messages.StageFix] = []any{messages.Solution{Language: "python", Code: "def f():\n    return 2\n"}}
+		return messages.JobSpec{Prompt: "return one"}, nil
 	},
 	// Three candidates; the second passes.
 	"candidates": func(w *world) (messages.JobSpec, []messages.SampleRef) {

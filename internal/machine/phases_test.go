@@ -23,6 +23,7 @@ var allPhases = []Phase{PhaseNew, PhaseProfiling, PhasePlanning, PhaseGenerating
 var allowedChanges = map[string][]string{
 	"pipeline": {
 		" > profiling", " > planning", "profiling > planning", "planning > generating",
+		" > generating", "profiling > generating", // the one-round first pass
 		"testing > generating", "accepting > generating",
 		"generating > packages", "building > packages", "repairing > packages",
 		"generating > building", "packages > building", "repairing > building",

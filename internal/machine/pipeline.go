@@ -9,8 +9,12 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// The pipeline: profile the samples, plan, then write the code and the
-// tests concurrently (the tests depend on the plan, not the code). Packages
+// The pipeline: profile the samples, then the first pass in one model
+// round: the code call writes the plan as a field of its reply while the
+// tests are written from the task alone, concurrently (options.first_pass
+// one_round, the default). With plan_first the plan is a call of its own
+// and the code and the tests are written from it concurrently (the tests
+// depend on the plan, not the code). Packages
 // come from a static import scan (the model maps only the imports the
 // tables cannot), and the environment is built as soon as the code's
 // packages are known, overlapping the test generation (advanceTests,
@@ -47,7 +51,7 @@ func pipelineKind() Kind {
 		Phases: Phases{
 			PhaseProfiling:  {PhaseNew},
 			PhasePlanning:   {PhaseNew, PhaseProfiling},
-			PhaseGenerating: {PhasePlanning, PhaseTesting, PhaseAccepting}, // later: a stuck loop regenerates
+			PhaseGenerating: {PhaseNew, PhaseProfiling, PhasePlanning, PhaseTesting, PhaseAccepting}, // one round starts here; later: a stuck loop regenerates
 			PhasePackages:   {PhaseGenerating, PhaseBuilding, PhaseRepairing},
 			PhaseBuilding:   {PhaseGenerating, PhasePackages, PhaseRepairing},
 			PhaseTesting:    {PhaseGenerating, PhasePackages, PhaseBuilding, PhaseRepairing},
@@ -64,13 +68,24 @@ func pipelineKind() Kind {
 	}
 }
 
-// startPipeline profiles the samples, or plans when there are none.
+// startPipeline profiles the samples, or starts the first pass when there
+// are none.
 func (m *Stepper) startPipeline(*Submission) {
 	if len(m.s.Samples) > 0 {
 		m.profile()
 		return
 	}
-	m.plan()
+	m.firstPass()
+}
+
+// firstPass plans (plan_first), or writes the code with its plan and the
+// tests in one round.
+func (m *Stepper) firstPass() {
+	if m.s.Spec.Options.PlansFirst() {
+		m.plan()
+		return
+	}
+	m.generate()
 }
 
 // profile dispatches the profile of the samples.
@@ -91,7 +106,15 @@ func (m *Stepper) keepProfile(out messages.ProfileOutput) {
 func (m *Stepper) profiled(_ Pending, out messages.ProfileOutput) {
 	m.keepProfile(out)
 	m.constrain(out) // constraint.go: alongside planning
-	m.plan()
+	if m.s.Spec.Options.PlansFirst() {
+		m.plan()
+		return
+	}
+	if m.busy(0, messages.StageConstraint) {
+		m.Enter(PhasePlanning) // one round: code and tests wait for the checks (constraint.go)
+		return
+	}
+	m.generate()
 }
 
 func (m *Stepper) plan() {
@@ -108,7 +131,8 @@ func (m *Stepper) planned(_ Pending, out messages.Plan) {
 }
 
 // generateWithTests starts code and tests at once: tests depend on the
-// task and the plan, not on the code.
+// task and the plan, not on the code. In one round there is no plan yet:
+// the code call writes it, and the tests are written from the task.
 func (m *Stepper) generateWithTests() {
 	s := m.s
 	m.writeCode()
@@ -122,7 +146,8 @@ func (m *Stepper) generateWithTests() {
 func (m *Stepper) writeCode() {
 	s := m.s
 	m.Enter(PhaseGenerating)
-	in := messages.CodeInput{Task: s.Task, DataContext: s.DataContext, Plan: planOf(s), BasePackages: s.Spec.Options.BasePackages}
+	in := messages.CodeInput{Task: s.Task, DataContext: s.DataContext, Plan: planOf(s), BasePackages: s.Spec.Options.BasePackages,
+		PlanInline: s.Plan == nil && !s.Spec.Options.PlansFirst()}
 	k := s.Spec.Options.Candidates
 	if k > 1 && s.Spec.Options.SkipTests {
 		m.Note(fmt.Sprintf("skip_tests: there are no tests to choose among %d candidates, so one solution is written", k))
@@ -135,16 +160,34 @@ func (m *Stepper) writeCode() {
 	m.Dispatch(messages.StageCode, in)
 }
 
-// coded takes a solution of the job's line or of a candidate's.
-func (m *Stepper) coded(p Pending, out messages.Solution) {
+// coded takes a solution of the job's line or of a candidate's; in one
+// round, the job's plan comes with it.
+func (m *Stepper) coded(p Pending, out messages.CodeOutput) {
+	sol := out.Solution
 	if p.Candidate > 0 {
 		if c := m.candidate(p.Candidate); c != nil {
-			c.Solution = &out
+			c.Solution = &sol
 		}
 	} else {
-		m.s.Solution = &out
+		m.keepInlinePlan(out.Plan)
+		m.s.Solution = &sol
 	}
 	m.advance()
+}
+
+// keepInlinePlan keeps the plan a one-round code reply wrote. A model may
+// leave it out: the job goes on without one (diagnoses and fixes then work
+// from the task and the code), and says so.
+func (m *Stepper) keepInlinePlan(p *messages.Plan) {
+	s := m.s
+	if s.Plan != nil || s.Spec.Options.PlansFirst() {
+		return
+	}
+	if p == nil || (strings.TrimSpace(p.Description) == "" && strings.TrimSpace(p.Approach) == "") {
+		m.Note("the code reply wrote no plan: the job goes on without one")
+		return
+	}
+	s.Plan = p
 }
 
 func (m *Stepper) testsWritten(_ Pending, out messages.Tests) {

@@ -10,8 +10,10 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
+// strengthSpec plans first, as the world these tests script does
+// (firstpass_test.go has the one-round first pass).
 func strengthSpec(edit func(*messages.Options)) messages.JobSpec {
-	spec := messages.JobSpec{Prompt: "return one"}
+	spec := messages.JobSpec{Prompt: "return one", Options: messages.Options{FirstPass: messages.FirstPassPlanFirst}}
 	if edit != nil {
 		edit(&spec.Options)
 	}

@@ -62,6 +62,8 @@ func builders() map[string][]messages.ChatMessage {
 		"plan":             Plan(messages.PlanInput{Task: task, DataContext: "sales.csv: 3 rows"}),
 		"code":             Code(messages.CodeInput{Task: task, DataContext: "sales.csv: 3 rows", Plan: plan, BasePackages: []string{"numpy"}}),
 		"tests":            Tests(messages.TestsInput{Task: task, DataContext: "sales.csv: 3 rows", Plan: plan}),
+		"code_inline_plan": Code(messages.CodeInput{Task: task, DataContext: "sales.csv: 3 rows", BasePackages: []string{"numpy"}, PlanInline: true}),
+		"tests_from_task":  Tests(messages.TestsInput{Task: task, DataContext: "sales.csv: 3 rows"}),
 		"packages":         Packages(messages.PackagesInput{Imports: []string{"frobnicate", "google.cloud.spanner"}}),
 		"diagnose":         Diagnose(messages.DiagnoseInput{Task: task, Plan: plan, Code: "def f(): pass\n", Tests: "def test_totals(): pass\n", Report: report, Packages: []string{"pandas"}, Hints: []string{"test_totals failed again after a fix"}}),
 		"fix":              Fix(messages.FixInput{Task: task, Plan: plan, Code: "def f(): pass\n", Tests: "def test_totals(): pass\n", Failures: failures, Packages: []string{"pandas"}}),

@@ -27,8 +27,13 @@ Reply fields:
 	return chat(system, b.String())
 }
 
-// Code builds the code stage's conversation (reply: llm.SolutionSchema).
+// Code builds the code stage's conversation (reply: llm.SolutionSchema,
+// or with PlanInline llm.PlannedSolutionSchema: the plan and the code in
+// one reply, codeWithPlan).
 func Code(in messages.CodeInput) []messages.ChatMessage {
+	if in.PlanInline {
+		return codeWithPlan(in)
+	}
 	system := preamble + `
 
 Your job now: write solution.py following the plan and the script protocol. Implement every function the plan names, with exactly the names and signatures it gives: the tests are written from the plan without seeing your code.
@@ -58,6 +63,25 @@ Your job now: write solution.py following the plan and the script protocol. Impl
 	return chat(system, b.String())
 }
 
+// codeWithPlan is the one-round first pass: the plan, then the code, in
+// one reply, while the tests are written from the task alone.
+func codeWithPlan(in messages.CodeInput) []messages.ChatMessage {
+	system := preamble + `
+
+Your job now: plan solution.py for the task, then write it, in one reply. The tests are written at the same time from the task alone, without seeing your plan or your code: keep every name the task gives (functions, their parameters, inputs and outputs) exactly as it gives them, and follow the script protocol, whose main and write_outputs the tests call.
+
+` + scriptProtocol(in.Task) + `
+Reply fields:
+- plan: written first, before the code: an object with description (what the script does, in two to four sentences) and approach (numbered steps: every public function of solution.py with its parameters, their types and the return value; how each input and sample file is read and validated, how each output is computed and formatted, how edge cases are handled, and which third-party packages are used).
+` + strings.TrimPrefix(solutionFields(in.BasePackages), "Reply fields:\n")
+
+	var b strings.Builder
+	renderTask(&b, in.Task)
+	renderDataContext(&b, in.DataContext)
+	b.WriteString("\nWrite the plan and solution.py now.\n")
+	return chat(system, b.String())
+}
+
 // trimAll trims each string to budget bytes.
 func trimAll(ss []string, budget int) []string {
 	out := make([]string, len(ss))
@@ -83,6 +107,9 @@ func solutionFields(installed []string) string {
 // Tests builds the tests stage's conversation (reply: llm.TestsSchema).
 // Tests are written from the task and the plan only, concurrently with the code.
 func Tests(in messages.TestsInput) []messages.ChatMessage {
+	if in.Plan == (messages.Plan{}) {
+		return testsFromTask(in)
+	}
 	system := preamble + `
 
 Your job now: write test_solution.py for the script that the task and the plan describe. The code is being written at the same time from the same plan and you do not see it: rely only on the names and behaviour that the plan and the script protocol define.
@@ -96,6 +123,25 @@ Reply fields:
 	renderTask(&b, in.Task)
 	renderDataContext(&b, in.DataContext)
 	renderPlan(&b, in.Plan)
+	b.WriteString("\nWrite test_solution.py now.\n")
+	return chat(system, b.String())
+}
+
+// testsFromTask writes the tests from the task alone: the one-round
+// first pass, where the plan comes with the code, at the same time.
+func testsFromTask(in messages.TestsInput) []messages.ChatMessage {
+	system := preamble + `
+
+Your job now: write test_solution.py for the script that the task describes. The code is being written at the same time from the task alone and you do not see it, nor any plan: rely only on the names and behaviour that the task and the script protocol define.
+
+` + scriptProtocol(in.Task) + `
+` + testRules(in.Task, false) + `
+Reply fields:
+- code: the complete contents of test_solution.py as plain source, without Markdown fences.`
+
+	var b strings.Builder
+	renderTask(&b, in.Task)
+	renderDataContext(&b, in.DataContext)
 	b.WriteString("\nWrite test_solution.py now.\n")
 	return chat(system, b.String())
 }

@@ -15,7 +15,7 @@ import (
 // Version identifies the prompt texts. Bump it whenever a builder's output
 // can change for the same input: it is part of every LLM stage's cache key,
 // so stale replies to old prompts are not reused.
-const Version = "4"
+const Version = "5"
 
 // TestOutputBudget caps, in bytes, the pytest output in a diagnose prompt.
 // Callers trim it already; the cap here keeps a prompt bounded whatever they send.
@@ -242,14 +242,29 @@ func scriptProtocol(t messages.TaskSpec) string {
 }
 
 // testProtocol states the rules for test_solution.py.
-func testProtocol(t messages.TaskSpec) string {
+func testProtocol(t messages.TaskSpec) string { return testRules(t, true) }
+
+// testRules states the rules for test_solution.py, written from the plan
+// or, in the one-round first pass, from the task alone (fromPlan false):
+// then only the names the task and the script protocol fix can be called.
+func testRules(t messages.TaskSpec, fromPlan bool) string {
 	var b strings.Builder
-	b.WriteString(`## Test protocol
+	if fromPlan {
+		b.WriteString(`## Test protocol
 
 1. The file is test_solution.py, run with pytest in the directory that holds solution.py. Import what you test from solution: the functions the plan names, and main and write_outputs from the script protocol. Do not rely on a conftest.py.
 2. Prefer plain module-level test functions named test_*. Tests are deterministic and need no network access. Use only the standard library, pytest and the packages the plan names.
 3. Test the plan's core functions with small in-memory data (a few values or rows built inside the test) whose expected results you can work out by hand with certainty.
-4. Test write_outputs and main with ` + "`out_dir=str(tmp_path)`" + ` and check that every declared output exists and has the required format. Never write under /var/outputs or /var/inputs; create files only under pytest's tmp_path. Do not run solution.py as a subprocess.
+`)
+	} else {
+		b.WriteString(`## Test protocol
+
+1. The file is test_solution.py, run with pytest in the directory that holds solution.py. Import what you test from solution: only the functions the task itself names (with exactly the names and signatures it gives), and main and write_outputs from the script protocol. There is no plan: never guess the name of any other function. Do not rely on a conftest.py.
+2. Prefer plain module-level test functions named test_*. Tests are deterministic and need no network access. Use only the standard library and pytest.
+3. Test the functions the task names with small in-memory data (a few values built inside the test) whose expected results you can work out by hand with certainty; when the task names none, test through main.
+`)
+	}
+	b.WriteString(`4. Test write_outputs and main with ` + "`out_dir=str(tmp_path)`" + ` and check that every declared output exists and has the required format. Never write under /var/outputs or /var/inputs; create files only under pytest's tmp_path. Do not run solution.py as a subprocess.
 `)
 	if len(t.Samples) > 0 {
 		b.WriteString("5. The sample files are present, read-only, in the test sandbox:\n")

@@ -28,7 +28,7 @@ var messageValues = []any{
 	messages.DeadLetter{}, messages.DeadLetterEntry{}, messages.ReplayRequest{}, messages.ReplayReply{},
 	// Stage commands and results, and the payloads of each stage.
 	messages.StageCommand{}, messages.StageResult{},
-	messages.PlanInput{}, messages.Plan{}, messages.CodeInput{}, messages.Solution{},
+	messages.PlanInput{}, messages.Plan{}, messages.CodeInput{}, messages.Solution{}, messages.CodeOutput{},
 	messages.TestsInput{}, messages.Tests{}, messages.PackagesInput{}, messages.Packages{},
 	messages.DiagnoseInput{}, messages.Diagnosis{}, messages.FixInput{},
 	messages.PatchTestsInput{}, messages.TestPatches{}, messages.PatchTestsOutput{},
@@ -138,6 +138,8 @@ func mapper(t reflect.Type) *jsonschema.Schema {
 		return enum([]messages.CacheMode{messages.CacheAuto, messages.CacheOverride, messages.CacheDisable})
 	case reflect.TypeFor[messages.Backend]():
 		return enum([]messages.Backend{messages.BackendPipeline, messages.BackendAgent})
+	case reflect.TypeFor[messages.FirstPass]():
+		return enum([]messages.FirstPass{messages.FirstPassOneRound, messages.FirstPassPlanFirst})
 	}
 	return nil
 }

@@ -172,6 +172,7 @@ func (o *Options) validateCodeModeOptions() error {
 		{"options.resources", o.Resources != (Resources{})},
 		{"options.backend", o.Backend != ""},
 		{"options.candidates", o.Candidates != 0},
+		{"options.first_pass", o.FirstPass != ""},
 	}
 	for _, opt := range ignored {
 		if opt.set {

@@ -108,7 +108,7 @@ type Result struct {
 	Success                bool              `json:"success"`
 	Attempts               int               `json:"attempts"`
 	Outputs                map[string]any    `json:"outputs"`
-	Plan                   *Plan             `json:"plan"`
+	Plan                   *Plan             `json:"plan" jsonschema:"nullable"` // null when the job has none (a one-round code reply may leave it out)
 	Solution               *Solution         `json:"solution"`
 	Tests                  string            `json:"tests"`
 	Output                 string            `json:"output"`
@@ -185,7 +185,7 @@ var known = map[string][]string{
 	"options": {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "validate", "agent_max_turns",
 		"temperature", "max_tokens", "top_p", "seed", "system_prompt", "system_prompt_prefix",
 		"env_vars", "secrets", "python", "sandbox_retries",
-		"mutation", "min_test_strength", "strengthen_rounds", "max_mutants", "mutation_budget"},
+		"mutation", "min_test_strength", "strengthen_rounds", "max_mutants", "mutation_budget", "first_pass"},
 	"options.resources": {"cpu", "memory"},
 }
 

@@ -105,7 +105,9 @@ type Options struct {
 	Resources     Resources `json:"resources,omitempty"`
 	Backend       Backend   `json:"backend,omitempty"`    // default pipeline
 	Candidates    int       `json:"candidates,omitempty"` // parallel solutions; default 1
-	TokenBudget   int       `json:"token_budget,omitempty"`
+	// FirstPass is one_round (default) or plan_first (firstpass.go).
+	FirstPass   FirstPass `json:"first_pass,omitempty"`
+	TokenBudget int       `json:"token_budget,omitempty"`
 
 	// Validate is tests (default) or run, the code runner (coderunner.go).
 	Validate      Validation `json:"validate,omitempty"`
@@ -261,6 +263,7 @@ func (s *JobSpec) Validate() error {
 		s.validateCodeRunner,
 		s.validateAgent,
 		o.validateMutation, // strength.go
+		s.validateFirstPass,
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
@@ -448,6 +451,7 @@ func (s *JobSpec) Normalize(defaultModel string) {
 		o.Resources.Memory = DefaultMemory
 	}
 	s.normalizeMutation() // strength.go
+	s.normalizeFirstPass()
 }
 
 // ObjectRef is a sample's place in the object store: its content hash and the

@@ -145,6 +145,17 @@ type CodeInput struct {
 	// written again from the plan, with Hints (the failure history) to avoid.
 	Attempt int      `json:"attempt,omitempty"`
 	Hints   []string `json:"hints,omitempty"`
+	// PlanInline asks for the plan as a field of the reply (CodeOutput.Plan)
+	// instead of giving one: the one-round first pass (FirstPassOneRound).
+	PlanInline bool `json:"plan_inline,omitempty"`
+}
+
+// CodeOutput is the output of StageCode: the solution and, when the
+// command asked for it (CodeInput.PlanInline) and the model wrote one, the
+// plan. A model may leave the plan out; the solution stands without it.
+type CodeOutput struct {
+	Solution
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 // Solution is the `solution` structured reply.
