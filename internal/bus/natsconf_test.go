@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,8 +79,9 @@ func TestComposeNATSConf(t *testing.T) {
 }
 
 // TestComposeUsesCredentials: every compose service on NATS logs in as a
-// user of nats.conf with the password of that user, and NATS publishes no
-// port.
+// user of nats.conf with that user's password, read from the user's
+// compose secret (a file, never an environment variable), which the nats
+// service reads into the variable nats.conf names; NATS publishes no port.
 func TestComposeUsesCredentials(t *testing.T) {
 	b, err := os.ReadFile("../../deploy/compose/compose.yaml")
 	if err != nil {
@@ -89,17 +91,25 @@ func TestComposeUsesCredentials(t *testing.T) {
 		Services map[string]struct {
 			Ports       []string          `yaml:"ports"`
 			Environment map[string]string `yaml:"environment"`
+			Secrets     []string          `yaml:"secrets"`
+			Command     []string          `yaml:"command"`
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal(b, &compose); err != nil {
 		t.Fatal(err)
 	}
-	if p := compose.Services["nats"].Ports; len(p) > 0 {
-		t.Errorf("the nats service publishes ports %v", p)
+	nats := compose.Services["nats"]
+	if len(nats.Ports) > 0 {
+		t.Errorf("the nats service publishes ports %v", nats.Ports)
 	}
-	env := map[string]string{}
+	secretOf := map[string]string{} // user -> its password's secret
 	for _, u := range composeUsers() {
-		env[u.Name] = u.PasswordEnv
+		secret := "nats_" + strings.ReplaceAll(u.Name, "-", "_") + "_password"
+		secretOf[u.Name] = secret
+		read := "export " + u.PasswordEnv + "=\"$$(cat /run/secrets/" + secret + ")\""
+		if !slices.Contains(nats.Secrets, secret) || !strings.Contains(strings.Join(nats.Command, "\n"), read) {
+			t.Errorf("the nats service does not read secret %s into %s", secret, u.PasswordEnv)
+		}
 	}
 	clients := 0
 	for name, s := range compose.Services {
@@ -108,9 +118,13 @@ func TestComposeUsesCredentials(t *testing.T) {
 		}
 		clients++
 		user := s.Environment["AUTOCODER_NATS_USER"]
-		if env[user] == "" || !strings.HasPrefix(s.Environment["AUTOCODER_NATS_PASSWORD"], "${"+env[user]+":") {
-			t.Errorf("service %s: NATS user %q with password %q, want a nats.conf user and its password variable",
-				name, user, s.Environment["AUTOCODER_NATS_PASSWORD"])
+		secret := secretOf[user]
+		if secret == "" || s.Environment["AUTOCODER_NATS_PASSWORD_FILE"] != "/run/secrets/"+secret || !slices.Contains(s.Secrets, secret) {
+			t.Errorf("service %s: NATS user %q with password file %q (secrets %v), want a nats.conf user and its secret",
+				name, user, s.Environment["AUTOCODER_NATS_PASSWORD_FILE"], s.Secrets)
+		}
+		if pw, ok := s.Environment["AUTOCODER_NATS_PASSWORD"]; ok {
+			t.Errorf("service %s: a NATS password in the environment (%q): compose prints it", name, pw)
 		}
 	}
 	if clients < 4 {
