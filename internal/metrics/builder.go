@@ -143,6 +143,22 @@ func (b *Builder) CacheSignatures() (func(reason string), error) {
 	return func(reason string) { failures.WithLabelValues(reason).Inc() }, nil
 }
 
+// WarmFallbacks is a backend's Config.OnWarmFallback hook: it counts the
+// warm runs of backend ("process", "docker") that fell back to a cold run,
+// by reason (SandboxWarmFallbacksTotal); nil for a nil builder.
+func (b *Builder) WarmFallbacks(backend string) (func(reason string), error) {
+	if b == nil {
+		return nil, nil
+	}
+	fallbacks, err := register(b.reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: SandboxWarmFallbacksTotal,
+		Help: "Warm sandbox runs that fell back to a cold run (the warm runner was dead, wedged or broke its protocol), by backend and reason."},
+		[]string{"backend", "reason"}))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox metrics: %w", err)
+	}
+	return func(reason string) { fallbacks.WithLabelValues(backend, reason).Inc() }, nil
+}
+
 // alreadyRegistered reports a collector registered before with the same
 // descriptors.
 func alreadyRegistered(err error) bool {

@@ -390,6 +390,17 @@ func (g *runCgroup) add(pid int) error {
 	return nil
 }
 
+// kill kills everything in the cgroup, forks included, without waiting.
+func (g *runCgroup) kill() {
+	for _, dir := range g.dirs {
+		if g.v2 {
+			_ = writeCgroupFile(dir, "cgroup.kill", "1")
+		} else {
+			killCgroupProcs(dir)
+		}
+	}
+}
+
 // destroy kills whatever is still in the cgroup and removes it. Normally
 // the sandbox is gone already (its pid namespace died with its init); this
 // catches anything that was not.

@@ -1,0 +1,292 @@
+# The warm runner's zygote (warm.go). It runs as root with a few
+# capabilities inside a bubblewrap sandbox made by the same builder as a
+# cold run's, imports pytest once, and forks one child per run. It never
+# reads a run's request itself: every child is a fork of a process that
+# holds nothing of any run, so nothing passes from one run to the next.
+#
+# Per run the worker sends, on the control socket, one byte with three
+# descriptors: the run's socket, its stdout and its stderr. The child:
+#   1. reports its pid on the run socket (SCM_CREDENTIALS: the worker sees
+#      it in its own pid namespace) and waits while the worker moves it
+#      into the run's cgroup;
+#   2. reads the request (argv, environment, files, uid, limits);
+#   3. unshares mount, pid, network, IPC and UTS namespaces, mounts fresh
+#      tmpfs on /tmp, /dev/shm, /workspace and /var/outputs, writes the
+#      files and the run's /etc/passwd and /etc/group;
+#   4. forks the run's process (pid 1 of the new pid namespace), which
+#      mounts /proc, sets the rlimits, drops to the run's uid with no
+#      capabilities and no_new_privs, closes every other descriptor and
+#      runs the argv in-process (runpy);
+#   5. sends the workspace and outputs roots (descriptors the worker
+#      collects from, as it does a cold run's directories) and, at the
+#      end, the exit status.
+import ctypes, json, os, resource, signal, socket, struct, sys
+
+import pytest  # noqa: F401  the point of the zygote
+import _pytest.assertion.rewrite, _pytest.junitxml, _pytest.python, _pytest.terminal  # noqa: F401,E401
+import _pytest.capture, _pytest.fixtures, _pytest.main, _pytest.runner, _pytest.skipping  # noqa: F401,E401
+import runpy, types  # noqa: E401
+
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 24, 38
+RLIMITS = {"as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC, "fsize": resource.RLIMIT_FSIZE,
+           "nofile": resource.RLIMIT_NOFILE, "core": resource.RLIMIT_CORE}
+
+
+def check(ret, what):
+    if ret != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "%s: %s" % (what, os.strerror(e)))
+
+
+def mount(src, dst, fstype, flags, data=None):
+    check(libc.mount(src.encode(), dst.encode(), fstype.encode() if fstype else None, ctypes.c_ulong(flags),
+                     data.encode() if data else None), "mount " + dst)
+
+
+def tmpfs(dst, size, mode, uid=0):
+    mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV, "size=%d,mode=%o,uid=%d,gid=%d" % (size, mode, uid, uid))
+
+
+def recv_exact(sock, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError("worker closed the run socket")
+        buf += chunk
+    return buf
+
+
+def send_json(sock, obj, fds=()):
+    data = json.dumps(obj).encode()
+    msg = struct.pack(">I", len(data)) + data
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("%di" % len(fds), *fds))] if fds else []
+    sock.sendmsg([msg], anc)
+
+
+def lo_up():
+    # SIOCSIFFLAGS IFF_UP on lo: a fresh network namespace has it down;
+    # bubblewrap brings it up for a cold run, so tests may bind 127.0.0.1.
+    import fcntl
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", 1 | 0x40))
+    finally:
+        s.close()
+
+
+def write_files(req):
+    uid = req["uid"]
+    for name, data in req["files"].items():
+        path = os.path.join("/workspace", name)
+        parent = os.path.dirname(path)
+        made = []
+        while not os.path.isdir(parent):
+            made.append(parent)
+            parent = os.path.dirname(parent)
+        for d in reversed(made):
+            os.mkdir(d, 0o755)
+            os.chown(d, uid, uid)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        os.write(fd, bytes.fromhex(data)) if data else None
+        os.fchown(fd, uid, uid)
+        os.close(fd)
+
+
+def etc_files(req):
+    # The run's passwd and group, over the zygote's: written on a scratch
+    # tmpfs at /var/inputs (empty in a run with no inputs), bound, then the
+    # scratch is detached.
+    tmpfs("/var/inputs", 1 << 20, 0o755)
+    for name, text in req["etc"].items():
+        with open("/var/inputs/" + name, "w") as f:
+            f.write(text)
+        mount("/var/inputs/" + name, "/etc/" + name, None, MS_BIND)
+        mount("none", "/etc/" + name, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    check(libc.umount2(b"/var/inputs", MNT_DETACH), "umount /var/inputs")
+
+
+def isolate(req):
+    check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+    mount("none", "/", None, MS_REC | MS_PRIVATE)
+    uid = req["uid"]
+    tmpfs("/tmp", req["tmp_size"], 0o1777)
+    tmpfs("/dev/shm", min(req["tmp_size"], 64 << 20), 0o1777)
+    tmpfs("/workspace", req["disk_quota"], 0o755, uid)
+    tmpfs("/var/outputs", req["disk_quota"], 0o755, uid)
+    etc_files(req)
+    write_files(req)
+    lo_up()
+    ws = os.open("/workspace", os.O_RDONLY | os.O_DIRECTORY)
+    outs = os.open("/var/outputs", os.O_RDONLY | os.O_DIRECTORY)
+    return ws, outs
+
+
+def drop_privileges(req):
+    for name, value in req["rlimits"].items():
+        resource.setrlimit(RLIMITS[name], (value, value))
+    if req["cpu"] > 0:
+        resource.setrlimit(resource.RLIMIT_CPU, (req["cpu"], req["cpu"] + 1))
+    uid = req["uid"]
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    last = int(open("/proc/sys/kernel/cap_last_cap").read())
+    for cap in range(last + 1):
+        check(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), "drop capability %d" % cap)
+    os.setresuid(uid, uid, uid)  # clears the permitted, effective and ambient sets
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def run_argv(argv):
+    # argv is the run's argv without "python": ["-m", mod, ...], ["-c",
+    # code, ...] or [script, ...] (warm.go lets nothing else through).
+    if argv[0] == "-m":
+        sys.argv = ["-m"] + argv[2:]
+        sys.path[0] = os.getcwd()
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    elif argv[0] == "-c":
+        sys.argv = ["-c"] + argv[2:]
+        sys.path[0] = ""
+        main = types.ModuleType("__main__")
+        main.__dict__["__builtins__"] = __builtins__
+        sys.modules["__main__"] = main
+        exec(compile(argv[1], "<string>", "exec"), main.__dict__)
+    else:
+        sys.argv = list(argv)
+        sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+        runpy.run_path(argv[0], run_name="__main__")
+
+
+def exit_code(e):
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code & 0xFF
+    print(e.code, file=sys.stderr)
+    return 1
+
+
+def run(req, ready_w):
+    # pid 1 of the run's pid namespace.
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.chdir("/workspace")
+    drop_privileges(req)
+    os.write(ready_w, b"ok")
+    os.closerange(3, 1 << 20)
+    os.environ.clear()
+    os.environ.update(req["env"])
+    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+    if os.environ.get("PYTHONUNBUFFERED"):
+        sys.stdout.reconfigure(write_through=True)
+        sys.stderr.reconfigure(write_through=True)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    code = 0
+    try:
+        run_argv(req["argv"])
+    except SystemExit as e:
+        code = exit_code(e)
+    except BaseException as e:
+        tb = e.__traceback__  # without the zygote's own frames, as a fresh interpreter prints it
+        while tb is not None and tb.tb_frame.f_code.co_filename in ("<warm-runner>", runpy.__file__):
+            tb = tb.tb_next
+        sys.excepthook(type(e), e, tb)
+        code = 1
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    os._exit(code)
+
+
+def child(run_sock, out_fd, err_fd):
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    os.close(out_fd)
+    os.close(err_fd)
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sock = socket.socket(fileno=run_sock)
+    creds = struct.pack("3i", os.getpid(), os.getuid(), os.getgid())
+    sock.sendmsg([b"P"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
+    if recv_exact(sock, 1) != b"G":  # the worker moved us into the run's cgroup
+        os._exit(2)
+    n, = struct.unpack(">I", recv_exact(sock, 4))
+    req = json.loads(recv_exact(sock, n))
+    try:
+        ws, outs = isolate(req)
+    except Exception as e:
+        send_json(sock, {"error": "isolate: %s" % e})
+        os._exit(2)
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(ready_r)
+            sock.close()
+            run(req, ready_w)
+        except BaseException as e:
+            os.write(2, ("warm runner: %s\n" % e).encode())
+        os._exit(127)
+    os.close(ready_w)
+    ready = os.read(ready_r, 2)
+    if ready != b"ok":
+        os.waitpid(pid, 0)
+        send_json(sock, {"error": "the run's process failed to set up"})
+        os._exit(2)
+    send_json(sock, {"started": True}, [ws, outs])
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    send_json(sock, {"exit": code if code >= 0 else 128 - code})
+    os._exit(0)
+
+
+def main():
+    ctl = None
+    for fd in range(3, 64):
+        try:
+            s = socket.socket(fileno=fd)
+        except OSError:
+            continue
+        if s.type == socket.SOCK_SEQPACKET:
+            ctl = s
+            break
+        s.detach()
+    if ctl is None:
+        sys.exit("warm runner: no control socket")
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the children reap themselves
+    sys.stdout.flush()
+    sys.stderr.flush()
+    ctl.send(b"R")  # ready
+    while True:
+        msg, anc, _, _ = ctl.recvmsg(1, socket.CMSG_SPACE(3 * 4))
+        if not msg:
+            os._exit(0)  # the worker is gone
+        fds = []
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds += struct.unpack("%di" % (len(data) // 4), data[:len(data) - len(data) % 4])
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            continue
+        if os.fork() == 0:
+            try:
+                ctl.close()
+                child(*fds)
+            except BaseException as e:
+                os.write(2, ("warm runner child: %s\n" % e).encode())
+            os._exit(2)
+        for fd in fds:
+            os.close(fd)
+
+
+main()

@@ -1,0 +1,54 @@
+package sandbox
+
+import "strings"
+
+// A warm runner (docs/sandbox.md) runs a RunSpec in a child forked from a
+// long-lived interpreter that has imported pytest once, instead of a
+// fresh interpreter. It can do so only for what a fresh interpreter would
+// do the same way: these are its rules, the same on every backend.
+
+// WarmZygoteEnv are the interpreter variables a warm runner's zygote
+// starts with: the harness's (harnessEnv), which are read at start-up and
+// so cannot be changed per run.
+func WarmZygoteEnv() map[string]string {
+	return map[string]string{"PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
+}
+
+// warmPerRunEnv are the PYTHON* variables a warm child applies itself.
+var warmPerRunEnv = map[string]bool{"PYTHONDONTWRITEBYTECODE": true, "PYTHONUNBUFFERED": true}
+
+// WarmArgs is what a warm runner runs for spec: its argv without the
+// interpreter (["-m", module, ...], ["-c", code, ...] or [script, ...]),
+// or "" and why a cold run is needed: a conversation over stdio, inputs
+// (host paths the zygote cannot see), interpreter options, or a variable
+// read at interpreter start-up (PYTHON* other than the zygote's, LD_*).
+func WarmArgs(spec RunSpec) (args []string, whyCold string) {
+	switch {
+	case spec.Stdio != nil:
+		return nil, "stdio"
+	case len(spec.Inputs) > 0:
+		return nil, "inputs"
+	case len(spec.Argv) < 2 || (spec.Argv[0] != "python" && spec.Argv[0] != "python3"):
+		return nil, "not a python argv"
+	}
+	args = spec.Argv[1:]
+	switch {
+	case args[0] == "-m" || args[0] == "-c":
+		if len(args) < 2 {
+			return nil, "interpreter options"
+		}
+	case strings.HasPrefix(args[0], "-"):
+		return nil, "interpreter options"
+	}
+	zygote := WarmZygoteEnv()
+	for k, v := range spec.EnvVars {
+		switch {
+		case strings.HasPrefix(k, "LD_"):
+			return nil, "dynamic linker variables"
+		case !strings.HasPrefix(k, "PYTHON") || warmPerRunEnv[k]:
+		case zygote[k] != v:
+			return nil, "interpreter variable " + k
+		}
+	}
+	return args, ""
+}
