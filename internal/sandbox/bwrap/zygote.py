@@ -31,7 +31,7 @@ libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
-PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 24, 38
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
 RLIMITS = {"as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC, "fsize": resource.RLIMIT_FSIZE,
            "nofile": resource.RLIMIT_NOFILE, "core": resource.RLIMIT_CORE}
 
@@ -138,6 +138,9 @@ def drop_privileges(req):
     for cap in range(last + 1):
         check(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), "drop capability %d" % cap)
     os.setresuid(uid, uid, uid)  # clears the permitted, effective and ambient sets
+    # Dumpable again, as after an exec: /proc/self is then the run's own,
+    # not root's (the change of uid cleared it).
+    check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "dumpable")
     check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
@@ -193,7 +196,7 @@ def run(req, ready_w):
         tb = e.__traceback__  # without the zygote's own frames, as a fresh interpreter prints it
         while tb is not None and tb.tb_frame.f_code.co_filename in ("<warm-runner>", runpy.__file__):
             tb = tb.tb_next
-        sys.excepthook(type(e), e, tb)
+        sys.excepthook(type(e), e.with_traceback(tb), tb)
         code = 1
     try:
         import atexit
