@@ -118,13 +118,13 @@ func (b *Backend) runWarm(ctx context.Context, spec sandbox.RunSpec, envDir stri
 		return sandbox.RunResult{}, err
 	}
 	defer b.destroyCgroup(cg)
-	w, err := b.sendRun(z, spec)
+	w, err := b.sendRun(z, spec, cg)
 	if err != nil {
 		return sandbox.RunResult{}, err
 	}
 	defer w.close()
 	timeout := cmp.Or(spec.Timeout, sandbox.DefaultRunTimeout)
-	if err := w.begin(z, cg, b.warmRequest(spec, args, uid, memory, timeout, cpus)); err != nil {
+	if err := w.begin(z, b.warmRequest(spec, args, uid, memory, timeout, cpus)); err != nil {
 		return sandbox.RunResult{}, err
 	}
 	return b.finishWarm(ctx, spec, w, cg, timeout)
@@ -176,17 +176,18 @@ func (w *warmRun) close() {
 
 // sendRun makes the run's socket and output pipes and hands them to the
 // zygote, which forks the run's child.
-func (b *Backend) sendRun(z *zygote, spec sandbox.RunSpec) (*warmRun, error) {
+func (b *Backend) sendRun(z *zygote, spec sandbox.RunSpec, cg *runCgroup) (*warmRun, error) {
+	procs, err := cg.procsFiles()
+	if err != nil {
+		return nil, err
+	}
+	defer closeFiles(procs...)
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
 	}
 	theirs := os.NewFile(uintptr(pair[1]), "warm-run")
 	defer theirs.Close()
-	if err := unix.SetsockoptInt(pair[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
-		unix.Close(pair[0])
-		return nil, fmt.Errorf("sandbox: SO_PASSCRED: %w", err)
-	}
 	mine := os.NewFile(uintptr(pair[0]), "warm-run")
 	fc, err := net.FileConn(mine)
 	mine.Close()
@@ -205,7 +206,11 @@ func (b *Backend) sendRun(z *zygote, spec sandbox.RunSpec) (*warmRun, error) {
 		return nil, fmt.Errorf("sandbox: pipe: %w", err)
 	}
 	defer closeFiles(outW, errW)
-	rights := unix.UnixRights(int(theirs.Fd()), int(outW.Fd()), int(errW.Fd()))
+	fds := []int{int(theirs.Fd()), int(outW.Fd()), int(errW.Fd())}
+	for _, f := range procs {
+		fds = append(fds, int(f.Fd()))
+	}
+	rights := unix.UnixRights(fds...)
 	if err := unix.Sendmsg(int(z.ctl.Fd()), []byte("X"), rights, nil, 0); err != nil {
 		w.close()
 		z.kill()
@@ -232,32 +237,17 @@ func closeFiles(files ...*os.File) {
 	}
 }
 
-// begin takes the child's pid, moves the child into the run's cgroup,
-// sends it the request and waits until it is isolated and the run's code
-// about to start.
-func (w *warmRun) begin(z *zygote, cg *runCgroup, req map[string]any) error {
-	_ = w.conn.SetReadDeadline(time.Now().Add(warmAnswerTimeout))
-	pid, err := w.childPID()
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			z.kill()
-			return &warmFallback{WarmFallbackWedged, err}
-		}
-		return &warmFallback{WarmFallbackCrashed, err}
-	}
-	if err := cg.add(pid); err != nil {
-		return err
-	}
+// begin sends the child its request and waits until it is isolated and
+// the run's code about to start.
+func (w *warmRun) begin(z *zygote, req map[string]any) error {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
-	msg := append([]byte("G"), binary.BigEndian.AppendUint32(nil, uint32(len(body)))...)
 	// The child reads it all before it answers: no deadline but the answer's.
 	_ = w.conn.SetWriteDeadline(time.Now().Add(warmAnswerTimeout))
-	if _, err := w.conn.Write(append(msg, body...)); err != nil {
-		return &warmFallback{WarmFallbackCrashed, err}
+	if _, err := w.conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)); err != nil {
+		return w.unhealthy(z, err)
 	}
 	_ = w.conn.SetReadDeadline(time.Now().Add(warmAnswerTimeout))
 	var started struct {
@@ -268,7 +258,7 @@ func (w *warmRun) begin(z *zygote, cg *runCgroup, req map[string]any) error {
 	w.roots = fds
 	switch {
 	case err != nil:
-		return &warmFallback{WarmFallbackCrashed, err}
+		return w.unhealthy(z, err)
 	case started.Error != "" || !started.Started || len(fds) != 2:
 		return &warmFallback{WarmFallbackProtocol, fmt.Errorf("child: %q, %d descriptors", started.Error, len(fds))}
 	}
@@ -276,35 +266,23 @@ func (w *warmRun) begin(z *zygote, cg *runCgroup, req map[string]any) error {
 	return nil
 }
 
-// childPID reads the child's first message, its pid as the kernel gives
-// it in the worker's pid namespace.
-func (w *warmRun) childPID() (int, error) {
-	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
-	var b [1]byte
-	n, oobn, _, _, err := w.conn.ReadMsgUnix(b[:], oob)
-	if err != nil {
-		return 0, err
+// unhealthy is the fallback for a child that did not answer: wedged (the
+// zygote is killed, and replaced at the next run) or gone.
+func (w *warmRun) unhealthy(z *zygote, err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		z.kill()
+		return &warmFallback{WarmFallbackWedged, err}
 	}
-	if n != 1 || b[0] != 'P' {
-		return 0, io.ErrUnexpectedEOF
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) == 0 {
-		return 0, fmt.Errorf("no credentials: %v", err)
-	}
-	cred, err := unix.ParseUnixCredentials(&msgs[0])
-	if err != nil {
-		return 0, err
-	}
-	return int(cred.Pid), nil
+	return &warmFallback{WarmFallbackCrashed, err}
 }
 
 // readMessage reads one length-prefixed JSON message into v, with the
 // descriptors sent along with it (received close-on-exec).
 func (w *warmRun) readMessage(v any) ([]int, error) {
-	// Room for the credentials SO_PASSCRED adds to every read, too: a
-	// buffer too short for both would drop (close) the descriptors.
-	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(4*4))
+	// Room for more than the two expected: a buffer too short would
+	// drop (close) descriptors silently.
+	oob := make([]byte, unix.CmsgSpace(8*4))
 	hdr := make([]byte, 4)
 	n, oobn, _, _, err := w.conn.ReadMsgUnix(hdr, oob)
 	if err != nil {

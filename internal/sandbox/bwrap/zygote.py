@@ -4,23 +4,24 @@
 # reads a run's request itself: every child is a fork of a process that
 # holds nothing of any run, so nothing passes from one run to the next.
 #
-# Per run the worker sends, on the control socket, one byte with three
-# descriptors: the run's socket, its stdout and its stderr. The child:
-#   1. reports its pid on the run socket (SCM_CREDENTIALS: the worker sees
-#      it in its own pid namespace) and waits while the worker moves it
-#      into the run's cgroup;
-#   2. reads the request (argv, environment, files, uid, limits);
-#   3. unshares mount, pid, network, IPC and UTS namespaces, mounts fresh
-#      tmpfs on /tmp, /dev/shm, /workspace and /var/outputs, writes the
-#      files and the run's /etc/passwd and /etc/group;
-#   4. forks the run's process (pid 1 of the new pid namespace), which
-#      mounts /proc, sets the rlimits, drops to the run's uid with no
-#      capabilities and no_new_privs, closes every other descriptor and
-#      runs the argv in-process (runpy);
-#   5. sends the workspace and outputs roots (descriptors the worker
-#      collects from, as it does a cold run's directories) and, at the
-#      end, the exit status.
-import ctypes, json, os, resource, signal, socket, struct, sys
+# Per run the worker sends, on the control socket, one byte with the
+# descriptors of the run: its socket, its stdout, its stderr and the
+# cgroup.procs files of its cgroup (opened by the worker). The zygote forks
+# the child into a new pid namespace, where it is pid 1, and the child:
+#   1. moves itself into the run's cgroup, then reads the request (argv,
+#      environment, files, uid, limits) from the run's socket;
+#   2. unshares mount, network, IPC and UTS namespaces, mounts fresh tmpfs
+#      on /tmp, /dev/shm, /workspace and /var/outputs and a new /proc,
+#      writes the files and the run's /etc/passwd and /etc/group;
+#   3. sends the workspace and outputs roots (descriptors the worker
+#      collects from, as it does a cold run's directories), closes the
+#      socket;
+#   4. sets the rlimits, drops to the run's uid with no capabilities and
+#      no_new_privs, closes every other descriptor and runs the argv
+#      in-process (runpy).
+# The zygote waits for the child (a pidfd) and sends its exit status on
+# the run's socket.
+import ctypes, json, os, resource, selectors, signal, socket, struct, sys
 
 import pytest  # noqa: F401  the point of the zygote
 import _pytest.assertion.rewrite, _pytest.junitxml, _pytest.python, _pytest.terminal  # noqa: F401,E401
@@ -111,8 +112,9 @@ def etc_files(req):
 
 
 def isolate(req):
-    check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+    check(libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
     mount("none", "/", None, MS_REC | MS_PRIVATE)
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)  # of the run's pid namespace
     uid = req["uid"]
     tmpfs("/tmp", req["tmp_size"], 0o1777)
     tmpfs("/dev/shm", min(req["tmp_size"], 64 << 20), 0o1777)
@@ -173,12 +175,9 @@ def exit_code(e):
     return 1
 
 
-def run(req, ready_w):
-    # pid 1 of the run's pid namespace.
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+def run(req):
     os.chdir("/workspace")
     drop_privileges(req)
-    os.write(ready_w, b"ok")
     os.closerange(3, 1 << 20)
     os.environ.clear()
     os.environ.update(req["env"])
@@ -208,7 +207,18 @@ def run(req, ready_w):
     os._exit(code)
 
 
-def child(run_sock, out_fd, err_fd):
+def child(run_sock, out_fd, err_fd, procs):
+    # pid 1 of the run's pid namespace; nothing of other runs but
+    # descriptors, closed first.
+    keep = sorted([run_sock, out_fd, err_fd] + procs)
+    low = 3
+    for fd in keep:
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 20)
+    for fd in procs:
+        os.write(fd, b"0")  # into the run's cgroup
+        os.close(fd)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
@@ -218,10 +228,6 @@ def child(run_sock, out_fd, err_fd):
     os.dup2(null, 0)
     os.close(null)
     sock = socket.socket(fileno=run_sock)
-    creds = struct.pack("3i", os.getpid(), os.getuid(), os.getgid())
-    sock.sendmsg([b"P"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
-    if recv_exact(sock, 1) != b"G":  # the worker moved us into the run's cgroup
-        os._exit(2)
     n, = struct.unpack(">I", recv_exact(sock, 4))
     req = json.loads(recv_exact(sock, n))
     try:
@@ -229,27 +235,31 @@ def child(run_sock, out_fd, err_fd):
     except Exception as e:
         send_json(sock, {"error": "isolate: %s" % e})
         os._exit(2)
-    ready_r, ready_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(ready_r)
-            sock.close()
-            run(req, ready_w)
-        except BaseException as e:
-            os.write(2, ("warm runner: %s\n" % e).encode())
-        os._exit(127)
-    os.close(ready_w)
-    ready = os.read(ready_r, 2)
-    if ready != b"ok":
-        os.waitpid(pid, 0)
-        send_json(sock, {"error": "the run's process failed to set up"})
-        os._exit(2)
     send_json(sock, {"started": True}, [ws, outs])
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    send_json(sock, {"exit": code if code >= 0 else 128 - code})
-    os._exit(0)
+    sock.close()
+    os.close(ws)
+    os.close(outs)
+    run(req)
+
+
+def spawn(fds, own_pidns):
+    # The child is pid 1 of a new pid namespace: unshare it for the next
+    # fork only, then return to the zygote's own.
+    check(libc.unshare(CLONE_NEWPID), "unshare pid namespace")
+    try:
+        pid = os.fork()
+    except OSError:
+        check(libc.setns(own_pidns, CLONE_NEWPID), "setns")
+        raise
+    if pid != 0:
+        check(libc.setns(own_pidns, CLONE_NEWPID), "setns")
+    else:
+        try:
+            child(fds[0], fds[1], fds[2], list(fds[3:]))
+        except BaseException as e:
+            os.write(2, ("warm runner child: %s\n" % e).encode())
+        os._exit(2)
+    return pid
 
 
 def main():
@@ -265,31 +275,57 @@ def main():
         s.detach()
     if ctl is None:
         sys.exit("warm runner: no control socket")
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the children reap themselves
+    own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY)
+    sel = selectors.DefaultSelector()
+    sel.register(ctl, selectors.EVENT_READ)
     sys.stdout.flush()
     sys.stderr.flush()
     ctl.send(b"R")  # ready
     while True:
-        msg, anc, _, _ = ctl.recvmsg(1, socket.CMSG_SPACE(3 * 4))
-        if not msg:
-            os._exit(0)  # the worker is gone
-        fds = []
-        for level, kind, data in anc:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds += struct.unpack("%di" % (len(data) // 4), data[:len(data) - len(data) % 4])
-        if len(fds) != 3:
-            for fd in fds:
-                os.close(fd)
-            continue
-        if os.fork() == 0:
-            try:
-                ctl.close()
-                child(*fds)
-            except BaseException as e:
-                os.write(2, ("warm runner child: %s\n" % e).encode())
-            os._exit(2)
+        for key, _ in sel.select():
+            if key.fileobj is ctl:
+                receive(ctl, sel, own_pidns)
+            else:
+                reap(sel, key)
+
+
+def receive(ctl, sel, own_pidns):
+    msg, anc, _, _ = ctl.recvmsg(1, socket.CMSG_SPACE(8 * 4))
+    if not msg:
+        os._exit(0)  # the worker is gone
+    fds = []
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds += struct.unpack("%di" % (len(data) // 4), data[:len(data) - len(data) % 4])
+    if len(fds) < 4:
         for fd in fds:
             os.close(fd)
+        return
+    try:
+        pid = spawn(fds, own_pidns)
+    except OSError as e:
+        sock = socket.socket(fileno=fds[0])
+        send_json(sock, {"error": "fork: %s" % e})
+        sock.close()
+        fds = fds[1:]
+    else:
+        sel.register(os.pidfd_open(pid), selectors.EVENT_READ, (pid, socket.socket(fileno=fds[0])))
+        fds = fds[1:]
+    for fd in fds:
+        os.close(fd)
+
+
+def reap(sel, key):
+    pid, sock = key.data
+    sel.unregister(key.fileobj)
+    os.close(key.fileobj)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    try:
+        send_json(sock, {"exit": code if code >= 0 else 128 - code})
+    except OSError:
+        pass  # the worker gave up on the run
+    sock.close()
 
 
 main()
