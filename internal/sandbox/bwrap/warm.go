@@ -63,8 +63,9 @@ const (
 // warmPool holds the zygotes, one per environment directory.
 type warmPool struct {
 	mu      sync.Mutex
-	zygotes map[string]*zygoteSlot
-	closed  bool
+	zygotes  map[string]*zygoteSlot
+	closed   bool
+	cleanups sync.WaitGroup // runs' cgroups being removed
 }
 
 // zygote is one running zygote.
@@ -110,14 +111,25 @@ func (b *Backend) runWarm(ctx context.Context, spec sandbox.RunSpec, envDir stri
 		return sandbox.RunResult{}, &warmFallback{WarmFallbackStart, err}
 	}
 	uid := b.takeUID()
-	defer b.releaseUID(uid)
 	memory := cmp.Or(spec.Memory, sandbox.DefaultMemory)
 	cpus := cmp.Or(spec.CPUs, sandbox.DefaultCPUs)
 	cg, err := b.cg.create(*b.runCgroupLimits(memory, cpus))
 	if err != nil {
+		b.releaseUID(uid)
 		return sandbox.RunResult{}, err
 	}
-	defer b.destroyCgroup(cg)
+	// The cgroup is killed before the run returns (finishWarm); its
+	// removal, which waits for the kernel to finish the kill, and the
+	// uid's release happen after, off the run's time.
+	b.warm.cleanups.Add(1)
+	defer func() {
+		go func() {
+			defer b.warm.cleanups.Done()
+			cg.kill()
+			b.destroyCgroup(cg)
+			b.releaseUID(uid)
+		}()
+	}()
 	w, err := b.sendRun(z, spec, cg)
 	if err != nil {
 		return sandbox.RunResult{}, err
@@ -561,6 +573,7 @@ func (b *Backend) closeWarm() {
 			slot.z.ctl.Close()
 		}
 	}
+	b.warm.cleanups.Wait()
 }
 
 // killZygotes kills the zygotes, as a crash would, and waits for them to
