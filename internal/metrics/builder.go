@@ -143,10 +143,11 @@ func (b *Builder) CacheSignatures() (func(reason string), error) {
 	return func(reason string) { failures.WithLabelValues(reason).Inc() }, nil
 }
 
-// WarmFallbacks is a backend's Config.OnWarmFallback hook: it counts the
-// warm runs of backend ("process", "docker") that fell back to a cold run,
-// by reason (SandboxWarmFallbacksTotal); nil for a nil builder.
-func (b *Builder) WarmFallbacks(backend string) (func(reason string), error) {
+// WarmFallbacks is the hook of a backend's warm runner (bwrap.Config's
+// OnWarmFallback): it counts the warm runs of a backend ("process",
+// "docker") that fell back to a cold run, by reason
+// (SandboxWarmFallbacksTotal); nil for a nil builder.
+func (b *Builder) WarmFallbacks() (func(backend, reason string), error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -156,7 +157,7 @@ func (b *Builder) WarmFallbacks(backend string) (func(reason string), error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox metrics: %w", err)
 	}
-	return func(reason string) { fallbacks.WithLabelValues(backend, reason).Inc() }, nil
+	return func(backend, reason string) { fallbacks.WithLabelValues(backend, reason).Inc() }, nil
 }
 
 // alreadyRegistered reports a collector registered before with the same

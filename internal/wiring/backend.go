@@ -16,12 +16,15 @@ import (
 // OpenBackend opens the sandbox backend the configuration asks for
 // (Contract 6 (docs/contracts.md)): AUTOCODER_SANDBOX=docker or process; unset, docker when an
 // engine answers at DOCKER_HOST within a second, else process. c (may be
-// nil) holds the docker backend's cross-worker build lock.
-func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache) (sandbox.Backend, error) {
+// nil) holds the docker backend's cross-worker build lock. onWarmFallback
+// (may be nil; metrics.Builder.WarmFallbacks) counts the warm runs that
+// fell back to cold ones (AUTOCODER_WARM_RUNNER).
+func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache,
+	onWarmFallback func(backend, reason string)) (sandbox.Backend, error) {
 	log = log.With("component", "sandbox")
 	switch cfg.Sandbox {
 	case "process":
-		return openProcess(cfg, log)
+		return openProcess(cfg, log, onWarmFallback)
 	case "docker":
 		return openDocker(ctx, cfg, log, c)
 	case "":
@@ -39,7 +42,7 @@ func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cac
 		log.Warn("a Docker engine answers but the docker sandbox cannot start; using the process sandbox", "err", err)
 		pingErr = err
 	}
-	b, err := openProcess(cfg, log)
+	b, err := openProcess(cfg, log, onWarmFallback)
 	if err != nil {
 		return nil, fmt.Errorf("no sandbox backend can run here: docker: %v; process: %w "+
 			"(install bubblewrap, and pytest for %s: scripts/quickstart.sh does it on Debian; "+
@@ -49,9 +52,14 @@ func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cac
 	return b, nil
 }
 
-func openProcess(cfg config.Config, log *slog.Logger) (sandbox.Backend, error) {
+func openProcess(cfg config.Config, log *slog.Logger, onWarmFallback func(backend, reason string)) (sandbox.Backend, error) {
+	var onFallback func(string)
+	if onWarmFallback != nil {
+		onFallback = func(reason string) { onWarmFallback("process", reason) }
+	}
 	b, err := bwrap.New(bwrap.Config{Python: cfg.Python, StateDir: cfg.StateDir,
-		PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(), Logger: log})
+		PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(), Logger: log,
+		WarmRunner: cfg.WarmRunnerOn(), OnWarmFallback: onFallback})
 	if err != nil {
 		return nil, err // not a typed nil in the interface
 	}

@@ -62,7 +62,7 @@ const (
 
 // warmPool holds the zygotes, one per environment directory.
 type warmPool struct {
-	mu      sync.Mutex
+	mu       sync.Mutex
 	zygotes  map[string]*zygoteSlot
 	closed   bool
 	cleanups sync.WaitGroup // runs' cgroups being removed

@@ -37,11 +37,11 @@ func TestWarmIsolation(t *testing.T) {
 // cold run, and is counted; the one after it is warm again.
 func TestWarmFallback(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	onFallback, err := metrics.NewBuilderOn(reg).WarmFallbacks("process")
+	onFallback, err := metrics.NewBuilderOn(reg).WarmFallbacks()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newBackend(t, bwrap.Config{WarmRunner: true, OnWarmFallback: onFallback})
+	p := newBackend(t, bwrap.Config{WarmRunner: true, OnWarmFallback: func(reason string) { onFallback("process", reason) }})
 	env, err := p.Build(t.Context(), sandbox.EnvSpec{})
 	if err != nil {
 		t.Fatal(err)
