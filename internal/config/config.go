@@ -295,7 +295,9 @@ func (c *Config) validateBasics() error {
 	if c.Concurrency < 0 {
 		return errors.New("AUTOCODER_CONCURRENCY: must not be negative")
 	}
-	if c.WarmRunner != "on" && c.WarmRunner != "off" {
+	switch c.WarmRunner {
+	case "", "on", "off": // "": on
+	default:
 		return fmt.Errorf("AUTOCODER_WARM_RUNNER: %q is not on or off", c.WarmRunner)
 	}
 	return nil
