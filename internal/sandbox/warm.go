@@ -1,6 +1,17 @@
 package sandbox
 
-import "strings"
+import (
+	_ "embed"
+	"strings"
+)
+
+// WarmRunSource is the Python both backends' warm runners run a RunSpec
+// with, in a forked interpreter that has imported pytest: it defines
+// warm_run(args, env), which runs args (of WarmArgs) with exactly env as a
+// fresh interpreter would, and exits.
+//
+//go:embed warmrun.py
+var WarmRunSource string
 
 // A warm runner (docs/sandbox.md) runs a RunSpec in a child forked from a
 // long-lived interpreter that has imported pytest once, instead of a

@@ -69,7 +69,7 @@ func openProcess(cfg config.Config, log *slog.Logger, onWarmFallback func(backen
 func openDocker(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache) (sandbox.Backend, error) {
 	b, err := docker.New(ctx, docker.Config{Host: cfg.DockerHost, BaseImage: cfg.DockerBaseImage, Runtime: cfg.DockerRuntime,
 		Worker: cfg.WorkerName, Cache: c, PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(),
-		PoolSize: cfg.DockerPoolSize, ExtraCommands: cfg.DockerExtra(), BuildNetwork: cfg.DockerBuildNetwork, Logger: log})
+		PoolSize: cfg.DockerPoolSize, WarmRunner: cfg.WarmRunnerOn(), ExtraCommands: cfg.DockerExtra(), BuildNetwork: cfg.DockerBuildNetwork, Logger: log})
 	if err != nil {
 		return nil, err
 	}

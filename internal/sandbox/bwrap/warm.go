@@ -476,8 +476,9 @@ func (b *Backend) startZygote(envDir string) (*zygote, error) {
 	}
 	z := &zygote{dir: dir, dead: make(chan struct{}), output: trim.NewBuffer(16 << 10)}
 	s := &sandboxSpec{
-		argv: []string{"python", "-c", "import sys; exec(compile(sys.argv[1], '<warm-runner>', 'exec'))", zygoteSource},
-		env:  sandbox.WarmZygoteEnv(), envDir: envDir, zygote: true,
+		argv: []string{"python", "-c", "import sys; exec(compile(sys.argv[1], '<warm-runner>', 'exec'))",
+			sandbox.WarmRunSource + zygoteSource},
+		env: sandbox.WarmZygoteEnv(), envDir: envDir, zygote: true,
 		workspace: filepath.Join(dir, "workspace"), outputs: filepath.Join(dir, "outputs"), etcDir: filepath.Join(dir, "etc"),
 		timeout: warmStartTimeout, outputLimit: 16 << 10,
 	}

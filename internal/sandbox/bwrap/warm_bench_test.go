@@ -72,6 +72,7 @@ func BenchmarkWarmHumanEval(b *testing.B) {
 	b.ReportMetric(float64(tWarm.Microseconds())/n/1000, "warm-ms/op")
 	b.ReportMetric(float64(tCold)/float64(tBare), "cold-x")
 	b.ReportMetric(float64(tWarm)/float64(tBare), "warm-x")
+	b.ReportMetric(float64(tWarm)/float64(tCold), "warm/cold")
 }
 
 // BenchmarkWarmRun is the fixed cost of a warm run: python -c pass.

@@ -26,7 +26,6 @@ import ctypes, json, os, resource, selectors, signal, socket, struct, sys
 import pytest  # noqa: F401  the point of the zygote
 import _pytest.assertion.rewrite, _pytest.junitxml, _pytest.python, _pytest.terminal  # noqa: F401,E401
 import _pytest.capture, _pytest.fixtures, _pytest.main, _pytest.runner, _pytest.skipping  # noqa: F401,E401
-import runpy, types  # noqa: E401
 
 libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
@@ -146,65 +145,11 @@ def drop_privileges(req):
     check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-def run_argv(argv):
-    # argv is the run's argv without "python": ["-m", mod, ...], ["-c",
-    # code, ...] or [script, ...] (warm.go lets nothing else through).
-    if argv[0] == "-m":
-        sys.argv = ["-m"] + argv[2:]
-        sys.path[0] = os.getcwd()
-        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
-    elif argv[0] == "-c":
-        sys.argv = ["-c"] + argv[2:]
-        sys.path[0] = ""
-        main = types.ModuleType("__main__")
-        main.__dict__["__builtins__"] = __builtins__
-        sys.modules["__main__"] = main
-        exec(compile(argv[1], "<string>", "exec"), main.__dict__)
-    else:
-        sys.argv = list(argv)
-        sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
-        runpy.run_path(argv[0], run_name="__main__")
-
-
-def exit_code(e):
-    if e.code is None:
-        return 0
-    if isinstance(e.code, int):
-        return e.code & 0xFF
-    print(e.code, file=sys.stderr)
-    return 1
-
-
 def run(req):
     os.chdir("/workspace")
     drop_privileges(req)
     os.closerange(3, 1 << 20)
-    os.environ.clear()
-    os.environ.update(req["env"])
-    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
-    if os.environ.get("PYTHONUNBUFFERED"):
-        sys.stdout.reconfigure(write_through=True)
-        sys.stderr.reconfigure(write_through=True)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    code = 0
-    try:
-        run_argv(req["argv"])
-    except SystemExit as e:
-        code = exit_code(e)
-    except BaseException as e:
-        tb = e.__traceback__  # without the zygote's own frames, as a fresh interpreter prints it
-        while tb is not None and tb.tb_frame.f_code.co_filename in ("<warm-runner>", runpy.__file__):
-            tb = tb.tb_next
-        sys.excepthook(type(e), e.with_traceback(tb), tb)
-        code = 1
-    try:
-        import atexit
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:
-        pass
-    os._exit(code)
+    warm_run(req["argv"], req["env"])  # warmrun.py, prepended
 
 
 def child(run_sock, out_fd, err_fd, procs):
