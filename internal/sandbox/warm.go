@@ -29,37 +29,48 @@ func WarmZygoteEnv() map[string]string {
 var warmPerRunEnv = map[string]bool{"PYTHONDONTWRITEBYTECODE": true, "PYTHONUNBUFFERED": true}
 
 // WarmArgs is what a warm runner runs for spec: its argv without the
-// interpreter (["-m", module, ...], ["-c", code, ...] or [script, ...]),
-// or "" and why a cold run is needed: a conversation over stdio, inputs
-// (host paths the zygote cannot see), interpreter options, or a variable
-// read at interpreter start-up (PYTHON* other than the zygote's, LD_*).
+// interpreter (["-m", module, ...], ["-c", code, ...] or [script, ...],
+// after an optional "-I"), or "" and why a cold run is needed: inputs
+// (host paths the process backend's zygote cannot see), other interpreter
+// options, or a variable read at interpreter start-up (PYTHON* other than
+// the zygote's, LD_*).
 func WarmArgs(spec RunSpec) (args []string, whyCold string) {
 	switch {
-	case spec.Stdio != nil:
-		return nil, "stdio"
 	case len(spec.Inputs) > 0:
 		return nil, "inputs"
 	case len(spec.Argv) < 2 || (spec.Argv[0] != "python" && spec.Argv[0] != "python3"):
 		return nil, "not a python argv"
 	}
 	args = spec.Argv[1:]
+	rest := args
+	if rest[0] == "-I" && len(rest) > 1 {
+		rest = rest[1:]
+	}
 	switch {
-	case args[0] == "-m" || args[0] == "-c":
-		if len(args) < 2 {
+	case rest[0] == "-m" || rest[0] == "-c":
+		if len(rest) < 2 {
 			return nil, "interpreter options"
 		}
-	case strings.HasPrefix(args[0], "-"):
+	case strings.HasPrefix(rest[0], "-"):
 		return nil, "interpreter options"
 	}
-	zygote := WarmZygoteEnv()
-	for k, v := range spec.EnvVars {
-		switch {
-		case strings.HasPrefix(k, "LD_"):
-			return nil, "dynamic linker variables"
-		case !strings.HasPrefix(k, "PYTHON") || warmPerRunEnv[k]:
-		case zygote[k] != v:
-			return nil, "interpreter variable " + k
-		}
+	if why := warmEnvCold(spec.EnvVars); why != "" {
+		return nil, why
 	}
 	return args, ""
+}
+
+// warmEnvCold says why env needs a cold run, or "".
+func warmEnvCold(env map[string]string) string {
+	zygote := WarmZygoteEnv()
+	for k, v := range env {
+		switch {
+		case strings.HasPrefix(k, "LD_"):
+			return "dynamic linker variables"
+		case !strings.HasPrefix(k, "PYTHON") || warmPerRunEnv[k]:
+		case zygote[k] != v:
+			return "interpreter variable " + k
+		}
+	}
+	return ""
 }

@@ -7,21 +7,31 @@ import os as _os, runpy as _runpy, signal as _signal, sys as _sys, types as _typ
 
 def _run_argv(argv):
     # argv is the run's argv without "python": ["-m", mod, ...], ["-c",
-    # code, ...] or [script, ...] (sandbox.WarmArgs lets nothing else through).
+    # code, ...] or [script, ...], after an optional "-I" (sandbox.WarmArgs
+    # lets nothing else through). sys.path[0] is what a fresh interpreter
+    # puts first; -I puts nothing there.
+    isolated = argv[0] == "-I"
+    if isolated:
+        argv = argv[1:]
     if argv[0] == "-m":
         _sys.argv = ["-m"] + argv[2:]
         _sys.path[0] = _os.getcwd()
-        _runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
     elif argv[0] == "-c":
         _sys.argv = ["-c"] + argv[2:]
         _sys.path[0] = ""
+    else:
+        _sys.argv = list(argv)
+        _sys.path[0] = _os.path.dirname(_os.path.abspath(argv[0]))
+    if isolated:
+        del _sys.path[0]
+    if argv[0] == "-m":
+        _runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    elif argv[0] == "-c":
         main = _types.ModuleType("__main__")
         main.__dict__["__builtins__"] = __builtins__
         _sys.modules["__main__"] = main
         exec(compile(argv[1], "<string>", "exec"), main.__dict__)
     else:
-        _sys.argv = list(argv)
-        _sys.path[0] = _os.path.dirname(_os.path.abspath(argv[0]))
         _runpy.run_path(argv[0], run_name="__main__")
 
 

@@ -174,13 +174,13 @@ type warmRun struct {
 	stdout, stderr *trim.Buffer
 	copied         sync.WaitGroup
 	outR, errR     *os.File
-	roots          []int // the child's /workspace and /var/outputs
+	inW            *os.File // RunSpec.Stdio: the child's stdin
+	roots          []int    // the child's /workspace and /var/outputs
 }
 
 func (w *warmRun) close() {
 	w.conn.Close()
-	w.outR.Close()
-	w.errR.Close()
+	closeFiles(w.outR, w.errR, w.inW)
 	for _, fd := range w.roots {
 		unix.Close(fd)
 	}
@@ -208,17 +208,22 @@ func (b *Backend) sendRun(z *zygote, spec sandbox.RunSpec, cg *runCgroup) (*warm
 	}
 	limit := cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit)
 	w := &warmRun{conn: fc.(*net.UnixConn), stdout: trim.NewBuffer(limit), stderr: trim.NewBuffer(limit)}
-	var outW, errW *os.File
+	var inR, outW, errW *os.File
 	if w.outR, outW, err = os.Pipe(); err == nil {
 		w.errR, errW, err = os.Pipe()
 	}
+	if err == nil && spec.Stdio != nil {
+		inR, w.inW, err = os.Pipe()
+	} else if err == nil {
+		inR, err = os.Open(os.DevNull)
+	}
 	if err != nil {
-		w.conn.Close()
-		closeFiles(w.outR, outW)
+		w.close()
+		closeFiles(inR, outW, errW)
 		return nil, fmt.Errorf("sandbox: pipe: %w", err)
 	}
-	defer closeFiles(outW, errW)
-	fds := []int{int(theirs.Fd()), int(outW.Fd()), int(errW.Fd())}
+	defer closeFiles(inR, outW, errW)
+	fds := []int{int(theirs.Fd()), int(inR.Fd()), int(outW.Fd()), int(errW.Fd())}
 	for _, f := range procs {
 		fds = append(fds, int(f.Fd()))
 	}
@@ -228,10 +233,15 @@ func (b *Backend) sendRun(z *zygote, spec sandbox.RunSpec, cg *runCgroup) (*warm
 		z.kill()
 		return nil, &warmFallback{WarmFallbackDead, err}
 	}
-	for _, p := range []struct {
+	copies := []struct {
 		dst io.Writer
 		src *os.File
-	}{{w.stdout, w.outR}, {w.stderr, w.errR}} {
+	}{{w.stderr, w.errR}}
+	if spec.Stdio == nil { // else the bridge reads stdout (finishWarm)
+		copies = append(copies, copies[0])
+		copies[1].dst, copies[1].src = w.stdout, w.outR
+	}
+	for _, p := range copies {
 		w.copied.Add(1)
 		go func() {
 			defer w.copied.Done()
@@ -326,6 +336,11 @@ func (w *warmRun) readMessage(v any) ([]int, error) {
 // what is left of it and collects what it wrote, as a cold run does.
 func (b *Backend) finishWarm(ctx context.Context, spec sandbox.RunSpec, w *warmRun, cg *runCgroup, timeout time.Duration) (sandbox.RunResult, error) {
 	start := time.Now()
+	var stdio *sandbox.StdioRun
+	if spec.Stdio != nil {
+		stdio = sandbox.StartStdio(ctx, spec.Stdio, w.inW, w.outR)
+		w.inW = nil // the bridge closes it
+	}
 	exitc := make(chan int, 1)
 	go func() {
 		var end struct {
@@ -341,22 +356,27 @@ func (b *Backend) finishWarm(ctx context.Context, spec sandbox.RunSpec, w *warmR
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	out := sandbox.RunResult{ExitCode: -1}
-	var cancelled bool
+	var cancelled, ended bool
 	select {
 	case out.ExitCode = <-exitc:
+		ended = true
 	case <-timer.C:
 		out.TimedOut = true
 	case <-ctx.Done():
 		cancelled = true
+	case <-stdio.Failed(): // its error is the run's (Finish)
 	}
 	// The run's process is pid 1 of its namespace: once it exits the
 	// kernel kills the rest; the cgroup catches anything else.
 	cg.kill()
-	if out.TimedOut || cancelled {
+	if !ended {
 		w.conn.Close() // the reader ends
 		<-exitc
 	}
 	w.waitOutput()
+	if err := stdio.Finish(); err != nil {
+		return sandbox.RunResult{ExitCode: -1, Duration: time.Since(start), Stderr: w.stderr.Bytes()}, err
+	}
 	out.Duration = time.Since(start)
 	out.Stdout, out.Stderr = w.stdout.Bytes(), w.stderr.Bytes()
 	out.Truncated = w.stdout.Truncated() || w.stderr.Truncated()

@@ -5,7 +5,7 @@
 # holds nothing of any run, so nothing passes from one run to the next.
 #
 # Per run the worker sends, on the control socket, one byte with the
-# descriptors of the run: its socket, its stdout, its stderr and the
+# descriptors of the run: its socket, its stdin, stdout, stderr and the
 # cgroup.procs files of its cgroup (opened by the worker). The zygote forks
 # the child into a new pid namespace, where it is pid 1, and the child:
 #   1. moves itself into the run's cgroup, then reads the request (argv,
@@ -152,10 +152,10 @@ def run(req):
     warm_run(req["argv"], req["env"])  # warmrun.py, prepended
 
 
-def child(run_sock, out_fd, err_fd, procs):
+def child(run_sock, in_fd, out_fd, err_fd, procs):
     # pid 1 of the run's pid namespace; nothing of other runs but
     # descriptors, closed first.
-    keep = sorted([run_sock, out_fd, err_fd] + procs)
+    keep = sorted([run_sock, in_fd, out_fd, err_fd] + procs)
     low = 3
     for fd in keep:
         os.closerange(low, fd)
@@ -165,13 +165,11 @@ def child(run_sock, out_fd, err_fd, procs):
         os.write(fd, b"0")  # into the run's cgroup
         os.close(fd)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.dup2(in_fd, 0)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
-    os.close(out_fd)
-    os.close(err_fd)
-    null = os.open("/dev/null", os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
+    for fd in (in_fd, out_fd, err_fd):
+        os.close(fd)
     sock = socket.socket(fileno=run_sock)
     n, = struct.unpack(">I", recv_exact(sock, 4))
     req = json.loads(recv_exact(sock, n))
@@ -200,7 +198,7 @@ def spawn(fds, own_pidns):
         check(libc.setns(own_pidns, CLONE_NEWPID), "setns")
     else:
         try:
-            child(fds[0], fds[1], fds[2], list(fds[3:]))
+            child(fds[0], fds[1], fds[2], fds[3], list(fds[4:]))
         except BaseException as e:
             os.write(2, ("warm runner child: %s\n" % e).encode())
         os._exit(2)
@@ -242,7 +240,7 @@ def receive(ctl, sel, own_pidns):
     for level, kind, data in anc:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds += struct.unpack("%di" % (len(data) // 4), data[:len(data) - len(data) % 4])
-    if len(fds) < 4:
+    if len(fds) < 5:
         for fd in fds:
             os.close(fd)
         return

@@ -117,6 +117,14 @@ func WarmIsolation(t *testing.T, b sandbox.Backend) {
 			t.Errorf("run after planting run %d: %q, want a warm run that found nothing", i, out)
 		}
 	}
+	// A script under -I (code mode's prelude runs so) is warm too, and
+	// its directory is not put on sys.path, as -I says.
+	res, err := b.Run(t.Context(), sandbox.RunSpec{Env: env.ID, Argv: []string{"python", "-I", "probe.py"},
+		Files:   map[string][]byte{"probe.py": []byte(`import sys; print("warm" if "pytest" in sys.modules else "cold", sys.path[0])`)},
+		Timeout: 60 * time.Second})
+	if out := string(res.Stdout); err != nil || !strings.HasPrefix(out, "warm ") || strings.Contains(out, "/workspace") {
+		t.Errorf("python -I probe.py: %v %q, want a warm run without /workspace on sys.path", err, out)
+	}
 	f := &fixture{b: b, env: env.ID}
 	if rep := f.runTests(t, sandbox.TestRun{Code: "X = 0\n", Tests: plantTests}); !rep.OK() {
 		t.Errorf("planting tests: %+v", rep)
