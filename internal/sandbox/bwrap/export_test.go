@@ -17,3 +17,13 @@ func RunCgroup(b *Backend) (dirs []string, remove func(), err error) {
 	}
 	return g.dirs, func() { b.destroyCgroup(g) }, nil
 }
+
+// Zygotes is how many warm runners the backend keeps (started or starting).
+func Zygotes(b *Backend) int {
+	b.warm.mu.Lock()
+	defer b.warm.mu.Unlock()
+	return len(b.warm.zygotes)
+}
+
+// MaxZygotes is the bound on Zygotes.
+const MaxZygotes = warmMaxZygotes

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,6 +59,10 @@ const (
 	warmDiskQuota     = 256 << 20        // /workspace and /var/outputs of a warm run, each
 	warmMaxMessage    = 1 << 20          // a child's message to the worker
 	warmRetryAfter    = 30 * time.Second // a zygote that failed to start is not tried again sooner
+	// warmMaxZygotes bounds the zygotes (one per environment, each an
+	// interpreter with pytest imported); past it the least recently used
+	// idle one is stopped.
+	warmMaxZygotes = 4
 )
 
 // warmPool holds the zygotes, one per environment directory.
@@ -72,6 +77,10 @@ type warmPool struct {
 type zygote struct {
 	ctl    *os.File // the worker's end of the control socket (SOCK_SEQPACKET)
 	kill   func()
+	// inflight counts its runs: killing it kills theirs (they are in its
+	// sandbox's pid namespace), so only an idle one is evicted.
+	inflight atomic.Int32
+	lastUsed time.Time // under warmPool.mu
 	dir    string
 	dead   chan struct{} // closed once the zygote's bwrap has exited
 	output *trim.Buffer
@@ -100,7 +109,8 @@ func (b *Backend) warmAvailable() string {
 }
 
 // runWarm runs spec in a child of the environment's zygote. A
-// *warmFallback error means nothing of the run started: run it cold.
+// *warmFallback error means the run has no result (it did not start, or
+// its zygote died under it) and nothing of it is left: run it cold.
 func (b *Backend) runWarm(ctx context.Context, spec sandbox.RunSpec, envDir string, args []string) (sandbox.RunResult, error) {
 	z, err := b.zygoteFor(envDir)
 	var fb *warmFallback
@@ -110,6 +120,7 @@ func (b *Backend) runWarm(ctx context.Context, spec sandbox.RunSpec, envDir stri
 	case err != nil:
 		return sandbox.RunResult{}, &warmFallback{WarmFallbackStart, err}
 	}
+	defer z.inflight.Add(-1)
 	uid := b.takeUID()
 	memory := cmp.Or(spec.Memory, sandbox.DefaultMemory)
 	cpus := cmp.Or(spec.CPUs, sandbox.DefaultCPUs)
@@ -348,7 +359,7 @@ func (b *Backend) finishWarm(ctx context.Context, spec sandbox.RunSpec, w *warmR
 		}
 		_, err := w.readMessage(&end)
 		if err != nil || end.Exit == nil {
-			exitc <- -1 // killed (the child died with the run's cgroup)
+			exitc <- -1 // the zygote died, or the worker closed the socket
 			return
 		}
 		exitc <- *end.Exit
@@ -358,8 +369,17 @@ func (b *Backend) finishWarm(ctx context.Context, spec sandbox.RunSpec, w *warmR
 	out := sandbox.RunResult{ExitCode: -1}
 	var cancelled, ended bool
 	select {
-	case out.ExitCode = <-exitc:
+	case code := <-exitc:
 		ended = true
+		if code < 0 && spec.Stdio == nil {
+			// The zygote died under the run: no result, and the run's
+			// processes died with its sandbox. A run with a stdio bridge
+			// is not run again (its conversation had effects).
+			cg.kill()
+			w.waitOutput()
+			return out, &warmFallback{WarmFallbackCrashed, errors.New("the zygote died during the run")}
+		}
+		out.ExitCode = code
 	case <-timer.C:
 		out.TimedOut = true
 	case <-ctx.Done():
@@ -444,10 +464,12 @@ func (b *Backend) zygoteFor(envDir string) (*zygote, error) {
 		default:
 			b.warm.mu.Unlock()
 			<-slot.ready
-			return slot.z, slot.err
+			return b.use(slot)
 		}
 		switch {
 		case slot.err == nil && !slot.z.isDead():
+			slot.z.inflight.Add(1)
+			slot.z.lastUsed = time.Now()
 			b.warm.mu.Unlock()
 			return slot.z, nil
 		case slot.err != nil && time.Since(slot.failed) < warmRetryAfter:
@@ -457,6 +479,7 @@ func (b *Backend) zygoteFor(envDir string) (*zygote, error) {
 	}
 	next := &zygoteSlot{ready: make(chan struct{})}
 	b.warm.zygotes[envDir] = next
+	b.evictLocked()
 	b.warm.mu.Unlock()
 	start := func() {
 		defer close(next.ready)
@@ -467,7 +490,7 @@ func (b *Backend) zygoteFor(envDir string) (*zygote, error) {
 	}
 	if slot == nil {
 		start()
-		return next.z, next.err
+		return b.use(next)
 	}
 	go start()
 	why := slot.err
@@ -475,6 +498,58 @@ func (b *Backend) zygoteFor(envDir string) (*zygote, error) {
 		why = fmt.Errorf("it exited: %s", firstLine(string(slot.z.output.Bytes())))
 	}
 	return nil, &warmFallback{WarmFallbackDead, why}
+}
+
+// use takes a run on a slot whose start has ended.
+func (b *Backend) use(slot *zygoteSlot) (*zygote, error) {
+	if slot.err != nil {
+		return nil, slot.err
+	}
+	b.warm.mu.Lock()
+	slot.z.inflight.Add(1)
+	slot.z.lastUsed = time.Now()
+	b.warm.mu.Unlock()
+	return slot.z, nil
+}
+
+// evictLocked stops the least recently used idle zygote while there are
+// more than warmMaxZygotes (in the background; Close waits for it).
+func (b *Backend) evictLocked() {
+	for len(b.warm.zygotes) > warmMaxZygotes {
+		var lru string
+		for env, slot := range b.warm.zygotes {
+			select {
+			case <-slot.ready:
+			default:
+				continue
+			}
+			if slot.z == nil { // a start that failed: nothing to stop
+				delete(b.warm.zygotes, env)
+				continue
+			}
+			if slot.z.inflight.Load() > 0 {
+				continue
+			}
+			if lru == "" || slot.z.lastUsed.Before(b.warm.zygotes[lru].z.lastUsed) {
+				lru = env
+			}
+		}
+		if lru == "" {
+			if len(b.warm.zygotes) > warmMaxZygotes {
+				b.log.Warn("more warm runners than the bound: all are busy or starting", "bound", warmMaxZygotes)
+			}
+			return // over the bound until one is idle
+		}
+		z := b.warm.zygotes[lru].z
+		delete(b.warm.zygotes, lru)
+		b.warm.cleanups.Add(1)
+		go func() {
+			defer b.warm.cleanups.Done()
+			z.kill()
+			<-z.dead
+			z.ctl.Close()
+		}()
+	}
 }
 
 func (z *zygote) isDead() bool {

@@ -91,3 +91,27 @@ func fallbacks(t *testing.T, reg *prometheus.Registry) float64 {
 	}
 	return sum
 }
+
+// TestWarmZygotesBounded: one zygote per environment, at most MaxZygotes;
+// past the bound the least recently used idle one is stopped, and every
+// run is still warm.
+func TestWarmZygotesBounded(t *testing.T) {
+	p := newBackend(t, bwrap.Config{WarmRunner: true, PipDisabled: true, OnWarmFallback: func(reason string) {
+		t.Errorf("warm runner fell back to a cold run: %s", reason)
+	}})
+	// Packages the base interpreter has (Debian's): distinct environments, no index.
+	for i, pkg := range []string{"pytest", "pluggy", "packaging", "iniconfig", "numpy", "pytest"} {
+		env, err := p.Build(t.Context(), sandbox.EnvSpec{Packages: []string{pkg}})
+		if err != nil {
+			t.Fatalf("Build(%s): %v", pkg, err)
+		}
+		res, err := p.Run(t.Context(), sandbox.RunSpec{Env: env.ID, Timeout: 60 * time.Second,
+			Argv: []string{"python", "-c", `import sys; print("warm" if "pytest" in sys.modules else "cold")`}})
+		if err != nil || strings.TrimSpace(string(res.Stdout)) != "warm" {
+			t.Fatalf("run %d in %s: %v %q %s", i, pkg, err, res.Stdout, res.Stderr)
+		}
+		if n := bwrap.Zygotes(p); n > bwrap.MaxZygotes {
+			t.Fatalf("after run %d: %d zygotes, over the bound %d", i, n, bwrap.MaxZygotes)
+		}
+	}
+}
