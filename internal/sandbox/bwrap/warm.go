@@ -75,15 +75,15 @@ type warmPool struct {
 
 // zygote is one running zygote.
 type zygote struct {
-	ctl    *os.File // the worker's end of the control socket (SOCK_SEQPACKET)
-	kill   func()
+	ctl  *os.File // the worker's end of the control socket (SOCK_SEQPACKET)
+	kill func()
 	// inflight counts its runs: killing it kills theirs (they are in its
 	// sandbox's pid namespace), so only an idle one is evicted.
 	inflight atomic.Int32
 	lastUsed time.Time // under warmPool.mu
-	dir    string
-	dead   chan struct{} // closed once the zygote's bwrap has exited
-	output *trim.Buffer
+	dir      string
+	dead     chan struct{} // closed once the zygote's bwrap has exited
+	output   *trim.Buffer
 }
 
 // warmFallback is a warm run that did not happen: why, for the log and
