@@ -173,7 +173,7 @@ print("paris is", f)
 		{
 			name:      "long loop stopped by wall time",
 			code:      "for x in range(1000000000000):\n    pass\n",
-			limits:    codemode.Limits{MaxSteps: 1 << 62, WallTime: 100 * time.Millisecond},
+			limits:    codemode.Limits{MaxSteps: 1 << 62, MaxAllocBytes: 1 << 50, WallTime: 100 * time.Millisecond},
 			wantKind:  codemode.KindLimit,
 			wantErr:   "wall time limit",
 			wantCalls: 0,

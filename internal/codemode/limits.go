@@ -8,8 +8,10 @@ type Limits struct {
 	MaxSteps uint64
 	// WallTime bounds the run, tool calls included. Default 30s.
 	WallTime time.Duration
-	// MaxAllocBytes is the budget for what the program builds (see
-	// memory.go for what is charged). Default 128 MiB.
+	// MaxAllocBytes is the budget for what the program builds: every
+	// call, operator and execution step is charged (see memory.go).
+	// Default 128 MiB, which with no other allocation allows about 8.4
+	// million steps (16 bytes each).
 	MaxAllocBytes int64
 	// MaxOutputBytes caps what print() keeps. Default 16 KiB.
 	MaxOutputBytes int

@@ -9,9 +9,11 @@ import (
 // The program is rewritten between parsing and compiling, so that the
 // operations memory.go charges pass through a builtin first:
 //
-//	x + y        ->  __binop("+", x, y)        (also * and %)
+//	x + y        ->  __binop("+", x, y)        (also - * % | & ^ <<)
 //	x += y       ->  x += __augcheck("+", x, y)
 //	x.name       ->  __attr(x, "name")          (reads only; not x.f = v)
+//	x[a:b:c]     ->  __built(x[a:b:c])          (x[a:b]: __sliced)
+//	{k: v}       ->  __built({k: v})
 //
 // and, when the last statement is an expression, it becomes
 // `__result__ = <expr>` so that its value is the run's result.
@@ -21,11 +23,19 @@ const (
 	binopName    = "__binop"
 	augcheckName = "__augcheck"
 	attrName     = "__attr"
+	builtName    = "__built"
+	slicedName   = "__sliced"
 )
 
-var chargedOps = map[syntax.Token]string{syntax.PLUS: "+", syntax.STAR: "*", syntax.PERCENT: "%"}
+var chargedOps = map[syntax.Token]string{
+	syntax.PLUS: "+", syntax.MINUS: "-", syntax.STAR: "*", syntax.PERCENT: "%",
+	syntax.PIPE: "|", syntax.AMP: "&", syntax.CIRCUMFLEX: "^", syntax.LTLT: "<<",
+}
 
-var augOps = map[syntax.Token]string{syntax.PLUS_EQ: "+", syntax.STAR_EQ: "*", syntax.PERCENT_EQ: "%"}
+var augOps = map[syntax.Token]string{
+	syntax.PLUS_EQ: "+", syntax.MINUS_EQ: "-", syntax.STAR_EQ: "*", syntax.PERCENT_EQ: "%",
+	syntax.PIPE_EQ: "|", syntax.AMP_EQ: "&", syntax.CIRCUMFLEX_EQ: "^", syntax.LTLT_EQ: "<<",
+}
 
 // rewriteFile rewrites f in place and reports whether the last statement
 // was an expression (whose value is bound to __result__).
@@ -179,6 +189,10 @@ func rewriteExpr(e syntax.Expr) syntax.Expr {
 	case *syntax.SliceExpr:
 		x.X = rewriteExpr(x.X)
 		x.Lo, x.Hi, x.Step = rewriteOptional(x.Lo), rewriteOptional(x.Hi), rewriteOptional(x.Step)
+		if x.Step == nil {
+			return call(slicedName, x.Lbrack, x)
+		}
+		return call(builtName, x.Lbrack, x)
 	case *syntax.CondExpr:
 		x.Cond, x.True, x.False = rewriteExpr(x.Cond), rewriteExpr(x.True), rewriteExpr(x.False)
 	case *syntax.ListExpr:
@@ -190,6 +204,7 @@ func rewriteExpr(e syntax.Expr) syntax.Expr {
 			de := entry.(*syntax.DictEntry)
 			de.Key, de.Value = rewriteExpr(de.Key), rewriteExpr(de.Value)
 		}
+		return call(builtName, x.Lbrace, x)
 	case *syntax.DictEntry: // the body of a dict comprehension
 		x.Key, x.Value = rewriteExpr(x.Key), rewriteExpr(x.Value)
 	case *syntax.Comprehension:

@@ -81,7 +81,7 @@ func Run(ctx context.Context, code string, tools *Registry, limits Limits) (Resu
 
 	ctx, cancel := context.WithTimeout(ctx, limits.WallTime)
 	defer cancel()
-	rs := &runState{ctx: ctx, tools: tools, limits: limits, budget: &budget{max: limits.MaxAllocBytes}}
+	rs := &runState{ctx: ctx, tools: tools, limits: limits}
 	predeclared := rs.predeclared()
 	prog, err := starlark.FileProgram(f, predeclared.Has)
 	if err != nil {
@@ -90,15 +90,58 @@ func Run(ctx context.Context, code string, tools *Registry, limits Limits) (Resu
 	thread := rs.newThread()
 	stop := context.AfterFunc(ctx, func() { thread.Cancel(rs.cancelReason()) })
 	defer stop()
-	globals, err := prog.Init(thread, predeclared)
+	out, ok := rs.exec(prog, thread, predeclared)
+	if !ok {
+		return Result{Output: rs.output(), Duration: time.Since(start)}, &Error{Kind: KindLimit, Msg: rs.cancelReason() +
+			" (it was inside a builtin that does not stop at once; its result will be dropped)"}
+	}
 	res := Result{Output: rs.output(), Steps: thread.ExecutionSteps(), Duration: time.Since(start)}
-	if err != nil {
-		return res, rs.runError(err)
+	if out.err != nil {
+		return res, rs.runError(out.err)
 	}
 	if hasResult {
-		res.Value = toGo(globals[resultName])
+		res.Value = toGo(out.globals[resultName])
 	}
 	return res, nil
+}
+
+// stuckGrace is how long Run waits, once the wall time is up, for a
+// program inside one long builtin call (a sort or a set of values whose
+// hashes collide) to reach its next step and stop; after it Run returns
+// and leaves the call to finish alone. Its memory is bounded by the
+// budget, and the thread stops at its next step.
+const stuckGrace = 2 * time.Second
+
+type execOutcome struct {
+	globals starlark.StringDict
+	err     error
+}
+
+// exec runs the program on its own goroutine, so that the wall time holds
+// even when a builtin does not return: ok is false when it gave up.
+func (rs *runState) exec(prog *starlark.Program, thread *starlark.Thread, predeclared starlark.StringDict) (execOutcome, bool) {
+	done := make(chan execOutcome, 1)
+	go func() {
+		var out execOutcome
+		defer func() {
+			if p := recover(); p != nil {
+				out = execOutcome{err: fmt.Errorf("internal error in the interpreter: %v", p)}
+			}
+			done <- out
+		}()
+		out.globals, out.err = prog.Init(thread, predeclared)
+	}()
+	select {
+	case out := <-done:
+		return out, true
+	case <-rs.ctx.Done():
+	}
+	select {
+	case out := <-done:
+		return out, true
+	case <-time.After(stuckGrace):
+		return execOutcome{}, false
+	}
 }
 
 // runState is what the builtins and tools of one run share.
@@ -106,7 +149,7 @@ type runState struct {
 	ctx    context.Context
 	tools  *Registry
 	limits Limits
-	budget *budget
+	meter  *meter
 
 	mu        sync.Mutex
 	out       strings.Builder
@@ -116,9 +159,15 @@ type runState struct {
 
 func (rs *runState) newThread() *starlark.Thread {
 	thread := &starlark.Thread{Name: "codemode", Print: rs.print}
-	thread.SetLocal(budgetKey, rs.budget)
-	thread.SetMaxExecutionSteps(rs.limits.MaxSteps)
+	rs.meter = &meter{ctx: rs.ctx, reason: rs.cancelReason, thread: thread, max: rs.limits.MaxAllocBytes, maxSteps: rs.limits.MaxSteps}
+	thread.SetLocal(meterKey, rs.meter)
+	rs.meter.capSteps()
 	thread.OnMaxSteps = func(t *starlark.Thread) {
+		if rs.meter.stepsExhaustedBudget() {
+			rs.meter.exceeded = true
+			t.Cancel(fmt.Sprintf("memory limit: the program's %d execution steps and what it built reached its budget of %d bytes (each step is charged %d bytes, for what a step can add to a value); build less, or keep fewer values", t.Steps, rs.limits.MaxAllocBytes, stepBytes))
+			return
+		}
 		rs.mu.Lock()
 		rs.stepsHit = true
 		rs.mu.Unlock()
@@ -128,17 +177,14 @@ func (rs *runState) newThread() *starlark.Thread {
 }
 
 func (rs *runState) predeclared() starlark.StringDict {
-	env := starlark.StringDict{
-		"is_error":     starlark.NewBuiltin("is_error", isErrorBuiltin),
-		"parallel_map": starlark.NewBuiltin("parallel_map", rs.parallelMap),
-		binopName:      starlark.NewBuiltin(binopName, binopBuiltin),
-		augcheckName:   starlark.NewBuiltin(augcheckName, augcheckBuiltin),
-		attrName:       starlark.NewBuiltin(attrName, attrBuiltin),
-		"getattr":      starlark.NewBuiltin("getattr", getattrBuiltin),
-	}
-	for name := range chargedBuiltins {
-		env[name] = chargedBuiltin(name)
-	}
+	env := universe()
+	env["is_error"] = starlark.NewBuiltin("is_error", isErrorBuiltin)
+	env["parallel_map"] = starlark.NewBuiltin("parallel_map", rs.parallelMap)
+	env[binopName] = starlark.NewBuiltin(binopName, binopBuiltin)
+	env[augcheckName] = starlark.NewBuiltin(augcheckName, augcheckBuiltin)
+	env[attrName] = starlark.NewBuiltin(attrName, attrBuiltin)
+	env[builtName] = starlark.NewBuiltin(builtName, builtBuiltin)
+	env[slicedName] = starlark.NewBuiltin(slicedName, slicedBuiltin)
 	for _, name := range rs.tools.Names() {
 		t, _ := rs.tools.lookup(name)
 		env[name] = &toolValue{tool: t, run: rs}
@@ -196,7 +242,7 @@ func (rs *runState) toolResult(tool string, res any, err error) (starlark.Value,
 	if err != nil {
 		return &errorValue{tool: tool, message: err.Error()}, nil
 	}
-	if err := rs.budget.charge(textSize(v, rs.budget.max-rs.budget.used), "the result of "+tool); err != nil {
+	if err := rs.meter.charge(textSize(v, rs.meter.left()), "the result of "+tool); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -231,6 +277,8 @@ var rewrittenFrames = strings.NewReplacer(
 	"Error in "+binopName+": ", "Error: ",
 	"Error in "+augcheckName+": ", "Error: ",
 	"Error in "+attrName+": ", "Error: ",
+	"Error in "+builtName+": ", "Error: ",
+	"Error in "+slicedName+": ", "Error: ",
 )
 
 // runError turns an execution error into an *Error at the innermost line
@@ -252,7 +300,7 @@ func (rs *runState) runError(err error) *Error {
 	rs.mu.Lock()
 	stepsHit := rs.stepsHit
 	rs.mu.Unlock()
-	if stepsHit || rs.ctx.Err() != nil || rs.budget.exceeded {
+	if stepsHit || rs.ctx.Err() != nil || rs.meter.exceeded {
 		e.Kind = KindLimit
 	}
 	return e

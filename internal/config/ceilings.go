@@ -30,6 +30,7 @@ func (c *Config) readRunCeilings() {
 	c.MaxCPUs = os.Getenv("AUTOCODER_MAX_CPUS")
 	c.MaxOutputFiles = os.Getenv("AUTOCODER_MAX_OUTPUT_FILES")
 	c.MaxOutputBytes = os.Getenv("AUTOCODER_MAX_OUTPUT_BYTES")
+	c.DiskQuota = os.Getenv("AUTOCODER_SANDBOX_DISK_QUOTA")
 }
 
 // registerRunCeilings adds the ceilings' flags.
@@ -39,6 +40,19 @@ func (c *Config) registerRunCeilings(fs *flag.FlagSet) {
 	fs.StringVar(&c.MaxCPUs, "max-cpus", c.MaxCPUs, "sandbox-worker: the most CPUs one run may have; default the machine's cores (AUTOCODER_MAX_CPUS)")
 	fs.StringVar(&c.MaxOutputFiles, "max-output-files", c.MaxOutputFiles, "sandbox-worker: the most files and directories one run returns from /var/outputs; default 10000 (AUTOCODER_MAX_OUTPUT_FILES)")
 	fs.StringVar(&c.MaxOutputBytes, "max-output-bytes", c.MaxOutputBytes, "sandbox-worker: the most bytes one run returns from /var/outputs, at most 64Mi; default 64Mi (AUTOCODER_MAX_OUTPUT_BYTES)")
+	fs.StringVar(&c.DiskQuota, "sandbox-disk-quota", c.DiskQuota, "sandbox-worker: what one run may write to /workspace, and to /var/outputs, each a tmpfs of this size; default 256Mi (AUTOCODER_SANDBOX_DISK_QUOTA)")
+}
+
+// SandboxDiskQuota parses DiskQuota: 0 for the backends' default (256Mi).
+func (c *Config) SandboxDiskQuota() (int64, error) {
+	if c.DiskQuota == "" {
+		return 0, nil
+	}
+	q, err := messages.ParseQuantity(c.DiskQuota)
+	if err != nil || q < 1<<20 {
+		return 0, fmt.Errorf("AUTOCODER_SANDBOX_DISK_QUOTA: %q is not a quantity of at least 1Mi, such as 256Mi", c.DiskQuota)
+	}
+	return q, nil
 }
 
 // Ceilings parses MaxRunTimeout, MaxMemory and MaxCPUs. The error names

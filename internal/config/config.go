@@ -68,6 +68,7 @@ type Config struct {
 	MaxCPUs        string // AUTOCODER_MAX_CPUS: a number of cores; default the machine's
 	MaxOutputFiles string // AUTOCODER_MAX_OUTPUT_FILES: entries a run returns from /var/outputs; default 10000
 	MaxOutputBytes string // AUTOCODER_MAX_OUTPUT_BYTES: bytes a run returns from /var/outputs, at most 64Mi; default 64Mi
+	DiskQuota      string // AUTOCODER_SANDBOX_DISK_QUOTA: what a run may write to /workspace and to /var/outputs each; default 256Mi
 
 	// The llm-worker's bounds on one model call (see Bounds, modelbounds.go).
 	MaxReplyBytes  string // AUTOCODER_MAX_REPLY_BYTES: a quantity such as 4Mi; default 4Mi
@@ -268,7 +269,7 @@ func (c *Config) Validate() error {
 	if len(c.envErrs) > 0 {
 		return errors.Join(c.envErrs...)
 	}
-	for _, check := range []func() error{c.validateBasics, c.validateDeadlines, c.validateCeilings, c.validateMonitor,
+	for _, check := range []func() error{c.validateBasics, c.validateDeadlines, c.validateDiskQuota, c.validateCeilings, c.validateMonitor,
 		c.validateBounds, c.validateCacheKeys, c.validateAccess, c.JobSettingsConfig.validate, c.NATSAuthConfig.validate} {
 		if err := check(); err != nil {
 			return err
@@ -314,6 +315,11 @@ func (c *Config) validateDeadlines() error {
 
 func (c *Config) validateCeilings() error {
 	_, err := c.Ceilings()
+	return err
+}
+
+func (c *Config) validateDiskQuota() error {
+	_, err := c.SandboxDiskQuota()
 	return err
 }
 

@@ -254,6 +254,24 @@ func TestModelBounds(t *testing.T) {
 	}
 }
 
+// TestSandboxDiskQuota: the setting is a quantity, 0 when unset (the
+// backends' default), and refused below 1Mi with its name.
+func TestSandboxDiskQuota(t *testing.T) {
+	t.Setenv("AUTOCODER_SANDBOX_DISK_QUOTA", "64Mi")
+	c := FromEnv()
+	if q, err := c.SandboxDiskQuota(); err != nil || q != 64<<20 {
+		t.Errorf("64Mi: %d, %v", q, err)
+	}
+	if q, err := (&Config{}).SandboxDiskQuota(); err != nil || q != 0 {
+		t.Errorf("unset: %d, %v", q, err)
+	}
+	for _, bad := range []string{"1Ki", "lots", "-1Gi"} {
+		if _, err := (&Config{DiskQuota: bad}).SandboxDiskQuota(); err == nil || !strings.Contains(err.Error(), "AUTOCODER_SANDBOX_DISK_QUOTA") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
 // TestBadNumbersAreErrors: a setting that is not a number where one is
 // wanted is an error naming the variable, not silently the default.
 func TestBadNumbersAreErrors(t *testing.T) {
@@ -267,6 +285,7 @@ func TestBadNumbersAreErrors(t *testing.T) {
 		{"AUTOCODER_MAX_OUTPUT_FILES", "lots"},
 		{"AUTOCODER_MAX_PROMPT_BYTES", "big"},
 		{"AUTOCODER_NATS_MONITOR_LISTEN", "127.0.0.1:http"},
+		{"AUTOCODER_SANDBOX_DISK_QUOTA", "lots"},
 	} {
 		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
 			t.Setenv(tc.env, tc.value)

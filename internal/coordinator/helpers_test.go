@@ -111,6 +111,7 @@ var answers = map[messages.Stage]any{
 	messages.StageBuild:      messages.BuildOutput{Image: "env-1"},
 	messages.StageRunTests:   messages.TestReport{Passed: 1},
 	messages.StageAcceptance: messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"answer": 42}},
+	messages.StageMutate:     messages.TestStrength{Points: 2, Mutants: 2, Killed: 2, Score: 1},
 }
 
 var answerSolution = messages.Solution{Language: "python", Code: "def f():\n    return 42\n", Packages: []string{}, SystemPackages: []string{}}

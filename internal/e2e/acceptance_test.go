@@ -87,6 +87,8 @@ func TestAcceptanceFailureIsFixedThenFails(t *testing.T) {
 			spec := answerSpec()
 			spec.Outputs = tc.outputs
 			spec.Options.MaxIterations = 2
+			// Measured, not strengthened: this test is about the acceptance run.
+			spec.Options.Mutation = messages.MutationMeasure
 			res := runJob(t, st, spec)
 			if res.Success {
 				t.Fatalf("job succeeded with a bad output: outputs %v", res.Outputs)
@@ -107,7 +109,8 @@ func TestAcceptanceFailureIsFixedThenFails(t *testing.T) {
 			if len(got) > 3 {
 				slices.Sort(got[1:3])
 			}
-			want := []string{"plan", "code", "tests", "build", "run_tests", "acceptance", "fix", "run_tests", "acceptance"}
+			// Each passing run's tests are measured (mutate) before the acceptance run.
+			want := []string{"plan", "code", "tests", "build", "run_tests", "mutate", "acceptance", "fix", "run_tests", "mutate", "acceptance"}
 			if !slices.Equal(got, want) {
 				t.Errorf("stages %v, want %v", stageNames(res), want)
 			}

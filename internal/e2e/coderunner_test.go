@@ -180,9 +180,9 @@ func TestCodeRunnerContextErrors(t *testing.T) {
 	for _, tc := range []struct{ path, want string }{
 		{png, "context " + png + ": docsearch: not documentation (want .md"},
 		{big, "context " + big + ": larger than 2 MiB"},
-		{filepath.Join(dir, "nope"), "no such file or directory"},
+		{filepath.Join(dir, "nope"), "context path " + filepath.Join(dir, "nope") + " not found"},
 	} {
-		code, _, stderr := cli(t, cfg, "--prompt", "count", "--option", "validate=run", "--context", tc.path)
+		code, _, stderr := cli(t, cfg, "--prompt", "count", "--option", "validate=run", "--allow-outside", "--context", tc.path)
 		if code != submit.ExitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("--context %s: exit %d, stderr %q; want exit %d naming %q", tc.path, code, stderr, submit.ExitUsage, tc.want)
 		}

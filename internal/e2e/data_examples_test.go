@@ -59,7 +59,7 @@ func TestSalesExampleDataAware(t *testing.T) {
 	if err := os.WriteFile(newCSV, []byte("date,region,product,quantity,price\n2024-04-01,north,widget,2,1.25\n2024-04-02,south,gizmo,3,10\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr = cli(t, cfg, "run", res.JobID, "--local", "--json", "--sample", "sales="+newCSV)
+	code, stdout, stderr = cli(t, cfg, "run", res.JobID, "--local", "--json", "--allow-outside", "--sample", "sales="+newCSV)
 	if code != submit.ExitSuccess {
 		t.Fatalf("submit run: exit %d\nstderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 	}

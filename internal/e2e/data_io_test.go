@@ -338,7 +338,7 @@ func TestDataAwareJobAndRuns(t *testing.T) {
 		}
 	}
 	out2 := filepath.Join(dir, "out2")
-	code, stdout, stderr = cli(t, cfg, "run", res.JobID, "--local", "--json", "--sample", "orders="+newCSV,
+	code, stdout, stderr = cli(t, cfg, "run", res.JobID, "--local", "--json", "--allow-outside", "--sample", "orders="+newCSV,
 		"--input", "threshold=15", "--input", "label="+label, "--input", "notes="+notes, "--input", "attachments="+attachments, "--out", out2)
 	if code != submit.ExitSuccess {
 		t.Fatalf("submit run: exit %d\nstderr:\n%s\nstdout:\n%s", code, stderr, stdout)
@@ -365,8 +365,9 @@ func TestDataAwareJobAndRuns(t *testing.T) {
 	for _, bad := range [][]string{
 		{"--input", "threshold=abc"},
 		{"--input", "thresh=1"},
-		{"--sample", "sales=" + newCSV},
-		{"--sample", "orders=" + filepath.Join(dir, "missing.csv")},
+		{"--allow-outside", "--sample", "sales=" + newCSV},
+		{"--allow-outside", "--sample", "orders=" + filepath.Join(dir, "missing.csv")},
+		{"--sample", "orders=" + newCSV}, // absolute: refused without --allow-outside
 		{"--input", "notes=" + attachments},
 		{"--input", "attachments=" + notes},
 	} {
@@ -385,7 +386,7 @@ func TestDataAwareJobAndRuns(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &tasks); err != nil || code != 0 || len(tasks) != 1 || tasks[0].JobID != res.JobID || tasks[0].Inputs["threshold"] != messages.TypeFloat {
 		t.Errorf("task list: exit %d, %v, %s", code, err, stdout)
 	}
-	code, stdout, stderr = cli(t, cfg, "task", "run", "orders-report", "--local", "--json", "--input", "threshold=0", "--sample", "orders="+newCSV)
+	code, stdout, stderr = cli(t, cfg, "task", "run", "orders-report", "--local", "--json", "--input", "threshold=0", "--allow-outside", "--sample", "orders="+newCSV)
 	if code != submit.ExitSuccess {
 		t.Fatalf("task run: exit %d\n%s\n%s", code, stderr, stdout)
 	}

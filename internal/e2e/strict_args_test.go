@@ -96,7 +96,7 @@ options: {max_iterations: 2}
 		t.Errorf("outputs %v, stages %v: want total 3.5 from one acceptance run and no fix", res.Outputs, stageNames(res))
 	}
 
-	code, stdout, stderr = cli(t, cfg, "run", res.JobID, "--local", "--json", "--sample", "sales="+filepath.Join(dir, "y.csv"))
+	code, stdout, stderr = cli(t, cfg, "run", res.JobID, "--local", "--json", "--allow-outside", "--sample", "sales="+filepath.Join(dir, "y.csv"))
 	if code != submit.ExitSuccess {
 		t.Fatalf("submit run: exit %d\nstderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 	}

@@ -190,6 +190,7 @@ func TestWebUI(t *testing.T) {
 	page.contains(`#outputs button[data-download="report"]`, "download report")
 	page.contains(`#outputs button[data-download="charts"]`, "download charts.tar")
 	page.contains(`#notes`, "iteration 2: every test passes")
+	page.contains(`#strength-facts`, "Mutants killed") // the tests' strength by mutation
 	// The failed job: why, the failing test and pytest's output.
 	page.job(failed.JobID, `#job-status [data-status="failed"]`)
 	page.contains(`#job-error`, "tests still failing after 1 iterations")

@@ -26,6 +26,15 @@
 // model latency for benchmarks; Reply.Usage sets token counts (by default
 // characters/4).
 //
+// For evaluations, HumanEval is a model of a problem set (humaneval.go): it
+// finds the problem a request quotes and answers every stage, with the
+// canonical solutions, or with plausible but wrong ones (an off-by-one its
+// weak tests miss, from the table humaneval_wrong.json) that it repairs once
+// shown surviving mutants:
+//
+//	h, _ := fakellm.NewHumanEval(problems, fakellm.HumanEvalPlausibleWrong)
+//	s.Handle(h.Reply)
+//
 // For the demo, a transcript file scripts the whole job:
 //
 //	t, err := fakellm.LoadTranscript(f) // {"label": "...", "replies": {"plan": [{...}], ...}}

@@ -3,5 +3,5 @@
 // job file must be a regular file of at most MaxSpecBytes: ReadRegular
 // refuses devices, FIFOs and directories before reading a byte.
 //
-//	spec, err := jobfile.Load("examples/sales/job.yaml")
+//	spec, err := jobfile.Load("examples/sales/job.yaml", jobfile.LoadOptions{})
 package jobfile

@@ -6,12 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -23,11 +19,18 @@ import (
 // data; samples are separate files.
 const MaxSpecBytes = 1 << 20
 
+// LoadOptions are the choices Load leaves to its caller.
+type LoadOptions struct {
+	// AllowOutside lets sample and context paths leave the job file's
+	// folder (LocalFiles.AllowOutside).
+	AllowOutside bool
+}
+
 // Load reads a job file (YAML or JSON, by content), decodes it strictly and
 // validates it. The file must be a regular file of at most MaxSpecBytes (see
-// ReadRegular). Relative sample paths are resolved against the file's folder,
-// and every sample must be a readable regular file.
-func Load(path string) (*messages.JobSpec, error) {
+// ReadRegular). Sample and context paths are resolved inside the file's
+// folder (LocalFiles), and every sample must be a readable regular file.
+func Load(path string, opts LoadOptions) (*messages.JobSpec, error) {
 	data, err := ReadRegular(path, MaxSpecBytes)
 	var pe *fs.PathError
 	switch {
@@ -40,9 +43,8 @@ func Load(path string) (*messages.JobSpec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job file %s: %w", path, err)
 	}
-	ResolveSamples(spec, filepath.Dir(path))
-	ResolveContext(spec, filepath.Dir(path)) // context.go
-	if err := CheckSamples(spec); err != nil {
+	lf := LocalFiles{Dir: filepath.Dir(path), AllowOutside: opts.AllowOutside}
+	if err := lf.Resolve(spec); err != nil {
 		return nil, fmt.Errorf("job file %s: %w", path, err)
 	}
 	return spec, nil
@@ -124,37 +126,4 @@ func join(path, k string) string {
 		return k
 	}
 	return path + "." + k
-}
-
-// ResolveSamples makes relative sample paths relative to dir.
-func ResolveSamples(spec *messages.JobSpec, dir string) {
-	for name, p := range spec.Samples {
-		if _, isRef := messages.ParseObjectRef(p); isRef || filepath.IsAbs(p) {
-			continue
-		}
-		spec.Samples[name] = filepath.Join(dir, p)
-	}
-}
-
-// CheckSamples reports the first sample path that is not a readable regular file.
-func CheckSamples(spec *messages.JobSpec) error {
-	for _, name := range slices.Sorted(maps.Keys(spec.Samples)) {
-		p := spec.Samples[name]
-		if _, isRef := messages.ParseObjectRef(p); isRef {
-			continue
-		}
-		fi, err := os.Stat(p)
-		if err != nil {
-			return &messages.FieldError{Field: "samples." + name, Msg: fmt.Sprintf("sample file %s not found", p)}
-		}
-		if !fi.Mode().IsRegular() {
-			return &messages.FieldError{Field: "samples." + name, Msg: fmt.Sprintf("%s is not a regular file", p)}
-		}
-		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0) // never blocks, even if p became a FIFO
-		if err != nil {
-			return &messages.FieldError{Field: "samples." + name, Msg: fmt.Sprintf("cannot read %s: %v", p, err)}
-		}
-		f.Close()
-	}
-	return nil
 }

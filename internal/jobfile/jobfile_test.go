@@ -83,11 +83,11 @@ func TestLoadChecksSampleFiles(t *testing.T) {
 	dir := t.TempDir()
 	job := filepath.Join(dir, "job.yaml")
 	os.WriteFile(job, []byte("prompt: x\nsamples: {sales: missing.csv}\n"), 0o644)
-	if _, err := Load(job); err == nil || !strings.Contains(err.Error(), "samples.sales: sample file") {
+	if _, err := Load(job, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "samples.sales: sample file") {
 		t.Fatalf("err = %v", err)
 	}
 	os.WriteFile(filepath.Join(dir, "missing.csv"), []byte("a\n1\n"), 0o644)
-	spec, err := Load(job)
+	spec, err := Load(job, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestLoadChecksSampleFiles(t *testing.T) {
 	}
 	os.Mkdir(filepath.Join(dir, "d.csv"), 0o755)
 	os.WriteFile(job, []byte("prompt: x\nsamples: {s: d.csv}\n"), 0o644)
-	if _, err := Load(job); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+	if _, err := Load(job, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -131,7 +131,7 @@ func TestDecodeEscapesNamesFromTheFile(t *testing.T) {
 			t.Parallel()
 			spec, err := Decode([]byte(tc.in))
 			if err == nil { // a valid spec: the sample check names the path
-				err = CheckSamples(spec)
+				err = LocalFiles{Dir: t.TempDir()}.Resolve(spec)
 			}
 			if err == nil {
 				t.Fatal("no error")

@@ -54,6 +54,8 @@ func TestConformance(t *testing.T) {
 		messages.StageCode:     messages.CodeInput{Task: task, Plan: plan},
 		messages.StageTests:    messages.TestsInput{Task: task, Plan: plan},
 		messages.StagePackages: messages.PackagesInput{Imports: []string{"frobnicate"}},
+		messages.StageStrengthenTests: messages.StrengthenTestsInput{Task: task, Plan: plan, Code: "x = 1\n", Tests: "def test_x():\n    pass\n",
+			Strength: messages.TestStrength{Mutants: 2, Killed: 1, Survived: 1, Score: 0.5}},
 	}})
 }
 

@@ -112,7 +112,8 @@ func (h *Handlers) Register(mux *stagework.Mux) {
 	stagework.Register(mux, messages.StageVerify, h.verify, replyDeps(llm.FixVerificationSchema)...)
 	stagework.Register(mux, messages.StageConstraint, h.constraint, replyDeps(llm.ConstraintSchema)...)
 	stagework.Register(mux, messages.StagePackageReplacement, h.packageReplacement, replyDeps(llm.PackageReplacementSchema)...)
-	stagework.Register(mux, messages.StageAgentTurn, h.agentTurn, agentDeps()...) // agent.go
+	stagework.Register(mux, messages.StageAgentTurn, h.agentTurn, agentDeps()...)                            // agent.go
+	stagework.Register(mux, messages.StageStrengthenTests, h.strengthenTests, replyDeps(llm.TestsSchema)...) // strength.go
 }
 
 // replyDeps are what a structured stage depends on: the prompts, the scan
@@ -273,13 +274,19 @@ func (h *Handlers) tests(ctx context.Context, cmd *messages.StageCommand, in mes
 	if err != nil {
 		return out, err
 	}
+	return normalizeTests(cmd.Stage, out)
+}
+
+// normalizeTests takes a `tests` reply: fences stripped, empty refused, a
+// file that imports nothing from solution noted.
+func normalizeTests(stage messages.Stage, out stagework.Output[messages.Tests]) (stagework.Output[messages.Tests], error) {
 	var n notes
 	if hasFence(out.Value.Code) {
 		n.add("removed a Markdown fence around the tests")
 	}
 	out.Value.Code = stripFences(out.Value.Code)
 	if out.Value.Code == "" {
-		return out, invalid(cmd.Stage, "empty tests")
+		return out, invalid(stage, "empty tests")
 	}
 	if !importsSolutionRe.MatchString(out.Value.Code) {
 		n.add("the tests do not import from solution")

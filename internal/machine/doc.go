@@ -30,6 +30,8 @@
 // are diagnosed, routed, repaired and verified (repair.go, verify.go); a
 // loop that stops making progress changes strategy or stops; with
 // options.candidates several solutions race in the first round
-// (candidates.go). Every part of the state that grows with the job is
+// (candidates.go). Once the tests pass, their strength is measured by
+// mutation, and weak tests are strengthened and run again before the
+// acceptance run (strength.go). Every part of the state that grows with the job is
 // bounded (budget.go), since the state is one KV value.
 package machine

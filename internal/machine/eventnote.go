@@ -24,6 +24,8 @@ func stageNote(r *messages.StageResult) string {
 		return failingNote(r.Output)
 	case messages.StageDiagnose:
 		return diagnosisNote(r.Output)
+	case messages.StageMutate:
+		return strengthNote(r.Output) // strength.go
 	}
 	return ""
 }

@@ -41,6 +41,7 @@ func newWorld(t *testing.T) *world {
 		messages.StageRunTests:   {pass(3)},
 		messages.StageProfile:    {messages.ProfileOutput{DataContext: "ctx", GeneratedSchemas: map[string]string{"sales": "schema"}}},
 		messages.StageAcceptance: {messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"row_count": 3}}},
+		messages.StageMutate:     {messages.TestStrength{Points: 3, Mutants: 3, Killed: 3, Score: 1}},
 	}, errs: map[messages.Stage]messages.ErrorKind{}, calls: map[messages.Stage]int{},
 		fn: map[messages.Stage]func(*messages.StageCommand, int) any{}}
 }
@@ -136,7 +137,11 @@ func stagesOf(cmds []Command) []string {
 	return out
 }
 
-func baseSpec() messages.JobSpec { return messages.JobSpec{Prompt: "return one"} }
+// baseSpec is a job without test strength (strength_test.go has its own):
+// the other tests follow paths it would lengthen.
+func baseSpec() messages.JobSpec {
+	return messages.JobSpec{Prompt: "return one", Options: messages.Options{Mutation: messages.MutationOff}}
+}
 
 func TestPaths(t *testing.T) {
 	t.Parallel()

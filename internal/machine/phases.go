@@ -13,20 +13,22 @@ import (
 type Phase string
 
 const (
-	PhaseNew        Phase = ""           // submitted: the kind's Start enters its first phase
-	PhaseProfiling  Phase = "profiling"  // the samples are profiled
-	PhasePlanning   Phase = "planning"   // the pipeline: the plan (and the constraint checks)
-	PhaseGenerating Phase = "generating" // code and tests, concurrently
-	PhasePackages   Phase = "packages"   // the model maps imports the scan could not
-	PhaseBuilding   Phase = "building"
-	PhaseTesting    Phase = "testing"
-	PhaseDiagnosing Phase = "diagnosing"
-	PhaseRepairing  Phase = "repairing" // fix, test patches and rebuilds, concurrently
-	PhaseAccepting  Phase = "accepting" // the script runs on the samples
-	PhaseAgent      Phase = "agent"     // the agent backend between turns and tool calls (agent.go)
-	PhaseCodeMode   Phase = "codemode"  // the one phase of a code-mode job (codemode.go)
-	PhaseRunning    Phase = "running"   // the one phase of a rerun: the script runs on new data (rerun.go)
-	PhaseDone       Phase = "done"
+	PhaseNew           Phase = ""           // submitted: the kind's Start enters its first phase
+	PhaseProfiling     Phase = "profiling"  // the samples are profiled
+	PhasePlanning      Phase = "planning"   // the pipeline: the plan (and the constraint checks)
+	PhaseGenerating    Phase = "generating" // code and tests, concurrently
+	PhasePackages      Phase = "packages"   // the model maps imports the scan could not
+	PhaseBuilding      Phase = "building"
+	PhaseTesting       Phase = "testing"
+	PhaseDiagnosing    Phase = "diagnosing"
+	PhaseRepairing     Phase = "repairing"     // fix, test patches and rebuilds, concurrently
+	PhaseAccepting     Phase = "accepting"     // the script runs on the samples
+	PhaseMeasuring     Phase = "measuring"     // the pipeline: mutants run against the passing tests (strength.go)
+	PhaseStrengthening Phase = "strengthening" // the pipeline: the model writes tests that kill the survivors
+	PhaseAgent         Phase = "agent"         // the agent backend between turns and tool calls (agent.go)
+	PhaseCodeMode      Phase = "codemode"      // the one phase of a code-mode job (codemode.go)
+	PhaseRunning       Phase = "running"       // the one phase of a rerun: the script runs on new data (rerun.go)
+	PhaseDone          Phase = "done"
 )
 
 // RepairStatus is where a repair round's fix or test patch stands (repair.go).

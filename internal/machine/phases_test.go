@@ -11,7 +11,8 @@ import (
 
 // allPhases is every phase phases.go declares.
 var allPhases = []Phase{PhaseNew, PhaseProfiling, PhasePlanning, PhaseGenerating, PhasePackages, PhaseBuilding,
-	PhaseTesting, PhaseDiagnosing, PhaseRepairing, PhaseAccepting, PhaseAgent, PhaseCodeMode, PhaseRunning, PhaseDone}
+	PhaseTesting, PhaseDiagnosing, PhaseRepairing, PhaseAccepting, PhaseMeasuring, PhaseStrengthening,
+	PhaseAgent, PhaseCodeMode, PhaseRunning, PhaseDone}
 
 // allowedChanges is every built-in kind's transition table, written out:
 // a change to a kind's Phases must be made here too, on purpose. ("" is
@@ -27,8 +28,9 @@ var allowedChanges = map[string][]string{
 		"generating > building", "packages > building", "repairing > building",
 		"generating > testing", "packages > testing", "building > testing", "repairing > testing",
 		"generating > diagnosing", "testing > diagnosing",
-		"diagnosing > repairing", "accepting > repairing",
-		"generating > accepting", "testing > accepting",
+		"diagnosing > repairing", "accepting > repairing", "strengthening > repairing",
+		"generating > measuring", "testing > measuring", "measuring > strengthening", // strength.go
+		"generating > accepting", "testing > accepting", "measuring > accepting", "strengthening > accepting",
 	},
 	"code runner": {
 		" > profiling", " > planning", "profiling > planning", "planning > generating", "accepting > generating",

@@ -36,10 +36,12 @@ func pipelineKind() Kind {
 			On(messages.StagePackageReplacement, (*Stepper).replaced).advisory((*Stepper).replacementFailed), // replace.go
 			On(messages.StageBuild, (*Stepper).built),                                                        // env.go
 			On(messages.StageRunTests, (*Stepper).tested),
-			On(messages.StageDiagnose, (*Stepper).route),                                    // repair.go
-			On(messages.StageFix, (*Stepper).fixed),                                         // repair.go
-			On(messages.StageVerify, (*Stepper).verified).advisory((*Stepper).verifyFailed), // repair.go
-			On(messages.StagePatchTests, (*Stepper).patched),                                // repair.go
+			On(messages.StageDiagnose, (*Stepper).route),                                                   // repair.go
+			On(messages.StageFix, (*Stepper).fixed),                                                        // repair.go
+			On(messages.StageVerify, (*Stepper).verified).advisory((*Stepper).verifyFailed),                // repair.go
+			On(messages.StagePatchTests, (*Stepper).patched),                                               // repair.go
+			On(messages.StageMutate, (*Stepper).mutated).advisory((*Stepper).strengthFailed),               // strength.go
+			On(messages.StageStrengthenTests, (*Stepper).strengthened).advisory((*Stepper).strengthFailed), // strength.go
 			On(messages.StageAcceptance, (*Stepper).accepted),
 		},
 		Phases: Phases{
@@ -50,8 +52,12 @@ func pipelineKind() Kind {
 			PhaseBuilding:   {PhaseGenerating, PhasePackages, PhaseRepairing},
 			PhaseTesting:    {PhaseGenerating, PhasePackages, PhaseBuilding, PhaseRepairing},
 			PhaseDiagnosing: {PhaseGenerating, PhaseTesting}, // from generating: no candidate passed
-			PhaseRepairing:  {PhaseDiagnosing, PhaseAccepting},
-			PhaseAccepting:  {PhaseGenerating, PhaseTesting}, // from generating: a candidate passed
+			PhaseRepairing:  {PhaseDiagnosing, PhaseAccepting, PhaseStrengthening},
+			// The passing tests are measured (from generating: a candidate
+			// passed), and strengthened when weak (strength.go).
+			PhaseMeasuring:     {PhaseGenerating, PhaseTesting},
+			PhaseStrengthening: {PhaseMeasuring},
+			PhaseAccepting:     {PhaseGenerating, PhaseTesting, PhaseMeasuring, PhaseStrengthening}, // from generating: a candidate passed
 		},
 		loop:      loop{generate: (*Stepper).generateWithTests, advance: (*Stepper).advanceTests},
 		succeeded: "tests passed",
@@ -248,7 +254,7 @@ func (m *Stepper) report(out messages.TestReport) {
 			m.Note(fmt.Sprintf("iteration %d: every test passes", s.Iteration))
 		}
 		s.Tracks = nil
-		m.accept()
+		m.testsPassed() // strength.go: measured first, then accepted
 		return
 	}
 	sigs := m.observe(rep)

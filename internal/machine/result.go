@@ -17,6 +17,7 @@ func ResultOf(s State) messages.Result {
 		UsageByStage: s.StageUsage, Notes: s.Notes, ContextUsed: s.ContextUsed, CodeMode: codeModeResult(s),
 		Cancelled: s.Cancelled, OriginalSamples: originalSamples(s), // settings.go
 		TotalCost: s.Usage.Cost, CostByModel: costByModel(s),
+		TestStrength: strengthResult(s),
 	}
 	spec := s.Spec
 	r.Spec = &spec

@@ -47,6 +47,7 @@ type State struct {
 	ContextLog  // runvalidate.go
 	AgentRun    // agent.go
 	CodeModeRun // codemode.go
+	StrengthLog // strength.go
 }
 
 // Job is the job's identity, its place in the loop and its clock.

@@ -79,6 +79,8 @@ func (s *Store) lock(sha string) (unlock func()) {
 
 // Put uploads the file at path (unless an object with its hash is already
 // there) and returns its reference.
+// A symbolic link is refused: the CLI resolves the links it allows
+// (jobfile.LocalFiles) before it uploads.
 func (s *Store) Put(ctx context.Context, name, path string) (messages.SampleRef, error) {
 	return client.PutFile(ctx, s.obj, name, path) // the one rule of uploads, the clients' too
 }

@@ -14,6 +14,12 @@
 //		Args: map[string]string{"threshold": "0.5"}, Inputs: map[string]string{"sales.csv": path},
 //		Outputs: map[string]messages.Type{"total": messages.TypeFloat}})
 //
+// RunMutation measures how strong passing tests are: mutate.py (embedded)
+// makes seeded, bounded mutants of solution.py over Python's ast inside the
+// sandbox and runs the tests against each (docs/test-strength.md):
+//
+//	ts, err := sandbox.RunMutation(ctx, b, sandbox.MutationRun{Env: env.ID, Code: code, Tests: tests, Seed: 1})
+//
 // This package holds only what every backend shares: the Backend
 // interface and its types (RunSpec, its defaults and Validate), the errors,
 // package-name normalising (NormalizePackages), one-build-per-key

@@ -160,6 +160,9 @@ func ParseTestReport(res RunResult, timeout time.Duration) messages.TestReport {
 		if line := lastErrorLine(rep.Output); line != "" {
 			msg += ": " + line
 		}
+		if diskFull(rep.Output) {
+			msg = DiskFullProblem + " (" + msg + ")"
+		}
 		cases = []messages.TestCase{{Name: collectionCase, Outcome: messages.OutcomeError,
 			Message: trim.Head(msg, caseMessageLimit), Details: trim.Tail(rep.Output, caseDetailsLimit)}}
 	case len(cases) == 0 && res.ExitCode != 0:

@@ -106,6 +106,9 @@ func RunScriptFiles(ctx context.Context, b Backend, sr ScriptRun) (messages.Acce
 		}
 		out.Problems = append(out.Problems, p)
 	}
+	if diskFull(out.Output) {
+		out.Problems = append(out.Problems, DiskFullProblem)
+	}
 	values, problems := ParseOutputsWithin(res, sr.Outputs, sr.outputCaps())
 	out.Problems = append(out.Problems, problems...)
 	if len(values) > 0 {

@@ -160,10 +160,10 @@ func writeFile(root, path string, content *string) (string, error) {
 		return "", fmt.Errorf("write_file: %s is a directory", path)
 	}
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		return "", fmt.Errorf("write_file %s: %w", path, err)
+		return "", fmt.Errorf("write_file %s: %w", path, hostless(err))
 	}
 	if err := os.WriteFile(full, []byte(*content), 0o644); err != nil {
-		return "", fmt.Errorf("write_file %s: %w", path, err)
+		return "", fmt.Errorf("write_file %s: %w", path, hostless(err))
 	}
 	return fmt.Sprintf("wrote %d bytes to %s", len(*content), path), nil
 }
@@ -178,7 +178,7 @@ func readFile(root, path string) (string, error) {
 	}
 	data, err := os.ReadFile(full)
 	if err != nil {
-		return "", fmt.Errorf("read_file %s: %w", path, relErr(err, root))
+		return "", fmt.Errorf("read_file %s: %w", path, hostless(err))
 	}
 	return trim.Middle(string(data), maxReadResult), nil
 }
@@ -193,14 +193,14 @@ func editFile(root, path string, old *string, replacement string) (string, error
 	}
 	data, err := os.ReadFile(full)
 	if err != nil {
-		return "", fmt.Errorf("edit_file %s: %w", path, relErr(err, root))
+		return "", fmt.Errorf("edit_file %s: %w", path, hostless(err))
 	}
 	edited, err := workspace.Edit(string(data), *old, replacement)
 	if err != nil {
 		return "", fmt.Errorf("edit_file %s: %w", path, err)
 	}
 	if err := os.WriteFile(full, []byte(edited), 0o644); err != nil {
-		return "", fmt.Errorf("edit_file %s: %w", path, err)
+		return "", fmt.Errorf("edit_file %s: %w", path, hostless(err))
 	}
 	return "edited " + path, nil
 }
@@ -236,7 +236,7 @@ func listFiles(root, path string) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("list_files %s: %w", path, relErr(err, root))
+		return "", fmt.Errorf("list_files %s: %w", path, hostless(err))
 	}
 	if len(lines) == 0 {
 		return "(no files)", nil
@@ -244,9 +244,20 @@ func listFiles(root, path string) (string, error) {
 	return strings.Join(lines, "\n"), nil
 }
 
-// relErr words an I/O error with workspace paths instead of the worker's.
-func relErr(err error, root string) error {
-	return errors.New(strings.ReplaceAll(err.Error(), root+string(filepath.Separator), ""))
+// hostless is an I/O error without the worker's paths in it: what went
+// wrong ("no such file or directory"), for the path the model gave, which
+// the caller names. The model reads it, and the worker's folders, its pid
+// (a /proc path) or whether a host path exists are none of its business.
+func hostless(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &le):
+		return le.Err
+	}
+	return errors.New("input/output error")
 }
 
 // materialize writes the workspace into root.

@@ -3,8 +3,10 @@ package sandboxstages
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -75,7 +77,7 @@ func TestFileToolErrors(t *testing.T) {
 		{messages.ToolReadFile, `{"path":"etc/passwd"}`, "outside the workspace through a symbolic link"},
 		{messages.ToolWriteFile, `{"path":"/tmp/x","content":"x"}`, "absolute path"},
 		{messages.ToolWriteFile, `{"path":"a/../../x","content":"x"}`, "leaves the workspace with .."},
-		{messages.ToolReadFile, `{"path":"missing.py"}`, "read_file missing.py: open missing.py: no such file"},
+		{messages.ToolReadFile, `{"path":"missing.py"}`, "read_file missing.py: no such file or directory"},
 		{messages.ToolReadFile, `not json`, "not a JSON object"},
 		{"rm_rf", `{}`, `there is no tool "rm_rf"`},
 		{messages.ToolWriteFile, `{"path":"b.py"}`, "needs path and content"},
@@ -88,5 +90,69 @@ func TestFileToolErrors(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(filepath.Join(root, "a.py")); string(data) != "x = 1\nx = 1\n" {
 		t.Errorf("a failed edit changed the file: %q", data)
+	}
+}
+
+// TestFileToolErrorsSayNothingOfTheHost: the file tools' errors, which the
+// model reads, name no path of the worker's host, not its pid (a link to
+// /proc/self), and read the same whether a link's target on the host
+// exists, is missing, is a file or a directory.
+func TestFileToolErrorsSayNothingOfTheHost(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	root, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
+	for _, d := range []string{root, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("s"), 0o600)
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("a"), 0o644)
+	links := map[string]string{
+		"to-file": filepath.Join(outside, "secret.txt"), "to-dir": outside,
+		"to-missing": filepath.Join(outside, "missing"), "to-proc": "/proc/self",
+		"to-shadow": "/etc/shadow", "to-passwd": "/etc/passwd",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaks := []string{base, "/proc", "/etc", "/tmp", strconv.Itoa(os.Getpid())}
+	call := func(tool, path string) string {
+		args := map[string]string{"path": path, "content": "x", "old": "a", "new": "b"}
+		raw, _ := json.Marshal(args)
+		verdict, result := fileTool(root, messages.AgentToolCall{Name: tool, Arguments: string(raw)})
+		if verdict != messages.VerdictError {
+			t.Errorf("%s %q: verdict %s (%s), want an error", tool, path, verdict, result)
+		}
+		said := strings.ReplaceAll(result, path, "PATH") // the model's own path may be echoed
+		for _, leak := range leaks {
+			if strings.Contains(said, leak) {
+				t.Errorf("%s %q: %q names %q", tool, path, result, leak)
+			}
+		}
+		return said
+	}
+	for _, tool := range []string{messages.ToolReadFile, messages.ToolWriteFile, messages.ToolEditFile, messages.ToolListFiles} {
+		for _, p := range []string{"../outside/secret.txt", "/etc/passwd", "a.txt/x"} {
+			call(tool, p)
+		}
+		if tool != messages.ToolWriteFile {
+			call(tool, "missing.txt")
+		}
+		for _, suffix := range []string{"", "/x"} {
+			var first string
+			for name := range links {
+				p := name + suffix
+				got := call(tool, p)
+				if first == "" {
+					first = got
+				}
+				if got != first {
+					t.Errorf("%s through links: %q and %q differ, so the host's files can be told apart", tool, got, first)
+				}
+			}
+		}
 	}
 }

@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 		return newStages(t, sandboxstages.Config{Backend: ctxBackend{&fakeBackend{run: stdlibRun}}, Samples: &fetcher{}}).mux
 	}
 	stages := mux(t).Registered()
-	if len(stages) != 6 {
+	if len(stages) != 7 {
 		t.Fatalf("sandboxstages registers %v", stages)
 	}
 	handlertest.Run(t, mux, handlertest.Config{Stages: stages, Inputs: map[messages.Stage]any{

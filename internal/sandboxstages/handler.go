@@ -98,6 +98,8 @@ func (h *Handlers) Register(mux *stagework.Mux) {
 	stagework.Register(mux, messages.StageAcceptance, h.runScript, backend, secrets)
 	stagework.Register(mux, messages.StageRun, h.runScript, backend, secrets)
 	stagework.Register(mux, messages.StageAgentTool, h.agentTool, backend) // agent.go
+	stagework.Register(mux, messages.StageMutate, h.mutate, backend, secrets,
+		stagework.DependsOn("mutate", sandbox.MutateScriptVersion)) // mutate.go
 }
 
 func (h *Handlers) profile(ctx context.Context, cmd *messages.StageCommand, in messages.ProfileInput) (stagework.Output[messages.ProfileOutput], error) {

@@ -39,6 +39,8 @@ var messageValues = []any{
 	messages.RunTestsInput{}, messages.TestReport{},
 	messages.AcceptanceInput{}, messages.AcceptanceOutput{},
 	messages.PackageReplacementInput{}, messages.PackageReplacement{},
+	// Test strength by mutation (strength.go).
+	messages.MutateInput{}, messages.TestStrength{}, messages.StrengthenTestsInput{},
 	// The agent backend's stages (Contract 7).
 	messages.AgentTurnInput{}, messages.AgentTurnOutput{}, messages.AgentToolInput{}, messages.AgentToolOutput{},
 	// Code mode's stages and the code runner's documentation (Contract 8).
@@ -66,6 +68,7 @@ var NotMessages = []string{
 	"ToolRef", // a parsed tools entry: what travels is its "alias=served_name" string
 	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation", "RepairRoute",
 	"RunOptions", "ModelCost", "ManifestFile", "StageSettings",
+	"OperatorCounts", "SurvivingMutant", "StrengthReport",
 	"StageRow", "StageTable", // the stage table: Go-side facts of each stage, never sent
 }
 

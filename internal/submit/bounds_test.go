@@ -46,8 +46,8 @@ func TestRunRefusesUnboundedFiles(t *testing.T) {
 		{"symlink to a fifo", []string{"--local", link}, "job file " + link + ": not a regular file (a FIFO)"},
 		{"directory", []string{"--local", dir}, "job file " + dir + ": not a regular file (a directory)"},
 		{"oversized", []string{"--local", big}, "job file " + big + ": file too large: larger than 1 MiB"},
-		{"fifo sample", []string{"--local", "--prompt", "p", "--sample", "s=" + fifo}, fifo + " is not a regular file"},
-		{"dev zero sample", []string{"--local", "--prompt", "p", "--sample", "s=/dev/zero"}, "/dev/zero is not a regular file"},
+		{"fifo sample", []string{"--local", "--allow-outside", "--prompt", "p", "--sample", "s=" + fifo}, fifo + " is not a regular file"},
+		{"dev zero sample", []string{"--local", "--allow-outside", "--prompt", "p", "--sample", "s=/dev/zero"}, "/dev/zero is not a regular file"},
 		{"fifo transcript", []string{"--local", "--transcript", fifo, job}, "transcript " + fifo + ": not a regular file (a FIFO)"},
 		{"dev zero transcript", []string{"--local", "--transcript", "/dev/zero", job}, "transcript /dev/zero: not a regular file"},
 	}

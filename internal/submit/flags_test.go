@@ -128,9 +128,12 @@ func TestRunFlagSpecBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--local", "--prompt", "p", "--sample", "s=" + filepath.Join(dir, "none.csv")}, "samples.s: sample file"},
+		{[]string{"--local", "--allow-outside", "--prompt", "p", "--sample", "s=" + filepath.Join(dir, "none.csv")}, "samples.s: sample file"},
+		{[]string{"--local", "--prompt", "p", "--sample", "s=" + sample}, "absolute paths and .. are refused (pass --allow-outside"},
+		{[]string{"--local", "--prompt", "p", "--sample", "s=../../etc/passwd"}, "absolute paths and .. are refused (pass --allow-outside"},
+		{[]string{"--local", "--prompt", "p", "--context", "/etc"}, "absolute paths and .. are refused (pass --allow-outside"},
 		{[]string{"--local", "--prompt", "p", "--option", "resources.memory=1"}, "options.resources.memory"},
-		{[]string{"--local", "--prompt", "p", "--input", "x=int", "--output", "x=int", "--sample", "x=" + sample}, "inputs.x: name is already used"},
+		{[]string{"--local", "--prompt", "p", "--input", "x=int", "--output", "x=int", "--allow-outside", "--sample", "x=" + sample}, "inputs.x: name is already used"},
 		{[]string{"--local", "--prompt", "p", "job.yaml"}, "give a job file or --prompt"},
 	}
 	for _, tc := range tests {

@@ -30,7 +30,14 @@ type jobFlags struct {
 	outputs    multi
 	cons       multi
 	options    multi
+	// allowOutside lets sample and context paths leave the job file's
+	// folder (or, with --prompt, the current folder).
+	allowOutside bool
 }
+
+// allowOutsideHelp is the --allow-outside flag's help, for every command
+// that takes local sample paths.
+const allowOutsideHelp = "allow sample and context paths outside the job file's folder (the current folder with --prompt or submit run): absolute paths, .. and symbolic links. Without it they are refused, so that a job file cannot upload /etc/shadow"
 
 func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.local, "local", false, "run on embedded defaults: in-process NATS, coordinator and workers")
@@ -39,7 +46,8 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.outDir, "out", "", "write solution.py, test_solution.py, result.json and the File and Dir outputs to this folder")
 	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to wait for the job")
 	fs.StringVar(&f.prompt, "prompt", "", "the task, when no job file is given")
-	fs.Var(&f.samples, "sample", "name=path of a sample file (repeatable)")
+	fs.Var(&f.samples, "sample", "name=path of a sample file (repeatable), inside the current folder")
+	fs.BoolVar(&f.allowOutside, "allow-outside", false, allowOutsideHelp)
 	fs.Var(&f.context, "context", "a documentation file or folder for the model: Markdown, text or HTML (repeatable)")
 	fs.Var(&f.inputs, "input", "name=type of an input (repeatable)")
 	fs.Var(&f.outputs, "output", "name=type of an output (repeatable)")
@@ -109,7 +117,7 @@ func (f *jobFlags) submitAndFollow(ctx context.Context, in *invocation, spec mes
 func (f *jobFlags) spec(args []string) (spec *messages.JobSpec, jobDir string, err error) {
 	switch {
 	case len(args) == 1 && f.prompt == "":
-		if spec, err = jobfile.Load(args[0]); err != nil {
+		if spec, err = jobfile.Load(args[0], jobfile.LoadOptions{AllowOutside: f.allowOutside}); err != nil {
 			return nil, "", usagef("%v", err)
 		}
 		jobDir = filepath.Dir(args[0])
@@ -123,10 +131,14 @@ func (f *jobFlags) spec(args []string) (spec *messages.JobSpec, jobDir string, e
 	default:
 		return nil, "", usagef("give a job file or --prompt (see submit -h)")
 	}
-	if err := jobfile.CheckSamples(spec); err != nil {
-		return nil, "", err
+	flagged := &messages.JobSpec{Context: f.context} // --context paths: from the current folder
+	if len(args) == 0 {
+		flagged.Samples = spec.Samples // --sample paths, likewise
 	}
-	spec.Context = append(spec.Context, f.context...)
+	if err := (jobfile.LocalFiles{Dir: ".", AllowOutside: f.allowOutside}).Resolve(flagged); err != nil {
+		return nil, "", usagef("%v", err)
+	}
+	spec.Context = append(spec.Context, flagged.Context...)
 	if len(spec.Context) > 0 {
 		if _, err := docsearch.Load(spec.Context); err != nil { // checked before anything connects
 			return nil, "", usagef("%v", err)

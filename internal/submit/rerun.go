@@ -15,6 +15,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
+	"github.com/autocoder/autocoder/internal/jobfile"
 	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -28,6 +29,8 @@ type rerunFlags struct {
 	inputs  multi
 	samples multi
 	run     runOptionFlags
+	// allowOutside lets --sample paths leave the current folder.
+	allowOutside bool
 }
 
 func (f *rerunFlags) register(fs *flag.FlagSet) {
@@ -36,7 +39,8 @@ func (f *rerunFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.outDir, "out", "", "write result.json and the File and Dir outputs to this folder")
 	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to wait for the run")
 	fs.Var(&f.inputs, "input", "name=value of an input (repeatable); a File or Dir input's value is a local path")
-	fs.Var(&f.samples, "sample", "name=path of a new sample file in place of the job's (repeatable)")
+	fs.Var(&f.samples, "sample", "name=path of a new sample file in place of the job's (repeatable), inside the current folder")
+	fs.BoolVar(&f.allowOutside, "allow-outside", false, allowOutsideHelp)
 	f.run.register(fs)
 }
 
@@ -85,6 +89,12 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	samples, err := pairs(f.samples, "sample")
 	if err != nil {
 		return 0, err
+	}
+	local := jobfile.LocalFiles{Dir: ".", AllowOutside: f.allowOutside}
+	for name, p := range samples {
+		if samples[name], err = local.Sample(p); err != nil {
+			return 0, usagef("--sample %s: %v", name, err)
+		}
 	}
 	opts, err := f.run.runOptions()
 	if err != nil {

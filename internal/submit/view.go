@@ -41,6 +41,7 @@ func printView(w io.Writer, r *messages.Result, withCode bool, running []client.
 		fmt.Fprintf(w, "note: %s\n", messages.Printable(oneLine(n)))
 	}
 	printOutputs(w, r.Outputs)
+	printStrength(w, r.TestStrength) // strength.go
 	switch {
 	case withCode && r.Solution != nil:
 		fmt.Fprintf(w, "\n# %s\n%s\n", protocol.SolutionFile, messages.Printable(strings.TrimRight(r.Solution.Code, "\n")))

@@ -57,7 +57,8 @@ func openProcess(cfg config.Config, log *slog.Logger, onWarmFallback func(backen
 	if onWarmFallback != nil {
 		onFallback = func(reason string) { onWarmFallback("process", reason) }
 	}
-	b, err := bwrap.New(bwrap.Config{Python: cfg.Python, StateDir: cfg.StateDir,
+	quota, _ := cfg.SandboxDiskQuota() // checked by Validate
+	b, err := bwrap.New(bwrap.Config{Python: cfg.Python, StateDir: cfg.StateDir, DiskQuota: quota,
 		PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(), Logger: log,
 		WarmRunner: cfg.WarmRunnerOn(), OnWarmFallback: onFallback})
 	if err != nil {
@@ -67,8 +68,9 @@ func openProcess(cfg config.Config, log *slog.Logger, onWarmFallback func(backen
 }
 
 func openDocker(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache) (sandbox.Backend, error) {
+	quota, _ := cfg.SandboxDiskQuota() // checked by Validate
 	b, err := docker.New(ctx, docker.Config{Host: cfg.DockerHost, BaseImage: cfg.DockerBaseImage, Runtime: cfg.DockerRuntime,
-		Worker: cfg.WorkerName, Cache: c, PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(),
+		Worker: cfg.WorkerName, DiskQuota: quota, Cache: c, PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(),
 		PoolSize: cfg.DockerPoolSize, WarmRunner: cfg.WarmRunnerOn(), ExtraCommands: cfg.DockerExtra(), BuildNetwork: cfg.DockerBuildNetwork, Logger: log})
 	if err != nil {
 		return nil, err

@@ -19,8 +19,10 @@ import (
 // hash (messages.ObjectRef.ObjectName), unless an object of that hash is
 // there already, and returns its reference as sample name: the rule every
 // uploader of samples and inputs follows, this client's and the workers'.
+// A symbolic link is refused: a caller resolves the links it allows (the
+// CLI's jobfile.LocalFiles) before it uploads.
 func PutFile(ctx context.Context, store jetstream.ObjectStore, name, path string) (messages.SampleRef, error) {
-	f, err := os.Open(path)
+	f, err := openNoLink(path)
 	if err != nil {
 		return messages.SampleRef{}, fmt.Errorf("sample %s: %w", name, err)
 	}
@@ -46,6 +48,31 @@ func PutFile(ctx context.Context, store jetstream.ObjectStore, name, path string
 		}
 	}
 	return messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext, Size: n}, nil
+}
+
+// ErrSymlink is PutFile's refusal of a symbolic link.
+var ErrSymlink = errors.New("is a symbolic link")
+
+// openNoLink opens path for reading unless it is a symbolic link. The
+// opened file must be the one Lstat saw, so a link swapped in between is
+// refused too (portable, unlike O_NOFOLLOW).
+func openNoLink(path string) (*os.File, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s %w", path, ErrSymlink)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if opened, err := f.Stat(); err != nil || !os.SameFile(fi, opened) {
+		f.Close()
+		return nil, fmt.Errorf("%s changed while it was opened", path)
+	}
+	return f, nil
 }
 
 // PutSampleFile uploads a local file as sample name and returns its reference.

@@ -111,6 +111,7 @@ type Result struct {
 	Agent                  *AgentReport      `json:"agent,omitempty"`          // backend agent: the tool-call trace and summary
 	CodeMode               *CodeModeResult   `json:"codemode,omitempty"`       // mode: codemode jobs (Contract 8)
 	Cancelled              *Cancellation     `json:"cancelled,omitempty"`      // who cancelled the job and when (cancel.go)
+	TestStrength           *StrengthReport   `json:"test_strength,omitempty"`  // the tests' strength by mutation (strength.go)
 	// OriginalSamples are the samples the job was generated from (a run's:
 	// the samples it ran on), in the samples object store, by name.
 	OriginalSamples []SampleRef `json:"original_samples,omitempty"`
@@ -159,7 +160,8 @@ var known = map[string][]string{
 	"": {"name", "prompt", "schema", "constraints", "samples", "inputs", "outputs", "options", "context"},
 	"options": {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "validate", "agent_max_turns",
 		"temperature", "max_tokens", "top_p", "seed", "system_prompt", "system_prompt_prefix",
-		"env_vars", "secrets", "python", "sandbox_retries"},
+		"env_vars", "secrets", "python", "sandbox_retries",
+		"mutation", "min_test_strength", "strengthen_rounds", "max_mutants", "mutation_budget"},
 	"options.resources": {"cpu", "memory"},
 }
 

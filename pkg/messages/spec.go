@@ -133,6 +133,15 @@ type Options struct {
 	Secrets        []string          `json:"secrets,omitempty"`
 	Python         string            `json:"python,omitempty"`
 	SandboxRetries int               `json:"sandbox_retries,omitempty"`
+
+	// Test strength by mutation (strength.go): mutation on (default),
+	// measure or off; the score below which the tests are strengthened;
+	// strengthening rounds; mutants per measurement; time per measurement.
+	Mutation         Mutation `json:"mutation,omitempty"`
+	MinTestStrength  float64  `json:"min_test_strength,omitempty"`
+	StrengthenRounds int      `json:"strengthen_rounds,omitempty"`
+	MaxMutants       int      `json:"max_mutants,omitempty"`
+	MutationBudget   Duration `json:"mutation_budget,omitempty"`
 }
 
 // Resources limit one sandbox run.
@@ -251,6 +260,7 @@ func (s *JobSpec) Validate() error {
 		o.validateSandbox,
 		s.validateCodeRunner,
 		s.validateAgent,
+		o.validateMutation, // strength.go
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
@@ -437,6 +447,7 @@ func (s *JobSpec) Normalize(defaultModel string) {
 	if o.Resources.Memory == "" {
 		o.Resources.Memory = DefaultMemory
 	}
+	s.normalizeMutation() // strength.go
 }
 
 // ObjectRef is a sample's place in the object store: its content hash and the

@@ -84,6 +84,7 @@ var defaultStages = mustStageTable(
 	StageRow{StagePackageReplacement, PoolLLM, DeadlineStep, true, 1},
 	StageRow{StageAgentTurn, PoolLLM, DeadlineStep, true, 1},
 	StageRow{StageCodeModeTurn, PoolLLM, DeadlineStep, true, 2},
+	StageRow{StageStrengthenTests, PoolLLM, DeadlineStep, true, 1},
 	StageRow{StageProfile, PoolSandbox, DeadlineStep, true, 1},
 	StageRow{StageBuild, PoolSandbox, DeadlineBuild, true, 1},
 	StageRow{StageRunTests, PoolSandbox, DeadlineRun, true, 1},
@@ -92,6 +93,8 @@ var defaultStages = mustStageTable(
 	StageRow{StageAgentTool, PoolSandbox, DeadlineRun, true, 1},
 	StageRow{StageCodeModeTools, PoolSandbox, DeadlineStep, true, 2},
 	StageRow{StageCodeModeExec, PoolSandbox, DeadlineStep, true, 2},
+	// The mutation budget (at most 15 minutes) is within a run's deadline.
+	StageRow{StageMutate, PoolSandbox, DeadlineRun, true, 1},
 )
 
 // DefaultStages is autocoder's stage table.

@@ -14,7 +14,7 @@ import (
 func TestDefaultStages(t *testing.T) {
 	t.Parallel()
 	st := DefaultStages()
-	if st.Len() != 20 {
+	if st.Len() != 22 {
 		t.Errorf("%d stages", st.Len())
 	}
 	for _, r := range st.Rows() {
@@ -29,7 +29,7 @@ func TestDefaultStages(t *testing.T) {
 		t.Errorf("run_tests: %+v", r)
 	}
 	// The LLM stages first, as the table lists them.
-	if s := st.Stages(); s[0] != StagePlan || s[len(s)-1] != StageCodeModeExec {
+	if s := st.Stages(); s[0] != StagePlan || s[len(s)-1] != StageMutate {
 		t.Errorf("order %v", s)
 	}
 }

@@ -26,12 +26,12 @@ var pureTools = []string{
 
 // shellBuiltins change only the shell's own state, none of it protected.
 var shellBuiltins = []string{
-	"set", "shift", "exit", "return", "break", "continue", "wait", "unset", "shopt",
+	"set", "shift", "exit", "return", "break", "continue", "unset", "shopt",
 	"popd", "dirs", "umask",
 }
 
 // writeTools write to every operand: each must be in the workspace.
-var writeTools = []string{"mv", "rm", "rmdir", "mkdir", "touch", "truncate", "chmod"}
+var writeTools = []string{"rm", "rmdir", "mkdir", "touch", "truncate", "chmod"}
 
 var (
 	networkTools = []string{
@@ -103,15 +103,17 @@ func buildRules() map[string]rule {
 
 // specialTools need a look at their arguments.
 var specialTools = map[string]func(c *checker, name string, args []*syntax.Word){
-	"tee": writeAll(true), "cp": checkCp, "sort": checkSort, "uniq": checkUniq,
+	"tee": writeAll(true), "cp": checkCp, "mv": checkMv, "sort": checkSort, "uniq": checkUniq,
 	"sed": checkSed, "awk": checkAwk, "gawk": checkAwk, "mawk": checkAwk, "nawk": checkAwk,
 	"find": checkFind, "cd": checkCd, "pushd": checkCd,
-	"env": checkEnv, "command": checkCommand, "builtin": wrapper(nil, 0), "nohup": wrapper(nil, 0),
-	"timeout": wrapper(map[string]bool{"-s": true, "-k": true, "--signal": true, "--kill-after": true}, 1),
-	"nice":    wrapper(map[string]bool{"-n": true, "--adjustment": true}, 0),
-	"stdbuf":  wrapper(map[string]bool{"-i": true, "-o": true, "-e": true}, 0),
-	"time":    wrapper(map[string]bool{"-f": true, "--format": true}, 0),
+	"env": checkEnv, "command": checkCommand,
+	"builtin": wrapper(getoptSpec{stopAtOperand: true}, 0), "nohup": wrapper(getoptSpec{stopAtOperand: true}, 0),
+	"timeout": wrapper(timeoutOptions, 1),
+	"nice":    wrapper(niceOptions, 0),
+	"stdbuf":  wrapper(stdbufOptions, 0),
+	"time":    wrapper(timeOptions, 0, "-o", "--output"),
 	"xargs":   checkXargs,
+	"wait":    checkAssigning, // wait -p NAME assigns
 	"bash":    checkShell, "sh": checkShell, "dash": checkShell, "zsh": checkShell, "ksh": checkShell,
 	"python": checkPython, "python3": checkPython, "pytest": checkPytest, "py.test": checkPytest,
 	"git":  checkGit,

@@ -12,7 +12,11 @@
 // strings are parsed and checked in turn. Only listed tools run: read-only
 // and text tools anywhere, writing tools (tee, cp, mv, rm, mkdir, touch,
 // sed -i, redirections) only on workspace paths, python3 only on a workspace
-// file or as -m pytest. What cannot be parsed is refused.
+// file or as -m pytest. What cannot be parsed is refused. The options of the
+// GNU tools whose options run programs or write files (sed, sort, env, cp,
+// mv, awk, xargs, timeout, time, ...) are read as getopt_long reads them
+// (getopt.go): clustered short options and any unambiguous prefix of a long
+// one (--expr, --compress), so that no spelling the tool accepts slips past.
 //
 // What it cannot see: the contents of files a command runs (python3 FILE.py
 // runs code the model wrote with write_file, which the job records), values

@@ -85,6 +85,8 @@ func (c *checker) node(n syntax.Node) {
 		c.assign(n)
 	case *syntax.DeclClause:
 		c.decl(n)
+	case *syntax.WordIter: // for NAME in ...; select NAME in ...
+		c.checkName(n.Name.Value)
 	case *syntax.BinaryArithm:
 		if isArithAssign(n.Op) {
 			c.arithTarget(n.X)

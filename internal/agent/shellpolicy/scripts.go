@@ -6,98 +6,45 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// checkSed reads sed's options and script: -i writes its files (workspace
-// only), -f hides the script, and the script's e and w commands (and the s
-// command's e and w flags) run commands or write files.
+// checkSed reads sed's options and script as sed does (getopt.go): -i
+// writes its files (workspace only), -f hides the script, and the script's
+// e and w commands (and the s command's e and w flags) run commands or
+// write files.
 func checkSed(c *checker, name string, args []*syntax.Word) {
 	lits, ok := c.literals(name, args)
 	if !ok {
 		return
 	}
-	a, ok := readSedArgs(c, lits)
-	if !ok {
+	p, refusal := sedOptions.parse(lits)
+	if refusal != "" {
+		c.refuse("%s: %s", name, refusal)
 		return
 	}
-	for _, s := range a.scripts {
+	if _, hidden := p.has("-f", "--file"); hidden {
+		c.refuse("sed -f runs a script file the policy cannot see: give the script inline")
+		return
+	}
+	var scripts []string
+	for _, o := range p.opts {
+		if o.name == "-e" || o.name == "--expression" {
+			scripts = append(scripts, o.value)
+		}
+	}
+	files := p.rest
+	if len(scripts) == 0 && len(files) > 0 {
+		scripts, files = files[:1], files[1:]
+	}
+	for _, s := range scripts {
 		if !sedScriptSafe(s) {
 			c.refuse("this sed script uses e or w, which run commands or write files: use sed only to edit text, or write a Python script")
 			return
 		}
 	}
-	if a.inPlace {
-		for _, o := range a.files {
-			c.checkWritePath(o, false)
+	if _, inPlace := p.has("-i", "--in-place"); inPlace {
+		for _, f := range files {
+			c.checkWritePath(f, false)
 		}
 	}
-}
-
-// sedArgs is a sed command line read: its scripts, its files, and whether it edits them in place.
-type sedArgs struct {
-	scripts, files []string
-	inPlace        bool
-}
-
-func readSedArgs(c *checker, lits []string) (sedArgs, bool) {
-	var a sedArgs
-	for i := 0; i < len(lits); i++ {
-		s := lits[i]
-		switch {
-		case s == "--":
-			a.files = append(a.files, lits[i+1:]...)
-			i = len(lits)
-		case s == "-f" || strings.HasPrefix(s, "--file"):
-			c.refuse("sed -f runs a script file the policy cannot see: give the script inline")
-			return a, false
-		case strings.HasPrefix(s, "--in-place"):
-			a.inPlace = true
-		case (s == "-e" || s == "--expression") && i+1 < len(lits):
-			i++
-			a.scripts = append(a.scripts, lits[i])
-		case strings.HasPrefix(s, "--expression="):
-			a.scripts = append(a.scripts, strings.TrimPrefix(s, "--expression="))
-		case strings.HasPrefix(s, "--"):
-		case strings.HasPrefix(s, "-") && len(s) > 1:
-			script, takesNext, in, refused := sedCluster(c, s[1:])
-			if refused {
-				return a, false
-			}
-			a.inPlace = a.inPlace || in
-			if takesNext && i+1 < len(lits) {
-				i++
-				script = lits[i]
-			}
-			if script != "" || takesNext {
-				a.scripts = append(a.scripts, script)
-			}
-		default:
-			a.files = append(a.files, s)
-		}
-	}
-	if len(a.scripts) == 0 && len(a.files) > 0 {
-		a.scripts, a.files = a.files[:1], a.files[1:]
-	}
-	return a, true
-}
-
-// sedCluster reads a cluster of short options such as -ne or -i.bak.
-func sedCluster(c *checker, cluster string) (script string, takesNext, inPlace, refused bool) {
-	for j, r := range cluster {
-		switch r {
-		case 'i':
-			return "", false, true, false // the rest is the backup suffix
-		case 'f':
-			c.refuse("sed -f runs a script file the policy cannot see: give the script inline")
-			return "", false, false, true
-		case 'e':
-			if rest := cluster[j+1:]; rest != "" {
-				return rest, false, inPlace, false
-			}
-			return "", true, inPlace, false
-		case 'l':
-			return "", false, inPlace, false // line length: the value follows
-		}
-	}
-	return "", false, inPlace, false
 }
 
 // sedScriptSafe scans a sed script command by command and reports whether it
@@ -198,55 +145,43 @@ func skipToLineEnd(s string, i int, wholeLine bool) int {
 // outside the workspace.
 var awkRefused = []string{"system", "getline", "|", ">", "@load", "@include"}
 
-// checkAwk refuses -f (a program file) and programs using awkRefused.
+// checkAwk refuses program files and extensions (-f, -E, -i, -l and
+// gawk's debugger script -D), output files outside the workspace (gawk's
+// --dump-variables, --pretty-print and --profile write one), and programs
+// using awkRefused.
 func checkAwk(c *checker, name string, args []*syntax.Word) {
 	lits, ok := c.literals(name, args)
 	if !ok {
 		return
 	}
+	p, refusal := awkOptions.parse(lits)
+	if refusal != "" {
+		c.refuse("%s: %s", name, refusal)
+		return
+	}
 	var programs []string
-	var operands []string
-	for i := 0; i < len(lits); i++ {
-		s := lits[i]
-		switch {
-		case awkLoadsFile(s):
-			c.refuse("%s %s runs a program file or extension the policy cannot see: give the program inline", name, s)
+	for _, o := range p.opts {
+		switch o.name {
+		case "-f", "--file", "-E", "--exec", "-i", "--include", "-l", "--load", "-D", "--debug":
+			c.refuse("%s %s runs a program file or extension the policy cannot see: give the program inline", name, o.name)
 			return
-		case s == "-e" || s == "--source":
-			if i+1 < len(lits) {
-				i++
-				programs = append(programs, lits[i])
+		case "-d", "--dump-variables", "-o", "--pretty-print", "-p", "--profile":
+			if o.hasValue {
+				c.checkWritePath(o.value, true)
 			}
-		case s == "-F" || s == "-v":
-			i++
-		case s == "--":
-			operands = append(operands, lits[i+1:]...)
-			i = len(lits)
-		case strings.HasPrefix(s, "-") && len(s) > 1:
-		default:
-			operands = append(operands, s)
+		case "-e", "--source":
+			programs = append(programs, o.value)
 		}
 	}
-	if len(programs) == 0 && len(operands) > 0 {
-		programs = operands[:1]
+	if len(programs) == 0 && len(p.rest) > 0 {
+		programs = p.rest[:1]
 	}
-	for _, p := range programs {
+	for _, prog := range programs {
 		for _, bad := range awkRefused {
-			if strings.Contains(p, bad) {
+			if strings.Contains(prog, bad) {
 				c.refuse("awk programs may not use %s (system, getline, | and > can run commands or write files; > is refused even as a comparison): write a Python script instead", bad)
 				return
 			}
 		}
 	}
-}
-
-// awkLoadsFile reports the options that read program source or load native
-// extensions from files: -f, -E, -i, -l and their long forms (gawk).
-func awkLoadsFile(opt string) bool {
-	for _, p := range []string{"--file", "--exec", "--include", "--load", "-f", "-E", "-i", "-l"} {
-		if strings.HasPrefix(opt, p) {
-			return true
-		}
-	}
-	return false
 }

@@ -1,6 +1,7 @@
 package shellpolicy
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -41,40 +42,73 @@ func writeAll(allowDevices bool) func(c *checker, name string, args []*syntax.Wo
 	}
 }
 
-// checkCp lets cp read from anywhere and write only into the workspace.
+// checkCp lets cp read from anywhere and write only into the workspace:
+// its destination is -t DIR (in any spelling) or the last operand.
 func checkCp(c *checker, name string, args []*syntax.Word) {
+	checkTarget(c, name, args, cpOptions, false)
+}
+
+// checkMv: mv writes its destination and removes its sources, so every
+// operand and the -t directory must be in the workspace.
+func checkMv(c *checker, name string, args []*syntax.Word) {
+	checkTarget(c, name, args, mvOptions, true)
+}
+
+func checkTarget(c *checker, name string, args []*syntax.Word, spec getoptSpec, allOperands bool) {
 	lits, ok := c.literals(name, args)
 	if !ok {
 		return
 	}
-	opts, operands := options(lits, nil)
-	for _, o := range opts {
-		if strings.HasPrefix(o, "--target") || (!strings.HasPrefix(o, "--") && strings.Contains(o, "t")) {
-			c.refuse("cp -t is not allowed here: put the destination last, as a path in the workspace")
+	p, refusal := spec.parse(lits)
+	if refusal != "" {
+		c.refuse("%s: %s", name, refusal)
+		return
+	}
+	var written []string
+	target, hasTarget := p.has("-t", "--target-directory")
+	switch {
+	case hasTarget && allOperands:
+		written = append([]string{target.value}, p.rest...)
+	case hasTarget:
+		written = []string{target.value}
+	case allOperands:
+		written = p.rest
+	case len(p.rest) > 0:
+		written = p.rest[len(p.rest)-1:]
+	}
+	for _, w := range written {
+		c.checkWritePath(w, false)
+		if c.reason != "" {
 			return
 		}
 	}
-	if len(operands) > 0 {
-		c.checkWritePath(operands[len(operands)-1], false)
-	}
 }
 
+// checkSort refuses --compress-program (it runs a program) and keeps
+// --output and --temporary-directory in the workspace, in every spelling
+// sort accepts (-uo FILE, --out=FILE, --compress=sh).
 func checkSort(c *checker, name string, args []*syntax.Word) {
 	lits, ok := c.literals(name, args)
 	if !ok {
 		return
 	}
-	for i, s := range lits {
-		switch {
-		case strings.HasPrefix(s, "--compress-prog"):
+	p, refusal := sortOptions.parse(lits)
+	if refusal != "" {
+		c.refuse("%s: %s", name, refusal)
+		return
+	}
+	for _, o := range p.opts {
+		switch o.name {
+		case "--compress-program":
 			c.refuse("sort --compress-program runs a program: sort without it")
 			return
-		case (s == "-o" || s == "--output") && i+1 < len(lits):
-			c.checkWritePath(lits[i+1], true)
-		case strings.HasPrefix(s, "--output="):
-			c.checkWritePath(strings.TrimPrefix(s, "--output="), true)
-		case strings.HasPrefix(s, "-o") && len(s) > 2:
-			c.checkWritePath(s[2:], true)
+		case "-o", "--output":
+			c.checkWritePath(o.value, true)
+		case "-T", "--temporary-directory":
+			c.checkWritePath(o.value, false)
+		}
+		if c.reason != "" {
+			return
 		}
 	}
 }
@@ -119,7 +153,8 @@ func checkCd(c *checker, name string, args []*syntax.Word) {
 		c.refuse("%s without a path goes to the home directory, outside the workspace: give a workspace path", name)
 		return
 	}
-	if operands[0] == "-" {
+	if operands[0] == "-" || strings.HasPrefix(operands[0], "+") || (name == "pushd" && strings.HasPrefix(operands[0], "-")) {
+		c.refuse("%s %s goes back to a directory the policy cannot see: give a workspace path", name, operands[0])
 		return
 	}
 	if reason := outsideWorkspace(operands[0], false); reason != "" {
@@ -127,57 +162,69 @@ func checkCd(c *checker, name string, args []*syntax.Word) {
 	}
 }
 
-// wrapper resolves a command that runs another one after its own options and
-// a fixed number of its own operands (timeout's duration).
-func wrapper(valued map[string]bool, own int) func(c *checker, name string, args []*syntax.Word) {
+// wrapped reads a wrapper's own options (its literal leading arguments)
+// with spec and returns them and where, in args, the command it runs
+// starts (len(args) when none does).
+func (c *checker) wrapped(name string, spec getoptSpec, args []*syntax.Word) (parsed, int, bool) {
+	var lits []string
+	for _, w := range args {
+		s, ok := literal(w)
+		if !ok {
+			break // a computed word: checked as the command, which refuses it
+		}
+		lits = append(lits, s)
+	}
+	p, refusal := spec.parse(lits)
+	if refusal != "" {
+		c.refuse("%s: %s", name, refusal)
+		return p, 0, false
+	}
+	return p, len(lits) - len(p.rest), true
+}
+
+// wrapper resolves a command that runs another one after its own options
+// and a fixed number of its own operands (timeout's duration); writes are
+// its options that name a file it writes (GNU time -o).
+func wrapper(spec getoptSpec, own int, writes ...string) func(c *checker, name string, args []*syntax.Word) {
 	return func(c *checker, name string, args []*syntax.Word) {
-		own := own // per call: the closure is shared
-		for i := 0; i < len(args); i++ {
-			s, ok := literal(args[i])
-			switch {
-			case !ok:
-				c.command(args[i:]) // refuses a computed command name with its own reason
-				return
-			case s == "--":
-			case strings.HasPrefix(s, "-") && len(s) > 1:
-				if valued[s] {
-					i++
-				}
-			case own > 0:
-				own--
-			default:
-				c.command(args[i:])
-				return
+		p, start, ok := c.wrapped(name, spec, args)
+		if !ok {
+			return
+		}
+		for _, o := range p.opts {
+			if slices.Contains(writes, o.name) {
+				c.checkWritePath(o.value, true)
 			}
+		}
+		if start+own < len(args) && c.reason == "" {
+			c.command(args[start+own:])
 		}
 	}
 }
 
 // checkEnv resolves env: its assignments are checked like the shell's, and
-// -S (a string split into a command) and -C (a directory change) are refused.
+// -S (a string split into a command) and -C (a directory change) are
+// refused, in any spelling env accepts (-iS'...', --split=...).
 func checkEnv(c *checker, name string, args []*syntax.Word) {
-	for i := 0; i < len(args); i++ {
+	p, start, ok := c.wrapped(name, envOptions, args)
+	if !ok {
+		return
+	}
+	if _, split := p.has("-S", "--split-string"); split {
+		c.refuse("env -S splits a string into a command, which the policy cannot check: write the command directly")
+		return
+	}
+	if _, chdir := p.has("-C", "--chdir"); chdir {
+		c.refuse("env -C changes directory: use cd with a workspace path")
+		return
+	}
+	for i := start; i < len(args); i++ {
 		s, ok := literal(args[i])
-		switch {
-		case !ok:
+		if !ok || !strings.Contains(s, "=") {
 			c.command(args[i:])
 			return
-		case strings.HasPrefix(s, "-S") || strings.HasPrefix(s, "--split-string"):
-			c.refuse("env -S splits a string into a command, which the policy cannot check: write the command directly")
-			return
-		case strings.HasPrefix(s, "-C") || strings.HasPrefix(s, "--chdir"):
-			c.refuse("env -C changes directory: use cd with a workspace path")
-			return
-		case s == "-u" || s == "--unset":
-			i++
-		case strings.HasPrefix(s, "-"):
-		case strings.Contains(s, "="):
-			c.checkName(s)
-			if c.reason != "" {
-				return
-			}
-		default:
-			c.command(args[i:])
+		}
+		if c.checkName(s); c.reason != "" {
 			return
 		}
 	}
@@ -198,33 +245,20 @@ func checkCommand(c *checker, name string, args []*syntax.Word) {
 	}
 }
 
-// xargsValued are xargs options whose value is the next argument.
-var xargsValued = map[string]bool{
-	"-I": true, "-n": true, "-P": true, "-L": true, "-s": true, "-d": true, "-E": true, "-a": true,
-	"--arg-file": true, "--delimiter": true, "--max-args": true, "--max-procs": true,
-	"--max-lines": true, "--max-chars": true, "--eof": true,
-}
-
 // checkXargs allows only read-only tools under xargs: the arguments come
 // from its input, which the policy cannot see.
 func checkXargs(c *checker, name string, args []*syntax.Word) {
-	for i := 0; i < len(args); i++ {
-		s, ok := literal(args[i])
-		switch {
-		case ok && xargsValued[s]:
-			i++
-		case ok && strings.HasPrefix(s, "-"):
-		default:
-			inner, ok := literal(args[i])
-			if !ok {
-				c.command(args[i:])
-				return
-			}
-			if base := inner[strings.LastIndexByte(inner, '/')+1:]; !c.rules[base].pure {
-				c.refuse("xargs may run only read-only tools (cat, grep, wc, ls, head, ...), not %s: its arguments come from input the policy cannot see; loop over the paths with an allowed command instead", inner)
-			}
-			return
-		}
+	_, start, ok := c.wrapped(name, xargsOptions, args)
+	if !ok || start >= len(args) {
+		return
+	}
+	inner, ok := literal(args[start])
+	if !ok {
+		c.command(args[start:])
+		return
+	}
+	if base := inner[strings.LastIndexByte(inner, '/')+1:]; !c.rules[base].pure {
+		c.refuse("xargs may run only read-only tools (cat, grep, wc, ls, head, ...), not %s: its arguments come from input the policy cannot see; loop over the paths with an allowed command instead", inner)
 	}
 }
 

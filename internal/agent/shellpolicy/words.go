@@ -142,6 +142,8 @@ var protectedNames = map[string]bool{
 	"PROMPT_COMMAND": true, "PS1": true, "PS2": true, "PS3": true, "PS4": true,
 	"SHELLOPTS": true, "BASHOPTS": true, "GLOBIGNORE": true, "HOME": true,
 	"EXECIGNORE": true, "BASH_LOADABLES_PATH": true,
+	// cd - goes to OLDPWD and popd to DIRSTACK: set, they lead out of the workspace
+	"OLDPWD": true, "DIRSTACK": true,
 }
 
 // protectedPrefixes cover families: the dynamic loader, Python's start-up,

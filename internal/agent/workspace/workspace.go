@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 )
 
 // Errors Resolve and Edit wrap; the wrapped message names the path and says what to do.
@@ -22,10 +24,15 @@ var (
 
 // Resolve returns the absolute path of p inside the workspace root, with the
 // root's own symbolic links resolved. p must be relative and free of ".."; an
-// empty p is the root itself. The longest part of the path that exists on disk
-// is resolved through its symbolic links and must stay under the root, so a
-// link in the workspace cannot carry a write outside it; a dangling link is
-// refused, since writing through it would create its target wherever it points.
+// empty p is the root itself. The longest part of the path that exists is
+// looked up through an os.Root, which follows symbolic links only while they
+// stay under the root and never touches a path outside it, so a link in the
+// workspace cannot carry a write outside it; a dangling link is refused, since
+// writing through it would create its target wherever it points.
+//
+// Errors name p and nothing of the host: a link that leads out is refused
+// with the same words whether its target exists, dangles, is a file or a
+// directory, so the model cannot probe the worker's file system through it.
 // The check and the caller's I/O are not atomic: the sandbox, not this
 // function, is the boundary against a process racing to swap a directory.
 func Resolve(root, p string) (string, error) {
@@ -35,48 +42,53 @@ func Resolve(root, p string) (string, error) {
 	case filepath.IsAbs(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`):
 		return "", fmt.Errorf("%w: %q: give a path relative to the workspace", ErrAbsolute, p)
 	}
-	for _, part := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == filepath.Separator }) {
-		if part == ".." {
-			return "", fmt.Errorf("%w: %q: give a path inside the workspace", ErrParent, p)
-		}
+	parts := strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == filepath.Separator })
+	if slices.Contains(parts, "..") {
+		return "", fmt.Errorf("%w: %q: give a path inside the workspace", ErrParent, p)
 	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return "", fmt.Errorf("workspace: resolve root %s: %w", root, err)
+		return "", errors.New("workspace: the workspace is gone")
 	}
-	existing, rest, err := longestExisting(filepath.Join(realRoot, filepath.Clean("/"+p)))
+	r, err := os.OpenRoot(realRoot)
 	if err != nil {
-		return "", fmt.Errorf("workspace: %q: %w", p, err)
+		return "", errors.New("workspace: the workspace is gone")
 	}
-	real, err := filepath.EvalSymlinks(existing)
+	defer r.Close()
+	existing, rest, err := longestExisting(r, parts)
 	if err != nil {
-		return "", fmt.Errorf("%w: %q: %w", ErrEscape, p, err)
+		return "", fmt.Errorf("%w: %q", err, p)
 	}
-	if !within(realRoot, real) {
-		return "", fmt.Errorf("%w: %q resolves to %s", ErrEscape, p, real)
+	if _, err := r.Stat(existing); err != nil { // a link at the end: it must lead to something inside
+		return "", fmt.Errorf("%w: %q", ErrEscape, p)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(realRoot, existing)) // every link on the way stays inside: os.Root checked
+	if err != nil || !within(realRoot, real) {
+		return "", fmt.Errorf("%w: %q", ErrEscape, p)
 	}
 	return filepath.Join(real, rest), nil
 }
 
-// longestExisting splits full into its longest prefix present on disk and the
-// rest, which a write would create.
-func longestExisting(full string) (existing, rest string, err error) {
-	existing = full
-	for {
-		_, err := os.Lstat(existing)
-		if err == nil {
-			return existing, rest, nil
+// ErrNotDir is a path through a file, as if it were a directory.
+var ErrNotDir = errors.New("workspace: a part of the path is a file, not a directory")
+
+// longestExisting splits parts into its longest prefix present under r and
+// the rest, which a write would create.
+func longestExisting(r *os.Root, parts []string) (existing, rest string, err error) {
+	for n := len(parts); n > 0; n-- {
+		_, err := r.Lstat(filepath.Join(parts[:n]...))
+		switch {
+		case err == nil:
+			return filepath.Join(parts[:n]...), filepath.Join(parts[n:]...), nil
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case errors.Is(err, syscall.ENOTDIR):
+			return "", "", ErrNotDir
+		default: // os.Root's "path escapes from parent", a loop: one answer for all
+			return "", "", ErrEscape
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", "", err
-		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			return existing, rest, nil
-		}
-		rest = filepath.Join(filepath.Base(existing), rest)
-		existing = parent
 	}
+	return ".", filepath.Join(parts...), nil
 }
 
 func within(root, p string) bool {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,7 +31,8 @@ func newWorkspace(t *testing.T) (root, outside string) {
 		t.Fatal(err)
 	}
 	links := map[string]string{
-		"inner":   filepath.Join(root, "pkg"),
+		"inner":   "pkg",
+		"absin":   filepath.Join(root, "pkg"), // absolute: read on the worker's host, not in the sandbox
 		"escape":  outside,
 		"relesc":  "../outside",
 		"dangles": filepath.Join(outside, "new.txt"),
@@ -68,6 +70,8 @@ func TestResolve(t *testing.T) {
 		{path: "escape", err: workspace.ErrEscape},
 		{path: "relesc/new/x.txt", err: workspace.ErrEscape},
 		{path: "dangles", err: workspace.ErrEscape},
+		{path: "absin/x.py", err: workspace.ErrEscape},
+		{path: "solution.py/x", err: workspace.ErrNotDir},
 	}
 	for _, tc := range cases {
 		t.Run(tc.path, func(t *testing.T) {
@@ -137,5 +141,50 @@ func TestEdit(t *testing.T) {
 				t.Errorf("Edit = %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestResolveErrorsSayNothingOfTheHost: the error for a link leading out
+// is the same, word for word apart from the path given, whether its
+// target exists, is missing, is a file or a directory, or is unreadable,
+// and names no host path.
+func TestResolveErrorsSayNothingOfTheHost(t *testing.T) {
+	t.Parallel()
+	root, outside := newWorkspace(t)
+	if err := os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	targets := map[string]string{
+		"to-file":    filepath.Join(outside, "secret.txt"),
+		"to-dir":     outside,
+		"to-missing": filepath.Join(outside, "missing"),
+		"to-proc":    "/proc/self",
+		"to-shadow":  "/etc/shadow",
+	}
+	for name, target := range targets {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first string
+	for name := range targets {
+		for _, p := range []string{name, name + "/x", name + "/x/y.txt"} {
+			_, err := workspace.Resolve(root, p)
+			if !errors.Is(err, workspace.ErrEscape) {
+				t.Fatalf("Resolve(%q) = %v, want ErrEscape", p, err)
+			}
+			msg := strings.ReplaceAll(err.Error(), p, "PATH")
+			if first == "" {
+				first = msg
+			}
+			if msg != first {
+				t.Errorf("Resolve(%q) says %q, another link says %q: the words tell targets apart", p, msg, first)
+			}
+			for _, leak := range []string{root, outside, "/proc", "/etc", strconv.Itoa(os.Getpid())} {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("Resolve(%q) = %q names %q", p, err, leak)
+				}
+			}
+		}
 	}
 }

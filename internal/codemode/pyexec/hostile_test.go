@@ -3,6 +3,7 @@ package pyexec_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -124,6 +125,40 @@ while True:
 			return ""
 		}},
 		{name: "value too large", code: `"x" * (4 << 20)`, check: failsWith(codemode.KindLimit, "value")},
+		// The sandbox's own guards hold for code mode's runs (the same run
+		// path as every script): no user namespace of its own, and no
+		// more disk than the backend's per-run quota (256 MiB by default;
+		// the memory limit is raised so the tmpfs, which counts against
+		// it, fills before the cgroup's memory does).
+		{name: "nested user namespace", code: `import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+[libc.unshare(0x10000000), ctypes.get_errno()]`, check: func(res pyexec.Result, err *codemode.Error) string {
+			if err != nil || fmt.Sprint(res.Value) != "[-1 1]" {
+				return "unshare(CLONE_NEWUSER) was not refused with EPERM: " + describe(res, err)
+			}
+			return ""
+		}},
+		{name: "disk filled", code: `import os
+written, code = 0, None
+with open("/workspace/fill", "wb") as f:
+    try:
+        while written < (2 << 30):
+            f.write(b"x" * (1 << 20))
+            f.flush()
+            written += 1 << 20
+    except OSError as e:
+        code = e.errno
+os.remove("/workspace/fill")
+[code, written >> 20]`, limits: pyexec.Limits{Memory: 768 << 20}, check: func(res pyexec.Result, err *codemode.Error) string {
+			var code, mib int
+			if err == nil {
+				_, _ = fmt.Sscanf(fmt.Sprint(res.Value), "[%d %d]", &code, &mib)
+			}
+			if code != 28 || mib > 256 { // ENOSPC, within the quota
+				return "the disk quota did not stop the writes with ENOSPC within 256 MiB: " + describe(res, err)
+			}
+			return ""
+		}},
 		{name: "forged bridge messages", code: `import os, json
 for fd in range(3, 12):
     try:

@@ -144,6 +144,7 @@ function render(me) {
       h("div", { class: "grid2" }, planSection(r), usageSection(r)),
       iterationsSection(me),
       outputsSection(me),
+      strengthSection(r),
       notesSection(r),
       dataSection(r)])].filter(Boolean));
   renderRunning(me);
@@ -371,6 +372,35 @@ function outputsSection(me) {
   });
   return h("section", { id: "outputs" }, h("h2", {}, "Outputs"),
     rows.length ? h("table", {}, h("tbody", {}, rows)) : h("p", { class: "muted" }, "No outputs."));
+}
+
+// strengthSection shows the tests' strength by mutation: the score, how
+// strengthening changed it and what it cost, and the surviving mutants.
+function strengthSection(r) {
+  const ts = r.test_strength;
+  if (!ts) return null;
+  const body = [];
+  if (ts.error) {
+    body.push(h("p", { class: "muted", id: "strength-error" }, "Not measured: " + ts.error));
+  } else {
+    const judged = ts.killed + ts.survived;
+    body.push(h("div", { class: "facts", id: "strength-facts" },
+      fact("Score", ts.score.toFixed(2) + (ts.score >= ts.min_test_strength ? "" : " (below " + ts.min_test_strength.toFixed(2) + ")"), "strength-score"),
+      fact("Mutants killed", ts.killed + " of " + judged),
+      fact("Equivalent", String(ts.equivalent)),
+      fact("Scores", (ts.scores || []).map((s) => s.toFixed(2)).join(" → ") || "—", "strength-scores"),
+      fact("Strengthening", ts.rounds + " round(s), " + fmtInt(ts.usage.calls) + " call(s), " +
+        fmtInt(ts.usage.input_tokens + ts.usage.output_tokens) + " tokens")));
+    for (const s of ts.survivors || []) {
+      body.push(h("div", { "data-role": "survivor" },
+        h("h3", {}, "Surviving: line " + s.line + ", " + s.description + " (" + s.operator + ")"),
+        s.witness ? h("p", {}, "Differs at ", h("span", { class: "mono" }, s.witness),
+          ": solution " + (s.original || "?") + ", mutant " + (s.mutant || "?")) : null,
+        diffEl(s.diff || "")));
+    }
+  }
+  if (ts.outcome) body.push(h("p", { class: "muted", id: "strength-outcome" }, ts.outcome));
+  return h("section", { id: "strength" }, h("h2", {}, "Test strength"), ...body);
 }
 
 // download fetches an output with the token and saves it: a plain link

@@ -48,6 +48,8 @@ type Backend struct {
 	flight sandbox.BuildGroup
 	egress *egress.Proxy // the only way out of a build
 	warm   *warmPool     // nil: no warm runner (Config.WarmRunner, warmAvailable)
+	// seccomp is the compiled filter every sandbox loads (seccomp.go).
+	seccomp []byte
 
 	envsDir, runsDir string
 
@@ -105,6 +107,13 @@ func New(cfg Config) (*Backend, error) {
 	}
 	if b.tools, err = findTools(); err != nil {
 		return nil, err
+	}
+	if b.seccomp, err = hostSeccompFilter(); err != nil {
+		return nil, err
+	}
+	if !b.root {
+		b.log.Warn("sandbox runs have no disk quota: only a root worker can mount their size-capped tmpfs; each file is still capped",
+			"max_file_size", cfg.MaxFileSize)
 	}
 	if b.py, err = probePython(cfg.Python); err != nil {
 		return nil, err
@@ -310,6 +319,11 @@ func (b *Backend) removeStale() {
 			}
 			if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
 				path := filepath.Join(dir, e.Name())
+				if dir == b.runsDir && b.root { // a crashed run's quota tmpfs mounts (mountQuota)
+					for _, sub := range []string{"workspace", "outputs"} {
+						_ = unix.Unmount(filepath.Join(path, sub), unix.MNT_DETACH) // EINVAL: not a mount
+					}
+				}
 				if err := os.RemoveAll(path); err != nil {
 					b.log.Warn("remove stale sandbox dir", "path", path, "err", err)
 				}

@@ -17,6 +17,7 @@ const (
 	DefaultBuildMemory  = 2 << 30
 	DefaultTmpSize      = 128 << 20
 	DefaultMaxFileSize  = 1 << 30
+	DefaultDiskQuota    = 256 << 20
 	DefaultUIDBase      = 1_600_000_000
 	DefaultUIDCount     = 1_000_000
 )
@@ -74,6 +75,13 @@ type Config struct {
 	// MaxFileSize is RLIMIT_FSIZE: the largest file a run may write, in
 	// bytes. Default 1 GiB.
 	MaxFileSize int64
+	// DiskQuota caps what a run may write to /workspace, and separately to
+	// /var/outputs, in bytes: when the worker runs as root each is a tmpfs
+	// of that size, mounted on the run's directory (what the run writes
+	// there counts against its memory cgroup too). A worker that is not
+	// root cannot mount one: it has no disk quota, only MaxFileSize per
+	// file, and New logs so. Default 256 MiB.
+	DiskQuota int64
 	// ExtraReadOnly are more host paths bound read-only at the same place in
 	// every sandbox (e.g. /etc/ImageMagick-6 or a model directory).
 	ExtraReadOnly []string
@@ -108,6 +116,7 @@ func (c *Config) setDefaults() error {
 	c.MaxProcs = cmp.Or(c.MaxProcs, DefaultMaxProcs)
 	c.TmpSize = cmp.Or(c.TmpSize, DefaultTmpSize)
 	c.MaxFileSize = cmp.Or(c.MaxFileSize, DefaultMaxFileSize)
+	c.DiskQuota = cmp.Or(c.DiskQuota, DefaultDiskQuota)
 	c.UIDBase = cmp.Or(c.UIDBase, DefaultUIDBase)
 	c.UIDCount = cmp.Or(c.UIDCount, DefaultUIDCount)
 	if c.Logger == nil {
@@ -140,6 +149,8 @@ func (c *Config) validate() error {
 		return errors.New("sandbox: bwrap.Config.TmpSize must be at least 1 MiB")
 	case c.MaxFileSize < 1<<20:
 		return errors.New("sandbox: bwrap.Config.MaxFileSize must be at least 1 MiB")
+	case c.DiskQuota < 1<<20:
+		return errors.New("sandbox: bwrap.Config.DiskQuota must be at least 1 MiB")
 	case c.UIDCount < 64 || uint64(c.UIDBase)+uint64(c.UIDCount) >= 1<<32-1:
 		return errors.New("sandbox: bwrap.Config.UIDBase/UIDCount must give at least 64 uids below 4294967295")
 	case c.UIDBase < 1000:

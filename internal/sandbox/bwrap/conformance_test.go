@@ -16,6 +16,6 @@ var _ sandbox.Backend = (*bwrap.Backend)(nil)
 func TestConformance(t *testing.T) {
 	dir := sharedStateDir(t)
 	sandboxtest.Run(t, func(t *testing.T) sandbox.Backend {
-		return newBackend(t, bwrap.Config{StateDir: dir})
+		return newBackend(t, bwrap.Config{StateDir: dir, DiskQuota: sandboxtest.TestDiskQuota})
 	})
 }

@@ -92,7 +92,7 @@ func (b *Backend) runCgroupLimits(memory int64, cpus float64) *cgroupLimits {
 // a pid namespace's init dies, the kernel kills everything in it). It
 // returns only once every process of the sandbox is gone.
 func (b *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) {
-	pipes, err := openBwrapPipes()
+	pipes, err := openBwrapPipes(b.seccomp)
 	if err != nil {
 		return execResult{}, err
 	}
@@ -146,41 +146,56 @@ func (b *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 	return res, b.execError(res, waitErr)
 }
 
-// bwrapPipes are the two pipes to bubblewrap besides its output: it
-// reports its sandbox's init on info (fd 3, --info-fd) and reads its
-// options from args (fd 4, --args). The options go through a pipe, not
-// argv: the sandbox can read its init's /proc/1/cmdline, which would show
-// host paths.
+// bwrapPipes are the three pipes to bubblewrap besides its output: it
+// reports its sandbox's init on info (fd 3, --info-fd), reads its options
+// from args (fd 4, --args) and its seccomp filter from seccomp (fd 5,
+// --seccomp). The options go through a pipe, not argv: the sandbox can
+// read its init's /proc/1/cmdline, which would show host paths.
 type bwrapPipes struct {
 	infoR, infoW *os.File
 	argsR, argsW *os.File
+	seccompR     *os.File
 }
 
-func openBwrapPipes() (*bwrapPipes, error) {
-	infoR, infoW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: pipe: %w", err)
+// openBwrapPipes opens the pipes, with the seccomp filter already in its
+// own (a few hundred bytes: far below a pipe's buffer).
+func openBwrapPipes(filter []byte) (*bwrapPipes, error) {
+	var ends [6]*os.File
+	for i := 0; i < len(ends); i += 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(ends[:i])
+			return nil, fmt.Errorf("sandbox: pipe: %w", err)
+		}
+		ends[i], ends[i+1] = r, w
 	}
-	argsR, argsW, err := os.Pipe()
+	_, err := ends[5].Write(filter)
+	ends[5].Close()
 	if err != nil {
-		infoR.Close()
-		infoW.Close()
-		return nil, fmt.Errorf("sandbox: pipe: %w", err)
+		closeAll(ends[:])
+		return nil, fmt.Errorf("sandbox: write the seccomp filter: %w", err)
 	}
-	return &bwrapPipes{infoR: infoR, infoW: infoW, argsR: argsR, argsW: argsW}, nil
+	return &bwrapPipes{infoR: ends[0], infoW: ends[1], argsR: ends[2], argsW: ends[3], seccompR: ends[4]}, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
 }
 
 // closeChildEnds closes the ends bubblewrap has inherited once it started.
 func (pp *bwrapPipes) closeChildEnds() {
 	pp.infoW.Close()
 	pp.argsR.Close()
+	pp.seccompR.Close()
 }
 
 // close closes every end (those closed already are left alone).
 func (pp *bwrapPipes) close() {
-	for _, f := range []*os.File{pp.infoR, pp.infoW, pp.argsR, pp.argsW} {
-		_ = f.Close()
-	}
+	closeAll([]*os.File{pp.infoR, pp.infoW, pp.argsR, pp.argsW, pp.seccompR})
 }
 
 // sendArgs writes the options, NUL-terminated, in the background and
@@ -221,7 +236,7 @@ func (b *Backend) bwrapCmd(s *sandboxSpec, pipes *bwrapPipes, stdout, stderr io.
 	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap needs nothing of the worker's environment
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{pipes.infoW, pipes.argsR} // fd 3: --info-fd, fd 4: --args
+	cmd.ExtraFiles = []*os.File{pipes.infoW, pipes.argsR, pipes.seccompR} // fd 3: --info-fd, fd 4: --args, fd 5: --seccomp
 	// Pdeathsig: a worker that dies takes its sandboxes with it
 	// (bubblewrap's --die-with-parent does the rest).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -2,23 +2,47 @@ package bwrap_test
 
 import (
 	"flag"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/problemset"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
-	"github.com/autocoder/autocoder/internal/sandbox/sandboxtest"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 var humanEvalAll = flag.Bool("humaneval.all", false, "run all 164 HumanEval problems (default: every 8th)")
 
-type humanEvalProblem = sandboxtest.HumanEvalProblem
+// humanEvalProblem is one line of HumanEval.jsonl.
+type humanEvalProblem = problemset.Problem
 
-func loadHumanEval(t testing.TB) []humanEvalProblem { return sandboxtest.HumanEval(t) }
-
-func humanEvalTests(p humanEvalProblem) string { return p.Tests() }
+// loadHumanEval reads HumanEval from problemset.DefaultPath. A fresh clone
+// outside CI has no ../shared: that is one line and a skip. In CI the
+// dataset is a dependency, and a missing dependency fails the run.
+func loadHumanEval(t testing.TB) []humanEvalProblem {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := problemset.DefaultPath(dir)
+	if _, err := os.Stat(path); err != nil {
+		msg := fmt.Sprintf("HumanEval dataset missing (%v): put HumanEval.jsonl in ../shared/datasets of the module root, "+
+			"or set AUTOCODER_DATASETS to its directory", err)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	ps, err := problemset.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
 
 func TestHumanEval(t *testing.T) {
 	problems := loadHumanEval(t)
@@ -41,8 +65,8 @@ func TestHumanEval(t *testing.T) {
 		}
 		t.Run(strings.ReplaceAll(prob.TaskID, "/", "_"), func(t *testing.T) {
 			t.Parallel()
-			tests := humanEvalTests(prob)
-			rep := run(t, prob.Prompt+prob.CanonicalSolution, tests)
+			tests := prob.HiddenTests()
+			rep := run(t, prob.Canonical(), tests)
 			if !rep.OK() || rep.Passed != 1 || len(rep.Cases) != 1 || rep.Cases[0].Name != "test_check" {
 				t.Errorf("canonical solution: %+v\n%s", rep, rep.Output)
 			}

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/autocoder/autocoder/internal/sandbox"
 )
 
@@ -88,6 +90,27 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 type runDir struct {
 	root, workspace, outputs, etc string
 	inputs                        []mount
+	quotaMounts                   []string // the tmpfs mounts of mountQuota
+}
+
+// mountQuota makes the run's workspace and outputs directories, each a
+// tmpfs of Config.DiskQuota when the worker is root (one that is not
+// cannot mount, and has no disk quota: see Config.DiskQuota).
+func (b *Backend) mountQuota(d *runDir) error {
+	for _, dir := range []string{d.workspace, d.outputs} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return fmt.Errorf("sandbox: create run dir: %w", err)
+		}
+		if !b.root {
+			continue
+		}
+		opts := fmt.Sprintf("size=%d,mode=0755", b.cfg.DiskQuota)
+		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("sandbox: mount the run's %s (a tmpfs of the disk quota): %w", filepath.Base(dir), err)
+		}
+		d.quotaMounts = append(d.quotaMounts, dir)
+	}
+	return nil
 }
 
 // newRunDir makes the run dir, owned (in root mode) by the run's uid.
@@ -98,6 +121,10 @@ func (b *Backend) newRunDir(spec sandbox.RunSpec, uid uint32) (*runDir, error) {
 	}
 	d := &runDir{root: root, workspace: filepath.Join(root, "workspace"),
 		outputs: filepath.Join(root, "outputs"), etc: filepath.Join(root, "etc")}
+	if err := b.mountQuota(d); err != nil {
+		b.removeRunDir(d)
+		return nil, err
+	}
 	if err := b.populateRunDir(d, spec, uid); err != nil {
 		b.removeRunDir(d)
 		return nil, err
@@ -106,7 +133,7 @@ func (b *Backend) newRunDir(spec sandbox.RunSpec, uid uint32) (*runDir, error) {
 }
 
 func (b *Backend) populateRunDir(d *runDir, spec sandbox.RunSpec, uid uint32) error {
-	if err := prepareRunDir(d.workspace, d.outputs, spec.Files); err != nil {
+	if err := prepareRunDir(d.workspace, spec.Files); err != nil {
 		return err
 	}
 	if err := writeEtc(d.etc, b.sandboxUID(uid)); err != nil {
@@ -124,6 +151,11 @@ func (b *Backend) populateRunDir(d *runDir, spec sandbox.RunSpec, uid uint32) er
 }
 
 func (b *Backend) removeRunDir(d *runDir) {
+	for _, m := range d.quotaMounts {
+		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
+			b.log.Warn("unmount run dir", "path", m, "err", err)
+		}
+	}
 	if err := os.RemoveAll(d.root); err != nil {
 		b.log.Warn("remove run dir", "path", d.root, "err", err)
 	}
@@ -155,13 +187,9 @@ func (b *Backend) runSandbox(spec sandbox.RunSpec, envDir string, d *runDir, uid
 	}
 }
 
-// prepareRunDir creates the workspace with the files and an empty outputs dir.
-func prepareRunDir(ws, outs string, files map[string][]byte) error {
-	for _, d := range []string{ws, outs} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return fmt.Errorf("sandbox: create run dir: %w", err)
-		}
-	}
+// prepareRunDir writes the files into the workspace (mountQuota made it
+// and the empty outputs dir).
+func prepareRunDir(ws string, files map[string][]byte) error {
 	for name, data := range files {
 		path := filepath.Join(ws, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -56,7 +56,6 @@ const (
 const (
 	warmAnswerTimeout = 10 * time.Second // a child reports its pid, and is isolated, within this
 	warmStartTimeout  = 60 * time.Second // the zygote imports pytest within this
-	warmDiskQuota     = 256 << 20        // /workspace and /var/outputs of a warm run, each
 	warmMaxMessage    = 1 << 20          // a child's message to the worker
 	warmRetryAfter    = 30 * time.Second // a zygote that failed to start is not tried again sooner
 	// warmMaxZygotes bounds the zygotes (one per environment, each an
@@ -173,7 +172,7 @@ func (b *Backend) warmRequest(spec sandbox.RunSpec, args []string, uid uint32, m
 	return map[string]any{
 		"argv": args, "env": envMap, "files": files, "uid": uid,
 		"etc":      map[string]string{"passwd": etc["passwd"], "group": etc["group"]},
-		"tmp_size": b.cfg.TmpSize, "disk_quota": warmDiskQuota,
+		"tmp_size": b.cfg.TmpSize, "disk_quota": b.cfg.DiskQuota,
 		"rlimits": map[string]int64{"as": l.as, "nproc": l.nproc, "fsize": l.fsize, "nofile": l.nofile, "core": 0},
 		"cpu":     l.cpu,
 	}
@@ -606,7 +605,7 @@ func (b *Backend) startZygote(envDir string) (*zygote, error) {
 // launchZygote starts bubblewrap for s with the control socket as one
 // more descriptor, as exec starts a cold run's, and waits for "ready".
 func (b *Backend) launchZygote(z *zygote, s *sandboxSpec, ctl *os.File) error {
-	pipes, err := openBwrapPipes()
+	pipes, err := openBwrapPipes(b.seccomp)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
+	"github.com/autocoder/autocoder/internal/sandbox/sandboxtest"
 )
 
 // BenchmarkWarmHumanEval runs HumanEval's test files (the canonical
@@ -19,7 +20,7 @@ import (
 // share), RunTests on the process backend with the warm runner off (cold),
 // and with it on (warm). It reports each one's time per run and the ratios.
 func BenchmarkWarmHumanEval(b *testing.B) {
-	problems := loadHumanEval(b)
+	problems := sandboxtest.HumanEval(b)
 	dir := sharedStateDir(b)
 	cold := newBackend(b, bwrap.Config{StateDir: dir})
 	warm := newBackend(b, bwrap.Config{StateDir: dir, WarmRunner: true, OnWarmFallback: func(reason string) {
@@ -74,13 +75,13 @@ func BenchmarkWarmHumanEval(b *testing.B) {
 		}
 	}
 	// The first warm run starts the zygote: not part of any run's cost.
-	sandboxed(warm, problems[0].Prompt+problems[0].CanonicalSolution, humanEvalTests(problems[0]))
+	sandboxed(warm, problems[0].Canonical(), problems[0].HiddenTests())
 	var tBare, tBareCg, tCold, tWarm time.Duration
 	i := 0
 	for b.Loop() {
 		prob := problems[i%len(problems)]
 		i++
-		code, tests := prob.Prompt+prob.CanonicalSolution, humanEvalTests(prob)
+		code, tests := prob.Canonical(), prob.HiddenTests()
 		start := time.Now()
 		bare(code, tests)
 		tBare += time.Since(start)

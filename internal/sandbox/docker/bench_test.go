@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/problemset"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/docker"
 	"github.com/autocoder/autocoder/internal/sandbox/sandboxtest"
@@ -292,8 +293,8 @@ func BenchmarkWarmHumanEval(b *testing.B) {
 	b.ReportMetric(mw/mb, "warm-x")
 }
 
-func bareHumanEval(b *testing.B, dir string, p sandboxtest.HumanEvalProblem) {
-	for name, content := range map[string]string{"solution.py": p.Solution(), "test_solution.py": p.Tests()} {
+func bareHumanEval(b *testing.B, dir string, p problemset.Problem) {
+	for name, content := range map[string]string{"solution.py": p.Canonical(), "test_solution.py": p.HiddenTests()} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			b.Fatal(err)
 		}
@@ -307,8 +308,8 @@ func bareHumanEval(b *testing.B, dir string, p sandboxtest.HumanEvalProblem) {
 	}
 }
 
-func sandboxHumanEval(b *testing.B, be *docker.Backend, env string, p sandboxtest.HumanEvalProblem) {
-	rep, err := sandbox.RunTests(b.Context(), be, sandbox.TestRun{Env: env, Code: p.Solution(), Tests: p.Tests()})
+func sandboxHumanEval(b *testing.B, be *docker.Backend, env string, p problemset.Problem) {
+	rep, err := sandbox.RunTests(b.Context(), be, sandbox.TestRun{Env: env, Code: p.Canonical(), Tests: p.HiddenTests()})
 	if err != nil || !rep.OK() || rep.Passed != 1 {
 		b.Fatalf("RunTests: %v %+v", err, rep)
 	}

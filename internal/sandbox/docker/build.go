@@ -338,11 +338,15 @@ func nonNil(s []string) []string {
 }
 
 // baseSetup adds the sandbox layout to a base image: the mount points, the
-// sandbox user and a python command.
+// sandbox user and a python command. /workspace and /var/outputs are
+// world-writable (sticky), like /tmp: a run mounts a tmpfs on each, and
+// Podman gives such a tmpfs the mode of the directory under it (not the
+// mount's mode=), with root as its owner.
 const baseSetup = `set -eu
 mkdir -p /workspace /var/inputs /var/outputs /usr/local/bin
 chown 10001:10001 /workspace /var/outputs
-chmod 0755 /workspace /var/inputs /var/outputs
+chmod 1777 /workspace /var/outputs
+chmod 0755 /var/inputs
 grep -q '^sandbox:' /etc/passwd || echo 'sandbox:x:10001:10001:sandbox:/tmp:/usr/sbin/nologin' >> /etc/passwd
 grep -q '^sandbox:' /etc/group || echo 'sandbox:x:10001:' >> /etc/group
 command -v python >/dev/null 2>&1 || ln -s "$(command -v python3)" /usr/local/bin/python`

@@ -23,6 +23,7 @@ const (
 	DefaultTmpSize        = 128 << 20
 	DefaultShmSize        = 64 << 20
 	DefaultMaxFileSize    = 1 << 30
+	DefaultDiskQuota      = 256 << 20
 	DefaultNoFile         = 4096
 	DefaultNProc          = 4096
 	DefaultLeaseMargin    = time.Minute
@@ -111,6 +112,11 @@ type Config struct {
 	TmpSize int64
 	// MaxFileSize is RLIMIT_FSIZE: the largest file a run may write. Default 1 GiB.
 	MaxFileSize int64
+	// DiskQuota caps what a run may write to /workspace, and separately to
+	// /var/outputs, in bytes: each is a tmpfs of that size (like /tmp), so
+	// nothing a run writes reaches the engine's disk, and what it writes
+	// counts against the container's memory limit too. Default 256 MiB.
+	DiskQuota int64
 	// NoFile and NProc are the RLIMIT_NOFILE and RLIMIT_NPROC of a run. A
 	// runtime refuses to start a container whose limits exceed the engine
 	// host's hard limits, so the defaults (4096 each) are lowered to this
@@ -160,6 +166,7 @@ func (c *Config) setDefaults() error {
 	c.PidsLimit = cmp.Or(c.PidsLimit, DefaultPidsLimit)
 	c.TmpSize = cmp.Or(c.TmpSize, DefaultTmpSize)
 	c.MaxFileSize = cmp.Or(c.MaxFileSize, DefaultMaxFileSize)
+	c.DiskQuota = cmp.Or(c.DiskQuota, DefaultDiskQuota)
 	if c.NoFile == 0 {
 		c.NoFile = min(DefaultNoFile, hardLimit(unix.RLIMIT_NOFILE))
 	}
@@ -192,6 +199,8 @@ func (c *Config) validate() error {
 		return errors.New("docker: Config.TmpSize must be at least 1 MiB")
 	case c.MaxFileSize < 1<<20:
 		return errors.New("docker: Config.MaxFileSize must be at least 1 MiB")
+	case c.DiskQuota < 1<<20:
+		return errors.New("docker: Config.DiskQuota must be at least 1 MiB")
 	case c.NoFile < 64 || c.NProc < 8:
 		return errors.New("docker: Config.NoFile must be at least 64 and Config.NProc at least 8")
 	case c.HeartbeatTTL > 0 && c.HeartbeatTTL < time.Second:

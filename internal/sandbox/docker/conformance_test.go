@@ -14,7 +14,9 @@ var _ sandbox.Backend = (*docker.Backend)(nil)
 // on one backend shared by every subtest, as a worker's is shared by its
 // jobs: after each hostile program the same backend must serve the next run.
 func TestDockerConformance(t *testing.T) {
-	shared := newBackend(t, testConfig(t))
+	cfg := testConfig(t)
+	cfg.DiskQuota = sandboxtest.TestDiskQuota
+	shared := newBackend(t, cfg)
 	sandboxtest.Run(t, func(t *testing.T) sandbox.Backend { return keepOpen{shared} })
 }
 

@@ -41,7 +41,12 @@ type Backend struct {
 
 	flight sandbox.BuildGroup
 	egress *egress.Proxy // the only way out of pip's build containers
-	known  sync.Map      // image name -> struct{}: built or seen, so Build needs no API call
+	// securityOpts are every container's (seccomp.go).
+	securityOpts []string
+	// podman: the engine is Podman's compat service, which differs in how
+	// it takes a seccomp profile and sees into tmpfs mounts (run.go).
+	podman bool
+	known  sync.Map // image name -> struct{}: built or seen, so Build needs no API call
 	pool   *pool
 
 	// reapMu serialises reaper passes; missingSince (under it) is when a
@@ -155,6 +160,12 @@ func (b *Backend) init(ctx context.Context) error {
 		return fmt.Errorf("docker: the engine at %s is not on this machine, and pip builds bind the worker's egress "+
 			"proxy socket into their container: run the engine here, or set Config.BuildNetwork "+
 			"(AUTOCODER_DOCKER_BUILD_NETWORK) to build on a network of the engine's (then only as confined as it)", b.cli.DaemonHost())
+	}
+	if b.podman, err = b.enginePodman(ctx); err != nil {
+		return err
+	}
+	if b.securityOpts, err = b.securityOptions(); err != nil { // seccomp.go; before the first container
+		return err
 	}
 	return b.probe(ctx)
 }

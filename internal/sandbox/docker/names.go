@@ -18,7 +18,7 @@ import (
 // builderVersion is part of every image name: bump it when the layout of an
 // environment image (the Dockerfile below, the stub, the user) changes, so
 // old images are not reused.
-const builderVersion = 2 // 2: pip confined to the egress proxy
+const builderVersion = 3 // 2: pip confined to the egress proxy; 3: /workspace and /var/outputs 1777 (tmpfs)
 
 // stageName tags the image of a build's trusted steps, which pip's
 // container starts from; the tag is removed once the environment is made.

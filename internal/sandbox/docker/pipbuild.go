@@ -118,7 +118,7 @@ func (b *Backend) createBuildContainer(ctx context.Context, job pipJob, cmd []st
 	host := &container.HostConfig{
 		NetworkMode: "none",
 		CapDrop:     []string{"ALL"},
-		SecurityOpt: []string{"no-new-privileges"},
+		SecurityOpt: b.securityOpts,
 		Binds:       job.binds,
 		Tmpfs:       map[string]string{"/tmp": "rw,nosuid,nodev,size=2g,mode=1777"},
 		LogConfig:   container.LogConfig{Type: "none"},

@@ -15,6 +15,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
@@ -366,6 +367,42 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	return res, nil
 }
 
+// Everything a run can write is a size-capped tmpfs: /tmp (Config.TmpSize)
+// and /workspace and /var/outputs (Config.DiskQuota each), so nothing a run
+// writes reaches the engine's disk. Files are copied into /workspace and
+// results out of both through the engine's archive API, which must see
+// into them: Podman's does into a --tmpfs mount of a running container,
+// Docker Engine's does not (it sees the rootfs and volumes), so on Docker
+// Engine they are anonymous volumes of the local driver, of type tmpfs,
+// which the engine mounts itself (Podman's compat API ignores those
+// options, and would put the volume on its disk).
+
+// tmpfsMounts are the container's --tmpfs mounts.
+func (b *Backend) tmpfsMounts() map[string]string {
+	m := map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", b.cfg.TmpSize)}
+	if b.podman {
+		for _, dir := range []string{sandbox.WorkspaceDir, sandbox.OutputsDir} {
+			m[dir] = fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", b.cfg.DiskQuota)
+		}
+	}
+	return m
+}
+
+// quotaVolumes are /workspace and /var/outputs on Docker Engine; removing
+// the container removes them.
+func (b *Backend) quotaVolumes() []mount.Mount {
+	if b.podman {
+		return nil
+	}
+	opts := map[string]string{"type": "tmpfs", "device": "tmpfs", "o": fmt.Sprintf("size=%d,mode=1777,nosuid,nodev", b.cfg.DiskQuota)}
+	var ms []mount.Mount
+	for _, dir := range []string{sandbox.WorkspaceDir, sandbox.OutputsDir} {
+		ms = append(ms, mount.Mount{Type: mount.TypeVolume, Target: dir,
+			VolumeOptions: &mount.VolumeOptions{DriverConfig: &mount.Driver{Name: "local", Options: opts}}})
+	}
+	return ms
+}
+
 // startBox creates and starts a sandbox container of image whose stub
 // waits for a request for at most lease.
 func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus float64, lease time.Duration, role, job, jobName string) (*box, error) {
@@ -384,7 +421,7 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 		AttachStderr: true,
 		OpenStdin:    true,
 		StdinOnce:    true,
-		Volumes:      map[string]struct{}{sandbox.WorkspaceDir: {}, sandbox.InputsDir: {}, sandbox.OutputsDir: {}},
+		Volumes:      map[string]struct{}{sandbox.InputsDir: {}}, // written by the worker only
 		Labels:       containerLabels(b.cfg.Worker, b.instance, job, jobName, role, b.domain, bx.expiry),
 		StopTimeout:  new(int),
 	}
@@ -392,14 +429,13 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges"},
-		Tmpfs: map[string]string{
-			"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", b.cfg.TmpSize),
-		},
-		ShmSize:    min(int64(DefaultShmSize), b.cfg.TmpSize),
-		LogConfig:  container.LogConfig{Type: "none"},
-		Runtime:    b.cfg.Runtime,
-		AutoRemove: false,
+		SecurityOpt:    b.securityOpts,
+		Tmpfs:          b.tmpfsMounts(),
+		Mounts:         b.quotaVolumes(),
+		ShmSize:        min(int64(DefaultShmSize), b.cfg.TmpSize),
+		LogConfig:      container.LogConfig{Type: "none"},
+		Runtime:        b.cfg.Runtime,
+		AutoRemove:     false,
 		Resources: container.Resources{
 			Memory:     memory,
 			MemorySwap: memory, // no swap

@@ -94,6 +94,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend) {
 		{"GiantOutputContained", testGiantOutput},
 		{"KillParentAndKillAllContained", testKillParentAndAll},
 		{"HostSecretsUnreadable", testHostSecrets},
+		{"NestedUserNamespacesRefused", testNestedUserNamespaces},
+		{"DiskQuotaHolds", testDiskQuota},
 		{"StdioConversation", testStdioConversation},
 		{"StdioFailureKillsTheRun", testStdioFailureKills},
 		{"StdioTimeout", testStdioTimeout},
