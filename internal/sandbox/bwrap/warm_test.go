@@ -19,7 +19,7 @@ import (
 func TestWarmConformance(t *testing.T) {
 	dir := sharedStateDir(t)
 	sandboxtest.Run(t, func(t *testing.T) sandbox.Backend {
-		return newBackend(t, bwrap.Config{StateDir: dir, WarmRunner: true, OnWarmFallback: func(reason string) {
+		return newBackend(t, bwrap.Config{StateDir: dir, DiskQuota: sandboxtest.TestDiskQuota, WarmRunner: true, OnWarmFallback: func(reason string) {
 			t.Errorf("warm runner fell back to a cold run: %s", reason)
 		}})
 	})
