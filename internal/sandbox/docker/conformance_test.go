@@ -31,7 +31,7 @@ func (keepOpen) Close() error { return nil }
 // the stub that imported pytest while its container waited.
 func TestDockerWarmConformance(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.WarmRunner = true
+	cfg.DiskQuota, cfg.WarmRunner = sandboxtest.TestDiskQuota, true
 	shared := newBackend(t, cfg)
 	sandboxtest.Run(t, func(t *testing.T) sandbox.Backend { return keepOpen{shared} })
 }
