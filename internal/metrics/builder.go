@@ -143,11 +143,12 @@ func (b *Builder) CacheSignatures() (func(reason string), error) {
 	return func(reason string) { failures.WithLabelValues(reason).Inc() }, nil
 }
 
-// WarmFallbacks is the hook of a backend's warm runner (bwrap.Config's
-// OnWarmFallback): it counts the warm runs of a backend ("process",
-// "docker") that fell back to a cold run, by reason
-// (SandboxWarmFallbacksTotal); nil for a nil builder.
-func (b *Builder) WarmFallbacks() (func(backend, reason string), error) {
+// WarmFallbacks counts the warm runs of a backend that fell back to a cold
+// run, by reason (SandboxWarmFallbacksTotal): given the backend's name
+// ("process", "docker") it makes that backend's series (every reason, at
+// zero) and returns its hook (bwrap.Config's OnWarmFallback). Nil for a
+// nil builder.
+func (b *Builder) WarmFallbacks() (func(backend string) func(reason string), error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -157,7 +158,12 @@ func (b *Builder) WarmFallbacks() (func(backend, reason string), error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox metrics: %w", err)
 	}
-	return func(backend, reason string) { fallbacks.WithLabelValues(backend, reason).Inc() }, nil
+	return func(backend string) func(reason string) {
+		for _, reason := range sandbox.WarmFallbackReasons {
+			fallbacks.WithLabelValues(backend, reason)
+		}
+		return func(reason string) { fallbacks.WithLabelValues(backend, reason).Inc() }
+	}, nil
 }
 
 // alreadyRegistered reports a collector registered before with the same

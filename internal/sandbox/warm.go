@@ -25,6 +25,19 @@ func WarmZygoteEnv() map[string]string {
 	return map[string]string{"PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
 }
 
+// Why a warm run fell back to a cold one: the reasons a backend gives its
+// fallback hook (bwrap.Config.OnWarmFallback), the label of the metric.
+const (
+	WarmFallbackStart    = "start"    // the warm runner could not be started
+	WarmFallbackDead     = "dead"     // the warm runner was gone when the run was sent
+	WarmFallbackWedged   = "wedged"   // the warm runner's child did not answer in time
+	WarmFallbackCrashed  = "crashed"  // the child, or the warm runner under it, died before the run's result
+	WarmFallbackProtocol = "protocol" // the child said something the worker cannot read, or reported an error
+)
+
+// WarmFallbackReasons lists the reasons, for a metric's series.
+var WarmFallbackReasons = []string{WarmFallbackStart, WarmFallbackDead, WarmFallbackWedged, WarmFallbackCrashed, WarmFallbackProtocol}
+
 // warmPerRunEnv are the PYTHON* variables a warm child applies itself.
 var warmPerRunEnv = map[string]bool{"PYTHONDONTWRITEBYTECODE": true, "PYTHONUNBUFFERED": true}
 

@@ -107,7 +107,7 @@ type Stack struct {
 	busMetrics bus.Metrics
 	// onWarmFallback counts the sandbox backends' warm runs that fell back
 	// to cold ones (metrics.Builder.WarmFallbacks); nil: not counted.
-	onWarmFallback func(backend, reason string)
+	onWarmFallback func(backend string) func(reason string)
 	// parts is the lifetime of the started parts, ended by Close; the ctx
 	// given to Start only bounds starting.
 	parts   context.Context

@@ -43,14 +43,13 @@ import (
 //go:embed zygote.py
 var zygoteSource string
 
-// Why a warm run fell back to a cold one (the reason given to
-// Config.OnWarmFallback).
+// Why a warm run fell back to a cold one (sandbox.WarmFallback*).
 const (
-	WarmFallbackStart    = "start"    // the zygote could not be started
-	WarmFallbackDead     = "dead"     // the zygote was gone when the run was sent
-	WarmFallbackWedged   = "wedged"   // the zygote's child did not answer in time
-	WarmFallbackCrashed  = "crashed"  // the child died before the run's code started
-	WarmFallbackProtocol = "protocol" // the child said something the worker cannot read, or reported an error
+	WarmFallbackStart    = sandbox.WarmFallbackStart
+	WarmFallbackDead     = sandbox.WarmFallbackDead
+	WarmFallbackWedged   = sandbox.WarmFallbackWedged
+	WarmFallbackCrashed  = sandbox.WarmFallbackCrashed
+	WarmFallbackProtocol = sandbox.WarmFallbackProtocol
 )
 
 const (

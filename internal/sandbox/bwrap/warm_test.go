@@ -41,7 +41,7 @@ func TestWarmFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newBackend(t, bwrap.Config{WarmRunner: true, OnWarmFallback: func(reason string) { onFallback("process", reason) }})
+	p := newBackend(t, bwrap.Config{WarmRunner: true, OnWarmFallback: onFallback("process")})
 	env, err := p.Build(t.Context(), sandbox.EnvSpec{})
 	if err != nil {
 		t.Fatal(err)
