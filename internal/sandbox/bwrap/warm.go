@@ -53,7 +53,7 @@ const (
 )
 
 const (
-	warmAnswerTimeout = 10 * time.Second // a child reports its pid, and is isolated, within this
+	warmAnswerTimeout = 30 * time.Second // a child is isolated and answers within this (a loaded host is slow)
 	warmStartTimeout  = 60 * time.Second // the zygote imports pytest within this
 	warmMaxMessage    = 1 << 20          // a child's message to the worker
 	warmRetryAfter    = 30 * time.Second // a zygote that failed to start is not tried again sooner
