@@ -40,15 +40,19 @@ type Config struct {
 	// docker sandbox image build (AUTOCODER_DOCKER_EXTRA_COMMANDS, one per
 	// line): the operator's trusted setup, part of the image name.
 	DockerExtraCommands string
-	HTTPListen          string // AUTOCODER_HTTP_LISTEN; default 127.0.0.1:8080
-	MetricsListen       string // AUTOCODER_METRICS_LISTEN; default 127.0.0.1:0
-	Python              string // AUTOCODER_PYTHON: the sandbox's interpreter; default /usr/bin/python3
-	PipIndexURL         string // AUTOCODER_PIP_INDEX_URL: package index for sandbox environments
-	PipFindLinks        string // AUTOCODER_PIP_FIND_LINKS: local wheel folders, comma separated
-	Concurrency         int    // AUTOCODER_CONCURRENCY: stages a worker runs at once; default 4 (llm) / 2 (sandbox)
-	LogLevel            string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
-	LogFormat           string // AUTOCODER_LOG_FORMAT: text|json; default text (logging.go)
-	WorkerName          string // AUTOCODER_WORKER_NAME; default host name and pid
+	// WarmRunner is AUTOCODER_WARM_RUNNER, on or off (default on): the
+	// sandbox runs pytest, scripts and python -c in a child of a warm
+	// interpreter per environment (docs/sandbox.md) instead of a fresh one.
+	WarmRunner    string
+	HTTPListen    string // AUTOCODER_HTTP_LISTEN; default 127.0.0.1:8080
+	MetricsListen string // AUTOCODER_METRICS_LISTEN; default 127.0.0.1:0
+	Python        string // AUTOCODER_PYTHON: the sandbox's interpreter; default /usr/bin/python3
+	PipIndexURL   string // AUTOCODER_PIP_INDEX_URL: package index for sandbox environments
+	PipFindLinks  string // AUTOCODER_PIP_FIND_LINKS: local wheel folders, comma separated
+	Concurrency   int    // AUTOCODER_CONCURRENCY: stages a worker runs at once; default 4 (llm) / 2 (sandbox)
+	LogLevel      string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
+	LogFormat     string // AUTOCODER_LOG_FORMAT: text|json; default text (logging.go)
+	WorkerName    string // AUTOCODER_WORKER_NAME; default host name and pid
 	// Transcript is a scripted model transcript the llm-worker replays
 	// instead of calling a model (AUTOCODER_TRANSCRIPT, or its --transcript):
 	// the offline demo of separate processes. Only ever set explicitly.
@@ -144,6 +148,7 @@ func FromEnv() Config {
 		DockerBaseImage:     os.Getenv("AUTOCODER_DOCKER_BASE_IMAGE"),
 		DockerRuntime:       os.Getenv("AUTOCODER_DOCKER_RUNTIME"),
 		DockerExtraCommands: os.Getenv("AUTOCODER_DOCKER_EXTRA_COMMANDS"),
+		WarmRunner:          env("AUTOCODER_WARM_RUNNER", "on"),
 		HTTPListen:          env("AUTOCODER_HTTP_LISTEN", "127.0.0.1:8080"),
 		MetricsListen:       env("AUTOCODER_METRICS_LISTEN", "127.0.0.1:0"),
 		Python:              env("AUTOCODER_PYTHON", "/usr/bin/python3"),
@@ -194,6 +199,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.DockerPoolSize, "docker-pool-size", c.DockerPoolSize, "pre-started sandboxes per hot image; negative: none (AUTOCODER_DOCKER_POOL_SIZE)")
 	fs.StringVar(&c.DockerExtraCommands, "docker-extra-commands", c.DockerExtraCommands, "shell commands run as root in every docker sandbox image build, one per line (AUTOCODER_DOCKER_EXTRA_COMMANDS)")
 	fs.StringVar(&c.DockerBuildNetwork, "docker-build-network", c.DockerBuildNetwork, "network of pip in docker image builds, for a remote engine; empty: confined to the egress proxy (AUTOCODER_DOCKER_BUILD_NETWORK)")
+	fs.StringVar(&c.WarmRunner, "warm-runner", c.WarmRunner, "on|off: run tests and scripts in a child of a warm interpreter per sandbox environment (AUTOCODER_WARM_RUNNER)")
 	fs.StringVar(&c.HTTPListen, "http-listen", c.HTTPListen, "coordinator HTTP API, web UI and /metrics (AUTOCODER_HTTP_LISTEN)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "a worker's /metrics (AUTOCODER_METRICS_LISTEN)")
 	fs.StringVar(&c.Python, "python", c.Python, "the sandbox's Python interpreter (AUTOCODER_PYTHON)")
@@ -296,8 +302,17 @@ func (c *Config) validateBasics() error {
 	if c.Concurrency < 0 {
 		return errors.New("AUTOCODER_CONCURRENCY: must not be negative")
 	}
+	switch c.WarmRunner {
+	case "", "on", "off": // "": on
+	default:
+		return fmt.Errorf("AUTOCODER_WARM_RUNNER: %q is not on or off", c.WarmRunner)
+	}
 	return nil
 }
+
+// WarmRunnerOn says whether the sandbox backends run their warm runner
+// (AUTOCODER_WARM_RUNNER).
+func (c *Config) WarmRunnerOn() bool { return c.WarmRunner != "off" }
 
 func (c *Config) validateDeadlines() error {
 	_, err := c.Deadlines(messages.DefaultStages())

@@ -279,6 +279,7 @@ func TestBadNumbersAreErrors(t *testing.T) {
 		{"AUTOCODER_CONCURRENCY", "four"},
 		{"AUTOCODER_CONCURRENCY", "4 slots"},
 		{"AUTOCODER_DOCKER_POOL_SIZE", "2.5"},
+		{"AUTOCODER_WARM_RUNNER", "yes"},
 		{"AUTOCODER_CACHE_UNSIGNED", "yes please"},
 		{"AUTOCODER_MAX_CPUS", "many"},
 		{"AUTOCODER_MAX_OUTPUT_FILES", "lots"},

@@ -154,7 +154,7 @@ func start(ctx context.Context, cfg Config, problems []problemset.Problem, log *
 		return nil, fmt.Errorf("start: %w", err)
 	}
 	if e.backend = e.st.Backend; e.backend == nil {
-		if e.backend, err = wiring.OpenBackend(ctx, sc, log, nil); err != nil {
+		if e.backend, err = wiring.OpenBackend(ctx, sc, log, nil, nil); err != nil {
 			e.close()
 			return nil, fmt.Errorf("sandbox for the hidden tests: %w", err)
 		}

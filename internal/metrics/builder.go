@@ -143,6 +143,29 @@ func (b *Builder) CacheSignatures() (func(reason string), error) {
 	return func(reason string) { failures.WithLabelValues(reason).Inc() }, nil
 }
 
+// WarmFallbacks counts the warm runs of a backend that fell back to a cold
+// run, by reason (SandboxWarmFallbacksTotal): given the backend's name
+// ("process", "docker") it makes that backend's series (every reason, at
+// zero) and returns its hook (bwrap.Config's OnWarmFallback). Nil for a
+// nil builder.
+func (b *Builder) WarmFallbacks() (func(backend string) func(reason string), error) {
+	if b == nil {
+		return nil, nil
+	}
+	fallbacks, err := register(b.reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: SandboxWarmFallbacksTotal,
+		Help: "Warm sandbox runs that fell back to a cold run (the warm runner was dead, wedged or broke its protocol), by backend and reason."},
+		[]string{"backend", "reason"}))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox metrics: %w", err)
+	}
+	return func(backend string) func(reason string) {
+		for _, reason := range sandbox.WarmFallbackReasons {
+			fallbacks.WithLabelValues(backend, reason)
+		}
+		return func(reason string) { fallbacks.WithLabelValues(backend, reason).Inc() }
+	}, nil
+}
+
 // alreadyRegistered reports a collector registered before with the same
 // descriptors.
 func alreadyRegistered(err error) bool {

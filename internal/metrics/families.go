@@ -62,6 +62,7 @@ var Families = []Family{
 	{SandboxRunSeconds, "histogram", []string{"backend"}, []string{BinSandboxWorker}, true},
 	{SandboxBuildsTotal, "counter", []string{"backend", "outcome"}, []string{BinSandboxWorker}, true},
 	{SandboxBuildSeconds, "histogram", []string{"backend"}, []string{BinSandboxWorker}, true},
+	{SandboxWarmFallbacksTotal, "counter", []string{"backend", "reason"}, []string{BinSandboxWorker}, false},
 }
 
 // FamilyOf finds a family by the name of one of its series: a histogram's

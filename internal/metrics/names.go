@@ -50,4 +50,8 @@ const (
 	SandboxRunSeconds   = "autocoder_sandbox_run_duration_seconds"   // {backend}
 	SandboxBuildsTotal  = "autocoder_sandbox_builds_total"           // {backend, outcome}
 	SandboxBuildSeconds = "autocoder_sandbox_build_duration_seconds" // {backend}
+	// SandboxWarmFallbacksTotal counts warm runs that fell back to a cold
+	// one (docs/sandbox.md): the warm runner was dead, wedged or broke its
+	// protocol.
+	SandboxWarmFallbacksTotal = "autocoder_sandbox_warm_fallbacks_total" // {backend, reason}
 )

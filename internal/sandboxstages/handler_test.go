@@ -464,7 +464,8 @@ func newProcessBackend(t *testing.T) sandbox.Backend {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatal("bwrap not found: run scripts/setup.sh")
 	}
-	b, err := bwrap.New(bwrap.Config{Python: python, StateDir: t.TempDir()})
+	// The warm runner on, as AUTOCODER_WARM_RUNNER defaults to.
+	b, err := bwrap.New(bwrap.Config{Python: python, StateDir: t.TempDir(), WarmRunner: true})
 	if err != nil {
 		t.Fatalf("process backend: %v (run scripts/setup.sh)", err)
 	}

@@ -16,14 +16,17 @@ import (
 // OpenBackend opens the sandbox backend the configuration asks for
 // (Contract 6 (docs/contracts.md)): AUTOCODER_SANDBOX=docker or process; unset, docker when an
 // engine answers at DOCKER_HOST within a second, else process. c (may be
-// nil) holds the docker backend's cross-worker build lock.
-func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache) (sandbox.Backend, error) {
+// nil) holds the docker backend's cross-worker build lock. warmFallbacks
+// (may be nil; metrics.Builder.WarmFallbacks) counts the warm runs that
+// fell back to cold ones (AUTOCODER_WARM_RUNNER).
+func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache,
+	warmFallbacks func(backend string) func(reason string)) (sandbox.Backend, error) {
 	log = log.With("component", "sandbox")
 	switch cfg.Sandbox {
 	case "process":
-		return openProcess(cfg, log)
+		return openProcess(cfg, log, warmFallbacks)
 	case "docker":
-		return openDocker(ctx, cfg, log, c)
+		return openDocker(ctx, cfg, log, c, warmFallbacks)
 	case "":
 	default:
 		return nil, fmt.Errorf("sandbox backend %q is not docker or process", cfg.Sandbox)
@@ -32,14 +35,14 @@ func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cac
 	pingErr := docker.Ping(pctx, cfg.DockerHost)
 	cancel()
 	if pingErr == nil {
-		b, err := openDocker(ctx, cfg, log, c)
+		b, err := openDocker(ctx, cfg, log, c, warmFallbacks)
 		if err == nil {
 			return b, nil
 		}
 		log.Warn("a Docker engine answers but the docker sandbox cannot start; using the process sandbox", "err", err)
 		pingErr = err
 	}
-	b, err := openProcess(cfg, log)
+	b, err := openProcess(cfg, log, warmFallbacks)
 	if err != nil {
 		return nil, fmt.Errorf("no sandbox backend can run here: docker: %v; process: %w "+
 			"(install bubblewrap, and pytest for %s: scripts/quickstart.sh does it on Debian; "+
@@ -49,21 +52,30 @@ func OpenBackend(ctx context.Context, cfg config.Config, log *slog.Logger, c cac
 	return b, nil
 }
 
-func openProcess(cfg config.Config, log *slog.Logger) (sandbox.Backend, error) {
+func openProcess(cfg config.Config, log *slog.Logger, warmFallbacks func(backend string) func(reason string)) (sandbox.Backend, error) {
+	var onFallback func(string)
+	if warmFallbacks != nil {
+		onFallback = warmFallbacks("process")
+	}
 	quota, _ := cfg.SandboxDiskQuota() // checked by Validate
 	b, err := bwrap.New(bwrap.Config{Python: cfg.Python, StateDir: cfg.StateDir, DiskQuota: quota,
-		PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(), Logger: log})
+		PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(), Logger: log,
+		WarmRunner: cfg.WarmRunnerOn(), OnWarmFallback: onFallback})
 	if err != nil {
 		return nil, err // not a typed nil in the interface
 	}
 	return b, nil
 }
 
-func openDocker(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache) (sandbox.Backend, error) {
+func openDocker(ctx context.Context, cfg config.Config, log *slog.Logger, c cache.Cache,
+	warmFallbacks func(backend string) func(reason string)) (sandbox.Backend, error) {
+	if warmFallbacks != nil {
+		warmFallbacks("docker") // its series, at zero: a docker warm stub has nothing to fall back from
+	}
 	quota, _ := cfg.SandboxDiskQuota() // checked by Validate
 	b, err := docker.New(ctx, docker.Config{Host: cfg.DockerHost, BaseImage: cfg.DockerBaseImage, Runtime: cfg.DockerRuntime,
 		Worker: cfg.WorkerName, DiskQuota: quota, Cache: c, PipIndexURL: cfg.PipIndexURL, PipFindLinks: cfg.FindLinks(),
-		PoolSize: cfg.DockerPoolSize, ExtraCommands: cfg.DockerExtra(), BuildNetwork: cfg.DockerBuildNetwork, Logger: log})
+		PoolSize: cfg.DockerPoolSize, WarmRunner: cfg.WarmRunnerOn(), ExtraCommands: cfg.DockerExtra(), BuildNetwork: cfg.DockerBuildNetwork, Logger: log})
 	if err != nil {
 		return nil, err
 	}

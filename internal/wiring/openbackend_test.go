@@ -65,7 +65,7 @@ func TestOpenBackendSelection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base()
 			tc.edit(&cfg)
-			b, err := wiring.OpenBackend(ctx, cfg, log, nil)
+			b, err := wiring.OpenBackend(ctx, cfg, log, nil, nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Errorf("OpenBackend error = %v, want one mentioning %q", err, tc.wantErr)

@@ -57,7 +57,7 @@ func (st *Stack) pythonBackends(ctx context.Context, c cache.Cache) (string, map
 		} else {
 			cfg.Python = where
 		}
-		b, err := OpenBackend(ctx, cfg, st.log.With("python", v), c)
+		b, err := OpenBackend(ctx, cfg, st.log.With("python", v), c, st.onWarmFallback)
 		if err != nil {
 			return "", nil, fmt.Errorf("AUTOCODER_PYTHONS: %s=%s: %w", v, where, err)
 		}

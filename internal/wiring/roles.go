@@ -128,8 +128,13 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	onWarmFallback, err := st.opts.Metrics.WarmFallbacks()
+	if err != nil {
+		return err
+	}
+	st.onWarmFallback = onWarmFallback
 	if st.Backend = st.opts.Backend; st.Backend == nil {
-		b, err := OpenBackend(ctx, st.opts.Config, st.log, c)
+		b, err := OpenBackend(ctx, st.opts.Config, st.log, c, onWarmFallback)
 		if err != nil {
 			return err
 		}

@@ -105,6 +105,9 @@ type Stack struct {
 	// busMetrics is the bus workers' observer, shared by every worker of
 	// the process (the consumer label tells them apart).
 	busMetrics bus.Metrics
+	// onWarmFallback counts the sandbox backends' warm runs that fell back
+	// to cold ones (metrics.Builder.WarmFallbacks); nil: not counted.
+	onWarmFallback func(backend string) func(reason string)
 	// parts is the lifetime of the started parts, ended by Close; the ctx
 	// given to Start only bounds starting.
 	parts   context.Context

@@ -65,7 +65,7 @@ func processBackend(t testing.TB) sandbox.Backend {
 		if proc.dir, proc.err = os.MkdirTemp("", "pyexec-test-"); proc.err != nil {
 			return
 		}
-		proc.b, proc.err = bwrap.New(bwrap.Config{Python: "/usr/bin/python3", StateDir: proc.dir,
+		proc.b, proc.err = bwrap.New(bwrap.Config{Python: "/usr/bin/python3", StateDir: proc.dir, WarmRunner: true,
 			Logger: slog.New(slog.DiscardHandler)})
 	})
 	if proc.err != nil {

@@ -54,7 +54,7 @@ func (b *Backend) args(s *sandboxSpec) []string {
 	a.egressSocket(s.egress)
 	a.runDirs(s)
 	a.add("--remount-ro", "/")
-	a.capabilities(b.root)
+	a.capabilities(b.root, s.zygote)
 	return a.list
 }
 
@@ -218,10 +218,17 @@ func (a *bwrapArgs) runDirs(s *sandboxSpec) {
 
 // capabilities drops them all; as root, setpriv needs three to switch to
 // the run's uid, and it then drops every capability, bounding set included.
-func (a *bwrapArgs) capabilities(root bool) {
+// A warm runner's zygote keeps those three and what it needs to isolate
+// each child before the child drops them all (zygote.py): mounts and
+// namespaces, loopback, ownership of the files it writes for the run.
+func (a *bwrapArgs) capabilities(root, zygote bool) {
 	a.add("--cap-drop", "ALL")
 	if root {
 		a.add("--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP")
+	}
+	if root && zygote {
+		a.add("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_NET_ADMIN", "--cap-add", "CAP_CHOWN",
+			"--cap-add", "CAP_FOWNER", "--cap-add", "CAP_DAC_OVERRIDE")
 	}
 }
 
@@ -243,7 +250,7 @@ func (b *Backend) command(s *sandboxSpec) []string {
 		a = append(a, fmt.Sprintf("--cpu=%d:%d", l.cpu, l.cpu+1))
 	}
 	a = append(a, "--")
-	if b.root {
+	if b.root && !s.zygote { // a zygote's children drop to their run's uid themselves
 		id := strconv.FormatUint(uint64(s.uid), 10)
 		a = append(a, b.tools.setpriv, "--reuid="+id, "--regid="+id, "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--")

@@ -47,6 +47,7 @@ type Backend struct {
 	limits Limits
 	flight sandbox.BuildGroup
 	egress *egress.Proxy // the only way out of a build
+	warm   *warmPool     // nil: no warm runner (Config.WarmRunner, warmAvailable)
 	// seccomp is the compiled filter every sandbox loads (seccomp.go).
 	seccomp []byte
 
@@ -139,12 +140,18 @@ func New(cfg Config) (*Backend, error) {
 	if err := b.probeSandbox(); err != nil {
 		return nil, err
 	}
+	if why := b.warmAvailable(); why == "" {
+		b.warm = &warmPool{zygotes: map[string]*zygoteSlot{}}
+	} else if b.cfg.WarmRunner {
+		b.log.Warn("no warm runner: every run starts a fresh interpreter", "reason", why)
+	}
 	if !b.py.Pytest {
 		b.log.Warn("base interpreter has no pytest: RunTests will report an import error", "python", b.py.Executable)
 	}
 	b.log.Info("process sandbox ready", "python", b.py.Executable, "python_version", firstLine(b.py.Version),
 		"bwrap", b.bwrap, "state_dir", cfg.StateDir, "per_run_uid", b.root,
-		"cgroup", b.limits.Cgroup, "cgroup_limits", b.limits.CgroupLimits, "rlimits", b.limits.Rlimits)
+		"cgroup", b.limits.Cgroup, "cgroup_limits", b.limits.CgroupLimits, "rlimits", b.limits.Rlimits,
+		"warm_runner", b.warm != nil)
 	return b, nil
 }
 
@@ -328,12 +335,16 @@ func (b *Backend) removeStale() {
 // Name is "process".
 func (b *Backend) Name() string { return "process" }
 
-// Close makes later Build and Run calls fail with ErrClosed. Runs in
-// progress finish (their contexts bound them); environments stay on disk.
+// Close makes later Build and Run calls fail with ErrClosed and stops the
+// warm runners. Runs in progress finish (their contexts bound them; a warm
+// one outlives its zygote); environments stay on disk.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	b.closed = true
 	b.mu.Unlock()
+	if b.warm != nil {
+		b.closeWarm()
+	}
 	return nil
 }
 

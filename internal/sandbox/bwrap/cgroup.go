@@ -390,6 +390,35 @@ func (g *runCgroup) add(pid int) error {
 	return nil
 }
 
+// procsFiles opens the cgroup.procs files of the cgroup for writing: a
+// process given them moves itself in by writing "0" (the kernel checks
+// the opener's credentials and cgroup namespace, the worker's).
+func (g *runCgroup) procsFiles() ([]*os.File, error) {
+	var out []*os.File
+	for _, dir := range g.dirs {
+		f, err := os.OpenFile(filepath.Join(dir, "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			for _, f := range out {
+				f.Close()
+			}
+			return nil, fmt.Errorf("sandbox: open cgroup: %w", err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// kill kills everything in the cgroup, forks included, without waiting.
+func (g *runCgroup) kill() {
+	for _, dir := range g.dirs {
+		if g.v2 {
+			_ = writeCgroupFile(dir, "cgroup.kill", "1")
+		} else {
+			killCgroupProcs(dir)
+		}
+	}
+}
+
 // destroy kills whatever is still in the cgroup and removes it. Normally
 // the sandbox is gone already (its pid namespace died with its init); this
 // catches anything that was not.

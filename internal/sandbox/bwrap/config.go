@@ -90,6 +90,16 @@ type Config struct {
 	// Pick a range no real user has. Defaults 1600000000 and 1000000.
 	UIDBase, UIDCount uint32
 
+	// WarmRunner runs what it can (sandbox.WarmArgs: pytest, scripts,
+	// python -c) in a child of a per-environment zygote that has imported
+	// pytest once, isolated as a cold run is (warm.go, docs/sandbox.md).
+	// It needs a root worker and a usable cgroup; without them New logs
+	// why and every run is cold.
+	WarmRunner bool
+	// OnWarmFallback, if set, is called with the reason (WarmFallback*)
+	// each time a warm run falls back to a cold one (a metric).
+	OnWarmFallback func(reason string)
+
 	// Logger receives build and run logs. Default: discard.
 	Logger *slog.Logger
 }

@@ -54,6 +54,7 @@ type sandboxSpec struct {
 	timeout     time.Duration
 	outputLimit int
 	stdio       sandbox.StdioFunc // runs: RunSpec.Stdio (nil: none)
+	zygote      bool              // a warm runner's zygote: stays root with the capabilities it isolates runs with
 }
 
 // execResult is what one bubblewrap invocation produced.
@@ -378,19 +379,24 @@ func writeEtc(dir string, uid uint32) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	id := strconv.FormatUint(uint64(uid), 10)
-	files := map[string]string{
-		"passwd":        "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:" + id + ":" + id + ":sandbox:/tmp:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-		"group":         "root:x:0:\nsandbox:x:" + id + ":\nnogroup:x:65534:\n",
-		"hosts":         "127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost ip6-loopback\n",
-		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
-	}
-	for name, content := range files {
+	for name, content := range etcFiles(uid) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// etcFiles are the synthesized /etc files of a sandbox whose processes
+// run as uid.
+func etcFiles(uid uint32) map[string]string {
+	id := strconv.FormatUint(uint64(uid), 10)
+	return map[string]string{
+		"passwd":        "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:" + id + ":" + id + ":sandbox:/tmp:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"group":         "root:x:0:\nsandbox:x:" + id + ":\nnogroup:x:65534:\n",
+		"hosts":         "127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost ip6-loopback\n",
+		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
+	}
 }
 
 // countUserTasks counts the processes and threads of uid (best effort).

@@ -3,6 +3,7 @@ package bwrap
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -38,6 +39,19 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	envDir, err := b.envDir(spec.Env)
 	if err != nil {
 		return sandbox.RunResult{}, err
+	}
+	if b.warm != nil {
+		if args, whyCold := sandbox.WarmArgs(spec); whyCold == "" {
+			res, err := b.runWarm(ctx, spec, envDir, args)
+			var fb *warmFallback
+			if !errors.As(err, &fb) {
+				return res, err
+			}
+			b.log.Warn("warm runner unhealthy: running cold", "env", spec.Env, "reason", fb.reason, "err", fb.err)
+			if b.cfg.OnWarmFallback != nil {
+				b.cfg.OnWarmFallback(fb.reason)
+			}
+		}
 	}
 	uid := b.takeUID()
 	defer b.releaseUID(uid)

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/problemset"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/docker"
+	"github.com/autocoder/autocoder/internal/sandbox/sandboxtest"
 )
 
 const benchCode = "def add(a, b):\n    return a + b\n"
@@ -230,4 +232,85 @@ func BenchmarkOverhead(b *testing.B) {
 	b.ReportMetric(mw, "warm-ms")
 	b.ReportMetric(mc/mb, "cold-x")
 	b.ReportMetric(mw/mb, "warm-x")
+}
+
+// BenchmarkWarmHumanEval runs HumanEval's test files (canonical solutions,
+// one problem per iteration in turn) bare (/usr/bin/python3 -m pytest),
+// through the warm pool with a cold stub (it executes a fresh python) and
+// through the warm pool with the warm runner (the stub imported pytest
+// while it waited), each starting with the backends idle; it reports the
+// medians and their ratios to bare.
+func BenchmarkWarmHumanEval(b *testing.B) {
+	problems := sandboxtest.HumanEval(b)
+	dir := b.TempDir()
+	open := func(warmRunner bool) (*docker.Backend, string) {
+		cfg := testConfig(b)
+		cfg.PoolSize, cfg.ReapInterval, cfg.WarmRunner = 1, -1, warmRunner
+		be := newBackend(b, cfg)
+		env, err := be.Build(b.Context(), sandbox.EnvSpec{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return be, env.ID
+	}
+	pool, poolEnv := open(false)
+	warm, warmEnv := open(true)
+	quiet := func() {
+		waitPool(b, pool, poolEnv, 1)
+		waitPool(b, warm, warmEnv, 1)
+		for docker.Removing(pool)+docker.Removing(warm) > 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	var tBare, tPool, tWarm []time.Duration
+	i := 0
+	for b.Loop() {
+		p := problems[i%len(problems)]
+		i++
+		for _, c := range []struct {
+			d  *[]time.Duration
+			fn func()
+		}{
+			{&tBare, func() { bareHumanEval(b, dir, p) }},
+			{&tPool, func() { sandboxHumanEval(b, pool, poolEnv, p) }},
+			{&tWarm, func() { sandboxHumanEval(b, warm, warmEnv, p) }},
+		} {
+			quiet()
+			start := time.Now()
+			c.fn()
+			*c.d = append(*c.d, time.Since(start))
+		}
+	}
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2]) / float64(time.Millisecond)
+	}
+	mb, mp, mw := median(tBare), median(tPool), median(tWarm)
+	b.ReportMetric(mb, "bare-ms")
+	b.ReportMetric(mp, "pool-ms")
+	b.ReportMetric(mw, "warm-ms")
+	b.ReportMetric(mp/mb, "pool-x")
+	b.ReportMetric(mw/mb, "warm-x")
+}
+
+func bareHumanEval(b *testing.B, dir string, p problemset.Problem) {
+	for name, content := range map[string]string{"solution.py": p.Canonical(), "test_solution.py": p.HiddenTests()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cmd := exec.Command("/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+		"--junitxml="+filepath.Join(dir, ".harness", "junit.xml"), "test_solution.py")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE=1"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("bare pytest: %v\n%s", err, out)
+	}
+}
+
+func sandboxHumanEval(b *testing.B, be *docker.Backend, env string, p problemset.Problem) {
+	rep, err := sandbox.RunTests(b.Context(), be, sandbox.TestRun{Env: env, Code: p.Canonical(), Tests: p.HiddenTests()})
+	if err != nil || !rep.OK() || rep.Passed != 1 {
+		b.Fatalf("RunTests: %v %+v", err, rep)
+	}
 }

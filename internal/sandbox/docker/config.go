@@ -131,6 +131,12 @@ type Config struct {
 	// is over (it also runs once in New). Default 1m; negative: never.
 	ReapInterval time.Duration
 
+	// WarmRunner makes every sandbox container's stub import pytest while
+	// it waits (in the warm pool, as a rule), and run what it can
+	// (sandbox.WarmArgs: pytest, scripts, python -c) in a fork of itself
+	// instead of executing a fresh interpreter. Each run still has a
+	// fresh container of its own.
+	WarmRunner bool
 	// PoolSize is the number of started, idle sandboxes kept per hot image
 	// (one used by a Build or a Run recently), each used once. A run with
 	// the default Memory and CPUs takes one instead of creating a

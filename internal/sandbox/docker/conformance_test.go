@@ -25,3 +25,20 @@ func TestDockerConformance(t *testing.T) {
 type keepOpen struct{ *docker.Backend }
 
 func (keepOpen) Close() error { return nil }
+
+// TestDockerWarmConformance is the conformance and escape suite with the
+// warm runner on: runs it can take (python -c, pytest) run in a fork of
+// the stub that imported pytest while its container waited.
+func TestDockerWarmConformance(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.DiskQuota, cfg.WarmRunner = sandboxtest.TestDiskQuota, true
+	shared := newBackend(t, cfg)
+	sandboxtest.Run(t, func(t *testing.T) sandbox.Backend { return keepOpen{shared} })
+}
+
+// TestDockerWarmIsolation: consecutive warm runs share nothing.
+func TestDockerWarmIsolation(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.WarmRunner = true
+	sandboxtest.WarmIsolation(t, newBackend(t, cfg))
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -113,9 +114,11 @@ def main():
             for fd in (out_r, out_w, err_r, err_w, in_r, in_w):
                 if fd > 2:
                     os.close(fd)
+            os.chdir(req["cwd"])
+            if req.get("warm"):
+                warm_run(req["warm"], env)  # sandbox.WarmRunSource, in warm stubs
             for s in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
                 signal.signal(s, signal.SIG_DFL)
-            os.chdir(req["cwd"])
             os.execvpe(argv[0], argv, env)
         except BaseException as e:
             os.write(2, ("sandbox: cannot run %s: %s\n" % (argv[0], e)).encode())
@@ -196,6 +199,43 @@ def main():
 sys.exit(main())
 `
 
+// warmStubPrelude makes a stub warm: it imports pytest (when the image has
+// it) before it waits for its request, and defines warm_run.
+const warmStubPrelude = `
+try:
+    import pytest, _pytest.assertion.rewrite, _pytest.junitxml, _pytest.python, _pytest.terminal
+except ImportError:
+    pass
+`
+
+// stubCmd is a sandbox container's command: the stub, waiting for at most
+// lease. A warm stub (Config.WarmRunner) runs with site-packages and the
+// interpreter variables of sandbox.WarmZygoteEnv (the container's Env),
+// which it cannot change per run; a cold one isolated (-I -S), as the
+// command it executes sets its own.
+func (b *Backend) stubCmd(lease time.Duration) []string {
+	secs := strconv.Itoa(int(math.Ceil(lease.Seconds())))
+	if b.cfg.WarmRunner {
+		// Compiled as <warm-runner>, so warm_run can leave its frames out of
+		// tracebacks (the run's own -c code is <string>).
+		return []string{"python3", "-c", "import sys; exec(compile(sys.argv.pop(2), '<warm-runner>', 'exec'))",
+			secs, sandbox.WarmRunSource + warmStubPrelude + stubScript}
+	}
+	return []string{"python3", "-I", "-S", "-c", stubScript, secs}
+}
+
+// stubEnv is a sandbox container's environment besides the image's.
+func (b *Backend) stubEnv() []string {
+	env := []string{} // the image's PATH; the stub gives the run its own environment
+	if b.cfg.WarmRunner {
+		for k, v := range sandbox.WarmZygoteEnv() {
+			env = append(env, k+"="+v)
+		}
+		sort.Strings(env)
+	}
+	return env
+}
+
 // stubLinger is how long a stub waits after the run for the worker to copy
 // the results out and remove the container (a backstop: the worker removes
 // it at once).
@@ -214,6 +254,10 @@ type request struct {
 	Limit   int               `json:"limit"`   // bytes of head and of tail kept per stream
 	Nonce   string            `json:"nonce"`   // marks the trailer with the exit code
 	Linger  float64           `json:"linger"`  // seconds the stub stays up after the trailers
+	// Warm is the argv to run in the stub's own forked interpreter, which
+	// imported pytest while the container waited in the pool
+	// (sandbox.WarmArgs; Config.WarmRunner), instead of executing Argv.
+	Warm []string `json:"warm,omitempty"`
 	// Stdio (RunSpec.Stdio): the stub passes what follows the request
 	// on its stdin to the command's, and the command's stdout on whole,
 	// as it comes.
@@ -293,8 +337,12 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	for k, v := range spec.EnvVars {
 		env[k] = v
 	}
-	res, err := b.execute(ctx, bx, request{Argv: spec.Argv, Env: env, Cwd: sandbox.WorkspaceDir,
-		Timeout: (timeout + stubGrace).Seconds(), Stdio: spec.Stdio != nil}, timeout, cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit),
+	req := request{Argv: spec.Argv, Env: env, Cwd: sandbox.WorkspaceDir,
+		Timeout: (timeout + stubGrace).Seconds(), Stdio: spec.Stdio != nil}
+	if args, whyCold := sandbox.WarmArgs(spec); b.cfg.WarmRunner && whyCold == "" {
+		req.Warm = args
+	}
+	res, err := b.execute(ctx, bx, req, timeout, cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit),
 		workspace, inputs, spec.Stdio)
 	res.Duration = time.Since(start)
 	b.log.Debug("sandbox run", "job_id", spec.JobID, "container", shortID(bx.id), "env", spec.Env, "argv0", spec.Argv[0], "exit_code", res.ExitCode,
@@ -364,8 +412,8 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 		Image:        image,
 		User:         sandboxUser,
 		Hostname:     "sandbox",
-		Env:          []string{}, // the image's PATH; the stub gives the run its own environment
-		Cmd:          []string{"python3", "-I", "-S", "-c", stubScript, strconv.Itoa(int(math.Ceil(lease.Seconds())))},
+		Env:          b.stubEnv(),
+		Cmd:          b.stubCmd(lease),
 		Entrypoint:   []string{},
 		WorkingDir:   "/",
 		AttachStdin:  true,

@@ -1,0 +1,117 @@
+package bwrap_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/autocoder/autocoder/internal/metrics"
+	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
+	"github.com/autocoder/autocoder/internal/sandbox/sandboxtest"
+)
+
+// TestWarmConformance is the conformance and escape suite with the warm
+// runner on: every run it can take (python -c, pytest) goes through a
+// zygote's child.
+func TestWarmConformance(t *testing.T) {
+	dir := sharedStateDir(t)
+	sandboxtest.Run(t, func(t *testing.T) sandbox.Backend {
+		return newBackend(t, bwrap.Config{StateDir: dir, DiskQuota: sandboxtest.TestDiskQuota, WarmRunner: true, OnWarmFallback: func(reason string) {
+			t.Errorf("warm runner fell back to a cold run: %s", reason)
+		}})
+	})
+}
+
+// TestWarmIsolation: consecutive warm runs of one zygote share nothing.
+func TestWarmIsolation(t *testing.T) {
+	p := newBackend(t, bwrap.Config{WarmRunner: true, OnWarmFallback: func(reason string) {
+		t.Errorf("warm runner fell back to a cold run: %s", reason)
+	}})
+	sandboxtest.WarmIsolation(t, p)
+}
+
+// TestWarmFallback: a run after the zygote was killed still passes, as a
+// cold run, and is counted; the one after it is warm again.
+func TestWarmFallback(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	onFallback, err := metrics.NewBuilderOn(reg).WarmFallbacks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newBackend(t, bwrap.Config{WarmRunner: true, OnWarmFallback: onFallback("process")})
+	env, err := p.Build(t.Context(), sandbox.EnvSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() string {
+		t.Helper()
+		// The run's own pid: 1 in a warm child's pid namespace, more in
+		// a cold run's (bubblewrap's init is 1).
+		res, err := p.Run(t.Context(), sandbox.RunSpec{Env: env.ID, Argv: []string{"python", "-c", "import os; print(os.getpid())"},
+			Timeout: 60 * time.Second})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("Run: %v %d %s", err, res.ExitCode, res.Stderr)
+		}
+		return strings.TrimSpace(string(res.Stdout))
+	}
+	if pid := run(); pid != "1" {
+		t.Fatalf("first run: pid %s, not a warm child", pid)
+	}
+	if n := bwrap.KillZygotes(p); n != 1 {
+		t.Fatalf("%d zygotes killed, want 1", n)
+	}
+	if pid := run(); pid == "1" {
+		t.Errorf("run after the kill: pid 1, a warm child")
+	}
+	if got := fallbacks(t, reg); got != 1 {
+		t.Errorf("fallbacks counted: %v, want 1", got)
+	}
+	if pid := run(); pid != "1" {
+		t.Errorf("run after the fallback: pid %s, not a warm child (no new zygote)", pid)
+	}
+}
+
+// fallbacks is the sum of the warm fallback counter's series.
+func fallbacks(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == metrics.SandboxWarmFallbacksTotal {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// TestWarmZygotesBounded: one zygote per environment, at most MaxZygotes;
+// past the bound the least recently used idle one is stopped, and every
+// run is still warm.
+func TestWarmZygotesBounded(t *testing.T) {
+	p := newBackend(t, bwrap.Config{WarmRunner: true, PipDisabled: true, OnWarmFallback: func(reason string) {
+		t.Errorf("warm runner fell back to a cold run: %s", reason)
+	}})
+	// Packages the base interpreter has (Debian's): distinct environments, no index.
+	for i, pkg := range []string{"pytest", "pluggy", "packaging", "iniconfig", "numpy", "pytest"} {
+		env, err := p.Build(t.Context(), sandbox.EnvSpec{Packages: []string{pkg}})
+		if err != nil {
+			t.Fatalf("Build(%s): %v", pkg, err)
+		}
+		res, err := p.Run(t.Context(), sandbox.RunSpec{Env: env.ID, Timeout: 60 * time.Second,
+			Argv: []string{"python", "-c", `import sys; print("warm" if "pytest" in sys.modules else "cold")`}})
+		if err != nil || strings.TrimSpace(string(res.Stdout)) != "warm" {
+			t.Fatalf("run %d in %s: %v %q %s", i, pkg, err, res.Stdout, res.Stderr)
+		}
+		if n := bwrap.Zygotes(p); n > bwrap.MaxZygotes {
+			t.Fatalf("after run %d: %d zygotes, over the bound %d", i, n, bwrap.MaxZygotes)
+		}
+	}
+}

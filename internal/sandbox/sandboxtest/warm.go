@@ -1,0 +1,135 @@
+package sandboxtest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
+)
+
+// plantCode leaves what it can of itself behind: module globals (its own,
+// pytest's, builtins), a sys.modules entry, sys.path, environment
+// variables, and files in /tmp, $HOME, /dev/shm, /workspace,
+// /var/outputs and site-packages (read-only: the write fails, and must).
+// It first says whether pytest was imported before it ran: a warm child's
+// interpreter has it, a fresh one does not.
+const plantCode = `
+import builtins, os, site, sys, types
+tok = sys.argv[1]
+print("warm" if "pytest" in sys.modules else "cold")
+import pytest, json
+pytest.PLANTED = tok
+json.PLANTED = tok
+builtins.PLANTED = tok
+sys.modules["planted_" + tok] = types.ModuleType("planted_" + tok)
+sys.path.append("/tmp/planted-" + tok)
+os.environ["PLANTED_" + tok] = tok
+for d in ("/tmp", os.path.expanduser("~"), "/dev/shm", "/workspace", "/var/outputs"):
+    open(os.path.join(d, "planted-" + tok), "w").write(tok)
+for d in site.getsitepackages():
+    try:
+        os.makedirs(d, exist_ok=True)
+        open(os.path.join(d, "planted_%s.py" % tok), "w").write("X = 1")
+        print("wrote", d)
+    except OSError:
+        pass
+print("planted")
+`
+
+// findCode looks for everything plantCode leaves, and prints what it found.
+const findCode = `
+import builtins, os, site, sys
+tok = sys.argv[1]
+print("warm" if "pytest" in sys.modules else "cold")
+import pytest, json
+found = []
+for mod in (pytest, json, builtins):
+    if hasattr(mod, "PLANTED"):
+        found.append(mod.__name__ + ".PLANTED")
+found += [m for m in sys.modules if tok in m]
+found += [p for p in sys.path if tok in p]
+found += [k for k in os.environ if tok in k]
+for d in ["/tmp", os.path.expanduser("~"), "/dev/shm", "/workspace", "/var/outputs"] + site.getsitepackages() + [site.getusersitepackages()]:
+    try:
+        found += [os.path.join(d, n) for n in os.listdir(d) if tok in n]
+    except OSError:
+        pass
+try:
+    __import__("planted_" + tok)
+    found.append("import planted_" + tok)
+except ImportError:
+    pass
+print("found", found)
+`
+
+// plantTests and findTests do the same through pytest, in the solution
+// and test modules of RunTests.
+const (
+	plantTests = `
+import os, sys, pytest, solution
+def test_plant():
+    solution.PLANTED = 1
+    pytest.PLANTED = 1
+    os.environ["PLANTED_TESTS"] = "1"
+    sys.modules["planted_tests"] = solution
+`
+	findTests = `
+import os, sys, pytest, solution
+def test_find():
+    assert not hasattr(solution, "PLANTED")
+    assert not hasattr(pytest, "PLANTED")
+    assert "PLANTED_TESTS" not in os.environ
+    assert "planted_tests" not in sys.modules
+`
+)
+
+// WarmIsolation checks that consecutive runs of a backend with its warm
+// runner on are warm (pytest already imported) and share nothing: one run
+// writes module globals, files in /tmp, $HOME, the workspace, the outputs
+// and site-packages, environment variables and sys.modules entries, and
+// the next run sees none of them; the same through RunTests.
+func WarmIsolation(t *testing.T, b sandbox.Backend) {
+	t.Helper()
+	env, err := b.Build(t.Context(), sandbox.EnvSpec{})
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	tok := token(t)
+	run := func(code string) string {
+		t.Helper()
+		res, err := b.Run(t.Context(), sandbox.RunSpec{Env: env.ID, Argv: []string{"python", "-c", code, tok},
+			Timeout: 60 * time.Second})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("Run: %v\n%s", err, dump(res))
+		}
+		return string(res.Stdout)
+	}
+	for i := range 2 {
+		out := run(plantCode)
+		if !strings.HasPrefix(out, "warm\n") || !strings.Contains(out, "planted") {
+			t.Errorf("planting run %d: %q, want a warm run that planted", i, out)
+		}
+		if strings.Contains(out, "wrote") {
+			t.Errorf("planting run %d wrote into site-packages: %q", i, out)
+		}
+		if out := run(findCode); out != "warm\nfound []\n" {
+			t.Errorf("run after planting run %d: %q, want a warm run that found nothing", i, out)
+		}
+	}
+	// A script under -I (code mode's prelude runs so) is warm too, and
+	// its directory is not put on sys.path, as -I says.
+	res, err := b.Run(t.Context(), sandbox.RunSpec{Env: env.ID, Argv: []string{"python", "-I", "probe.py"},
+		Files:   map[string][]byte{"probe.py": []byte(`import sys; print("warm" if "pytest" in sys.modules else "cold", sys.path[0])`)},
+		Timeout: 60 * time.Second})
+	if out := string(res.Stdout); err != nil || !strings.HasPrefix(out, "warm ") || strings.Contains(out, "/workspace") {
+		t.Errorf("python -I probe.py: %v %q, want a warm run without /workspace on sys.path", err, out)
+	}
+	f := &fixture{b: b, env: env.ID}
+	if rep := f.runTests(t, sandbox.TestRun{Code: "X = 0\n", Tests: plantTests}); !rep.OK() {
+		t.Errorf("planting tests: %+v", rep)
+	}
+	if rep := f.runTests(t, sandbox.TestRun{Code: "X = 0\n", Tests: findTests}); !rep.OK() {
+		t.Errorf("tests after the planting tests saw what they left: %s", rep.Output)
+	}
+}

@@ -1,0 +1,78 @@
+# The warm runners' in-process run (internal/sandbox/warm.go), shared by
+# the process backend's zygote and the docker backend's stub: it runs an
+# argv of sandbox.WarmArgs in the current (forked, already isolated)
+# interpreter as a fresh `python` would, and never returns.
+import os as _os, runpy as _runpy, signal as _signal, sys as _sys, types as _types
+
+
+def _run_argv(argv):
+    # argv is the run's argv without "python": ["-m", mod, ...], ["-c",
+    # code, ...] or [script, ...], after an optional "-I" (sandbox.WarmArgs
+    # lets nothing else through). sys.path[0] is what a fresh interpreter
+    # puts first; -I puts nothing there.
+    isolated = argv[0] == "-I"
+    if isolated:
+        argv = argv[1:]
+    if argv[0] == "-m":
+        _sys.argv = ["-m"] + argv[2:]
+        _sys.path[0] = _os.getcwd()
+    elif argv[0] == "-c":
+        _sys.argv = ["-c"] + argv[2:]
+        _sys.path[0] = ""
+    else:
+        _sys.argv = list(argv)
+        _sys.path[0] = _os.path.dirname(_os.path.abspath(argv[0]))
+    if isolated:
+        del _sys.path[0]
+    if argv[0] == "-m":
+        _runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    elif argv[0] == "-c":
+        main = _types.ModuleType("__main__")
+        main.__dict__["__builtins__"] = __builtins__
+        _sys.modules["__main__"] = main
+        exec(compile(argv[1], "<string>", "exec"), main.__dict__)
+    else:
+        _runpy.run_path(argv[0], run_name="__main__")
+
+
+def _exit_code(e):
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code & 0xFF
+    print(e.code, file=_sys.stderr)
+    return 1
+
+
+def warm_run(argv, env):
+    _os.environ.clear()
+    _os.environ.update(env)
+    _sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
+    if env.get("PYTHONUNBUFFERED"):
+        _sys.stdout.reconfigure(write_through=True)
+        _sys.stderr.reconfigure(write_through=True)
+    # A fresh interpreter's dispositions.
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    for s in (_signal.SIGPIPE, _signal.SIGXFSZ):
+        _signal.signal(s, _signal.SIG_IGN)
+    for s in (_signal.SIGCHLD, _signal.SIGALRM, _signal.SIGUSR1, _signal.SIGTERM):
+        _signal.signal(s, _signal.SIG_DFL)
+    code = 0
+    try:
+        _run_argv(argv)
+    except SystemExit as e:
+        code = _exit_code(e)
+    except BaseException as e:
+        tb = e.__traceback__  # without the runner's own frames, as a fresh interpreter prints it
+        while tb is not None and tb.tb_frame.f_code.co_filename in ("<warm-runner>", _runpy.__file__):
+            tb = tb.tb_next
+        _sys.excepthook(type(e), e.with_traceback(tb), tb)
+        code = 1
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+        _sys.stdout.flush()
+        _sys.stderr.flush()
+    except BaseException:
+        pass
+    _os._exit(code)
