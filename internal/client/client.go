@@ -50,6 +50,9 @@ func (c *Client) Submit(ctx context.Context, jobID string, spec messages.JobSpec
 	if !bus.ValidJobID(jobID) {
 		return fmt.Errorf("invalid job id %q", jobID)
 	}
+	if err := checkBound(jobID, spec); err != nil { // bound.go
+		return err
+	}
 	wire := spec
 	wire.Samples = map[string]string{}
 	for name, path := range spec.Samples {

@@ -230,6 +230,11 @@ func (c *Coordinator) checkSpec(ctx context.Context, spec *messages.JobSpec) err
 	if err := spec.Validate(); err != nil {
 		return messages.PrefixField("spec", err)
 	}
+	// The bound before the lookups: 10,000 sample references are refused
+	// at once, not after 10,000 round trips.
+	if err := CheckSubmission(SubmissionOf("", *spec, c.cfg.DefaultModel), c.cfg.MaxStateBytes); err != nil {
+		return err
+	}
 	for _, name := range sortedKeys(spec.Samples) {
 		ref, ok := messages.ParseObjectRef(spec.Samples[name])
 		if !ok {

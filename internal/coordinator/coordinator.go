@@ -224,6 +224,7 @@ const maxCASAttempts = 50
 // with compare-and-set; on a lost race it starts again from the fresh state.
 func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input) error {
 	key := bus.JobKey(jobID)
+	shrank := false // the result was replaced by its failure once (statebound.go)
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
 		var rec record
 		var rev uint64
@@ -260,13 +261,18 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input)
 		if err != nil {
 			return fmt.Errorf("marshal job %s: %w", jobID, err)
 		}
-		if len(b) > c.cfg.MaxStateBytes {
-			shrunk, ok := overStateLimit(ev, len(b), c.cfg.MaxStateBytes)
-			if !ok {
-				return bus.Permanent(fmt.Errorf("job %s: state of %s is over the %s bound", jobID, messages.FormatBytes(int64(len(b))), messages.FormatBytes(int64(c.cfg.MaxStateBytes))))
+		if len(b) > c.cfg.MaxStateBytes { // statebound.go
+			if shrunk, ok := overStateLimit(ev, len(b), c.cfg.MaxStateBytes); ok && !shrank {
+				c.log.Warn("stage result too large for the job state; failing the stage", "job_id", jobID, "err", shrunk.Result.Error)
+				ev, shrank = shrunk, true
+				continue
 			}
-			c.log.Warn("stage result too large for the job state; failing the stage", "job_id", jobID, "err", shrunk.Result.Error)
-			ev = shrunk
+			if ev.Kind == machine.InputSubmitted {
+				return c.reject(ctx, jobID, oversizedSubmission(ev, len(b), c.cfg.MaxStateBytes))
+			}
+			if err := c.endOversized(ctx, jobID, rec, rev, ev, len(b)); !errors.Is(err, errRetryStep) {
+				return err
+			}
 			continue
 		}
 		if rev == 0 {
@@ -332,9 +338,9 @@ func (c *Coordinator) publish(ctx context.Context, cmds []machine.Command) error
 				return fmt.Errorf("dispatch %s for job %s: %w", d.Stage, d.JobID, err)
 			}
 		case cmd.Finish != nil:
-			b, err := json.Marshal(cmd.Finish)
+			b, err := boundedResult(cmd.Finish, c.cfg.MaxStateBytes) // statebound.go
 			if err != nil {
-				return fmt.Errorf("marshal result: %w", err)
+				return fmt.Errorf("result of job %s: %w", cmd.Finish.JobID, err)
 			}
 			if _, err := c.cfg.Results.Put(ctx, bus.JobKey(cmd.Finish.JobID), b); err != nil {
 				return fmt.Errorf("store result of job %s: %w", cmd.Finish.JobID, err)

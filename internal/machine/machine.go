@@ -35,6 +35,11 @@ func Step(prev State, in Input) (State, []Command) {
 		if changed {
 			m.cancel(in)
 		}
+	case InputAbort:
+		changed = !s.Done() && s.JobID != ""
+		if changed {
+			m.abort(in) // abort.go
+		}
 	}
 	if !changed {
 		return prev, nil

@@ -122,6 +122,9 @@ const (
 	InputSubmitted   InputKind = "submitted"
 	InputStageResult InputKind = "stage_result"
 	InputCancel      InputKind = "cancel"
+	// InputAbort ends a running job as failed with Reason: the coordinator's
+	// own verdict when the job cannot go on (abort.go).
+	InputAbort InputKind = "abort"
 )
 
 // Input is what Step takes: something that happened to the job (a
@@ -135,7 +138,7 @@ type Input struct {
 	Time   time.Time             `json:"time"`
 	Submit *Submission           `json:"submit,omitempty"`
 	Result *messages.StageResult `json:"result,omitempty"`
-	Reason string                `json:"reason,omitempty"` // cancel
+	Reason string                `json:"reason,omitempty"` // cancel, abort
 	By     string                `json:"by,omitempty"`     // cancel: who asked (messages.CancelJob.By)
 }
 
