@@ -24,6 +24,11 @@ func ServerConf(header string, users []ConfUser) (string, error) {
 	for _, l := range strings.Split(strings.TrimSpace(header), "\n") {
 		b.WriteString("# " + l + "\n")
 	}
+	// The stores hold the only copy of the jobs: every write reaches the
+	// disk before it is acknowledged (sync.go says why and what it costs).
+	b.WriteString("# Flush every JetStream write before acknowledging it: the default (every 2m)\n" +
+		"# can lose acknowledged writes in a power loss (see internal/bus/sync.go).\n")
+	b.WriteString("jetstream {\n  sync_interval: " + SyncAlways + "\n}\n")
 	b.WriteString("authorization {\n  users = [\n")
 	for _, u := range users {
 		p, err := PermissionsOf(u.Role)

@@ -60,6 +60,9 @@ func TestComposeNATSConf(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nats-server reads %s: %v", composeConf, err)
 	}
+	if !opts.SyncAlways {
+		t.Errorf("%s: JetStream does not flush every write (sync_interval: always)", composeConf)
+	}
 	byName := map[string]*server.User{}
 	for _, u := range opts.Users {
 		byName[u.Username] = u

@@ -46,6 +46,12 @@ type EmbeddedConfig struct {
 	NoAuth bool
 	// TLSCert and TLSKey are PEM files: when set, the listener speaks TLS.
 	TLSCert, TLSKey string
+	// Sync is how the store reaches the disk (sync.go): SyncAlways (the
+	// default when empty) flushes every write before it is acknowledged;
+	// a Go duration such as "2m" flushes on that interval, as nats-server
+	// does by default, and an acknowledged write can be lost in a power
+	// loss of that long.
+	Sync string
 	// MonitorListen serves the server's HTTP monitoring endpoint (/varz,
 	// /jsz, /connz, ...) on host:port; port 0 picks a free one (see
 	// MonitorURL). Default "": none. It takes no authentication: bind it
@@ -84,6 +90,9 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		// A library must not install signal handlers; the binary owns signals.
 		NoSigs: true,
 		NoLog:  cfg.Logger == nil,
+	}
+	if err := syncOptions(opts, cfg.Sync); err != nil {
+		return nil, err
 	}
 	password, err := listenerOptions(opts, cfg)
 	if err != nil {

@@ -111,6 +111,7 @@ type Config struct {
 	// Redis that requires one (AUTOCODER_REDIS_TLS_CERT, AUTOCODER_REDIS_TLS_KEY).
 	RedisTLSCert, RedisTLSKey string
 	NATSAuthConfig            // NATS credentials, TLS and the embedded server's users (natsauth.go)
+	FleetConfig               // replicas, store bounds, sync, HTTP connection limits (fleet.go)
 }
 
 // HTTP authentication modes (AUTOCODER_HTTP_AUTH).
@@ -156,6 +157,7 @@ func FromEnv() Config {
 	c.readMonitor()
 	c.readModelBounds()
 	c.NATSAuthConfig = natsAuthFromEnv()
+	c.FleetConfig = fleetFromEnv()
 	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
 	fmt.Sscan(os.Getenv("AUTOCODER_DOCKER_POOL_SIZE"), &c.DockerPoolSize)
 	c.DockerBuildNetwork = os.Getenv("AUTOCODER_DOCKER_BUILD_NETWORK")
@@ -198,6 +200,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	c.registerModelBounds(fs)
 	c.registerAccess(fs)
 	c.NATSAuthConfig.register(fs)
+	c.FleetConfig.register(fs)
 }
 
 // registerAccess adds the flags of the HTTP API's and Redis's access settings.
@@ -251,6 +254,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateAccess(); err != nil {
+		return err
+	}
+	if err := c.FleetConfig.validate(); err != nil {
 		return err
 	}
 	return c.NATSAuthConfig.validate()

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -116,6 +117,8 @@ func (a *api) putSample(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, client.ErrSampleTooLarge):
 		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+	case errors.Is(err, bus.ErrStoreFull):
+		http.Error(w, err.Error(), http.StatusInsufficientStorage)
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 	default:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -100,7 +101,7 @@ func (s *Store) Put(ctx context.Context, name, path string) (messages.SampleRef,
 			return messages.SampleRef{}, err
 		}
 		if _, err := s.obj.Put(ctx, jetstream.ObjectMeta{Name: ref.ObjectName()}, f); err != nil {
-			return messages.SampleRef{}, fmt.Errorf("upload sample %s: %w", name, err)
+			return messages.SampleRef{}, fmt.Errorf("upload sample %s: %w", name, bus.StoreFull(bus.ObjectStoreSamples, err))
 		}
 	}
 	return messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext, Size: n}, nil
