@@ -23,7 +23,8 @@ const (
 	SubjectJobsSubmit = subjectRoot + ".jobs.submit"
 	// SubjectJobsCancel carries messages.CancelJob: a request to cancel a
 	// job, kept in the jobs stream like a submission, so a coordinator that
-	// is down takes it when it is back.
+	// is down takes it when it is back. Only the coordinator role publishes
+	// on it; a producer asks on CancelSubject(its name).
 	SubjectJobsCancel = subjectRoot + ".jobs.cancel"
 	// SubjectJobsAll matches every job subject (the jobs stream's subjects).
 	SubjectJobsAll = subjectRoot + ".jobs.>"
@@ -263,6 +264,81 @@ func InboxPrefix(role Role) string { return "_INBOX_" + strings.ReplaceAll(strin
 // ToolSubjects matches the calls of every code-mode tool served on NATS:
 // autocoder.tool.<name> (internal/codemode.ToolSubject).
 func ToolSubjects() string { return subjectRoot + ".tool.*" }
+
+// ToolSubject is where the calls of code-mode tool name go:
+// autocoder.tool.<name> (internal/codemode.ToolSubject).
+func ToolSubject(name string) string { return subjectRoot + ".tool." + name }
+
+// Who asks. NATS does not stamp a message with its sender, so a request
+// that must say who sent it (a cancellation, a task kept or deleted) is
+// sent on a subject that ends with the sender's name, and the permission
+// table lets each producer publish only on its own (PermissionsOf). The
+// subjects without a name are the coordinator role's: its own
+// connection sends them for the HTTP API (which knows the caller's token
+// name) and for an operator acting as admin.
+
+var identityRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidIdentity reports whether name can end a subject as one token: a
+// NATS user name or nkey, or a tool name.
+func ValidIdentity(name string) bool { return identityRe.MatchString(name) }
+
+// CancelSubject is where producer name asks to cancel a job:
+// autocoder.jobs.cancel.<name> (SubjectJobsCancel without a name is the
+// coordinator role's). name must satisfy ValidIdentity.
+func CancelSubject(name string) string { return SubjectJobsCancel + "." + name }
+
+// ParseCancelSubject says who asked for a cancellation by its subject:
+// "nats:<user>" on CancelSubject(user); trusted is true on
+// SubjectJobsCancel, where the request's own by is believed (only the
+// coordinator role publishes there).
+func ParseCancelSubject(subject string) (by string, trusted, ok bool) {
+	if subject == SubjectJobsCancel {
+		return "", true, true
+	}
+	name, found := strings.CutPrefix(subject, SubjectJobsCancel+".")
+	if !found || !ValidIdentity(name) {
+		return "", false, false
+	}
+	return "nats:" + name, false, true
+}
+
+// Operations on named tasks through the coordinator (TaskSubject).
+const (
+	TaskRegister = "register"
+	TaskDelete   = "delete"
+)
+
+// TaskSubject is where producer name asks the coordinator to register
+// or delete (op) a task: autocoder.api.task.<op>.<name>. With name ""
+// it is the admin's subject, autocoder.api.task.<op>, which only the
+// coordinator role may publish: an admin replaces or deletes any task.
+func TaskSubject(op, name string) string {
+	if name == "" {
+		return subjectRoot + ".api.task." + op
+	}
+	return subjectRoot + ".api.task." + op + "." + name
+}
+
+// ParseTaskSubject is the operation and the asker of a TaskSubject:
+// owner "nats:<user>", or admin for the subject without a name.
+func ParseTaskSubject(subject string) (op, owner string, admin, ok bool) {
+	rest, found := strings.CutPrefix(subject, subjectRoot+".api.task.")
+	if !found {
+		return "", "", false, false
+	}
+	op, name, named := strings.Cut(rest, ".")
+	if op != TaskRegister && op != TaskDelete {
+		return "", "", false, false
+	}
+	if !named {
+		return op, "", true, true
+	}
+	if !ValidIdentity(name) {
+		return "", "", false, false
+	}
+	return op, "nats:" + name, false, true
+}
 
 // ServiceInfoSubjects matches the micro framework's description requests
 // by service name, $SRV.INFO.<name>: how a code-mode tool is discovered.

@@ -13,6 +13,7 @@ type ConfUser struct {
 	Name        string
 	PasswordEnv string
 	Role        Role
+	Tools       []string // a tool server's tools (Grant.Tools)
 }
 
 // ServerConf renders the authorization block of a nats-server
@@ -31,7 +32,7 @@ func ServerConf(header string, users []ConfUser) (string, error) {
 	b.WriteString("jetstream {\n  sync_interval: " + SyncAlways + "\n}\n")
 	b.WriteString("authorization {\n  users = [\n")
 	for _, u := range users {
-		p, err := PermissionsOf(u.Role)
+		p, err := PermissionsOf(Grant{Role: u.Role, Name: u.Name, Tools: u.Tools})
 		if err != nil {
 			return "", err
 		}

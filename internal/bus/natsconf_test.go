@@ -24,7 +24,11 @@ func composeUsers() []bus.ConfUser {
 	var users []bus.ConfUser
 	for _, r := range bus.Roles() {
 		env := "NATS_" + strings.ToUpper(strings.ReplaceAll(string(r), "-", "_")) + "_PASSWORD"
-		users = append(users, bus.ConfUser{Name: string(r), PasswordEnv: env, Role: r})
+		u := bus.ConfUser{Name: string(r), PasswordEnv: env, Role: r}
+		if r == bus.RoleToolServer {
+			u.Tools = []string{bus.AnyTool} // compose has one tool server; give each tool provider a user of its own
+		}
+		users = append(users, u)
 	}
 	return users
 }
@@ -72,7 +76,7 @@ func TestComposeNATSConf(t *testing.T) {
 		if su == nil || su.Password != "pw-"+u.Name || su.Permissions == nil {
 			t.Fatalf("user %s: %+v, want its password from %s and permissions", u.Name, su, u.PasswordEnv)
 		}
-		p, _ := bus.PermissionsOf(u.Role)
+		p, _ := bus.PermissionsOf(bus.Grant{Role: u.Role, Name: u.Name, Tools: u.Tools})
 		got := bus.Permission{Publish: su.Permissions.Publish.Allow, Subscribe: su.Permissions.Subscribe.Allow}
 		if diff := cmp.Diff(p, got); diff != "" {
 			t.Errorf("user %s as nats-server reads it (-want +got):\n%s", u.Name, diff)

@@ -30,6 +30,26 @@ type Client struct {
 	res     *bus.Resources
 	pub     Publisher
 	samples *samples.Store
+	// identity is the NATS user this client asks as (SetIdentity): ""
+	// asks on the coordinator role's subjects, as the HTTP API and a
+	// local run do.
+	identity string
+}
+
+// SetIdentity makes the client ask as NATS user name (bus.ClientAuth's
+// Identity) where the coordinator must know who asks: cancellations and
+// tasks go on subjects that end with it, which the server lets only that
+// user publish on. A producer's client needs it; without one the client
+// asks on the coordinator role's subjects.
+func (c *Client) SetIdentity(name string) { c.identity = name }
+
+// AsAdmin is a copy of the client that asks as the admin (the coordinator
+// role's subjects): it may replace or delete any task, if its NATS user
+// may publish there.
+func (c *Client) AsAdmin() *Client {
+	cp := *c
+	cp.identity = ""
+	return &cp
 }
 
 // New returns a client over provisioned resources. sampleDir caches downloads.

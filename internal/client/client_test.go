@@ -57,9 +57,24 @@ func newSystem(t *testing.T) *system {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := coordinator.New(coordinator.Config{States: res.JobState, Results: res.JobResults, Publisher: s.pub})
+	c, err := coordinator.New(coordinator.Config{States: res.JobState, Results: res.JobResults, Publisher: s.pub, Resources: res, JS: js})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The message API (tasks are kept through it).
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, served := make(chan struct{}), make(chan error, 1)
+	go func() { served <- c.ServeAPI(ctx, func() { close(ready) }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("ServeAPI: %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-served:
+		t.Fatalf("ServeAPI: %v", err)
 	}
 	s.run(res.JobsConsumer, bus.HandlerFunc(c.HandleSubmit))
 	for _, pool := range bus.Pools() {

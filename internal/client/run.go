@@ -123,32 +123,44 @@ func tarDir(w io.Writer, root string) error {
 	return tw.Close()
 }
 
-// RegisterTask names the finished, successful job jobID as a reusable task
-// (replacing a task of that name).
+// RegisterTask names the finished, successful job jobID as a reusable
+// task, replacing a task of that name this client's identity owns. The
+// coordinator keeps tasks (internal/coordinator/tasks.go): a task owned by
+// another is refused (ErrTaskForbidden), a bad name or job is a
+// *messages.FieldError.
 func (c *Client) RegisterTask(ctx context.Context, name, jobID, description string) (*messages.Task, error) {
 	if !messages.ValidTaskName(name) {
 		return nil, &messages.FieldError{Field: "task", Msg: fmt.Sprintf("%q is not a task name (letters, digits, '_' and '-', at most 63)", name)}
 	}
-	res, err := c.Result(ctx, jobID)
-	if errors.Is(err, ErrNotFound) {
-		return nil, &messages.FieldError{Field: "job", Msg: fmt.Sprintf("job %s is unknown or not finished", jobID)}
-	}
+	r, err := c.taskRequest(ctx, bus.TaskRegister, messages.TaskRequest{Name: name, JobID: jobID, Description: description})
 	if err != nil {
 		return nil, err
 	}
-	if !res.Success || res.Solution == nil || res.Spec == nil {
-		return nil, &messages.FieldError{Field: "job", Msg: fmt.Sprintf("job %s did not succeed, so it has no tested script to keep", jobID)}
+	return r.Task, nil
+}
+
+// ErrTaskForbidden means the task belongs to another owner.
+var ErrTaskForbidden = errors.New("client: the task belongs to another owner")
+
+// taskRequest asks the coordinator to register or delete a task, as this
+// client's identity, and maps its refusal to an error.
+func (c *Client) taskRequest(ctx context.Context, op string, req messages.TaskRequest) (messages.TaskReply, error) {
+	req.V = messages.SchemaVersion
+	var r messages.TaskReply
+	if err := c.Request(ctx, bus.TaskSubject(op, c.identity), req, &r); err != nil {
+		return r, err
 	}
-	t := messages.Task{Name: name, JobID: jobID, Prompt: res.Spec.Prompt, Inputs: res.Spec.Inputs, Outputs: res.Spec.Outputs,
-		Samples: sortedNames(res.Spec.Samples), CreatedAt: time.Now().UTC(), Description: description}
-	b, err := json.Marshal(t)
-	if err != nil {
-		return nil, err
+	switch r.Kind {
+	case "":
+		return r, nil
+	case messages.ReplyNotFound:
+		return r, fmt.Errorf("%w: %s", ErrNoTask, r.Error)
+	case messages.ReplyForbidden:
+		return r, fmt.Errorf("%w: %s", ErrTaskForbidden, r.Error)
+	case messages.ReplyInvalid:
+		return r, &messages.FieldError{Field: "task", Msg: r.Error}
 	}
-	if _, err := c.res.Tasks.Put(ctx, bus.TaskKey(name), b); err != nil {
-		return nil, fmt.Errorf("register task %s: %w", name, err)
-	}
-	return &t, nil
+	return r, fmt.Errorf("task %s: %s", req.Name, r.Error)
 }
 
 // Task returns a registered task, or ErrNoTask.
@@ -192,12 +204,14 @@ func (c *Client) Tasks(ctx context.Context) ([]messages.Task, error) {
 	return out, nil
 }
 
-// DeleteTask removes a task; the job it names is left alone.
+// DeleteTask removes a task this client's identity owns; the job it names
+// is left alone.
 func (c *Client) DeleteTask(ctx context.Context, name string) error {
-	if _, err := c.Task(ctx, name); err != nil {
-		return err
+	if !messages.ValidTaskName(name) {
+		return ErrNoTask
 	}
-	return c.res.Tasks.Delete(ctx, bus.TaskKey(name))
+	_, err := c.taskRequest(ctx, bus.TaskDelete, messages.TaskRequest{Name: name})
+	return err
 }
 
 func sortedNames[V any](m map[string]V) []string {

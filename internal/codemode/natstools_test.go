@@ -208,7 +208,7 @@ func remoteTool(t *testing.T, r *codemode.Registry, name string) (codemode.Tool,
 func TestNATSToolRoles(t *testing.T) {
 	const pw = "tool-roles-test-password"
 	env := bustest.StartWithUsers(t, bus.ProvisionConfig{}, []bus.User{
-		{Name: "tools", Password: pw, Role: bus.RoleToolServer},
+		{Name: "tools", Password: pw, Role: bus.RoleToolServer, Tools: []string{"echo"}},
 		{Name: "sandbox", Password: pw, Role: bus.RoleSandboxWorker},
 		{Name: "producer", Password: pw, Role: bus.RoleProducer},
 	})

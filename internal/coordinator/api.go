@@ -25,16 +25,22 @@ import (
 // Resources and JS.
 var ErrNoAPI = errors.New("coordinator: the message API needs Config.Resources and Config.JS")
 
-// apiRoute is one API subject and its handler, which returns the reply.
+// apiRoute is one API subject (wildcards allowed) and its handler, which
+// returns the reply; subject is the request's own (tasks.go reads who
+// asks from it).
 type apiRoute struct {
 	subject string
-	handle  func(c *Coordinator, ctx context.Context, data []byte) any
+	handle  func(c *Coordinator, ctx context.Context, subject string, data []byte) any
 }
 
 var apiRoutes = []apiRoute{
-	{bus.SubjectAPISubmit, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiSubmit(ctx, data) }},
-	{bus.SubjectAPITaskRun, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiTaskRun(ctx, data) }},
-	{bus.SubjectAPIDLQReplay, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiReplay(ctx, data) }},
+	{bus.SubjectAPISubmit, func(c *Coordinator, ctx context.Context, _ string, data []byte) any { return c.apiSubmit(ctx, data) }},
+	{bus.SubjectAPITaskRun, func(c *Coordinator, ctx context.Context, _ string, data []byte) any { return c.apiTaskRun(ctx, data) }},
+	{bus.SubjectAPIDLQReplay, func(c *Coordinator, ctx context.Context, _ string, data []byte) any { return c.apiReplay(ctx, data) }},
+	{bus.TaskSubject(bus.TaskRegister, ""), (*Coordinator).apiTask}, // tasks.go: the admin's
+	{bus.TaskSubject(bus.TaskRegister, "*"), (*Coordinator).apiTask},
+	{bus.TaskSubject(bus.TaskDelete, ""), (*Coordinator).apiTask},
+	{bus.TaskSubject(bus.TaskDelete, "*"), (*Coordinator).apiTask},
 	{bus.AdvisoryMaxDeliveries, nil}, // deadletters.go: no reply
 }
 
@@ -107,7 +113,7 @@ func (c *Coordinator) ServeAPI(ctx context.Context, ready func()) error {
 
 // answer runs one request and sends its reply.
 func (c *Coordinator) answer(ctx context.Context, rt apiRoute, m *nats.Msg) {
-	reply := rt.handle(c, ctx, m.Data)
+	reply := rt.handle(c, ctx, m.Subject, m.Data)
 	if m.Reply == "" {
 		return // a publish, not a request: nobody to answer
 	}

@@ -284,6 +284,14 @@ func (st *Stack) provision(ctx context.Context) (err error) {
 	}
 	st.Publisher = bus.NewPublisher(st.JS, bus.PublisherConfig{Logger: st.log.With("component", "publisher")})
 	st.Client, err = client.New(st.JS, st.Resources, st.Publisher, filepath.Join(st.opts.Config.StateDir, "samples"))
+	if err != nil || st.Embedded != nil || natsRole(st.opts.Roles) != bus.RoleProducer {
+		return err
+	}
+	// A producer asks as its NATS user where the coordinator must know
+	// who asks (cancellations, tasks); the other roles' clients ask on the
+	// coordinator role's subjects.
+	id, err := clientAuth(st.opts.Config, bus.RoleProducer).Identity()
+	st.Client.SetIdentity(id)
 	return err
 }
 

@@ -56,6 +56,7 @@ func taskRerunCmd(ctx context.Context, in *invocation) (int, error) {
 func taskRegisterCmd(ctx context.Context, in *invocation) (int, error) {
 	fs := in.flagSet()
 	description := fs.String("description", "", "what the task is for, for listings")
+	admin := fs.Bool("admin", false, adminUsage)
 	pos, err := in.taskArgs(fs, 2)
 	if err != nil {
 		return 0, err
@@ -64,7 +65,10 @@ func taskRegisterCmd(ctx context.Context, in *invocation) (int, error) {
 		return 0, err
 	}
 	return in.withClient(ctx, func(c *client.Client) (int, error) {
-		t, err := c.RegisterTask(ctx, pos[0], pos[1], *description)
+		t, err := asAdmin(c, *admin).RegisterTask(ctx, pos[0], pos[1], *description)
+		if errors.Is(err, client.ErrTaskForbidden) {
+			return 0, usagef("%v", err)
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -134,14 +138,19 @@ func taskShowCmd(ctx context.Context, in *invocation) (int, error) {
 
 // taskDeleteCmd is `submit task delete NAME`.
 func taskDeleteCmd(ctx context.Context, in *invocation) (int, error) {
-	pos, err := in.taskArgs(in.flagSet(), 1)
+	fs := in.flagSet()
+	admin := fs.Bool("admin", false, adminUsage)
+	pos, err := in.taskArgs(fs, 1)
 	if err != nil {
 		return 0, err
 	}
 	return in.withClient(ctx, func(c *client.Client) (int, error) {
-		err := c.DeleteTask(ctx, pos[0])
+		err := asAdmin(c, *admin).DeleteTask(ctx, pos[0])
 		if errors.Is(err, client.ErrNoTask) {
 			return 0, usagef("task %s: not registered", pos[0])
+		}
+		if errors.Is(err, client.ErrTaskForbidden) {
+			return 0, usagef("%v", err)
 		}
 		if err != nil {
 			return 0, err
@@ -169,4 +178,15 @@ func (in *invocation) withClient(ctx context.Context, do func(*client.Client) (i
 	}
 	defer st.Close()
 	return do(st.Client)
+}
+
+// adminUsage is the --admin flag of task register and delete.
+const adminUsage = "act as the admin, who may replace or delete a task of any owner (needs the coordinator role's NATS credentials)"
+
+// asAdmin is c asking as the admin when admin is set (client.AsAdmin).
+func asAdmin(c *client.Client, admin bool) *client.Client {
+	if admin {
+		return c.AsAdmin()
+	}
+	return c
 }

@@ -36,6 +36,9 @@ type Task struct {
 	Outputs     map[string]Type `json:"outputs,omitempty"`
 	CreatedAt   time.Time       `json:"created_at"`
 	Description string          `json:"description,omitempty"`
+	// Owner registered the task ("nats:<user>", or "admin"): only it or
+	// an admin replaces or deletes it (tasks.go).
+	Owner string `json:"owner,omitempty"`
 }
 
 var taskNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)

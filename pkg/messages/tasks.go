@@ -1,0 +1,31 @@
+package messages
+
+// Named tasks are kept by the coordinator, which knows who asks by the
+// subject of the request (docs/api.md): a producer registers a task, and
+// only it (or an admin) replaces or deletes it.
+
+// TaskRequest asks the coordinator to register a task (Name for the
+// script of the finished, successful job JobID) or to delete one (Name).
+type TaskRequest struct {
+	V           int    `json:"v"`
+	Name        string `json:"name"`
+	JobID       string `json:"job_id,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// TaskReply answers a TaskRequest: the task registered, or the error.
+type TaskReply struct {
+	V     int    `json:"v"`
+	Task  *Task  `json:"task,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Kind is ReplyInvalid for a request that is wrong, ReplyNotFound for
+	// a task that does not exist, ReplyForbidden for a task owned by
+	// another, ReplyUnavailable for a failure of autocoder's own.
+	Kind string `json:"kind,omitempty"`
+}
+
+// Kinds of TaskReply errors besides ReplyInvalid and ReplyUnavailable.
+const (
+	ReplyNotFound  = "not_found"
+	ReplyForbidden = "forbidden"
+)
