@@ -147,6 +147,11 @@ func listenerOptions(opts *server.Options, cfg EmbeddedConfig) (string, error) {
 		return "", fmt.Errorf("bus: embedded server: listen %q: %w", cfg.Listen, err)
 	}
 	opts.Host, opts.Port = host, port
+	if fds := OpenFileLimit(); fds > 0 {
+		// Half the descriptors at most: the HTTP API takes a quarter, the
+		// stores and sandboxes need the rest (nofile_unix.go).
+		opts.MaxConn = max(fds/2, 64)
+	}
 	if cfg.TLSCert != "" || cfg.TLSKey != "" {
 		if opts.TLSConfig, err = listenerTLS(cfg.TLSCert, cfg.TLSKey); err != nil {
 			return "", err
