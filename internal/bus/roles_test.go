@@ -144,3 +144,27 @@ func natsErrors(errs chan error) nats.Option {
 		}
 	})
 }
+
+// TestWorkersCannotPurgeStores: a sandbox-worker writes outputs and an
+// llm-worker reads samples, but neither purges a store: only the
+// coordinator does.
+func TestWorkersCannotPurgeStores(t *testing.T) {
+	t.Parallel()
+	s := newAuthServer(t)
+	for _, auth := range []bus.ClientAuth{
+		{User: "sandbox", Password: testPassword, Role: bus.RoleSandboxWorker},
+		{User: "llm", Password: testPassword, Role: bus.RoleLLMWorker},
+	} {
+		w := s.connect(t, auth)
+		if auth.Role == bus.RoleSandboxWorker {
+			if _, err := w.res.Outputs.PutBytes(ctxT(t), "sha256:out", []byte("x")); err != nil {
+				t.Errorf("sandbox-worker: write an output: %v", err)
+			}
+		}
+		for _, store := range []string{bus.ObjectStoreOutputs, bus.ObjectStoreSamples, bus.ObjectStoreClaims} {
+			w.refused(t, string(auth.Role)+": purge "+store, func(ctx context.Context) error {
+				return w.nc.Publish("$JS.API.STREAM.PURGE.OBJ_"+store, nil)
+			})
+		}
+	}
+}
