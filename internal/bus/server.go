@@ -2,6 +2,8 @@ package bus
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -277,15 +279,29 @@ func Connect(ctx context.Context, natsURL, name string, logger *slog.Logger, opt
 	}
 }
 
-// retryableConnectError is true for "nothing answers there yet"; bad
-// credentials or a malformed URL fail at once.
+// retryableConnectError is false for what waiting cannot heal: a
+// malformed URL, credentials the server refuses, a TLS setup that does not
+// match. Everything else is waited out: nothing listening yet, a timeout,
+// or a server that drops connections while it starts (an EOF, at a
+// cluster's start: every role must wait for it, not exit).
 func retryableConnectError(err error) bool {
 	var urlErr *url.Error
 	if errors.As(err, &urlErr) && urlErr.Op == "parse" {
 		return false // a *url.Error is a net.Error, but a typo does not heal
 	}
-	var netErr net.Error
-	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || errors.As(err, &netErr)
+	var certErr *tls.CertificateVerificationError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var record tls.RecordHeaderError
+	switch {
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
+		errors.Is(err, nats.ErrAccountAuthExpired), errors.Is(err, nats.ErrSecureConnRequired), errors.Is(err, nats.ErrSecureConnWanted),
+		strings.Contains(strings.ToLower(err.Error()), "authorization violation"):
+		return false
+	case errors.As(err, &certErr), errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &record):
+		return false
+	}
+	return true
 }
 
 // redactURL hides credentials (user:password or a token) in NATS URLs
