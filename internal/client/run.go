@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/coordinator"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -147,7 +148,14 @@ var ErrTaskForbidden = errors.New("client: the task belongs to another owner")
 func (c *Client) taskRequest(ctx context.Context, op string, req messages.TaskRequest) (messages.TaskReply, error) {
 	req.V = messages.SchemaVersion
 	var r messages.TaskReply
-	if err := c.Request(ctx, bus.TaskSubject(op, c.identity), req, &r); err != nil {
+	err := c.Request(ctx, bus.TaskSubject(op, c.identity), req, &r)
+	if errors.Is(err, ErrNoCoordinator) && c.identity == "" {
+		// No coordinator runs, and this client is the admin (an
+		// in-process connection to the store it opened, as `submit task`
+		// on the local state directory): keep the task itself.
+		r, err = c.taskHere(ctx, op, req), nil
+	}
+	if err != nil {
 		return r, err
 	}
 	switch r.Kind {
@@ -221,4 +229,21 @@ func sortedNames[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// taskHere does a task request as the admin with the coordinator's own
+// rules (coordinator.RegisterTask, DeleteTask) on this client's stores.
+func (c *Client) taskHere(ctx context.Context, op string, req messages.TaskRequest) messages.TaskReply {
+	coord, err := coordinator.New(coordinator.Config{States: c.res.JobState, Results: c.res.JobResults, Publisher: c.pub, Resources: c.res})
+	if err == nil {
+		if op == bus.TaskRegister {
+			var t *messages.Task
+			if t, err = coord.RegisterTask(ctx, req, "", true); err == nil {
+				return messages.TaskReply{V: messages.SchemaVersion, Task: t}
+			}
+		} else {
+			err = coord.DeleteTask(ctx, req.Name, "", true)
+		}
+	}
+	return coordinator.TaskReplyOf(err)
 }

@@ -48,10 +48,11 @@ func (c *Coordinator) apiTask(ctx context.Context, subject string, data []byte) 
 	default:
 		err = c.DeleteTask(ctx, req.Name, owner, admin)
 	}
-	return taskReply(err)
+	return TaskReplyOf(err)
 }
 
-func taskReply(err error) messages.TaskReply {
+// TaskReplyOf is the TaskReply of RegisterTask's or DeleteTask's error.
+func TaskReplyOf(err error) messages.TaskReply {
 	r := messages.TaskReply{V: messages.SchemaVersion}
 	if err == nil {
 		return r
