@@ -19,7 +19,7 @@ import (
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -137,7 +137,7 @@ func BenchmarkFirstPassWall(b *testing.B) {
 // rig is a whole stack on embedded defaults, in this process, with the
 // workers' model calls and sandbox calls timed.
 type rig struct {
-	st      *stack.Stack
+	st      *wiring.Stack
 	model   llm.Client // the fake model, untimed, for the sequential reference
 	llmWork *spans
 	boxWork *spans
@@ -172,7 +172,7 @@ func newRigSync(b *testing.B, delay time.Duration, backend sandbox.Backend, sync
 	cfg.NATSSync = sync
 
 	if backend == nil {
-		// What stack.OpenBackend opens for AUTOCODER_SANDBOX=process.
+		// What wiring.OpenBackend opens for AUTOCODER_SANDBOX=process.
 		backend, err = bwrap.New(bwrap.Config{Python: python, StateDir: filepath.Join(cfg.StateDir, "envs"),
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
@@ -183,7 +183,7 @@ func newRigSync(b *testing.B, delay time.Duration, backend sandbox.Backend, sync
 	r := &rig{model: model, llmWork: &spans{}, boxWork: &spans{}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r.st, err = stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal},
+	r.st, err = wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleLocal},
 		LLM: timedLLM{model, r.llmWork}, Backend: timedBackend{backend, r.boxWork}})
 	if err != nil {
 		b.Fatalf("start stack: %v", err)

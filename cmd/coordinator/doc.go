@@ -1,2 +1,2 @@
-// Command coordinator is one of autocoder's server processes; see the README.
+// Command coordinator is one of autocoder's server processes; see docs/operations.md.
 package main

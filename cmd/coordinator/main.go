@@ -3,8 +3,7 @@ package main
 import (
 	"os"
 
-	"github.com/autocoder/autocoder/internal/serve"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 )
 
-func main() { os.Exit(serve.Main(stack.RoleCoordinator)) }
+func main() { os.Exit(wiring.Main(wiring.RoleCoordinator)) }

@@ -1,2 +1,2 @@
-// Command llm-worker is one of autocoder's server processes; see the README.
+// Command llm-worker is one of autocoder's server processes; see docs/operations.md.
 package main

@@ -1,2 +1,2 @@
-// Command sandbox-worker is one of autocoder's server processes; see the README.
+// Command sandbox-worker is one of autocoder's server processes; see docs/operations.md.
 package main

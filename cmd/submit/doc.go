@@ -1,2 +1,2 @@
-// Command submit submits a job to autocoder and prints its result; see the README.
+// Command submit submits a job to autocoder and prints its result; see docs/usage.md.
 package main

@@ -19,7 +19,7 @@ import (
 	"github.com/autocoder/autocoder/internal/codemode"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -81,7 +81,7 @@ func run(ctx context.Context, log io.Writer) (*messages.Result, error) {
 	}
 	defer stopModel()
 	cfg.StateDir, cfg.NATSURL, cfg.Sandbox, cfg.LogLevel = state, srv.ClientURL(), "process", "warn"
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}})
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleLocal}})
 	if err != nil {
 		return nil, err
 	}

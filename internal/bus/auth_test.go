@@ -174,7 +174,7 @@ func TestSandboxWorkerPermissions(t *testing.T) {
 	adminPub := bus.NewPublisher(s.admin, bus.PublisherConfig{})
 	pub := bus.NewPublisher(w.js, bus.PublisherConfig{})
 
-	w.refused(t, "publish a stage command", publishRaw(w, bus.StageSubject(messages.StageCode)))
+	w.refused(t, "publish a stage command", publishRaw(w, bus.StageSubject(messages.DefaultStages().Pool(messages.StageCode), messages.StageCode)))
 	w.refused(t, "submit a job", publishRaw(w, bus.SubjectJobsSubmit))
 	w.refused(t, "pull the llm pool's commands", func(ctx context.Context) error {
 		return fetchOne(w.res.StageConsumers[messages.PoolLLM])
@@ -192,7 +192,7 @@ func TestSandboxWorkerPermissions(t *testing.T) {
 
 	// Its own work: pull its pool's command, ack it, publish the result.
 	cmd := messages.StageCommand{JobID: "job1", Seq: 1, Stage: messages.StageRunTests}
-	if err := adminPub.PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
+	if err := adminPub.PublishJSON(ctxT(t), bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
 		t.Fatal(err)
 	}
 	batch, err := w.res.StageConsumers[messages.PoolSandbox].Fetch(1, jetstream.FetchMaxWait(testTimeout))
@@ -210,10 +210,10 @@ func TestSandboxWorkerPermissions(t *testing.T) {
 		t.Fatalf("pulled %d commands (err %v), want 1", got, batch.Error())
 	}
 	res := messages.StageResult{JobID: "job1", Seq: 1, Stage: messages.StageRunTests}
-	if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(bus.PoolSandbox, res.JobID), res, bus.ResultMsgID(bus.PoolSandbox, res.JobID, res.Seq)); err != nil {
+	if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(messages.PoolSandbox, res.JobID), res, bus.ResultMsgID(messages.PoolSandbox, res.JobID, res.Seq)); err != nil {
 		t.Errorf("publish a result: %v", err)
 	}
-	w.refused(t, "publish a result for the llm pool", publishRaw(w, bus.ResultSubject(bus.PoolLLM, res.JobID)))
+	w.refused(t, "publish a result for the llm pool", publishRaw(w, bus.ResultSubject(messages.PoolLLM, res.JobID)))
 }
 
 func TestProducerPermissions(t *testing.T) {
@@ -226,8 +226,8 @@ func TestProducerPermissions(t *testing.T) {
 	if err := pub.PublishJSON(ctxT(t), bus.SubjectJobsSubmit, sub, bus.SubmitMsgID(sub.JobID)); err != nil {
 		t.Errorf("submit: %v", err)
 	}
-	p.refused(t, "publish a stage command", publishRaw(p, bus.StageSubject(messages.StageCode)))
-	p.refused(t, "publish a result", publishRaw(p, bus.ResultSubject(bus.PoolLLM, "job1")))
+	p.refused(t, "publish a stage command", publishRaw(p, bus.StageSubject(messages.DefaultStages().Pool(messages.StageCode), messages.StageCode)))
+	p.refused(t, "publish a result", publishRaw(p, bus.ResultSubject(messages.PoolLLM, "job1")))
 	p.refused(t, "pull the coordinator's submissions", func(ctx context.Context) error {
 		return fetchOne(p.res.JobsConsumer)
 	})
@@ -285,7 +285,7 @@ func TestLLMWorkerPermissions(t *testing.T) {
 	t.Parallel()
 	s := newAuthServer(t)
 	w := s.connect(t, bus.ClientAuth{User: "llm", Password: testPassword, Role: bus.RoleLLMWorker})
-	w.refused(t, "publish a stage command", publishRaw(w, bus.StageSubject(messages.StagePlan)))
+	w.refused(t, "publish a stage command", publishRaw(w, bus.StageSubject(messages.DefaultStages().Pool(messages.StagePlan), messages.StagePlan)))
 	w.refused(t, "pull the sandbox pool's commands", func(ctx context.Context) error {
 		return fetchOne(w.res.StageConsumers[messages.PoolSandbox])
 	})
@@ -294,7 +294,7 @@ func TestLLMWorkerPermissions(t *testing.T) {
 		return err
 	})
 	cmd := messages.StageCommand{JobID: "job1", Seq: 1, Stage: messages.StagePlan}
-	if err := bus.NewPublisher(s.admin, bus.PublisherConfig{}).PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
+	if err := bus.NewPublisher(s.admin, bus.PublisherConfig{}).PublishJSON(ctxT(t), bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
 		t.Fatal(err)
 	}
 	msgs, err := w.res.StageConsumers[messages.PoolLLM].Fetch(1, jetstream.FetchMaxWait(testTimeout))

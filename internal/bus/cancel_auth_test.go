@@ -23,7 +23,7 @@ func TestCancelPermissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := messages.CancelJob{V: messages.SchemaVersion, JobID: "job1"}
+	req := messages.CancelJob{V: messages.WireVersion, JobID: "job1", By: "cli:ann@box"}
 	if err := bus.NewPublisher(p.js, bus.PublisherConfig{}).PublishJSON(ctxT(t), bus.CancelSubject(me), req, bus.CancelMsgID("job1")); err != nil {
 		t.Errorf("producer: ask to cancel as itself: %v", err)
 	}

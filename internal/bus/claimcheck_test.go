@@ -22,13 +22,13 @@ func TestClaimCheckCarriesBodiesPastThePayloadLimit(t *testing.T) {
 	pub := bus.NewPublisher(js, bus.PublisherConfig{MaxClaim: 8 << 20})
 	big := strings.Repeat("x", 3<<20)
 	for i, body := range []string{"small", big} {
-		r := messages.StageResult{V: messages.SchemaVersion, JobID: "job-claim", Seq: i + 1, Stage: messages.StagePlan, Error: body}
-		if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(bus.PoolLLM, r.JobID), r, bus.ResultMsgID(bus.PoolLLM, r.JobID, r.Seq)); err != nil {
+		r := messages.StageResult{V: messages.WireVersion, JobID: "job-claim", Seq: i + 1, Stage: messages.StagePlan, Error: body}
+		if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(messages.PoolLLM, r.JobID), r, bus.ResultMsgID(messages.PoolLLM, r.JobID, r.Seq)); err != nil {
 			t.Fatalf("publish %d bytes: %v", len(body), err)
 		}
 	}
 	got := make(chan *bus.Message, 2)
-	stop := startWorker(t, res.ResultConsumers[bus.PoolLLM], bus.HandlerFunc(func(_ context.Context, m *bus.Message) error {
+	stop := startWorker(t, res.ResultConsumers[messages.PoolLLM], bus.HandlerFunc(func(_ context.Context, m *bus.Message) error {
 		got <- m
 		return nil
 	}), bus.WorkerConfig{Claims: res.Claims})
@@ -47,8 +47,8 @@ func TestClaimCheckCarriesBodiesPastThePayloadLimit(t *testing.T) {
 		}
 	}
 
-	huge := messages.StageResult{V: messages.SchemaVersion, JobID: "job-claim", Seq: 9, Stage: messages.StagePlan, Error: strings.Repeat("y", 9<<20)}
-	err := pub.PublishJSON(ctxT(t), bus.ResultSubject(bus.PoolLLM, huge.JobID), huge, "")
+	huge := messages.StageResult{V: messages.WireVersion, JobID: "job-claim", Seq: 9, Stage: messages.StagePlan, Error: strings.Repeat("y", 9<<20)}
+	err := pub.PublishJSON(ctxT(t), bus.ResultSubject(messages.PoolLLM, huge.JobID), huge, "")
 	if !errors.Is(err, bus.ErrPayloadTooLarge) || !strings.Contains(err.Error(), "8 MiB") {
 		t.Errorf("publish of 9 MiB with MaxClaim 8 MiB: %v, want ErrPayloadTooLarge naming 8 MiB", err)
 	}
@@ -61,8 +61,8 @@ func TestClaimCheckRefusesASwappedBody(t *testing.T) {
 	t.Parallel()
 	js, res := provisioned(t, bus.ProvisionConfig{})
 	pub := bus.NewPublisher(js, bus.PublisherConfig{ClaimThreshold: 16})
-	r := messages.StageResult{V: messages.SchemaVersion, JobID: "job-swap", Seq: 1, Stage: messages.StagePlan, Error: strings.Repeat("a", 100)}
-	if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(bus.PoolLLM, r.JobID), r, ""); err != nil {
+	r := messages.StageResult{V: messages.WireVersion, JobID: "job-swap", Seq: 1, Stage: messages.StagePlan, Error: strings.Repeat("a", 100)}
+	if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(messages.PoolLLM, r.JobID), r, ""); err != nil {
 		t.Fatal(err)
 	}
 	infos, err := res.Claims.List(ctxT(t))
@@ -74,7 +74,7 @@ func TestClaimCheckRefusesASwappedBody(t *testing.T) {
 	}
 	handled := make(chan *bus.Message, 1)
 	rec := newRecMetrics()
-	stop := startWorker(t, res.ResultConsumers[bus.PoolLLM], bus.HandlerFunc(func(_ context.Context, m *bus.Message) error {
+	stop := startWorker(t, res.ResultConsumers[messages.PoolLLM], bus.HandlerFunc(func(_ context.Context, m *bus.Message) error {
 		handled <- m
 		return nil
 	}), bus.WorkerConfig{Claims: res.Claims, Metrics: rec})
@@ -95,7 +95,7 @@ func TestRedeemBodyOutsideAWorker(t *testing.T) {
 	t.Parallel()
 	js, res := provisioned(t, bus.ProvisionConfig{})
 	pub := bus.NewPublisher(js, bus.PublisherConfig{ClaimThreshold: 16})
-	ev := messages.Event{V: messages.SchemaVersion, JobID: "job-ev", Type: messages.EventJobFinished, Message: strings.Repeat("m", 100)}
+	ev := messages.Event{V: messages.WireVersion, JobID: "job-ev", Type: messages.EventJobFinished, Message: strings.Repeat("m", 100)}
 	if err := pub.PublishJSON(ctxT(t), bus.EventSubject(ev.JobID), ev, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // TestProvisionDeadLetters: Provision makes the dead-letter stream (kept
@@ -40,7 +41,7 @@ func TestProvisionDeadLetters(t *testing.T) {
 // Msg-Id that is never the original's.
 func TestDeadLetterNames(t *testing.T) {
 	t.Parallel()
-	if a, b := bus.DeadLetterMsgID(bus.StreamJobs, 7), bus.DeadLetterMsgID(bus.StageStream(bus.PoolLLM), 7); a == b {
+	if a, b := bus.DeadLetterMsgID(bus.StreamJobs, 7), bus.DeadLetterMsgID(bus.StageStream(messages.PoolLLM), 7); a == b {
 		t.Errorf("letters of two streams share a Msg-Id: %s", a)
 	}
 	if id := bus.ReplayMsgID(7); id == bus.StageMsgID("j", 7) || id == bus.SubmitMsgID("j") {

@@ -39,22 +39,22 @@
 // acknowledging it (sync.go).
 //
 //	pub := bus.NewPublisher(js, bus.PublisherConfig{Logger: logger})
-//	cmd := messages.StageCommand{V: messages.SchemaVersion, JobID: id, Seq: 3, Stage: messages.StagePlan}
-//	err = pub.PublishJSON(ctx, bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(id, 3))
+//	cmd := messages.StageCommand{V: messages.WireVersion, JobID: id, Seq: 3, Stage: messages.StagePlan}
+//	err = pub.PublishJSON(ctx, bus.StageSubject(messages.PoolLLM, cmd.Stage), cmd, bus.StageMsgID(id, 3))
 //
-//	h := bus.Chain(bus.HandlerFunc(func(ctx context.Context, m *bus.Message) error {
+//	h := bus.HandlerFunc(func(ctx context.Context, m *bus.Message) error {
 //		var cmd messages.StageCommand
 //		if err := m.DecodeJSON(&cmd); err != nil {
 //			return bus.Permanent(err) // retrying cannot fix a malformed message
 //		}
 //		return runStage(ctx, cmd)
-//	}), bus.Logging(logger), bus.Recover(logger))
-//	w := bus.NewWorker(res.StageConsumers[bus.PoolLLM], h, bus.WorkerConfig{Concurrency: 4, Logger: logger})
-//	err = w.Run(ctx) // until ctx is cancelled
+//	})
+//	w := bus.NewWorker(res.StageConsumers[messages.PoolLLM], h, bus.WorkerConfig{Concurrency: 4, Logger: logger})
+//	err = w.Run(ctx) // until ctx is cancelled; a handler's panic is logged and retried
 //
-// Metrics: WorkerConfig.Metrics takes any Metrics; PrometheusMetrics
-// (metrics_prometheus.go) registers autocoder_bus_messages_total,
-// autocoder_bus_handle_seconds and autocoder_bus_in_flight on a registry.
+// Metrics: WorkerConfig.Metrics takes any Metrics; internal/metrics
+// (Builder.Bus) has the Prometheus one: autocoder_bus_messages_total,
+// autocoder_bus_handle_seconds and autocoder_bus_in_flight.
 //
 // Distributed: bus.Connect(ctx, url, "llm-worker", logger) instead of the
 // embedded server, and bus.Open instead of Provision in processes that do not

@@ -99,10 +99,10 @@ func startWorker(t *testing.T, cons jetstream.Consumer, h bus.Handler, cfg bus.W
 func command(t *testing.T, pub *bus.Publisher, jobID string, seq int) messages.StageCommand {
 	t.Helper()
 	cmd := messages.StageCommand{
-		V: messages.SchemaVersion, JobID: jobID, Seq: seq, Stage: messages.StagePlan,
+		V: messages.WireVersion, JobID: jobID, Seq: seq, Stage: messages.StagePlan,
 		Input: json.RawMessage(`{}`),
 	}
-	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(jobID, seq)); err != nil {
+	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), cmd, bus.StageMsgID(jobID, seq)); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
 	return cmd

@@ -1,22 +1,6 @@
 package bus
 
-import (
-	"time"
-
-	"github.com/autocoder/autocoder/internal/metrics"
-)
-
-// Metric names (internal/metrics/names.go holds every family's), for the
-// Prometheus adapter and dashboards. Labels: consumer (the durable
-// consumer name, e.g. "llm-workers") and outcome. Job IDs never go in labels.
-const (
-	// MetricMessagesTotal counts settled messages by {consumer, outcome}.
-	MetricMessagesTotal = metrics.BusMessagesTotal
-	// MetricHandleSeconds is a histogram of handler run time by {consumer}.
-	MetricHandleSeconds = metrics.BusHandleSeconds
-	// MetricInFlight is the number of handlers running, by {consumer}.
-	MetricInFlight = metrics.BusInFlight
-)
+import "time"
 
 // Outcome is what a Worker did with a message; the "outcome" label.
 type Outcome string

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,43 +80,28 @@ const (
 )
 
 // Headers set by Publisher on messages it knows (see Publisher.PublishJSON),
-// read by the Logging middleware and Message.JobID / Message.Stage.
+// read by Message.JobID and Message.Stage for the worker's log lines.
 const (
 	HeaderJobID = "Autocoder-Job-Id"
 	HeaderStage = "Autocoder-Stage"
 )
 
-// Pool is a worker pool: the workers that share one stage stream and its
-// durable consumer. Its name is a subject token and part of the stream and
-// consumer names.
-type Pool string
-
-// The worker pools; messages.Stage.Pool says which one does a stage.
-const (
-	PoolLLM     Pool = messages.PoolLLM
-	PoolSandbox Pool = messages.PoolSandbox
-)
-
-// Pools lists the worker pools that have a stage stream and consumer.
-func Pools() []Pool { return []Pool{PoolLLM, PoolSandbox} }
-
-// PoolOf is the pool that does stage.
-func PoolOf(stage messages.Stage) Pool { return Pool(stage.Pool()) }
-
-// StageSubject is where the coordinator publishes a command for stage:
-// autocoder.stage.<pool>.<stage>.
-func StageSubject(stage messages.Stage) string {
-	return subjectRoot + ".stage." + string(PoolOf(stage)) + "." + string(stage)
+// StageSubject is where the coordinator publishes a command for stage,
+// which pool does: autocoder.stage.<pool>.<stage>.
+func StageSubject(pool messages.Pool, stage messages.Stage) string {
+	return subjectRoot + ".stage." + string(pool) + "." + string(stage)
 }
 
 // StageSubjects matches every stage command of one pool: autocoder.stage.<pool>.>.
-func StageSubjects(pool Pool) string { return subjectRoot + ".stage." + string(pool) + ".>" }
+func StageSubjects(pool messages.Pool) string { return subjectRoot + ".stage." + string(pool) + ".>" }
 
 // StageStream is the work-queue stream of one pool's stage commands, e.g. AUTOCODER_STAGE_LLM.
-func StageStream(pool Pool) string { return "AUTOCODER_STAGE_" + strings.ToUpper(string(pool)) }
+func StageStream(pool messages.Pool) string {
+	return "AUTOCODER_STAGE_" + strings.ToUpper(string(pool))
+}
 
 // StageConsumer is the durable pull consumer a pool's workers share, e.g. "llm-workers".
-func StageConsumer(pool Pool) string { return string(pool) + "-workers" }
+func StageConsumer(pool messages.Pool) string { return string(pool) + "-workers" }
 
 // ResultSubject is where the workers of pool publish stage results of one
 // job: autocoder.results.<pool>.<job_id>. A pool of its own in the subject
@@ -123,13 +109,15 @@ func StageConsumer(pool Pool) string { return string(pool) + "-workers" }
 // (PoolResultSubjects), and lets the coordinator check that a result came
 // from the pool its stage was dispatched to (ParseResultSubject). jobID
 // must satisfy ValidJobID.
-func ResultSubject(pool Pool, jobID string) string {
+func ResultSubject(pool messages.Pool, jobID string) string {
 	return subjectRoot + ".results." + string(pool) + "." + jobID
 }
 
 // PoolResultSubjects matches every result subject of one pool:
 // autocoder.results.<pool>.* (a job ID is one token).
-func PoolResultSubjects(pool Pool) string { return subjectRoot + ".results." + string(pool) + ".*" }
+func PoolResultSubjects(pool messages.Pool) string {
+	return subjectRoot + ".results." + string(pool) + ".*"
+}
 
 // ResultStream is the work-queue stream of one pool's stage results, e.g.
 // AUTOCODER_RESULTS_SANDBOX, capturing PoolResultSubjects(pool). One stream
@@ -137,29 +125,22 @@ func PoolResultSubjects(pool Pool) string { return subjectRoot + ".results." + s
 // shared stream, a result published by one pool with the Msg-Id the other
 // pool's real result will use (ResultMsgID) would have the real one dropped
 // as a duplicate. The coordinators take each with ConsumerCoordinator.
-func ResultStream(pool Pool) string { return "AUTOCODER_RESULTS_" + strings.ToUpper(string(pool)) }
+func ResultStream(pool messages.Pool) string {
+	return "AUTOCODER_RESULTS_" + strings.ToUpper(string(pool))
+}
 
 // ParseResultSubject returns the pool and job ID of a result subject; ok is
 // false for anything else, including a pool that does not exist.
-func ParseResultSubject(subject string) (pool Pool, jobID string, ok bool) {
+func ParseResultSubject(subject string) (pool messages.Pool, jobID string, ok bool) {
 	rest, ok := strings.CutPrefix(subject, subjectRoot+".results.")
 	if !ok {
 		return "", "", false
 	}
 	p, id, ok := strings.Cut(rest, ".")
-	if !ok || !knownPool(Pool(p)) || !ValidJobID(id) {
+	if !ok || !slices.Contains(messages.Pools(), messages.Pool(p)) || !ValidJobID(id) {
 		return "", "", false
 	}
-	return Pool(p), id, true
-}
-
-func knownPool(p Pool) bool {
-	for _, q := range Pools() {
-		if p == q {
-			return true
-		}
-	}
-	return false
+	return messages.Pool(p), id, true
 }
 
 // EventSubject is where progress events of one job go: autocoder.events.<job_id>.
@@ -200,7 +181,7 @@ func StageMsgID(jobID string, seq int) string { return "stage." + jobID + "." + 
 // ResultMsgID is the Nats-Msg-Id of the result of stage command seq, as
 // published by pool. Each pool's results are de-duplicated in the pool's
 // own ResultStream, so a Msg-Id another pool publishes never shadows it.
-func ResultMsgID(pool Pool, jobID string, seq int) string {
+func ResultMsgID(pool messages.Pool, jobID string, seq int) string {
 	return "result." + string(pool) + "." + jobID + "." + strconv.Itoa(seq)
 }
 

@@ -19,22 +19,22 @@ func TestNames(t *testing.T) {
 		got  string
 		want string
 	}{
-		{"plan subject", bus.StageSubject(messages.StagePlan), "autocoder.stage.llm.plan"},
-		{"run_tests subject", bus.StageSubject(messages.StageRunTests), "autocoder.stage.sandbox.run_tests"},
+		{"plan subject", bus.StageSubject(messages.DefaultStages().Pool(messages.StagePlan), messages.StagePlan), "autocoder.stage.llm.plan"},
+		{"run_tests subject", bus.StageSubject(messages.DefaultStages().Pool(messages.StageRunTests), messages.StageRunTests), "autocoder.stage.sandbox.run_tests"},
 		{"llm subjects", bus.StageSubjects(messages.PoolLLM), "autocoder.stage.llm.>"},
 		{"llm stream", bus.StageStream(messages.PoolLLM), "AUTOCODER_STAGE_LLM"},
 		{"sandbox stream", bus.StageStream(messages.PoolSandbox), "AUTOCODER_STAGE_SANDBOX"},
 		{"llm consumer", bus.StageConsumer(messages.PoolLLM), "llm-workers"},
 		{"sandbox consumer", bus.StageConsumer(messages.PoolSandbox), "sandbox-workers"},
-		{"llm result subject", bus.ResultSubject(bus.PoolLLM, "j1"), "autocoder.results.llm.j1"},
-		{"sandbox result subject", bus.ResultSubject(bus.PoolSandbox, "j1"), "autocoder.results.sandbox.j1"},
-		{"sandbox result subjects", bus.PoolResultSubjects(bus.PoolSandbox), "autocoder.results.sandbox.*"},
-		{"llm result stream", bus.ResultStream(bus.PoolLLM), "AUTOCODER_RESULTS_LLM"},
-		{"sandbox result stream", bus.ResultStream(bus.PoolSandbox), "AUTOCODER_RESULTS_SANDBOX"},
+		{"llm result subject", bus.ResultSubject(messages.PoolLLM, "j1"), "autocoder.results.llm.j1"},
+		{"sandbox result subject", bus.ResultSubject(messages.PoolSandbox, "j1"), "autocoder.results.sandbox.j1"},
+		{"sandbox result subjects", bus.PoolResultSubjects(messages.PoolSandbox), "autocoder.results.sandbox.*"},
+		{"llm result stream", bus.ResultStream(messages.PoolLLM), "AUTOCODER_RESULTS_LLM"},
+		{"sandbox result stream", bus.ResultStream(messages.PoolSandbox), "AUTOCODER_RESULTS_SANDBOX"},
 		{"event subject", bus.EventSubject("j1"), "autocoder.events.j1"},
 		{"submit msg id", bus.SubmitMsgID("j1"), "submit.j1"},
 		{"stage msg id", bus.StageMsgID("j1", 7), "stage.j1.7"},
-		{"result msg id", bus.ResultMsgID(bus.PoolSandbox, "j1", 7), "result.sandbox.j1.7"},
+		{"result msg id", bus.ResultMsgID(messages.PoolSandbox, "j1", 7), "result.sandbox.j1.7"},
 		{"job key", bus.JobKey("j1"), "j1"},
 	}
 	for _, tt := range tests {
@@ -42,8 +42,8 @@ func TestNames(t *testing.T) {
 			t.Errorf("%s = %q, want %q", tt.name, tt.got, tt.want)
 		}
 	}
-	if diff := cmp.Diff([]bus.Pool{"llm", "sandbox"}, bus.Pools()); diff != "" {
-		t.Errorf("Pools() (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]messages.Pool{"llm", "sandbox"}, messages.Pools()); diff != "" {
+		t.Errorf("messages.Pools() (-want +got):\n%s", diff)
 	}
 	// Every subject autocoder uses is under autocoder.>.
 	for _, s := range []string{bus.SubjectJobsSubmit, bus.SubjectJobsAll, bus.SubjectResultsAll, bus.SubjectEventsAll} {
@@ -86,8 +86,8 @@ func TestJobIDFromSubject(t *testing.T) {
 		id      string
 		ok      bool
 	}{
-		{bus.ResultSubject(bus.PoolLLM, "j1"), "j1", true},
-		{bus.ResultSubject(bus.PoolSandbox, "j1"), "j1", true},
+		{bus.ResultSubject(messages.PoolLLM, "j1"), "j1", true},
+		{bus.ResultSubject(messages.PoolSandbox, "j1"), "j1", true},
 		{"autocoder.results.j1", "", false},
 		{"autocoder.results.nopool.j1", "", false},
 		{"autocoder.results.llm.j1.x", "", false},
@@ -162,7 +162,7 @@ func TestDefaultRetryDelay(t *testing.T) {
 // pool's permission subject.
 func TestParseResultSubject(t *testing.T) {
 	t.Parallel()
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		s := bus.ResultSubject(pool, "j1")
 		p, id, ok := bus.ParseResultSubject(s)
 		if p != pool || id != "j1" || !ok {

@@ -3,6 +3,8 @@ package bus
 import (
 	"fmt"
 	"slices"
+
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Role is what a NATS user may do on an authenticated NATS: the embedded
@@ -87,10 +89,10 @@ func PermissionsOf(g Grant) (Permission, error) {
 		// The owner provisions and repairs everything: the whole account.
 		return Permission{Publish: []string{">"}, Subscribe: []string{">"}}, nil
 	case RoleLLMWorker:
-		p = worker(PoolLLM)
+		p = worker(messages.PoolLLM)
 		p.Publish = append(p.Publish, readStream(objStream(ObjectStoreSamples))...) // jobs' context bundles (llmstages/context.go)
 	case RoleSandboxWorker:
-		p = worker(PoolSandbox)
+		p = worker(messages.PoolSandbox)
 		p.Publish = append(p.Publish, readStream(objStream(ObjectStoreSamples))...)
 		p.Publish = append(p.Publish, readStream(objStream(ObjectStoreOutputs))...)
 		p.Publish = append(p.Publish, objSubjects(ObjectStoreOutputs))
@@ -159,7 +161,7 @@ var codeModeTools = []string{ServiceInfoSubjects(), ToolSubjects()}
 // captures, so its Msg-Ids never shadow another pool's), and read (never write) job state, which
 // it checks before running a command (stagework's admission). It hears
 // cancellations (CancelledSubject) to stop a cancelled job's stages.
-func worker(pool Pool) Permission {
+func worker(pool messages.Pool) Permission {
 	stream, consumer := StageStream(pool), StageConsumer(pool)
 	state := kvStream(BucketJobState)
 	return Permission{Publish: []string{

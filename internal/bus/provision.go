@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -91,36 +92,20 @@ type ProvisionConfig struct {
 
 // Default bounds of the object stores (ProvisionConfig.SamplesMaxBytes...).
 const (
-	DefaultSamplesMaxBytes = 4 << 30 // the largest sample is 2 GiB (samples.MaxSampleBytes)
+	DefaultSamplesMaxBytes = 4 << 30 // the largest sample is 2 GiB (objects.MaxObjectBytes)
 	DefaultOutputsMaxBytes = 4 << 30
 	DefaultClaimsMaxBytes  = 1 << 30
 )
 
 func (c *ProvisionConfig) setDefaults() error {
-	if c.Replicas == 0 {
-		c.Replicas = 1
-	}
-	if c.AckWait == 0 {
-		c.AckWait = DefaultAckWait
-	}
-	if c.MaxDeliver == 0 {
-		c.MaxDeliver = DefaultMaxDeliver
-	}
-	if c.DuplicateWindow == 0 {
-		c.DuplicateWindow = DefaultDuplicateWindow
-	}
-	if c.EventsMaxAge == 0 {
-		c.EventsMaxAge = DefaultEventsMaxAge
-	}
-	if c.EventsPerJob == 0 {
-		c.EventsPerJob = DefaultEventsPerJob
-	}
-	if c.DLQMaxAge == 0 {
-		c.DLQMaxAge = DefaultDLQMaxAge
-	}
-	if c.ClaimsMaxAge == 0 {
-		c.ClaimsMaxAge = DefaultClaimsMaxAge
-	}
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.AckWait = cmp.Or(c.AckWait, DefaultAckWait)
+	c.MaxDeliver = cmp.Or(c.MaxDeliver, DefaultMaxDeliver)
+	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, DefaultDuplicateWindow)
+	c.EventsMaxAge = cmp.Or(c.EventsMaxAge, DefaultEventsMaxAge)
+	c.EventsPerJob = cmp.Or(c.EventsPerJob, DefaultEventsPerJob)
+	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, DefaultDLQMaxAge)
+	c.ClaimsMaxAge = cmp.Or(c.ClaimsMaxAge, DefaultClaimsMaxAge)
 	if c.Logger == nil {
 		c.Logger = discardLogger()
 	}
@@ -142,15 +127,15 @@ func (c *ProvisionConfig) setDefaults() error {
 
 // Resources are handles to everything Provision (or Open) found or made.
 type Resources struct {
-	Jobs    jetstream.Stream          // StreamJobs
-	Events  jetstream.Stream          // StreamEvents
-	DLQ     jetstream.Stream          // StreamDLQ: dead letters
-	Stages  map[Pool]jetstream.Stream // by pool: StageStream(pool)
-	Results map[Pool]jetstream.Stream // by pool: ResultStream(pool)
+	Jobs    jetstream.Stream                   // StreamJobs
+	Events  jetstream.Stream                   // StreamEvents
+	DLQ     jetstream.Stream                   // StreamDLQ: dead letters
+	Stages  map[messages.Pool]jetstream.Stream // by pool: StageStream(pool)
+	Results map[messages.Pool]jetstream.Stream // by pool: ResultStream(pool)
 
-	JobsConsumer    jetstream.Consumer          // ConsumerCoordinator on StreamJobs
-	StageConsumers  map[Pool]jetstream.Consumer // by pool: StageConsumer(pool)
-	ResultConsumers map[Pool]jetstream.Consumer // by pool: ConsumerCoordinator on ResultStream(pool)
+	JobsConsumer    jetstream.Consumer                   // ConsumerCoordinator on StreamJobs
+	StageConsumers  map[messages.Pool]jetstream.Consumer // by pool: StageConsumer(pool)
+	ResultConsumers map[messages.Pool]jetstream.Consumer // by pool: ConsumerCoordinator on ResultStream(pool)
 
 	JobState   jetstream.KeyValue    // BucketJobState
 	JobResults jetstream.KeyValue    // BucketJobResults
@@ -164,8 +149,8 @@ type Resources struct {
 
 func newResources() *Resources {
 	return &Resources{
-		Stages: map[Pool]jetstream.Stream{}, StageConsumers: map[Pool]jetstream.Consumer{},
-		Results: map[Pool]jetstream.Stream{}, ResultConsumers: map[Pool]jetstream.Consumer{},
+		Stages: map[messages.Pool]jetstream.Stream{}, StageConsumers: map[messages.Pool]jetstream.Consumer{},
+		Results: map[messages.Pool]jetstream.Stream{}, ResultConsumers: map[messages.Pool]jetstream.Consumer{},
 	}
 }
 
@@ -189,14 +174,14 @@ func (r *Resources) workQueues() []workQueue {
 		streamDesc: "autocoder job submissions", consumerDesc: "coordinators take job submissions",
 		setStream: func(s jetstream.Stream) { r.Jobs = s }, setConsumer: func(c jetstream.Consumer) { r.JobsConsumer = c },
 	}}
-	for _, pool := range Pools() {
+	for _, pool := range messages.Pools() {
 		qs = append(qs, workQueue{
 			stream: StageStream(pool), consumer: StageConsumer(pool), subjects: StageSubjects(pool),
 			streamDesc: "autocoder " + string(pool) + " stage commands", consumerDesc: string(pool) + " workers take stage commands",
 			setStream: func(s jetstream.Stream) { r.Stages[pool] = s }, setConsumer: func(c jetstream.Consumer) { r.StageConsumers[pool] = c },
 		})
 	}
-	for _, pool := range Pools() {
+	for _, pool := range messages.Pools() {
 		qs = append(qs, workQueue{
 			stream: ResultStream(pool), consumer: ConsumerCoordinator, subjects: PoolResultSubjects(pool),
 			streamDesc: "autocoder " + string(pool) + " stage results", consumerDesc: "coordinators take " + string(pool) + " stage results",

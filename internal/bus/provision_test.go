@@ -41,7 +41,7 @@ func TestProvisionIsIdempotent(t *testing.T) {
 		t.Errorf("llm consumer config = %+v", llm.Config)
 	}
 	for name, s := range map[string]jetstream.Stream{
-		"jobs": second.Jobs, "llm results": second.Results[bus.PoolLLM], "sandbox results": second.Results[bus.PoolSandbox],
+		"jobs": second.Jobs, "llm results": second.Results[messages.PoolLLM], "sandbox results": second.Results[messages.PoolSandbox],
 		"llm": second.Stages[messages.PoolLLM], "sandbox": second.Stages[messages.PoolSandbox],
 	} {
 		c := s.CachedInfo().Config
@@ -64,7 +64,7 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Provision with a new AckWait: %v", err)
 	}
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		if got := third.ResultConsumers[pool].CachedInfo().Config.AckWait; got != 20*time.Second {
 			t.Errorf("coordinator AckWait on the %s results after update = %s, want 20s", pool, got)
 		}
@@ -107,7 +107,7 @@ func TestProvisionRetiresTheSharedResultsStream(t *testing.T) {
 	if _, err := js.CreateStream(ctx, legacy); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.Publish(ctx, bus.ResultSubject(bus.PoolSandbox, "job1"), []byte(`{}`)); err != nil {
+	if _, err := js.Publish(ctx, bus.ResultSubject(messages.PoolSandbox, "job1"), []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	_, err = bus.Provision(ctx, js, bus.ProvisionConfig{MemoryStorage: true})

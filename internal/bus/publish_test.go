@@ -26,7 +26,7 @@ func TestPublishMsgIDDeduplicates(t *testing.T) {
 	}
 
 	// Without a Msg-Id nothing is de-duplicated.
-	ev := messages.Event{V: messages.SchemaVersion, JobID: "job1", Type: messages.EventJobStarted}
+	ev := messages.Event{V: messages.WireVersion, JobID: "job1", Type: messages.EventJobStarted}
 	for range 2 {
 		if err := pub.PublishJSON(ctxT(t), bus.EventSubject("job1"), ev, ""); err != nil {
 			t.Fatalf("publish event: %v", err)
@@ -41,11 +41,11 @@ func TestPublishSetsJobHeaders(t *testing.T) {
 	t.Parallel()
 	js, res := provisioned(t, bus.ProvisionConfig{})
 	pub := bus.NewPublisher(js, bus.PublisherConfig{})
-	result := &messages.StageResult{V: messages.SchemaVersion, JobID: "job7", Seq: 4, Stage: messages.StageBuild}
-	if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(bus.PoolSandbox, "job7"), result, bus.ResultMsgID(bus.PoolSandbox, "job7", 4)); err != nil {
+	result := &messages.StageResult{V: messages.WireVersion, JobID: "job7", Seq: 4, Stage: messages.StageBuild}
+	if err := pub.PublishJSON(ctxT(t), bus.ResultSubject(messages.PoolSandbox, "job7"), result, bus.ResultMsgID(messages.PoolSandbox, "job7", 4)); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
-	msg, err := res.Results[bus.PoolSandbox].GetLastMsgForSubject(ctxT(t), bus.ResultSubject(bus.PoolSandbox, "job7"))
+	msg, err := res.Results[messages.PoolSandbox].GetLastMsgForSubject(ctxT(t), bus.ResultSubject(messages.PoolSandbox, "job7"))
 	if err != nil {
 		t.Fatalf("get: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/autocoder/autocoder/pkg/redact"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
@@ -261,7 +262,7 @@ func Connect(ctx context.Context, natsURL, name string, logger *slog.Logger, opt
 			return nil, fmt.Errorf("bus: connect to %s: %w", redactURL(natsURL), err)
 		}
 		nc, err := nats.Connect(natsURL, all...)
-		err = redactError(err, natsURL)
+		err = redact.Error(err, redact.Secrets(natsURL)...)
 		if err == nil {
 			logger.Info("nats connected", "server", nc.ConnectedUrlRedacted())
 			return nc, nil
@@ -306,44 +307,7 @@ func retryableConnectError(err error) bool {
 
 // redactURL hides credentials (user:password or a token) in NATS URLs
 // before they are logged or put in errors, even in a URL that does not parse.
-func redactURL(urls string) string {
-	return redactSecrets(urls, urls)
-}
-
-// redactSecrets replaces in s the userinfo ("user:password@", "token@") of
-// every URL of urls with "redacted".
-func redactSecrets(s, urls string) string {
-	for _, p := range strings.Split(urls, ",") {
-		_, rest, ok := strings.Cut(strings.TrimSpace(p), "://")
-		if !ok {
-			rest = strings.TrimSpace(p)
-		}
-		if i := strings.LastIndex(rest, "@"); i > 0 {
-			s = strings.ReplaceAll(s, rest[:i], "redacted")
-			// url.Error quotes the URL (%q), escaping quotes and backslashes.
-			q := strconv.Quote(rest[:i])
-			s = strings.ReplaceAll(s, q[1:len(q)-1], "redacted")
-		}
-	}
-	return s
-}
-
-// redactedError is an error whose text hides the credentials of NATS URLs
-// (nats.go quotes a URL that does not parse in full).
-type redactedError struct {
-	err  error
-	text string
-}
-
-func (e *redactedError) Error() string { return e.text }
-func (e *redactedError) Unwrap() error { return e.err }
-
-func redactError(err error, urls string) error {
-	if err == nil {
-		return nil
-	}
-	return &redactedError{err: err, text: redactSecrets(err.Error(), urls)}
-}
+func redactURL(urls string) string { return redact.Text(urls, redact.Secrets(urls)...) }
 
 // serverLogger routes nats-server's printf-style log to slog.
 type serverLogger struct {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/bus/bustest"
-	"github.com/autocoder/autocoder/internal/samples"
+	"github.com/autocoder/autocoder/internal/objects"
 )
 
 // clusterJS connects to every node of c and returns JetStream on it.
@@ -152,7 +152,7 @@ func TestObjectStoresAreBounded(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	store, err := samples.New(res.Samples, dir)
+	store, err := objects.New(res.Samples, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,25 +96,18 @@ type Worker struct {
 	running    atomic.Bool
 }
 
-// NewWorker makes a Worker for cons, applying defaults to cfg. The handler is
-// always wrapped in Recover. An invalid configuration is reported by Run.
+// NewWorker makes a Worker for cons, applying defaults to cfg. A panic in
+// the handler is recovered and the message retried (handler.go). An
+// invalid configuration is reported by Run.
 func NewWorker(cons jetstream.Consumer, h Handler, cfg WorkerConfig) *Worker {
-	w := &Worker{cons: cons, cfg: cfg, metrics: cfg.Metrics, log: cfg.Logger}
+	w := &Worker{cons: cons, handler: h, cfg: cfg, metrics: cfg.Metrics, log: cfg.Logger}
 	if w.log == nil {
 		w.log = discardLogger()
 	}
 	if w.metrics == nil {
 		w.metrics = nopMetrics{}
 	}
-	switch {
-	case cons == nil:
-		w.err = errors.New("bus: worker: consumer is nil")
-		return w
-	case h == nil:
-		w.err = errors.New("bus: worker: handler is nil")
-		return w
-	case cfg.Concurrency < 0 || cfg.ShutdownTimeout < 0 || cfg.PollTimeout < 0:
-		w.err = errors.New("bus: worker: Concurrency, ShutdownTimeout and PollTimeout must not be negative")
+	if w.err = checkWorker(cons, h, cfg); w.err != nil {
 		return w
 	}
 	var ackWait time.Duration
@@ -125,30 +119,30 @@ func NewWorker(cons jetstream.Consumer, h Handler, cfg WorkerConfig) *Worker {
 	if ackWait <= 0 {
 		ackWait = 30 * time.Second // the server's default
 	}
-	if w.cfg.Name == "" {
-		w.cfg.Name = w.consumer
-	}
-	if w.cfg.Concurrency == 0 {
-		w.cfg.Concurrency = 1
-	}
-	if w.cfg.HeartbeatInterval == 0 {
-		w.cfg.HeartbeatInterval = ackWait / 3
-	}
-	if w.cfg.ShutdownTimeout == 0 {
-		w.cfg.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if w.cfg.PollTimeout == 0 {
-		w.cfg.PollTimeout = DefaultPollTimeout
-	}
+	w.cfg.Name = cmp.Or(w.cfg.Name, w.consumer)
+	w.cfg.Concurrency = cmp.Or(w.cfg.Concurrency, 1)
+	w.cfg.HeartbeatInterval = cmp.Or(w.cfg.HeartbeatInterval, ackWait/3)
+	w.cfg.ShutdownTimeout = cmp.Or(w.cfg.ShutdownTimeout, DefaultShutdownTimeout)
+	w.cfg.PollTimeout = cmp.Or(w.cfg.PollTimeout, DefaultPollTimeout)
+	w.cfg.MaxClaim = cmp.Or(max(w.cfg.MaxClaim, 0), DefaultMaxClaim)
 	if w.cfg.RetryDelay == nil {
 		w.cfg.RetryDelay = DefaultRetryDelay
 	}
-	if w.cfg.MaxClaim <= 0 {
-		w.cfg.MaxClaim = DefaultMaxClaim
-	}
 	w.log = w.log.With("worker", w.cfg.Name, "consumer", w.consumer)
-	w.handler = Recover(w.log)(h)
 	return w
+}
+
+// checkWorker is what NewWorker refuses, reported by Run.
+func checkWorker(cons jetstream.Consumer, h Handler, cfg WorkerConfig) error {
+	switch {
+	case cons == nil:
+		return errors.New("bus: worker: consumer is nil")
+	case h == nil:
+		return errors.New("bus: worker: handler is nil")
+	case cfg.Concurrency < 0 || cfg.ShutdownTimeout < 0 || cfg.PollTimeout < 0:
+		return errors.New("bus: worker: Concurrency, ShutdownTimeout and PollTimeout must not be negative")
+	}
+	return nil
 }
 
 // run is the state of one Run call.
@@ -326,7 +320,7 @@ func (w *Worker) process(hctx context.Context, r *run, d *delivery) {
 	stopHeartbeat := w.heartbeat(mctx, msg)
 	herr := redeem(mctx, w.cfg.Claims, msg, w.cfg.MaxClaim)
 	if herr == nil {
-		herr = w.handler.Handle(mctx, msg)
+		herr = w.handle(mctx, msg)
 	}
 	stopHeartbeat()
 	w.metrics.HandleDone(w.consumer, time.Since(start))

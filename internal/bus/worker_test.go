@@ -192,16 +192,16 @@ func TestWorkerRecoversPanic(t *testing.T) {
 	got := make(chan uint64, 2)
 	metrics := newRecMetrics()
 	logs := newLogCapture("")
-	h := bus.Chain(bus.HandlerFunc(func(_ context.Context, m *bus.Message) error {
+	h := bus.HandlerFunc(func(_ context.Context, m *bus.Message) error {
 		got <- m.NumDelivered()
 		if m.NumDelivered() == 1 {
 			var cmd *messages.StageCommand
 			_ = cmd.JobID // nil dereference
 		}
 		return nil
-	}), bus.Logging(slog.New(logs)), bus.Recover(slog.New(logs)))
+	})
 	startWorker(t, res.StageConsumers[messages.PoolLLM], h, bus.WorkerConfig{
-		Metrics: metrics, RetryDelay: func(uint64) time.Duration { return 0 },
+		Metrics: metrics, RetryDelay: func(uint64) time.Duration { return 0 }, Logger: slog.New(logs),
 	})
 
 	command(t, pub, "panic", 1)
@@ -216,11 +216,8 @@ func TestWorkerRecoversPanic(t *testing.T) {
 		t.Errorf("outcome of the redelivery = %s, want ack", o)
 	}
 	attrs, ok := logs.find("bus handler panic")
-	if !ok || attrs["job_id"] != "panic" || attrs["stack"] == "" {
-		t.Errorf("panic log = %v, %v; want job_id and stack", attrs, ok)
-	}
-	if attrs, ok := logs.find("handler failed"); !ok || attrs["stage"] != "plan" {
-		t.Errorf("Logging did not log the panic's error with the stage: %v", attrs)
+	if !ok || attrs["job_id"] != "panic" || attrs["stage"] != "plan" || attrs["stack"] == "" {
+		t.Errorf("panic log = %v, %v; want job_id, stage and stack", attrs, ok)
 	}
 }
 
@@ -540,7 +537,7 @@ func TestWorkerConfigErrors(t *testing.T) {
 
 func TestNewMessageForHandlerTests(t *testing.T) {
 	t.Parallel()
-	m := bus.NewMessage(bus.StageSubject(messages.StageFix), []byte(`{"seq":3}`), nil, 2)
+	m := bus.NewMessage(bus.StageSubject(messages.DefaultStages().Pool(messages.StageFix), messages.StageFix), []byte(`{"seq":3}`), nil, 2)
 	m.Headers().Set(bus.HeaderJobID, "j")
 	var cmd messages.StageCommand
 	if err := m.DecodeJSON(&cmd); err != nil || cmd.Seq != 3 {

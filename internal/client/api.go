@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/autocoder/autocoder/internal/bus"
-	"github.com/autocoder/autocoder/internal/samples"
+	"github.com/autocoder/autocoder/internal/objects"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -44,7 +44,7 @@ func (c *Client) Request(ctx context.Context, subject string, req, reply any) er
 // SubmitRequest submits req through the coordinator's API subject and
 // returns its answer: the job ID, or the error naming the field.
 func (c *Client) SubmitRequest(ctx context.Context, req messages.APIRequest) (messages.APIReply, error) {
-	req.V = messages.SchemaVersion
+	req.V = messages.WireVersion
 	var r messages.APIReply
 	err := c.Request(ctx, bus.SubjectAPISubmit, req, &r)
 	return r, err
@@ -52,13 +52,13 @@ func (c *Client) SubmitRequest(ctx context.Context, req messages.APIRequest) (me
 
 // RunTaskRequest executes a named task through the coordinator's API subject.
 func (c *Client) RunTaskRequest(ctx context.Context, req messages.TaskRunRequest) (messages.APIReply, error) {
-	req.V = messages.SchemaVersion
+	req.V = messages.WireVersion
 	var r messages.APIReply
 	err := c.Request(ctx, bus.SubjectAPITaskRun, req, &r)
 	return r, err
 }
 
-// PutSample uploads a sample's bytes from r (at most samples.MaxSampleBytes)
+// PutSample uploads a sample's bytes from r (at most objects.MaxObjectBytes)
 // and returns its object reference; fileName's extension is kept, so the
 // script finds it as /var/inputs/<name><ext>.
 func (c *Client) PutSample(ctx context.Context, fileName string, r io.Reader) (messages.SampleRef, error) {
@@ -68,12 +68,12 @@ func (c *Client) PutSample(ctx context.Context, fileName string, r io.Reader) (m
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	n, err := io.Copy(f, io.LimitReader(r, samples.MaxSampleBytes+1))
+	n, err := io.Copy(f, io.LimitReader(r, objects.MaxObjectBytes+1))
 	if err != nil {
 		return messages.SampleRef{}, fmt.Errorf("sample %s: %w", fileName, err)
 	}
-	if n > samples.MaxSampleBytes {
-		return messages.SampleRef{}, fmt.Errorf("%w: larger than %d bytes", ErrSampleTooLarge, int64(samples.MaxSampleBytes))
+	if n > objects.MaxObjectBytes {
+		return messages.SampleRef{}, fmt.Errorf("%w: larger than %d bytes", ErrSampleTooLarge, int64(objects.MaxObjectBytes))
 	}
 	if err := f.Close(); err != nil {
 		return messages.SampleRef{}, err
@@ -81,7 +81,7 @@ func (c *Client) PutSample(ctx context.Context, fileName string, r io.Reader) (m
 	return c.samples.Put(ctx, fileName, f.Name())
 }
 
-// ErrSampleTooLarge is returned (wrapped) by PutSample past samples.MaxSampleBytes.
+// ErrSampleTooLarge is returned (wrapped) by PutSample past objects.MaxObjectBytes.
 var ErrSampleTooLarge = errors.New("client: sample too large")
 
 // DeadLetters returns the letters in the dead-letter stream, oldest first,
@@ -142,7 +142,7 @@ func (c *Client) DeadLetter(ctx context.Context, seq uint64) (*messages.DeadLett
 // Replay asks the coordinator to replay dead letter seq.
 func (c *Client) Replay(ctx context.Context, seq uint64) (messages.ReplayReply, error) {
 	var r messages.ReplayReply
-	if err := c.Request(ctx, bus.SubjectAPIDLQReplay, messages.ReplayRequest{V: messages.SchemaVersion, Seq: seq}, &r); err != nil {
+	if err := c.Request(ctx, bus.SubjectAPIDLQReplay, messages.ReplayRequest{V: messages.WireVersion, Seq: seq}, &r); err != nil {
 		return r, err
 	}
 	if r.Error != "" {

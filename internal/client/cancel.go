@@ -20,7 +20,7 @@ func (c *Client) Cancel(ctx context.Context, jobID, by, reason string) (*message
 	if !bus.ValidJobID(jobID) {
 		return nil, fmt.Errorf("invalid job id %q", jobID)
 	}
-	req := messages.CancelJob{V: messages.SchemaVersion, JobID: jobID, By: by, Reason: reason}
+	req := messages.CancelJob{V: messages.WireVersion, JobID: jobID, By: by, Reason: reason}
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}

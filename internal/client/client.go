@@ -12,7 +12,7 @@ import (
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/coordinator"
 	"github.com/autocoder/autocoder/internal/machine"
-	"github.com/autocoder/autocoder/internal/samples"
+	"github.com/autocoder/autocoder/internal/objects"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -29,7 +29,7 @@ type Client struct {
 	js      jetstream.JetStream
 	res     *bus.Resources
 	pub     Publisher
-	samples *samples.Store
+	samples *objects.Store
 	// identity is the NATS user this client asks as (SetIdentity): ""
 	// asks on the coordinator role's subjects, as the HTTP API and a
 	// local run do.
@@ -54,7 +54,7 @@ func (c *Client) AsAdmin() *Client {
 
 // New returns a client over provisioned resources. sampleDir caches downloads.
 func New(js jetstream.JetStream, res *bus.Resources, pub Publisher, sampleDir string) (*Client, error) {
-	st, err := samples.New(res.Samples, sampleDir)
+	st, err := objects.New(res.Samples, sampleDir)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func (c *Client) Submit(ctx context.Context, jobID string, spec messages.JobSpec
 		}
 		wire.Context = refs
 	}
-	sub := messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Spec: wire}
+	sub := messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Spec: wire}
 	if err := c.pub.PublishJSON(ctx, bus.SubjectJobsSubmit, sub, bus.SubmitMsgID(jobID)); err != nil {
 		return fmt.Errorf("submit job: %w", err)
 	}

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -77,7 +78,7 @@ func newSystem(t *testing.T) *system {
 		t.Fatalf("ServeAPI: %v", err)
 	}
 	s.run(res.JobsConsumer, bus.HandlerFunc(c.HandleSubmit))
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		s.run(res.ResultConsumers[pool], bus.HandlerFunc(c.HandleResult))
 	}
 	return s
@@ -99,8 +100,19 @@ func (s *system) run(cons jetstream.Consumer, h bus.Handler) {
 
 // startWorkers starts a worker per pool whose stages all succeed at once.
 func (s *system) startWorkers() {
-	for _, pool := range bus.Pools() {
-		r, err := stagework.NewExecutor(stagework.Config{Handler: canned{}, Publisher: s.pub,
+	mux := stagework.NewMux(messages.DefaultStages())
+	canned(mux, messages.StageProfile, messages.ProfileOutput{DataContext: "2 rows", GeneratedSchemas: map[string]string{}})
+	canned(mux, messages.StagePlan, messages.Plan{Description: "d", Approach: "a"})
+	solution := messages.Solution{Language: "python", Code: "def f():\n    return 42\n", Packages: []string{}, SystemPackages: []string{}}
+	canned(mux, messages.StageCode, solution)
+	canned(mux, messages.StageFix, solution)
+	canned(mux, messages.StageTests, messages.Tests{Code: "from solution import f\n\n\ndef test_f():\n    assert f() == 42\n"})
+	canned(mux, messages.StagePackages, messages.Packages{Packages: []string{}})
+	canned(mux, messages.StageBuild, messages.BuildOutput{Image: "env"})
+	canned(mux, messages.StageRunTests, messages.TestReport{Passed: 1})
+	canned(mux, messages.StageAcceptance, messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"answer": 42}})
+	for _, pool := range messages.Pools() {
+		r, err := stagework.NewExecutor(stagework.Config{Mux: mux, Publisher: s.pub,
 			Pool: pool, Jobs: stagework.KVJobs{KV: s.res.JobState}})
 		if err != nil {
 			s.t.Fatal(err)
@@ -109,34 +121,11 @@ func (s *system) startWorkers() {
 	}
 }
 
-// canned answers every stage with a success.
-type canned struct{}
-
-func (canned) Version(messages.Stage) string { return "canned-1" }
-
-func (canned) Handle(_ context.Context, cmd *messages.StageCommand) (stagework.Output, error) {
-	var v any
-	switch cmd.Stage {
-	case messages.StageProfile:
-		v = messages.ProfileOutput{DataContext: "2 rows", GeneratedSchemas: map[string]string{}}
-	case messages.StagePlan:
-		v = messages.Plan{Description: "d", Approach: "a"}
-	case messages.StageCode, messages.StageFix:
-		v = messages.Solution{Language: "python", Code: "def f():\n    return 42\n", Packages: []string{}, SystemPackages: []string{}}
-	case messages.StageTests:
-		v = messages.Tests{Code: "from solution import f\n\n\ndef test_f():\n    assert f() == 42\n"}
-	case messages.StagePackages:
-		v = messages.Packages{Packages: []string{}}
-	case messages.StageBuild:
-		v = messages.BuildOutput{Image: "env"}
-	case messages.StageRunTests:
-		v = messages.TestReport{Passed: 1}
-	case messages.StageAcceptance:
-		v = messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"answer": 42}}
-	default:
-		return stagework.Output{}, stagework.Permanent(errors.New("canned: no answer for " + string(cmd.Stage)))
-	}
-	return stagework.Output{Value: v, Usage: messages.Usage{InputTokens: 1, OutputTokens: 1, Calls: 1}}, nil
+// canned registers a stage that answers v at once, whatever its input.
+func canned[Out any](mux *stagework.Mux, stage messages.Stage, v Out) {
+	stagework.Register(mux, stage, func(context.Context, *messages.StageCommand, json.RawMessage) (stagework.Output[Out], error) {
+		return stagework.Output[Out]{Value: v, Usage: messages.Usage{InputTokens: 1, OutputTokens: 1, Calls: 1}}, nil
+	})
 }
 
 func spec(t *testing.T) messages.JobSpec {

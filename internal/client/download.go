@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
@@ -74,7 +76,7 @@ func downloadable(res *messages.Result) ([]output, error) {
 		return nil, nil
 	}
 	var outs []output
-	for _, name := range sortedNames(res.Outputs) {
+	for _, name := range slices.Sorted(maps.Keys(res.Outputs)) {
 		t := res.Spec.Outputs[name]
 		if t != messages.TypeFile && t != messages.TypeDir {
 			continue

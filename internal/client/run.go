@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -37,7 +39,7 @@ func (c *Client) Run(ctx context.Context, jobID string, req messages.RunRequest,
 		for k, v := range req.Samples {
 			samples[k] = v
 		}
-		for _, name := range sortedNames(files) {
+		for _, name := range slices.Sorted(maps.Keys(files)) {
 			ref, err := c.upload(ctx, name, files[name])
 			if err != nil {
 				return err
@@ -46,7 +48,7 @@ func (c *Client) Run(ctx context.Context, jobID string, req messages.RunRequest,
 		}
 		req.Samples = samples
 	}
-	sub := messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Run: &req}
+	sub := messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Run: &req}
 	if err := c.pub.PublishJSON(ctx, bus.SubjectJobsSubmit, sub, bus.SubmitMsgID(jobID)); err != nil {
 		return fmt.Errorf("submit run: %w", err)
 	}
@@ -146,7 +148,7 @@ var ErrTaskForbidden = errors.New("client: the task belongs to another owner")
 // taskRequest asks the coordinator to register or delete a task, as this
 // client's identity, and maps its refusal to an error.
 func (c *Client) taskRequest(ctx context.Context, op string, req messages.TaskRequest) (messages.TaskReply, error) {
-	req.V = messages.SchemaVersion
+	req.V = messages.WireVersion
 	var r messages.TaskReply
 	err := c.Request(ctx, bus.TaskSubject(op, c.identity), req, &r)
 	if errors.Is(err, ErrNoCoordinator) && c.identity == "" {
@@ -222,15 +224,6 @@ func (c *Client) DeleteTask(ctx context.Context, name string) error {
 	return err
 }
 
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // taskHere does a task request as the admin with the coordinator's own
 // rules (coordinator.RegisterTask, DeleteTask) on this client's stores.
 func (c *Client) taskHere(ctx context.Context, op string, req messages.TaskRequest) messages.TaskReply {
@@ -239,7 +232,7 @@ func (c *Client) taskHere(ctx context.Context, op string, req messages.TaskReque
 		if op == bus.TaskRegister {
 			var t *messages.Task
 			if t, err = coord.RegisterTask(ctx, req, "", true); err == nil {
-				return messages.TaskReply{V: messages.SchemaVersion, Task: t}
+				return messages.TaskReply{V: messages.WireVersion, Task: t}
 			}
 		} else {
 			err = coord.DeleteTask(ctx, req.Name, "", true)

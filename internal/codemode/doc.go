@@ -6,9 +6,9 @@
 // test with is_error; parallel_map runs independent tool calls at once; the
 // value of the last expression is the run's result.
 //
-// On top of the interpreter: Agent has a chat model write the programs,
+// On top of the interpreter: Session has a chat model write the programs,
 // multi-turn (each program's value is the observation, a reply without
-// code is the answer) or single-shot with retries (agent.go); ServeTool
+// code is the answer) or single-shot with retries (session.go); ServeTool
 // and DiscoverTool make a Go function a tool served by another process as
 // a NATS micro service (natstools.go); CachedTools keys tool calls by
 // content in the project cache (cachedtools.go). Jobs of mode codemode

@@ -125,11 +125,11 @@ func TestNATSToolFromAnotherProcess(t *testing.T) {
 	gw, _ := remoteTool(t, fx.tools, "get_weather")
 	tools.MustRegister(gw)
 
-	a, _ := newAgent(t, tools, program(`s = stock_level(sku="ABC")
+	a, _ := newSession(t, tools, program(`s = stock_level(sku="ABC")
 bad = stock_level(sku="NOPE")
 w = get_weather(city="Paris")
 {"units": s["units"], "pid": s["pid"], "bad": bad.message if is_error(bad) else "ok", "temp": w["temp_c"]}`))
-	res := runAgent(t, a, "Stock of ABC and weather in Paris?")
+	res := runSession(t, a, "Stock of ABC and weather in Paris?")
 	got, ok := res.Value.(map[string]any)
 	if !ok || res.Error != "" {
 		t.Fatalf("result %+v", res)

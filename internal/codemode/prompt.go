@@ -12,7 +12,7 @@ import (
 )
 
 // PromptConfig is what the system prompt of a code-mode conversation is
-// made of. The job kind's turn stage and Agent build it the same way.
+// made of. The job kind's turn stage and Session build it the same way.
 type PromptConfig struct {
 	// Prefix goes first (the job's system_prompt_prefix).
 	Prefix string
@@ -157,7 +157,7 @@ func RetryFeedback(observation string) string {
 // Conversation is the request to the model: the system prompt, the
 // history, the message, then each step's reply and what the model was
 // told of it (the observation in a multi-turn conversation, the error or
-// the missing code otherwise). Agent and the job's turn stage both ask
+// the missing code otherwise). Session and the job's turn stage both ask
 // with it.
 func Conversation(system string, history []messages.ChatMessage, message string, steps []messages.CodeModeStep, multiTurn bool) []llm.ChatMessage {
 	conv := make([]llm.ChatMessage, 0, len(history)+2+2*len(steps))

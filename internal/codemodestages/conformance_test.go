@@ -24,7 +24,7 @@ func TestExecConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	handlertest.Run(t, func(*testing.T) stagework.Handler { return &codemodestages.Exec{Conn: nc} }, handlertest.Config{
+	handlertest.Run(t, func(t *testing.T) *stagework.Mux { return mux(t, codemodestages.Config{Conn: nc}) }, handlertest.Config{
 		Stages: []messages.Stage{messages.StageCodeModeTools, messages.StageCodeModeExec},
 		Inputs: map[messages.Stage]any{
 			messages.StageCodeModeTools: messages.CodeModeToolsInput{Tools: []string{}},
@@ -42,8 +42,20 @@ func TestTurnConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handlertest.Run(t, func(*testing.T) stagework.Handler { return codemodestages.Turn{Model: model} }, handlertest.Config{
+	handlertest.Run(t, func(t *testing.T) *stagework.Mux { return mux(t, codemodestages.Config{Model: model}) }, handlertest.Config{
 		Stages: []messages.Stage{messages.StageCodeModeTurn},
 		Inputs: map[messages.Stage]any{messages.StageCodeModeTurn: messages.CodeModeTurnInput{Message: "one", MultiTurn: true}},
 	})
+}
+
+// mux has the code-mode stages of handlers made with cfg.
+func mux(t *testing.T, cfg codemodestages.Config) *stagework.Mux {
+	t.Helper()
+	h, err := codemodestages.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := stagework.NewMux(messages.DefaultStages())
+	h.Register(m)
+	return m
 }

@@ -6,94 +6,56 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/nats-io/nats.go"
-
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/codemode"
 	"github.com/autocoder/autocoder/internal/stagework"
-	"github.com/autocoder/autocoder/pkg/cache"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// Exec does codemode_tools and codemode_exec with tools discovered on Conn.
-type Exec struct {
-	// Conn reaches the tool services; nil fails the stages permanently.
-	Conn *nats.Conn
-	// Cache keeps tool calls (content keys, scoped by the job); nil: none.
-	Cache  cache.Cache
-	Limits codemode.Limits
-	// ObservationBytes is the observation's budget; 0: the default.
-	ObservationBytes int
-}
-
-// Serves implements Stages.
-func (*Exec) Serves() []messages.Stage {
-	return []messages.Stage{messages.StageCodeModeTools, messages.StageCodeModeExec}
-}
-
-// Version implements stagework.Handler.
-func (*Exec) Version(messages.Stage) string { return Version }
-
-// Handle implements stagework.Handler.
-func (e *Exec) Handle(ctx context.Context, cmd *messages.StageCommand) (stagework.Output, error) {
-	switch cmd.Stage {
-	case messages.StageCodeModeTools:
-		var in messages.CodeModeToolsInput
-		if err := decode(cmd, &in); err != nil {
-			return stagework.Output{}, err
-		}
-		return e.describe(ctx, in)
-	case messages.StageCodeModeExec:
-		var in messages.CodeModeExecInput
-		if err := decode(cmd, &in); err != nil {
-			return stagework.Output{}, err
-		}
-		return e.exec(ctx, cmd, in)
+func (h *Handlers) tools(ctx context.Context, names []string) (*codemode.Registry, error) {
+	if h.cfg.Conn == nil {
+		return nil, bus.Permanent(errors.New("codemode: this sandbox-worker has no NATS connection for tools"))
 	}
-	return stagework.Output{}, unknownStage(cmd)
-}
-
-func (e *Exec) tools(ctx context.Context, names []string) (*codemode.Registry, error) {
-	if e.Conn == nil {
-		return nil, stagework.Permanent(errors.New("codemode: this sandbox-worker has no NATS connection for tools"))
-	}
-	reg, err := codemode.DiscoverTools(ctx, e.Conn, names)
+	reg, err := codemode.DiscoverTools(ctx, h.cfg.Conn, names)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err // cancelled: the executor retries or drops it
 		}
-		return nil, stagework.Permanent(err)
+		return nil, bus.Permanent(err)
 	}
 	return reg, nil
 }
 
-func (e *Exec) describe(ctx context.Context, in messages.CodeModeToolsInput) (stagework.Output, error) {
-	reg, err := e.tools(ctx, in.Tools)
+func (h *Handlers) describe(ctx context.Context, _ *messages.StageCommand, in messages.CodeModeToolsInput) (stagework.Output[messages.CodeModeToolsOutput], error) {
+	var none stagework.Output[messages.CodeModeToolsOutput]
+	reg, err := h.tools(ctx, in.Tools)
 	if err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	desc, err := reg.ToolDescriptions()
 	if err != nil {
-		return stagework.Output{}, stagework.Permanent(err)
+		return none, bus.Permanent(err)
 	}
-	return stagework.Output{Value: messages.CodeModeToolsOutput{Descriptions: desc}}, nil
+	return stagework.Output[messages.CodeModeToolsOutput]{Value: messages.CodeModeToolsOutput{Descriptions: desc}}, nil
 }
 
-func (e *Exec) exec(ctx context.Context, cmd *messages.StageCommand, in messages.CodeModeExecInput) (stagework.Output, error) {
-	reg, err := e.tools(ctx, in.Tools)
+func (h *Handlers) exec(ctx context.Context, cmd *messages.StageCommand, in messages.CodeModeExecInput) (stagework.Output[messages.CodeModeExecOutput], error) {
+	var none stagework.Output[messages.CodeModeExecOutput]
+	reg, err := h.tools(ctx, in.Tools)
 	if err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	var uncacheable atomic.Bool
 	reg = markUncacheable(reg, &uncacheable)
-	if e.Cache != nil && cmd.Cache != messages.CacheDisable {
-		reg = codemode.CachedTools(reg, e.Cache, in.Scope, 0)
+	if h.cfg.Cache != nil && cmd.Cache != messages.CacheDisable {
+		reg = codemode.CachedTools(reg, h.cfg.Cache, in.Scope, 0)
 	}
-	res, runErr := codemode.Run(ctx, in.Code, reg, e.Limits)
+	res, runErr := codemode.Run(ctx, in.Code, reg, h.cfg.Limits)
 	if runErr != nil && ctx.Err() != nil {
-		return stagework.Output{}, fmt.Errorf("codemode_exec: %w", ctx.Err()) // the worker is stopping: run again elsewhere
+		return none, fmt.Errorf("codemode_exec: %w", ctx.Err()) // the worker is stopping: run again elsewhere
 	}
 	out := messages.CodeModeExecOutput{OK: runErr == nil, Output: res.Output,
-		Observation: codemode.Observation(res, runErr, e.ObservationBytes), Uncacheable: uncacheable.Load()}
+		Observation: codemode.Observation(res, runErr, h.cfg.ObservationBytes), Uncacheable: uncacheable.Load()}
 	if runErr != nil {
 		out.Error = runErr.Error()
 		var ce *codemode.Error
@@ -103,7 +65,7 @@ func (e *Exec) exec(ctx context.Context, cmd *messages.StageCommand, in messages
 	} else {
 		out.Value = codemode.MarshalValue(res.Value)
 	}
-	return stagework.Output{Value: out}, nil
+	return stagework.Output[messages.CodeModeExecOutput]{Value: out}, nil
 }
 
 // markUncacheable wraps the NoCache tools of reg to set flag when called.

@@ -39,7 +39,7 @@ func execCommand(t *testing.T, in messages.CodeModeExecInput) *messages.StageCom
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: messages.StageCodeModeExec, Cache: messages.CacheAuto, Input: b}
+	return &messages.StageCommand{V: messages.WireVersion, JobID: "job-1", Seq: 3, Stage: messages.StageCodeModeExec, Cache: messages.CacheAuto, Input: b}
 }
 
 // TestExecStage: a program over NATS tools runs in the stage; a tool's
@@ -74,18 +74,14 @@ func TestExecStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = dir.Close() })
-	h := &codemodestages.Exec{Conn: nc, Cache: dir}
+	h := mux(t, codemodestages.Config{Conn: nc, Cache: dir})
 	cmd := execCommand(t, messages.CodeModeExecInput{Code: `a = lookup(key="x")
 b = lookup(key="missing")
 {"n": a["n"], "b": b.message if is_error(b) else "?", "tick": tick()}`, Tools: []string{"lookup", "tick"}, Scope: "job-1"})
 
 	var outs []messages.CodeModeExecOutput
 	for range 2 {
-		out, err := h.Handle(context.Background(), cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		outs = append(outs, out.Value.(messages.CodeModeExecOutput))
+		outs = append(outs, serve[messages.CodeModeExecOutput](t, h, cmd))
 	}
 	if !outs[0].OK || string(outs[0].Value) != `{"b":"no such key","n":7,"tick":1}` || string(outs[1].Value) != `{"b":"no such key","n":7,"tick":2}` {
 		t.Fatalf("values %s then %s", outs[0].Value, outs[1].Value)
@@ -105,17 +101,27 @@ b = lookup(key="missing")
 func TestExecStageProgramErrors(t *testing.T) {
 	t.Parallel()
 	nc := natsConn(t)
-	h := &codemodestages.Exec{Conn: nc}
-	out, err := h.Handle(context.Background(), execCommand(t, messages.CodeModeExecInput{Code: "nope(1)", Tools: []string{}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := out.Value.(messages.CodeModeExecOutput)
+	h := mux(t, codemodestages.Config{Conn: nc})
+	o := serve[messages.CodeModeExecOutput](t, h, execCommand(t, messages.CodeModeExecInput{Code: "nope(1)", Tools: []string{}}))
 	if o.OK || o.ErrorKind != "check" || !strings.Contains(o.Observation, "Error (check)") {
 		t.Fatalf("output %+v", o)
 	}
-	_, err = h.Handle(context.Background(), execCommand(t, messages.CodeModeExecInput{Code: "1", Tools: []string{"ghost"}}))
-	if err == nil || !strings.Contains(err.Error(), "no process serves the tool ghost") || !stagework.IsPermanent(err) {
+	_, _, err := h.Serve(context.Background(), execCommand(t, messages.CodeModeExecInput{Code: "1", Tools: []string{"ghost"}}))
+	if err == nil || !strings.Contains(err.Error(), "no process serves the tool ghost") || !bus.IsPermanent(err) {
 		t.Fatalf("err %v", err)
 	}
+}
+
+// serve runs cmd on mux and decodes its output.
+func serve[T any](t *testing.T, mux *stagework.Mux, cmd *messages.StageCommand) T {
+	t.Helper()
+	out, _, err := mux.Serve(context.Background(), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v T
+	if err := json.Unmarshal(out.Value, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -48,6 +48,10 @@ type Config struct {
 	Concurrency         int    // AUTOCODER_CONCURRENCY: stages a worker runs at once; default 4 (llm) / 2 (sandbox)
 	LogLevel            string // AUTOCODER_LOG_LEVEL: debug|info|warn|error; default info
 	WorkerName          string // AUTOCODER_WORKER_NAME; default host name and pid
+	// Transcript is a scripted model transcript the llm-worker replays
+	// instead of calling a model (AUTOCODER_TRANSCRIPT, or its --transcript):
+	// the offline demo of separate processes. Only ever set explicitly.
+	Transcript string
 
 	// NATSMonitorListen serves the embedded NATS server's monitoring
 	// endpoint (AUTOCODER_NATS_MONITOR_LISTEN, monitor.go); empty: off.
@@ -85,15 +89,15 @@ type Config struct {
 	CacheKeyFile string
 	// CacheUnsigned lets a worker use a Redis cache without a key
 	// (AUTOCODER_CACHE_UNSIGNED=true): anyone who can write to the Redis
-	// can then hand workers forged results. Anything but a true value of
-	// strconv.ParseBool is false.
+	// can then hand workers forged results. A value strconv.ParseBool does
+	// not read is an error (Validate).
 	CacheUnsigned bool
 	// StageDeadlines overrides the coordinator's stage deadlines
 	// (AUTOCODER_STAGE_DEADLINES), e.g. "build=45m,plan=5m": how long a
 	// dispatched stage may wait for its result before its job fails with
 	// the reason. Stages not named keep their defaults (coordinator.StageDeadline).
 	StageDeadlines string
-	// Access to the HTTP API and to Redis (README "Security").
+	// Access to the HTTP API and to Redis (docs/security.md).
 
 	// HTTPTokensFile holds the HTTP API's bearer tokens, one a line: "scope
 	// token" or "name:scope:token" (AUTOCODER_HTTP_TOKENS_FILE).
@@ -112,6 +116,9 @@ type Config struct {
 	RedisTLSCert, RedisTLSKey string
 	NATSAuthConfig            // NATS credentials, TLS and the embedded server's users (natsauth.go)
 	FleetConfig               // replicas, store bounds, sync, HTTP connection limits (fleet.go)
+
+	// envErrs are the settings FromEnv could not read; Validate reports them.
+	envErrs []error
 }
 
 // HTTP authentication modes (AUTOCODER_HTTP_AUTH).
@@ -142,6 +149,7 @@ func FromEnv() Config {
 		PipFindLinks:        os.Getenv("AUTOCODER_PIP_FIND_LINKS"),
 		LogLevel:            env("AUTOCODER_LOG_LEVEL", "info"),
 		WorkerName:          os.Getenv("AUTOCODER_WORKER_NAME"),
+		Transcript:          os.Getenv("AUTOCODER_TRANSCRIPT"),
 		CacheKeys:           os.Getenv("AUTOCODER_CACHE_KEYS"),
 		CacheKeyFile:        os.Getenv("AUTOCODER_CACHE_KEY_FILE"),
 		StageDeadlines:      os.Getenv("AUTOCODER_STAGE_DEADLINES"),
@@ -152,14 +160,14 @@ func FromEnv() Config {
 		RedisTLSCert:        os.Getenv("AUTOCODER_REDIS_TLS_CERT"),
 		RedisTLSKey:         os.Getenv("AUTOCODER_REDIS_TLS_KEY"),
 	}
-	c.CacheUnsigned, _ = strconv.ParseBool(os.Getenv("AUTOCODER_CACHE_UNSIGNED"))
+	c.CacheUnsigned = c.envBool("AUTOCODER_CACHE_UNSIGNED")
 	c.readRunCeilings()
 	c.readMonitor()
 	c.readModelBounds()
 	c.NATSAuthConfig = natsAuthFromEnv()
 	c.FleetConfig = fleetFromEnv()
-	fmt.Sscan(os.Getenv("AUTOCODER_CONCURRENCY"), &c.Concurrency)
-	fmt.Sscan(os.Getenv("AUTOCODER_DOCKER_POOL_SIZE"), &c.DockerPoolSize)
+	c.Concurrency = c.envInt("AUTOCODER_CONCURRENCY")
+	c.DockerPoolSize = c.envInt("AUTOCODER_DOCKER_POOL_SIZE")
 	c.DockerBuildNetwork = os.Getenv("AUTOCODER_DOCKER_BUILD_NETWORK")
 	if c.WorkerName == "" {
 		h, _ := os.Hostname()
@@ -220,8 +228,51 @@ type secretFlag struct{ p *string }
 func (s secretFlag) String() string     { return "" }
 func (s secretFlag) Set(v string) error { *s.p = v; return nil }
 
+// envInt reads the whole number in environment variable k; unset is 0,
+// anything else that is not a whole number an error Validate reports.
+func (c *Config) envInt(k string) int {
+	v := strings.TrimSpace(os.Getenv(k))
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not a whole number", k, v))
+	}
+	return n
+}
+
+// envBool reads the boolean in environment variable k (strconv.ParseBool:
+// true, false, 1, 0, ...); unset is false, anything else an error
+// Validate reports.
+func (c *Config) envBool(k string) bool {
+	v := strings.TrimSpace(os.Getenv(k))
+	if v == "" {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not true or false", k, v))
+	}
+	return b
+}
+
 // Validate checks the settings that can be checked without I/O.
 func (c *Config) Validate() error {
+	if len(c.envErrs) > 0 {
+		return errors.Join(c.envErrs...)
+	}
+	for _, check := range []func() error{c.validateBasics, c.validateDeadlines, c.validateCeilings, c.validateMonitor,
+		c.validateBounds, c.validateCacheKeys, c.validateAccess, c.FleetConfig.validate, c.NATSAuthConfig.validate} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateBasics checks the settings with a few allowed values.
+func (c *Config) validateBasics() error {
 	switch c.Sandbox {
 	case "", "docker", "process":
 	default:
@@ -238,28 +289,22 @@ func (c *Config) Validate() error {
 	if c.Concurrency < 0 {
 		return errors.New("AUTOCODER_CONCURRENCY: must not be negative")
 	}
-	if _, err := c.Deadlines(); err != nil {
-		return err
-	}
-	if _, err := c.Ceilings(); err != nil {
-		return err
-	}
-	if err := c.validateMonitor(); err != nil {
-		return err
-	}
-	if _, err := c.Bounds(); err != nil {
-		return err
-	}
-	if err := c.validateCacheKeys(); err != nil {
-		return err
-	}
-	if err := c.validateAccess(); err != nil {
-		return err
-	}
-	if err := c.FleetConfig.validate(); err != nil {
-		return err
-	}
-	return c.NATSAuthConfig.validate()
+	return nil
+}
+
+func (c *Config) validateDeadlines() error {
+	_, err := c.Deadlines(messages.DefaultStages())
+	return err
+}
+
+func (c *Config) validateCeilings() error {
+	_, err := c.Ceilings()
+	return err
+}
+
+func (c *Config) validateBounds() error {
+	_, err := c.Bounds()
+	return err
 }
 
 // validateCacheKeys checks the cache key settings that need no I/O. Its
@@ -317,12 +362,9 @@ func (c *Config) CacheKeyring() (*cache.Keyring, error) {
 }
 
 // Deadlines parses StageDeadlines: comma-separated stage=duration entries
-// (Go durations: 90s, 45m, 1h30m). The error names the bad entry.
-func (c *Config) Deadlines() (map[messages.Stage]time.Duration, error) {
-	known := map[messages.Stage]bool{}
-	for _, s := range messages.Stages() {
-		known[s] = true
-	}
+// (Go durations: 90s, 45m, 1h30m), each naming a stage of stages. The
+// error names the bad entry.
+func (c *Config) Deadlines(stages messages.StageTable) (map[messages.Stage]time.Duration, error) {
 	var out map[messages.Stage]time.Duration
 	for _, entry := range strings.Split(c.StageDeadlines, ",") {
 		entry = strings.TrimSpace(entry)
@@ -337,8 +379,8 @@ func (c *Config) Deadlines() (map[messages.Stage]time.Duration, error) {
 			return nil, bad("is not stage=duration")
 		}
 		stage := messages.Stage(strings.TrimSpace(name))
-		if !known[stage] {
-			return nil, bad(fmt.Sprintf("names no stage (stages: %s)", stageNames()))
+		if _, ok := stages.Row(stage); !ok {
+			return nil, bad(fmt.Sprintf("names no stage (stages: %s)", stageNames(stages)))
 		}
 		d, err := time.ParseDuration(strings.TrimSpace(value))
 		if err != nil || d <= 0 {
@@ -352,9 +394,9 @@ func (c *Config) Deadlines() (map[messages.Stage]time.Duration, error) {
 	return out, nil
 }
 
-func stageNames() string {
+func stageNames(stages messages.StageTable) string {
 	var names []string
-	for _, s := range messages.Stages() {
+	for _, s := range stages.Stages() {
 		names = append(names, string(s))
 	}
 	return strings.Join(names, ", ")
@@ -401,8 +443,13 @@ func env(k, def string) string {
 	return def
 }
 
+// defaultStateDir is where autocoder keeps its state when
+// AUTOCODER_STATE_DIR does not say: $XDG_STATE_HOME/autocoder (an absolute
+// XDG_STATE_HOME, as the XDG spec requires), else
+// ~/.local/state/autocoder; "" when there is no home either (Validate
+// says so).
 func defaultStateDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "autocoder")
 	}
 	if h, err := os.UserHomeDir(); err == nil {

@@ -85,7 +85,7 @@ func TestCacheKeys(t *testing.T) {
 func TestStageDeadlines(t *testing.T) {
 	t.Setenv("AUTOCODER_STAGE_DEADLINES", " build=45m, plan=5m,run_tests=1h30m ")
 	c := FromEnv()
-	got, err := c.Deadlines()
+	got, err := c.Deadlines(messages.DefaultStages())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestStageDeadlines(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Deadlines (-want +got):\n%s", diff)
 	}
-	if got, err := (&Config{}).Deadlines(); err != nil || got != nil {
+	if got, err := (&Config{}).Deadlines(messages.DefaultStages()); err != nil || got != nil {
 		t.Errorf("no deadlines: %v, %v; want none", got, err)
 	}
 	for value, bad := range map[string]string{
@@ -105,7 +105,7 @@ func TestStageDeadlines(t *testing.T) {
 		"fix=0s":             `"fix=0s"`,
 	} {
 		c := Config{StageDeadlines: value, StateDir: "/tmp", LogLevel: "info"}
-		_, err := c.Deadlines()
+		_, err := c.Deadlines(messages.DefaultStages())
 		if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "AUTOCODER_STAGE_DEADLINES") {
 			t.Errorf("%q: err = %v, want one naming %s", value, err, bad)
 		}
@@ -195,7 +195,7 @@ func TestAccessFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{HTTPAuth: "none", HTTPTokensFile: "/t", HTTPAllowedHosts: "a,b", RedisTLSCA: "/ca", RedisTLSCert: "/c", RedisTLSKey: "/k"}
-	if diff := cmp.Diff(want, c); diff != "" {
+	if diff := cmp.Diff(want, c, cmp.AllowUnexported(Config{})); diff != "" {
 		t.Errorf("flags (-want +got):\n%s", diff)
 	}
 }
@@ -251,5 +251,37 @@ func TestModelBounds(t *testing.T) {
 		if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), setting) {
 			t.Errorf("Validate with a bad %s = %v, want an error naming it", setting, err)
 		}
+	}
+}
+
+// TestBadNumbersAreErrors: a setting that is not a number where one is
+// wanted is an error naming the variable, not silently the default.
+func TestBadNumbersAreErrors(t *testing.T) {
+	for _, tc := range []struct{ env, value string }{
+		{"AUTOCODER_CONCURRENCY", "four"},
+		{"AUTOCODER_CONCURRENCY", "4 slots"},
+		{"AUTOCODER_DOCKER_POOL_SIZE", "2.5"},
+		{"AUTOCODER_CACHE_UNSIGNED", "yes please"},
+		{"AUTOCODER_MAX_CPUS", "many"},
+		{"AUTOCODER_MAX_OUTPUT_FILES", "lots"},
+		{"AUTOCODER_MAX_PROMPT_BYTES", "big"},
+		{"AUTOCODER_NATS_MONITOR_LISTEN", "127.0.0.1:http"},
+	} {
+		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
+			t.Setenv(tc.env, tc.value)
+			c := FromEnv()
+			c.StateDir = t.TempDir()
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.env) {
+				t.Errorf("Validate() = %v, want an error naming %s", err, tc.env)
+			}
+		})
+	}
+	t.Setenv("AUTOCODER_CONCURRENCY", " 6 ")
+	t.Setenv("AUTOCODER_CACHE_UNSIGNED", "1")
+	c := FromEnv()
+	c.StateDir = t.TempDir()
+	if err := c.Validate(); err != nil || c.Concurrency != 6 || !c.CacheUnsigned {
+		t.Errorf("good values: %v, concurrency %d, unsigned %v", err, c.Concurrency, c.CacheUnsigned)
 	}
 }

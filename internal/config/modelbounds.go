@@ -11,11 +11,11 @@ import (
 
 // ModelBounds are an llm-worker's caps on one model call: the reply's HTTP
 // body (llm.OpenAIConfig.MaxReplyBytes) and the prompt sent
-// (llmstages.Options.MaxPromptBytes). Zero means the worker's default.
+// (llmstages.Config.MaxPromptBytes). Zero means the worker's default.
 type ModelBounds struct {
 	ReplyBytes   int64
 	PromptBytes  int
-	ContextBytes int // llmstages.Options.ContextBytes
+	ContextBytes int // llmstages.Config.ContextBytes
 }
 
 // defaultPromptBytes is the llm-worker's prompt bound when none is set

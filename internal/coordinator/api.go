@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -174,8 +176,8 @@ func (c *Coordinator) Accept(ctx context.Context, req messages.APIRequest) (stri
 	if c.cfg.Resources == nil {
 		return "", ErrNoAPI
 	}
-	if req.V > messages.SchemaVersion {
-		return "", &messages.FieldError{Field: "v", Msg: fmt.Sprintf("message version %d is newer than this coordinator's %d", req.V, messages.SchemaVersion)}
+	if req.V > messages.WireVersion {
+		return "", &messages.FieldError{Field: "v", Msg: fmt.Sprintf("message version %d is newer than this coordinator's %d", req.V, messages.WireVersion)}
 	}
 	if err := messages.CheckReplyTo(req.ReplyTo); err != nil {
 		return "", err
@@ -191,7 +193,7 @@ func (c *Coordinator) Accept(ctx context.Context, req messages.APIRequest) (stri
 			return jobID, err
 		}
 	}
-	sub := messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Run: req.Run}
+	sub := messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Run: req.Run}
 	switch {
 	case req.Run != nil:
 		if _, err := c.PrepareRun(ctx, jobID, *req.Run); err != nil {
@@ -241,7 +243,7 @@ func (c *Coordinator) checkSpec(ctx context.Context, spec *messages.JobSpec) err
 	if err := CheckSubmission(SubmissionOf("", *spec, c.cfg.DefaultModel), c.cfg.MaxStateBytes); err != nil {
 		return err
 	}
-	for _, name := range sortedKeys(spec.Samples) {
+	for _, name := range slices.Sorted(maps.Keys(spec.Samples)) {
 		ref, ok := messages.ParseObjectRef(spec.Samples[name])
 		if !ok {
 			return &messages.FieldError{Field: "spec.samples." + name, Msg: "must be an object reference (sha256:<hex>[.ext]) into " + bus.ObjectStoreSamples}

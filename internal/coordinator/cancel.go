@@ -25,15 +25,6 @@ type CorePublisher interface {
 	PublishCore(subject string, v any) error
 }
 
-// HandleJobs is the bus.Handler of the jobs stream: submissions and cancel
-// requests, told apart by subject.
-func (c *Coordinator) HandleJobs(ctx context.Context, msg *bus.Message) error {
-	if msg.Subject() == bus.SubjectJobsSubmit {
-		return c.HandleSubmit(ctx, msg)
-	}
-	return c.HandleCancel(ctx, msg)
-}
-
 // HandleCancel is the bus.Handler for cancel requests. Who asked is the
 // subject's: a producer asks on bus.CancelSubject(its name), which only
 // it may publish on, and is recorded as nats:<name> whatever the request
@@ -82,7 +73,7 @@ func (c *Coordinator) announceCancelled(jobID string) {
 	if !ok {
 		return
 	}
-	note := messages.CancelJob{V: messages.SchemaVersion, JobID: jobID}
+	note := messages.CancelJob{V: messages.WireVersion, JobID: jobID}
 	if err := cp.PublishCore(bus.CancelledSubject(jobID), note); err != nil {
 		c.log.Warn("announce cancellation", "job_id", jobID, "err", err)
 	}

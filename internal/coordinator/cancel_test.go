@@ -45,7 +45,7 @@ func TestCancelRequest(t *testing.T) {
 	if err := c.HandleJobs(ctxT(t), submitMsg(t, "job-c", answerSpec())); err != nil {
 		t.Fatal(err)
 	}
-	req := messages.CancelJob{V: messages.SchemaVersion, JobID: "job-c", By: "http:ops", Reason: "wrong data"}
+	req := messages.CancelJob{V: messages.WireVersion, JobID: "job-c", By: "http:ops", Reason: "wrong data"}
 	if err := c.HandleJobs(ctxT(t), cancelMsg(t, req)); err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,14 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,16 +31,19 @@ type Config struct {
 	Publisher Publisher
 	Logger    *slog.Logger     // nil: discard
 	Now       func() time.Time // clock; default time.Now
-	Metrics   *Metrics         // nil: none
+	Metrics   Metrics          // nil: none
 	// DefaultModel fills JobSpec.Options.Model when a submission has none.
 	DefaultModel string
-	// StageDeadlines overrides, per stage kind, how long a dispatched stage
-	// may wait for its result before WatchDeadlines fails it (ErrorInfra,
-	// "stage build missed its deadline of 45m"). A stage not named gets its
-	// default (StageDeadline): DefaultLLMDeadline (10m) for model stages,
-	// DefaultBuildDeadline (30m) for builds, DefaultProfileDeadline (10m)
-	// for the profile, and the job's options.timeout plus DefaultRunSlack
-	// (30m) for sandbox runs (run_tests, acceptance, run).
+	// Stages is the stage table: which pool each stage's commands go to
+	// and its deadline class. Zero: messages.DefaultStages().
+	Stages messages.StageTable
+	// StageDeadlines overrides, per stage, how long a dispatched stage may
+	// wait for its result before WatchDeadlines fails it (ErrorInfra,
+	// "stage build missed its deadline of 45m"). A stage not named gets
+	// its class's default (DefaultDeadline): DefaultStepDeadline (10m) for
+	// model calls and short steps, DefaultBuildDeadline (30m) for builds,
+	// and the job's options.timeout plus DefaultRunSlack (30m) for sandbox
+	// runs.
 	StageDeadlines map[messages.Stage]time.Duration
 	// SweepEvery is how often WatchDeadlines looks for overdue stages.
 	// Default DefaultSweepEvery (30s).
@@ -54,6 +60,9 @@ type Config struct {
 	// MaxStateBytes bounds one job's stored record (statebound.go).
 	// Default DefaultMaxStateBytes.
 	MaxStateBytes int
+	// Machine steps the jobs: the kinds of job this coordinator runs.
+	// Nil: machine.Default(), the built-in kinds.
+	Machine *machine.Machine
 }
 
 // Coordinator owns the job state machines: it applies each submission and
@@ -69,27 +78,38 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.States == nil || cfg.Results == nil || cfg.Publisher == nil {
 		return nil, errors.New("coordinator: States, Results and Publisher are required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.MaxStateBytes <= 0 {
-		cfg.MaxStateBytes = DefaultMaxStateBytes
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	if cfg.SweepEvery < 0 {
 		return nil, errors.New("coordinator: SweepEvery must not be negative")
 	}
-	if cfg.SweepEvery == 0 {
-		cfg.SweepEvery = DefaultSweepEvery
+	cfg.SweepEvery = cmp.Or(cfg.SweepEvery, DefaultSweepEvery)
+	cfg.MaxStateBytes = cmp.Or(max(cfg.MaxStateBytes, 0), DefaultMaxStateBytes)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.Metrics = cmp.Or[Metrics](cfg.Metrics, noMetrics{})
+	cfg.Machine = cmp.Or(cfg.Machine, machine.Default())
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	for stage, d := range cfg.StageDeadlines {
-		if d <= 0 {
-			return nil, fmt.Errorf("coordinator: the deadline of stage %s must be positive, not %s", stage, d)
-		}
+	if cfg.Stages.Len() == 0 {
+		cfg.Stages = messages.DefaultStages()
+	}
+	if err := checkDeadlines(cfg.Stages, cfg.StageDeadlines); err != nil {
+		return nil, err
 	}
 	return &Coordinator{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// checkDeadlines checks that each deadline override is positive and names
+// a stage of the table.
+func checkDeadlines(stages messages.StageTable, deadlines map[messages.Stage]time.Duration) error {
+	for stage, d := range deadlines {
+		if _, ok := stages.Row(stage); !ok {
+			return fmt.Errorf("coordinator: a deadline for stage %q, which is not in the stage table", stage)
+		}
+		if d <= 0 {
+			return fmt.Errorf("coordinator: the deadline of stage %s must be positive, not %s", stage, d)
+		}
+	}
+	return nil
 }
 
 // record is what the state bucket holds: the state and the commands of the
@@ -103,6 +123,15 @@ type record struct {
 	// Iterations is the job's iteration log for the web UI
 	// (machine.NoteIteration), stored with the state it follows.
 	Iterations []messages.Iteration `json:"iterations,omitempty"`
+}
+
+// HandleJobs is the bus.Handler of the jobs stream: submissions and cancel
+// requests, told apart by subject.
+func (c *Coordinator) HandleJobs(ctx context.Context, msg *bus.Message) error {
+	if msg.Subject() == bus.SubjectJobsSubmit {
+		return c.HandleSubmit(ctx, msg)
+	}
+	return c.HandleCancel(ctx, msg) // cancel.go: bus.SubjectJobsCancel or a producer's own cancel subject
 }
 
 // HandleSubmit is the bus.Handler for job submissions.
@@ -122,8 +151,8 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 	if !bus.ValidJobID(sub.JobID) {
 		return bus.Permanent(fmt.Errorf("submission has an invalid job id %q", sub.JobID))
 	}
-	if sub.V > messages.SchemaVersion {
-		return c.reject(ctx, sub.JobID, fmt.Errorf("message version %d is newer than this coordinator's %d: upgrade it", sub.V, messages.SchemaVersion))
+	if sub.V > messages.WireVersion {
+		return c.reject(ctx, sub.JobID, fmt.Errorf("message version %d is newer than this coordinator's %d: upgrade it", sub.V, messages.WireVersion))
 	}
 	if len(sub.Run) > 0 && string(sub.Run) != "null" {
 		return c.submitRun(ctx, sub.JobID, sub.Run) // run.go
@@ -135,22 +164,32 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 	if err := spec.Validate(); err != nil {
 		return c.reject(ctx, sub.JobID, err)
 	}
+	refs, err := wireRefs(&spec)
+	if err != nil {
+		return c.reject(ctx, sub.JobID, err)
+	}
+	spec.Normalize(c.cfg.DefaultModel)
+	ev := machine.Input{Kind: machine.InputSubmitted, Time: c.cfg.Now(), Submit: &machine.Submission{JobID: sub.JobID, Spec: spec, Samples: refs}}
+	return c.apply(ctx, sub.JobID, ev)
+}
+
+// wireRefs reads the spec's samples and context, which on the wire are
+// object references: the samples as the sandbox sees them, by name.
+func wireRefs(spec *messages.JobSpec) ([]messages.SampleRef, error) {
 	var refs []messages.SampleRef
-	for _, name := range sortedKeys(spec.Samples) {
+	for _, name := range slices.Sorted(maps.Keys(spec.Samples)) {
 		ref, ok := messages.ParseObjectRef(spec.Samples[name])
 		if !ok {
-			return c.reject(ctx, sub.JobID, &messages.FieldError{Field: "samples." + name, Msg: "must be an object reference (sha256:<hex>[.ext]) on the wire"})
+			return nil, &messages.FieldError{Field: "samples." + name, Msg: "must be an object reference (sha256:<hex>[.ext]) on the wire"}
 		}
 		refs = append(refs, messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext})
 	}
 	for i, obj := range spec.Context {
 		if _, ok := messages.ParseObjectRef(obj); !ok {
-			return c.reject(ctx, sub.JobID, &messages.FieldError{Field: fmt.Sprintf("context[%d]", i), Msg: "must be an object reference (sha256:<hex>[.ext]) on the wire"})
+			return nil, &messages.FieldError{Field: fmt.Sprintf("context[%d]", i), Msg: "must be an object reference (sha256:<hex>[.ext]) on the wire"}
 		}
 	}
-	spec.Normalize(c.cfg.DefaultModel)
-	ev := machine.Input{Kind: machine.InputSubmitted, Time: c.cfg.Now(), Submit: &machine.Submission{JobID: sub.JobID, Spec: spec, Samples: refs}}
-	return c.apply(ctx, sub.JobID, ev)
+	return refs, nil
 }
 
 // reject finishes a job whose submission is invalid, so a waiting client
@@ -165,10 +204,10 @@ func (c *Coordinator) reject(ctx context.Context, jobID string, err error) error
 		return fmt.Errorf("load job %s: %w", jobID, gerr)
 	}
 	now := c.cfg.Now()
-	res := messages.Result{V: messages.SchemaVersion, JobID: jobID, Status: messages.StatusFailed, Error: "invalid job spec: " + err.Error(),
+	res := messages.Result{V: messages.WireVersion, JobID: jobID, Status: messages.StatusFailed, Error: "invalid job spec: " + err.Error(),
 		SubmittedAt: now, FinishedAt: &now, Outputs: map[string]any{}, Stages: []messages.StageRecord{}}
 	f := false
-	cmds := []machine.Command{{Finish: &res}, {Emit: &messages.Event{V: messages.SchemaVersion, JobID: jobID, Type: messages.EventJobFinished, Success: &f, Message: res.Error, Time: now}}}
+	cmds := []machine.Command{{Finish: &res}, {Emit: &messages.Event{V: messages.WireVersion, JobID: jobID, Type: messages.EventJobFinished, Success: &f, Message: res.Error, Time: now}}}
 	if err := c.publish(ctx, cmds); err != nil {
 		return err
 	}
@@ -185,12 +224,12 @@ func (c *Coordinator) HandleResult(ctx context.Context, msg *bus.Message) error 
 	if !bus.ValidJobID(res.JobID) {
 		return bus.Permanent(fmt.Errorf("stage result has an invalid job id %q", res.JobID))
 	}
-	if err := fromItsPool(msg.Subject(), &res); err != nil {
+	if err := c.fromItsPool(msg.Subject(), &res); err != nil {
 		// Only the pool a stage was dispatched to may answer it (each
 		// pool's credentials publish on its own subject only); whether
 		// that stage is pending, and only once, the machine checks.
 		c.log.Warn("stage result refused", "job_id", res.JobID, "stage", res.Stage, "seq", res.Seq, "subject", msg.Subject(), "err", err)
-		c.cfg.Metrics.resultRefused()
+		c.cfg.Metrics.ResultRefused()
 		return nil
 	}
 	return c.apply(ctx, res.JobID, machine.Input{Kind: machine.InputStageResult, Time: c.cfg.Now(), Result: &res})
@@ -198,15 +237,15 @@ func (c *Coordinator) HandleResult(ctx context.Context, msg *bus.Message) error 
 
 // fromItsPool checks that a result arrived on the result subject of the
 // pool that does its stage, for its job.
-func fromItsPool(subject string, res *messages.StageResult) error {
+func (c *Coordinator) fromItsPool(subject string, res *messages.StageResult) error {
 	pool, jobID, ok := bus.ParseResultSubject(subject)
 	switch {
 	case !ok:
 		return fmt.Errorf("%q is not a result subject", subject)
 	case jobID != res.JobID:
 		return fmt.Errorf("a result of job %s on the subject of job %s", res.JobID, jobID)
-	case pool != bus.PoolOf(res.Stage):
-		return fmt.Errorf("a %s result from the %s pool: the %s pool does that stage", res.Stage, pool, bus.PoolOf(res.Stage))
+	case pool != c.cfg.Stages.Pool(res.Stage):
+		return fmt.Errorf("a %s result from the %s pool: the %s pool does that stage", res.Stage, pool, c.cfg.Stages.Pool(res.Stage))
 	}
 	return nil
 }
@@ -223,79 +262,100 @@ const maxCASAttempts = 50
 // apply loads the job's state, steps the machine and stores the new state
 // with compare-and-set; on a lost race it starts again from the fresh state.
 func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input) error {
-	key := bus.JobKey(jobID)
-	shrank := false // the result was replaced by its failure once (statebound.go)
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		var rec record
-		var rev uint64
-		entry, err := c.cfg.States.Get(ctx, key)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			if ev.Kind != machine.InputSubmitted {
-				c.log.Warn("event for unknown job dropped", "job_id", jobID, "kind", ev.Kind)
-				return nil
-			}
-		case err != nil:
-			return fmt.Errorf("load job %s: %w", jobID, err)
-		default:
-			if err := json.Unmarshal(entry.Value(), &rec); err != nil {
-				return bus.Permanent(fmt.Errorf("job %s: corrupt state: %w", jobID, err))
-			}
-			rev = entry.Revision()
+		again, err := c.applyOnce(ctx, jobID, &ev)
+		if !again {
+			return err
 		}
-		if len(rec.Outbox) > 0 {
-			// The previous step's commands may not have gone out.
-			if err := c.publish(ctx, rec.Outbox); err != nil {
-				return err
-			}
-		}
-		next, cmds := machine.Step(rec.State, ev)
-		if len(cmds) == 0 {
-			if len(rec.Outbox) > 0 {
-				c.clearOutbox(ctx, jobID, rec, rev) // it is out now
-			}
-			return nil // stale or duplicate event: nothing changes
-		}
-		stored := record{State: next, Outbox: cmds, Iterations: machine.NoteIteration(rec.Iterations, rec.State, next, ev)}
-		b, err := json.Marshal(stored)
-		if err != nil {
-			return fmt.Errorf("marshal job %s: %w", jobID, err)
-		}
-		if len(b) > c.cfg.MaxStateBytes { // statebound.go
-			if shrunk, ok := overStateLimit(ev, len(b), c.cfg.MaxStateBytes); ok && !shrank {
-				c.log.Warn("stage result too large for the job state; failing the stage", "job_id", jobID, "err", shrunk.Result.Error)
-				ev, shrank = shrunk, true
-				continue
-			}
-			if ev.Kind == machine.InputSubmitted {
-				return c.reject(ctx, jobID, oversizedSubmission(ev, len(b), c.cfg.MaxStateBytes))
-			}
-			if err := c.endOversized(ctx, jobID, rec, rev, ev, len(b)); !errors.Is(err, errRetryStep) {
-				return err
-			}
-			continue
-		}
-		if rev == 0 {
-			rev, err = c.cfg.States.Create(ctx, key, b)
-		} else {
-			rev, err = c.cfg.States.Update(ctx, key, b, rev)
-		}
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			c.cfg.Metrics.casConflict()
-			continue // another coordinator moved the job: step again on its state
-		}
-		if err != nil {
-			return fmt.Errorf("store job %s: %w", jobID, err)
-		}
-		if err := c.publish(ctx, cmds); err != nil {
-			return err // the outbox holds them; redelivery of this event retries
-		}
-		c.cfg.Metrics.step(ev, cmds)
-		c.clearOutbox(ctx, jobID, stored, rev)
-		c.indexStep(ctx, rec.State, next)
-		return nil
 	}
 	return fmt.Errorf("job %s: gave up after %d compare-and-set conflicts", jobID, maxCASAttempts)
+}
+
+// applyOnce is one attempt of apply. It reports again when the attempt
+// must be made again: another coordinator moved the job first, or the
+// input was a result too large for the state, now shrunk to its failure.
+func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.Input) (again bool, err error) {
+	rec, rev, err := c.load(ctx, jobID, ev.Kind)
+	if err != nil || rec == nil {
+		return false, err
+	}
+	if len(rec.Outbox) > 0 {
+		// The previous step's commands may not have gone out.
+		if err := c.publish(ctx, rec.Outbox); err != nil {
+			return false, err
+		}
+	}
+	next, cmds := c.cfg.Machine.Step(rec.State, *ev)
+	if len(cmds) == 0 {
+		if len(rec.Outbox) > 0 {
+			c.clearOutbox(ctx, jobID, *rec, rev) // it is out now
+		}
+		return false, nil // stale or duplicate event: nothing changes
+	}
+	stored := record{State: next, Outbox: cmds, Iterations: machine.NoteIteration(rec.Iterations, rec.State, next, *ev)}
+	newRev, again, err := c.store(ctx, jobID, stored, rev)
+	if over := (*overBoundError)(nil); errors.As(err, &over) {
+		return c.overBound(ctx, jobID, *rec, rev, ev, over.size) // statebound.go
+	}
+	if again || err != nil {
+		return again, err
+	}
+	rev = newRev
+	if err := c.publish(ctx, cmds); err != nil {
+		return false, err // the outbox holds them; redelivery of this event retries
+	}
+	c.cfg.Metrics.Stepped(string(ev.Kind), dispatched(cmds))
+	c.clearOutbox(ctx, jobID, stored, rev)
+	c.indexStep(ctx, rec.State, next)
+	return false, nil
+}
+
+// load reads the job's record and its revision; a record of revision 0
+// for a submission of a new job. It returns no record, and no error, for
+// another input of a job that does not exist (it is dropped).
+func (c *Coordinator) load(ctx context.Context, jobID string, kind machine.InputKind) (*record, uint64, error) {
+	entry, err := c.cfg.States.Get(ctx, bus.JobKey(jobID))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) && kind == machine.InputSubmitted:
+		return &record{}, 0, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		c.log.Warn("event for unknown job dropped", "job_id", jobID, "kind", kind)
+		return nil, 0, nil
+	case err != nil:
+		return nil, 0, fmt.Errorf("load job %s: %w", jobID, err)
+	}
+	var rec record
+	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
+		return nil, 0, bus.Permanent(fmt.Errorf("job %s: corrupt state: %w", jobID, err))
+	}
+	return &rec, entry.Revision(), nil
+}
+
+// store writes rec at revision rev (creating it at 0) and returns the new
+// revision. It reports again, with nothing stored, when another
+// coordinator moved the job first, and an *overBoundError, with nothing
+// stored, when rec is over the state bound (statebound.go).
+func (c *Coordinator) store(ctx context.Context, jobID string, rec record, rev uint64) (uint64, bool, error) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return 0, false, fmt.Errorf("marshal job %s: %w", jobID, err)
+	}
+	if len(b) > c.cfg.MaxStateBytes {
+		return 0, false, &overBoundError{jobID: jobID, size: len(b), limit: c.cfg.MaxStateBytes}
+	}
+	if rev == 0 {
+		rev, err = c.cfg.States.Create(ctx, bus.JobKey(jobID), b)
+	} else {
+		rev, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		c.cfg.Metrics.CASConflict()
+		return 0, true, nil // another coordinator moved the job: step again on its state
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("store job %s: %w", jobID, err)
+	}
+	return rev, false, nil
 }
 
 // clearOutbox stores the state without its outbox once the commands are
@@ -331,28 +391,38 @@ func (c *Coordinator) publish(ctx context.Context, cmds []machine.Command) error
 		}
 	}
 	for _, cmd := range ordered {
-		switch {
-		case cmd.Dispatch != nil:
-			d := cmd.Dispatch
-			if err := c.cfg.Publisher.PublishJSON(ctx, bus.StageSubject(d.Stage), d, bus.StageMsgID(d.JobID, d.Seq)); err != nil {
-				return fmt.Errorf("dispatch %s for job %s: %w", d.Stage, d.JobID, err)
-			}
-		case cmd.Finish != nil:
-			b, err := boundedResult(cmd.Finish, c.cfg.MaxStateBytes) // statebound.go
-			if err != nil {
-				return fmt.Errorf("result of job %s: %w", cmd.Finish.JobID, err)
-			}
-			if _, err := c.cfg.Results.Put(ctx, bus.JobKey(cmd.Finish.JobID), b); err != nil {
-				return fmt.Errorf("store result of job %s: %w", cmd.Finish.JobID, err)
-			}
-			c.cfg.Metrics.finished(cmd.Finish)
-			c.replyResult(ctx, cmd.Finish, b) // api.go
-		case cmd.Emit != nil:
-			e := cmd.Emit
-			id := fmt.Sprintf("event.%s.%s.%d.%s", e.JobID, e.Type, e.Seq, e.Stage)
-			if err := c.cfg.Publisher.PublishJSON(ctx, bus.EventSubject(e.JobID), e, id); err != nil {
-				return fmt.Errorf("emit event for job %s: %w", e.JobID, err)
-			}
+		if err := c.carryOut(ctx, cmd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// carryOut carries out one command: a stage command to its pool, a result
+// to the results bucket (and its reply_to subject), an event to the job's
+// event subject.
+func (c *Coordinator) carryOut(ctx context.Context, cmd machine.Command) error {
+	switch {
+	case cmd.Dispatch != nil:
+		d := cmd.Dispatch
+		if err := c.cfg.Publisher.PublishJSON(ctx, bus.StageSubject(c.cfg.Stages.Pool(d.Stage), d.Stage), d, bus.StageMsgID(d.JobID, d.Seq)); err != nil {
+			return fmt.Errorf("dispatch %s for job %s: %w", d.Stage, d.JobID, err)
+		}
+	case cmd.Finish != nil:
+		b, err := boundedResult(cmd.Finish, c.cfg.MaxStateBytes) // statebound.go
+		if err != nil {
+			return fmt.Errorf("result of job %s: %w", cmd.Finish.JobID, err)
+		}
+		if _, err := c.cfg.Results.Put(ctx, bus.JobKey(cmd.Finish.JobID), b); err != nil {
+			return fmt.Errorf("store result of job %s: %w", cmd.Finish.JobID, err)
+		}
+		c.cfg.Metrics.Finished(cmd.Finish)
+		c.replyResult(ctx, cmd.Finish, b) // api.go
+	case cmd.Emit != nil:
+		e := cmd.Emit
+		id := fmt.Sprintf("event.%s.%s.%d.%s", e.JobID, e.Type, e.Seq, e.Stage)
+		if err := c.cfg.Publisher.PublishJSON(ctx, bus.EventSubject(e.JobID), e, id); err != nil {
+			return fmt.Errorf("emit event for job %s: %w", e.JobID, err)
 		}
 	}
 	return nil
@@ -402,14 +472,12 @@ func LoadState(ctx context.Context, kv jetstream.KeyValue, jobID string) (machin
 	return rec.State, nil
 }
 
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
+// dispatched lists the stages cmds dispatch.
+func dispatched(cmds []machine.Command) []messages.Stage {
+	var out []messages.Stage
+	for _, cmd := range cmds {
+		if cmd.Dispatch != nil {
+			out = append(out, cmd.Dispatch.Stage)
 		}
 	}
 	return out

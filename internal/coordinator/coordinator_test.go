@@ -27,7 +27,7 @@ func TestSubmissionCreatesStateAndDispatchesFirstStage(t *testing.T) {
 		name      string
 		spec      messages.JobSpec
 		wantStage messages.Stage
-		wantPool  string
+		wantPool  messages.Pool
 	}{
 		{"no samples: plan", answerSpec(), messages.StagePlan, messages.PoolLLM},
 		{"samples: profile them first", func() messages.JobSpec {
@@ -59,12 +59,12 @@ func TestSubmissionCreatesStateAndDispatchesFirstStage(t *testing.T) {
 			if len(cmds) != 1 {
 				t.Fatalf("%d stage commands, want 1: %+v", len(cmds), cmds)
 			}
-			want := messages.StageCommand{V: messages.SchemaVersion, JobID: "job-1", Seq: 1, Stage: tc.wantStage,
+			want := messages.StageCommand{V: messages.WireVersion, JobID: "job-1", Seq: 1, Stage: tc.wantStage,
 				Model: "test-model", Cache: messages.CacheAuto}
 			if diff := cmp.Diff(want, cmds[0], cmpopts.IgnoreFields(messages.StageCommand{}, "Input")); diff != "" {
 				t.Errorf("first command (-want +got):\n%s", diff)
 			}
-			if got := tc.wantStage.Pool(); got != tc.wantPool {
+			if got := messages.DefaultStages().Pool(tc.wantStage); got != tc.wantPool {
 				t.Errorf("stage %s goes to pool %s, want %s", tc.wantStage, got, tc.wantPool)
 			}
 			if tc.wantStage == messages.StageProfile {

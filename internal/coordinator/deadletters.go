@@ -72,7 +72,7 @@ func (c *Coordinator) workQueue(name string) (jetstream.Stream, bool) {
 	if name == bus.StreamJobs {
 		return r.Jobs, r.Jobs != nil
 	}
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		if name == bus.StageStream(pool) {
 			return r.Stages[pool], r.Stages[pool] != nil
 		}
@@ -86,7 +86,7 @@ func (c *Coordinator) workQueue(name string) (jetstream.Stream, bool) {
 // DeadLetter copies the message of adv into the dead-letter stream,
 // removes it from stream, and fails what it was about.
 func (c *Coordinator) DeadLetter(ctx context.Context, stream jetstream.Stream, adv maxDeliveriesAdvisory) error {
-	letter := messages.DeadLetter{V: messages.SchemaVersion, Stream: adv.Stream, Consumer: adv.Consumer,
+	letter := messages.DeadLetter{V: messages.WireVersion, Stream: adv.Stream, Consumer: adv.Consumer,
 		StreamSeq: adv.StreamSeq, Deliveries: adv.Deliveries, DeadAt: c.cfg.Now()}
 	raw, err := stream.GetMsg(ctx, adv.StreamSeq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -179,7 +179,7 @@ func (c *Coordinator) failDeadLettered(ctx context.Context, l *messages.DeadLett
 		return nil
 	}
 	now := c.cfg.Now()
-	res := &messages.StageResult{V: messages.SchemaVersion, JobID: l.JobID, Seq: l.Seq, Stage: l.Stage,
+	res := &messages.StageResult{V: messages.WireVersion, JobID: l.JobID, Seq: l.Seq, Stage: l.Stage,
 		Error: l.Reason, ErrorKind: messages.ErrorInfra, StartedAt: now, Worker: deadLetterWorker}
 	return c.apply(ctx, l.JobID, machine.Input{Kind: machine.InputStageResult, Time: now, Result: res})
 }
@@ -188,13 +188,13 @@ func (c *Coordinator) failDeadLettered(ctx context.Context, l *messages.DeadLett
 func (c *Coordinator) apiReplay(ctx context.Context, data []byte) messages.ReplayReply {
 	var req messages.ReplayRequest
 	if err := json.Unmarshal(data, &req); err != nil || req.Seq == 0 {
-		return messages.ReplayReply{V: messages.SchemaVersion, Error: "want {\"seq\": <dead letter sequence>}"}
+		return messages.ReplayReply{V: messages.WireVersion, Error: "want {\"seq\": <dead letter sequence>}"}
 	}
 	reply, err := c.Replay(ctx, req.Seq)
 	if err != nil {
 		reply.Error = err.Error()
 	}
-	reply.V = messages.SchemaVersion
+	reply.V = messages.WireVersion
 	return reply
 }
 

@@ -24,7 +24,7 @@ func TestDeadLetteredSubmission(t *testing.T) {
 	e := &env{js: be.JS, res: be.Resources, pub: be.Publisher}
 	c := e.apiCoordinator(t)
 	const id = "job-dead-submission"
-	sub := messages.SubmitJob{V: messages.SchemaVersion, JobID: id, Spec: answerSpec()}
+	sub := messages.SubmitJob{V: messages.WireVersion, JobID: id, Spec: answerSpec()}
 	if err := e.pub.PublishJSON(ctxT(t), bus.SubjectJobsSubmit, sub, bus.SubmitMsgID(id)); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestDeadLetteredResultReopensTheJob(t *testing.T) {
 		t.Fatalf("commands %+v, want the first stage", cmds)
 	}
 	first := cmds[0]
-	pool := bus.PoolOf(first.Stage)
+	pool := messages.DefaultStages().Pool(first.Stage)
 	if err := e.pub.PublishJSON(ctxT(t), bus.ResultSubject(pool, id), answer(t, first), bus.ResultMsgID(pool, id, first.Seq)); err != nil {
 		t.Fatal(err)
 	}

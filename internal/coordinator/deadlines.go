@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,15 +20,16 @@ import (
 // a deadline counts from dispatch, so it covers the wait in the pool's
 // queue and every redelivery of a failing stage, not only the work.
 const (
-	// DefaultLLMDeadline bounds a model stage (plan, code, fix, ...).
-	DefaultLLMDeadline = 10 * time.Minute
-	// DefaultBuildDeadline bounds an environment build.
+	// DefaultStepDeadline bounds a stage of class messages.DeadlineStep:
+	// a model call (plan, code, fix, ...) or a short sandbox step (the
+	// profile, code-mode programs).
+	DefaultStepDeadline = 10 * time.Minute
+	// DefaultBuildDeadline bounds an environment build (messages.DeadlineBuild).
 	DefaultBuildDeadline = 30 * time.Minute
-	// DefaultProfileDeadline bounds the profile of the samples.
-	DefaultProfileDeadline = 10 * time.Minute
 	// DefaultRunSlack is added to the job's options.timeout for a sandbox
-	// run (run_tests, acceptance, run): the run may first rebuild an
-	// environment its worker lacks, so the slack is a build's deadline.
+	// run (messages.DeadlineRun: run_tests, acceptance, run, agent tools):
+	// the run may first rebuild an environment its worker lacks, so the
+	// slack is a build's deadline.
 	DefaultRunSlack = DefaultBuildDeadline
 	// DefaultSweepEvery is how often pending stages are checked.
 	DefaultSweepEvery = 30 * time.Second
@@ -37,24 +40,31 @@ const (
 const deadlineWorker = "coordinator"
 
 // StageDeadline is how long stage may stay pending in a job with options
-// opts: the override for the stage if there is one, else its default.
-func StageDeadline(stage messages.Stage, opts messages.Options, overrides map[messages.Stage]time.Duration) time.Duration {
+// opts: the override for the stage if there is one, else its class's
+// default (DefaultDeadline) as its row in stages says. A stage the table
+// does not have gets DefaultStepDeadline.
+func StageDeadline(stages messages.StageTable, stage messages.Stage, opts messages.Options, overrides map[messages.Stage]time.Duration) time.Duration {
 	if d, ok := overrides[stage]; ok && d > 0 {
 		return d
 	}
-	switch stage {
-	case messages.StageBuild:
+	row, _ := stages.Row(stage)
+	return DefaultDeadline(row.Deadline, opts)
+}
+
+// DefaultDeadline is the default deadline of a stage of class in a job
+// with options opts.
+func DefaultDeadline(class messages.DeadlineClass, opts messages.Options) time.Duration {
+	switch class {
+	case messages.DeadlineBuild:
 		return DefaultBuildDeadline
-	case messages.StageProfile:
-		return DefaultProfileDeadline
-	case messages.StageRunTests, messages.StageAcceptance, messages.StageRun, messages.StageAgentTool:
+	case messages.DeadlineRun:
 		timeout := opts.Timeout.Std()
 		if timeout <= 0 {
 			timeout = messages.DefaultTimeout
 		}
 		return timeout + DefaultRunSlack
 	}
-	return DefaultLLMDeadline
+	return DefaultStepDeadline
 }
 
 // WatchDeadlines fails the stages that miss their deadline, until ctx is
@@ -96,7 +106,7 @@ func (c *Coordinator) WatchDeadlines(ctx context.Context) error {
 		case <-ticks:
 			c.sweep(ctx, due)
 		}
-		c.cfg.Metrics.jobsRunning(len(due))
+		c.cfg.Metrics.JobsRunning(len(due))
 	}
 }
 
@@ -126,7 +136,7 @@ func (c *Coordinator) nextDeadline(s *machine.State) (time.Time, bool) {
 		return next, false
 	}
 	for _, p := range s.Pending {
-		d := p.DispatchedAt.Add(StageDeadline(p.Stage, s.Spec.Options, c.cfg.StageDeadlines))
+		d := p.DispatchedAt.Add(StageDeadline(c.cfg.Stages, p.Stage, s.Spec.Options, c.cfg.StageDeadlines))
 		if next.IsZero() || d.Before(next) {
 			next = d
 		}
@@ -164,15 +174,15 @@ func (c *Coordinator) expire(ctx context.Context, jobID string, now time.Time) e
 	if err != nil || s.Done() {
 		return err
 	}
-	for _, seq := range sortedSeqs(s.Pending) {
+	for _, seq := range slices.Sorted(maps.Keys(s.Pending)) {
 		p, pending := s.Pending[seq] // s is reloaded after each failed stage
-		limit := StageDeadline(p.Stage, s.Spec.Options, c.cfg.StageDeadlines)
+		limit := StageDeadline(c.cfg.Stages, p.Stage, s.Spec.Options, c.cfg.StageDeadlines)
 		if !pending || now.Before(p.DispatchedAt.Add(limit)) {
 			continue
 		}
 		c.log.Warn("stage missed its deadline", "job_id", jobID, "stage", p.Stage, "seq", seq, "deadline", limit)
-		c.cfg.Metrics.deadlineMissed(p.Stage)
-		res := &messages.StageResult{V: messages.SchemaVersion, JobID: jobID, Seq: seq, Stage: p.Stage,
+		c.cfg.Metrics.DeadlineMissed(p.Stage)
+		res := &messages.StageResult{V: messages.WireVersion, JobID: jobID, Seq: seq, Stage: p.Stage,
 			Error:     fmt.Sprintf("stage %s missed its deadline of %s", p.Stage, shortDuration(limit)),
 			ErrorKind: messages.ErrorInfra, StartedAt: p.DispatchedAt, DurationMS: now.Sub(p.DispatchedAt).Milliseconds(),
 			Worker: deadlineWorker}
@@ -185,19 +195,6 @@ func (c *Coordinator) expire(ctx context.Context, jobID string, now time.Time) e
 		}
 	}
 	return nil
-}
-
-func sortedSeqs(m map[int]machine.Pending) []int {
-	out := make([]int, 0, len(m))
-	for seq := range m {
-		out = append(out, seq)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }
 
 // shortDuration prints d as people write it: 12m, not 12m0s.

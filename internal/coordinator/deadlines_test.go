@@ -13,6 +13,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/coordinator"
+	"github.com/autocoder/autocoder/internal/metrics"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -66,7 +67,7 @@ func TestTerminatedStageEndsAtItsDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	msg, err := e.res.StageConsumers[bus.PoolLLM].Next(jetstream.FetchMaxWait(testTimeout))
+	msg, err := e.res.StageConsumers[messages.PoolLLM].Next(jetstream.FetchMaxWait(testTimeout))
 	if err != nil {
 		t.Fatalf("no stage command: %v", err)
 	}
@@ -121,7 +122,7 @@ func TestDeadlineOnInjectedClock(t *testing.T) {
 	}
 	rev := e.counts(t, "job-clock").StateRev
 
-	setNow(t0.Add(coordinator.DefaultLLMDeadline - time.Second))
+	setNow(t0.Add(coordinator.DefaultStepDeadline - time.Second))
 	for range 5 {
 		ticks <- time.Time{}
 	}
@@ -129,7 +130,7 @@ func TestDeadlineOnInjectedClock(t *testing.T) {
 		t.Fatalf("the job changed before its stage's deadline (revision %d -> %d)", rev, got)
 	}
 
-	setNow(t0.Add(coordinator.DefaultLLMDeadline))
+	setNow(t0.Add(coordinator.DefaultStepDeadline))
 	w, err := e.res.JobResults.Watch(ctx, bus.JobKey("job-clock"))
 	if err != nil {
 		t.Fatal(err)
@@ -163,18 +164,18 @@ func TestStageDeadline(t *testing.T) {
 		overrides map[messages.Stage]time.Duration
 		want      time.Duration
 	}{
-		{messages.StagePlan, opts, nil, coordinator.DefaultLLMDeadline},
-		{messages.StageFix, opts, overrides, coordinator.DefaultLLMDeadline},
+		{messages.StagePlan, opts, nil, coordinator.DefaultStepDeadline},
+		{messages.StageFix, opts, overrides, coordinator.DefaultStepDeadline},
 		{messages.StageBuild, opts, nil, coordinator.DefaultBuildDeadline},
 		{messages.StageBuild, opts, overrides, 45 * time.Minute},
-		{messages.StageProfile, opts, nil, coordinator.DefaultProfileDeadline},
+		{messages.StageProfile, opts, nil, coordinator.DefaultStepDeadline},
 		{messages.StageRunTests, opts, nil, 2*time.Minute + coordinator.DefaultRunSlack},
 		{messages.StageRunTests, opts, overrides, 12 * time.Minute},
 		{messages.StageAcceptance, messages.Options{}, nil, messages.DefaultTimeout + coordinator.DefaultRunSlack},
 		{messages.StageRun, opts, overrides, 2*time.Minute + coordinator.DefaultRunSlack},
 	}
 	for _, tc := range tests {
-		if got := coordinator.StageDeadline(tc.stage, tc.opts, tc.overrides); got != tc.want {
+		if got := coordinator.StageDeadline(messages.DefaultStages(), tc.stage, tc.opts, tc.overrides); got != tc.want {
 			t.Errorf("StageDeadline(%s, timeout %s, %v) = %s, want %s", tc.stage, tc.opts.Timeout.Std(), tc.overrides, got, tc.want)
 		}
 	}
@@ -205,8 +206,12 @@ func TestDeadlineOfConcurrentStages(t *testing.T) {
 	setNow(t0)
 	ticks := make(chan time.Time)
 	reg := prometheus.NewRegistry()
+	m, err := metrics.NewBuilderOn(reg).Coordinator(e.res)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c, err := coordinator.New(coordinator.Config{States: e.res.JobState, Results: e.res.JobResults, Publisher: e.pub,
-		DefaultModel: "test-model", Now: func() time.Time { return *now.Load() }, Ticks: ticks, Metrics: coordinator.NewMetrics(reg)})
+		DefaultModel: "test-model", Now: func() time.Time { return *now.Load() }, Ticks: ticks, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}

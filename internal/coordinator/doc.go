@@ -7,7 +7,10 @@
 // finished job's script on new data (messages.SubmitJob.Run, a machine.Rerun) is filled in
 // from that job's stored result (PrepareRun) and then stepped like a job.
 //
-//	c, _ := coordinator.New(coordinator.Config{States: kv, Results: results, Publisher: pub})
-//	go bus.NewWorker(jobsConsumer, bus.HandlerFunc(c.HandleSubmit), cfg).Run(ctx)
-//	go bus.NewWorker(resultsConsumer, bus.HandlerFunc(c.HandleResult), cfg).Run(ctx)
+//	c, _ := coordinator.New(coordinator.Config{States: res.JobState, Results: res.JobResults, Publisher: pub})
+//	go bus.NewWorker(res.JobsConsumer, bus.HandlerFunc(c.HandleJobs), cfg).Run(ctx) // submissions and cancels
+//	for _, pool := range messages.Pools() {
+//		go bus.NewWorker(res.ResultConsumers[pool], bus.HandlerFunc(c.HandleResult), cfg).Run(ctx)
+//	}
+//	go c.WatchDeadlines(ctx)
 package coordinator

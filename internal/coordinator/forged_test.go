@@ -59,12 +59,12 @@ func TestForgedResultsChangeNothing(t *testing.T) {
 	forged := forgedPlan(t, plan)
 	notPending := forgedPlan(t, plan)
 	notPending.Seq = 7
-	wrongJob := bus.ResultSubject(bus.PoolLLM, "job-other")
+	wrongJob := bus.ResultSubject(messages.PoolLLM, "job-other")
 	tests := map[string]*bus.Message{
-		"on the sandbox pool's subject": onSubject(t, bus.ResultSubject(bus.PoolSandbox, "job-f"), forged),
+		"on the sandbox pool's subject": onSubject(t, bus.ResultSubject(messages.PoolSandbox, "job-f"), forged),
 		"on another job's subject":      onSubject(t, wrongJob, forged),
 		"on the old unpooled subject":   onSubject(t, "autocoder.results.job-f", forged),
-		"for a seq not pending":         onSubject(t, bus.ResultSubject(bus.PoolLLM, "job-f"), notPending),
+		"for a seq not pending":         onSubject(t, bus.ResultSubject(messages.PoolLLM, "job-f"), notPending),
 	}
 	before := e.counts(t, "job-f")
 	for name, msg := range tests {
@@ -85,7 +85,7 @@ func TestForgedResultsChangeNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := e.counts(t, "job-f")
-	if err := c.HandleResult(ctxT(t), onSubject(t, bus.ResultSubject(bus.PoolLLM, "job-f"), forged)); err != nil {
+	if err := c.HandleResult(ctxT(t), onSubject(t, bus.ResultSubject(messages.PoolLLM, "job-f"), forged)); err != nil {
 		t.Errorf("second result: HandleResult = %v", err)
 	}
 	if diff := cmp.Diff(after, e.counts(t, "job-f")); diff != "" {
@@ -113,10 +113,10 @@ func TestForgedResultOnTheBus(t *testing.T) {
 	plan := e.commands(t)[0]
 	ctx := ctxT(t)
 	forged := forgedPlan(t, plan)
-	if err := e.pub.PublishJSON(ctx, bus.ResultSubject(bus.PoolSandbox, "job-b"), forged, bus.ResultMsgID(bus.PoolSandbox, "job-b", plan.Seq)); err != nil {
+	if err := e.pub.PublishJSON(ctx, bus.ResultSubject(messages.PoolSandbox, "job-b"), forged, bus.ResultMsgID(messages.PoolSandbox, "job-b", plan.Seq)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.pub.PublishJSON(ctx, bus.ResultSubject(bus.PoolLLM, "job-b"), answer(t, plan), bus.ResultMsgID(bus.PoolLLM, "job-b", plan.Seq)); err != nil {
+	if err := e.pub.PublishJSON(ctx, bus.ResultSubject(messages.PoolLLM, "job-b"), answer(t, plan), bus.ResultMsgID(messages.PoolLLM, "job-b", plan.Seq)); err != nil {
 		t.Fatal(err)
 	}
 	e.takeResults(t, c)
@@ -143,7 +143,7 @@ func TestForgedResultOnTheBus(t *testing.T) {
 // as the stack's coordinator does.
 func (e *env) takeResults(t *testing.T, c *coordinator.Coordinator) {
 	t.Helper()
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		w := bus.NewWorker(e.res.ResultConsumers[pool], bus.HandlerFunc(c.HandleResult), bus.WorkerConfig{Concurrency: 1})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -176,8 +176,8 @@ func TestForgedMsgIDFromAnotherPool(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := e.coordinator(t, nil, nil, reg)
 	e.takeResults(t, c)
-	workers := map[bus.Pool]*bus.Publisher{}
-	for pool, role := range map[bus.Pool]bus.Role{bus.PoolLLM: bus.RoleLLMWorker, bus.PoolSandbox: bus.RoleSandboxWorker} {
+	workers := map[messages.Pool]*bus.Publisher{}
+	for pool, role := range map[messages.Pool]bus.Role{messages.PoolLLM: bus.RoleLLMWorker, messages.PoolSandbox: bus.RoleSandboxWorker} {
 		js := be.ConnectAs(t, bus.ClientAuth{User: string(pool), Password: password, Role: role})
 		workers[pool] = bus.NewPublisher(js, bus.PublisherConfig{})
 	}
@@ -185,7 +185,7 @@ func TestForgedMsgIDFromAnotherPool(t *testing.T) {
 	if err := c.HandleSubmit(ctx, submitMsg(t, job, answerSpec())); err != nil {
 		t.Fatal(err)
 	}
-	publish := func(by bus.Pool, r *messages.StageResult, msgID string) {
+	publish := func(by messages.Pool, r *messages.StageResult, msgID string) {
 		t.Helper()
 		if err := workers[by].PublishJSON(ctx, bus.ResultSubject(by, job), r, msgID); err != nil {
 			t.Fatalf("publish a result with the %s workers' credentials: %v", by, err)
@@ -199,10 +199,10 @@ func TestForgedMsgIDFromAnotherPool(t *testing.T) {
 				continue
 			}
 			answered[cmd.Seq] = true
-			pool := bus.PoolOf(cmd.Stage)
-			if pool == bus.PoolSandbox && forgedFor == "" {
+			pool := messages.DefaultStages().Pool(cmd.Stage)
+			if pool == messages.PoolSandbox && forgedFor == "" {
 				forgedFor = fmt.Sprintf("%s (seq %d)", cmd.Stage, cmd.Seq)
-				publish(bus.PoolLLM, answer(t, cmd), bus.ResultMsgID(bus.PoolSandbox, job, cmd.Seq))
+				publish(messages.PoolLLM, answer(t, cmd), bus.ResultMsgID(messages.PoolSandbox, job, cmd.Seq))
 			}
 			publish(pool, answer(t, cmd), bus.ResultMsgID(pool, job, cmd.Seq))
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/bus/bustest"
 	"github.com/autocoder/autocoder/internal/coordinator"
+	"github.com/autocoder/autocoder/internal/metrics"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -52,7 +53,7 @@ func newEnv(t *testing.T) *env {
 
 // coordinator returns a coordinator on e with a fixed clock; states and pub
 // replace the bucket and the publisher when not nil.
-func (e *env) coordinator(t *testing.T, states jetstream.KeyValue, pub coordinator.Publisher, reg prometheus.Registerer) *coordinator.Coordinator {
+func (e *env) coordinator(t *testing.T, states jetstream.KeyValue, pub coordinator.Publisher, reg *prometheus.Registry) *coordinator.Coordinator {
 	t.Helper()
 	if states == nil {
 		states = e.res.JobState
@@ -60,9 +61,12 @@ func (e *env) coordinator(t *testing.T, states jetstream.KeyValue, pub coordinat
 	if pub == nil {
 		pub = e.pub
 	}
-	var m *coordinator.Metrics
+	var m coordinator.Metrics
 	if reg != nil {
-		m = coordinator.NewMetrics(reg)
+		var err error
+		if m, err = metrics.NewBuilderOn(reg).Coordinator(e.res); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c, err := coordinator.New(coordinator.Config{States: states, Results: e.res.JobResults, Index: e.res.JobIndex, Publisher: pub,
 		Now: func() time.Time { return t0 }, DefaultModel: "test-model", Metrics: m})
@@ -74,7 +78,7 @@ func (e *env) coordinator(t *testing.T, states jetstream.KeyValue, pub coordinat
 
 func submitMsg(t *testing.T, jobID string, spec messages.JobSpec) *bus.Message {
 	t.Helper()
-	b, err := json.Marshal(messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Spec: spec})
+	b, err := json.Marshal(messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Spec: spec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +91,7 @@ func resultMsg(t *testing.T, r *messages.StageResult) *bus.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bus.NewMessage(bus.ResultSubject(bus.PoolOf(r.Stage), r.JobID), b, nil, 1)
+	return bus.NewMessage(bus.ResultSubject(messages.DefaultStages().Pool(r.Stage), r.JobID), b, nil, 1)
 }
 
 // answerSpec asks for one int output and has no samples.
@@ -96,35 +100,33 @@ func answerSpec() messages.JobSpec {
 		Outputs: map[string]messages.Type{"answer": messages.TypeInt}}
 }
 
+// answers are a successful output of each stage the tests' jobs reach.
+var answers = map[messages.Stage]any{
+	messages.StageProfile:    messages.ProfileOutput{DataContext: "3 rows", GeneratedSchemas: map[string]string{"s": "schema"}},
+	messages.StagePlan:       messages.Plan{Description: "return 42", Approach: "a function"},
+	messages.StageCode:       answerSolution,
+	messages.StageFix:        answerSolution,
+	messages.StageTests:      messages.Tests{Code: "from solution import f\n\n\ndef test_f():\n    assert f() == 42\n"},
+	messages.StagePackages:   messages.Packages{Packages: []string{}},
+	messages.StageBuild:      messages.BuildOutput{Image: "env-1"},
+	messages.StageRunTests:   messages.TestReport{Passed: 1},
+	messages.StageAcceptance: messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"answer": 42}},
+}
+
+var answerSolution = messages.Solution{Language: "python", Code: "def f():\n    return 42\n", Packages: []string{}, SystemPackages: []string{}}
+
 // answer is a successful result for cmd, whatever stage it is.
 func answer(t *testing.T, cmd messages.StageCommand) *messages.StageResult {
 	t.Helper()
-	var out any
-	switch cmd.Stage {
-	case messages.StageProfile:
-		out = messages.ProfileOutput{DataContext: "3 rows", GeneratedSchemas: map[string]string{"s": "schema"}}
-	case messages.StagePlan:
-		out = messages.Plan{Description: "return 42", Approach: "a function"}
-	case messages.StageCode, messages.StageFix:
-		out = messages.Solution{Language: "python", Code: "def f():\n    return 42\n", Packages: []string{}, SystemPackages: []string{}}
-	case messages.StageTests:
-		out = messages.Tests{Code: "from solution import f\n\n\ndef test_f():\n    assert f() == 42\n"}
-	case messages.StagePackages:
-		out = messages.Packages{Packages: []string{}}
-	case messages.StageBuild:
-		out = messages.BuildOutput{Image: "env-1"}
-	case messages.StageRunTests:
-		out = messages.TestReport{Passed: 1}
-	case messages.StageAcceptance:
-		out = messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"answer": 42}}
-	default:
+	out, ok := answers[cmd.Stage]
+	if !ok {
 		t.Fatalf("no answer for stage %s", cmd.Stage)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &messages.StageResult{V: messages.SchemaVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage,
+	return &messages.StageResult{V: messages.WireVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage,
 		Output: b, StartedAt: t0, DurationMS: 1, Usage: messages.Usage{InputTokens: 3, OutputTokens: 2, Calls: 1}}
 }
 
@@ -163,14 +165,14 @@ func streamMsgs(t *testing.T, s jetstream.Stream) ([]stored, uint64) {
 func (e *env) commands(t *testing.T) []messages.StageCommand {
 	t.Helper()
 	var out []messages.StageCommand
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		msgs, _ := streamMsgs(t, e.res.Stages[pool])
 		for _, m := range msgs {
 			var c messages.StageCommand
 			if err := json.Unmarshal(m.data, &c); err != nil {
 				t.Fatalf("stage command on %s: %v", m.subject, err)
 			}
-			if want := bus.StageSubject(c.Stage); m.subject != want {
+			if want := bus.StageSubject(messages.DefaultStages().Pool(c.Stage), c.Stage); m.subject != want {
 				t.Errorf("%s command on subject %s, want %s", c.Stage, m.subject, want)
 			}
 			out = append(out, c)
@@ -209,7 +211,7 @@ type counts struct {
 func (e *env) counts(t *testing.T, jobID string) counts {
 	t.Helper()
 	var c counts
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		_, last := streamMsgs(t, e.res.Stages[pool])
 		c.StageMsgs += last
 	}
@@ -415,7 +417,7 @@ func assertExactlyOnce(t *testing.T, e *env, jobID string) {
 	t.Helper()
 	perSeq := map[int]int{}
 	maxSeq := 0
-	for _, pool := range bus.Pools() {
+	for _, pool := range messages.Pools() {
 		msgs, _ := streamMsgs(t, e.res.Stages[pool])
 		for _, m := range msgs {
 			var c messages.StageCommand

@@ -35,7 +35,7 @@ func TestCancelRecordsWhoAsked(t *testing.T) {
 		if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-c", answerSpec())); err != nil {
 			t.Fatal(err)
 		}
-		b, _ := json.Marshal(messages.CancelJob{V: messages.SchemaVersion, JobID: "job-c", By: tc.by, Reason: "stop"})
+		b, _ := json.Marshal(messages.CancelJob{V: messages.WireVersion, JobID: "job-c", By: tc.by, Reason: "stop"})
 		if err := c.HandleJobs(ctxT(t), bus.NewMessage(tc.subject, b, nil, 1)); err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestTasksHaveOwners(t *testing.T) {
 	}
 	// Bob asking on ann's subject is refused by the server, not answered.
 	bobAsAnn := producerConn(t, e, "bob")
-	req, _ := json.Marshal(messages.TaskRequest{V: messages.SchemaVersion, Name: "daily", JobID: "job-ok"})
+	req, _ := json.Marshal(messages.TaskRequest{V: messages.WireVersion, Name: "daily", JobID: "job-ok"})
 	if _, err := bobAsAnn.Request(bus.TaskSubject(bus.TaskDelete, "ann"), req, 2*time.Second); err == nil {
 		t.Error("bob's request on ann's subject was answered")
 	}

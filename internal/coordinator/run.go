@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -110,7 +111,7 @@ func (c *Coordinator) finishedResult(ctx context.Context, from string) (messages
 // and returns them in canonical form, by name. It never returns nil.
 func scalarArgs(from string, inputs map[string]messages.Type, values map[string]string) (map[string]string, error) {
 	args := map[string]string{}
-	for _, name := range sortedKeys(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		field := "run.args." + name
 		t, ok := inputs[name]
 		switch {
@@ -140,7 +141,7 @@ func runFiles(from string, spec *messages.JobSpec, given map[string]string) ([]m
 		}
 		samples[name] = messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext}
 	}
-	for _, name := range sortedKeys(given) {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		r, err := runFile(from, spec, name, given[name], samples)
 		if err != nil {
 			return nil, err
@@ -148,7 +149,7 @@ func runFiles(from string, spec *messages.JobSpec, given map[string]string) ([]m
 		samples[name] = r
 	}
 	refs := make([]messages.SampleRef, 0, len(samples))
-	for _, name := range keysOf(samples) {
+	for _, name := range slices.Sorted(maps.Keys(samples)) {
 		refs = append(refs, samples[name])
 	}
 	return refs, nil
@@ -183,7 +184,7 @@ func names[V any](m map[string]V) string {
 	if len(m) == 0 {
 		return "none"
 	}
-	return strings.Join(keysOf(m), ", ")
+	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }
 
 func typedNames(m map[string]messages.Type) string {
@@ -191,17 +192,8 @@ func typedNames(m map[string]messages.Type) string {
 		return "none"
 	}
 	var out []string
-	for _, k := range keysOf(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, k+" ("+string(m[k])+")")
 	}
 	return strings.Join(out, ", ")
-}
-
-func keysOf[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -71,6 +71,39 @@ func oversizedReason(ev machine.Input, size, limit int) string {
 		"(its code, tests or outputs are too large); the job was ended", what, float64(size)/(1<<20), messages.FormatBytes(int64(limit)))
 }
 
+// overBoundError is store's answer to a record over the state bound:
+// nothing was stored, and overBound decides what the step becomes.
+type overBoundError struct {
+	jobID       string
+	size, limit int
+}
+
+func (e *overBoundError) Error() string {
+	return fmt.Sprintf("job %s: state of %s is over the %s bound", e.jobID, messages.FormatBytes(int64(e.size)), messages.FormatBytes(int64(e.limit)))
+}
+
+// overBound is what applyOnce does with a step ev whose record, taken
+// from rec at revision rev, would be size bytes, over the bound: the three
+// ways above, in order. A result is shrunk at most once: its failure has
+// an error, which overStateLimit leaves alone. It reports again when the
+// step is to be tried again (with the shrunk result, or on a job another
+// coordinator moved).
+func (c *Coordinator) overBound(ctx context.Context, jobID string, rec record, rev uint64, ev *machine.Input, size int) (again bool, err error) {
+	if shrunk, ok := overStateLimit(*ev, size, c.cfg.MaxStateBytes); ok {
+		c.log.Warn("stage result too large for the job state; failing the stage", "job_id", jobID, "err", shrunk.Result.Error)
+		*ev = shrunk
+		return true, nil
+	}
+	if ev.Kind == machine.InputSubmitted {
+		return false, c.reject(ctx, jobID, oversizedSubmission(*ev, size, c.cfg.MaxStateBytes))
+	}
+	err = c.endOversized(ctx, jobID, rec, rev, *ev, size)
+	if errors.Is(err, errRetryStep) {
+		return true, nil
+	}
+	return false, err
+}
+
 // endOversized aborts job jobID, whose record rec (at revision rev) cannot
 // take the step ev: its result and events go out first, then its finished
 // state is stored, trimmed to fit and with no outbox (what it would hold is
@@ -81,7 +114,7 @@ func oversizedReason(ev machine.Input, size, limit int) string {
 func (c *Coordinator) endOversized(ctx context.Context, jobID string, rec record, rev uint64, ev machine.Input, size int) error {
 	reason := oversizedReason(ev, size, c.cfg.MaxStateBytes)
 	c.log.Error("job state over its bound; ending the job", "job_id", jobID, "kind", ev.Kind, "bytes", size)
-	next, cmds := machine.Step(rec.State, machine.Input{Kind: machine.InputAbort, Time: c.cfg.Now(), Reason: reason})
+	next, cmds := c.cfg.Machine.Step(rec.State, machine.Input{Kind: machine.InputAbort, Time: c.cfg.Now(), Reason: reason})
 	if len(cmds) == 0 {
 		return nil // already finished: nothing to end
 	}
@@ -98,18 +131,18 @@ func (c *Coordinator) endOversized(ctx context.Context, jobID string, rec record
 		_, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		c.cfg.Metrics.casConflict()
+		c.cfg.Metrics.CASConflict()
 		return errRetryStep
 	}
 	if err != nil {
 		return fmt.Errorf("store job %s: %w", jobID, err)
 	}
-	c.cfg.Metrics.step(ev, cmds)
+	c.cfg.Metrics.Stepped(string(machine.InputAbort), dispatched(cmds))
 	c.indexStep(ctx, rec.State, next)
 	return nil
 }
 
-// errRetryStep makes apply step again on the job's fresh state.
+// errRetryStep makes overBound step again on the job's fresh state.
 var errRetryStep = errors.New("coordinator: step again")
 
 // keptFields are the fields of a state or result that trimJSON never

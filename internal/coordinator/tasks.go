@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -43,7 +45,7 @@ func (c *Coordinator) apiTask(ctx context.Context, subject string, data []byte) 
 	case op == bus.TaskRegister:
 		var t *messages.Task
 		if t, err = c.RegisterTask(ctx, req, owner, admin); err == nil {
-			return messages.TaskReply{V: messages.SchemaVersion, Task: t}
+			return messages.TaskReply{V: messages.WireVersion, Task: t}
 		}
 	default:
 		err = c.DeleteTask(ctx, req.Name, owner, admin)
@@ -53,7 +55,7 @@ func (c *Coordinator) apiTask(ctx context.Context, subject string, data []byte) 
 
 // TaskReplyOf is the TaskReply of RegisterTask's or DeleteTask's error.
 func TaskReplyOf(err error) messages.TaskReply {
-	r := messages.TaskReply{V: messages.SchemaVersion}
+	r := messages.TaskReply{V: messages.WireVersion}
 	if err == nil {
 		return r
 	}
@@ -100,7 +102,7 @@ func (c *Coordinator) RegisterTask(ctx context.Context, req messages.TaskRequest
 		owner = AdminOwner
 	}
 	t := messages.Task{Name: req.Name, JobID: req.JobID, Prompt: res.Spec.Prompt, Inputs: res.Spec.Inputs, Outputs: res.Spec.Outputs,
-		Samples: sortedKeys(res.Spec.Samples), CreatedAt: c.cfg.Now().UTC(), Description: req.Description, Owner: owner}
+		Samples: slices.Sorted(maps.Keys(res.Spec.Samples)), CreatedAt: c.cfg.Now().UTC(), Description: req.Description, Owner: owner}
 	b, err := json.Marshal(t)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -50,7 +50,7 @@ func TestAgentResumesAfterWorkerKilled(t *testing.T) {
 	cfg.NATSUsersFile = creds.usersFile
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleCoordinator},
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleCoordinator},
 		EmbeddedListen: fmt.Sprintf("127.0.0.1:%d", port), Provision: bus.ProvisionConfig{AckWait: 3 * time.Second}})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)

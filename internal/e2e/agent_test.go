@@ -16,7 +16,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -42,7 +42,7 @@ func bashCall(command string) fakellm.ToolCall {
 }
 
 // runAgentJob runs spec and collects its progress events.
-func runAgentJob(t *testing.T, st *stack.Stack, spec messages.JobSpec) (*messages.Result, []messages.Event) {
+func runAgentJob(t *testing.T, st *wiring.Stack, spec messages.JobSpec) (*messages.Result, []messages.Event) {
 	t.Helper()
 	if err := spec.Validate(); err != nil {
 		t.Fatalf("spec: %v", err)
@@ -290,7 +290,7 @@ for p in [%q, "/etc/autocoder-pwned", "/workspace/../pwned"]:
 	requireSandboxTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: testConfig(t, fake), Roles: []stack.Role{stack.RoleLocal},
+	st, err := wiring.Start(ctx, wiring.Options{Config: testConfig(t, fake), Roles: []wiring.Role{wiring.RoleLocal},
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)

@@ -11,14 +11,15 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/sandbox/docker"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// TestCancelRemovesTheDockerSandboxWithinTwoSeconds: on the Docker
-// backend, a job cancelled while its tests sleep 60 s in a container ends
-// within cancelBound with no container of the job left, running or not.
-func TestCancelRemovesTheDockerSandboxWithinTwoSeconds(t *testing.T) {
+// TestCancelRemovesTheDockerSandbox: on the Docker backend, a job
+// cancelled while its tests sleep in a container ends, well before the
+// sleep would, with no container of the job left, running or not. How fast
+// is bench.BenchmarkCancel's figure.
+func TestCancelRemovesTheDockerSandbox(t *testing.T) {
 	t.Parallel()
 	pctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	err := docker.Ping(pctx, "")
@@ -37,7 +38,7 @@ func TestCancelRemovesTheDockerSandboxWithinTwoSeconds(t *testing.T) {
 	cfg.WorkerName = "e2e-cancel-" + randomHex(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}})
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleLocal}})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
 	}
@@ -66,7 +67,6 @@ func TestCancelRemovesTheDockerSandboxWithinTwoSeconds(t *testing.T) {
 	// marker's process, seen from the host).
 	waitFor(t, 3*time.Minute, "the sandbox's sleep to start", func() bool { return containers(true) > 0 && len(processesWith(marker)) > 0 })
 
-	start := time.Now()
 	if _, err := st.Client.Cancel(ctx, id, "test:docker", "stop"); err != nil {
 		t.Fatal(err)
 	}
@@ -74,12 +74,7 @@ func TestCancelRemovesTheDockerSandboxWithinTwoSeconds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "the job's containers to be removed", func() bool { return containers(false) == 0 && len(processesWith(marker)) == 0 })
-	elapsed := time.Since(start)
-	if elapsed > cancelBound {
-		t.Errorf("the job and its container ended %s after the cancel, want within %s", elapsed, cancelBound)
-	}
-	t.Logf("cancelled and container removed in %s", elapsed)
+	waitFor(t, cancelDeadline, "the job's containers to be removed", func() bool { return containers(false) == 0 && len(processesWith(marker)) == 0 })
 	if res.Cancelled == nil || res.Cancelled.By != "test:docker" {
 		t.Errorf("result: status %s, cancelled %+v", res.Status, res.Cancelled)
 	}

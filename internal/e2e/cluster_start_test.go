@@ -8,7 +8,7 @@ import (
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/bus/bustest"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 )
 
 // TestEveryRoleWaitsForTheClusterToStart: an llm-worker and a
@@ -26,20 +26,20 @@ func TestEveryRoleWaitsForTheClusterToStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	started := make(chan error, 3)
-	start := func(role stack.Role) {
+	start := func(role wiring.Role) {
 		cfg := testConfig(t, fake)
 		cfg.NATSURL = cl.URLs()
-		st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{role}, Provision: bus.ProvisionConfig{Replicas: 3}})
+		st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{role}, Provision: bus.ProvisionConfig{Replicas: 3}})
 		if err == nil {
 			t.Cleanup(func() { st.Close() })
 		}
 		started <- err
 	}
-	go start(stack.RoleLLMWorker)
-	go start(stack.RoleSandboxWorker)
+	go start(wiring.RoleLLMWorker)
+	go start(wiring.RoleSandboxWorker)
 	time.Sleep(2 * time.Second) // no server answers yet
 	cl.Start(0)
-	go start(stack.RoleCoordinator)
+	go start(wiring.RoleCoordinator)
 	time.Sleep(3 * time.Second) // one node: no leader, no room for 3 replicas
 	select {
 	case err := <-started:

@@ -18,7 +18,7 @@ import (
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -46,7 +46,7 @@ func TestClusterNodeKilledMidJobs(t *testing.T) {
 	cfg.NATSURL = cl.URLs()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}, Provision: bus.ProvisionConfig{Replicas: 3}})
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleLocal}, Provision: bus.ProvisionConfig{Replicas: 3}})
 	if err != nil {
 		t.Fatalf("start the stack on the cluster: %v", err)
 	}

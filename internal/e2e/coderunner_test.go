@@ -146,7 +146,7 @@ func TestCodeRunnerReflectsAndRetrievesDocs(t *testing.T) {
 }
 
 // TestCodeRunnerExampleScripted runs examples/coderunner through the CLI
-// with its scripted transcript, as the README shows.
+// with its scripted transcript, as docs/coderunner.md shows.
 func TestCodeRunnerExampleScripted(t *testing.T) {
 	t.Parallel()
 	requireSandboxTools(t)

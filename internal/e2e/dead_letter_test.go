@@ -15,8 +15,8 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
 	"github.com/autocoder/autocoder/internal/submit"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -38,7 +38,7 @@ func TestDeadLetterReplay(t *testing.T) {
 	port := freePort(t)
 	cfg := testConfig(t, fake)
 	cfg.NATSAuth = config.NATSAuthNone
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleCoordinator, stack.RoleSandboxWorker},
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleCoordinator, wiring.RoleSandboxWorker},
 		EmbeddedListen: fmt.Sprintf("127.0.0.1:%d", port), Provision: bus.ProvisionConfig{MaxDeliver: 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -51,14 +51,14 @@ func TestDeadLetterReplay(t *testing.T) {
 	if err := st.Client.Submit(ctx, id, answerSpec()); err != nil {
 		t.Fatal(err)
 	}
-	crashOnEveryDelivery(ctx, t, st.Resources.StageConsumers[bus.PoolLLM], 2)
+	crashOnEveryDelivery(ctx, t, st.Resources.StageConsumers[messages.PoolLLM], 2)
 
 	letter := waitDeadLetter(ctx, t, remote)
 	if letter.Letter.JobID != id || letter.Letter.Stage != messages.StagePlan || letter.Letter.Deliveries != 2 ||
 		!strings.Contains(letter.Letter.Reason, "dead-lettered") || len(letter.Letter.Data) == 0 {
 		t.Errorf("dead letter %+v: want the plan command of job %s after 2 deliveries", letter.Letter, id)
 	}
-	if info, err := st.Resources.Stages[bus.PoolLLM].Info(ctx); err != nil || info.State.Msgs != 0 {
+	if info, err := st.Resources.Stages[messages.PoolLLM].Info(ctx); err != nil || info.State.Msgs != 0 {
 		t.Errorf("the llm stage stream still holds %v messages (%v): the dead letter should be moved out", info.State.Msgs, err)
 	}
 	failed := waitStatus(ctx, t, st.Client, id, func(r *messages.Result) bool { return r.Status != messages.StatusRunning })
@@ -70,7 +70,7 @@ func TestDeadLetterReplay(t *testing.T) {
 		t.Errorf("submit dlq show: %s", out)
 	}
 
-	worker, err := stack.Start(ctx, stack.Options{Config: remote, Roles: []stack.Role{stack.RoleLLMWorker}})
+	worker, err := wiring.Start(ctx, wiring.Options{Config: remote, Roles: []wiring.Role{wiring.RoleLLMWorker}})
 	if err != nil {
 		t.Fatal(err)
 	}

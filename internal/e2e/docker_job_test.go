@@ -19,7 +19,7 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/sandbox/docker"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -137,7 +137,7 @@ func TestDockerBackendJob(t *testing.T) {
 	log := slog.New(runLog{mu: &mu, jobs: &runJobs, next: slog.New(slog.NewTextHandler(tLog{t}, nil)).Handler()})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}, Logger: log})
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleLocal}, Logger: log})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
 	}

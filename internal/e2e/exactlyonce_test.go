@@ -10,8 +10,8 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
 	"github.com/autocoder/autocoder/internal/testredis"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -32,11 +32,11 @@ func TestIdenticalJobsComputeEachStageOnce(t *testing.T) {
 		cfg.RedisURL, cfg.CacheUnsigned, cfg.NATSAuth = redisURL, true, config.NATSAuthNone
 		return cfg
 	}
-	first := startStack(t, stack.Options{Config: shared(testConfig(t, fake)), Roles: []stack.Role{stack.RoleLocal},
+	first := startStack(t, wiring.Options{Config: shared(testConfig(t, fake)), Roles: []wiring.Role{wiring.RoleLocal},
 		EmbeddedListen: fmt.Sprintf("127.0.0.1:%d", port)})
 	second := shared(testConfig(t, fake))
 	second.NATSURL = fmt.Sprintf("nats://127.0.0.1:%d", port)
-	startStack(t, stack.Options{Config: second, Roles: []stack.Role{stack.RoleLLMWorker, stack.RoleSandboxWorker}})
+	startStack(t, wiring.Options{Config: second, Roles: []wiring.Role{wiring.RoleLLMWorker, wiring.RoleSandboxWorker}})
 
 	const jobs = 20
 	results := make([]*messages.Result, jobs)
@@ -82,12 +82,12 @@ func TestIdenticalJobsComputeEachStageOnce(t *testing.T) {
 	}
 }
 
-func startStack(t *testing.T, o stack.Options) *stack.Stack {
+func startStack(t *testing.T, o wiring.Options) *wiring.Stack {
 	t.Helper()
 	requireSandboxTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, o)
+	st, err := wiring.Start(ctx, o)
 	if err != nil {
 		t.Fatalf("start stack %v: %v", o.Roles, err)
 	}
@@ -96,7 +96,7 @@ func startStack(t *testing.T, o stack.Options) *stack.Stack {
 }
 
 // submitAndWatch is runJob for many goroutines: errors are reported, not fatal.
-func submitAndWatch(t *testing.T, st *stack.Stack, spec messages.JobSpec) *messages.Result {
+func submitAndWatch(t *testing.T, st *wiring.Stack, spec messages.JobSpec) *messages.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	id := client.NewJobID()

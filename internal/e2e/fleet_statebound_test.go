@@ -105,7 +105,7 @@ func TestOversizedSubmissionsAreRefusedSynchronously(t *testing.T) {
 	// A producer that publishes on the jobs stream itself skips these
 	// checks: its job still exists, failed with the reason.
 	id := client.NewJobID()
-	sub := messages.SubmitJob{V: messages.SchemaVersion, JobID: id, Spec: spec}
+	sub := messages.SubmitJob{V: messages.WireVersion, JobID: id, Spec: spec}
 	if err := st.Publisher.PublishJSON(ctx, "autocoder.jobs.submit", sub, "submit."+id); err != nil {
 		t.Fatal(err)
 	}

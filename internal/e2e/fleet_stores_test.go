@@ -13,7 +13,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -35,7 +35,7 @@ func TestFullStoresRefuseUploadsAndEndJobs(t *testing.T) {
 	scriptBasics(fake, sol(c))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: testConfig(t, fake), Roles: []stack.Role{stack.RoleLocal},
+	st, err := wiring.Start(ctx, wiring.Options{Config: testConfig(t, fake), Roles: []wiring.Role{wiring.RoleLocal},
 		Provision: bus.ProvisionConfig{SamplesMaxBytes: 1 << 20, OutputsMaxBytes: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)

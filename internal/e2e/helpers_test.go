@@ -16,7 +16,7 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -52,12 +52,12 @@ func testConfig(t testing.TB, fake *fakellm.Server) config.Config {
 
 // startLocal runs the whole system in-process on embedded defaults, talking
 // to the fake model over real HTTP.
-func startLocal(t testing.TB, cfg config.Config) *stack.Stack {
+func startLocal(t testing.TB, cfg config.Config) *wiring.Stack {
 	t.Helper()
 	requireSandboxTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal}})
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleLocal}})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
 	}
@@ -65,7 +65,7 @@ func startLocal(t testing.TB, cfg config.Config) *stack.Stack {
 	return st
 }
 
-func runJob(t testing.TB, st *stack.Stack, spec messages.JobSpec) *messages.Result {
+func runJob(t testing.TB, st *wiring.Stack, spec messages.JobSpec) *messages.Result {
 	t.Helper()
 	if err := spec.Validate(); err != nil {
 		t.Fatalf("spec: %v", err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/httpapi"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -24,7 +24,7 @@ func TestHTTPCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// A coordinator without workers: the job waits on its first stage.
-	st, err := stack.Start(ctx, stack.Options{Config: testConfig(t, nil), Roles: []stack.Role{stack.RoleCoordinator}})
+	st, err := wiring.Start(ctx, wiring.Options{Config: testConfig(t, nil), Roles: []wiring.Role{wiring.RoleCoordinator}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,8 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/httpapi"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/metrics"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -29,9 +30,10 @@ func TestHTTPAPI(t *testing.T) {
 	defer fake.Close()
 	scriptBasics(fake, sol(code("6 * 7")))
 	reg := prometheus.NewRegistry()
+	m := metrics.NewBuilderOn(reg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: testConfig(t, fake), Roles: []stack.Role{stack.RoleLocal}, Registry: reg})
+	st, err := wiring.Start(ctx, wiring.Options{Config: testConfig(t, fake), Roles: []wiring.Role{wiring.RoleLocal}, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +43,7 @@ func TestHTTPAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.Handler(st.Client, reg, httpapi.Options{Tokens: tokens}))
+	srv := httptest.NewServer(httpapi.Handler(st.Client, m.Handler(), httpapi.Options{Tokens: tokens}))
 	defer srv.Close()
 	do := func(method, path, token string) (*http.Response, error) {
 		req, err := http.NewRequest(method, srv.URL+path, nil)

@@ -16,7 +16,7 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/httpapi"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -30,7 +30,7 @@ const (
 // producer reaches a deployment: NATS on a TCP port with a producer user,
 // the HTTP API with a submit token.
 type apiSystem struct {
-	st       *stack.Stack
+	st       *wiring.Stack
 	natsAddr string
 	httpURL  string
 }
@@ -47,7 +47,7 @@ func startAPISystem(t *testing.T, fake *fakellm.Server) *apiSystem {
 	port := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleLocal},
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleLocal},
 		EmbeddedListen: fmt.Sprintf("127.0.0.1:%d", port)})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)

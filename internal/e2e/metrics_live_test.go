@@ -27,18 +27,18 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// readmeMetricRow is a row of the README's metrics table.
-var readmeMetricRow = regexp.MustCompile("(?m)^\\| `(autocoder_[a-z_]+)` \\| ([a-z]+) \\| (.*?) \\| (.*?) \\| (yes|no) \\|$")
+// docMetricRow is a row of the metrics table of docs/operations.md.
+var docMetricRow = regexp.MustCompile("(?m)^\\| `(autocoder_[a-z_]+)` \\| ([a-z]+) \\| (.*?) \\| (.*?) \\| (yes|no) \\|$")
 
-// readmeFamilies reads the README's metrics table.
-func readmeFamilies(t testing.TB) []metrics.Family {
+// documentedFamilies reads the metrics table of docs/operations.md.
+func documentedFamilies(t testing.TB) []metrics.Family {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []metrics.Family
-	for _, m := range readmeMetricRow.FindAllStringSubmatch(string(b), -1) {
+	for _, m := range docMetricRow.FindAllStringSubmatch(string(b), -1) {
 		f := metrics.Family{Name: m[1], Type: m[2], Binaries: strings.Split(m[4], ", "), AfterJob: m[5] == "yes"}
 		for _, l := range strings.Split(m[3], ", ") {
 			if l = strings.Trim(l, "`"); l != "—" {
@@ -50,12 +50,12 @@ func readmeFamilies(t testing.TB) []metrics.Family {
 	return out
 }
 
-// TestReadmeMetricsTable: the README lists exactly the families of
-// internal/metrics, with their types, labels and binaries.
-func TestReadmeMetricsTable(t *testing.T) {
+// TestMetricsTableIsDocumented: docs/operations.md lists exactly the
+// families of internal/metrics, with their types, labels and binaries.
+func TestMetricsTableIsDocumented(t *testing.T) {
 	t.Parallel()
-	if diff := cmpFamilies(metrics.Families, readmeFamilies(t)); diff != "" {
-		t.Errorf("README metrics table vs internal/metrics.Families (-code +README):\n%s", diff)
+	if diff := cmpFamilies(metrics.Families, documentedFamilies(t)); diff != "" {
+		t.Errorf("docs/operations.md metrics table vs internal/metrics.Families (-code +docs):\n%s", diff)
 	}
 }
 
@@ -65,7 +65,7 @@ func cmpFamilies(a, b []metrics.Family) string {
 	if bytes.Equal(as, bs) {
 		return ""
 	}
-	return "code:\n" + string(as) + "\nREADME:\n" + string(bs)
+	return "code:\n" + string(as) + "\ndocs/operations.md:\n" + string(bs)
 }
 
 // requirePrometheus is Debian's prometheus binary; outside CI its absence
@@ -242,7 +242,7 @@ func labelsOf(mf *dto.MetricFamily) []string {
 	return out
 }
 
-// checkScrapes finds every README family on each binary that exposes it,
+// checkScrapes finds every documented family (docs/operations.md) on each binary that exposes it,
 // with its labels, and a non-zero sample where a job must have made one.
 func checkScrapes(t *testing.T, e binaryEndpoints) map[string]map[string]*dto.MetricFamily {
 	t.Helper()
@@ -260,7 +260,7 @@ func checkScrapes(t *testing.T, e binaryEndpoints) map[string]map[string]*dto.Me
 		}
 		scraped[b] = scrape(t, addr, token)
 	}
-	for _, f := range readmeFamilies(t) {
+	for _, f := range documentedFamilies(t) {
 		for _, b := range f.Binaries {
 			mf, ok := scraped[b][f.Name]
 			if !ok {
@@ -268,11 +268,11 @@ func checkScrapes(t *testing.T, e binaryEndpoints) map[string]map[string]*dto.Me
 				continue
 			}
 			if got := strings.ToLower(mf.GetType().String()); got != f.Type {
-				t.Errorf("%s on %s is a %s, the README says %s", f.Name, b, got, f.Type)
+				t.Errorf("%s on %s is a %s, docs/operations.md says %s", f.Name, b, got, f.Type)
 			}
 			want := slices.Sorted(slices.Values(f.Labels))
 			if got := labelsOf(mf); !slices.Equal(got, want) {
-				t.Errorf("%s on %s has labels %v, the README says %v", f.Name, b, got, want)
+				t.Errorf("%s on %s has labels %v, docs/operations.md says %v", f.Name, b, got, want)
 			}
 			if f.AfterJob && !nonZero(mf) {
 				t.Errorf("%s on %s is all zero after a job", f.Name, b)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
 	"github.com/autocoder/autocoder/internal/submit"
+	"github.com/autocoder/autocoder/internal/wiring"
 )
 
 // TestComposeNATSPermissions runs the orders job of TestDataAwareJobAndRuns
@@ -44,8 +44,8 @@ func TestComposeNATSPermissions(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	start := func(user string, role stack.Role) {
-		st, err := stack.Start(ctx, stack.Options{Config: cfgAs(user), Roles: []stack.Role{role}})
+	start := func(user string, role wiring.Role) {
+		st, err := wiring.Start(ctx, wiring.Options{Config: cfgAs(user), Roles: []wiring.Role{role}})
 		if err != nil {
 			t.Errorf("start %s: %v", user, err)
 			return
@@ -53,12 +53,12 @@ func TestComposeNATSPermissions(t *testing.T) {
 		t.Cleanup(func() { st.Close() })
 	}
 	var wg sync.WaitGroup
-	for user, role := range map[string]stack.Role{"llm-worker": stack.RoleLLMWorker, "sandbox-worker": stack.RoleSandboxWorker} {
+	for user, role := range map[string]wiring.Role{"llm-worker": wiring.RoleLLMWorker, "sandbox-worker": wiring.RoleSandboxWorker} {
 		wg.Add(1)
 		go func() { defer wg.Done(); start(user, role) }()
 	}
 	time.Sleep(300 * time.Millisecond) // let the workers find nothing provisioned yet
-	start("coordinator", stack.RoleCoordinator)
+	start("coordinator", wiring.RoleCoordinator)
 	wg.Wait()
 	if t.Failed() {
 		t.FailNow()

@@ -20,9 +20,8 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/serve"
-	"github.com/autocoder/autocoder/internal/stack"
 	"github.com/autocoder/autocoder/internal/testredis"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -101,7 +100,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	fleet := startFleet(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sub, err := stack.Start(ctx, stack.Options{Config: fleet.cfg("submit"), ConnectTimeout: 30 * time.Second})
+	sub, err := wiring.Start(ctx, wiring.Options{Config: fleet.cfg("submit"), ConnectTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +135,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	const wrong = "wr0ng-redis-s3cr3t"
 	bad := fleet.cfg("bad-worker")
 	bad.RedisURL = redis.UserURL("autocoder", wrong)
-	err = serve.Serve(ctx, stack.RoleSandboxWorker, serve.Options{Config: bad, Logger: slog.New(slog.NewJSONHandler(fleet.logs, nil))})
+	err = wiring.Serve(ctx, wiring.RoleSandboxWorker, wiring.ServeOptions{Config: bad, Logger: slog.New(slog.NewJSONHandler(fleet.logs, nil))})
 	if err == nil || !strings.Contains(err.Error(), "WRONGPASS") || strings.Contains(err.Error(), wrong) {
 		t.Errorf("a worker with a wrong Redis password: %v; want WRONGPASS without the password", err)
 	}
@@ -183,7 +182,7 @@ func authIndex(t *testing.T, user, password string) (url string, authed func() b
 }
 
 // fleet is the three server roles running in this process, as their
-// binaries run them (serve.Serve), logging at debug level into one buffer.
+// binaries run them (wiring.Serve), logging at debug level into one buffer.
 type fleet struct {
 	natsURL, httpURL string
 	natsUsers        string // the embedded server's users file
@@ -213,9 +212,9 @@ func startFleet(t *testing.T) *fleet {
 	f.cancel = cancel
 	t.Cleanup(func() { f.stop(t) })
 	log := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	for _, role := range []stack.Role{stack.RoleCoordinator, stack.RoleLLMWorker, stack.RoleSandboxWorker} {
-		o := serve.Options{Config: f.cfg(string(role)), Logger: log.With("process", role)}
-		if role == stack.RoleCoordinator {
+	for _, role := range []wiring.Role{wiring.RoleCoordinator, wiring.RoleLLMWorker, wiring.RoleSandboxWorker} {
+		o := wiring.ServeOptions{Config: f.cfg(string(role)), Logger: log.With("process", role)}
+		if role == wiring.RoleCoordinator {
 			o.Embedded, o.Config.NATSURL = true, ""
 			o.Config.NATSListen = fmt.Sprintf("127.0.0.1:%d", natsPort)
 			o.Config.HTTPListen = fmt.Sprintf("127.0.0.1:%d", httpPort)
@@ -224,7 +223,7 @@ func startFleet(t *testing.T) *fleet {
 		f.wg.Add(1)
 		go func() {
 			defer f.wg.Done()
-			if err := serve.Serve(ctx, role, o); err != nil {
+			if err := wiring.Serve(ctx, role, o); err != nil {
 				f.errs <- fmt.Errorf("%s: %w", role, err)
 			}
 		}()
@@ -242,9 +241,9 @@ func (f *fleet) cfg(name string) config.Config {
 	c.Sandbox, c.Python, c.LogLevel, c.Concurrency = "process", python, "debug", 2
 	// Each process logs in as its role (the coordinator hosts the server).
 	switch name {
-	case string(stack.RoleLLMWorker):
+	case string(wiring.RoleLLMWorker):
 		c.NATSUser, c.NATSPassword = "llm", secretNATSLLM
-	case string(stack.RoleSandboxWorker), "bad-worker":
+	case string(wiring.RoleSandboxWorker), "bad-worker":
 		c.NATSUser, c.NATSPassword = "sandbox", secretNATSSandbox
 	case "submit":
 		c.NATSUser, c.NATSPassword = "producer", secretNATSProducer

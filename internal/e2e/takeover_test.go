@@ -15,8 +15,8 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/stack"
 	"github.com/autocoder/autocoder/internal/testredis"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -54,7 +54,7 @@ func TestKilledWorkersStageIsTakenOver(t *testing.T) {
 	cfg.NATSAuth = config.NATSAuthNone
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: cfg, Roles: []stack.Role{stack.RoleCoordinator},
+	st, err := wiring.Start(ctx, wiring.Options{Config: cfg, Roles: []wiring.Role{wiring.RoleCoordinator},
 		EmbeddedListen: fmt.Sprintf("127.0.0.1:%d", port)})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)

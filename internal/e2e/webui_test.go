@@ -26,7 +26,8 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/httpapi"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/metrics"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -64,9 +65,10 @@ func TestWebUI(t *testing.T) {
 	scriptBasics(fake, sol(withFiles(code("6 * 6"))), sol(withFiles(code("6 * 7"))))
 	fake.On("diagnosis", diagnosis(nil, failure("test_answer", messages.ErrorLogic, "assert 36 == 42", "return 6 * 7")))
 	reg := prometheus.NewRegistry()
+	m := metrics.NewBuilderOn(reg)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Options{Config: testConfig(t, fake), Roles: []stack.Role{stack.RoleLocal}, Registry: reg})
+	st, err := wiring.Start(ctx, wiring.Options{Config: testConfig(t, fake), Roles: []wiring.Role{wiring.RoleLocal}, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestWebUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	streams := &eventRequests{}
-	srv := httptest.NewServer(streams.record(httpapi.Handler(st.Client, reg, httpapi.Options{Tokens: tokens})))
+	srv := httptest.NewServer(streams.record(httpapi.Handler(st.Client, m.Handler(), httpapi.Options{Tokens: tokens})))
 	defer srv.Close()
 
 	fixedSpec := answerSpec()

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -453,6 +456,38 @@ func TestLoadTranscriptRejects(t *testing.T) {
 	} {
 		if _, err := fakellm.LoadTranscript(bytes.NewBufferString(doc)); err == nil {
 			t.Errorf("%s: got no error", name)
+		}
+	}
+}
+
+// TestReplayFile: a transcript file is served as the model; a file that
+// is not there, not a regular file or not a labelled transcript is refused
+// with an error naming it.
+func TestReplayFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "transcript.json")
+	os.WriteFile(good, []byte(`{"label": "scripted demo", "replies": {"plan": [{"description": "d", "approach": "a"}]}}`), 0o644)
+	s, label, err := fakellm.ReplayFile(good)
+	if err != nil {
+		t.Fatalf("ReplayFile: %v", err)
+	}
+	defer s.Close()
+	if label != "scripted demo" {
+		t.Errorf("label = %q", label)
+	}
+	if c, _ := content(t, post(t, http.DefaultClient, s, schemaReq)); c != `{"description":"d","approach":"a"}` {
+		t.Errorf("reply = %q", c)
+	}
+	var pe *fs.PathError
+	if _, _, err := fakellm.ReplayFile(filepath.Join(dir, "missing.json")); !errors.As(err, &pe) {
+		t.Errorf("missing file: %v, want the *fs.PathError", err)
+	}
+	unlabelled := filepath.Join(dir, "unlabelled.json")
+	os.WriteFile(unlabelled, []byte(`{"replies": {"plan": [{}]}}`), 0o644)
+	for path, want := range map[string]string{dir: "not a regular file", "/dev/zero": "not a regular file", unlabelled: "label is required"} {
+		if _, _, err := fakellm.ReplayFile(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) {
+			t.Errorf("ReplayFile(%s) = %v, want an error naming it and saying %q", path, err, want)
 		}
 	}
 }

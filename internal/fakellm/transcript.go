@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"time"
+
+	"github.com/autocoder/autocoder/internal/jobfile"
 )
 
 // Transcript is a scripted model: replies per schema name, loaded from JSON.
-// It is how the README demo runs offline, so it carries a label saying so.
+// It is how the demos run offline (submit --local, and an llm-worker given
+// AUTOCODER_TRANSCRIPT), so it carries a label saying so.
 //
 //	{
 //	  "label": "scripted demo: summarize-sales",
@@ -62,6 +66,32 @@ func LoadTranscript(r io.Reader) (*Transcript, error) {
 		}
 	}
 	return &t, nil
+}
+
+// MaxTranscriptBytes bounds a transcript file (64 MiB): a script of model
+// replies, read whole before anything starts.
+const MaxTranscriptBytes = 64 << 20
+
+// ReplayFile starts a Server playing the transcript at path, a regular file
+// of at most MaxTranscriptBytes, and returns it with the transcript's label,
+// which the caller shows wherever the replies are seen. A missing file is
+// the *fs.PathError itself. The caller closes the server.
+func ReplayFile(path string) (*Server, string, error) {
+	data, err := jobfile.ReadRegular(path, MaxTranscriptBytes)
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return nil, "", err
+	case err != nil:
+		return nil, "", fmt.Errorf("transcript %s: %w", path, err)
+	}
+	t, err := LoadTranscript(bytes.NewReader(data))
+	if err != nil {
+		return nil, "", fmt.Errorf("transcript %s: %w", path, err)
+	}
+	s := New()
+	s.Play(t)
+	return s, t.Label, nil
 }
 
 // Play queues the transcript's replies on the server, as On does.

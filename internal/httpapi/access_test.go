@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/autocoder/autocoder/internal/config"
 )
@@ -111,7 +112,7 @@ func TestParseTokensForms(t *testing.T) {
 // a Host that is not ours is refused, and no tokens at all fails closed.
 func TestHandlerAccess(t *testing.T) {
 	t.Parallel()
-	reg := prometheus.NewRegistry()
+	reg := promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{})
 	protected := Handler(nil, reg, Options{Tokens: testTokens(t), AllowedHosts: []string{"coordinator.internal"}})
 	closed := Handler(nil, reg, Options{})
 	open := Handler(nil, reg, Options{Open: true})

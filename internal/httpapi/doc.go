@@ -3,5 +3,5 @@
 // tokens with scopes (read, submit) and a Host check against DNS rebinding.
 //
 //	o, err := httpapi.FromConfig(cfg, cfg.HTTPListen, log) // ErrNoTokens without tokens
-//	srv := &http.Server{Addr: addr, Handler: httpapi.Handler(st.Client, reg, o)}
+//	srv := &http.Server{Addr: addr, Handler: httpapi.Handler(st.Client, metricsBuilder.Handler(), o)}
 package httpapi

@@ -8,9 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -62,7 +59,7 @@ func hasClient(a *api) bool { return a.c != nil }
 //
 //	GET  /                      the web UI: jobs, live stage progress, results
 //	GET  /healthz               liveness, open to all
-//	GET  /metrics               Prometheus metrics from reg (read)
+//	GET  /metrics               the metrics handler given, if any (read)
 //	GET  /v1/jobs               the newest jobs (at most 200), newest first (read)
 //	GET  /v1/jobs/{id}          the result object so far (Contract 5 (docs/contracts.md)) (read)
 //	GET  /v1/jobs/{id}/result   the final result object, 404 while running (read)
@@ -77,11 +74,8 @@ func hasClient(a *api) bool { return a.c != nil }
 //
 // and the message API's endpoints (write.go, openapi.json): submit, run,
 // task run, sample upload, dead letters.
-func Handler(c *client.Client, reg *prometheus.Registry, o Options) http.Handler {
-	a := &api{c: c, access: &access{Options: o, tickets: newTickets()}}
-	if reg != nil {
-		a.prom = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
-	}
+func Handler(c *client.Client, metrics http.Handler, o Options) http.Handler {
+	a := &api{c: c, access: &access{Options: o, tickets: newTickets()}, prom: metrics}
 	mux := http.NewServeMux()
 	for _, rt := range allRoutes() {
 		if rt.needs == nil || rt.needs(a) {

@@ -205,7 +205,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 func writeReply(w http.ResponseWriter, reply messages.APIReply, err error) {
 	switch {
 	case err != nil: // no coordinator answered, or NATS failed
-		writeJSON(w, http.StatusServiceUnavailable, messages.APIReply{V: messages.SchemaVersion, Error: err.Error(), Kind: messages.ReplyUnavailable})
+		writeJSON(w, http.StatusServiceUnavailable, messages.APIReply{V: messages.WireVersion, Error: err.Error(), Kind: messages.ReplyUnavailable})
 	case reply.Error != "" && reply.Kind == messages.ReplyInvalid:
 		writeJSON(w, http.StatusBadRequest, reply)
 	case reply.Error != "":

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -136,7 +138,7 @@ func ResolveSamples(spec *messages.JobSpec, dir string) {
 
 // CheckSamples reports the first sample path that is not a readable regular file.
 func CheckSamples(spec *messages.JobSpec) error {
-	for _, name := range sortedKeys(spec.Samples) {
+	for _, name := range slices.Sorted(maps.Keys(spec.Samples)) {
 		p := spec.Samples[name]
 		if _, isRef := messages.ParseObjectRef(p); isRef {
 			continue
@@ -155,17 +157,4 @@ func CheckSamples(spec *messages.JobSpec) error {
 		f.Close()
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }

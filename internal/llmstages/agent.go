@@ -1,6 +1,7 @@
 package llmstages
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,8 +9,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/prompts"
+	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -51,53 +54,38 @@ func objectSchema(props map[string]string, required ...string) json.RawMessage {
 	return b
 }
 
-// agentVersion is the agent_turn stage's part of its cache key: the prompt
-// texts and the tools' schemas.
-func agentVersion() string {
+// agentDeps are what agent_turn depends on: the agent's prompt texts and
+// the tools' schemas.
+func agentDeps() []stagework.Option {
 	b, _ := json.Marshal(agentTools)
 	sum := sha256.Sum256(b)
-	return fmt.Sprintf("%s/prompts%s/tools@%s", messages.StageAgentTurn, prompts.AgentVersion, hex.EncodeToString(sum[:6]))
+	return []stagework.Option{stagework.DependsOn("prompts", prompts.AgentVersion), stagework.DependsOn("tools", hex.EncodeToString(sum[:6]))}
 }
 
 // agentTurn makes one model call with the conversation and the tools.
-func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in messages.AgentTurnInput) (Output, error) {
+func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in messages.AgentTurnInput) (stagework.Output[messages.AgentTurnOutput], error) {
+	var out stagework.Output[messages.AgentTurnOutput]
 	if err := requireTask(cmd.Stage, in.Task); err != nil {
-		return Output{}, err
+		return out, err
 	}
 	chat, ok := h.client.(ChatClient)
 	if !ok {
-		return Output{}, fmt.Errorf("%w: the model client cannot make tool calls, which the agent backend needs", ErrBadInput)
+		return out, bus.Permanent(fmt.Errorf("%w: the model client cannot make tool calls, which the agent backend needs", ErrBadInput))
 	}
 	head := prompts.Agent(in)
 	if err := h.checkPromptSize(cmd.Stage, agentPromptSize(head, in.Messages)); err != nil {
-		return Output{}, err
+		return out, err
 	}
-	model := cmd.Model
-	if model == "" {
-		model = h.opts.Model
-	}
-	req := llm.ChatRequest{Model: model, Tools: agentTools, MaxTokens: h.opts.MaxTokens}
-	for _, m := range head {
-		req.Messages = append(req.Messages, llm.ChatMessage{Role: m.Role, Content: m.Content})
-	}
-	for _, m := range in.Messages {
-		req.Messages = append(req.Messages, llm.ChatMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolCalls: toLLMCalls(m.ToolCalls)})
-	}
-	reply, err := chat.Chat(ctx, req)
-	out := Output{Usage: reply.Usage}
+	req := llm.ChatRequest{Model: cmp.Or(cmd.Model, h.cfg.Model), Tools: agentTools, MaxTokens: h.cfg.MaxTokens,
+		Messages: agentConversation(head, in.Messages)}
+	reply, err := chat.Chat(llm.WithStage(ctx, string(cmd.Stage)), req)
+	out.Usage = reply.Usage
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", cmd.Stage, err)
 	}
-	turn := messages.AgentTurnOutput{Content: reply.Content, FinishReason: reply.FinishReason}
-	for i, c := range reply.ToolCalls {
-		if i == maxAgentToolCalls {
-			out.Notes = append(out.Notes, fmt.Sprintf("the model asked for %d tool calls in one turn; the first %d run", len(reply.ToolCalls), maxAgentToolCalls))
-			break
-		}
-		if c.ID == "" {
-			c.ID = fmt.Sprintf("call_%d_%d", in.Turn, i+1)
-		}
-		turn.ToolCalls = append(turn.ToolCalls, messages.AgentToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	turn, note := turnOf(reply, in.Turn)
+	if note != "" {
+		out.Notes = append(out.Notes, note)
 	}
 	if turn.Content == "" && len(turn.ToolCalls) == 0 && reply.FinishReason == "length" {
 		return out, invalid(cmd.Stage, "the reply was cut off at the token limit before any content or tool call")
@@ -105,6 +93,34 @@ func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in
 	out.Value = turn
 	out.Messages = agentTranscript(cmd.Stage, in.Turn, head, turn)
 	return out, nil
+}
+
+// agentConversation is the turn's request: the rules and the task, then
+// the conversation so far with its tool calls.
+func agentConversation(head []messages.ChatMessage, turns []messages.AgentMessage) []llm.ChatMessage {
+	out := make([]llm.ChatMessage, 0, len(head)+len(turns))
+	for _, m := range head {
+		out = append(out, llm.ChatMessage{Role: m.Role, Content: m.Content})
+	}
+	for _, m := range turns {
+		out = append(out, llm.ChatMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolCalls: toLLMCalls(m.ToolCalls)})
+	}
+	return out
+}
+
+// turnOf is a reply as the turn's output: its content and at most
+// maxAgentToolCalls tool calls, each with an ID (the model's, or one made
+// from the turn); note says when calls were dropped.
+func turnOf(reply llm.ChatReply, turn int) (out messages.AgentTurnOutput, note string) {
+	out = messages.AgentTurnOutput{Content: reply.Content, FinishReason: reply.FinishReason}
+	for i, c := range reply.ToolCalls {
+		if i == maxAgentToolCalls {
+			note = fmt.Sprintf("the model asked for %d tool calls in one turn; the first %d run", len(reply.ToolCalls), maxAgentToolCalls)
+			break
+		}
+		out.ToolCalls = append(out.ToolCalls, messages.AgentToolCall{ID: cmp.Or(c.ID, fmt.Sprintf("call_%d_%d", turn, i+1)), Name: c.Name, Arguments: c.Arguments})
+	}
+	return out, note
 }
 
 // agentPromptSize is the prompt as checkPromptSize counts it.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/prompts"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -27,7 +28,7 @@ func TestAgentTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := New(client, Options{})
+	h := newHandlers(t, client, Config{})
 	in := messages.AgentTurnInput{Task: messages.TaskSpec{Prompt: "return one"}, Turn: 2, MaxTurns: 50,
 		Messages: []messages.AgentMessage{
 			{Role: "assistant", ToolCalls: []messages.AgentToolCall{{ID: "c1", Name: "list_files", Arguments: `{"path":"."}`}}},
@@ -37,7 +38,7 @@ func TestAgentTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turn := out.Value.(messages.AgentTurnOutput)
+	turn := value[messages.AgentTurnOutput](t, out)
 	if len(turn.ToolCalls) != 2 || turn.ToolCalls[0].Name != messages.ToolWriteFile || turn.ToolCalls[0].ID == "" {
 		t.Fatalf("turn %+v", turn)
 	}
@@ -64,8 +65,8 @@ func TestAgentTurn(t *testing.T) {
 	if out.Usage.Calls != 1 || len(out.Messages) != 1 || !strings.Contains(out.Messages[0].Content, "[tool call write_file") {
 		t.Errorf("usage %+v, transcript %+v", out.Usage, out.Messages)
 	}
-	if StageVersion(messages.StageAgentTurn) == "" {
-		t.Error("agent_turn has no stage version for its cache key")
+	if v := h.Version(messages.StageAgentTurn); !strings.Contains(v, "prompts@"+prompts.AgentVersion) || !strings.Contains(v, "tools@") {
+		t.Errorf("agent_turn's version %q does not name its prompts and tools", v)
 	}
 }
 
@@ -73,7 +74,7 @@ func TestAgentTurn(t *testing.T) {
 // as bad input, before anything is sent.
 func TestAgentTurnNeedsToolCalls(t *testing.T) {
 	t.Parallel()
-	h := New(&fakeClient{}, Options{})
+	h := newHandlers(t, &fakeClient{}, Config{})
 	_, err := h.Handle(context.Background(), command(t, messages.StageAgentTurn, messages.AgentTurnInput{Task: messages.TaskSpec{Prompt: "x"}}))
 	if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "tool calls") {
 		t.Fatalf("err %v", err)

@@ -27,8 +27,8 @@ func (c ctxClient) Structured(ctx context.Context, req llm.StructuredRequest) (l
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	var stages []messages.Stage
-	for _, s := range messages.Stages() {
-		if s.Pool() == messages.PoolLLM {
+	for _, s := range messages.DefaultStages().Stages() {
+		if messages.DefaultStages().Pool(s) == messages.PoolLLM {
 			stages = append(stages, s)
 		}
 	}
@@ -40,9 +40,15 @@ func TestConformance(t *testing.T) {
 	}
 	task := messages.TaskSpec{Prompt: "Set x to 1."}
 	plan := messages.Plan{Description: "d", Approach: "a"}
-	handlertest.Run(t, func(*testing.T) stagework.Handler {
-		// As the llm-worker runs it: code-mode turns in front (this client cannot chat).
-		return codemodestages.Wrap(NewStageHandler(New(ctxClient{&fakeClient{replies: replies}}, Options{})), codemodestages.Turn{})
+	handlertest.Run(t, func(t *testing.T) *stagework.Mux {
+		// As the llm-worker runs it: with code mode's turn beside (this client cannot chat).
+		mux := newHandlers(t, ctxClient{&fakeClient{replies: replies}}, Config{}).mux
+		cm, err := codemodestages.New(codemodestages.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Register(mux)
+		return mux
 	}, handlertest.Config{Stages: stages, Inputs: map[messages.Stage]any{
 		messages.StagePlan:     messages.PlanInput{Task: task},
 		messages.StageCode:     messages.CodeInput{Task: task, Plan: plan},
@@ -51,34 +57,25 @@ func TestConformance(t *testing.T) {
 	}})
 }
 
-// TestStageHandlerFailures: the model's errors reach the executor with the
-// marker llm.Classify gives them, and the usage they paid.
-func TestStageHandlerFailures(t *testing.T) {
+// TestFailuresKeepTheirUsage: a model error reaches the executor as it
+// is (the policy classifies it, with llm.Classify), with the usage the
+// failed call paid; bad input is marked permanent here.
+func TestFailuresKeepTheirUsage(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name      string
-		err       error
-		permanent bool
-	}{
-		{"refused request", &llm.CallError{StatusCode: 401, Attempts: 1}, true},
-		{"invalid reply", fmt.Errorf("%w: not json", llm.ErrInvalidReply), true},
-		{"endpoint down", errors.New("connection refused"), false},
-	}
-	for _, tc := range tests {
-		h := NewStageHandler(New(&fakeClient{err: tc.err}, Options{}))
+	task := messages.TaskSpec{Prompt: "Set x to 1."}
+	for _, failure := range []error{&llm.CallError{StatusCode: 401, Attempts: 1}, fmt.Errorf("%w: not json", llm.ErrInvalidReply),
+		errors.New("connection refused")} {
+		h := newHandlers(t, &fakeClient{err: failure}, Config{})
 		out, err := h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: task}))
-		if err == nil || stagework.IsPermanent(err) != tc.permanent {
-			t.Errorf("%s: err = %v, permanent %v; want permanent %v", tc.name, err, stagework.IsPermanent(err), tc.permanent)
-		}
-		if _, asked := bus.RetryDelayOf(err); asked {
-			t.Errorf("%s: a retry delay no server asked for", tc.name)
+		if !errors.Is(err, failure) {
+			t.Errorf("err = %v, want %v", err, failure)
 		}
 		if out.Usage.Calls != 1 {
-			t.Errorf("%s: usage %+v, want the paid call", tc.name, out.Usage)
+			t.Errorf("%v: usage %+v, want the paid call", failure, out.Usage)
 		}
 	}
-	h := NewStageHandler(New(&fakeClient{}, Options{}))
-	if _, err := h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{})); !stagework.IsPermanent(err) {
+	h := newHandlers(t, &fakeClient{}, Config{})
+	if _, err := h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{})); !bus.IsPermanent(err) || !errors.Is(err, ErrBadInput) {
 		t.Errorf("bad input: err = %v, want permanent", err)
 	}
 }

@@ -11,7 +11,8 @@ import (
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/profile"
 	"github.com/autocoder/autocoder/internal/prompts"
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -26,16 +27,16 @@ const maxModelConstraints = 20
 // unknown column, a reply that stays invalid) is not an error: it stays in
 // the prompt as text, and Unapplied says why. Only a model that cannot be
 // reached fails the stage.
-func (h *Handlers) constraint(ctx context.Context, cmd *messages.StageCommand, in messages.ConstraintInput) (Output, error) {
+func (h *Handlers) constraint(ctx context.Context, cmd *messages.StageCommand, in messages.ConstraintInput) (stagework.Output[messages.ConstraintOutput], error) {
+	var total stagework.Output[messages.ConstraintOutput]
 	if len(in.Render) == 0 {
-		return Output{}, badInput(cmd.Stage, "render is empty")
+		return total, badInput(cmd.Stage, "render is empty")
 	}
 	var rd profile.Rendition
 	if err := json.Unmarshal(in.Render, &rd); err != nil {
-		return Output{}, badInput(cmd.Stage, "decode render: %v", err)
+		return total, badInput(cmd.Stage, "decode render: %v", err)
 	}
 	var (
-		total     Output
 		checks    []profile.Check
 		read      []messages.ConstraintCheck
 		unapplied []string
@@ -55,8 +56,8 @@ func (h *Handlers) constraint(ctx context.Context, cmd *messages.StageCommand, i
 			keep(text, fmt.Sprintf("more than %d constraints for the model; kept as text", maxModelConstraints))
 			continue
 		}
-		var reply messages.Constraint
-		out, err := h.call(ctx, cmd, prompts.Constraint(text, in.Columns), &reply)
+		out, err := call[messages.Constraint](ctx, h, cmd, llm.ConstraintSchema, prompts.Constraint(text, in.Columns))
+		reply := out.Value
 		total.Usage = total.Usage.Add(out.Usage)
 		total.Messages = append(total.Messages, out.Messages...)
 		if errors.Is(err, llm.ErrInvalidReply) {
@@ -99,7 +100,7 @@ func checkFromReply(text string, r messages.Constraint) (profile.Check, string) 
 	if r.CheckType == "none" || r.CheckType == "" {
 		why := "not a check on one column"
 		if explain != "" {
-			why += " (" + protocol.Trim(explain, 300) + ")"
+			why += " (" + trim.Middle(explain, 300) + ")"
 		}
 		return c, why
 	}

@@ -93,12 +93,12 @@ func TestConstraintStage(t *testing.T) {
 		fmt.Errorf("price stays low: %w: the reply never parsed", llm.ErrInvalidReply),
 		constraintReply("region", "greater_than", `{"value": 3, "min": null, "max": null, "pattern": null, "values": null}`),
 	}}
-	h := New(c, Options{})
+	h := newHandlers(t, c, Config{})
 	out, err := h.Handle(context.Background(), command(t, messages.StageConstraint, in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := out.Value.(messages.ConstraintOutput)
+	got := value[messages.ConstraintOutput](t, out)
 	wantChecks := []messages.ConstraintCheck{
 		{Constraint: "prices are sane", Check: `0 <= "price" <= 10000`, Explanation: "because"},
 		{Constraint: "regions are the four compass points", Check: `"region" in ["north", "south", "east", "west", "1.5"]`, Explanation: "because"},
@@ -146,7 +146,7 @@ func TestConstraintStageModelDown(t *testing.T) {
 	t.Parallel()
 	in := constraintInput(t, "prices are sane")
 	down := &llm.CallError{Err: errors.New("connection refused")}
-	h := New(&seqClient{replies: []any{error(down)}}, Options{})
+	h := newHandlers(t, &seqClient{replies: []any{error(down)}}, Config{})
 	out, err := h.Handle(context.Background(), command(t, messages.StageConstraint, in))
 	if err == nil || errors.Is(err, llm.ErrInvalidReply) {
 		t.Fatalf("err = %v, want the client's error", err)
@@ -158,7 +158,7 @@ func TestConstraintStageModelDown(t *testing.T) {
 
 func TestConstraintStageBadInput(t *testing.T) {
 	t.Parallel()
-	h := New(&seqClient{}, Options{})
+	h := newHandlers(t, &seqClient{}, Config{})
 	for _, in := range []messages.ConstraintInput{
 		{Constraints: []string{"x"}},
 		{Constraints: []string{"x"}, Render: json.RawMessage(`[1]`)},
@@ -167,7 +167,7 @@ func TestConstraintStageBadInput(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrBadInput", in.Render, err)
 		}
 	}
-	if StageVersion(messages.StageConstraint) == "" {
+	if h.Version(messages.StageConstraint) == "" {
 		t.Error("the constraint stage has no version")
 	}
 }

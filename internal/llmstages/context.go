@@ -11,18 +11,18 @@ import (
 	"sync"
 
 	"github.com/autocoder/autocoder/internal/docsearch"
+	"github.com/autocoder/autocoder/internal/objects"
 	"github.com/autocoder/autocoder/internal/prompts"
-	"github.com/autocoder/autocoder/internal/samples"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // ContextSource fetches a job's context bundle (messages.ContextBundle) by
-// its object reference to a local file; *samples.Store is one.
+// its object reference to a local file; *objects.Store is one.
 type ContextSource interface {
 	Fetch(ctx context.Context, r messages.SampleRef) (string, error)
 }
 
-var _ ContextSource = (*samples.Store)(nil)
+var _ ContextSource = (*objects.Store)(nil)
 
 // Defaults of Options.ContextBytes and Options.ChunkBytes.
 const (
@@ -58,7 +58,7 @@ func (h *Handlers) withContext(ctx context.Context, stage messages.Stage, task m
 	if err != nil {
 		return nil, nil, err
 	}
-	sel := corpus.Select(query, h.opts.ContextBytes)
+	sel := corpus.Select(query, h.cfg.ContextBytes)
 	use := &messages.StageContext{Retrieved: sel.Retrieved, Chunks: make([]messages.ContextChunk, 0, len(sel.Hits))}
 	docs := make([]prompts.DocChunk, 0, len(sel.Hits))
 	for _, hit := range sel.Hits {
@@ -70,16 +70,16 @@ func (h *Handlers) withContext(ctx context.Context, stage messages.Stage, task m
 
 // contextChunks fetches and splits every bundle of the job's context.
 func (h *Handlers) contextChunks(ctx context.Context, stage messages.Stage, refs []string) ([]docsearch.Chunk, error) {
-	if h.opts.Context == nil {
-		return nil, badInput(stage, "the job has context but this llm-worker has no context store (llmstages.Options.Context)")
+	if h.cfg.Context == nil {
+		return nil, badInput(stage, "the job has context but this llm-worker has no context store (llmstages.Config.Context)")
 	}
 	var chunks []docsearch.Chunk
 	for _, ref := range refs {
 		if _, ok := messages.ParseObjectRef(ref); !ok {
 			return nil, badInput(stage, "context entry %q is not an object reference (submit uploads context files)", ref)
 		}
-		path, err := h.opts.Context.Fetch(ctx, messages.SampleRef{Name: "context", Object: ref, FileName: "context.json"})
-		if errors.Is(err, samples.ErrBadSample) {
+		path, err := h.cfg.Context.Fetch(ctx, messages.SampleRef{Name: "context", Object: ref, FileName: "context.json"})
+		if errors.Is(err, objects.ErrBadObject) {
 			return nil, badInput(stage, "context %s: %v", ref, err)
 		}
 		if err != nil {
@@ -89,7 +89,7 @@ func (h *Handlers) contextChunks(ctx context.Context, stage messages.Stage, refs
 		if err != nil {
 			return nil, badInput(stage, "context %s: %v", ref, err)
 		}
-		chunks = append(chunks, docsearch.Split(b.Files, h.opts.ChunkBytes)...)
+		chunks = append(chunks, docsearch.Split(b.Files, h.cfg.ChunkBytes)...)
 	}
 	return chunks, nil
 }
@@ -169,16 +169,6 @@ func readBundle(path string) (messages.ContextBundle, error) {
 		return b, fmt.Errorf("bundle over the context bounds (%d files, %s of text)", len(b.Files), messages.FormatBytes(int64(total)))
 	}
 	return b, nil
-}
-
-// contextVersion is the part of a stage's cache version that its use of
-// the job's documentation adds: the ranker's version and the budgets.
-func (h *Handlers) contextVersion(stage messages.Stage) string {
-	switch stage {
-	case messages.StagePlan, messages.StageCode, messages.StageFix:
-		return fmt.Sprintf(".docs%s-%d-%d", docsearch.Version, h.opts.ContextBytes, h.opts.ChunkBytes)
-	}
-	return ""
 }
 
 // reflectionQuery is a fix stage's retrieval query: the task and the errors.

@@ -14,16 +14,17 @@ import (
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/bus/bustest"
 	"github.com/autocoder/autocoder/internal/docsearch"
-	"github.com/autocoder/autocoder/internal/samples"
+	"github.com/autocoder/autocoder/internal/objects"
+	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // contextStore uploads bundle to a real object store (embedded NATS) and
 // returns the store, as the llm-worker has it, and the bundle's reference.
-func contextStore(t *testing.T, bundle messages.ContextBundle) (*samples.Store, string) {
+func contextStore(t *testing.T, bundle messages.ContextBundle) (*objects.Store, string) {
 	t.Helper()
 	res := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true}).Resources
-	st, err := samples.New(res.Samples, t.TempDir())
+	st, err := objects.New(res.Samples, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,14 +53,14 @@ func TestContextRetrievedIntoPrompts(t *testing.T) {
 		"plan":     `{"description":"d","approach":"a"}`,
 		"solution": `{"language":"python","code":"print(1)\n","packages":[],"system_packages":[]}`,
 	}}
-	h := New(fc, Options{Context: st, ContextBytes: 400})
+	h := newHandlers(t, fc, Config{Context: st, ContextBytes: 400})
 	tk := messages.TaskSpec{Prompt: "Mean of the sensor T1 records that are not retracted.", Context: []string{ref}}
 
 	out, err := h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: tk}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := usedOf(t, out.Value)
+	plan := usedOf(t, out)
 	if !plan.Retrieved || len(plan.Chunks) == 0 || plan.Chunks[0].File != "zrl/records.md" || plan.Chunks[0].Score <= 0 {
 		t.Fatalf("plan context = %+v, want the records chunk retrieved first", plan)
 	}
@@ -74,7 +75,7 @@ func TestContextRetrievedIntoPrompts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if used := usedOf(t, out.Value); used.Chunks[0].File != "zrl/values.md" {
+	if used := usedOf(t, out); used.Chunks[0].File != "zrl/values.md" {
 		t.Errorf("reflection context = %+v, want the values chunk first (the error is about a value)", used)
 	}
 }
@@ -83,12 +84,12 @@ func TestContextFitsWhole(t *testing.T) {
 	t.Parallel()
 	st, ref := contextStore(t, zrlBundle)
 	fc := &fakeClient{replies: map[string]string{"solution": `{"language":"python","code":"print(1)\n","packages":[],"system_packages":[]}`}}
-	h := New(fc, Options{Context: st})
+	h := newHandlers(t, fc, Config{Context: st})
 	out, err := h.Handle(context.Background(), command(t, messages.StageCode, messages.CodeInput{Task: messages.TaskSpec{Prompt: "p", Context: []string{ref}}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if used := usedOf(t, out.Value); used.Retrieved || len(used.Chunks) != 3 {
+	if used := usedOf(t, out); used.Retrieved || len(used.Chunks) != 3 {
 		t.Errorf("context = %+v, want all three chunks, not retrieved", used)
 	}
 }
@@ -100,13 +101,13 @@ func TestContextBadInput(t *testing.T) {
 	st, _ := contextStore(t, zrlBundle)
 	for _, tc := range []struct {
 		name string
-		h    *Handlers
+		h    testHandlers
 		ref  string
 		want string
 	}{
-		{"no store", New(fc, Options{}), missing, "no context store"},
-		{"not a reference", New(fc, Options{Context: st}), "docs/zrl", "is not an object reference"},
-		{"not in the store", New(fc, Options{Context: st}), missing, "context " + missing},
+		{"no store", newHandlers(t, fc, Config{}), missing, "no context store"},
+		{"not a reference", newHandlers(t, fc, Config{Context: st}), "docs/zrl", "is not an object reference"},
+		{"not in the store", newHandlers(t, fc, Config{Context: st}), missing, "context " + missing},
 	} {
 		_, err := tc.h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: messages.TaskSpec{Prompt: "p", Context: []string{tc.ref}}}))
 		if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
@@ -119,9 +120,9 @@ func TestContextBadInput(t *testing.T) {
 }
 
 // usedOf reads the context_used beside a stage's output.
-func usedOf(t *testing.T, v any) messages.StageContext {
+func usedOf(t *testing.T, out stagework.Output[json.RawMessage]) messages.StageContext {
 	t.Helper()
-	b, _ := json.Marshal(v)
+	b := out.Value
 	var use messages.ContextUse
 	if err := json.Unmarshal(b, &use); err != nil || use.Context == nil {
 		t.Fatalf("output %s has no context_used (%v)", b, err)
@@ -134,13 +135,13 @@ func usedOf(t *testing.T, v any) messages.StageContext {
 func TestContextBudgetInCacheVersion(t *testing.T) {
 	t.Parallel()
 	fc := &fakeClient{}
-	def, small := NewStageHandler(New(fc, Options{})), NewStageHandler(New(fc, Options{ContextBytes: 1 << 10}))
+	def, small := newHandlers(t, fc, Config{}), newHandlers(t, fc, Config{ContextBytes: 1 << 10})
 	for _, st := range []messages.Stage{messages.StagePlan, messages.StageCode, messages.StageFix} {
-		if def.Version(st) == small.Version(st) || !strings.HasPrefix(def.Version(st), StageVersion(st)) {
-			t.Errorf("%s: versions %q and %q, want distinct extensions of %q", st, def.Version(st), small.Version(st), StageVersion(st))
+		if def.Version(st) == small.Version(st) || !strings.Contains(def.Version(st), " docs@") {
+			t.Errorf("%s: versions %q and %q, want distinct docs dependencies", st, def.Version(st), small.Version(st))
 		}
 	}
-	if def.Version(messages.StageTests) != StageVersion(messages.StageTests) {
+	if def.Version(messages.StageTests) != small.Version(messages.StageTests) || strings.Contains(def.Version(messages.StageTests), "docs@") {
 		t.Errorf("tests stage version changed: %q", def.Version(messages.StageTests))
 	}
 }
@@ -166,7 +167,7 @@ func TestContextSplitOncePerJob(t *testing.T) {
 		"plan":     `{"description":"d","approach":"a"}`,
 		"solution": `{"language":"python","code":"print(1)\n","packages":[],"system_packages":[]}`,
 	}}
-	h := New(fc, Options{Context: src, ContextBytes: 400})
+	h := newHandlers(t, fc, Config{Context: src, ContextBytes: 400})
 	tk := messages.TaskSpec{Prompt: "retracted records", Context: []string{ref}}
 	if _, err := h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: tk})); err != nil {
 		t.Fatal(err)

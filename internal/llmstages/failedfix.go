@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -25,14 +26,14 @@ const repeatedFixPrompt = "That code was already tested with these tests and fai
 // is the stage's. The loop never tests a known failure again on this
 // worker's word; if the model insists, the machine's stuck detection
 // takes over. A cache that cannot answer costs the check, never the stage.
-func (h *Handlers) avoidFailedFix(ctx context.Context, cmd *messages.StageCommand, in messages.FixInput, out Output) (Output, error) {
-	s, use, ok := solutionOf(out.Value)
-	if !ok || h.opts.FailedRuns == nil || strings.TrimSpace(s.Code) == strings.TrimSpace(in.Code) {
+func (h *Handlers) avoidFailedFix(ctx context.Context, cmd *messages.StageCommand, in messages.FixInput, out stagework.Output[solutionWithContext]) (stagework.Output[solutionWithContext], error) {
+	s, use := out.Value.Solution, out.Value.Context
+	if h.cfg.FailedRuns == nil || strings.TrimSpace(s.Code) == strings.TrimSpace(in.Code) {
 		// Unchanged code is the machine's to catch: its mechanical check
 		// asks again with escalating instructions.
 		return out, nil
 	}
-	failed, err := h.opts.FailedRuns.Failed(ctx, s.Code, in.Tests)
+	failed, err := h.cfg.FailedRuns.Failed(ctx, s.Code, in.Tests)
 	if err != nil {
 		h.log.WarnContext(ctx, "negative cache not checked", "job_id", cmd.JobID, "stage", cmd.Stage, "err", err)
 		return out, nil
@@ -52,16 +53,4 @@ func (h *Handlers) avoidFailedFix(ctx context.Context, cmd *messages.StageComman
 	}
 	again.Notes = append(append(out.Notes, "the fix proposed code already tested with these tests and failed; asked for a different one"), again.Notes...)
 	return again, nil
-}
-
-// solutionOf reads a code or fix stage's value: a solution, with the
-// documentation chunks its prompt held when the job has context.
-func solutionOf(v any) (messages.Solution, *messages.StageContext, bool) {
-	switch s := v.(type) {
-	case messages.Solution:
-		return s, nil, true
-	case solutionWithContext:
-		return s.Solution, s.Context, true
-	}
-	return messages.Solution{}, nil, false
 }

@@ -37,7 +37,7 @@ func TestFixOfAKnownFailureIsAskedAgain(t *testing.T) {
 			t.Parallel()
 			reply := `{"language":"python","code":"` + strings.TrimSuffix(tc.proposed, "\n") + `\n","packages":[],"system_packages":[]}`
 			fc := &fakeClient{replies: map[string]string{"solution": reply}}
-			h := New(fc, Options{FailedRuns: failed})
+			h := newHandlers(t, fc, Config{FailedRuns: failed})
 			in := messages.FixInput{Task: task, Code: tc.current, Tests: tests,
 				Failures: []messages.Failure{{TestName: "test_x", ErrorType: messages.ErrorLogic}}}
 			out, err := h.Handle(context.Background(), command(t, messages.StageFix, in))

@@ -1,7 +1,7 @@
 package llmstages
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,34 +12,36 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/docsearch"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/prompts"
 	"github.com/autocoder/autocoder/internal/pyscan"
+	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // ErrBadInput means the command cannot be handled however often it is
-// retried: malformed or incomplete input JSON, a message from a newer schema
-// version, or a stage that is not an LLM stage. Callers map it to a
-// permanent failure (messages.ErrorPermanent).
+// retried: an input that lacks what the stage needs. It comes marked
+// permanent (bus.Permanent).
 var ErrBadInput = errors.New("llmstages: bad input")
 
 // ErrPromptTooLarge means the messages assembled for a stage exceed
-// Options.MaxPromptBytes. Nothing is sent; the stage fails permanently, as
+// Config.MaxPromptBytes. Nothing is sent; the stage fails permanently, as
 // the same input would assemble the same prompt.
 var ErrPromptTooLarge = errors.New("llmstages: prompt too large")
 
-// DefaultMaxPromptBytes is Options.MaxPromptBytes's default (256 KiB): many
+// DefaultMaxPromptBytes is Config.MaxPromptBytes's default (256 KiB): many
 // times a normal stage prompt (prompt, sample rows, code, a trimmed test
 // report), well below what costs real money per call.
 const DefaultMaxPromptBytes = 256 << 10
 
-// normVersion identifies the normalisation rules in this package; it is part
-// of StageVersion because they shape the cached outputs too.
-const normVersion = "3"
-
-// Options configure Handlers. The zero value is ready to use.
-type Options struct {
+// Config configures Handlers. The zero value of every field but Client
+// means its default.
+type Config struct {
+	// Client makes the model calls. Required. Tool-calling stages
+	// (agent_turn) need one that is also a ChatClient.
+	Client llm.Client
 	// Model is used when a command names none. Default messages.DefaultModel.
 	Model string
 	// MaxTokens caps each reply; zero means the server's default.
@@ -51,7 +53,7 @@ type Options struct {
 	// Stdlib is the sandbox interpreter's standard library (pyscan.StdlibFrom),
 	// used to drop standard modules from package lists. Nil means CPython 3.11.
 	Stdlib pyscan.Set
-	// Logger receives a line per normalisation note. Nil discards them.
+	// Logger receives what the handlers warn about. Nil discards it.
 	Logger *slog.Logger
 	// Context fetches jobs' documentation bundles (context.go); nil: a job
 	// with context fails its plan, code and fix stages.
@@ -66,176 +68,83 @@ type Options struct {
 	FailedRuns FailedRunChecker
 }
 
-// Output is a handled stage.
-type Output struct {
-	// Value is the stage's output struct (messages.Plan, messages.Solution,
-	// ...), for the caller to marshal into the StageResult.
-	Value any
-	// Usage counts every model call, retries included; zero when the stage
-	// needed no call. It is set on errors too, so spent tokens are counted.
-	Usage messages.Usage
-	// Messages is the conversation, the assistant's reply last, each with
-	// Stage set; nil when the stage needed no call.
-	Messages []messages.ChatMessage
-	// Notes says what normalisation changed in the reply (dropped package
-	// names, a default failure added, ...), for logs and the job's history.
-	Notes []string
-}
-
 // Handlers handle the LLM stages. They are safe for concurrent use.
 type Handlers struct {
 	client  llm.Client
-	opts    Options
+	cfg     Config
 	std     pyscan.Set
 	log     *slog.Logger
 	corpora corpora // context.go
 }
 
-// New returns Handlers that call client. It panics if client is nil.
-func New(client llm.Client, opts Options) *Handlers {
-	if client == nil {
-		panic("llmstages: New with a nil client")
+// New validates cfg and returns the handlers.
+func New(cfg Config) (*Handlers, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("llmstages: Config.Client is required")
 	}
-	h := &Handlers{client: client, opts: opts, std: opts.Stdlib, log: opts.Logger}
-	if h.opts.Model == "" {
-		h.opts.Model = messages.DefaultModel
+	if cfg.MaxTokens < 0 || cfg.ContextBytes < 0 || cfg.ChunkBytes < 0 {
+		return nil, errors.New("llmstages: MaxTokens, ContextBytes and ChunkBytes must not be negative")
 	}
-	if h.opts.MaxPromptBytes == 0 {
-		h.opts.MaxPromptBytes = DefaultMaxPromptBytes
-	}
+	cfg.Model = cmp.Or(cfg.Model, messages.DefaultModel)
+	cfg.MaxPromptBytes = cmp.Or(cfg.MaxPromptBytes, DefaultMaxPromptBytes)
+	cfg.ContextBytes = cmp.Or(cfg.ContextBytes, DefaultContextBytes)
+	cfg.ChunkBytes = cmp.Or(cfg.ChunkBytes, DefaultChunkBytes)
+	h := &Handlers{client: cfg.Client, cfg: cfg, std: cfg.Stdlib, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
 	if h.std == nil {
 		h.std = pyscan.Stdlib()
 	}
-	if h.opts.ContextBytes <= 0 {
-		h.opts.ContextBytes = DefaultContextBytes
-	}
-	if h.opts.ChunkBytes <= 0 {
-		h.opts.ChunkBytes = DefaultChunkBytes
-	}
-	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
-	}
-	return h
+	return h, nil
 }
 
-// stageSchema is the reply structure of each LLM stage.
-func stageSchema(stage messages.Stage) (llm.Schema, bool) {
-	switch stage {
-	case messages.StagePlan:
-		return llm.PlanSchema, true
-	case messages.StageCode, messages.StageFix:
-		return llm.SolutionSchema, true
-	case messages.StageTests:
-		return llm.TestsSchema, true
-	case messages.StagePackages:
-		return llm.PackagesSchema, true
-	case messages.StageDiagnose:
-		return llm.DiagnosisSchema, true
-	case messages.StagePatchTests:
-		return llm.TestPatchesSchema, true
-	case messages.StageVerify:
-		return llm.FixVerificationSchema, true
-	case messages.StageConstraint:
-		return llm.ConstraintSchema, true
-	case messages.StagePackageReplacement:
-		return llm.PackageReplacementSchema, true
-	}
-	return llm.Schema{}, false
+// Register puts the LLM stages on mux. Each names what shapes its output
+// besides its own code (stagework.DependsOn): the prompt texts, the
+// import-scan tables, the reply's schema, and for the stages that put a
+// job's documentation in their prompt, how it is chunked and retrieved.
+func (h *Handlers) Register(mux *stagework.Mux) {
+	docs := stagework.DependsOn("docs", fmt.Sprintf("%s-%d-%d", docsearch.Version, h.cfg.ContextBytes, h.cfg.ChunkBytes))
+	stagework.Register(mux, messages.StagePlan, h.plan, replyDeps(llm.PlanSchema, docs)...)
+	stagework.Register(mux, messages.StageCode, h.code, replyDeps(llm.SolutionSchema, docs)...)
+	stagework.Register(mux, messages.StageTests, h.tests, replyDeps(llm.TestsSchema)...)
+	stagework.Register(mux, messages.StagePackages, h.packages, replyDeps(llm.PackagesSchema)...)
+	stagework.Register(mux, messages.StageDiagnose, h.diagnose, replyDeps(llm.DiagnosisSchema)...)
+	stagework.Register(mux, messages.StageFix, h.fix, replyDeps(llm.SolutionSchema, docs)...)
+	stagework.Register(mux, messages.StagePatchTests, h.patchTests, replyDeps(llm.TestPatchesSchema)...)
+	stagework.Register(mux, messages.StageVerify, h.verify, replyDeps(llm.FixVerificationSchema)...)
+	stagework.Register(mux, messages.StageConstraint, h.constraint, replyDeps(llm.ConstraintSchema)...)
+	stagework.Register(mux, messages.StagePackageReplacement, h.packageReplacement, replyDeps(llm.PackageReplacementSchema)...)
+	stagework.Register(mux, messages.StageAgentTurn, h.agentTurn, agentDeps()...) // agent.go
 }
 
-// StageVersion identifies everything besides the input that decides a
-// stage's output: prompt texts, the reply schema, the scan tables and the
-// normalisation rules. It belongs in the stage's cache key. It is "" for a
-// stage these handlers do not handle.
-func StageVersion(stage messages.Stage) string {
-	if stage == messages.StageAgentTurn {
-		return agentVersion() // agent.go
-	}
-	s, ok := stageSchema(stage)
-	if !ok {
-		return ""
-	}
+// replyDeps are what a structured stage depends on: the prompts, the scan
+// tables and the reply's schema (its name and a hash of its text).
+func replyDeps(s llm.Schema, more ...stagework.Option) []stagework.Option {
 	sum := sha256.Sum256(s.Schema)
-	return fmt.Sprintf("%s/prompts%s.pyscan%s.norm%s/%s@%s", stage, prompts.Version, pyscan.Version, normVersion, s.Name, hex.EncodeToString(sum[:6]))
-}
-
-// Handle runs one LLM stage command. Errors wrap ErrBadInput for commands
-// that cannot succeed, llm.ErrInvalidReply for replies that are unusable
-// even after normalisation, and the client's errors otherwise.
-func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (Output, error) {
-	if cmd == nil {
-		return Output{}, fmt.Errorf("%w: nil command", ErrBadInput)
-	}
-	if cmd.V > messages.SchemaVersion {
-		return Output{}, fmt.Errorf("%w: %s command has schema version %d, newer than %d", ErrBadInput, cmd.Stage, cmd.V, messages.SchemaVersion)
-	}
-	ctx = llm.WithStage(ctx, string(cmd.Stage)) // the model calls' stage label
-	switch cmd.Stage {
-	case messages.StagePlan:
-		return handle(ctx, h, cmd, h.plan)
-	case messages.StageCode:
-		return handle(ctx, h, cmd, h.code)
-	case messages.StageTests:
-		return handle(ctx, h, cmd, h.tests)
-	case messages.StagePackages:
-		return handle(ctx, h, cmd, h.packages)
-	case messages.StageDiagnose:
-		return handle(ctx, h, cmd, h.diagnose)
-	case messages.StageFix:
-		return handle(ctx, h, cmd, h.fix)
-	case messages.StagePatchTests:
-		return handle(ctx, h, cmd, h.patchTests)
-	case messages.StageVerify:
-		return handle(ctx, h, cmd, h.verify)
-	case messages.StageConstraint:
-		return handle(ctx, h, cmd, h.constraint)
-	case messages.StagePackageReplacement:
-		return handle(ctx, h, cmd, h.packageReplacement)
-	case messages.StageAgentTurn:
-		return handle(ctx, h, cmd, h.agentTurn) // agent.go
-	}
-	return Output{}, fmt.Errorf("%w: %q is not an LLM stage", ErrBadInput, cmd.Stage)
-}
-
-// handle decodes the command's input into In and runs fn, then logs notes.
-func handle[In any](ctx context.Context, h *Handlers, cmd *messages.StageCommand, fn func(context.Context, *messages.StageCommand, In) (Output, error)) (Output, error) {
-	var in In
-	raw := bytes.TrimSpace(cmd.Input)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return Output{}, fmt.Errorf("%w: %s command has no input", ErrBadInput, cmd.Stage)
-	}
-	// Unknown fields are allowed: a newer coordinator of the same schema
-	// version may add optional ones.
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return Output{}, fmt.Errorf("%w: decode %s input: %v", ErrBadInput, cmd.Stage, err)
-	}
-	out, err := fn(ctx, cmd, in)
-	for _, note := range out.Notes {
-		h.log.InfoContext(ctx, "normalised model reply", "job_id", cmd.JobID, "stage", cmd.Stage, "seq", cmd.Seq, "note", note)
-	}
-	return out, err
+	return append([]stagework.Option{
+		stagework.DependsOn("prompts", prompts.Version),
+		stagework.DependsOn("pyscan", pyscan.Version),
+		stagework.DependsOn("schema", s.Name+"-"+hex.EncodeToString(sum[:6])),
+	}, more...)
 }
 
 func badInput(stage messages.Stage, format string, args ...any) error {
-	return fmt.Errorf("%w: %s input: %s", ErrBadInput, stage, fmt.Sprintf(format, args...))
+	return bus.Permanent(fmt.Errorf("%w: %s input: %s", ErrBadInput, stage, fmt.Sprintf(format, args...)))
 }
 
-// call makes the structured call and decodes the reply into dst.
-func (h *Handlers) call(ctx context.Context, cmd *messages.StageCommand, msgs []messages.ChatMessage, dst any) (Output, error) {
-	schema, _ := stageSchema(cmd.Stage)
-	model := cmd.Model
-	if model == "" {
-		model = h.opts.Model
-	}
+// call makes the structured call of cmd's stage with schema and decodes
+// the reply into out.Value, with the usage and the conversation.
+func call[T any](ctx context.Context, h *Handlers, cmd *messages.StageCommand, schema llm.Schema, msgs []messages.ChatMessage) (stagework.Output[T], error) {
+	var out stagework.Output[T]
+	model := cmp.Or(cmd.Model, h.cfg.Model)
 	if err := h.checkPromptSize(cmd.Stage, msgs); err != nil {
-		return Output{}, err
+		return out, err
 	}
-	reply, err := h.client.Structured(ctx, llm.StructuredRequest{Model: model, Messages: msgs, Schema: schema, MaxTokens: h.opts.MaxTokens})
-	out := Output{Usage: reply.Usage}
+	ctx = llm.WithStage(ctx, string(cmd.Stage)) // the model calls' stage label
+	reply, err := h.client.Structured(ctx, llm.StructuredRequest{Model: model, Messages: msgs, Schema: schema, MaxTokens: h.cfg.MaxTokens})
+	out.Usage = reply.Usage
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", cmd.Stage, err)
 	}
-	if err := json.Unmarshal(reply.JSON, dst); err != nil {
+	if err := json.Unmarshal(reply.JSON, &out.Value); err != nil {
 		return out, fmt.Errorf("%s: %w: decode %s reply: %v", cmd.Stage, llm.ErrInvalidReply, schema.Name, err)
 	}
 	content := reply.Raw
@@ -251,20 +160,26 @@ func (h *Handlers) call(ctx context.Context, cmd *messages.StageCommand, msgs []
 	return out, nil
 }
 
+// as is out with another value: a reply decoded as one type and
+// returned as another (a plan with the context its prompt held).
+func as[U, T any](out stagework.Output[T], v U) stagework.Output[U] {
+	return stagework.Output[U]{Value: v, Usage: out.Usage, Messages: out.Messages, Notes: out.Notes}
+}
+
 // checkPromptSize is the one place every stage's prompt passes before it is
-// sent: a prompt past Options.MaxPromptBytes (a huge task text, a sample
+// sent: a prompt past Config.MaxPromptBytes (a huge task text, a sample
 // file pasted whole) fails here instead of being paid for.
 func (h *Handlers) checkPromptSize(stage messages.Stage, msgs []messages.ChatMessage) error {
-	if h.opts.MaxPromptBytes < 0 {
+	if h.cfg.MaxPromptBytes < 0 {
 		return nil
 	}
 	n := 0
 	for _, m := range msgs {
 		n += len(m.Content)
 	}
-	if n > h.opts.MaxPromptBytes {
-		return fmt.Errorf("%s: %w: %d KiB of messages, over the %d KiB budget (llmstages.Options.MaxPromptBytes)",
-			stage, ErrPromptTooLarge, (n+1023)>>10, h.opts.MaxPromptBytes>>10)
+	if n > h.cfg.MaxPromptBytes {
+		return bus.Permanent(fmt.Errorf("%s: %w: %d KiB of messages, over the %d KiB budget (llmstages.Config.MaxPromptBytes)",
+			stage, ErrPromptTooLarge, (n+1023)>>10, h.cfg.MaxPromptBytes>>10))
 	}
 	return nil
 }
@@ -280,53 +195,51 @@ func requireTask(stage messages.Stage, t messages.TaskSpec) error {
 	return nil
 }
 
-func (h *Handlers) plan(ctx context.Context, cmd *messages.StageCommand, in messages.PlanInput) (Output, error) {
+func (h *Handlers) plan(ctx context.Context, cmd *messages.StageCommand, in messages.PlanInput) (stagework.Output[planWithContext], error) {
+	var none stagework.Output[planWithContext]
 	if err := requireTask(cmd.Stage, in.Task); err != nil {
-		return Output{}, err
+		return none, err
 	}
 	msgs, use, err := h.withContext(ctx, cmd.Stage, in.Task, in.Task.Prompt, prompts.Plan(in))
 	if err != nil {
-		return Output{}, err
+		return none, err
 	}
-	var p messages.Plan
-	out, err := h.call(ctx, cmd, msgs, &p)
+	out, err := call[messages.Plan](ctx, h, cmd, llm.PlanSchema, msgs)
 	if err != nil {
-		return out, err
+		return as(out, planWithContext{}), err
 	}
+	p := out.Value
 	p.Description, p.Approach = strings.TrimSpace(p.Description), strings.TrimSpace(p.Approach)
 	if p.Description == "" && p.Approach == "" {
-		return out, invalid(cmd.Stage, "empty plan")
+		return as(out, planWithContext{}), invalid(cmd.Stage, "empty plan")
 	}
-	out.Value = p
-	if use != nil {
-		out.Value = planWithContext{Plan: p, ContextUse: messages.ContextUse{Context: use}}
-	}
-	return out, nil
+	return as(out, planWithContext{Plan: p, ContextUse: messages.ContextUse{Context: use}}), nil
 }
 
-func (h *Handlers) code(ctx context.Context, cmd *messages.StageCommand, in messages.CodeInput) (Output, error) {
+func (h *Handlers) code(ctx context.Context, cmd *messages.StageCommand, in messages.CodeInput) (stagework.Output[solutionWithContext], error) {
 	if err := requireTask(cmd.Stage, in.Task); err != nil {
-		return Output{}, err
+		return stagework.Output[solutionWithContext]{}, err
 	}
 	msgs, use, err := h.withContext(ctx, cmd.Stage, in.Task, in.Task.Prompt, prompts.Code(in))
 	if err != nil {
-		return Output{}, err
+		return stagework.Output[solutionWithContext]{}, err
 	}
 	return h.solution(ctx, cmd, msgs, nil, use)
 }
 
-func (h *Handlers) fix(ctx context.Context, cmd *messages.StageCommand, in messages.FixInput) (Output, error) {
+func (h *Handlers) fix(ctx context.Context, cmd *messages.StageCommand, in messages.FixInput) (stagework.Output[solutionWithContext], error) {
+	var none stagework.Output[solutionWithContext]
 	if strings.TrimSpace(in.Code) == "" {
-		return Output{}, badInput(cmd.Stage, "code is empty")
+		return none, badInput(cmd.Stage, "code is empty")
 	}
 	if len(in.Failures) == 0 {
-		return Output{}, badInput(cmd.Stage, "no failures to fix")
+		return none, badInput(cmd.Stage, "no failures to fix")
 	}
 	// Installed packages stay: the prompt calls them installed, so the model
 	// may leave them out of its list.
 	msgs, use, err := h.withContext(ctx, cmd.Stage, in.Task, reflectionQuery(in), prompts.Fix(in))
 	if err != nil {
-		return Output{}, err
+		return none, err
 	}
 	out, err := h.solution(ctx, cmd, msgs, in.Packages, use)
 	if err != nil {
@@ -335,46 +248,41 @@ func (h *Handlers) fix(ctx context.Context, cmd *messages.StageCommand, in messa
 	return h.avoidFailedFix(ctx, cmd, in, out)
 }
 
-func (h *Handlers) solution(ctx context.Context, cmd *messages.StageCommand, msgs []messages.ChatMessage, keep []string, use *messages.StageContext) (Output, error) {
-	var s messages.Solution
-	out, err := h.call(ctx, cmd, msgs, &s)
+func (h *Handlers) solution(ctx context.Context, cmd *messages.StageCommand, msgs []messages.ChatMessage, keep []string, use *messages.StageContext) (stagework.Output[solutionWithContext], error) {
+	out, err := call[messages.Solution](ctx, h, cmd, llm.SolutionSchema, msgs)
 	if err != nil {
-		return out, err
+		return as(out, solutionWithContext{}), err
 	}
+	s := out.Value
 	out.Notes = normaliseSolution(&s, keep, h.std)
 	if strings.TrimSpace(s.Code) == "" {
-		return out, invalid(cmd.Stage, "empty code")
+		return as(out, solutionWithContext{}), invalid(cmd.Stage, "empty code")
 	}
-	out.Value = s
-	if use != nil {
-		out.Value = solutionWithContext{Solution: s, ContextUse: messages.ContextUse{Context: use}}
-	}
-	return out, nil
+	return as(out, solutionWithContext{Solution: s, ContextUse: messages.ContextUse{Context: use}}), nil
 }
 
 var importsSolutionRe = regexp.MustCompile(`(?m)^\s*(from\s+solution\s+import|import\s+solution\b)`)
 
-func (h *Handlers) tests(ctx context.Context, cmd *messages.StageCommand, in messages.TestsInput) (Output, error) {
+func (h *Handlers) tests(ctx context.Context, cmd *messages.StageCommand, in messages.TestsInput) (stagework.Output[messages.Tests], error) {
 	if err := requireTask(cmd.Stage, in.Task); err != nil {
-		return Output{}, err
+		return stagework.Output[messages.Tests]{}, err
 	}
-	var t messages.Tests
-	out, err := h.call(ctx, cmd, prompts.Tests(in), &t)
+	out, err := call[messages.Tests](ctx, h, cmd, llm.TestsSchema, prompts.Tests(in))
 	if err != nil {
 		return out, err
 	}
 	var n notes
-	if hasFence(t.Code) {
+	if hasFence(out.Value.Code) {
 		n.add("removed a Markdown fence around the tests")
 	}
-	t.Code = stripFences(t.Code)
-	if t.Code == "" {
+	out.Value.Code = stripFences(out.Value.Code)
+	if out.Value.Code == "" {
 		return out, invalid(cmd.Stage, "empty tests")
 	}
-	if !importsSolutionRe.MatchString(t.Code) {
+	if !importsSolutionRe.MatchString(out.Value.Code) {
 		n.add("the tests do not import from solution")
 	}
-	out.Notes, out.Value = n, t
+	out.Notes = n
 	return out, nil
 }
 
@@ -382,7 +290,7 @@ var moduleNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-
 
 // packages resolves what the static tables can and asks the model only
 // about the rest; with nothing left to ask it makes no call.
-func (h *Handlers) packages(ctx context.Context, cmd *messages.StageCommand, in messages.PackagesInput) (Output, error) {
+func (h *Handlers) packages(ctx context.Context, cmd *messages.StageCommand, in messages.PackagesInput) (stagework.Output[messages.Packages], error) {
 	var n notes
 	var imports []string
 	for _, imp := range in.Imports {
@@ -395,15 +303,14 @@ func (h *Handlers) packages(ctx context.Context, cmd *messages.StageCommand, in 
 	std := h.stdlib(in.Stdlib)
 	dists, unknown := pyscan.Resolver{Stdlib: std}.Distributions(imports)
 	if len(unknown) == 0 {
-		return Output{Value: messages.Packages{Packages: cleanPackages(dists, std, "package", &n)}, Notes: n}, nil
+		return stagework.Output[messages.Packages]{Value: messages.Packages{Packages: cleanPackages(dists, std, "package", &n)}, Notes: n}, nil
 	}
-	var p messages.Packages
-	out, err := h.call(ctx, cmd, prompts.Packages(messages.PackagesInput{Imports: unknown}), &p)
+	out, err := call[messages.Packages](ctx, h, cmd, llm.PackagesSchema, prompts.Packages(messages.PackagesInput{Imports: unknown}))
 	if err != nil {
 		return out, err
 	}
-	p.Packages = cleanPackages(append(dists, p.Packages...), std, "package", &n)
-	out.Notes, out.Value = n, p
+	out.Value.Packages = cleanPackages(append(dists, out.Value.Packages...), std, "package", &n)
+	out.Notes = n
 	return out, nil
 }
 
@@ -416,40 +323,37 @@ func (h *Handlers) stdlib(target []string) pyscan.Set {
 	return h.std
 }
 
-func (h *Handlers) diagnose(ctx context.Context, cmd *messages.StageCommand, in messages.DiagnoseInput) (Output, error) {
+func (h *Handlers) diagnose(ctx context.Context, cmd *messages.StageCommand, in messages.DiagnoseInput) (stagework.Output[messages.Diagnosis], error) {
 	if strings.TrimSpace(in.Code) == "" && strings.TrimSpace(in.Tests) == "" {
-		return Output{}, badInput(cmd.Stage, "code and tests are empty")
+		return stagework.Output[messages.Diagnosis]{}, badInput(cmd.Stage, "code and tests are empty")
 	}
 	if in.Report.OK() {
 		// Nothing failed: an empty diagnosis is the truth, and free.
-		return Output{Value: messages.Diagnosis{Failures: []messages.Failure{}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
+		return stagework.Output[messages.Diagnosis]{Value: messages.Diagnosis{Failures: []messages.Failure{}, NeedsPackages: []string{}, NeedsSystemPackages: []string{}},
 			Notes: []string{"the report has no failures: nothing to diagnose"}}, nil
 	}
-	var d messages.Diagnosis
-	out, err := h.call(ctx, cmd, prompts.Diagnose(in), &d)
+	out, err := call[messages.Diagnosis](ctx, h, cmd, llm.DiagnosisSchema, prompts.Diagnose(in))
 	if err != nil {
 		return out, err
 	}
-	out.Notes = normaliseDiagnosis(&d, in.Report, h.stdlib(in.Stdlib))
-	out.Value = d
+	out.Notes = normaliseDiagnosis(&out.Value, in.Report, h.stdlib(in.Stdlib))
 	return out, nil
 }
 
-func (h *Handlers) patchTests(ctx context.Context, cmd *messages.StageCommand, in messages.PatchTestsInput) (Output, error) {
+func (h *Handlers) patchTests(ctx context.Context, cmd *messages.StageCommand, in messages.PatchTestsInput) (stagework.Output[messages.PatchTestsOutput], error) {
 	if strings.TrimSpace(in.Tests) == "" {
-		return Output{}, badInput(cmd.Stage, "tests are empty")
+		return stagework.Output[messages.PatchTestsOutput]{}, badInput(cmd.Stage, "tests are empty")
 	}
 	if len(in.Failures) == 0 {
-		return Output{}, badInput(cmd.Stage, "no failures to patch")
+		return stagework.Output[messages.PatchTestsOutput]{}, badInput(cmd.Stage, "no failures to patch")
 	}
-	var tp messages.TestPatches
-	out, err := h.call(ctx, cmd, prompts.PatchTests(in), &tp)
+	reply, err := call[messages.TestPatches](ctx, h, cmd, llm.TestPatchesSchema, prompts.PatchTests(in))
 	if err != nil {
-		return out, err
+		return as(reply, messages.PatchTestsOutput{}), err
 	}
 	var n notes
 	patches := []messages.TestPatch{}
-	for _, p := range tp.Patches {
+	for _, p := range reply.Value.Patches {
 		if hasFence(p.FixedCode) {
 			n.add("removed a Markdown fence around the patch of %s", p.TestName)
 		}
@@ -473,32 +377,30 @@ func (h *Handlers) patchTests(ctx context.Context, cmd *messages.StageCommand, i
 	if len(patches) == 0 {
 		n.add("the model returned no patches")
 	}
+	out := as(reply, messages.PatchTestsOutput{Patches: patches, Tests: tests, Unapplied: unapplied, Reasons: reasons})
 	out.Notes = n
-	out.Value = messages.PatchTestsOutput{Patches: patches, Tests: tests, Unapplied: unapplied, Reasons: reasons}
 	return out, nil
 }
 
-func (h *Handlers) verify(ctx context.Context, cmd *messages.StageCommand, in messages.VerifyInput) (Output, error) {
+func (h *Handlers) verify(ctx context.Context, cmd *messages.StageCommand, in messages.VerifyInput) (stagework.Output[messages.FixVerification], error) {
 	if strings.TrimSpace(in.NewCode) == "" {
-		return Output{}, badInput(cmd.Stage, "new_code is empty")
+		return stagework.Output[messages.FixVerification]{}, badInput(cmd.Stage, "new_code is empty")
 	}
 	if len(in.Failures) == 0 {
-		return Output{}, badInput(cmd.Stage, "no failures to verify")
+		return stagework.Output[messages.FixVerification]{}, badInput(cmd.Stage, "no failures to verify")
 	}
 	if strings.TrimSpace(in.OldCode) == strings.TrimSpace(in.NewCode) {
 		// No change cannot have applied a fix; no need to ask.
-		return Output{Value: messages.FixVerification{
+		return stagework.Output[messages.FixVerification]{Value: messages.FixVerification{
 			AllFixesApplied: false,
 			MissingFixes:    suggestedFixes(in.Failures),
 			Explanation:     "The code did not change, so none of the fixes was applied.",
 		}, Notes: []string{"the code did not change: verified without a model call"}}, nil
 	}
-	var v messages.FixVerification
-	out, err := h.call(ctx, cmd, prompts.Verify(in), &v)
+	out, err := call[messages.FixVerification](ctx, h, cmd, llm.FixVerificationSchema, prompts.Verify(in))
 	if err != nil {
 		return out, err
 	}
-	out.Notes = normaliseVerification(&v, in.Failures)
-	out.Value = v
+	out.Notes = normaliseVerification(&out.Value, in.Failures)
 	return out, nil
 }

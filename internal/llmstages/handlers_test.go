@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/prompts"
 	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/pyscan"
+	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -58,7 +61,7 @@ func command(t *testing.T, stage messages.Stage, in any) *messages.StageCommand 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: stage, Input: raw}
+	return &messages.StageCommand{V: messages.WireVersion, JobID: "job-1", Seq: 3, Stage: stage, Input: raw}
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -79,12 +82,12 @@ var task = messages.TaskSpec{
 func TestPlan(t *testing.T) {
 	t.Parallel()
 	fc := &fakeClient{replies: map[string]string{"plan": `{"description":" Sums. ","approach":"1. total(path) -> dict"}`}}
-	h := New(fc, Options{})
+	h := newHandlers(t, fc, Config{})
 	out, err := h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: task}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(messages.Plan{Description: "Sums.", Approach: "1. total(path) -> dict"}, out.Value); diff != "" {
+	if diff := diffValue(t, messages.Plan{Description: "Sums.", Approach: "1. total(path) -> dict"}, out); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(messages.Usage{InputTokens: 100, OutputTokens: 20, Calls: 1}, out.Usage); diff != "" {
@@ -107,7 +110,7 @@ func TestPlan(t *testing.T) {
 func TestModelAndMaxTokens(t *testing.T) {
 	t.Parallel()
 	fc := &fakeClient{replies: map[string]string{"plan": `{"description":"d","approach":"a"}`}}
-	h := New(fc, Options{Model: "worker-default", MaxTokens: 777})
+	h := newHandlers(t, fc, Config{Model: "worker-default", MaxTokens: 777})
 	cmd := command(t, messages.StagePlan, messages.PlanInput{Task: task})
 	if _, err := h.Handle(context.Background(), cmd); err != nil {
 		t.Fatal(err)
@@ -130,7 +133,7 @@ func TestCodeNormalisation(t *testing.T) {
 		Packages:       []string{"pandas", "sklearn", "json", "requests; rm -rf /", "numpy>=1.24", "Pandas", " ", "git+https://x/y", "PIL==10.0"},
 		SystemPackages: []string{"libgl1", "Bad Name", "libgl1"},
 	})
-	h := New(&fakeClient{replies: map[string]string{"solution": reply}}, Options{})
+	h := newHandlers(t, &fakeClient{replies: map[string]string{"solution": reply}}, Config{})
 	out, err := h.Handle(context.Background(), command(t, messages.StageCode, messages.CodeInput{Task: task, BasePackages: []string{"numpy"}}))
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +144,7 @@ func TestCodeNormalisation(t *testing.T) {
 		Packages:       []string{"pandas", "scikit-learn", "numpy>=1.24", "Pillow==10.0"},
 		SystemPackages: []string{"libgl1"},
 	}
-	if diff := cmp.Diff(want, out.Value); diff != "" {
+	if diff := diffValue(t, want, out); diff != "" {
 		t.Errorf("solution (-want +got):\n%s", diff)
 	}
 	notes := strings.Join(out.Notes, "\n")
@@ -154,7 +157,7 @@ func TestCodeNormalisation(t *testing.T) {
 
 func TestCodeEmptyIsInvalidReply(t *testing.T) {
 	t.Parallel()
-	h := New(&fakeClient{replies: map[string]string{"solution": `{"language":"python","code":"` + "```\\n```" + `","packages":[],"system_packages":[]}`}}, Options{})
+	h := newHandlers(t, &fakeClient{replies: map[string]string{"solution": `{"language":"python","code":"` + "```\\n```" + `","packages":[],"system_packages":[]}`}}, Config{})
 	out, err := h.Handle(context.Background(), command(t, messages.StageCode, messages.CodeInput{Task: task}))
 	if !errors.Is(err, llm.ErrInvalidReply) || errors.Is(err, ErrBadInput) {
 		t.Fatalf("err = %v, want llm.ErrInvalidReply", err)
@@ -168,14 +171,14 @@ func TestFixKeepsInstalledPackages(t *testing.T) {
 	t.Parallel()
 	reply := `{"language":"python","code":"x = 1\n","packages":["scipy"],"system_packages":[]}`
 	fc := &fakeClient{replies: map[string]string{"solution": reply}}
-	h := New(fc, Options{})
+	h := newHandlers(t, fc, Config{})
 	in := messages.FixInput{Task: task, Code: "x = 0\n", Tests: "def test_x(): pass\n", Packages: []string{"pandas", "scipy"},
 		Failures: []messages.Failure{{TestName: "test_x", ErrorType: messages.ErrorLogic}}, Escalation: 1, Missing: []string{"test_x: set x"}}
 	out, err := h.Handle(context.Background(), command(t, messages.StageFix, in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"pandas", "scipy"}, out.Value.(messages.Solution).Packages); diff != "" {
+	if diff := cmp.Diff([]string{"pandas", "scipy"}, value[messages.Solution](t, out).Packages); diff != "" {
 		t.Errorf("packages (-want +got):\n%s", diff)
 	}
 	if user := fc.calls()[0].Messages[1].Content; !strings.Contains(user, "The previous fix did not apply these changes") {
@@ -185,17 +188,17 @@ func TestFixKeepsInstalledPackages(t *testing.T) {
 
 func TestTests(t *testing.T) {
 	t.Parallel()
-	h := New(&fakeClient{replies: map[string]string{"tests": `{"code":"` + "```python\\nfrom solution import total\\n\\ndef test_total():\\n    assert total([]) == 0\\n```" + `"}`}}, Options{})
+	h := newHandlers(t, &fakeClient{replies: map[string]string{"tests": `{"code":"` + "```python\\nfrom solution import total\\n\\ndef test_total():\\n    assert total([]) == 0\\n```" + `"}`}}, Config{})
 	out, err := h.Handle(context.Background(), command(t, messages.StageTests, messages.TestsInput{Task: task}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := messages.Tests{Code: "from solution import total\n\ndef test_total():\n    assert total([]) == 0\n"}
-	if diff := cmp.Diff(want, out.Value); diff != "" {
+	if diff := diffValue(t, want, out); diff != "" {
 		t.Errorf("tests (-want +got):\n%s", diff)
 	}
 
-	h = New(&fakeClient{replies: map[string]string{"tests": `{"code":"def test_x():\n    assert True\n"}`}}, Options{})
+	h = newHandlers(t, &fakeClient{replies: map[string]string{"tests": `{"code":"def test_x():\n    assert True\n"}`}}, Config{})
 	out, err = h.Handle(context.Background(), command(t, messages.StageTests, messages.TestsInput{Task: task}))
 	if err != nil {
 		t.Fatal(err)
@@ -208,12 +211,12 @@ func TestTests(t *testing.T) {
 func TestPackagesStatic(t *testing.T) {
 	t.Parallel()
 	fc := &fakeClient{}
-	h := New(fc, Options{})
+	h := newHandlers(t, fc, Config{})
 	out, err := h.Handle(context.Background(), command(t, messages.StagePackages, messages.PackagesInput{Imports: []string{"yaml", "os", "sklearn", "solution"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(messages.Packages{Packages: []string{"PyYAML", "scikit-learn"}}, out.Value); diff != "" {
+	if diff := diffValue(t, messages.Packages{Packages: []string{"PyYAML", "scikit-learn"}}, out); diff != "" {
 		t.Errorf("packages (-want +got):\n%s", diff)
 	}
 	if len(fc.calls()) != 0 || out.Messages != nil || out.Usage != (messages.Usage{}) {
@@ -224,12 +227,12 @@ func TestPackagesStatic(t *testing.T) {
 func TestPackagesAsksOnlyUnknown(t *testing.T) {
 	t.Parallel()
 	fc := &fakeClient{replies: map[string]string{"packages": `{"packages":["frobnicate-py","google-cloud-spanner","os","bad name"]}`}}
-	h := New(fc, Options{})
+	h := newHandlers(t, fc, Config{})
 	out, err := h.Handle(context.Background(), command(t, messages.StagePackages, messages.PackagesInput{Imports: []string{"numpy", "frobnicate", "google.cloud.spanner", "x; rm"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(messages.Packages{Packages: []string{"numpy", "frobnicate-py", "google-cloud-spanner"}}, out.Value); diff != "" {
+	if diff := diffValue(t, messages.Packages{Packages: []string{"numpy", "frobnicate-py", "google-cloud-spanner"}}, out); diff != "" {
 		t.Errorf("packages (-want +got):\n%s", diff)
 	}
 	user := fc.calls()[0].Messages[1].Content
@@ -249,12 +252,12 @@ func TestPackagesTargetStdlib(t *testing.T) {
 		}
 	}
 	fc := &fakeClient{replies: map[string]string{"packages": `{"packages":["imghdr-compat"]}`}}
-	h := New(fc, Options{})
+	h := newHandlers(t, fc, Config{})
 	out, err := h.Handle(context.Background(), command(t, messages.StagePackages, messages.PackagesInput{Imports: []string{"imghdr", "os"}, Stdlib: target}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(messages.Packages{Packages: []string{"imghdr-compat"}}, out.Value); diff != "" {
+	if diff := diffValue(t, messages.Packages{Packages: []string{"imghdr-compat"}}, out); diff != "" {
 		t.Errorf("packages (-want +got):\n%s", diff)
 	}
 	if len(fc.calls()) != 1 || !strings.Contains(fc.calls()[0].Messages[1].Content, "imghdr") {
@@ -262,19 +265,19 @@ func TestPackagesTargetStdlib(t *testing.T) {
 	}
 	// Without the list, the worker's (3.11) list drops imghdr: no call.
 	fc2 := &fakeClient{}
-	if out, err := New(fc2, Options{}).Handle(context.Background(), command(t, messages.StagePackages, messages.PackagesInput{Imports: []string{"imghdr"}})); err != nil || len(fc2.calls()) != 0 {
+	if out, err := newHandlers(t, fc2, Config{}).Handle(context.Background(), command(t, messages.StagePackages, messages.PackagesInput{Imports: []string{"imghdr"}})); err != nil || len(fc2.calls()) != 0 {
 		t.Errorf("3.11 fallback: %+v, %v, %d calls", out.Value, err, len(fc2.calls()))
 	}
 }
 
 func TestPackagesEmptyInput(t *testing.T) {
 	t.Parallel()
-	h := New(&fakeClient{}, Options{})
+	h := newHandlers(t, &fakeClient{}, Config{})
 	out, err := h.Handle(context.Background(), command(t, messages.StagePackages, messages.PackagesInput{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(messages.Packages{Packages: []string{}}, out.Value); diff != "" {
+	if diff := diffValue(t, messages.Packages{Packages: []string{}}, out); diff != "" {
 		t.Errorf("packages (-want +got):\n%s", diff)
 	}
 }
@@ -421,13 +424,13 @@ func TestDiagnoseNormalisation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			fc := &fakeClient{replies: map[string]string{"diagnosis": mustJSON(t, tt.reply)}}
-			h := New(fc, Options{})
+			h := newHandlers(t, fc, Config{})
 			in := messages.DiagnoseInput{Task: task, Code: "x = 1\n", Tests: "def test_a(): pass\n", Report: tt.report}
 			out, err := h.Handle(context.Background(), command(t, messages.StageDiagnose, in))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, out.Value); diff != "" {
+			if diff := diffValue(t, tt.want, out); diff != "" {
 				t.Errorf("diagnosis (-want +got):\n%s", diff)
 			}
 			notes := strings.Join(out.Notes, "\n")
@@ -443,13 +446,13 @@ func TestDiagnoseNormalisation(t *testing.T) {
 func TestDiagnosePassingReportNoCall(t *testing.T) {
 	t.Parallel()
 	fc := &fakeClient{}
-	h := New(fc, Options{})
+	h := newHandlers(t, fc, Config{})
 	in := messages.DiagnoseInput{Task: task, Code: "x", Tests: "y", Report: messages.TestReport{Passed: 3}}
 	out, err := h.Handle(context.Background(), command(t, messages.StageDiagnose, in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fc.calls()) != 0 || len(out.Value.(messages.Diagnosis).Failures) != 0 {
+	if len(fc.calls()) != 0 || len(value[messages.Diagnosis](t, out).Failures) != 0 {
 		t.Errorf("passing report: %d calls, value %+v", len(fc.calls()), out.Value)
 	}
 }
@@ -523,7 +526,7 @@ func TestPatchTests(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			reply := mustJSON(t, messages.TestPatches{Patches: tc.patches})
-			h := New(&fakeClient{replies: map[string]string{"test_patches": reply}}, Options{})
+			h := newHandlers(t, &fakeClient{replies: map[string]string{"test_patches": reply}}, Config{})
 			var failures []messages.Failure
 			for _, f := range tc.failing {
 				failures = append(failures, messages.Failure{TestName: f, ErrorType: messages.ErrorTestError})
@@ -533,7 +536,7 @@ func TestPatchTests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := out.Value.(messages.PatchTestsOutput)
+			got := value[messages.PatchTestsOutput](t, out)
 			if diff := cmp.Diff(tc.wantTests, got.Tests); diff != "" {
 				t.Errorf("tests (-want +got):\n%s", diff)
 			}
@@ -595,11 +598,11 @@ func TestVerify(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			fc := &fakeClient{replies: map[string]string{"fix_verification": tt.reply}}
-			out, err := New(fc, Options{}).Handle(context.Background(), command(t, messages.StageVerify, tt.in))
+			out, err := newHandlers(t, fc, Config{}).Handle(context.Background(), command(t, messages.StageVerify, tt.in))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, out.Value); diff != "" {
+			if diff := diffValue(t, tt.want, out); diff != "" {
 				t.Errorf("verification (-want +got):\n%s", diff)
 			}
 			if n := len(fc.calls()); n != tt.wantCalls {
@@ -612,23 +615,19 @@ func TestVerify(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	raw := func(stage messages.Stage, input string) *messages.StageCommand {
-		return &messages.StageCommand{V: messages.SchemaVersion, Stage: stage, Input: json.RawMessage(input)}
+		return &messages.StageCommand{V: messages.WireVersion, Stage: stage, Input: json.RawMessage(input)}
 	}
-	newer := raw(messages.StagePlan, `{"task":{"prompt":"x"}}`)
-	newer.V = messages.SchemaVersion + 1
 	failures := []messages.Failure{{TestName: "test_a"}}
 	tests := []struct {
 		name string
 		cmd  *messages.StageCommand
 	}{
-		{"nil command", nil},
 		{"malformed JSON", raw(messages.StagePlan, `{"task":`)},
 		{"wrong type", raw(messages.StageCode, `{"task":{"prompt":42}}`)},
 		{"null input", raw(messages.StageTests, `null`)},
 		{"empty input", raw(messages.StageDiagnose, ``)},
 		{"unknown stage", raw("dance", `{}`)},
 		{"sandbox stage", raw(messages.StageBuild, `{}`)},
-		{"newer schema", newer},
 		{"plan without prompt", command(t, messages.StagePlan, messages.PlanInput{})},
 		{"fix without failures", command(t, messages.StageFix, messages.FixInput{Code: "x"})},
 		{"fix without code", command(t, messages.StageFix, messages.FixInput{Failures: failures})},
@@ -640,9 +639,9 @@ func TestBadInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			fc := &fakeClient{}
-			_, err := New(fc, Options{}).Handle(context.Background(), tt.cmd)
-			if !errors.Is(err, ErrBadInput) {
-				t.Errorf("err = %v, want ErrBadInput", err)
+			_, err := newHandlers(t, fc, Config{}).Handle(context.Background(), tt.cmd)
+			if !bus.IsPermanent(err) {
+				t.Errorf("err = %v, want a permanent error", err)
 			}
 			if n := len(fc.calls()); n != 0 {
 				t.Errorf("bad input made %d model calls", n)
@@ -654,7 +653,7 @@ func TestBadInput(t *testing.T) {
 func TestClientErrorWrapped(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("endpoint down")
-	out, err := New(&fakeClient{err: boom}, Options{}).Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: task}))
+	out, err := newHandlers(t, &fakeClient{err: boom}, Config{}).Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: task}))
 	if !errors.Is(err, boom) || errors.Is(err, ErrBadInput) {
 		t.Errorf("err = %v", err)
 	}
@@ -665,7 +664,7 @@ func TestClientErrorWrapped(t *testing.T) {
 
 func TestReplyOfWrongShape(t *testing.T) {
 	t.Parallel()
-	h := New(&fakeClient{replies: map[string]string{"plan": `{"description": 5}`}}, Options{})
+	h := newHandlers(t, &fakeClient{replies: map[string]string{"plan": `{"description": 5}`}}, Config{})
 	_, err := h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: task}))
 	if !errors.Is(err, llm.ErrInvalidReply) {
 		t.Errorf("err = %v, want llm.ErrInvalidReply", err)
@@ -674,20 +673,21 @@ func TestReplyOfWrongShape(t *testing.T) {
 
 func TestStageVersion(t *testing.T) {
 	t.Parallel()
+	h := newHandlers(t, &fakeClient{}, Config{})
 	seen := map[string]messages.Stage{}
 	for _, s := range []messages.Stage{messages.StagePlan, messages.StageCode, messages.StageTests, messages.StagePackages,
 		messages.StageDiagnose, messages.StageFix, messages.StagePatchTests, messages.StageVerify} {
-		v := StageVersion(s)
-		if v == "" || !strings.Contains(v, "prompts"+prompts.Version) {
-			t.Errorf("StageVersion(%s) = %q", s, v)
+		v := h.Version(s)
+		if !strings.HasPrefix(v, string(s)+"/v") || !strings.Contains(v, "prompts@"+prompts.Version) || !strings.Contains(v, "pyscan@"+pyscan.Version) {
+			t.Errorf("Version(%s) = %q", s, v)
 		}
 		if prev, dup := seen[v]; dup {
-			t.Errorf("StageVersion(%s) = StageVersion(%s) = %q", s, prev, v)
+			t.Errorf("Version(%s) = Version(%s) = %q", s, prev, v)
 		}
 		seen[v] = s
 	}
-	if v := StageVersion(messages.StageBuild); v != "" {
-		t.Errorf("StageVersion(build) = %q, want empty", v)
+	if v := h.Version(messages.StageBuild); v != "" {
+		t.Errorf("Version(build) = %q, want none: not an LLM stage", v)
 	}
 }
 
@@ -703,7 +703,7 @@ func TestConcurrentHandle(t *testing.T) {
 		"test_patches":     `{"patches":[]}`,
 		"fix_verification": `{"all_fixes_applied":true,"missing_fixes":[],"explanation":"ok"}`,
 	}}
-	h := New(fc, Options{})
+	h := newHandlers(t, fc, Config{})
 	failures := []messages.Failure{{TestName: "test_a", ErrorType: messages.ErrorLogic}}
 	cmds := []*messages.StageCommand{
 		command(t, messages.StagePlan, messages.PlanInput{Task: task}),
@@ -759,12 +759,64 @@ func TestDiagnoseTargetStdlib(t *testing.T) {
 	} {
 		fc := &fakeClient{replies: map[string]string{"diagnosis": reply}}
 		in := messages.DiagnoseInput{Task: task, Code: "import imghdr", Tests: "y", Report: report, Stdlib: c.stdlib}
-		out, err := New(fc, Options{}).Handle(context.Background(), command(t, messages.StageDiagnose, in))
+		out, err := newHandlers(t, fc, Config{}).Handle(context.Background(), command(t, messages.StageDiagnose, in))
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if diff := cmp.Diff(c.want, out.Value.(messages.Diagnosis).NeedsPackages); diff != "" {
+		if diff := cmp.Diff(c.want, value[messages.Diagnosis](t, out).NeedsPackages); diff != "" {
 			t.Errorf("%s: needs_packages (-want +got):\n%s", c.name, diff)
 		}
 	}
+}
+
+// testHandlers are Handlers on a mux, called as the executor calls them.
+type testHandlers struct {
+	*Handlers
+	mux *stagework.Mux
+}
+
+// newHandlers makes Handlers of cfg with client, registered on a mux.
+func newHandlers(t *testing.T, client llm.Client, cfg Config) testHandlers {
+	t.Helper()
+	cfg.Client = client
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := stagework.NewMux(messages.DefaultStages())
+	h.Register(mux)
+	if err := mux.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return testHandlers{h, mux}
+}
+
+// Handle runs cmd through the mux: its input decoded, the handler run,
+// its output encoded.
+func (h testHandlers) Handle(ctx context.Context, cmd *messages.StageCommand) (stagework.Output[json.RawMessage], error) {
+	out, _, err := h.mux.Serve(ctx, cmd)
+	return out, err
+}
+
+// Version is a stage's version as the cache key holds it.
+func (h testHandlers) Version(stage messages.Stage) string { return h.mux.Version(stage) }
+
+// value decodes a handled stage's output.
+func value[T any](t *testing.T, out stagework.Output[json.RawMessage]) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(out.Value, &v); err != nil {
+		t.Fatalf("output %s: %v", out.Value, err)
+	}
+	return v
+}
+
+// diffValue compares want with out's value decoded as want's type.
+func diffValue(t *testing.T, want any, out stagework.Output[json.RawMessage]) string {
+	t.Helper()
+	got := reflect.New(reflect.TypeOf(want))
+	if err := json.Unmarshal(out.Value, got.Interface()); err != nil {
+		t.Fatalf("output %s: %v", out.Value, err)
+	}
+	return cmp.Diff(want, got.Elem().Interface())
 }

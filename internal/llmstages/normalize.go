@@ -7,6 +7,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/pyscan"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -233,11 +234,11 @@ func defaultFailure(id string, c messages.TestCase) messages.Failure {
 	}
 	f := messages.Failure{
 		TestName:         id,
-		ErrorMessage:     protocol.Trim(msg, 500),
+		ErrorMessage:     trim.Middle(msg, 500),
 		ExpectedBehavior: "the test passes",
-		ActualBehavior:   protocol.Trim(strings.TrimSpace(c.Message+"\n"+c.Details), 2000),
+		ActualBehavior:   trim.Middle(strings.TrimSpace(c.Message+"\n"+c.Details), 2000),
 		RootCause:        "not diagnosed by the model",
-		SuggestedFix:     "make " + protocol.SolutionFile + " satisfy " + id + ": " + protocol.Trim(msg, 500),
+		SuggestedFix:     "make " + protocol.SolutionFile + " satisfy " + id + ": " + trim.Middle(msg, 500),
 		ErrorType:        messages.ErrorLogic,
 	}
 	if mods := missingModules(c.Message, c.Details); len(mods) > 0 {
@@ -254,7 +255,7 @@ func sessionFailure(r messages.TestReport) messages.Failure {
 	f := messages.Failure{
 		TestName:         protocol.SessionTest,
 		ExpectedBehavior: "pytest collects and passes every test",
-		ActualBehavior:   protocol.Trim(strings.TrimSpace(r.Output), 2000),
+		ActualBehavior:   trim.Middle(strings.TrimSpace(r.Output), 2000),
 		RootCause:        "not diagnosed by the model",
 		ErrorType:        messages.ErrorLogic,
 	}

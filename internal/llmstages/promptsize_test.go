@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -21,20 +21,20 @@ func TestPromptOverBudgetIsNotSent(t *testing.T) {
 	reply := map[string]string{"plan": `{"description":"d","approach":"a"}`}
 	tests := []struct {
 		name    string
-		opts    Options
+		opts    Config
 		task    messages.TaskSpec
 		wantErr string // "" means the call is made
 	}{
-		{"300 KB over the default budget", Options{}, big, "over the 256 KiB budget (llmstages.Options.MaxPromptBytes)"},
-		{"small budget", Options{MaxPromptBytes: 1 << 10}, messages.TaskSpec{Prompt: strings.Repeat("x", 2<<10)}, "over the 1 KiB budget"},
-		{"within the default budget", Options{}, task, ""},
-		{"no budget", Options{MaxPromptBytes: -1}, big, ""},
+		{"300 KB over the default budget", Config{}, big, "over the 256 KiB budget (llmstages.Config.MaxPromptBytes)"},
+		{"small budget", Config{MaxPromptBytes: 1 << 10}, messages.TaskSpec{Prompt: strings.Repeat("x", 2<<10)}, "over the 1 KiB budget"},
+		{"within the default budget", Config{}, task, ""},
+		{"no budget", Config{MaxPromptBytes: -1}, big, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			fc := &fakeClient{replies: reply}
-			_, err := NewStageHandler(New(fc, tc.opts)).Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: tc.task}))
+			_, err := newHandlers(t, fc, tc.opts).Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: tc.task}))
 			calls := len(fc.calls())
 			if tc.wantErr == "" {
 				if err != nil || calls != 1 {
@@ -45,7 +45,7 @@ func TestPromptOverBudgetIsNotSent(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, ErrPromptTooLarge) {
 				t.Fatalf("err = %v; want ErrPromptTooLarge naming %q", err, tc.wantErr)
 			}
-			if !stagework.IsPermanent(err) {
+			if !bus.IsPermanent(err) {
 				t.Errorf("err = %v: want a permanent stage failure", err)
 			}
 			if calls != 0 {

@@ -30,11 +30,11 @@ func TestPackageReplacement(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			fc := &fakeClient{replies: map[string]string{"package_replacement": tc.reply}}
-			out, err := New(fc, Options{}).Handle(context.Background(), command(t, messages.StagePackageReplacement, tc.in))
+			out, err := newHandlers(t, fc, Config{}).Handle(context.Background(), command(t, messages.StagePackageReplacement, tc.in))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := out.Value.(messages.PackageReplacement)
+			got := value[messages.PackageReplacement](t, out)
 			if (got.Replacement == nil) != (tc.want == "") || (got.Replacement != nil && *got.Replacement != tc.want) {
 				t.Errorf("replacement = %v, want %q", got.Replacement, tc.want)
 			}
@@ -44,7 +44,7 @@ func TestPackageReplacement(t *testing.T) {
 		})
 	}
 	for _, bad := range []messages.PackageReplacementInput{{Package: "", Kind: "pip"}, {Package: "x", Kind: "brew"}} {
-		_, err := New(&fakeClient{}, Options{}).Handle(context.Background(), command(t, messages.StagePackageReplacement, bad))
+		_, err := newHandlers(t, &fakeClient{}, Config{}).Handle(context.Background(), command(t, messages.StagePackageReplacement, bad))
 		if !errors.Is(err, ErrBadInput) {
 			t.Errorf("input %+v: err = %v, want ErrBadInput", bad, err)
 		}

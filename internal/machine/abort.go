@@ -6,10 +6,10 @@ import "github.com/autocoder/autocoder/pkg/messages"
 // what it does when the job cannot go on, such as a step whose state
 // would not fit its stored bound (coordinator/statebound.go). Unlike a
 // cancellation nobody asked for it, so the result names no canceller.
-func (m *stepper) abort(in Input) {
+func (m *Stepper) abort(in Input) {
 	reason := in.Reason
 	if reason == "" {
 		reason = "aborted by the coordinator"
 	}
-	m.finish(messages.StatusFailed, reason)
+	m.Finish(messages.StatusFailed, reason)
 }

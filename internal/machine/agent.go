@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -18,9 +19,6 @@ import (
 // validation and replacement path as the pipeline's, through env). A reply
 // without tool calls ends the run: the tests are run on the final workspace
 // unless they already passed on it, then the acceptance run on the samples.
-
-// PhaseAgent is a job of the agent backend between turns and tool calls.
-const PhaseAgent Phase = "agent"
 
 // AgentRun is the agent backend's part of the state (nil for the pipeline).
 type AgentRun struct {
@@ -57,38 +55,80 @@ const (
 	agentDroppedArguments   = `{"note":"arguments dropped to keep the conversation small"}`
 )
 
-func (m *stepper) isAgent() bool { return m.s.Spec.Options.Backend == messages.BackendAgent }
+// agentKind is options.backend: agent.
+func agentKind() Kind {
+	return Kind{
+		Name:  "agent",
+		Is:    func(sub *Submission) bool { return sub.Spec.Options.Backend == messages.BackendAgent },
+		Start: (*Stepper).startAgent,
+		Results: []Row{
+			On(messages.StageProfile, (*Stepper).agentProfiled),
+			On(messages.StageAgentTurn, (*Stepper).agentTurned),
+			On(messages.StageAgentTool, (*Stepper).agentToolDone),
+			On(messages.StagePackages, (*Stepper).packaged).advisory((*Stepper).packagesFailed),              // env.go, as is the build
+			On(messages.StagePackageReplacement, (*Stepper).replaced).advisory((*Stepper).replacementFailed), // replace.go
+			On(messages.StageBuild, (*Stepper).built),
+			On(messages.StageRunTests, (*Stepper).agentTested),
+			On(messages.StageAcceptance, (*Stepper).agentAccepted),
+		},
+		Phases: Phases{
+			PhaseProfiling: {PhaseNew},
+			PhaseAgent:     {PhaseNew, PhaseProfiling, PhaseTesting, PhaseAccepting},
+			PhaseBuilding:  {PhaseAgent},
+			PhasePackages:  {PhaseBuilding},
+			PhaseTesting:   {PhaseBuilding, PhasePackages},
+			PhaseAccepting: {PhaseAgent, PhaseTesting},
+		},
+		loop:      loop{advance: (*Stepper).agentAdvance},
+		succeeded: "tests passed",
+	}
+}
+
+// startAgent profiles the samples first, if there are any.
+func (m *Stepper) startAgent(*Submission) {
+	if len(m.s.Samples) > 0 {
+		m.profile() // pipeline.go
+		return
+	}
+	m.agentStart()
+}
+
+// agentProfiled starts the run: the model reads the data context itself.
+func (m *Stepper) agentProfiled(_ Pending, out messages.ProfileOutput) {
+	m.keepProfile(out) // pipeline.go
+	m.agentStart()
+}
 
 // agentStart begins the run once the samples are profiled.
-func (m *stepper) agentStart() {
+func (m *Stepper) agentStart() {
 	s := m.s
 	if s.Spec.Options.Candidates > 1 {
-		m.note("backend agent: options.candidates does not apply; one agent works on the job")
+		m.Note("backend agent: options.candidates does not apply; one agent works on the job")
 	}
 	s.Agent = &AgentState{}
 	m.agentTurn()
 }
 
 // agentTurn asks the model for its next turn, within options.agent_max_turns.
-func (m *stepper) agentTurn() {
+func (m *Stepper) agentTurn() {
 	s, a := m.s, m.s.Agent
 	limit := s.Spec.Options.AgentMaxTurns
 	if limit <= 0 {
 		limit = messages.DefaultAgentMaxTurns
 	}
 	if a.Turns >= limit {
-		m.finish(messages.StatusFailed, fmt.Sprintf("the agent reached options.agent_max_turns (%d turns) without finishing: %s", limit, m.agentStatus()))
+		m.Finish(messages.StatusFailed, fmt.Sprintf("the agent reached options.agent_max_turns (%d turns) without finishing: %s", limit, m.agentStatus()))
 		return
 	}
 	a.Turns++
-	m.enter(PhaseAgent)
-	m.dispatch(messages.StageAgentTurn, messages.AgentTurnInput{
+	m.Enter(PhaseAgent)
+	m.Dispatch(messages.StageAgentTurn, messages.AgentTurnInput{
 		Task: s.Task, DataContext: s.DataContext, Messages: a.Messages, Turn: a.Turns, MaxTurns: limit,
 	})
 }
 
 // agentStatus says where the work stood, for a failure's reason.
-func (m *stepper) agentStatus() string {
+func (m *Stepper) agentStatus() string {
 	a := m.s.Agent
 	switch {
 	case a.Files[protocol.SolutionFile] == "":
@@ -100,7 +140,7 @@ func (m *stepper) agentStatus() string {
 }
 
 // agentTurned takes the model's turn: its tool calls run one by one; none ends the run.
-func (m *stepper) agentTurned(_ Pending, out messages.AgentTurnOutput) {
+func (m *Stepper) agentTurned(_ Pending, out messages.AgentTurnOutput) {
 	a := m.s.Agent
 	if a == nil {
 		return
@@ -116,7 +156,7 @@ func (m *stepper) agentTurned(_ Pending, out messages.AgentTurnOutput) {
 }
 
 // agentNextCall runs the next queued call, or asks for the next turn.
-func (m *stepper) agentNextCall() {
+func (m *Stepper) agentNextCall() {
 	s, a := m.s, m.s.Agent
 	if len(a.Queue) == 0 {
 		m.agentTurn()
@@ -129,8 +169,8 @@ func (m *stepper) agentNextCall() {
 		m.agentRunTests()
 		return
 	}
-	m.enter(PhaseAgent)
-	m.dispatch(messages.StageAgentTool, messages.AgentToolInput{
+	m.Enter(PhaseAgent)
+	m.Dispatch(messages.StageAgentTool, messages.AgentToolInput{
 		Call: call, Workspace: a.Workspace, Samples: s.Samples,
 		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
 		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
@@ -139,7 +179,7 @@ func (m *stepper) agentNextCall() {
 
 // agentToolDone takes a tool call's result: the workspace it left, and the
 // result for the model. A command that runs pytest becomes the test stage.
-func (m *stepper) agentToolDone(p Pending, out messages.AgentToolOutput) {
+func (m *Stepper) agentToolDone(p Pending, out messages.AgentToolOutput) {
 	a := m.s.Agent
 	if a == nil || a.Call == nil {
 		return
@@ -157,7 +197,7 @@ func (m *stepper) agentToolDone(p Pending, out messages.AgentToolOutput) {
 
 // agentAnswer records the running call's verdict, gives the model its
 // result and moves on to the next call.
-func (m *stepper) agentAnswer(verdict, result, outcome string, durationMS int64) {
+func (m *Stepper) agentAnswer(verdict, result, outcome string, durationMS int64) {
 	a := m.s.Agent
 	call := *a.Call
 	a.Call = nil
@@ -169,16 +209,16 @@ func (m *stepper) agentAnswer(verdict, result, outcome string, durationMS int64)
 		a.Denied++
 	}
 	rec := messages.ToolCallRecord{Turn: a.Turns, Tool: call.Name, Arguments: argumentSummary(call),
-		Verdict: verdict, DurationMS: durationMS, Outcome: protocol.Trim(outcome, 200)}
+		Verdict: verdict, DurationMS: durationMS, Outcome: trim.Middle(outcome, 200)}
 	a.Trace = append(a.Trace, rec)
 	if len(a.Trace) > maxAgentTrace {
 		a.Dropped += len(a.Trace) - maxAgentTrace
 		a.Trace = append([]messages.ToolCallRecord(nil), a.Trace[len(a.Trace)-maxAgentTrace:]...)
 	}
-	result = protocol.Trim(result, agentResultBudget)
+	result = trim.Middle(result, agentResultBudget)
 	a.Messages = append(a.Messages, messages.AgentMessage{Role: "tool", Content: result, ToolCallID: call.ID})
 	trimAgentMessages(a)
-	m.appendHistory([]messages.ChatMessage{{Role: "tool", Content: call.Name + " " + rec.Arguments + " -> " + verdict + ": " + protocol.Trim(result, 2000), Stage: messages.StageAgentTool}})
+	m.appendHistory([]messages.ChatMessage{{Role: "tool", Content: call.Name + " " + rec.Arguments + " -> " + verdict + ": " + trim.Middle(result, 2000), Stage: messages.StageAgentTool}})
 	// Seq numbers the call within the job (events are deduplicated by type and seq).
 	m.emit(messages.Event{Type: messages.EventToolCall, Stage: messages.StageAgentTool, Seq: a.Dropped + len(a.Trace), Iteration: m.s.Iteration, Tool: &rec,
 		Message: fmt.Sprintf("%s %s: %s", call.Name, rec.Arguments, verdict)})
@@ -188,7 +228,7 @@ func (m *stepper) agentAnswer(verdict, result, outcome string, durationMS int64)
 // agentRunTests runs the workspace's tests as the job's test stage: the
 // image for packages.txt and system_packages.txt first (env), as the
 // pipeline builds it.
-func (m *stepper) agentRunTests() {
+func (m *Stepper) agentRunTests() {
 	s, a := m.s, m.s.Agent
 	code, tests := a.Files[protocol.SolutionFile], a.Files[protocol.TestFile]
 	if code == "" || tests == "" {
@@ -197,7 +237,7 @@ func (m *stepper) agentRunTests() {
 			missing = protocol.TestFile
 		}
 		if a.Ended {
-			m.finish(messages.StatusFailed, "the agent ended without writing "+missing)
+			m.Finish(messages.StatusFailed, "the agent ended without writing "+missing)
 			return
 		}
 		m.agentAnswer(messages.VerdictError, "cannot run the tests: "+missing+" is not in the workspace; write it first", "no "+missing, 0)
@@ -206,12 +246,12 @@ func (m *stepper) agentRunTests() {
 	s.Solution = &messages.Solution{Language: "python", Code: code,
 		Packages: listFile(a.Files["packages.txt"]), SystemPackages: listFile(a.Files["system_packages.txt"])}
 	s.Tests = &messages.Tests{Code: tests}
-	m.enter(PhaseBuilding)
+	m.Enter(PhaseBuilding)
 	m.agentAdvance()
 }
 
 // agentAdvance is advance for the agent: the environment, then the test run.
-func (m *stepper) agentAdvance() {
+func (m *Stepper) agentAdvance() {
 	s := m.s
 	if s.Done() || s.Phase != PhaseBuilding && s.Phase != PhasePackages {
 		return // a late build only registered its image
@@ -225,7 +265,7 @@ func (m *stepper) agentAdvance() {
 }
 
 // agentTested takes a test run: the tool's result, or the final check.
-func (m *stepper) agentTested(p Pending, out messages.TestReport) {
+func (m *Stepper) agentTested(p Pending, out messages.TestReport) {
 	s, a := m.s, m.s.Agent
 	rep := trimReport(out)
 	s.LastReport = &rep
@@ -238,10 +278,10 @@ func (m *stepper) agentTested(p Pending, out messages.TestReport) {
 			m.accept()
 			return
 		}
-		m.finish(messages.StatusFailed, "the agent ended with failing tests: "+reportSummary(rep))
+		m.Finish(messages.StatusFailed, "the agent ended with failing tests: "+reportSummary(rep))
 		return
 	}
-	m.enter(PhaseAgent)
+	m.Enter(PhaseAgent)
 	verdict := messages.VerdictOK
 	if !rep.OK() {
 		verdict = messages.VerdictError
@@ -250,7 +290,7 @@ func (m *stepper) agentTested(p Pending, out messages.TestReport) {
 }
 
 // since is how long ago, on the coordinator's clock, p was dispatched.
-func (m *stepper) since(p Pending) int64 {
+func (m *Stepper) since(p Pending) int64 {
 	return max(0, m.now.Time.Sub(p.DispatchedAt).Milliseconds())
 }
 
@@ -260,32 +300,32 @@ func testResult(rep messages.TestReport) string {
 	fmt.Fprintf(&b, "pytest ran in the sandbox: %s (exit code %d)\n", reportSummary(rep), rep.ExitCode)
 	for _, c := range rep.Cases {
 		if protocol.Failing(c) {
-			fmt.Fprintf(&b, "%s %s: %s\n%s\n", c.Outcome, protocol.TestID(c), c.Message, protocol.Trim(c.Details, 1500))
+			fmt.Fprintf(&b, "%s %s: %s\n%s\n", c.Outcome, protocol.TestID(c), c.Message, trim.Middle(c.Details, 1500))
 		}
 	}
-	b.WriteString(protocol.Trim(rep.Output, 3000))
+	b.WriteString(trim.Middle(rep.Output, 3000))
 	return b.String()
 }
 
 // agentKey names what a test run checked: the code, the tests and the packages.
-func (m *stepper) agentKey() string {
+func (m *Stepper) agentKey() string {
 	a := m.s.Agent
 	return shortHash(a.Files[protocol.SolutionFile], a.Files[protocol.TestFile], a.Files["packages.txt"], a.Files["system_packages.txt"])
 }
 
 // agentEnd: the model is done. Tests that already passed on this very
 // workspace are not run again.
-func (m *stepper) agentEnd() {
+func (m *Stepper) agentEnd() {
 	a := m.s.Agent
 	a.Ended = true
 	if a.Files[protocol.SolutionFile] == "" {
-		m.finish(messages.StatusFailed, "the agent ended without writing "+protocol.SolutionFile)
+		m.Finish(messages.StatusFailed, "the agent ended without writing "+protocol.SolutionFile)
 		return
 	}
 	if m.s.Spec.Options.SkipTests {
-		m.note("skip_tests: the agent's tests were not run at the end")
+		m.Note("skip_tests: the agent's tests were not run at the end")
 		m.s.Solution = &messages.Solution{Language: "python", Code: a.Files[protocol.SolutionFile]}
-		m.finish(messages.StatusSucceeded, "")
+		m.Finish(messages.StatusSucceeded, "")
 		return
 	}
 	if a.PassedKey != "" && a.PassedKey == m.agentKey() {
@@ -297,19 +337,16 @@ func (m *stepper) agentEnd() {
 
 // agentAccepted takes the acceptance run. A failure goes back to the model
 // as a message, while turns remain.
-func (m *stepper) agentAccepted(out messages.AcceptanceOutput) {
+func (m *Stepper) agentAccepted(_ Pending, out messages.AcceptanceOutput) {
 	s, a := m.s, m.s.Agent
-	out.Output = protocol.Trim(out.Output, reportOutputBudget)
-	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
-	s.Acceptance = &out
-	if out.OK {
-		m.finish(messages.StatusSucceeded, "")
+	if m.keepRun(out) { // pipeline.go
 		return
 	}
+	out = *s.Acceptance
 	problems := strings.Join(out.Problems, "; ")
-	m.note("acceptance run on the samples failed: " + problems)
+	m.Note("acceptance run on the samples failed: " + problems)
 	a.Ended = false
-	a.Messages = append(a.Messages, messages.AgentMessage{Role: "user", Content: protocol.Trim(
+	a.Messages = append(a.Messages, messages.AgentMessage{Role: "user", Content: trim.Middle(
 		"The tests pass, but the acceptance run of solution.py on the samples failed: "+problems+
 			"\nIts output:\n"+out.Output+"\nThe script must read the samples in "+protocol.InputsDir+
 			" and write every declared output to "+protocol.OutputPath("<name>")+". Fix it, run the tests, and reply without tool calls when done.",
@@ -323,34 +360,35 @@ func (m *stepper) agentAccepted(out messages.AcceptanceOutput) {
 // replaced by a short note (the same way every time, so a stored turn's
 // content key repeats on a resumed job). The latest message stays whole.
 func trimAgentMessages(a *AgentState) {
-	size := func() int {
-		n := 0
-		for _, msg := range a.Messages {
-			n += len(msg.Content)
-			for _, c := range msg.ToolCalls {
-				n += len(c.Arguments)
-			}
-		}
-		return n
-	}
-	total := size()
-	keep := 1 // the latest message stays whole
-	for i := 0; i < len(a.Messages)-keep && total > agentConversationBudget; i++ {
-		msg := &a.Messages[i]
-		if msg.Role == "tool" && msg.Content != agentDroppedResult {
-			total -= len(msg.Content) - len(agentDroppedResult)
-			msg.Content = agentDroppedResult
+	total := 0
+	for _, msg := range a.Messages {
+		total += len(msg.Content)
+		for _, c := range msg.ToolCalls {
+			total += len(c.Arguments)
 		}
 	}
-	for i := 0; i < len(a.Messages)-keep && total > agentConversationBudget; i++ {
-		for j := range a.Messages[i].ToolCalls {
-			c := &a.Messages[i].ToolCalls[j]
-			if c.Arguments != agentDroppedArguments {
-				total -= len(c.Arguments) - len(agentDroppedArguments)
-				c.Arguments = agentDroppedArguments
-			}
+	old := a.Messages[:max(0, len(a.Messages)-1)] // the latest message stays whole
+	for i := 0; i < len(old) && total > agentConversationBudget; i++ {
+		if msg := &old[i]; msg.Role == "tool" {
+			total -= replaceText(&msg.Content, agentDroppedResult)
 		}
 	}
+	for i := 0; i < len(old) && total > agentConversationBudget; i++ {
+		for j := range old[i].ToolCalls {
+			total -= replaceText(&old[i].ToolCalls[j].Arguments, agentDroppedArguments)
+		}
+	}
+}
+
+// replaceText replaces *text by note, unless it is note already, and
+// returns how many bytes that saved.
+func replaceText(text *string, note string) int {
+	if *text == note {
+		return 0
+	}
+	saved := len(*text) - len(note)
+	*text = note
+	return saved
 }
 
 // argumentSummary is a tool call's arguments in a few words: the path (and
@@ -362,7 +400,7 @@ func argumentSummary(c messages.AgentToolCall) string {
 		Command string `json:"command"`
 	}
 	if json.Unmarshal([]byte(c.Arguments), &args) != nil {
-		return protocol.Trim(c.Arguments, agentArgumentsBudget)
+		return trim.Middle(c.Arguments, agentArgumentsBudget)
 	}
 	var s string
 	switch c.Name {
@@ -373,7 +411,7 @@ func argumentSummary(c messages.AgentToolCall) string {
 	default:
 		s = args.Path
 	}
-	return protocol.Trim(strings.Join(strings.Fields(s), " "), agentArgumentsBudget)
+	return trim.Middle(strings.Join(strings.Fields(s), " "), agentArgumentsBudget)
 }
 
 // listFile reads packages.txt or system_packages.txt: one name a line,
@@ -407,9 +445,13 @@ func agentReport(a *AgentState) *messages.AgentReport {
 	return r
 }
 
-// agentResult fills the result object from the agent's workspace.
+// agentResult fills the result object from the agent's workspace (for
+// other jobs, which have none, it does nothing).
 func agentResult(s State, r *messages.Result) {
 	a := s.Agent
+	if a == nil {
+		return
+	}
 	r.Agent = agentReport(a)
 	if code := a.Files[protocol.SolutionFile]; code != "" {
 		r.Solution = &messages.Solution{Language: "python", Code: code,

@@ -1,11 +1,13 @@
 package machine
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -61,7 +63,7 @@ const (
 // their names, and at most maxCases cases. Counts are kept as they are.
 func trimReport(r messages.TestReport) messages.TestReport {
 	out := r
-	out.Output = protocol.Trim(r.Output, reportOutputBudget)
+	out.Output = trim.Middle(r.Output, reportOutputBudget)
 	out.Cases = nil
 	failing := 0
 	for _, c := range r.Cases {
@@ -77,17 +79,17 @@ func trimReport(r messages.TestReport) messages.TestReport {
 				continue
 			}
 			if detailed < detailedCases {
-				c.Message, c.Details = protocol.Trim(c.Message, caseMessageBudget), protocol.Trim(c.Details, caseDetailsBudget)
+				c.Message, c.Details = trim.Middle(c.Message, caseMessageBudget), trim.Middle(c.Details, caseDetailsBudget)
 				detailed++
 			} else {
-				c.Message, c.Details = protocol.Trim(c.Message, briefCaseBudget), ""
+				c.Message, c.Details = trim.Middle(c.Message, briefCaseBudget), ""
 			}
 		} else {
 			if room == 0 {
 				continue
 			}
 			room--
-			c.Message, c.Details = protocol.Trim(c.Message, briefCaseBudget), ""
+			c.Message, c.Details = trim.Middle(c.Message, briefCaseBudget), ""
 		}
 		kept++
 		out.Cases = append(out.Cases, c)
@@ -96,7 +98,7 @@ func trimReport(r messages.TestReport) messages.TestReport {
 }
 
 func trimFailure(f messages.Failure) messages.Failure {
-	t := func(s string) string { return protocol.Trim(s, failureFieldBudget) }
+	t := func(s string) string { return trim.Middle(s, failureFieldBudget) }
 	f.ErrorMessage, f.ExpectedBehavior, f.ActualBehavior = t(f.ErrorMessage), t(f.ExpectedBehavior), t(f.ActualBehavior)
 	f.RootCause, f.SuggestedFix = t(f.RootCause), t(f.SuggestedFix)
 	return f
@@ -136,7 +138,7 @@ func trimAll(ss []string, budget, n int) []string {
 		if len(out) == n {
 			break
 		}
-		out = append(out, protocol.Trim(s, budget))
+		out = append(out, trim.Middle(s, budget))
 	}
 	return out
 }
@@ -146,42 +148,54 @@ func trimAll(ss []string, budget, n int) []string {
 // one is stored as a reference to it (every call of a stage sends the same
 // rules). When the budget is exceeded the oldest messages after the plan
 // conversation are dropped, and one marker says how many.
-func (m *stepper) appendHistory(ms []messages.ChatMessage) {
+func (m *Stepper) appendHistory(ms []messages.ChatMessage) {
 	s := m.s
 	for _, msg := range ms {
 		if msg.Role == "system" {
-			for _, h := range s.History {
-				if h.Role == "system" && h.Content == msg.Content {
-					msg.Content = fmt.Sprintf("[the same system message as the earlier %s call]", h.Stage)
-					break
-				}
-			}
+			msg.Content = systemRef(s.History, msg.Content)
 		}
 		s.History = append(s.History, msg)
 	}
+	s.History = boundHistory(s.History)
+}
+
+// systemRef is a system message's content, or a reference to the earlier
+// system message with the same content.
+func systemRef(history []messages.ChatMessage, content string) string {
+	for _, h := range history {
+		if h.Role == "system" && h.Content == content {
+			return fmt.Sprintf("[the same system message as the earlier %s call]", h.Stage)
+		}
+	}
+	return content
+}
+
+// boundHistory drops the oldest messages after the plan conversation
+// beyond historyBudget bytes or maxHistory messages, and puts one marker
+// in their place saying how many (an earlier marker's count included).
+func boundHistory(h []messages.ChatMessage) []messages.ChatMessage {
 	size := 0
-	for _, h := range s.History {
-		size += len(h.Content)
+	for _, msg := range h {
+		size += len(msg.Content)
 	}
 	dropped := 0
-	for (size > historyBudget || len(s.History) > maxHistory) && len(s.History) > keptHistoryHead+2 {
+	for (size > historyBudget || len(h) > maxHistory) && len(h) > keptHistoryHead+2 {
 		i := keptHistoryHead
-		if isDropMarker(s.History[i]) {
-			dropped += markerCount(s.History[i])
-			size -= len(s.History[i].Content)
-			s.History = append(s.History[:i], s.History[i+1:]...)
-			continue
+		if isDropMarker(h[i]) {
+			dropped += markerCount(h[i])
+		} else {
+			dropped++
 		}
-		size -= len(s.History[i].Content)
-		s.History = append(s.History[:i], s.History[i+1:]...)
-		dropped++
+		size -= len(h[i].Content)
+		h = append(h[:i], h[i+1:]...)
 	}
-	if dropped > 0 {
-		marker := messages.ChatMessage{Role: "system", Content: fmt.Sprintf(dropMarkerFormat, dropped)}
-		h := append([]messages.ChatMessage{}, s.History[:keptHistoryHead]...)
-		h = append(h, marker)
-		s.History = append(h, s.History[keptHistoryHead:]...)
+	if dropped == 0 {
+		return h
 	}
+	marker := messages.ChatMessage{Role: "system", Content: fmt.Sprintf(dropMarkerFormat, dropped)}
+	out := append([]messages.ChatMessage{}, h[:keptHistoryHead]...)
+	out = append(out, marker)
+	return append(out, h[keptHistoryHead:]...)
 }
 
 const dropMarkerSuffix = " earlier messages were dropped to keep the job state small]"
@@ -197,9 +211,11 @@ func markerCount(c messages.ChatMessage) int {
 	return n
 }
 
-func (m *stepper) note(n string) {
+// Note says why the job did what it did: the notes are on its result,
+// the most recent maxNotes of them, each trimmed.
+func (m *Stepper) Note(n string) {
 	s := m.s
-	s.Notes = append(s.Notes, protocol.Trim(n, 600))
+	s.Notes = append(s.Notes, trim.Middle(n, 600))
 	if len(s.Notes) > maxNotes {
 		s.Notes = append([]string(nil), s.Notes[len(s.Notes)-maxNotes:]...)
 	}
@@ -219,4 +235,62 @@ func joinShort(ss []string, n int) string {
 		return strings.Join(ss[:n], ", ") + fmt.Sprintf(" and %d more", len(ss)-n)
 	}
 	return strings.Join(ss, ", ")
+}
+
+// record counts a result's usage (per stage too), keeps its conversation and
+// lists it on the result object, whatever becomes of it.
+func (m *Stepper) record(p Pending, r *messages.StageResult) {
+	s := m.s
+	s.Usage = s.Usage.Add(r.Usage)
+	if r.Usage != (messages.Usage{}) {
+		if s.StageUsage == nil {
+			s.StageUsage = map[messages.Stage]messages.Usage{}
+		}
+		s.StageUsage[r.Stage] = s.StageUsage[r.Stage].Add(r.Usage)
+	}
+	if r.Cached {
+		s.CacheHits++
+	}
+	m.appendHistory(r.Messages)
+	m.recordContext(p, r) // runvalidate.go
+	outcome := outcomeOf(r)
+	if p.Candidate > 0 {
+		outcome = fmt.Sprintf("candidate %d: %s", p.Candidate, outcome)
+	}
+	if p.Orphan {
+		outcome += " (ignored: another candidate passed first)"
+	}
+	s.Stages = append(s.Stages, messages.StageRecord{
+		Name: r.Stage, Seq: r.Seq, Iteration: p.Iteration, StartedAt: r.StartedAt,
+		DurationMS: r.DurationMS, Cached: r.Cached, Outcome: outcome, Usage: r.Usage, Worker: r.Worker,
+	})
+	if len(s.Stages) > maxStageRecords {
+		s.Stages = append([]messages.StageRecord(nil), s.Stages[len(s.Stages)-maxStageRecords:]...)
+	}
+	m.emit(messages.Event{Type: messages.EventStageFinished, Stage: r.Stage, Seq: r.Seq,
+		Iteration: p.Iteration, Cached: r.Cached, Outcome: outcome, Message: stageNote(r)}) // eventnote.go
+}
+
+// outcomeOf says in a few words what a stage result was: its error, a test
+// run's counts, a script run's problems, or "ok".
+func outcomeOf(r *messages.StageResult) string {
+	if r.Error != "" {
+		return "error: " + firstLine(r.Error)
+	}
+	switch r.Stage {
+	case messages.StageRunTests:
+		var rep messages.TestReport
+		if json.Unmarshal(r.Output, &rep) == nil {
+			return reportSummary(rep)
+		}
+	case messages.StageAcceptance, messages.StageRun:
+		var out messages.AcceptanceOutput
+		if json.Unmarshal(r.Output, &out) == nil && !out.OK {
+			if len(out.Problems) == 0 {
+				return "failed"
+			}
+			return "failed: " + firstLine(strings.Join(out.Problems, "; "))
+		}
+	}
+	return "ok"
 }

@@ -5,7 +5,7 @@ import "github.com/autocoder/autocoder/pkg/messages"
 // cancel finishes a running job on request: failed, with who asked, when
 // and why on its state and result. The stages in flight become stale (the
 // coordinator tells their workers to stop them).
-func (m *stepper) cancel(in Input) {
+func (m *Stepper) cancel(in Input) {
 	by, msg := in.By, "cancelled"
 	if by == "" {
 		by = "unspecified" // a cancellation from inside (Coordinator.Cancel) names nobody
@@ -16,5 +16,5 @@ func (m *stepper) cancel(in Input) {
 	if in.Reason != "" {
 		msg += ": " + in.Reason
 	}
-	m.finish(messages.StatusFailed, msg)
+	m.Finish(messages.StatusFailed, msg)
 }

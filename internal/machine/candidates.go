@@ -49,7 +49,7 @@ func (c *Candidate) done() bool { return c.Report != nil || c.Failed != "" }
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-func (m *stepper) startCandidates(in messages.CodeInput, k int) {
+func (m *Stepper) startCandidates(in messages.CodeInput, k int) {
 	s := m.s
 	s.Candidates = make([]Candidate, k)
 	for i := range s.Candidates {
@@ -60,7 +60,7 @@ func (m *stepper) startCandidates(in messages.CodeInput, k int) {
 	}
 }
 
-func (m *stepper) candidate(i int) *Candidate {
+func (m *Stepper) candidate(i int) *Candidate {
 	for j := range m.s.Candidates {
 		if m.s.Candidates[j].Index == i {
 			return &m.s.Candidates[j]
@@ -71,7 +71,7 @@ func (m *stepper) candidate(i int) *Candidate {
 
 // advanceCandidates moves every candidate towards its test run, then
 // concludes the round when all have a result.
-func (m *stepper) advanceCandidates() {
+func (m *Stepper) advanceCandidates() {
 	s := m.s
 	for i := range s.Candidates {
 		c := &s.Candidates[i]
@@ -97,7 +97,7 @@ func (m *stepper) advanceCandidates() {
 	m.concludeCandidates()
 }
 
-func (m *stepper) candidateReport(i int, out messages.TestReport) {
+func (m *Stepper) candidateReport(i int, out messages.TestReport) {
 	s := m.s
 	c := m.candidate(i)
 	if c == nil {
@@ -107,7 +107,7 @@ func (m *stepper) candidateReport(i int, out messages.TestReport) {
 	c.Report = &rep
 	if rep.OK() {
 		m.adopt(c)
-		m.note(fmt.Sprintf("candidate %d of %d passed first; the other candidates' results are ignored", i, len(s.Candidates)))
+		m.Note(fmt.Sprintf("candidate %d of %d passed first; the other candidates' results are ignored", i, len(s.Candidates)))
 		m.orphanCandidates()
 		s.Candidates = nil
 		s.LastReport = c.Report
@@ -119,7 +119,7 @@ func (m *stepper) candidateReport(i int, out messages.TestReport) {
 
 // concludeCandidates ends the candidate round once every candidate has a
 // result and none passed: the best one is repaired as the job's solution.
-func (m *stepper) concludeCandidates() {
+func (m *Stepper) concludeCandidates() {
 	s := m.s
 	if s.Done() || len(s.Candidates) == 0 {
 		return
@@ -139,11 +139,11 @@ func (m *stepper) concludeCandidates() {
 		for _, c := range s.Candidates {
 			reasons = append(reasons, fmt.Sprintf("candidate %d: %s", c.Index, c.Failed))
 		}
-		m.finish(messages.StatusFailed, "no candidate could be tested: "+joinShort(reasons, 4))
+		m.Finish(messages.StatusFailed, "no candidate could be tested: "+joinShort(reasons, 4))
 		return
 	}
 	m.adopt(best)
-	m.note(fmt.Sprintf("no candidate of %d passed: repairing candidate %d (%s)", len(s.Candidates), best.Index, reportSummary(*best.Report)))
+	m.Note(fmt.Sprintf("no candidate of %d passed: repairing candidate %d (%s)", len(s.Candidates), best.Index, reportSummary(*best.Report)))
 	m.orphanCandidates()
 	s.Candidates = nil
 	m.report(*best.Report)
@@ -159,7 +159,7 @@ func better(a, b messages.TestReport) bool {
 }
 
 // adopt makes candidate c the job's solution.
-func (m *stepper) adopt(c *Candidate) {
+func (m *Stepper) adopt(c *Candidate) {
 	s := m.s
 	s.Solution = c.Solution
 	s.Packages = c.Packages
@@ -170,11 +170,32 @@ func (m *stepper) adopt(c *Candidate) {
 
 // orphanCandidates marks the candidates' stages still pending as orphans.
 // (An orphan build that succeeds still registers its image.)
-func (m *stepper) orphanCandidates() {
+func (m *Stepper) orphanCandidates() {
 	for seq, p := range m.s.Pending {
 		if p.Candidate > 0 {
 			p.Orphan = true
 			m.s.Pending[seq] = p
 		}
+	}
+}
+
+// orphanResult handles a losing candidate's stage: counted and listed
+// (record), nothing more, except that an image is worth keeping.
+func (m *Stepper) orphanResult(p Pending, r *messages.StageResult) {
+	if r.Stage != messages.StageBuild || r.Error != "" || p.Env == "" {
+		return
+	}
+	if out, err := decode[messages.BuildOutput](r); err == nil && out.Image != "" {
+		m.keepImage(p.Env, out.Image)
+	}
+}
+
+// candidateFailed takes a candidate's failed stage: that candidate is out,
+// and the others go on.
+func (m *Stepper) candidateFailed(p Pending, r *messages.StageResult) {
+	if c := m.candidate(p.Candidate); c != nil {
+		c.Failed = fmt.Sprintf("stage %s failed: %s", r.Stage, firstLine(r.Error))
+		m.Note(fmt.Sprintf("candidate %d is out: %s", c.Index, c.Failed))
+		m.advance()
 	}
 }

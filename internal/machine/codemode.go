@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -28,13 +28,10 @@ const codeModeStepBudget = 16 << 10
 
 // trimStep keeps a step within codeModeStepBudget.
 func trimStep(st messages.CodeModeStep) messages.CodeModeStep {
-	st.Reply = protocol.TrimHeadTail(st.Reply, codeModeStepBudget)
-	st.Observation = protocol.TrimHeadTail(st.Observation, codeModeStepBudget)
+	st.Reply = trim.HeadTail(st.Reply, codeModeStepBudget)
+	st.Observation = trim.HeadTail(st.Observation, codeModeStepBudget)
 	return st
 }
-
-// PhaseCodeMode is the one phase of a code-mode job.
-const PhaseCodeMode Phase = "codemode"
 
 // CodeModeRun is the part of the state a code-mode job uses.
 type CodeModeRun struct {
@@ -55,26 +52,42 @@ type CodeModeState struct {
 	Events  []messages.CodeModeEvent `json:"events,omitempty"`
 }
 
-// startCodeMode asks for the tools' descriptions, which every turn's
-// prompt shows.
-func (m *stepper) startCodeMode() {
-	m.s.CodeMode = &CodeModeState{}
-	m.enter(PhaseCodeMode)
-	m.dispatch(messages.StageCodeModeTools, messages.CodeModeToolsInput{Tools: nonNil(m.s.Spec.Tools)})
+// codeModeKind is mode: codemode.
+func codeModeKind() Kind {
+	return Kind{
+		Name:  "codemode",
+		Is:    func(sub *Submission) bool { return sub.Spec.Mode == messages.ModeCodeMode },
+		Start: (*Stepper).startCodeMode,
+		Results: []Row{
+			On(messages.StageCodeModeTools, (*Stepper).codeModeToolsDescribed),
+			On(messages.StageCodeModeTurn, (*Stepper).codeModeReplied),
+			On(messages.StageCodeModeExec, (*Stepper).codeModeRan),
+		},
+		Phases:    Phases{PhaseCodeMode: {PhaseNew}},
+		succeeded: "answered",
+	}
 }
 
-func (m *stepper) codeModeToolsDescribed(_ Pending, out messages.CodeModeToolsOutput) {
+// startCodeMode asks for the tools' descriptions, which every turn's
+// prompt shows.
+func (m *Stepper) startCodeMode(*Submission) {
+	m.s.CodeMode = &CodeModeState{}
+	m.Enter(PhaseCodeMode)
+	m.Dispatch(messages.StageCodeModeTools, messages.CodeModeToolsInput{Tools: nonNil(m.s.Spec.Tools)})
+}
+
+func (m *Stepper) codeModeToolsDescribed(_ Pending, out messages.CodeModeToolsOutput) {
 	m.s.CodeMode.Tools = out.Descriptions
 	m.codeModeTurn()
 }
 
 // codeModeTurn asks the model for its next reply.
-func (m *stepper) codeModeTurn() {
+func (m *Stepper) codeModeTurn() {
 	s, cm := m.s, m.s.CodeMode
 	cm.Turns++
 	s.Iteration = cm.Turns
 	spec := s.Spec.CodeModeSpec
-	m.dispatch(messages.StageCodeModeTurn, messages.CodeModeTurnInput{
+	m.Dispatch(messages.StageCodeModeTurn, messages.CodeModeTurnInput{
 		Tools: cm.Tools, Skills: spec.Skills, SystemPromptPrefix: spec.SystemPromptPrefix,
 		MultiTurn: spec.MultiTurn(), History: spec.History, Message: spec.Message, Steps: cm.Steps,
 	})
@@ -82,14 +95,14 @@ func (m *stepper) codeModeTurn() {
 
 // codeModeReplied runs the reply's program, or takes a reply without one:
 // the answer (multi-turn) or a mistake to point out (single-shot).
-func (m *stepper) codeModeReplied(_ Pending, out messages.CodeModeTurnOutput) {
+func (m *Stepper) codeModeReplied(_ Pending, out messages.CodeModeTurnOutput) {
 	s, cm := m.s, m.s.CodeMode
 	spec := s.Spec.CodeModeSpec
 	if out.Code == "" {
 		if spec.MultiTurn() {
 			cm.Summary = out.Prose
 			m.codeModeEvent(messages.CodeModeEvent{Type: "answer", Text: out.Prose})
-			m.finish(messages.StatusSucceeded, "")
+			m.Finish(messages.StatusSucceeded, "")
 			return
 		}
 		cm.Steps = append(cm.Steps, trimStep(messages.CodeModeStep{Reply: out.Reply, NoCode: true}))
@@ -102,11 +115,11 @@ func (m *stepper) codeModeReplied(_ Pending, out messages.CodeModeTurnOutput) {
 		cm.Summary = out.Prose
 	}
 	m.codeModeEvent(messages.CodeModeEvent{Type: "code", Code: out.Code})
-	m.dispatch(messages.StageCodeModeExec, messages.CodeModeExecInput{Code: out.Code, Tools: nonNil(spec.Tools), Scope: s.JobID})
+	m.Dispatch(messages.StageCodeModeExec, messages.CodeModeExecInput{Code: out.Code, Tools: nonNil(spec.Tools), Scope: s.JobID})
 }
 
 // codeModeRan takes a program's run.
-func (m *stepper) codeModeRan(_ Pending, out messages.CodeModeExecOutput) {
+func (m *Stepper) codeModeRan(_ Pending, out messages.CodeModeExecOutput) {
 	s, cm := m.s, m.s.CodeMode
 	step := messages.CodeModeStep{Reply: cm.Reply, Observation: out.Observation, Failed: !out.OK}
 	cm.Reply = ""
@@ -125,7 +138,7 @@ func (m *stepper) codeModeRan(_ Pending, out messages.CodeModeExecOutput) {
 	}
 	if out.OK {
 		m.codeModeEvent(messages.CodeModeEvent{Type: "observation", Observation: out.Observation})
-		m.finish(messages.StatusSucceeded, "")
+		m.Finish(messages.StatusSucceeded, "")
 		return
 	}
 	cm.Steps = append(cm.Steps, trimStep(step))
@@ -134,7 +147,7 @@ func (m *stepper) codeModeRan(_ Pending, out messages.CodeModeExecOutput) {
 }
 
 // codeModeRetry asks again, or fails the job once max_retries is used up.
-func (m *stepper) codeModeRetry(lastError string) {
+func (m *Stepper) codeModeRetry(lastError string) {
 	cm := m.s.CodeMode
 	if attempts := m.s.Spec.Retries() + 1; cm.Turns >= attempts {
 		m.codeModeFail(messages.MaxRetriesReason(attempts, lastError))
@@ -143,16 +156,16 @@ func (m *stepper) codeModeRetry(lastError string) {
 	m.codeModeTurn()
 }
 
-func (m *stepper) codeModeFail(reason string) {
+func (m *Stepper) codeModeFail(reason string) {
 	m.s.CodeMode.Error = reason
-	m.finish(messages.StatusFailed, reason)
+	m.Finish(messages.StatusFailed, reason)
 }
 
-func (m *stepper) codeModeEvent(e messages.CodeModeEvent) {
+func (m *Stepper) codeModeEvent(e messages.CodeModeEvent) {
 	cm := m.s.CodeMode
 	e.Turn = cm.Turns
 	cm.Events = append(cm.Events, e)
-	m.note(fmt.Sprintf("codemode turn %d: %s", e.Turn, e.Type))
+	m.Note(fmt.Sprintf("codemode turn %d: %s", e.Turn, e.Type))
 }
 
 // codeModeResult is the result's code-mode part (nil for other jobs).

@@ -45,59 +45,80 @@ var harnessPackages = []string{"pytest"}
 // once each, and not while the code is still being rewritten (codeBusy).
 // A build is dispatched as soon as the set is known, whatever else is
 // pending; a set whose build named invalid packages fails the line.
-func (m *stepper) env(c int, codeBusy bool) (image string, set []string, ready bool) {
-	s := m.s
+func (m *Stepper) env(c int, codeBusy bool) (image string, set []string, ready bool) {
 	sol, pkgs, asked := m.line(c)
 	if sol == nil || m.busy(c, messages.StagePackages, messages.StagePackageReplacement) {
 		return "", nil, false
 	}
 	dists, unknown := m.scan(sol)
-	have := map[string]bool{}
-	for _, p := range append(append(append([]string{}, dists...), *pkgs...), *asked...) {
-		have[protocol.CanonicalName(p)] = true
+	if still := unmapped(unknown, dists, *pkgs, *asked); len(still) > 0 {
+		if !codeBusy {
+			*asked = append(*asked, still...)
+			m.askPackages(c, still)
+		}
+		return "", nil, false
+	}
+	set = removePackages(normPackages(m.substitute(append(append([]string{}, *pkgs...), dists...))), append(append([]string{}, m.s.InvalidPackages...), harnessPackages...))
+	*pkgs = set
+	sys := normPackages(removePackages(m.substitute(append(append([]string{}, m.s.SystemPackages...), sol.SystemPackages...)), m.s.InvalidPackages))
+	if c == 0 {
+		m.s.SystemPackages = sys
+	}
+	image, ready = m.build(c, set, sys)
+	return image, set, ready
+}
+
+// unmapped is the imports the scan could not map that no package of the
+// line covers and the model was not asked about yet.
+func unmapped(unknown []string, have ...[]string) []string {
+	covered := map[string]bool{}
+	for _, ps := range have {
+		for _, p := range ps {
+			covered[protocol.CanonicalName(p)] = true
+		}
 	}
 	var still []string
 	for _, u := range unknown {
-		if !have[protocol.CanonicalName(u)] {
+		if !covered[protocol.CanonicalName(u)] {
 			still = append(still, u)
 		}
 	}
-	if len(still) > 0 {
-		if codeBusy {
-			return "", nil, false
-		}
-		*asked = append(*asked, still...)
-		if c == 0 {
-			m.enter(PhasePackages)
-		}
-		m.dispatchWith(messages.StagePackages, messages.PackagesInput{Imports: still, Stdlib: s.Stdlib}, Pending{Candidate: c})
-		return "", nil, false
-	}
-	set = removePackages(normPackages(m.substitute(append(append([]string{}, *pkgs...), dists...))), append(append([]string{}, s.InvalidPackages...), harnessPackages...))
-	*pkgs = set
-	sys := normPackages(removePackages(m.substitute(append(append([]string{}, s.SystemPackages...), sol.SystemPackages...)), s.InvalidPackages))
+	return still
+}
+
+// askPackages asks the model for the distributions of imports the scan
+// could not map.
+func (m *Stepper) askPackages(c int, imports []string) {
 	if c == 0 {
-		s.SystemPackages = sys
+		m.Enter(PhasePackages)
 	}
+	m.dispatchWith(messages.StagePackages, messages.PackagesInput{Imports: imports, Stdlib: m.s.Stdlib}, Pending{Candidate: c})
+}
+
+// build returns the image of the environment (set, sys) once it is built;
+// until then it dispatches its build, once. A set whose build named invalid
+// packages fails the line.
+func (m *Stepper) build(c int, set, sys []string) (image string, ready bool) {
+	s := m.s
 	key := envKey(set, sys)
 	if img, ok := s.Images[key]; ok {
-		return img, set, true
+		return img, true
 	}
 	if contains(s.FailedEnvs, key) {
 		m.lineFailed(c, "image build failed: invalid packages "+strings.Join(s.InvalidPackages, ", "))
-		return "", nil, false
+		return "", false
 	}
 	for _, p := range s.Pending {
 		if p.Stage == messages.StageBuild && p.Env == key && !p.Orphan {
-			return "", set, false // already building
+			return "", false // already building
 		}
 	}
 	m.dispatchWith(messages.StageBuild, messages.BuildInput{Packages: set, SystemPackages: sys}, Pending{Candidate: c, Env: key})
-	return "", set, false
+	return "", false
 }
 
 // line returns the solution and package lists of line c.
-func (m *stepper) line(c int) (*messages.Solution, *[]string, *[]string) {
+func (m *Stepper) line(c int) (*messages.Solution, *[]string, *[]string) {
 	s := m.s
 	if c == 0 {
 		return s.Solution, &s.Packages, &s.AskedImports
@@ -109,14 +130,14 @@ func (m *stepper) line(c int) (*messages.Solution, *[]string, *[]string) {
 	return cand.Solution, &cand.Packages, &cand.Asked
 }
 
-func (m *stepper) lineFailed(c int, reason string) {
+func (m *Stepper) lineFailed(c int, reason string) {
 	if c == 0 {
-		m.finish(messages.StatusFailed, reason)
+		m.Finish(messages.StatusFailed, reason)
 		return
 	}
 	if cand := m.candidate(c); cand != nil && cand.Failed == "" {
 		cand.Failed = reason
-		m.note("candidate " + itoa(c) + " is out: " + reason)
+		m.Note("candidate " + itoa(c) + " is out: " + reason)
 	}
 }
 
@@ -125,7 +146,7 @@ func (m *stepper) lineFailed(c int, reason string) {
 // packages the index rejected are left out. The standard library is the
 // sandbox interpreter's own once a build reported it (learnStdlib), else
 // CPython 3.11's.
-func (m *stepper) scan(sol *messages.Solution) (dists, unknown []string) {
+func (m *Stepper) scan(sol *messages.Solution) (dists, unknown []string) {
 	s := m.s
 	imports := pyscan.Imports(sol.Code)
 	if s.Tests != nil {
@@ -150,7 +171,7 @@ const maxStdlib = 2000
 // set it changes is built again (the sets are keyed by their packages), so
 // the tests always run in an environment computed from the target's list.
 // A build that reports no list leaves the 3.11 list in use, and says so once.
-func (m *stepper) learnStdlib(names []string) {
+func (m *Stepper) learnStdlib(names []string) {
 	s := m.s
 	if len(s.Stdlib) > 0 {
 		return
@@ -161,6 +182,57 @@ func (m *stepper) learnStdlib(names []string) {
 	}
 	if !s.StdlibNoted {
 		s.StdlibNoted = true
-		m.note("the sandbox did not report its Python's standard library: the import scan uses CPython 3.11's list")
+		m.Note("the sandbox did not report its Python's standard library: the import scan uses CPython 3.11's list")
 	}
+}
+
+// built registers an image, or drops the packages the index does not have.
+func (m *Stepper) built(p Pending, out messages.BuildOutput) {
+	s := m.s
+	if len(out.InvalidPackages) > 0 {
+		s.InvalidPackages = normPackages(append(s.InvalidPackages, out.InvalidPackages...))
+		if p.Env != "" && !contains(s.FailedEnvs, p.Env) {
+			s.FailedEnvs = append(s.FailedEnvs, p.Env)
+		}
+		m.askReplacements(p, out) // replace.go: the model names packages that exist
+		m.advance()               // rebuilds once the replacements are in, or fails the line if nothing changes
+		return
+	}
+	if p.Env != "" {
+		m.keepImage(p.Env, out.Image)
+	}
+	m.learnStdlib(out.Stdlib) // env.go: a rescan may change the set and rebuild
+	m.advance()
+}
+
+// keepImage registers the image built for the environment env.
+func (m *Stepper) keepImage(env, image string) {
+	if m.s.Images == nil {
+		m.s.Images = map[string]string{}
+	}
+	m.s.Images[env] = image
+}
+
+// packaged adds the distributions the model named for unmapped imports.
+func (m *Stepper) packaged(p Pending, out messages.Packages) {
+	if p.Candidate > 0 {
+		if c := m.candidate(p.Candidate); c != nil {
+			c.Packages = normPackages(append(c.Packages, validPackages(out.Packages)...))
+		}
+	} else {
+		m.s.Packages = normPackages(append(m.s.Packages, validPackages(out.Packages)...))
+	}
+	m.advance()
+}
+
+// packagesFailed: a failed package mapping of the job's own line leaves
+// those imports unmapped (a missing module then shows in the test run, as
+// an environment failure); a candidate's is out.
+func (m *Stepper) packagesFailed(p Pending, r *messages.StageResult) {
+	if p.Candidate > 0 {
+		m.stageFailed(p, r)
+		return
+	}
+	m.Note("the packages stage failed (" + firstLine(r.Error) + "): building without the unmapped imports")
+	m.advance()
 }

@@ -21,36 +21,47 @@ func stageNote(r *messages.StageResult) string {
 	}
 	switch r.Stage {
 	case messages.StageRunTests:
-		var rep messages.TestReport
-		if json.Unmarshal(r.Output, &rep) != nil {
-			return ""
-		}
-		var failing []string
-		for _, c := range rep.Cases {
-			if c.Outcome == messages.OutcomeFailed || c.Outcome == messages.OutcomeError {
-				failing = append(failing, c.Name)
-			}
-		}
-		return listNote("failing: ", failing)
+		return failingNote(r.Output)
 	case messages.StageDiagnose:
-		var d messages.Diagnosis
-		if json.Unmarshal(r.Output, &d) != nil {
-			return ""
-		}
-		var parts []string
-		for _, f := range d.Failures {
-			p := fmt.Sprintf("%s (%s)", f.TestName, f.ErrorType)
-			if f.RootCause != "" {
-				p += ": " + firstLine(f.RootCause)
-			}
-			parts = append(parts, p)
-		}
-		if len(d.NeedsPackages) > 0 {
-			parts = append(parts, "needs packages "+strings.Join(d.NeedsPackages, ", "))
-		}
-		return listNote("diagnosis: ", parts)
+		return diagnosisNote(r.Output)
 	}
 	return ""
+}
+
+// failingNote names a test run's failing tests.
+func failingNote(output []byte) string {
+	var rep messages.TestReport
+	if json.Unmarshal(output, &rep) != nil {
+		return ""
+	}
+	var failing []string
+	for _, c := range rep.Cases {
+		if c.Outcome == messages.OutcomeFailed || c.Outcome == messages.OutcomeError {
+			failing = append(failing, c.Name)
+		}
+	}
+	return listNote("failing: ", failing)
+}
+
+// diagnosisNote names each diagnosed failure with its error type and root
+// cause, and the packages the diagnosis asks for.
+func diagnosisNote(output []byte) string {
+	var d messages.Diagnosis
+	if json.Unmarshal(output, &d) != nil {
+		return ""
+	}
+	var parts []string
+	for _, f := range d.Failures {
+		p := fmt.Sprintf("%s (%s)", f.TestName, f.ErrorType)
+		if f.RootCause != "" {
+			p += ": " + firstLine(f.RootCause)
+		}
+		parts = append(parts, p)
+	}
+	if len(d.NeedsPackages) > 0 {
+		parts = append(parts, "needs packages "+strings.Join(d.NeedsPackages, ", "))
+	}
+	return listNote("diagnosis: ", parts)
 }
 
 func listNote(prefix string, items []string) string {

@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -22,8 +23,8 @@ import (
 // bytes, each text trimmed); the oldest entries go first. log is not
 // modified.
 func NoteIteration(log []messages.Iteration, prev, next State, in Input) []messages.Iteration {
-	if next.Iteration == 0 || next.Phase == PhaseRunning {
-		return log
+	if next.Iteration == 0 {
+		return log // no test run yet (a rerun never has one)
 	}
 	out := append([]messages.Iteration(nil), log...)
 	if next.Iteration > prev.Iteration {
@@ -36,29 +37,30 @@ func NoteIteration(log []messages.Iteration, prev, next State, in Input) []messa
 	if e == nil {
 		return log // an iteration that started before the log was kept
 	}
-	switch ownResult(prev, in) {
-	case messages.StageRunTests:
-		if next.LastReport != nil {
-			rep := trimIterationReport(*next.LastReport)
-			e.Report = &rep
-		}
-	case messages.StageDiagnose:
-		if next.Diagnosis != nil {
-			e.Diagnosis = trimIterationDiagnosis(*next.Diagnosis)
-		}
-	case messages.StageAcceptance:
-		if next.Acceptance != nil {
-			acc := *next.Acceptance
-			acc.Output = protocol.Trim(acc.Output, iterationOutputBudget)
-			e.Acceptance = &acc
-		}
-	}
+	noteResult(e, ownResult(prev, in), &next)
 	if !reflect.DeepEqual(prev.Tracks, next.Tracks) {
 		if rs := routesOf(next.Tracks); rs != nil {
 			e.Routes = rs
 		}
 	}
 	return boundIterations(out)
+}
+
+// noteResult puts on the iteration's entry e what the result of stage
+// (of the job's own line) brought: its test report, diagnosis or
+// acceptance run.
+func noteResult(e *messages.Iteration, stage messages.Stage, next *State) {
+	switch {
+	case stage == messages.StageRunTests && next.LastReport != nil:
+		rep := trimIterationReport(*next.LastReport)
+		e.Report = &rep
+	case stage == messages.StageDiagnose && next.Diagnosis != nil:
+		e.Diagnosis = trimIterationDiagnosis(*next.Diagnosis)
+	case stage == messages.StageAcceptance && next.Acceptance != nil:
+		acc := *next.Acceptance
+		acc.Output = trim.Middle(acc.Output, iterationOutputBudget)
+		e.Acceptance = &acc
+	}
 }
 
 // ownResult is the stage of in when it is a successful result of a stage
@@ -91,7 +93,7 @@ func newIteration(s *State) messages.Iteration {
 	if s.Solution != nil {
 		it.Code = s.Solution.Code
 	}
-	code, tests := protocol.Trim(it.Code, iterationCodeBudget), protocol.Trim(it.Tests, iterationCodeBudget)
+	code, tests := trim.Middle(it.Code, iterationCodeBudget), trim.Middle(it.Tests, iterationCodeBudget)
 	it.Trimmed = code != it.Code || tests != it.Tests
 	it.Code, it.Tests = code, tests
 	return it
@@ -115,16 +117,16 @@ func routesOf(tracks []Track) []messages.RepairRoute {
 // cut harder than on the state, the first failing cases with a short
 // traceback, every other case by name and a short message.
 func trimIterationReport(r messages.TestReport) messages.TestReport {
-	r.Output = protocol.Trim(r.Output, iterationOutputBudget)
+	r.Output = trim.Middle(r.Output, iterationOutputBudget)
 	cases := make([]messages.TestCase, 0, min(len(r.Cases), iterationCases))
 	detailed := 0
 	for _, c := range r.Cases {
 		if len(cases) == iterationCases {
 			break
 		}
-		c.Message = protocol.Trim(c.Message, iterationCaseBudget)
+		c.Message = trim.Middle(c.Message, iterationCaseBudget)
 		if protocol.Failing(c) && detailed < detailedCases/2 {
-			c.Details = protocol.Trim(c.Details, iterationDetailsBudget)
+			c.Details = trim.Middle(c.Details, iterationDetailsBudget)
 			detailed++
 		} else {
 			c.Details = ""
@@ -142,7 +144,7 @@ func trimIterationDiagnosis(d messages.Diagnosis) *messages.Diagnosis {
 	}
 	out := make([]messages.Failure, len(fs))
 	for i, f := range fs {
-		t := func(s string) string { return protocol.Trim(s, iterationCaseBudget) }
+		t := func(s string) string { return trim.Middle(s, iterationCaseBudget) }
 		f.ErrorMessage, f.ExpectedBehavior, f.ActualBehavior = t(f.ErrorMessage), t(f.ExpectedBehavior), t(f.ActualBehavior)
 		f.RootCause, f.SuggestedFix = t(f.RootCause), t(f.SuggestedFix)
 		out[i] = f

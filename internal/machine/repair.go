@@ -122,18 +122,6 @@ type Round struct {
 	Patch         RepairStatus `json:"patch,omitempty"` // pending, applied or unverified
 }
 
-// RepairStatus is where a round's fix or test patch stands.
-type RepairStatus string
-
-// The statuses of a fix or patch in a round.
-const (
-	RepairPending    RepairStatus = "pending"
-	RepairVerifying  RepairStatus = "verifying"  // a fix the mechanical check could not decide, at the verify stage
-	RepairApplied    RepairStatus = "applied"    // verified: the check or the verify stage found the fix
-	RepairAssumed    RepairStatus = "assumed"    // the code changed and nothing specific could be checked
-	RepairUnverified RepairStatus = "unverified" // still missing after the last attempt
-)
-
 // maxRepairAttempts bounds the attempts at one fix or patch in a round.
 const maxRepairAttempts = 3
 
@@ -142,7 +130,7 @@ const maxRegenerations = 2
 
 // observe updates the tracks from a failing report and returns its
 // failure signatures by test ID.
-func (m *stepper) observe(rep messages.TestReport) map[string]string {
+func (m *Stepper) observe(rep messages.TestReport) map[string]string {
 	s := m.s
 	ids, sigs := failingSignatures(rep)
 	old := map[string]Track{}
@@ -172,13 +160,13 @@ func (m *stepper) observe(rep messages.TestReport) map[string]string {
 		}
 	}
 	if len(fixed) > 0 {
-		m.note(fmt.Sprintf("iteration %d: %s pass now", s.Iteration, joinShort(fixed, 5)))
+		m.Note(fmt.Sprintf("iteration %d: %s pass now", s.Iteration, joinShort(fixed, 5)))
 	}
 	s.Tracks = tracks
 	return sigs
 }
 
-func (m *stepper) track(id string) *Track {
+func (m *Stepper) track(id string) *Track {
 	for i := range m.s.Tracks {
 		if m.s.Tracks[i].Test == id {
 			return &m.s.Tracks[i]
@@ -189,7 +177,7 @@ func (m *stepper) track(id string) *Track {
 
 // repeated records fingerprint fp and reports whether it was seen before,
 // in which case it has already changed strategy or stopped the job.
-func (m *stepper) repeated(fp, what string) bool {
+func (m *Stepper) repeated(fp, what string) bool {
 	s := m.s
 	for _, f := range s.Seen {
 		if f.Hash == fp {
@@ -207,28 +195,28 @@ func (m *stepper) repeated(fp, what string) bool {
 // unstick changes strategy when the loop made no progress: it regenerates
 // the code from the plan with the failure history as hints, or, when it has
 // done that maxRegenerations times, stops the job.
-func (m *stepper) unstick(why string) {
+func (m *Stepper) unstick(why string) {
 	s := m.s
 	if s.Regenerations >= maxRegenerations {
-		m.finish(messages.StatusFailed, fmt.Sprintf("stuck: iteration %d repeated %s, after %d regenerations of the code; stopping instead of repeating it (%s)",
+		m.Finish(messages.StatusFailed, fmt.Sprintf("stuck: iteration %d repeated %s, after %d regenerations of the code; stopping instead of repeating it (%s)",
 			s.Iteration, why, s.Regenerations, m.failingSummary()))
 		return
 	}
 	s.Regenerations++
-	m.note(fmt.Sprintf("stuck: iteration %d repeated %s; regenerating the code from the plan (regeneration %d of %d) instead of patching it",
+	m.Note(fmt.Sprintf("stuck: iteration %d repeated %s; regenerating the code from the plan (regeneration %d of %d) instead of patching it",
 		s.Iteration, why, s.Regenerations, maxRegenerations))
 	for i := range s.Tracks {
 		s.Tracks[i].Repair, s.Tracks[i].Applied = RouteRegenerate, false
 	}
 	s.Round = nil
-	m.enter(PhaseGenerating)
-	m.dispatch(messages.StageCode, messages.CodeInput{
+	m.Enter(PhaseGenerating)
+	m.Dispatch(messages.StageCode, messages.CodeInput{
 		Task: s.Task, DataContext: s.DataContext, Plan: planOf(s), BasePackages: s.Spec.Options.BasePackages,
 		Attempt: s.Regenerations, Hints: m.failureHistory(),
 	})
 }
 
-func (m *stepper) failingSummary() string {
+func (m *Stepper) failingSummary() string {
 	s := m.s
 	var fs []string
 	for _, t := range s.Tracks {
@@ -245,7 +233,7 @@ func (m *stepper) failingSummary() string {
 
 // failureHistory describes each failing test and what was tried, for a
 // regeneration's hints.
-func (m *stepper) failureHistory() []string {
+func (m *Stepper) failureHistory() []string {
 	s := m.s
 	var out []string
 	for _, t := range s.Tracks {
@@ -276,7 +264,7 @@ func tried(t Track) string {
 
 // diagnoseHints tells the diagnosis what the loop knows: recent notes and
 // the failures that survived their repairs.
-func (m *stepper) diagnoseHints() []string {
+func (m *Stepper) diagnoseHints() []string {
 	s := m.s
 	hints := append([]string(nil), lastNotes(s.Notes, 5)...)
 	for _, t := range s.Tracks {
@@ -329,26 +317,30 @@ func classify(f messages.Failure, t *Track, newEnv bool) (cls messages.ErrorType
 		return model, "" // something new to install: try it
 	}
 	if t != nil && t.Survived {
-		switch t.LastRepair {
-		case RoutePatch:
-			return messages.ErrorLogic, "its failure survived a patch of the test, so the code is at fault"
-		case RouteFix:
-			if model == messages.ErrorTestError {
-				return model, ""
-			}
-			if t.LastApplied && len(t.Flips) == 0 {
-				return messages.ErrorTestError, "its failure survived a code fix that was verified as applied, so the test is suspect"
-			}
-		case RoutePackages:
-			if model == messages.ErrorEnvironment {
-				return messages.ErrorLogic, "new packages did not change its failure"
-			}
+		if cls, why, ok := classifySurvivor(model, t); ok {
+			return cls, why
 		}
 	}
 	if model == messages.ErrorEnvironment {
 		return messages.ErrorLogic, "an environment failure with nothing new to install cannot be fixed by a rebuild"
 	}
 	return model, ""
+}
+
+// classifySurvivor applies the rules for a failure that survived its last
+// repair (see the top of this file); ok is false when none applies.
+func classifySurvivor(model messages.ErrorType, t *Track) (cls messages.ErrorType, why string, ok bool) {
+	switch {
+	case t.LastRepair == RoutePatch:
+		return messages.ErrorLogic, "its failure survived a patch of the test, so the code is at fault", true
+	case t.LastRepair == RouteFix && model == messages.ErrorTestError:
+		return model, "", true
+	case t.LastRepair == RouteFix && t.LastApplied && len(t.Flips) == 0:
+		return messages.ErrorTestError, "its failure survived a code fix that was verified as applied, so the test is suspect", true
+	case t.LastRepair == RoutePackages && model == messages.ErrorEnvironment:
+		return messages.ErrorLogic, "new packages did not change its failure", true
+	}
+	return "", "", false
 }
 
 // planRepair classifies every failure and groups them by route. A flip is
@@ -383,70 +375,80 @@ func planRepair(failures []messages.Failure, tracks []Track, newEnv bool) repair
 }
 
 // route starts the repair round of a diagnosis (see the top of this file).
-func (m *stepper) route(_ Pending, d messages.Diagnosis) {
+func (m *Stepper) route(_ Pending, d messages.Diagnosis) {
 	s := m.s
 	d = trimDiagnosis(d)
 	s.Diagnosis = storedDiagnosis(d)
 	failures := d.Failures
 	if len(failures) == 0 {
 		failures = failuresFromReport(s.LastReport)
-		m.note("the diagnosis named no failure: fixing the code against the test report")
+		m.Note("the diagnosis named no failure: fixing the code against the test report")
 	}
 	added := newPackages(s.Packages, validPackages(d.NeedsPackages))
 	addedSys := newPackages(s.SystemPackages, validPackages(d.NeedsSystemPackages))
 	p := planRepair(failures, s.Tracks, len(added)+len(addedSys) > 0)
-	for _, f := range p.Flips {
-		m.note(fmt.Sprintf("reclassified %s: %s -> %s: %s", f.Test, f.From, f.To, f.Why))
-		if t := m.track(f.Test); t != nil {
-			t.Flips = append(t.Flips, string(f.From)+"->"+string(f.To))
-		}
-	}
-	set := func(fs []messages.Failure, cls messages.ErrorType, r Route) {
-		for _, f := range fs {
-			if t := m.track(f.TestName); t != nil {
-				t.Class, t.Repair, t.Applied = cls, r, false
-				switch r {
-				case RouteFix:
-					t.Fixes++
-				case RoutePatch:
-					t.Patches++
-				}
-			}
-		}
-	}
-	set(p.Logic, messages.ErrorLogic, RouteFix)
-	set(p.TestErrors, messages.ErrorTestError, RoutePatch)
-	set(p.Env, messages.ErrorEnvironment, RoutePackages)
+	m.recordFlips(p.Flips)
+	m.routeTracks(p.Logic, messages.ErrorLogic, RouteFix)
+	m.routeTracks(p.TestErrors, messages.ErrorTestError, RoutePatch)
+	m.routeTracks(p.Env, messages.ErrorEnvironment, RoutePackages)
 
 	logic, testErrs := capFailures(m, p.Logic, "fix"), capFailures(m, p.TestErrors, "test patch")
 	s.Round = &Round{Iteration: s.Iteration, BaseCode: s.Solution.Code, BaseTests: testsOf(s),
 		Logic: trimFailures(logic), TestErrors: trimFailures(testErrs)}
-	m.enter(PhaseRepairing)
+	m.Enter(PhaseRepairing)
 	if len(added)+len(addedSys) > 0 {
 		s.Packages = normPackages(append(s.Packages, added...))
 		s.SystemPackages = normPackages(append(s.SystemPackages, addedSys...))
-		m.note("adding packages: " + strings.Join(append(added, addedSys...), ", "))
+		m.Note("adding packages: " + strings.Join(append(added, addedSys...), ", "))
 	}
 	if len(logic) > 0 {
-		m.dispatchFix(nil)
+		m.dispatchFix(nil) // over the token budget, this finishes the job and ends the round
 	}
-	if len(testErrs) > 0 {
+	if len(testErrs) > 0 && s.Round != nil {
 		m.dispatchPatch(s.Round.TestErrors, nil)
 	}
 	m.advance() // the rebuild, concurrently; or the run, for packages alone
 }
 
-func capFailures(m *stepper, fs []messages.Failure, what string) []messages.Failure {
+// recordFlips notes each reclassification and keeps it on its track.
+func (m *Stepper) recordFlips(flips []flip) {
+	for _, f := range flips {
+		m.Note(fmt.Sprintf("reclassified %s: %s -> %s: %s", f.Test, f.From, f.To, f.Why))
+		if t := m.track(f.Test); t != nil {
+			t.Flips = append(t.Flips, string(f.From)+"->"+string(f.To))
+		}
+	}
+}
+
+// routeTracks records on the failures' tracks the class and the repair
+// this round gives them.
+func (m *Stepper) routeTracks(fs []messages.Failure, cls messages.ErrorType, r Route) {
+	for _, f := range fs {
+		t := m.track(f.TestName)
+		if t == nil {
+			continue
+		}
+		t.Class, t.Repair, t.Applied = cls, r, false
+		switch r {
+		case RouteFix:
+			t.Fixes++
+		case RoutePatch:
+			t.Patches++
+		}
+	}
+}
+
+func capFailures(m *Stepper, fs []messages.Failure, what string) []messages.Failure {
 	if len(fs) <= maxRoutedFailures {
 		return fs
 	}
-	m.note(fmt.Sprintf("%d failures for one %s: sending the first %d", len(fs), what, maxRoutedFailures))
+	m.Note(fmt.Sprintf("%d failures for one %s: sending the first %d", len(fs), what, maxRoutedFailures))
 	return fs[:maxRoutedFailures]
 }
 
 // endRound closes the round when its tests start: each track learns whether
 // its repair was verified as applied.
-func (m *stepper) endRound() {
+func (m *Stepper) endRound() {
 	s := m.s
 	r := s.Round
 	for i := range s.Tracks {
@@ -465,18 +467,18 @@ func (m *stepper) endRound() {
 
 // dispatchFix sends the round's logic failures to the fix stage; attempt n
 // carries escalation n-1 and the fixes found missing.
-func (m *stepper) dispatchFix(missing []string) {
+func (m *Stepper) dispatchFix(missing []string) {
 	s := m.s
 	r := s.Round
 	in := messages.FixInput{Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: testsOf(s),
-		Failures: r.Logic, Packages: s.Packages, Escalation: r.FixAttempts, Missing: missing, Reflect: validatesByRun(s)}
+		Failures: r.Logic, Packages: s.Packages, Escalation: r.FixAttempts, Missing: missing, Reflect: m.kind.loop.reflect}
 	r.FixAttempts++
 	r.Fix = RepairPending
-	m.dispatch(messages.StageFix, in)
+	m.Dispatch(messages.StageFix, in)
 }
 
 // fixed takes the fixed code and verifies it (fixArrived).
-func (m *stepper) fixed(_ Pending, out messages.Solution) {
+func (m *Stepper) fixed(_ Pending, out messages.Solution) {
 	m.s.Solution = &out
 	m.fixArrived()
 }
@@ -484,7 +486,7 @@ func (m *stepper) fixed(_ Pending, out messages.Solution) {
 // fixArrived verifies a fix: mechanically first, with the verify stage for
 // what that cannot decide. A fix of an acceptance failure is verified by
 // the next acceptance run, so only unchanged code counts against it there.
-func (m *stepper) fixArrived() {
+func (m *Stepper) fixArrived() {
 	s := m.s
 	r := s.Round
 	if r == nil || r.Fix != RepairPending {
@@ -503,11 +505,11 @@ func (m *stepper) fixArrived() {
 		m.advance()
 	default:
 		r.Fix = RepairVerifying
-		m.dispatch(messages.StageVerify, messages.VerifyInput{OldCode: r.BaseCode, NewCode: s.Solution.Code, Failures: undecided})
+		m.Dispatch(messages.StageVerify, messages.VerifyInput{OldCode: r.BaseCode, NewCode: s.Solution.Code, Failures: undecided})
 	}
 }
 
-func (m *stepper) verified(_ Pending, v messages.FixVerification) {
+func (m *Stepper) verified(_ Pending, v messages.FixVerification) {
 	r := m.s.Round
 	if r == nil || r.Fix != RepairVerifying {
 		m.advance()
@@ -527,29 +529,29 @@ func (m *stepper) verified(_ Pending, v messages.FixVerification) {
 
 // fixNotApplied asks again with escalating instructions, or after the last
 // attempt proceeds to the tests with the fix as it is.
-func (m *stepper) fixNotApplied(missing []string, by string) {
+func (m *Stepper) fixNotApplied(missing []string, by string) {
 	s := m.s
 	r := s.Round
 	missing = trimAll(missing, failureFieldBudget, maxHints)
 	if r.FixAttempts < maxRepairAttempts {
-		m.note(fmt.Sprintf("fix attempt %d was not applied (%s): %s; asking again with escalation %d",
+		m.Note(fmt.Sprintf("fix attempt %d was not applied (%s): %s; asking again with escalation %d",
 			r.FixAttempts, by, joinShort(missing, 3), r.FixAttempts))
 		m.dispatchFix(missing)
 		return
 	}
 	r.Fix = RepairUnverified
-	m.note(fmt.Sprintf("fix attempt %d was still not applied (%s): %s; testing it anyway", r.FixAttempts, by, joinShort(missing, 3)))
+	m.Note(fmt.Sprintf("fix attempt %d was still not applied (%s): %s; testing it anyway", r.FixAttempts, by, joinShort(missing, 3)))
 	m.advance()
 }
 
-func (m *stepper) dispatchPatch(failures []messages.Failure, missing []string) {
+func (m *Stepper) dispatchPatch(failures []messages.Failure, missing []string) {
 	s := m.s
 	r := s.Round
 	in := messages.PatchTestsInput{Task: s.Task, Code: s.Solution.Code, Tests: testsOf(s), Failures: failures,
 		Escalation: r.PatchAttempts, Missing: missing}
 	r.PatchAttempts++
 	r.Patch = RepairPending
-	m.dispatch(messages.StagePatchTests, in)
+	m.Dispatch(messages.StagePatchTests, in)
 }
 
 // patched takes the patched test file and checks that every failing test
@@ -557,15 +559,15 @@ func (m *stepper) dispatchPatch(failures []messages.Failure, missing []string) {
 // It also checks that no other test function changed: a patch that touched
 // a test that was not failing is unverified (the patch stage refuses such
 // patches, so this guards against a worker that does not).
-func (m *stepper) patched(_ Pending, out messages.PatchTestsOutput) {
+func (m *Stepper) patched(_ Pending, out messages.PatchTestsOutput) {
 	s := m.s
 	if strings.TrimSpace(out.Tests) != "" {
 		s.Tests = &messages.Tests{Code: out.Tests}
 	}
 	if len(out.Reasons) > 0 {
-		m.note("test patches not applied: " + joinShort(out.Reasons, 5))
+		m.Note("test patches not applied: " + joinShort(out.Reasons, 5))
 	} else if len(out.Unapplied) > 0 {
-		m.note("test patches not applied: " + strings.Join(out.Unapplied, ", "))
+		m.Note("test patches not applied: " + strings.Join(out.Unapplied, ", "))
 	}
 	r := s.Round
 	if r == nil || r.Patch != RepairPending {
@@ -574,7 +576,7 @@ func (m *stepper) patched(_ Pending, out messages.PatchTestsOutput) {
 	}
 	if changed := changedOthers(r.BaseTests, testsOf(s), r.TestErrors); len(changed) > 0 {
 		r.Patch = RepairUnverified
-		m.note(fmt.Sprintf("test patch attempt %d changed %s, which were not failing: the patch is unverified", r.PatchAttempts, joinShort(changed, 5)))
+		m.Note(fmt.Sprintf("test patch attempt %d changed %s, which were not failing: the patch is unverified", r.PatchAttempts, joinShort(changed, 5)))
 		m.advance()
 		return
 	}
@@ -589,12 +591,12 @@ func (m *stepper) patched(_ Pending, out messages.PatchTestsOutput) {
 		names[i] = f.TestName
 	}
 	if r.PatchAttempts < maxRepairAttempts {
-		m.note(fmt.Sprintf("test patch attempt %d left %s unchanged; asking again with escalation %d", r.PatchAttempts, joinShort(names, 5), r.PatchAttempts))
+		m.Note(fmt.Sprintf("test patch attempt %d left %s unchanged; asking again with escalation %d", r.PatchAttempts, joinShort(names, 5), r.PatchAttempts))
 		m.dispatchPatch(left, names)
 		return
 	}
 	r.Patch = RepairUnverified
-	m.note(fmt.Sprintf("test patch attempt %d still left %s unchanged; testing anyway", r.PatchAttempts, joinShort(names, 5)))
+	m.Note(fmt.Sprintf("test patch attempt %d still left %s unchanged; testing anyway", r.PatchAttempts, joinShort(names, 5)))
 	m.advance()
 }
 
@@ -606,4 +608,16 @@ func hasSuggestions(fs []messages.Failure) bool {
 		}
 	}
 	return false
+}
+
+// verifyFailed: a failed verification leaves the fix unverified; it is
+// tested as it is.
+func (m *Stepper) verifyFailed(p Pending, r *messages.StageResult) {
+	if m.s.Round == nil || m.s.Round.Fix != RepairVerifying {
+		m.stageFailed(p, r)
+		return
+	}
+	m.s.Round.Fix = RepairAssumed
+	m.Note("the verify stage failed (" + firstLine(r.Error) + "): testing the fix unverified")
+	m.advance()
 }

@@ -1014,7 +1014,7 @@ func TestStateAndPromptsStayBounded(t *testing.T) {
 			t.Fatalf("%s input is %d bytes", c.Dispatch.Stage, len(c.Dispatch.Input))
 		}
 		r := w.answer(c.Dispatch)
-		if c.Dispatch.Stage.Pool() == messages.PoolLLM {
+		if messages.DefaultStages().Pool(c.Dispatch.Stage) == messages.PoolLLM {
 			r.Messages = []messages.ChatMessage{{Role: "system", Content: "rules"}, {Role: "user", Content: big}, {Role: "assistant", Content: big}}
 		}
 		s, cmds = Step(s, Input{Kind: InputStageResult, Time: t0, Result: r})
@@ -1059,7 +1059,7 @@ func TestStateAndPromptsStayBounded(t *testing.T) {
 func TestHistoryDedupesSystemMessagesAndMarksDrops(t *testing.T) {
 	t.Parallel()
 	s := &State{}
-	m := &stepper{s: s}
+	m := &Stepper{s: s}
 	for i := range 400 {
 		m.appendHistory([]messages.ChatMessage{
 			{Role: "system", Content: "the rules", Stage: messages.StageFix},
@@ -1361,5 +1361,25 @@ func TestCheckOneNewSnippetContainsOld(t *testing.T) {
 				t.Errorf("checkOne = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A mixed diagnosis whose fix the token budget refuses ends the job with
+// the budget's reason, and the round's test patch is not sent: the patch
+// used to read the round the finish had just ended, and Step panicked.
+func TestTokenBudgetEndsAMixedRound(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.answers[messages.StageRunTests] = []any{fail("test_f", "test_g")}
+	w.answers[messages.StageDiagnose] = []any{messages.Diagnosis{Failures: []messages.Failure{
+		{TestName: "test_f", ErrorType: messages.ErrorLogic}, {TestName: "test_g", ErrorType: messages.ErrorTestError}}}}
+	spec := baseSpec()
+	spec.Options.TokenBudget = 80 // plan, code, tests, build, run_tests and diagnose use 90
+	s, _, cmds := run(t, w, spec, nil)
+	if got := strings.Join(stagesOf(cmds), ","); got != "plan,code,tests,build,run_tests,diagnose" {
+		t.Errorf("stages %s", got)
+	}
+	if s.Status != messages.StatusFailed || !strings.HasPrefix(s.Error, "token budget exceeded: 90 tokens used") || s.Round != nil {
+		t.Errorf("status %s, error %q, round %+v", s.Status, s.Error, s.Round)
 	}
 }

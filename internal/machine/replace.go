@@ -28,7 +28,7 @@ const maxReplaceTries = 3
 // maxReplaceTries times along a chain of failed replacements, for a package
 // that exists in its place. The rebuild waits for the answers (env treats a
 // pending package_replacement as not ready).
-func (m *stepper) askReplacements(p Pending, out messages.BuildOutput) {
+func (m *Stepper) askReplacements(p Pending, out messages.BuildOutput) {
 	s := m.s
 	m.replacementMaps()
 	sol, _, _ := m.line(p.Candidate)
@@ -40,7 +40,7 @@ func (m *stepper) askReplacements(p Pending, out messages.BuildOutput) {
 		orig := m.origin(bad)
 		if s.ReplaceTries[orig] >= maxReplaceTries {
 			s.Replacements[protocol.CanonicalName(bad)] = ""
-			m.note("no package found in place of " + orig + " after " + itoa(maxReplaceTries) + " tries: building without it")
+			m.Note("no package found in place of " + orig + " after " + itoa(maxReplaceTries) + " tries: building without it")
 			continue
 		}
 		s.ReplaceTries[orig]++
@@ -48,7 +48,7 @@ func (m *stepper) askReplacements(p Pending, out messages.BuildOutput) {
 		if containsCanonical(s.SystemPackages, bad) || (sol != nil && containsCanonical(sol.SystemPackages, bad)) {
 			kind = "apt"
 		}
-		m.note("the build could not find " + bad + ": asking the model for a replacement")
+		m.Note("the build could not find " + bad + ": asking the model for a replacement")
 		m.dispatchWith(messages.StagePackageReplacement, messages.PackageReplacementInput{
 			Package: bad, Kind: kind, Log: trimLog(out.Log), Tried: m.tried(orig), Imports: imports,
 		}, Pending{Candidate: p.Candidate, Package: bad})
@@ -57,7 +57,7 @@ func (m *stepper) askReplacements(p Pending, out messages.BuildOutput) {
 
 // replacementMaps makes the maps (an empty map does not survive the state's
 // JSON round trip).
-func (m *stepper) replacementMaps() {
+func (m *Stepper) replacementMaps() {
 	if m.s.Replacements == nil {
 		m.s.Replacements = map[string]string{}
 	}
@@ -67,7 +67,7 @@ func (m *stepper) replacementMaps() {
 }
 
 // replaced records the model's answer; the next advance rebuilds with it.
-func (m *stepper) replaced(p Pending, out messages.PackageReplacement) {
+func (m *Stepper) replaced(p Pending, out messages.PackageReplacement) {
 	s := m.s
 	rep := ""
 	if out.Replacement != nil {
@@ -79,9 +79,9 @@ func (m *stepper) replaced(p Pending, out messages.PackageReplacement) {
 	m.replacementMaps()
 	s.Replacements[protocol.CanonicalName(p.Package)] = rep
 	if rep == "" {
-		m.note("no replacement for " + p.Package + ": building without it")
+		m.Note("no replacement for " + p.Package + ": building without it")
 	} else {
-		m.note("replacing " + p.Package + " with " + rep)
+		m.Note("replacing " + p.Package + " with " + rep)
 	}
 	m.advance()
 }
@@ -89,7 +89,7 @@ func (m *stepper) replaced(p Pending, out messages.PackageReplacement) {
 // substitute adds, for every package with a recorded replacement, the
 // replacement (following a chain of failed replacements); the missing
 // names themselves are removed by the caller with the invalid packages.
-func (m *stepper) substitute(ps []string) []string {
+func (m *Stepper) substitute(ps []string) []string {
 	s := m.s
 	if len(s.Replacements) == 0 {
 		return ps
@@ -110,7 +110,7 @@ func (m *stepper) substitute(ps []string) []string {
 }
 
 // origin is the package a (possibly replacement) name stands in for.
-func (m *stepper) origin(name string) string {
+func (m *Stepper) origin(name string) string {
 	c := protocol.CanonicalName(name)
 	for i := 0; i <= maxReplaceTries; i++ {
 		found := false
@@ -128,7 +128,7 @@ func (m *stepper) origin(name string) string {
 }
 
 // tried lists the names already tried for an originally missing package.
-func (m *stepper) tried(orig string) []string {
+func (m *Stepper) tried(orig string) []string {
 	out := []string{orig}
 	cur := orig
 	for i := 0; i < maxReplaceTries; i++ {
@@ -167,4 +167,13 @@ func replacementKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// replacementFailed: a failed replacement stage leaves the job without
+// the package.
+func (m *Stepper) replacementFailed(p Pending, r *messages.StageResult) {
+	m.replacementMaps()
+	m.s.Replacements[protocol.CanonicalName(p.Package)] = ""
+	m.Note("the package_replacement stage failed (" + firstLine(r.Error) + "): building without " + p.Package)
+	m.advance()
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -28,11 +27,23 @@ type Rerun struct {
 	Args map[string]string `json:"args,omitempty"`
 }
 
+// rerunKind is a submission with a Rerun.
+func rerunKind() Kind {
+	return Kind{
+		Name:      "rerun",
+		Is:        func(sub *Submission) bool { return sub.Rerun != nil },
+		Start:     (*Stepper).startRerun,
+		Results:   []Row{On(messages.StageRun, (*Stepper).rerunFinished)},
+		Phases:    Phases{PhaseRunning: {PhaseNew}},
+		succeeded: "the script ran",
+	}
+}
+
 // startRerun dispatches the rerun.
-func (m *stepper) startRerun(r *Rerun) {
-	s := m.s
+func (m *Stepper) startRerun(sub *Submission) {
+	s, r := m.s, sub.Rerun
 	if strings.TrimSpace(r.Solution.Code) == "" {
-		m.finish(messages.StatusFailed, fmt.Sprintf("job %s has no script to run", r.FromJob))
+		m.Finish(messages.StatusFailed, fmt.Sprintf("job %s has no script to run", r.FromJob))
 		return
 	}
 	sol := r.Solution
@@ -41,9 +52,9 @@ func (m *stepper) startRerun(r *Rerun) {
 	s.BuiltPackages = append([]string(nil), r.Packages...)
 	s.SystemPackages = append([]string(nil), r.SystemPackages...)
 	s.Image = r.Image
-	m.enter(PhaseRunning)
-	m.note(fmt.Sprintf("a run of job %s's script on new data", r.FromJob))
-	m.dispatch(messages.StageRun, messages.AcceptanceInput{
+	m.Enter(PhaseRunning)
+	m.Note(fmt.Sprintf("a run of job %s's script on new data", r.FromJob))
+	m.Dispatch(messages.StageRun, messages.AcceptanceInput{
 		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
 		Code: sol.Code, Samples: s.Samples, Args: r.Args, Outputs: s.Spec.Outputs,
 		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
@@ -52,13 +63,8 @@ func (m *stepper) startRerun(r *Rerun) {
 
 // rerunFinished finishes the rerun: succeeded when the script exited 0 and every
 // declared output parses to its type; failed, with the problems, otherwise.
-func (m *stepper) rerunFinished(_ Pending, out messages.AcceptanceOutput) {
-	out.Output = protocol.Trim(out.Output, reportOutputBudget)
-	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
-	m.s.Acceptance = &out
-	if out.OK {
-		m.finish(messages.StatusSucceeded, "")
-		return
+func (m *Stepper) rerunFinished(_ Pending, out messages.AcceptanceOutput) {
+	if !m.keepRun(out) { // pipeline.go
+		m.Finish(messages.StatusFailed, "the script failed on the new data: "+strings.Join(m.s.Acceptance.Problems, "; "))
 	}
-	m.finish(messages.StatusFailed, "the script failed on the new data: "+strings.Join(out.Problems, "; "))
 }

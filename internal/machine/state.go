@@ -7,23 +7,6 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// Phase is where a job is in the loop.
-type Phase string
-
-const (
-	PhaseProfiling  Phase = "profiling"
-	PhasePlanning   Phase = "planning"
-	PhaseGenerating Phase = "generating" // code and tests, concurrently
-	PhasePackages   Phase = "packages"   // the model maps imports the scan could not
-	PhaseBuilding   Phase = "building"
-	PhaseTesting    Phase = "testing"
-	PhaseDiagnosing Phase = "diagnosing"
-	PhaseRepairing  Phase = "repairing" // fix, test patches and rebuilds, concurrently
-	PhaseAccepting  Phase = "accepting"
-	PhaseRunning    Phase = "running" // a rerun's one phase: the script runs on new data (rerun.go)
-	PhaseDone       Phase = "done"
-)
-
 // Pending is a dispatched stage whose result has not arrived.
 type Pending struct {
 	Stage        messages.Stage `json:"stage"`
@@ -155,4 +138,18 @@ type Command struct {
 	Dispatch *messages.StageCommand `json:"dispatch,omitempty"` // send to a worker pool
 	Emit     *messages.Event        `json:"emit,omitempty"`     // progress event
 	Finish   *messages.Result       `json:"finish,omitempty"`   // the job is over: store its result
+}
+
+func planOf(s *State) messages.Plan {
+	if s.Plan == nil {
+		return messages.Plan{}
+	}
+	return *s.Plan
+}
+
+func testsOf(s *State) string {
+	if s.Tests == nil {
+		return ""
+	}
+	return s.Tests.Code
 }

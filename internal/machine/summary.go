@@ -3,7 +3,7 @@ package machine
 import (
 	"sort"
 
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -11,8 +11,8 @@ import (
 // without the code, reports and conversation of the full state.
 func SummaryOf(s State) messages.JobSummary {
 	sum := messages.JobSummary{
-		V: messages.SchemaVersion, JobID: s.JobID, Name: s.Spec.Name, Status: s.Status, Phase: string(s.Phase),
-		Prompt: protocol.Trim(s.Spec.Prompt, summaryTextBudget), Error: protocol.Trim(s.Error, summaryTextBudget),
+		V: messages.WireVersion, JobID: s.JobID, Name: s.Spec.Name, Status: s.Status, Phase: string(s.Phase),
+		Prompt: trim.Middle(s.Spec.Prompt, summaryTextBudget), Error: trim.Middle(s.Error, summaryTextBudget),
 		Iterations: s.Iteration, Tokens: tokensUsed(&s), LLMCalls: s.Usage.Calls, CacheHits: s.CacheHits,
 		SubmittedAt: s.SubmittedAt, FinishedAt: s.FinishedAt,
 	}
@@ -33,7 +33,7 @@ func SummaryOf(s State) messages.JobSummary {
 // became a job: it has a result (the reason) and no state.
 func RejectedSummary(res messages.Result) messages.JobSummary {
 	return messages.JobSummary{
-		V: messages.SchemaVersion, JobID: res.JobID, Status: res.Status, Phase: string(PhaseDone),
-		Error: protocol.Trim(res.Error, summaryTextBudget), SubmittedAt: res.SubmittedAt, FinishedAt: res.FinishedAt,
+		V: messages.WireVersion, JobID: res.JobID, Status: res.Status, Phase: string(PhaseDone),
+		Error: trim.Middle(res.Error, summaryTextBudget), SubmittedAt: res.SubmittedAt, FinishedAt: res.FinishedAt,
 	}
 }

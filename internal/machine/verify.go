@@ -58,18 +58,10 @@ func squash(s string) string {
 // says to replace, news are snippets that should appear (backtick spans,
 // each line, the whole text, and runs of code-like words inside prose).
 func snippets(fix string) (olds, news []string) {
+	olds, news = replacements(fix)
 	oldSet := map[string]bool{}
-	for _, m := range replaceRe.FindAllStringSubmatch(fix, -1) {
-		olds, news = append(olds, m[1]), append(news, m[2])
-		oldSet[m[1]] = true
-	}
-	for _, m := range arrowRe.FindAllStringSubmatch(fix, -1) {
-		olds, news = append(olds, m[1]), append(news, m[2])
-		oldSet[m[1]] = true
-	}
-	for _, m := range insteadRe.FindAllStringSubmatch(fix, -1) {
-		news, olds = append(news, m[1]), append(olds, m[2])
-		oldSet[m[2]] = true
+	for _, o := range olds {
+		oldSet[o] = true
 	}
 	add := func(s string) {
 		if s = strings.TrimSpace(s); s != "" && !oldSet[s] {
@@ -87,24 +79,47 @@ func snippets(fix string) (olds, news []string) {
 	add(plain)
 	for _, l := range strings.Split(plain, "\n") {
 		add(l)
-		// Runs of code-like words in prose: "compute (df['q'] * df['p']).sum() for x".
-		var run []string
-		flush := func() {
-			if len(run) > 0 {
-				add(strings.TrimRight(strings.Join(run, " "), ".,;"))
-			}
-			run = nil
+		for _, run := range codeRuns(l) {
+			add(run)
 		}
-		for _, w := range strings.Fields(l) {
-			if codeTokenRe.MatchString(strings.TrimRight(w, ".,;")) || isOperator(w) {
-				run = append(run, w)
-			} else {
-				flush()
-			}
-		}
-		flush()
 	}
 	return olds, news
+}
+
+// replacements reads the snippets a fix says to replace and their
+// replacements: "replace `a` with `b`", "`a` -> `b`", "use `b` instead of `a`".
+func replacements(fix string) (olds, news []string) {
+	for _, m := range replaceRe.FindAllStringSubmatch(fix, -1) {
+		olds, news = append(olds, m[1]), append(news, m[2])
+	}
+	for _, m := range arrowRe.FindAllStringSubmatch(fix, -1) {
+		olds, news = append(olds, m[1]), append(news, m[2])
+	}
+	for _, m := range insteadRe.FindAllStringSubmatch(fix, -1) {
+		news, olds = append(news, m[1]), append(olds, m[2])
+	}
+	return olds, news
+}
+
+// codeRuns returns the runs of code-like words in a line of prose:
+// "compute (df['q'] * df['p']).sum() for x" has "(df['q'] * df['p']).sum()".
+func codeRuns(line string) []string {
+	var runs, run []string
+	flush := func() {
+		if len(run) > 0 {
+			runs = append(runs, strings.TrimRight(strings.Join(run, " "), ".,;"))
+		}
+		run = nil
+	}
+	for _, w := range strings.Fields(line) {
+		if codeTokenRe.MatchString(strings.TrimRight(w, ".,;")) || isOperator(w) {
+			run = append(run, w)
+		} else {
+			flush()
+		}
+	}
+	flush()
+	return runs
 }
 
 func isOperator(w string) bool {
@@ -142,18 +157,38 @@ func checkOne(oldCode, newCode string, f messages.Failure) verdict {
 	}
 	oldS, newS := squash(oldCode), squash(newCode)
 	olds, news := snippets(f.SuggestedFix)
-	present := false
-	var added []string // the new snippets that appeared
+	added := appeared(oldS, newS, news)
+	stays, gone := oldsFate(oldS, newS, olds, added)
+	present := len(added) > 0
+	switch {
+	case stays && present:
+		return undecided
+	case stays:
+		return notApplied
+	case present || gone:
+		return applied
+	}
+	return undecided
+}
+
+// appeared returns the new snippets (squashed) that were not in the old
+// code and are in the new, longest first.
+func appeared(oldS, newS string, news []string) []string {
+	var added []string
 	for _, sn := range news {
 		if n := squash(sn); len(n) >= minSnippet && !strings.Contains(oldS, n) && strings.Contains(newS, n) {
-			present = true
 			added = append(added, n)
 		}
 	}
-	// An old snippet inside a new one ("return total" in "return total /
-	// len(xs)") is not the old code staying: it is counted outside the new
-	// snippets that contain it.
 	slices.SortFunc(added, func(a, b string) int { return len(b) - len(a) })
+	return added
+}
+
+// oldsFate tells whether a snippet the fix says to replace stays (as often
+// as before) or is gone (less often). An old snippet inside a new one that
+// appeared ("return total" in "return total / len(xs)") is not the old code
+// staying: it is counted outside the new snippets that contain it.
+func oldsFate(oldS, newS string, olds, added []string) (stays, gone bool) {
 	countOutside := func(code, old string) int {
 		for _, n := range added {
 			if strings.Contains(n, old) {
@@ -162,7 +197,6 @@ func checkOne(oldCode, newCode string, f messages.Failure) verdict {
 		}
 		return strings.Count(code, old)
 	}
-	stays, gone := false, false
 	for _, sn := range olds {
 		n := squash(sn)
 		if len(n) < minSnippet || !strings.Contains(oldS, n) {
@@ -174,15 +208,7 @@ func checkOne(oldCode, newCode string, f messages.Failure) verdict {
 			gone = true
 		}
 	}
-	switch {
-	case stays && present:
-		return undecided
-	case stays:
-		return notApplied
-	case present || gone:
-		return applied
-	}
-	return undecided
+	return stays, gone
 }
 
 // checkFix is the mechanical verification of a code fix. Unchanged code
@@ -411,17 +437,24 @@ func funcSource(src, name string) string {
 		if kinds[i] != pyscan.Statement || m == nil || m[2] != name {
 			continue
 		}
-		indent := len(m[1])
-		end := i + 1
-		for j := i + 1; j < len(lines) && j < len(kinds); j++ {
-			if kinds[j] == pyscan.Statement && len(lines[j])-len(strings.TrimLeft(lines[j], " \t")) <= indent {
-				break
-			}
-			if strings.TrimSpace(lines[j]) != "" {
-				end = j + 1
-			}
-		}
+		end := blockEnd(lines, kinds, i, len(m[1]))
 		out = append(out, strings.Join(lines[i:end], "\n"))
 	}
 	return strings.Join(out, "\n")
+}
+
+// blockEnd is the line after the last non-blank line of the block that
+// line i opens at indent: the block ends at the next statement indented no
+// deeper.
+func blockEnd(lines []string, kinds []pyscan.LineKind, i, indent int) int {
+	end := i + 1
+	for j := i + 1; j < len(lines) && j < len(kinds); j++ {
+		if kinds[j] == pyscan.Statement && len(lines[j])-len(strings.TrimLeft(lines[j], " \t")) <= indent {
+			break
+		}
+		if strings.TrimSpace(lines[j]) != "" {
+			end = j + 1
+		}
+	}
+	return end
 }

@@ -1,8 +1,8 @@
 package metrics
 
-// Family describes a metric family the binaries register: what the README's
-// metrics table lists, what the dashboards may query, and what the end-to-end
-// test looks for on each binary's /metrics.
+// Family describes a metric family the binaries register: what the metrics
+// table of docs/operations.md lists, what the dashboards may query, and what
+// the end-to-end test looks for on each binary's /metrics.
 type Family struct {
 	Name   string
 	Type   string   // counter, gauge or histogram
@@ -27,7 +27,8 @@ var (
 	coordOnly   = []string{BinCoordinator}
 )
 
-// Families is every family of names.go, in the README table's order.
+// Families is every family of names.go, in the order of the table of
+// docs/operations.md.
 var Families = []Family{
 	{BusMessagesTotal, "counter", []string{"consumer", "outcome"}, allBinaries, true},
 	{BusHandleSeconds, "histogram", []string{"consumer"}, allBinaries, true},

@@ -254,8 +254,8 @@ func TestObserveBackend(t *testing.T) {
 // so a slow stage lands in a bucket rather than only in +Inf.
 func TestStageBucketsReachLongestStage(t *testing.T) {
 	t.Parallel()
-	longestRun := coordinator.StageDeadline(messages.StageRunTests, messages.Options{Timeout: messages.Duration(messages.MaxTimeout)}, nil)
-	longest := max(longestRun, coordinator.DefaultBuildDeadline, coordinator.DefaultLLMDeadline)
+	longestRun := coordinator.StageDeadline(messages.DefaultStages(), messages.StageRunTests, messages.Options{Timeout: messages.Duration(messages.MaxTimeout)}, nil)
+	longest := max(longestRun, coordinator.DefaultBuildDeadline, coordinator.DefaultStepDeadline)
 	top := time.Duration(metrics.StageBuckets[len(metrics.StageBuckets)-1] * float64(time.Second))
 	if top < longest {
 		t.Errorf("last stage bucket %s < longest stage deadline %s", top, longest)

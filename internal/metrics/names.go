@@ -1,7 +1,7 @@
 package metrics
 
 // Every metric family the binaries register, by the process that
-// registers it. The README's metrics table lists the same names (a test
+// registers it. The metrics table of docs/operations.md lists the same names (a test
 // keeps them in step).
 const (
 	// Bus workers (every binary): internal/bus.

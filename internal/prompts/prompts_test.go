@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -80,7 +82,7 @@ func TestGolden(t *testing.T) {
 	// Not parallel: with -update it writes testdata.
 	all := builders()
 	h := sha256.New()
-	for _, stage := range sortedKeys(all) {
+	for _, stage := range slices.Sorted(maps.Keys(all)) {
 		var b strings.Builder
 		for _, m := range all[stage] {
 			b.WriteString("===== " + m.Role + " =====\n" + m.Content + "\n")
@@ -124,8 +126,6 @@ func TestGolden(t *testing.T) {
 		t.Errorf("testdata/VERSION is stale: run go test -update")
 	}
 }
-
-func sortedKeys[V any](m map[string]V) []string { return sorted(m) }
 
 func TestStructure(t *testing.T) {
 	t.Parallel()

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -61,7 +62,7 @@ Your job now: write solution.py following the plan and the script protocol. Impl
 func trimAll(ss []string, budget int) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		out[i] = protocol.Trim(s, budget)
+		out[i] = trim.Middle(s, budget)
 	}
 	return out
 }
@@ -176,10 +177,10 @@ func renderReport(b *strings.Builder, r messages.TestReport, failing []string) {
 		for _, c := range cases {
 			fmt.Fprintf(&s, "=== %s (%s)\n", protocol.TestID(c), c.Outcome)
 			if c.Message != "" {
-				s.WriteString(protocol.Trim(c.Message, fieldBudget) + "\n")
+				s.WriteString(trim.Middle(c.Message, fieldBudget) + "\n")
 			}
 			if c.Details != "" {
-				s.WriteString(protocol.Trim(c.Details, per) + "\n")
+				s.WriteString(trim.Middle(c.Details, per) + "\n")
 			}
 		}
 		b.WriteString("\n")
@@ -187,7 +188,7 @@ func renderReport(b *strings.Builder, r messages.TestReport, failing []string) {
 	}
 	if strings.TrimSpace(r.Output) != "" {
 		b.WriteString("\n")
-		b.WriteString(data("pytest output (trimmed)", "text", protocol.Trim(r.Output, TestOutputBudget)))
+		b.WriteString(data("pytest output (trimmed)", "text", trim.Middle(r.Output, TestOutputBudget)))
 	}
 }
 
@@ -332,7 +333,7 @@ Reply fields:
 		cols.WriteString("(no tabular sample)\n")
 	}
 	b.WriteString("\n")
-	b.WriteString(data("Columns", "text", protocol.Trim(cols.String(), dataBudget)))
+	b.WriteString(data("Columns", "text", trim.Middle(cols.String(), dataBudget)))
 	b.WriteString("\nMap the constraint to a check now.\n")
 	return chat(system, b.String())
 }
@@ -363,7 +364,7 @@ Reply fields:
 		b.WriteString(data("Imports of the code", "text", strings.Join(in.Imports, "\n")))
 	}
 	if in.Log != "" {
-		b.WriteString(data("Build log", "text", protocol.Trim(in.Log, 4000)))
+		b.WriteString(data("Build log", "text", trim.Middle(in.Log, 4000)))
 	}
 	b.WriteString("\nName the replacement now.\n")
 	return chat(system, b.String())

@@ -2,11 +2,13 @@ package prompts
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -91,15 +93,6 @@ func samplePath(file string) string {
 	return fmt.Sprintf("%q", p)
 }
 
-func sorted[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // renderTask writes what the user asked for. Free text is fenced; names and
 // types are validated by the spec and written plainly.
 func renderTask(b *strings.Builder, t messages.TaskSpec) {
@@ -107,7 +100,7 @@ func renderTask(b *strings.Builder, t messages.TaskSpec) {
 	b.WriteString(data("Task description", "text", t.Prompt))
 	if strings.TrimSpace(t.Schema) != "" {
 		b.WriteString("\n")
-		b.WriteString(data("Schema and context notes from the user", "text", protocol.Trim(t.Schema, dataBudget)))
+		b.WriteString(data("Schema and context notes from the user", "text", trim.Middle(t.Schema, dataBudget)))
 	}
 	if len(t.Constraints) > 0 {
 		var cs strings.Builder
@@ -123,7 +116,7 @@ func renderTask(b *strings.Builder, t messages.TaskSpec) {
 		b.WriteString(" none\n")
 	} else {
 		b.WriteString("\n")
-		for _, n := range sorted(t.Inputs) {
+		for _, n := range slices.Sorted(maps.Keys(t.Inputs)) {
 			fmt.Fprintf(b, "- %s: %s\n", name(n), name(string(t.Inputs[n])))
 		}
 	}
@@ -132,7 +125,7 @@ func renderTask(b *strings.Builder, t messages.TaskSpec) {
 		b.WriteString(" none\n")
 	} else {
 		b.WriteString("\n")
-		for _, n := range sorted(t.Samples) {
+		for _, n := range slices.Sorted(maps.Keys(t.Samples)) {
 			fmt.Fprintf(b, "- %s: %s\n", name(n), samplePath(t.Samples[n]))
 		}
 	}
@@ -141,7 +134,7 @@ func renderTask(b *strings.Builder, t messages.TaskSpec) {
 		b.WriteString(" none\n")
 	} else {
 		b.WriteString("\n")
-		for _, n := range sorted(t.Outputs) {
+		for _, n := range slices.Sorted(maps.Keys(t.Outputs)) {
 			fmt.Fprintf(b, "- %s: %s\n", name(n), name(string(t.Outputs[n])))
 		}
 	}
@@ -152,7 +145,7 @@ func renderDataContext(b *strings.Builder, dc string) {
 		return
 	}
 	b.WriteString("\n## Sample data\n\n")
-	b.WriteString(data("Profile of the sample files: schema, statistics and sample rows", "text", protocol.Trim(dc, dataBudget)))
+	b.WriteString(data("Profile of the sample files: schema, statistics and sample rows", "text", trim.Middle(dc, dataBudget)))
 }
 
 func renderPlan(b *strings.Builder, p messages.Plan) {
@@ -218,10 +211,10 @@ func scriptProtocol(t messages.TaskSpec) string {
 		b.WriteString("3. The script takes no command-line options; still parse them with argparse so that --help works.\n")
 	} else {
 		b.WriteString("3. Command-line options, one per input and sample. Every option is optional: the harness may run the script with none of them, and with all defaults it must process the sample files and write every output.\n")
-		for _, n := range sorted(t.Inputs) {
+		for _, n := range slices.Sorted(maps.Keys(t.Inputs)) {
 			fmt.Fprintf(&b, "   - `--%s` (%s): %s\n", name(n), name(string(t.Inputs[n])), inputOption(t.Inputs[n]))
 		}
-		for _, n := range sorted(t.Samples) {
+		for _, n := range slices.Sorted(maps.Keys(t.Samples)) {
 			fmt.Fprintf(&b, "   - `--%s` (sample file): a path; default %s\n", name(n), samplePath(t.Samples[n]))
 		}
 	}
@@ -229,7 +222,7 @@ func scriptProtocol(t messages.TaskSpec) string {
 		b.WriteString("4. There are no sample files. Never write under /var/inputs.\n")
 	} else {
 		b.WriteString("4. The sample files are mounted read-only at exactly these paths, in the test sandbox as well as in every run:\n")
-		for _, n := range sorted(t.Samples) {
+		for _, n := range slices.Sorted(maps.Keys(t.Samples)) {
 			fmt.Fprintf(&b, "   - %s: %s\n", name(n), samplePath(t.Samples[n]))
 		}
 		b.WriteString("   Never write under /var/inputs.\n")
@@ -239,7 +232,7 @@ func scriptProtocol(t messages.TaskSpec) string {
 		b.WriteString("writes nothing else: no outputs are declared, so main prints the results to stdout instead.\n")
 	} else {
 		b.WriteString("writes each declared output to `<out_dir>/<name>`, with no file extension:\n")
-		for _, n := range sorted(t.Outputs) {
+		for _, n := range slices.Sorted(maps.Keys(t.Outputs)) {
 			fmt.Fprintf(&b, "   - %s (%s): %s\n", name(n), name(string(t.Outputs[n])), outputFormat(n, t.Outputs[n]))
 		}
 		b.WriteString("   Scalar files hold only the value as text (a final newline is allowed). Write nothing else under out_dir.\n")
@@ -260,7 +253,7 @@ func testProtocol(t messages.TaskSpec) string {
 `)
 	if len(t.Samples) > 0 {
 		b.WriteString("5. The sample files are present, read-only, in the test sandbox:\n")
-		for _, n := range sorted(t.Samples) {
+		for _, n := range slices.Sorted(maps.Keys(t.Samples)) {
 			fmt.Fprintf(&b, "   - %s: %s\n", name(n), samplePath(t.Samples[n]))
 		}
 		b.WriteString("   Test that the code processes each sample file without error and that the results have the declared types and satisfy the constraints. Assert exact values only where the data profile shows them for certain. Do not skip these tests.\n")
@@ -301,7 +294,7 @@ func renderFailures(b *strings.Builder, label string, fs []messages.Failure) {
 		fmt.Fprintf(&s, "%d. test_name: %s\n", i+1, f.TestName)
 		field := func(k, v string) {
 			if v = strings.TrimSpace(v); v != "" {
-				fmt.Fprintf(&s, "   %s: %s\n", k, strings.ReplaceAll(protocol.Trim(v, fieldBudget), "\n", "\n     "))
+				fmt.Fprintf(&s, "   %s: %s\n", k, strings.ReplaceAll(trim.Middle(v, fieldBudget), "\n", "\n     "))
 			}
 		}
 		field("error_type", string(f.ErrorType))

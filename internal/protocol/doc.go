@@ -1,11 +1,9 @@
 // Package protocol is the script protocol (Contract 2 in docs/contracts.md)
 // in one place: the names of the generated files and of the directories a
 // script reads and writes, how a sample or input becomes a path and an
-// option, how a pytest case is named and when it counts as failing, the
-// canonical form of a package name, and how long texts are trimmed: Trim
-// for prompts (a middle cut), and for what a sandbox captures
-// HeadTailBuffer (a stream kept to its head and tail in fixed memory) with
-// TrimHeadTail, TrimTail (a traceback ends with the error) and TrimHead.
+// option, how a pytest case is named and when it counts as failing, and
+// the canonical form of a package name. (Long texts are kept to a budget
+// by internal/trim.)
 //
 // It has no I/O and imports only pkg/messages, so the state machine, the
 // prompts, the stages and the sandbox can all share it.

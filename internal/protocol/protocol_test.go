@@ -3,7 +3,6 @@ package protocol
 import (
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -83,27 +82,6 @@ func TestFailingTests(t *testing.T) {
 	}}
 	if diff := cmp.Diff([]string{"test_totals", "TestMain::test_m[1-2]", SessionTest}, FailingTests(report)); diff != "" {
 		t.Errorf("FailingTests (-want +got):\n%s", diff)
-	}
-}
-
-func TestTrim(t *testing.T) {
-	t.Parallel()
-	if got := Trim("short", 10); got != "short" {
-		t.Errorf("Trim short = %q", got)
-	}
-	if got := Trim("unbounded", 0); got != "unbounded" {
-		t.Errorf("Trim with no budget = %q", got)
-	}
-	s := "HEAD" + strings.Repeat("é", 5000) + "TAIL"
-	got := Trim(s, 1000)
-	if !strings.HasPrefix(got, "HEAD") || !strings.HasSuffix(got, "TAIL") || !strings.Contains(got, "bytes trimmed") {
-		t.Errorf("Trim lost head, tail or marker: %q", got)
-	}
-	if len(got) > 1000+50 {
-		t.Errorf("Trim result is %d bytes, want about 1000", len(got))
-	}
-	if !utf8.ValidString(got) {
-		t.Error("Trim split a rune")
 	}
 }
 

@@ -1,9 +1,12 @@
 package pyscan
 
 import (
-	"github.com/autocoder/autocoder/internal/protocol"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/autocoder/autocoder/internal/protocol"
 )
 
 // Version identifies the scanner and its tables. Bump it when a change can
@@ -220,7 +223,7 @@ func (r Resolver) Distributions(imports []string) (dists []string, unknown []str
 			us[topLevel(m)] = true
 		}
 	}
-	dists, unknown = sortedSet(ds), sortedSet(us)
+	dists, unknown = slices.Sorted(maps.Keys(ds)), slices.Sorted(maps.Keys(us))
 	sort.Slice(dists, func(i, j int) bool { return strings.ToLower(dists[i]) < strings.ToLower(dists[j]) })
 	return dists, unknown
 }

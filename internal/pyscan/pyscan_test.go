@@ -283,7 +283,7 @@ func fakePython(t *testing.T, out string, code int) string {
 	}
 	p := filepath.Join(t.TempDir(), "python")
 	script := "#!/bin/sh\ncat <<'EOF'\n" + out + "\nEOF\nexit " + string(rune('0'+code)) + "\n"
-	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+	if err := writeExecutable(p, []byte(script)); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -1,8 +1,9 @@
 package pyscan
 
 import (
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -253,7 +254,7 @@ func Modules(src string) []string {
 			seen[m] = true
 		}
 	}
-	return sortedSet(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // Imports returns the top-level module names that src imports, sorted and
@@ -264,7 +265,7 @@ func Imports(src string) []string {
 	for _, m := range Modules(src) {
 		seen[topLevel(m)] = true
 	}
-	return sortedSet(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func stmtModules(s stmt) []string {
@@ -412,13 +413,4 @@ func topLevel(m string) string {
 		return m[:i]
 	}
 	return m
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -17,7 +17,7 @@
 // This package holds only what every backend shares: the Backend
 // interface and its types (RunSpec, its defaults and Validate), the errors,
 // package-name normalising (NormalizePackages), one-build-per-key
-// (BuildGroup), output capture (protocol.HeadTailBuffer), and the harness that turns
+// (BuildGroup), output capture (trim.Buffer), and the harness that turns
 // a run into a report. sandboxtest is the conformance and escape suite
 // every backend runs.
 //

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -113,7 +114,7 @@ func ParseTestReport(res RunResult, timeout time.Duration) messages.TestReport {
 	case res.TimedOut:
 		cases = []messages.TestCase{{Name: collectionCase, Outcome: messages.OutcomeError,
 			Message: fmt.Sprintf("the test run timed out after %s and was killed", timeout),
-			Details: protocol.TrimTail(rep.Output, caseDetailsLimit)}}
+			Details: trim.Tail(rep.Output, caseDetailsLimit)}}
 	case !haveXML || parseErr != nil:
 		msg := fmt.Sprintf("pytest exited with code %d without a test report", res.ExitCode)
 		if parseErr != nil {
@@ -123,14 +124,14 @@ func ParseTestReport(res RunResult, timeout time.Duration) messages.TestReport {
 			msg += ": " + line
 		}
 		cases = []messages.TestCase{{Name: collectionCase, Outcome: messages.OutcomeError,
-			Message: protocol.TrimHead(msg, caseMessageLimit), Details: protocol.TrimTail(rep.Output, caseDetailsLimit)}}
+			Message: trim.Head(msg, caseMessageLimit), Details: trim.Tail(rep.Output, caseDetailsLimit)}}
 	case len(cases) == 0 && res.ExitCode != 0:
 		// Exit 5 is "no tests collected"; anything else without cases is
 		// an internal error or a usage error. Either way there is nothing
 		// to pass.
 		cases = []messages.TestCase{{Name: collectionCase, Outcome: messages.OutcomeError,
 			Message: fmt.Sprintf("pytest ran no tests (exit code %d)", res.ExitCode),
-			Details: protocol.TrimTail(rep.Output, caseDetailsLimit)}}
+			Details: trim.Tail(rep.Output, caseDetailsLimit)}}
 	}
 	for _, c := range cases {
 		switch c.Outcome {
@@ -161,7 +162,7 @@ func combinedOutput(res RunResult) string {
 		}
 		out += "--- stderr ---\n" + string(res.Stderr)
 	}
-	return protocol.TrimHeadTail(strings.ToValidUTF8(out, ""), reportOutputLimit)
+	return trim.HeadTail(strings.ToValidUTF8(out, ""), reportOutputLimit)
 }
 
 // lastErrorLine finds the most telling line of a crash log: the last one
@@ -171,7 +172,7 @@ func lastErrorLine(out string) string {
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i]), "E "))
 		if head, _, ok := strings.Cut(l, ": "); ok && (strings.HasSuffix(head, "Error") || strings.HasSuffix(head, "Exception")) {
-			return protocol.TrimHead(l, 300)
+			return trim.Head(l, 300)
 		}
 	}
 	return ""

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -85,7 +85,7 @@ func junitToCase(c junitCase) messages.TestCase {
 			details = append(details, d)
 		}
 	}
-	tc.Message = protocol.TrimHead(strings.ToValidUTF8(strings.Join(msgs, "; "), ""), caseMessageLimit)
-	tc.Details = protocol.TrimTail(strings.ToValidUTF8(strings.Join(details, "\n\n"), ""), caseDetailsLimit)
+	tc.Message = trim.Head(strings.ToValidUTF8(strings.Join(msgs, "; "), ""), caseMessageLimit)
+	tc.Details = trim.Tail(strings.ToValidUTF8(strings.Join(details, "\n\n"), ""), caseDetailsLimit)
 	return tc
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -201,7 +201,7 @@ func parseTimedelta(s string) (any, error) {
 	return total, nil
 }
 
-func quote(s string) string { return strconv.Quote(protocol.TrimHead(s, 80)) }
+func quote(s string) string { return strconv.Quote(trim.Head(s, 80)) }
 
 // ParseOutputs checks every declared output of a run against what it left
 // in /var/outputs (res from a RunSpec with CollectOutputs), and returns the

@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/agent/workspace"
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -37,31 +40,25 @@ var errWorkspaceFull = errors.New("workspace full")
 // coordinator with every tool result (AgentToolOutput.Files).
 var ownFiles = []string{protocol.SolutionFile, protocol.TestFile, "packages.txt", "system_packages.txt"}
 
-// WithWorkspace makes the handlers do the agent's tool calls (agent_tool),
-// with the workspace files kept in w. It returns h.
-func (h *Handlers) WithWorkspace(w WorkspaceStore) *Handlers {
-	h.workspace = w
-	return h
-}
-
 // agentTool does one tool call on a temporary copy of the workspace and
 // stores what it changed. A tool that cannot do what it is asked (a path
 // outside the workspace, an edit whose old text is absent) is a result for
 // the model, not a failed stage.
-func (h *Handlers) agentTool(ctx context.Context, cmd *messages.StageCommand, in messages.AgentToolInput) (stagework.Output, error) {
+func (h *Handlers) agentTool(ctx context.Context, cmd *messages.StageCommand, in messages.AgentToolInput) (stagework.Output[messages.AgentToolOutput], error) {
+	var none stagework.Output[messages.AgentToolOutput]
 	if h.workspace == nil {
-		return stagework.Output{}, stagework.Permanent(errors.New("this sandbox worker has no workspace store for agent tool calls"))
+		return none, bus.Permanent(errors.New("this sandbox worker has no workspace store for agent tool calls"))
 	}
 	root, err := os.MkdirTemp("", "autocoder-agent-*")
 	if err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	defer os.RemoveAll(root)
 	if err := os.Chmod(root, 0o755); err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	if err := h.materialize(ctx, root, in.Workspace); err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	out := messages.AgentToolOutput{Workspace: in.Workspace}
 	switch in.Call.Name {
@@ -80,10 +77,10 @@ func (h *Handlers) agentTool(ctx context.Context, cmd *messages.StageCommand, in
 		out.Verdict, out.Workspace, err = messages.VerdictError, in.Workspace, nil
 	}
 	if err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	if out.Files, err = h.ownFiles(ctx, out.Workspace); err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	if big := oversized(out.Files); big != "" {
 		// The call's changes are dropped: the job could not keep the file.
@@ -92,10 +89,10 @@ func (h *Handlers) agentTool(ctx context.Context, cmd *messages.StageCommand, in
 			big, len(out.Files[big]), maxOwnFile)
 		out.Workspace = in.Workspace
 		if out.Files, err = h.ownFiles(ctx, out.Workspace); err != nil {
-			return stagework.Output{}, err
+			return none, err
 		}
 	}
-	return stagework.Output{Value: out}, nil
+	return stagework.Output[messages.AgentToolOutput]{Value: out}, nil
 }
 
 // oversized names an own file larger than maxOwnFile, or returns "".
@@ -179,7 +176,7 @@ func readFile(root, path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read_file %s: %w", path, relErr(err, root))
 	}
-	return protocol.Trim(string(data), maxReadResult), nil
+	return trim.Middle(string(data), maxReadResult), nil
 }
 
 func editFile(root, path string, old *string, replacement string) (string, error) {
@@ -251,11 +248,11 @@ func relErr(err error, root string) error {
 // materialize writes the workspace into root.
 func (h *Handlers) materialize(ctx context.Context, root string, ws messages.Workspace) error {
 	if len(ws) > maxWorkspaceFiles {
-		return stagework.Permanent(fmt.Errorf("workspace has %d files, more than %d", len(ws), maxWorkspaceFiles))
+		return bus.Permanent(fmt.Errorf("workspace has %d files, more than %d", len(ws), maxWorkspaceFiles))
 	}
-	for _, p := range sortedPaths(ws) {
+	for _, p := range slices.Sorted(maps.Keys(ws)) {
 		if !filepath.IsLocal(p) || strings.ContainsRune(p, 0) {
-			return stagework.Permanent(fmt.Errorf("workspace path %q is not inside the workspace", p))
+			return bus.Permanent(fmt.Errorf("workspace path %q is not inside the workspace", p))
 		}
 		full := filepath.Join(root, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -316,7 +313,7 @@ func (h *Handlers) collect(ctx context.Context, root string) (messages.Workspace
 		return nil
 	})
 	if err != nil && !errors.Is(err, errWorkspaceFull) {
-		err = stagework.Permanent(fmt.Errorf("collect the workspace: %w", err))
+		err = bus.Permanent(fmt.Errorf("collect the workspace: %w", err))
 	}
 	return ws, err
 }
@@ -336,13 +333,4 @@ func (h *Handlers) ownFiles(ctx context.Context, ws messages.Workspace) (map[str
 		out[name] = strings.ToValidUTF8(string(data), "\uFFFD")
 	}
 	return out, nil
-}
-
-func sortedPaths(ws messages.Workspace) []string {
-	out := make([]string, 0, len(ws))
-	for p := range ws {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
 }

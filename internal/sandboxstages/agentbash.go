@@ -8,15 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/agent/shellpolicy"
-	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/sandbox"
-	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -66,7 +68,7 @@ func (h *Handlers) bash(ctx context.Context, cmd *messages.StageCommand, in mess
 		if errors.Is(err, errWorkspaceFull) {
 			return out, err
 		}
-		return out, stagework.Permanent(fmt.Errorf("unpack the workspace after bash: %w", err))
+		return out, bus.Permanent(fmt.Errorf("unpack the workspace after bash: %w", err))
 	}
 	return out, nil
 }
@@ -89,7 +91,7 @@ func bashCommand(arguments string) (string, error) {
 func (h *Handlers) bashSpec(ctx context.Context, cmd *messages.StageCommand, in messages.AgentToolInput, root, command string) (sandbox.RunSpec, func(), error) {
 	files := map[string][]byte{}
 	var links strings.Builder
-	for _, p := range sortedPaths(in.Workspace) {
+	for _, p := range slices.Sorted(maps.Keys(in.Workspace)) {
 		if target, ok := strings.CutPrefix(in.Workspace[p], messages.SymlinkPrefix); ok {
 			fmt.Fprintf(&links, "mkdir -p -- %s && ln -sfn -- %s %s\n", shellQuote(path.Dir(p)), shellQuote(target), shellQuote(p))
 			continue
@@ -140,7 +142,7 @@ func bashResult(res sandbox.RunResult) string {
 		b.WriteString("\n--- stderr ---\n")
 		b.Write(res.Stderr)
 	}
-	return protocol.TrimHeadTail(strings.ToValidUTF8(b.String(), "\uFFFD"), bashResultBudget)
+	return trim.HeadTail(strings.ToValidUTF8(b.String(), "\uFFFD"), bashResultBudget)
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -2,7 +2,6 @@ package sandboxstages
 
 import (
 	"fmt"
-	"log/slog"
 	"math"
 	"runtime"
 	"strconv"
@@ -98,23 +97,6 @@ func cpusOr(v float64) float64 {
 
 // fmtCPUs keeps +Inf and NaN readable in a log line.
 func fmtCPUs(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-
-// WithCeilings sets the most one run may have (zero fields: the
-// defaults) and returns h.
-func (h *Handlers) WithCeilings(c Ceilings) *Handlers {
-	h.ceilings = c.withDefaults()
-	return h
-}
-
-// WithLogger sets where the handlers log (limits cut to the ceilings) and
-// returns h.
-func (h *Handlers) WithLogger(l *slog.Logger) *Handlers {
-	if l == nil {
-		l = slog.New(slog.DiscardHandler)
-	}
-	h.log = l
-	return h
-}
 
 // String shows the ceilings as a log line or an error names them.
 func (c Ceilings) String() string {

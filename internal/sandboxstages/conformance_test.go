@@ -23,15 +23,14 @@ func (b ctxBackend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.En
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	var stages []messages.Stage
-	for _, s := range messages.Stages() {
-		if s.Pool() == messages.PoolSandbox {
-			stages = append(stages, s)
-		}
+	mux := func(t *testing.T) *stagework.Mux {
+		return newStages(t, sandboxstages.Config{Backend: ctxBackend{&fakeBackend{run: stdlibRun}}, Samples: &fetcher{}}).mux
 	}
-	handlertest.Run(t, func(*testing.T) stagework.Handler {
-		return sandboxstages.New(ctxBackend{&fakeBackend{run: stdlibRun}}, &fetcher{})
-	}, handlertest.Config{Stages: stages, Inputs: map[messages.Stage]any{
+	stages := mux(t).Registered()
+	if len(stages) != 6 {
+		t.Fatalf("sandboxstages registers %v", stages)
+	}
+	handlertest.Run(t, mux, handlertest.Config{Stages: stages, Inputs: map[messages.Stage]any{
 		messages.StageBuild: messages.BuildInput{Packages: []string{"numpy"}},
 	}})
 }

@@ -12,12 +12,6 @@ type FailedRunRecorder interface {
 	Remember(ctx context.Context, code, tests string) error
 }
 
-// WithFailedRuns makes every failing test run remembered by r.
-func (h *Handlers) WithFailedRuns(r FailedRunRecorder) *Handlers {
-	h.failedRuns = r
-	return h
-}
-
 // rememberFailure records a failing run that follows from its code and
 // tests alone (not one cut short by a timeout or a kill, which says as
 // much about the machine's load). A cache that is down costs the negative

@@ -20,7 +20,6 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/sandbox"
-	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -148,7 +147,7 @@ func unpackDirs(refs []messages.SampleRef, inputs map[string]string) (map[string
 		dst := filepath.Join(dir, r.FileName)
 		if err := untar(inputs[r.FileName], dst); err != nil {
 			cleanup()
-			return nil, func() {}, stagework.Permanent(fmt.Errorf("input %s: %w", r.Name, err))
+			return nil, func() {}, bus.Permanent(fmt.Errorf("input %s: %w", r.Name, err))
 		}
 		inputs[r.FileName] = dst
 	}

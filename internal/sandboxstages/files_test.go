@@ -47,13 +47,13 @@ func TestProfileHandsUnparsedConstraintsOn(t *testing.T) {
 	if err := os.WriteFile(p, []byte("region,price\nnorth,2.5\nsouth,30\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := sandboxstages.New(&fakeBackend{}, &fetcher{paths: map[string]string{"sales.csv": p}})
+	h := newStages(t, sandboxstages.Config{Backend: &fakeBackend{}, Samples: &fetcher{paths: map[string]string{"sales.csv": p}}})
 	in := messages.ProfileInput{Samples: []messages.SampleRef{salesRef}, Constraints: []string{"price must be positive", "prices are sane"}}
 	out, err := h.Handle(ctxT(t), command(t, messages.StageProfile, in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	po := out.Value.(messages.ProfileOutput)
+	po := value[messages.ProfileOutput](t, out)
 	if diff := cmp.Diff([]string{"prices are sane"}, po.Unparsed); diff != "" {
 		t.Errorf("unparsed (-want +got):\n%s", diff)
 	}
@@ -74,7 +74,7 @@ func TestProfileHandsUnparsedConstraintsOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if po := out.Value.(messages.ProfileOutput); po.Unparsed != nil || po.Render != nil || po.Columns != nil {
+	if po := value[messages.ProfileOutput](t, out); po.Unparsed != nil || po.Render != nil || po.Columns != nil {
 		t.Errorf("output %+v carries constraint-stage input with nothing unparsed", po)
 	}
 }
@@ -92,22 +92,22 @@ func TestRunStoresFileAndDirOutputs(t *testing.T) {
 		return sandbox.RunResult{Outputs: files, OutputDirs: []string{"charts", "charts/sub", "charts/empty", "chartsnot"}}, nil
 	}}
 	store := &memOutputs{}
-	h := sandboxstages.New(b, &fetcher{}).WithOutputs(store)
+	h := newStages(t, sandboxstages.Config{Backend: b, Samples: &fetcher{}, Outputs: store})
 	in := messages.AcceptanceInput{Image: "env-1", Env: messages.BuildInput{Packages: []string{"pandas"}}, Code: "print()\n",
 		Outputs: map[string]messages.Type{"report": messages.TypeFile, "charts": messages.TypeDir, "total": messages.TypeFloat}}
 	out, err := h.Handle(ctxT(t), command(t, messages.StageRun, in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ao := out.Value.(messages.AcceptanceOutput)
+	ao := value[messages.AcceptanceOutput](t, out)
 	if !ao.OK {
 		t.Fatalf("problems %v", ao.Problems)
 	}
-	report := ao.Outputs["report"].(sandbox.FileValue)
+	report := jsonAs[sandbox.FileValue](t, ao.Outputs["report"])
 	if report.Object != "sha256:"+sum(files["report"]) || !bytes.Equal(store.objs[sum(files["report"])], files["report"]) {
 		t.Errorf("report %+v not stored by content", report)
 	}
-	charts := ao.Outputs["charts"].(sandbox.DirValue)
+	charts := jsonAs[sandbox.DirValue](t, ao.Outputs["charts"])
 	ref, ok := messages.ParseObjectRef(charts.Object)
 	if !ok || charts.Files != 2 {
 		t.Fatalf("charts %+v", charts)
@@ -134,7 +134,7 @@ func TestRunStoresFileAndDirOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(ao, out2.Value); diff != "" {
+	if diff := cmp.Diff(ao, value[messages.AcceptanceOutput](t, out2)); diff != "" {
 		t.Errorf("a second identical run differs (-first +second):\n%s", diff)
 	}
 }
@@ -175,7 +175,7 @@ func TestRunArgvAndDirInputs(t *testing.T) {
 	}}
 	extra := messages.SampleRef{Name: "extra", Object: "sha256:" + strings.Repeat("e", 64) + ".tar", FileName: "extra", Dir: true}
 	config := messages.SampleRef{Name: "config", Object: "sha256:" + strings.Repeat("c", 64) + ".json", FileName: "config.json"}
-	h := sandboxstages.New(b, &fetcher{paths: map[string]string{"extra": archive, "config.json": "/host/config"}})
+	h := newStages(t, sandboxstages.Config{Backend: b, Samples: &fetcher{paths: map[string]string{"extra": archive, "config.json": "/host/config"}}})
 	weird := `-n $(rm -rf /) 'single' "double"; | & > out ` + "`id`\n\x01é"
 	in := messages.AcceptanceInput{Image: "env-1", Env: messages.BuildInput{Packages: []string{"pandas"}}, Code: "print()\n",
 		Samples: []messages.SampleRef{config, extra},
@@ -213,7 +213,7 @@ func TestDirInputArchiveMustStayInside(t *testing.T) {
 			archive := filepath.Join(t.TempDir(), "x.tar")
 			os.WriteFile(archive, buf.Bytes(), 0o644)
 			b := &fakeBackend{run: func(sandbox.RunSpec) (sandbox.RunResult, error) { return sandbox.RunResult{}, nil }}
-			h := sandboxstages.New(b, &fetcher{paths: map[string]string{"x": archive}})
+			h := newStages(t, sandboxstages.Config{Backend: b, Samples: &fetcher{paths: map[string]string{"x": archive}}})
 			in := messages.AcceptanceInput{Image: "env-1", Env: messages.BuildInput{Packages: []string{"p"}}, Code: "print()\n",
 				Samples: []messages.SampleRef{{Name: "x", Object: "sha256:" + strings.Repeat("f", 64) + ".tar", FileName: "x", Dir: true}}}
 			if _, err := h.Handle(ctxT(t), command(t, messages.StageRun, in)); !isPermanent(err) {
@@ -224,4 +224,18 @@ func TestDirInputArchiveMustStayInside(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jsonAs reads v, an output value as the result's JSON carries it, as T.
+func jsonAs[T any](t *testing.T, v any) T {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return out
 }

@@ -7,111 +7,87 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/objects"
 	"github.com/autocoder/autocoder/internal/profile"
-	"github.com/autocoder/autocoder/internal/samples"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
-// Version of the sandbox stages; bump when what a stage computes changes.
-//
-// 2: the profile stage returns the unparsed constraints and its rendition;
-// File and Dir outputs carry the object they were stored as; Dir inputs.
-// 3: the build stage reports the sandbox interpreter's stdlib module names.
-// 4: the profile decodes non-UTF-8 text with bytes 0x80-0x9f as cp1252;
-// constraints that do not fit their column are kept as text.
-const Version = "sandbox-stages-4"
-
-// SampleFetcher gives local paths for samples (internal/samples.Store).
+// SampleFetcher gives local paths for samples (internal/objects.Store).
 type SampleFetcher interface {
 	FetchAll(ctx context.Context, refs []messages.SampleRef) (map[string]string, error)
 }
 
+// Config configures Handlers. The zero value of every field but Backend and
+// Samples means its default.
+type Config struct {
+	// Backend runs the sandboxes. Required. Its name is part of every
+	// stage's version: an image built by Docker is not an environment the
+	// process backend can run.
+	Backend sandbox.Backend
+	// Samples fetches the jobs' samples. Required.
+	Samples SampleFetcher
+	// Outputs stores the files of File and Dir outputs of the acceptance
+	// and run stages (the outputs object store), so that clients can
+	// download them; each output's value then names its object. Nil: they
+	// are not stored.
+	Outputs OutputStore
+	// Workspace keeps the agent's workspace files (agent.go); nil: the
+	// agent_tool stage fails, saying so.
+	Workspace WorkspaceStore
+	// FailedRuns remembers failing test runs (failedruns.go); nil: none.
+	FailedRuns FailedRunRecorder
+	// Ceilings cap every run's limits (ceilings.go); zero fields mean
+	// their defaults.
+	Ceilings Ceilings
+	// Logger receives the cuts to the ceilings. Nil discards them.
+	Logger *slog.Logger
+}
+
 // Handlers does the sandbox pool's stages on a sandbox.Backend.
 type Handlers struct {
-	backend sandbox.Backend
-	samples SampleFetcher
-	outputs OutputStore // nil: File and Dir outputs are not stored
-	std     stdlibProbe // the sandbox interpreter's stdlib, learned at the first build
-	// ceilings cap every run's limits (ceilings.go); log notes the cuts.
-	ceilings Ceilings
-	log      *slog.Logger
-	// workspace keeps the agent's workspace files (agent.go); nil: no agent_tool stages.
+	backend   sandbox.Backend
+	samples   SampleFetcher
+	outputs   OutputStore
 	workspace WorkspaceStore
 	// failedRuns remembers failing test runs (failedruns.go); nil: none.
 	failedRuns FailedRunRecorder
+	std        stdlibProbe // the sandbox interpreter's stdlib, learned at the first build
+	ceilings   Ceilings
+	log        *slog.Logger
 }
 
-var _ stagework.Handler = (*Handlers)(nil)
-
-// New returns the handlers, with the default Ceilings (see WithCeilings).
-func New(b sandbox.Backend, s SampleFetcher) *Handlers {
-	return &Handlers{backend: b, samples: s, ceilings: Ceilings{}.withDefaults(), log: slog.New(slog.DiscardHandler)}
-}
-
-// WithOutputs makes the acceptance and run stages store the files of File
-// and Dir outputs in o (the outputs object store), so that clients can
-// download them; each output's value then names its object. It returns h.
-func (h *Handlers) WithOutputs(o OutputStore) *Handlers {
-	h.outputs = o
-	return h
-}
-
-// Version implements stagework.Handler. The backend is part of it: an image
-// built by Docker is not an environment the process backend can run.
-func (h *Handlers) Version(stage messages.Stage) string {
-	return Version + "/" + h.backend.Name()
-}
-
-// Handle implements stagework.Handler.
-func (h *Handlers) Handle(ctx context.Context, cmd *messages.StageCommand) (stagework.Output, error) {
-	switch cmd.Stage {
-	case messages.StageProfile:
-		var in messages.ProfileInput
-		if err := decode(cmd, &in); err != nil {
-			return stagework.Output{}, err
-		}
-		return h.profile(ctx, in)
-	case messages.StageBuild:
-		var in messages.BuildInput
-		if err := decode(cmd, &in); err != nil {
-			return stagework.Output{}, err
-		}
-		return h.build(ctx, cmd.JobID, in)
-	case messages.StageRunTests:
-		var in messages.RunTestsInput
-		if err := decode(cmd, &in); err != nil {
-			return stagework.Output{}, err
-		}
-		return h.runTests(ctx, cmd, in)
-	case messages.StageAcceptance, messages.StageRun:
-		var in messages.AcceptanceInput
-		if err := decode(cmd, &in); err != nil {
-			return stagework.Output{}, err
-		}
-		return h.runScript(ctx, cmd, in)
-	case messages.StageAgentTool:
-		var in messages.AgentToolInput
-		if err := decode(cmd, &in); err != nil {
-			return stagework.Output{}, err
-		}
-		return h.agentTool(ctx, cmd, in) // agent.go
+// New validates cfg and returns the handlers.
+func New(cfg Config) (*Handlers, error) {
+	if cfg.Backend == nil || cfg.Samples == nil {
+		return nil, errors.New("sandboxstages: Config.Backend and Config.Samples are required")
 	}
-	return stagework.Output{}, stagework.Permanent(fmt.Errorf("sandbox worker cannot do stage %q", cmd.Stage))
-}
-
-func decode(cmd *messages.StageCommand, v any) error {
-	if err := json.Unmarshal(cmd.Input, v); err != nil {
-		return stagework.Permanent(fmt.Errorf("decode %s input: %w", cmd.Stage, err))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return nil
+	return &Handlers{backend: cfg.Backend, samples: cfg.Samples, outputs: cfg.Outputs, workspace: cfg.Workspace,
+		failedRuns: cfg.FailedRuns, ceilings: cfg.Ceilings.withDefaults(), log: cfg.Logger}, nil
 }
 
-func (h *Handlers) profile(ctx context.Context, in messages.ProfileInput) (stagework.Output, error) {
+// Register puts the sandbox stages on mux. Each depends on the backend
+// (stagework.DependsOn).
+func (h *Handlers) Register(mux *stagework.Mux) {
+	backend := stagework.DependsOn("backend", h.backend.Name())
+	stagework.Register(mux, messages.StageProfile, h.profile, backend)
+	stagework.Register(mux, messages.StageBuild, h.build, backend)
+	stagework.Register(mux, messages.StageRunTests, h.runTests, backend)
+	stagework.Register(mux, messages.StageAcceptance, h.runScript, backend)
+	stagework.Register(mux, messages.StageRun, h.runScript, backend)
+	stagework.Register(mux, messages.StageAgentTool, h.agentTool, backend) // agent.go
+}
+
+func (h *Handlers) profile(ctx context.Context, _ *messages.StageCommand, in messages.ProfileInput) (stagework.Output[messages.ProfileOutput], error) {
+	var none stagework.Output[messages.ProfileOutput]
 	paths, err := h.fetch(ctx, in.Samples)
 	if err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	var ss []profile.Sample
 	for _, r := range in.Samples {
@@ -119,7 +95,7 @@ func (h *Handlers) profile(ctx context.Context, in messages.ProfileInput) (stage
 	}
 	rep, err := profile.Profile(ctx, ss, profile.Options{MaxSampleRows: in.MaxSampleRows, Constraints: in.Constraints})
 	if err != nil {
-		return stagework.Output{}, stagework.Permanent(fmt.Errorf("profile samples: %w", err))
+		return none, bus.Permanent(fmt.Errorf("profile samples: %w", err))
 	}
 	rd := rep.Rendition()
 	out := messages.ProfileOutput{DataContext: rd.DataContext(), GeneratedSchemas: rd.PanderaSchemas(), Unparsed: rep.Unparsed}
@@ -129,23 +105,24 @@ func (h *Handlers) profile(ctx context.Context, in messages.ProfileInput) (stage
 			out.Columns = append(out.Columns, messages.DataColumn{Sample: c.Sample, Name: c.Name, Type: string(c.Type)})
 		}
 		if out.Render, err = json.Marshal(rd); err != nil {
-			return stagework.Output{}, stagework.Permanent(fmt.Errorf("profile samples: %w", err))
+			return none, bus.Permanent(fmt.Errorf("profile samples: %w", err))
 		}
 	}
-	return stagework.Output{Value: out}, nil
+	return stagework.Output[messages.ProfileOutput]{Value: out}, nil
 }
 
-func (h *Handlers) build(ctx context.Context, jobID string, in messages.BuildInput) (stagework.Output, error) {
+func (h *Handlers) build(ctx context.Context, cmd *messages.StageCommand, in messages.BuildInput) (stagework.Output[messages.BuildOutput], error) {
+	var none stagework.Output[messages.BuildOutput]
 	env, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: in.Packages, SystemPackages: in.SystemPackages})
 	var inv *sandbox.InvalidPackageError
 	if errors.As(err, &inv) {
 		// Not a failed stage: the coordinator acts on the names.
-		return stagework.Output{Value: messages.BuildOutput{InvalidPackages: inv.Packages, Log: inv.Log}}, nil
+		return stagework.Output[messages.BuildOutput]{Value: messages.BuildOutput{InvalidPackages: inv.Packages, Log: inv.Log}}, nil
 	}
 	if err != nil {
-		return stagework.Output{}, fmt.Errorf("build environment: %w", err)
+		return none, fmt.Errorf("build environment: %w", err)
 	}
-	return stagework.Output{Value: messages.BuildOutput{Image: env.ID, Log: env.Log, Stdlib: h.stdlib(ctx, jobID, env.ID),
+	return stagework.Output[messages.BuildOutput]{Value: messages.BuildOutput{Image: env.ID, Log: env.Log, Stdlib: h.stdlib(ctx, cmd.JobID, env.ID),
 		Provenance: provenance(env.Provenance)}}, nil
 }
 
@@ -158,14 +135,15 @@ func provenance(arts []sandbox.Artifact) []messages.Artifact {
 	return out
 }
 
-func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in messages.RunTestsInput) (stagework.Output, error) {
+func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in messages.RunTestsInput) (stagework.Output[messages.TestReport], error) {
+	var none stagework.Output[messages.TestReport]
 	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	image, err := h.ensureEnv(ctx, in.Image, in.Env)
 	if err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	rep, err := sandbox.RunTests(ctx, h.backend, sandbox.TestRun{
@@ -173,25 +151,26 @@ func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in 
 		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID,
 	})
 	if err != nil {
-		return stagework.Output{}, fmt.Errorf("run tests: %w", err)
+		return none, fmt.Errorf("run tests: %w", err)
 	}
 	h.rememberFailure(ctx, cmd.JobID, in, rep)
-	return stagework.Output{Value: rep}, nil
+	return stagework.Output[messages.TestReport]{Value: rep}, nil
 }
 
-func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in messages.AcceptanceInput) (stagework.Output, error) {
+func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in messages.AcceptanceInput) (stagework.Output[messages.AcceptanceOutput], error) {
+	var none stagework.Output[messages.AcceptanceOutput]
 	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	inputs, cleanup, err := unpackDirs(in.Samples, inputs)
 	if err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	defer cleanup()
 	image, err := h.ensureEnv(ctx, in.Image, in.Env)
 	if err != nil {
-		return stagework.Output{}, err
+		return none, err
 	}
 	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	out, res, err := sandbox.RunScriptFiles(ctx, h.backend, sandbox.ScriptRun{
@@ -199,14 +178,14 @@ func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in
 		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID, OutputCaps: h.ceilings.Outputs,
 	})
 	if err != nil {
-		return stagework.Output{}, fmt.Errorf("run script: %w", err)
+		return none, fmt.Errorf("run script: %w", err)
 	}
 	if h.outputs != nil {
 		if err := storeOutputs(ctx, h.outputs, out.Outputs, res); err != nil {
-			return stagework.Output{}, err
+			return none, err
 		}
 	}
-	return stagework.Output{Value: out}, nil
+	return stagework.Output[messages.AcceptanceOutput]{Value: out}, nil
 }
 
 // ensureEnv makes sure this worker has the environment: with many
@@ -215,7 +194,7 @@ func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in
 // so it is simply asked again.
 func (h *Handlers) ensureEnv(ctx context.Context, image string, env messages.BuildInput) (string, error) {
 	if image == "" && len(env.Packages) == 0 && len(env.SystemPackages) == 0 {
-		return "", stagework.Permanent(errors.New("no environment to run in"))
+		return "", bus.Permanent(errors.New("no environment to run in"))
 	}
 	e, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: env.Packages, SystemPackages: env.SystemPackages})
 	if err != nil {
@@ -230,8 +209,8 @@ func (h *Handlers) ensureEnv(ctx context.Context, image string, env messages.Bui
 // stage at once instead of after every retry.
 func (h *Handlers) fetch(ctx context.Context, refs []messages.SampleRef) (map[string]string, error) {
 	paths, err := h.samples.FetchAll(ctx, refs)
-	if errors.Is(err, samples.ErrBadSample) {
-		return nil, stagework.Permanent(err)
+	if errors.Is(err, objects.ErrBadObject) {
+		return nil, bus.Permanent(err)
 	}
 	return paths, err
 }

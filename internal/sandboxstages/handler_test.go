@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
 	"github.com/autocoder/autocoder/internal/sandboxstages"
@@ -99,27 +100,63 @@ func command(t *testing.T, stage messages.Stage, input any) *messages.StageComma
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "j", Seq: 1, Stage: stage, Input: b}
+	return &messages.StageCommand{V: messages.WireVersion, JobID: "j", Seq: 1, Stage: stage, Input: b}
 }
 
-func isPermanent(err error) bool {
-	var p *stagework.PermanentError
-	return errors.As(err, &p)
+func isPermanent(err error) bool { return bus.IsPermanent(err) }
+
+// stages is the sandbox stages of handlers made with cfg, on a mux: the
+// tests call them as the executor does.
+type stages struct{ mux *stagework.Mux }
+
+func newStages(t *testing.T, cfg sandboxstages.Config) stages {
+	t.Helper()
+	h, err := sandboxstages.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := stagework.NewMux(messages.DefaultStages())
+	h.Register(mux)
+	if err := mux.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return stages{mux}
+}
+
+// served is a stage's output as the result carries it.
+type served struct{ raw json.RawMessage }
+
+func (s stages) Handle(ctx context.Context, cmd *messages.StageCommand) (served, error) {
+	out, _, err := s.mux.Serve(ctx, cmd)
+	return served{out.Value}, err
+}
+
+// Version is the version of stage, as the cache key holds it.
+func (s stages) Version(stage messages.Stage) string { return s.mux.Version(stage) }
+
+// value decodes a served output.
+func value[T any](t *testing.T, out served) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(out.raw, &v); err != nil {
+		t.Fatalf("output %s: %v", out.raw, err)
+	}
+	return v
 }
 
 var salesRef = messages.SampleRef{Name: "sales", Object: "sha256:" + strings.Repeat("a", 64) + ".csv", FileName: "sales.csv"}
 
 func TestVersionNamesTheBackend(t *testing.T) {
 	t.Parallel()
-	h := sandboxstages.New(&fakeBackend{}, &fetcher{})
-	if v := h.Version(messages.StageBuild); !strings.HasSuffix(v, "/fake") || !strings.HasPrefix(v, sandboxstages.Version) {
-		t.Errorf("Version = %q, want the stages' version and the backend's name", v)
+	h := newStages(t, sandboxstages.Config{Backend: &fakeBackend{}, Samples: &fetcher{}})
+	if v := h.Version(messages.StageBuild); v != "build/v1 backend@fake" {
+		t.Errorf("Version = %q, want the stage's version and the backend's name", v)
 	}
 }
 
 func TestBadCommandsArePermanent(t *testing.T) {
 	t.Parallel()
-	h := sandboxstages.New(&fakeBackend{}, &fetcher{})
+	h := newStages(t, sandboxstages.Config{Backend: &fakeBackend{}, Samples: &fetcher{}})
 	cmds := map[string]*messages.StageCommand{
 		"llm stage":        {Stage: messages.StagePlan, Input: json.RawMessage(`{}`)},
 		"unknown stage":    {Stage: "compile", Input: json.RawMessage(`{}`)},
@@ -158,7 +195,7 @@ func TestBuild(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := &fakeBackend{buildErr: tc.buildErr, run: stdlibRun}
-			h := sandboxstages.New(b, &fetcher{})
+			h := newStages(t, sandboxstages.Config{Backend: b, Samples: &fetcher{}})
 			out, err := h.Handle(ctxT(t), command(t, messages.StageBuild, messages.BuildInput{Packages: []string{"numpy"}, SystemPackages: []string{"libgomp1"}}))
 			if tc.wantErr {
 				if err == nil || isPermanent(err) {
@@ -169,7 +206,7 @@ func TestBuild(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, out.Value); diff != "" {
+			if diff := cmp.Diff(tc.want, value[messages.BuildOutput](t, out)); diff != "" {
 				t.Errorf("output (-want +got):\n%s", diff)
 			}
 			want := []sandbox.EnvSpec{{Packages: []string{"numpy"}, SystemPackages: []string{"libgomp1"}}}
@@ -201,13 +238,13 @@ func stdlibRun(spec sandbox.RunSpec) (sandbox.RunResult, error) {
 func TestBuildLearnsStdlibOnce(t *testing.T) {
 	t.Parallel()
 	b := &fakeBackend{run: stdlibRun}
-	h := sandboxstages.New(b, &fetcher{})
+	h := newStages(t, sandboxstages.Config{Backend: b, Samples: &fetcher{}})
 	for _, pkgs := range [][]string{{"numpy"}, {"pandas"}} {
 		out, err := h.Handle(ctxT(t), command(t, messages.StageBuild, messages.BuildInput{Packages: pkgs}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(fakeStdlib, out.Value.(messages.BuildOutput).Stdlib); diff != "" {
+		if diff := cmp.Diff(fakeStdlib, value[messages.BuildOutput](t, out).Stdlib); diff != "" {
 			t.Errorf("stdlib (-want +got):\n%s", diff)
 		}
 	}
@@ -220,13 +257,13 @@ func TestBuildLearnsStdlibOnce(t *testing.T) {
 	bad := &fakeBackend{run: func(sandbox.RunSpec) (sandbox.RunResult, error) {
 		return sandbox.RunResult{ExitCode: 1, Stderr: []byte("boom")}, nil
 	}}
-	hb := sandboxstages.New(bad, &fetcher{})
+	hb := newStages(t, sandboxstages.Config{Backend: bad, Samples: &fetcher{}})
 	for i := 0; i < 5; i++ {
 		out, err := hb.Handle(ctxT(t), command(t, messages.StageBuild, messages.BuildInput{Packages: []string{"numpy"}}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o := out.Value.(messages.BuildOutput); o.Image != "env-numpy" || o.Stdlib != nil {
+		if o := value[messages.BuildOutput](t, out); o.Image != "env-numpy" || o.Stdlib != nil {
 			t.Errorf("build with a failing probe: %+v", o)
 		}
 	}
@@ -241,7 +278,7 @@ func TestRunTests(t *testing.T) {
 		return sandbox.RunResult{ExitCode: 1, Stdout: []byte("1 failed, 1 passed"), Files: map[string][]byte{sandbox.JUnitFile: []byte(junitPass)}}, nil
 	}}
 	f := &fetcher{paths: map[string]string{"sales.csv": "/host/sales"}}
-	h := sandboxstages.New(b, f)
+	h := newStages(t, sandboxstages.Config{Backend: b, Samples: f})
 	in := messages.RunTestsInput{Image: "env-numpy", Env: messages.BuildInput{Packages: []string{"numpy"}},
 		Code: "def f(): pass\n", Tests: "def test_a(): pass\n", Samples: []messages.SampleRef{salesRef},
 		Timeout: messages.Duration(45 * time.Second), Resources: messages.Resources{CPU: 2, Memory: "1Gi"}}
@@ -249,10 +286,7 @@ func TestRunTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, ok := out.Value.(messages.TestReport)
-	if !ok {
-		t.Fatalf("output is %T, want messages.TestReport", out.Value)
-	}
+	rep := value[messages.TestReport](t, out)
 	if rep.Passed != 1 || rep.Failed != 1 || rep.ExitCode != 1 || len(rep.Cases) != 2 || rep.Cases[1].Message != "assert 1 == 2" {
 		t.Errorf("report %+v", rep)
 	}
@@ -278,7 +312,7 @@ func TestAcceptance(t *testing.T) {
 	b := &fakeBackend{run: func(spec sandbox.RunSpec) (sandbox.RunResult, error) {
 		return sandbox.RunResult{Outputs: map[string][]byte{"total": []byte("12.5\n"), "n": []byte("3")}}, nil
 	}}
-	h := sandboxstages.New(b, &fetcher{paths: map[string]string{"sales.csv": "/host/sales"}})
+	h := newStages(t, sandboxstages.Config{Backend: b, Samples: &fetcher{paths: map[string]string{"sales.csv": "/host/sales"}}})
 	for _, stage := range []messages.Stage{messages.StageAcceptance, messages.StageRun} {
 		in := messages.AcceptanceInput{Image: "env-1", Env: messages.BuildInput{Packages: []string{"pandas"}}, Code: "print()\n", Samples: []messages.SampleRef{salesRef},
 			Args: map[string]string{"threshold": "-1"}, Outputs: map[string]messages.Type{"total": messages.TypeFloat, "n": messages.TypeInt, "missing": messages.TypeStr}}
@@ -286,11 +320,8 @@ func TestAcceptance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := out.Value.(messages.AcceptanceOutput)
-		if !ok {
-			t.Fatalf("%s: output is %T", stage, out.Value)
-		}
-		if got.OK || got.Outputs["total"] != 12.5 || got.Outputs["n"] != int64(3) || len(got.Problems) != 1 || !strings.Contains(got.Problems[0], "missing") {
+		got := value[messages.AcceptanceOutput](t, out)
+		if got.OK || got.Outputs["total"] != 12.5 || got.Outputs["n"] != 3.0 || len(got.Problems) != 1 || !strings.Contains(got.Problems[0], "missing") {
 			t.Errorf("%s: output %+v, want total and n parsed and missing reported", stage, got)
 		}
 	}
@@ -310,7 +341,7 @@ func TestSandboxFailuresAreRetryable(t *testing.T) {
 	broken := &fakeBackend{run: func(sandbox.RunSpec) (sandbox.RunResult, error) {
 		return sandbox.RunResult{}, errors.New("bwrap: cannot create namespace")
 	}}
-	h := sandboxstages.New(broken, &fetcher{})
+	h := newStages(t, sandboxstages.Config{Backend: broken, Samples: &fetcher{}})
 	in := messages.RunTestsInput{Image: "env-1", Code: "x = 1\n", Tests: "def test_x(): pass\n"}
 	for _, stage := range []messages.Stage{messages.StageRunTests, messages.StageAcceptance} {
 		if _, err := h.Handle(ctxT(t), command(t, stage, in)); err == nil || isPermanent(err) {
@@ -320,14 +351,14 @@ func TestSandboxFailuresAreRetryable(t *testing.T) {
 	noBuild := &fakeBackend{buildErr: errors.New("pip: connection reset"), run: func(sandbox.RunSpec) (sandbox.RunResult, error) {
 		return sandbox.RunResult{}, nil
 	}}
-	if _, err := sandboxstages.New(noBuild, &fetcher{}).Handle(ctxT(t), command(t, messages.StageRunTests, in)); err == nil || isPermanent(err) {
+	if _, err := newStages(t, sandboxstages.Config{Backend: noBuild, Samples: &fetcher{}}).Handle(ctxT(t), command(t, messages.StageRunTests, in)); err == nil || isPermanent(err) {
 		t.Errorf("run_tests when the environment cannot be rebuilt: %v, want a retryable error", err)
 	}
 	if len(noBuild.runs) != 0 {
 		t.Error("ran without an environment")
 	}
 	ok := &fakeBackend{run: func(sandbox.RunSpec) (sandbox.RunResult, error) { return sandbox.RunResult{}, nil }}
-	h = sandboxstages.New(ok, &fetcher{err: errors.New("object store unreachable")})
+	h = newStages(t, sandboxstages.Config{Backend: ok, Samples: &fetcher{err: errors.New("object store unreachable")}})
 	in.Samples = []messages.SampleRef{salesRef}
 	for _, stage := range []messages.Stage{messages.StageProfile, messages.StageRunTests, messages.StageAcceptance} {
 		if _, err := h.Handle(ctxT(t), command(t, stage, messages.ProfileInput{Samples: in.Samples})); err == nil || isPermanent(err) {
@@ -344,7 +375,7 @@ func TestSandboxFailuresAreRetryable(t *testing.T) {
 func TestNoEnvironmentIsPermanent(t *testing.T) {
 	t.Parallel()
 	b := &fakeBackend{run: func(sandbox.RunSpec) (sandbox.RunResult, error) { return sandbox.RunResult{}, nil }}
-	h := sandboxstages.New(b, &fetcher{})
+	h := newStages(t, sandboxstages.Config{Backend: b, Samples: &fetcher{}})
 	for _, stage := range []messages.Stage{messages.StageRunTests, messages.StageAcceptance, messages.StageRun} {
 		if _, err := h.Handle(ctxT(t), command(t, stage, messages.RunTestsInput{Code: "x = 1\n", Tests: "def test_x(): pass\n"})); !isPermanent(err) {
 			t.Errorf("%s without an environment: %v, want a permanent error", stage, err)
@@ -361,16 +392,13 @@ func TestProfile(t *testing.T) {
 	if err := os.WriteFile(p, []byte("region,quantity,price\nnorth,3,2.5\nsouth,5,4.0\nnorth,1,10.0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := sandboxstages.New(&fakeBackend{}, &fetcher{paths: map[string]string{"sales.csv": p}})
+	h := newStages(t, sandboxstages.Config{Backend: &fakeBackend{}, Samples: &fetcher{paths: map[string]string{"sales.csv": p}}})
 	out, err := h.Handle(ctxT(t), command(t, messages.StageProfile, messages.ProfileInput{Samples: []messages.SampleRef{salesRef},
 		MaxSampleRows: 2, Constraints: []string{"quantity must be positive"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	po, ok := out.Value.(messages.ProfileOutput)
-	if !ok {
-		t.Fatalf("output is %T", out.Value)
-	}
+	po := value[messages.ProfileOutput](t, out)
 	for _, want := range []string{"sales.csv", "quantity", "region"} {
 		if !strings.Contains(po.DataContext, want) {
 			t.Errorf("data context lacks %q:\n%s", want, po.DataContext)
@@ -386,17 +414,17 @@ func TestProfile(t *testing.T) {
 func TestProcessBackend(t *testing.T) {
 	t.Parallel()
 	b := newProcessBackend(t)
-	h := sandboxstages.New(b, &fetcher{})
+	h := newStages(t, sandboxstages.Config{Backend: b, Samples: &fetcher{}})
 	out, err := h.Handle(ctxT(t), command(t, messages.StageBuild, messages.BuildInput{Packages: []string{}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	image := out.Value.(messages.BuildOutput).Image
+	image := value[messages.BuildOutput](t, out).Image
 	if image == "" {
-		t.Fatalf("build output %+v", out.Value)
+		t.Fatalf("build output %s", out.raw)
 	}
 	// The sandbox's own interpreter reports its stdlib.
-	if std := out.Value.(messages.BuildOutput).Stdlib; !slices.Contains(std, "json") || !slices.Contains(std, "os") || slices.Contains(std, "numpy") {
+	if std := value[messages.BuildOutput](t, out).Stdlib; !slices.Contains(std, "json") || !slices.Contains(std, "os") || slices.Contains(std, "numpy") {
 		t.Errorf("stdlib from the sandbox interpreter: %d names, %.10q", len(std), std)
 	}
 	code := "import os\n\n\ndef f():\n    return 42\n\n\nif __name__ == \"__main__\":\n    with open(\"/var/outputs/answer\", \"w\") as fh:\n        fh.write(str(f()))\n"
@@ -405,7 +433,7 @@ func TestProcessBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := out.Value.(messages.TestReport); !rep.OK() || rep.Passed != 1 {
+	if rep := value[messages.TestReport](t, out); !rep.OK() || rep.Passed != 1 {
 		t.Errorf("report %+v", rep)
 	}
 	out, err = h.Handle(ctxT(t), command(t, messages.StageAcceptance, messages.AcceptanceInput{Image: image, Code: code,
@@ -413,19 +441,19 @@ func TestProcessBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if acc := out.Value.(messages.AcceptanceOutput); !acc.OK || acc.Outputs["answer"] != int64(42) {
+	if acc := value[messages.AcceptanceOutput](t, out); !acc.OK || acc.Outputs["answer"] != 42.0 {
 		t.Errorf("acceptance %+v", acc)
 	}
 
 	// Another sandbox-worker (its own state dir) never built that
 	// environment: it builds it from the package set and runs the tests.
-	other := sandboxstages.New(newProcessBackend(t), &fetcher{})
+	other := newStages(t, sandboxstages.Config{Backend: newProcessBackend(t), Samples: &fetcher{}})
 	out, err = other.Handle(ctxT(t), command(t, messages.StageRunTests, messages.RunTestsInput{Image: image, Env: messages.BuildInput{Packages: []string{}},
 		Code: code, Tests: "from solution import f\n\n\ndef test_f():\n    assert f() == 42\n"}))
 	if err != nil {
 		t.Fatalf("run on a worker without the environment: %v", err)
 	}
-	if rep := out.Value.(messages.TestReport); !rep.OK() {
+	if rep := value[messages.TestReport](t, out); !rep.OK() {
 		t.Errorf("report on the other worker %+v", rep)
 	}
 }
@@ -466,7 +494,7 @@ func TestCeilings(t *testing.T) {
 	t.Parallel()
 	b := &recordingBackend{Backend: newProcessBackend(t)}
 	ceil := sandboxstages.Ceilings{Timeout: 2 * time.Minute, Memory: 1 << 30, CPUs: 1}
-	h := sandboxstages.New(b, &fetcher{}).WithCeilings(ceil)
+	h := newStages(t, sandboxstages.Config{Backend: b, Samples: &fetcher{}, Ceilings: ceil})
 	greedy := messages.Resources{CPU: 64, Memory: "1Ti"}
 	const hours100 = messages.Duration(100 * time.Hour)
 	const wantAS, wantCPU = 1 << 30, 2*60*1 + 1
@@ -480,7 +508,7 @@ func TestCeilings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	image := out.Value.(messages.BuildOutput).Image
+	image := value[messages.BuildOutput](t, out).Image
 	b.mu.Lock()
 	b.runs = nil // the build's own run (the stdlib probe) is not a command's
 	b.mu.Unlock()
@@ -489,7 +517,7 @@ func TestCeilings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := out.Value.(messages.TestReport); !rep.OK() {
+	if rep := value[messages.TestReport](t, out); !rep.OK() {
 		t.Errorf("run_tests inside the sandbox: %+v", rep)
 	}
 	for _, stage := range []messages.Stage{messages.StageAcceptance, messages.StageRun} {
@@ -498,8 +526,8 @@ func TestCeilings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]any{"as": int64(wantAS), "cpu": int64(wantCPU)}
-		if diff := cmp.Diff(want, out.Value.(messages.AcceptanceOutput).Outputs); diff != "" {
+		want := map[string]any{"as": float64(wantAS), "cpu": float64(wantCPU)}
+		if diff := cmp.Diff(want, value[messages.AcceptanceOutput](t, out).Outputs); diff != "" {
 			t.Errorf("%s: limits seen inside the sandbox (-want +got):\n%s", stage, diff)
 		}
 	}
@@ -515,7 +543,7 @@ func TestCeilings(t *testing.T) {
 	}
 }
 
-// TestDefaultCeilings: without WithCeilings a run is capped at 30m, 8 GiB
+// TestDefaultCeilings: without Config.Ceilings a run is capped at 30m, 8 GiB
 // and the machine's cores; what stays under them, or is not asked for,
 // is what the command asks for or the sandbox's default.
 func TestDefaultCeilings(t *testing.T) {
@@ -539,7 +567,7 @@ func TestDefaultCeilings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		b := &fakeBackend{run: func(sandbox.RunSpec) (sandbox.RunResult, error) { return sandbox.RunResult{}, nil }}
-		h := sandboxstages.New(b, &fetcher{})
+		h := newStages(t, sandboxstages.Config{Backend: b, Samples: &fetcher{}})
 		_, err := h.Handle(ctxT(t), command(t, messages.StageAcceptance, messages.AcceptanceInput{Image: "env-1", Code: "print()\n",
 			Timeout: tc.timeout, Resources: tc.res}))
 		if err != nil {

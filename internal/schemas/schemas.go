@@ -62,6 +62,7 @@ var NotMessages = []string{
 	"AgentToolCall", "AgentMessage", "ToolCallRecord", "AgentReport",
 	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult",
 	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation", "RepairRoute",
+	"StageRow", "StageTable", // the stage table: Go-side facts of each stage, never sent
 }
 
 // Messages lists the wire messages, in a stable order.
@@ -115,7 +116,7 @@ func mapper(t reflect.Type) *jsonschema.Schema {
 	case reflect.TypeFor[time.Time]():
 		return &jsonschema.Schema{Type: "string", Format: "date-time"}
 	case reflect.TypeFor[messages.Stage]():
-		return enum(messages.Stages())
+		return enum(messages.DefaultStages().Stages())
 	case reflect.TypeFor[messages.Type]():
 		return enum(messages.OutputTypes)
 	case reflect.TypeFor[messages.JobStatus]():

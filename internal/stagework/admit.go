@@ -21,7 +21,7 @@ import (
 // own record in the job-state bucket: the job exists, is not finished, and
 // has this command's seq pending with this stage, a stage of this
 // executor's pool. A command that fails the check is refused: acked, logged
-// and counted (Config.OnRefused), never run, never answered.
+// and counted (Config.Metrics), never run, never answered.
 
 // Jobs tells the executor which stage commands the coordinator has sent.
 type Jobs interface {
@@ -100,8 +100,8 @@ type refusal struct {
 // (direct get), so a miss is looked up again, for up to ConfirmWait, before
 // the command is refused.
 func (e *Executor) admit(ctx context.Context, cmd *messages.StageCommand) (*refusal, error) {
-	if pool := bus.PoolOf(cmd.Stage); pool != e.cfg.Pool {
-		return &refusal{RefusedWrongPool, fmt.Sprintf("stage %q is done by the %s pool, not %s", cmd.Stage, pool, e.cfg.Pool)}, nil
+	if pool := e.mux.stages.Pool(cmd.Stage); pool != e.cfg.Pool {
+		return &refusal{RefusedWrongPool, fmt.Sprintf("stage %q is done by the %q pool, not %s", cmd.Stage, pool, e.cfg.Pool)}, nil
 	}
 	wait, cancel := context.WithTimeout(ctx, e.cfg.ConfirmWait)
 	defer cancel()
@@ -134,7 +134,5 @@ func (e *Executor) admit(ctx context.Context, cmd *messages.StageCommand) (*refu
 func (e *Executor) refuse(cmd *messages.StageCommand, r *refusal) {
 	e.log.Warn("stage command refused", "job_id", cmd.JobID, "stage", cmd.Stage, "seq", cmd.Seq,
 		"reason", r.reason, "detail", r.detail)
-	if e.cfg.OnRefused != nil {
-		e.cfg.OnRefused(cmd.Stage, r.reason)
-	}
+	e.cfg.Metrics.CommandRefused(cmd.Stage, r.reason)
 }

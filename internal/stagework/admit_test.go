@@ -49,18 +49,19 @@ func newLLMSystem(t *testing.T) *llmSystem {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stages, err := llmstages.New(llmstages.Config{Client: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := stagework.NewMux(messages.DefaultStages())
+	stages.Register(mux)
 	s.x, err = stagework.NewExecutor(stagework.Config{
-		Handler:     llmstages.NewStageHandler(llmstages.New(client, llmstages.Options{})),
+		Mux:         mux,
 		Publisher:   s.be.Publisher,
-		Pool:        bus.PoolLLM,
+		Pool:        messages.PoolLLM,
 		Jobs:        stagework.KVJobs{KV: s.be.Resources.JobState},
 		ConfirmWait: 200 * time.Millisecond,
-		OnRefused: func(_ messages.Stage, reason string) {
-			s.mu.Lock()
-			s.refused = append(s.refused, reason)
-			s.mu.Unlock()
-			s.signal <- struct{}{}
-		},
+		Metrics:     refusals{s},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func newLLMSystem(t *testing.T) *llmSystem {
 func (s *llmSystem) submit(t *testing.T, jobID string) messages.StageCommand {
 	t.Helper()
 	spec := messages.JobSpec{Prompt: "Compute 42.", Outputs: map[string]messages.Type{"answer": messages.TypeInt}}
-	b, err := json.Marshal(messages.SubmitJob{V: messages.SchemaVersion, JobID: jobID, Spec: spec})
+	b, err := json.Marshal(messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Spec: spec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func (s *llmSystem) submit(t *testing.T, jobID string) messages.StageCommand {
 	}
 	for seq, p := range st.Pending {
 		if p.Stage == messages.StagePlan {
-			return messages.StageCommand{V: messages.SchemaVersion, JobID: jobID, Seq: seq, Stage: messages.StagePlan, Model: "test-model",
+			return messages.StageCommand{V: messages.WireVersion, JobID: jobID, Seq: seq, Stage: messages.StagePlan, Model: "test-model",
 				Input: mustJSON(t, messages.PlanInput{Task: messages.TaskSpec{Prompt: "Compute 42."}})}
 		}
 	}
@@ -195,12 +196,12 @@ func (s *llmSystem) jobState(t *testing.T, jobID string) string {
 func TestRefusedCommandIsAcked(t *testing.T) {
 	t.Parallel()
 	s := newLLMSystem(t)
-	cmd := messages.StageCommand{V: messages.SchemaVersion, JobID: "job-ghost", Seq: 1, Stage: messages.StagePlan, Model: "m",
+	cmd := messages.StageCommand{V: messages.WireVersion, JobID: "job-ghost", Seq: 1, Stage: messages.StagePlan, Model: "m",
 		Input: mustJSON(t, messages.PlanInput{Task: messages.TaskSpec{Prompt: "free tokens"}})}
-	if err := s.be.Publisher.PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), &cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
+	if err := s.be.Publisher.PublishJSON(ctxT(t), bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), &cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
 		t.Fatal(err)
 	}
-	cons := s.be.Resources.StageConsumers[bus.PoolLLM]
+	cons := s.be.Resources.StageConsumers[messages.PoolLLM]
 	w := bus.NewWorker(cons, s.x, bus.WorkerConfig{Concurrency: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
@@ -246,4 +247,16 @@ func waitAcked(t *testing.T, cons jetstream.Consumer) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// refusals counts the system's refused commands.
+type refusals struct{ s *llmSystem }
+
+func (refusals) StageDone(messages.Stage, bool, bool, time.Duration) {}
+
+func (r refusals) CommandRefused(_ messages.Stage, reason string) {
+	r.s.mu.Lock()
+	r.s.refused = append(r.s.refused, reason)
+	r.s.mu.Unlock()
+	r.s.signal <- struct{}{}
 }

@@ -19,10 +19,10 @@ func TestCancelledJobsStageIsAbandoned(t *testing.T) {
 	t.Parallel()
 	cancels := stagework.NewCancels()
 	stopped := make(chan error, 1)
-	h := &handler{version: "v1", fn: func(ctx context.Context, cmd *messages.StageCommand) (stagework.Output, error) {
+	h := &handler{version: "v1", fn: func(ctx context.Context, cmd *messages.StageCommand) (stagework.Output[any], error) {
 		<-ctx.Done()
 		stopped <- context.Cause(ctx)
-		return stagework.Output{}, ctx.Err() // what a killed sandbox or an abandoned model call returns
+		return stagework.Output[any]{}, ctx.Err() // what a killed sandbox or an abandoned model call returns
 	}}
 	pub := &publisher{}
 	c := newMemCache()
@@ -63,9 +63,9 @@ func TestCancelsListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	h := &handler{version: "v1", fn: func(ctx context.Context, _ *messages.StageCommand) (stagework.Output, error) {
+	h := &handler{version: "v1", fn: func(ctx context.Context, _ *messages.StageCommand) (stagework.Output[any], error) {
 		<-ctx.Done()
-		return stagework.Output{}, ctx.Err()
+		return stagework.Output[any]{}, ctx.Err()
 	}}
 	x := newExecutor(t, h, &publisher{}, nil, func(cfg *stagework.Config) { cfg.Cancels = cancels })
 	done := make(chan error, 1)

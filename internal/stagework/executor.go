@@ -1,62 +1,50 @@
 package stagework
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/cache"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
-
-// Handler does the stages of one worker pool.
-type Handler interface {
-	// Version names the implementation of a stage (prompt version, builder
-	// version): it is part of the cache key, so a change invalidates old results.
-	Version(stage messages.Stage) string
-	// Handle does one stage. Errors wrapped with Permanent fail the job's
-	// stage at once; other errors are retried by redelivery.
-	// The markers and what each does are in policy.go.
-	Handle(ctx context.Context, cmd *messages.StageCommand) (Output, error)
-}
-
-// Output is what a stage produced.
-type Output struct {
-	Value    any                    // the stage's output struct, sent as JSON
-	Usage    messages.Usage         // model tokens and calls (LLM stages)
-	Messages []messages.ChatMessage // the model conversation (LLM stages)
-}
-
-// Hermetic is implemented by stage outputs that can say whether they follow
-// from the command alone. One that does not (a run that timed out or was
-// killed, which says as much about the machine's load that moment as about
-// the code) is published but never cached, so the next identical command
-// runs again. Failed stages (errors) are never cached either.
-type Hermetic interface {
-	Hermetic() bool
-}
-
-func hermetic(v any) bool {
-	h, ok := v.(Hermetic)
-	return !ok || h.Hermetic()
-}
 
 // Publisher publishes JSON messages on JetStream with a de-duplication ID.
 type Publisher interface {
 	PublishJSON(ctx context.Context, subject string, v any, msgID string) error
 }
 
+// Metrics receives the executor's measurements; internal/metrics has the
+// Prometheus one (Builder.Stages).
+type Metrics interface {
+	// StageDone is called after each result is published.
+	StageDone(stage messages.Stage, cached, failed bool, d time.Duration)
+	// CommandRefused is called for each refused command; reason is one of
+	// the Refused constants.
+	CommandRefused(stage messages.Stage, reason string)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) StageDone(messages.Stage, bool, bool, time.Duration) {}
+func (noMetrics) CommandRefused(messages.Stage, string)               {}
+
 // Config configures an Executor. Zero values mean the documented defaults.
 type Config struct {
-	Handler   Handler
+	// Mux has the stage handlers. Required.
+	Mux *Mux
+	// Pool is the pool whose stages the executor does, by the mux's stage
+	// table; its results go to the pool's result subject
+	// (bus.ResultSubject). Required.
+	Pool      messages.Pool
 	Publisher Publisher
-	// Pool is the pool whose stages the executor does; its results go to
-	// the pool's result subject (bus.ResultSubject). Required.
-	Pool bus.Pool
 	// Jobs is where commands are checked against what the coordinator
 	// dispatched (admit.go), normally KVJobs on the job-state bucket.
 	// Required: a worker runs nothing it cannot check.
@@ -64,12 +52,11 @@ type Config struct {
 	// ConfirmWait is how long a command that is not (yet) pending is
 	// looked up again before it is refused. Default DefaultConfirmWait.
 	ConfirmWait time.Duration
-	// OnRefused, if set, is called for each refused command (metrics,
-	// NewRefusalMetrics); reason is one of the Refused constants.
-	OnRefused func(stage messages.Stage, reason string)
-	Cache     cache.Cache  // nil: no caching
-	Logger    *slog.Logger // nil: discard
-	Worker    string       // name on results; default "worker"
+	// Metrics counts results and refused commands; nil: none.
+	Metrics Metrics
+	Cache   cache.Cache  // nil: no caching
+	Logger  *slog.Logger // nil: discard
+	Worker  string       // name on results; default "worker"
 	// RetryDelay is the wait before delivery n+1 of a stage that failed on
 	// delivery n (see policy.go). Default DefaultRetryDelay. How many
 	// deliveries a stage gets is the consumer's MaxDeliver, not a setting here.
@@ -86,8 +73,6 @@ type Config struct {
 	// ClaimPoll is how often a waiting executor looks for the holder's
 	// result. Default DefaultClaimPoll.
 	ClaimPoll time.Duration
-	// OnResult, if set, is called after each result is published (metrics).
-	OnResult func(stage messages.Stage, cached bool, err string, d time.Duration)
 	// Cancels, if set, stops the stages of a cancelled job (cancel.go);
 	// nil: they run to their end and their results are stale.
 	Cancels *Cancels
@@ -96,44 +81,41 @@ type Config struct {
 // Executor is the stage executor: it turns stage command messages into
 // stage results. It decodes the command, checks that the coordinator sent
 // it (admit.go) and refuses it otherwise, answers from the content-addressed
-// cache when it can, runs the handler otherwise, applies the failure policy
-// (policy.go) to its error, stores the result, and publishes it on the
-// result subject of its pool and the job. It is a bus.Handler.
+// cache when it can, runs the stage's handler on the mux otherwise, applies
+// the failure policy (policy.go) to its error, stores the result, and
+// publishes it on the result subject of its pool and the job. It is a
+// bus.Handler.
 type Executor struct {
 	cfg Config
+	mux *Mux
 	log *slog.Logger
 }
 
 // NewExecutor validates cfg and returns an Executor.
 func NewExecutor(cfg Config) (*Executor, error) {
-	if cfg.Handler == nil || cfg.Publisher == nil || cfg.Jobs == nil {
-		return nil, errors.New("stagework: Handler, Publisher and Jobs are required")
+	if cfg.Mux == nil || cfg.Publisher == nil || cfg.Jobs == nil {
+		return nil, errors.New("stagework: Mux, Publisher and Jobs are required")
 	}
-	if !knownPool(cfg.Pool) {
-		return nil, fmt.Errorf("stagework: Pool %q is not one of %v", cfg.Pool, bus.Pools())
+	if err := cfg.Mux.Err(); err != nil {
+		return nil, err
 	}
-	if cfg.ConfirmWait <= 0 {
-		cfg.ConfirmWait = DefaultConfirmWait
+	if !slices.Contains(messages.Pools(), cfg.Pool) {
+		return nil, fmt.Errorf("stagework: Pool %q is not one of %v", cfg.Pool, messages.Pools())
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Worker == "" {
-		cfg.Worker = "worker"
-	}
+	// A negative duration means its default, as zero does.
+	cfg.ConfirmWait = cmp.Or(max(cfg.ConfirmWait, 0), DefaultConfirmWait)
+	cfg.ClaimLease = cmp.Or(max(cfg.ClaimLease, 0), DefaultClaimLease)
+	cfg.ClaimPoll = cmp.Or(max(cfg.ClaimPoll, 0), DefaultClaimPoll)
+	cfg.Worker = cmp.Or(cfg.Worker, "worker")
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.Metrics = cmp.Or[Metrics](cfg.Metrics, noMetrics{})
 	if cfg.RetryDelay == nil {
 		cfg.RetryDelay = DefaultRetryDelay
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.ClaimLease <= 0 {
-		cfg.ClaimLease = DefaultClaimLease
-	}
-	if cfg.ClaimPoll <= 0 {
-		cfg.ClaimPoll = DefaultClaimPoll
-	}
-	return &Executor{cfg: cfg, log: cfg.Logger}, nil
+	return &Executor{cfg: cfg, mux: cfg.Mux, log: cfg.Logger}, nil
 }
 
 // cached is what the cache stores for a stage: its output and conversation.
@@ -142,10 +124,19 @@ type cached struct {
 	Messages []messages.ChatMessage `json:"messages,omitempty"`
 }
 
-// Key is the content address of a stage command: the same stage, version,
-// model and input give the same key, whichever job asks.
-func (e *Executor) Key(cmd *messages.StageCommand) string {
-	return cache.Key("stage", []byte(cmd.Stage), []byte(e.cfg.Handler.Version(cmd.Stage)), []byte(cmd.Model), cmd.Input)
+// Key is the content address of a stage command: the same stage, version
+// (Mux.Version), model and input give the same key, whichever job asks,
+// followed by what the stage's KeyPart adds.
+func (e *Executor) Key(ctx context.Context, cmd *messages.StageCommand) (string, error) {
+	parts := [][]byte{[]byte(cmd.Stage), []byte(e.mux.Version(cmd.Stage)), []byte(cmd.Model), cmd.Input}
+	if r := e.mux.routes[cmd.Stage]; r != nil && r.keyPart != nil {
+		extra, err := r.keyPart(ctx, cmd)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, extra)
+	}
+	return cache.Key("stage", parts...), nil
 }
 
 // Handle implements bus.Handler.
@@ -166,42 +157,54 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 		return nil
 	}
 	start := e.cfg.Now()
-	res := messages.StageResult{V: messages.SchemaVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage, StartedAt: start, Worker: e.cfg.Worker}
-	key := e.Key(cmd)
+	res := messages.StageResult{V: messages.WireVersion, JobID: cmd.JobID, Seq: cmd.Seq, Stage: cmd.Stage, StartedAt: start, Worker: e.cfg.Worker}
+	key, err := e.Key(ctx, cmd)
+	if err != nil {
+		return e.failed(ctx, msg, err, &res, start)
+	}
 	if e.fromCache(ctx, cmd, key, &res) {
 		return e.publish(ctx, msg, &res, start)
 	}
-	if e.cacheable(cmd) {
-		claim, done, err := e.claimOrWait(ctx, cmd, key, &res)
-		switch {
-		case err != nil:
-			return err // shutting down: another worker takes the command
-		case done:
-			return e.publish(ctx, msg, &res, start)
-		}
-		defer claim.release() // after the store below: waiters then find it
+	claim, answered, err := e.claimOrWait(ctx, cmd, key, &res)
+	switch {
+	case err != nil:
+		return err // shutting down: another worker takes the command
+	case answered:
+		return e.publish(ctx, msg, &res, start)
 	}
-	out, err := e.handle(stageCtx, cmd)
+	defer claim.release() // after the store below: waiters then find it
+	out, storable, err := e.run(stageCtx, cmd)
 	if cancelled(stageCtx) {
 		e.log.Info("stage stopped: job cancelled", "job_id", cmd.JobID, "stage", cmd.Stage, "seq", cmd.Seq,
 			"after", e.cfg.Now().Sub(start))
 		return nil // acked: a finished job takes no result
 	}
-	if err == nil {
-		res.Output, err = encodeOutput(out.Value)
-	}
+	e.logNotes(cmd, out.Notes)
 	res.Usage = out.Usage // a failed model call may still have been paid for
 	if err != nil {
-		if retry := e.onFailure(ctx, msg, err, &res); retry != nil {
-			return retry
-		}
-		return e.publish(ctx, msg, &res, start)
+		return e.failed(ctx, msg, err, &res, start)
 	}
-	res.Messages = trimMessages(out.Messages)
-	if hermetic(out.Value) {
+	res.Output, res.Messages = out.Value, trimMessages(out.Messages)
+	if storable {
 		e.store(ctx, cmd, key, &res)
 	}
 	return e.publish(ctx, msg, &res, start)
+}
+
+// logNotes logs what a handler changed in a model's reply.
+func (e *Executor) logNotes(cmd *messages.StageCommand, notes []string) {
+	for _, note := range notes {
+		e.log.Info("normalised model reply", "job_id", cmd.JobID, "stage", cmd.Stage, "seq", cmd.Seq, "note", note)
+	}
+}
+
+// failed applies the failure policy to err: the command goes back to the
+// bus, or its failure is published.
+func (e *Executor) failed(ctx context.Context, msg *bus.Message, err error, res *messages.StageResult, start time.Time) error {
+	if retry := e.onFailure(ctx, msg, err, res); retry != nil {
+		return retry
+	}
+	return e.publish(ctx, msg, res, start)
 }
 
 // fromCache fills res from the cache when the command allows it and the
@@ -226,14 +229,23 @@ func (e *Executor) fromCache(ctx context.Context, cmd *messages.StageCommand, ke
 	return true
 }
 
-// cacheable reports whether cmd may be answered from the cache.
+// cacheable reports whether cmd may be answered from the cache: the
+// executor has one, the stage's row says it is cached, and the command's
+// cache mode reads it.
 func (e *Executor) cacheable(cmd *messages.StageCommand) bool {
-	return e.cfg.Cache != nil && (cmd.Cache == "" || cmd.Cache == messages.CacheAuto)
+	return e.stored(cmd) && (cmd.Cache == "" || cmd.Cache == messages.CacheAuto)
 }
 
-// store keeps a computed result in the cache unless the command disables it.
+// stored reports whether cmd's result may be written to the cache.
+func (e *Executor) stored(cmd *messages.StageCommand) bool {
+	row, _ := e.mux.stages.Row(cmd.Stage)
+	return e.cfg.Cache != nil && row.Cached && cmd.Cache != messages.CacheDisable
+}
+
+// store keeps a computed result in the cache unless the command or the
+// stage's row says not to.
 func (e *Executor) store(ctx context.Context, cmd *messages.StageCommand, key string, res *messages.StageResult) {
-	if e.cfg.Cache == nil || cmd.Cache == messages.CacheDisable {
+	if !e.stored(cmd) {
 		return
 	}
 	cb, _ := json.Marshal(cached{Output: res.Output, Messages: res.Messages})
@@ -248,9 +260,7 @@ func (e *Executor) publish(ctx context.Context, msg *bus.Message, res *messages.
 	if err := e.publishOrFail(ctx, msg, res); err != nil {
 		return fmt.Errorf("publish result: %w", err)
 	}
-	if e.cfg.OnResult != nil {
-		e.cfg.OnResult(res.Stage, res.Cached, res.Error, d)
-	}
+	e.cfg.Metrics.StageDone(res.Stage, res.Cached, res.Error != "", d)
 	return nil
 }
 
@@ -258,23 +268,13 @@ func (e *Executor) publish(ctx context.Context, msg *bus.Message, res *messages.
 // state stays well under the KV value limit.
 const MaxMessageBytes = 16 << 10
 
+// trimMessages keeps the head and tail of each message longer than
+// MaxMessageBytes (trim.Middle: cut between characters).
 func trimMessages(ms []messages.ChatMessage) []messages.ChatMessage {
 	out := make([]messages.ChatMessage, len(ms))
 	for i, m := range ms {
-		if len(m.Content) > MaxMessageBytes {
-			half := MaxMessageBytes / 2
-			m.Content = m.Content[:half] + "\n...[trimmed]...\n" + m.Content[len(m.Content)-half:]
-		}
+		m.Content = trim.Middle(m.Content, MaxMessageBytes)
 		out[i] = m
 	}
 	return out
-}
-
-func knownPool(p bus.Pool) bool {
-	for _, q := range bus.Pools() {
-		if p == q {
-			return true
-		}
-	}
-	return false
 }

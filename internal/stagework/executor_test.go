@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,12 +42,19 @@ func ctxT(t *testing.T) context.Context {
 type handler struct {
 	version string
 	calls   atomic.Int32
-	fn      func(ctx context.Context, cmd *messages.StageCommand) (stagework.Output, error)
+	fn      func(ctx context.Context, cmd *messages.StageCommand) (stagework.Output[any], error)
 }
 
-func (h *handler) Version(messages.Stage) string { return h.version }
+// mux has h as the handler of every stage, its version a dependency.
+func (h *handler) mux() *stagework.Mux {
+	m := stagework.NewMux(messages.DefaultStages())
+	for _, s := range messages.DefaultStages().Stages() {
+		stagework.Register(m, s, h.handle, stagework.DependsOn("test", h.version))
+	}
+	return m
+}
 
-func (h *handler) Handle(ctx context.Context, cmd *messages.StageCommand) (stagework.Output, error) {
+func (h *handler) handle(ctx context.Context, cmd *messages.StageCommand, _ json.RawMessage) (stagework.Output[any], error) {
 	h.calls.Add(1)
 	if h.fn == nil {
 		return planOutput("computed"), nil
@@ -54,8 +62,8 @@ func (h *handler) Handle(ctx context.Context, cmd *messages.StageCommand) (stage
 	return h.fn(ctx, cmd)
 }
 
-func planOutput(desc string) stagework.Output {
-	return stagework.Output{Value: messages.Plan{Description: desc, Approach: "a"},
+func planOutput(desc string) stagework.Output[any] {
+	return stagework.Output[any]{Value: messages.Plan{Description: desc, Approach: "a"},
 		Usage:    messages.Usage{InputTokens: 10, OutputTokens: 5, Calls: 1},
 		Messages: []messages.ChatMessage{{Role: "user", Content: "plan it"}, {Role: "assistant", Content: desc}}}
 }
@@ -147,7 +155,7 @@ func (c *memCache) stats() (gets, sets int) {
 }
 
 func command(mode messages.CacheMode) *messages.StageCommand {
-	return &messages.StageCommand{V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan,
+	return &messages.StageCommand{V: messages.WireVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan,
 		Iteration: 0, Model: "m", Cache: mode, Input: json.RawMessage(`{"task":{"prompt":"p"}}`)}
 }
 
@@ -157,13 +165,13 @@ func message(t *testing.T, cmd *messages.StageCommand, numDelivered uint64) *bus
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bus.NewMessage(bus.StageSubject(cmd.Stage), b, nil, numDelivered)
+	return bus.NewMessage(bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), b, nil, numDelivered)
 }
 
-func newExecutor(t *testing.T, h stagework.Handler, p stagework.Publisher, c cache.Cache, mod func(*stagework.Config)) *stagework.Executor {
+func newExecutor(t *testing.T, h *handler, p stagework.Publisher, c cache.Cache, mod func(*stagework.Config)) *stagework.Executor {
 	t.Helper()
-	cfg := stagework.Config{Handler: h, Publisher: p, Worker: "w1", Now: func() time.Time { return t0 },
-		Pool: bus.PoolLLM, Jobs: pendingAs{messages.StagePlan}}
+	cfg := stagework.Config{Mux: h.mux(), Publisher: p, Worker: "w1", Now: func() time.Time { return t0 },
+		Pool: messages.PoolLLM, Jobs: pendingAs{messages.StagePlan}}
 	cfg.Cache = c
 	if mod != nil {
 		mod(&cfg)
@@ -209,7 +217,7 @@ func TestCacheModes(t *testing.T) {
 			h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
 			r := newExecutor(t, h, p, c, nil)
 			cmd := command(tc.mode)
-			key := r.Key(cmd)
+			key := mustKey(t, r, cmd)
 			if tc.prefilled {
 				c.m[key] = stale
 			}
@@ -228,7 +236,7 @@ func TestCacheModes(t *testing.T) {
 				t.Fatalf("published %d results, want 1", len(res))
 			}
 			got := res[0]
-			if got.Subject != bus.ResultSubject(bus.PoolLLM, "job-1") || got.MsgID != bus.ResultMsgID(bus.PoolLLM, "job-1", 3) {
+			if got.Subject != bus.ResultSubject(messages.PoolLLM, "job-1") || got.MsgID != bus.ResultMsgID(messages.PoolLLM, "job-1", 3) {
 				t.Errorf("published to %s with id %s", got.Subject, got.MsgID)
 			}
 			var plan messages.Plan
@@ -281,10 +289,10 @@ func TestCacheKey(t *testing.T) {
 	t.Parallel()
 	r := newExecutor(t, &handler{version: "v1"}, &publisher{}, nil, nil)
 	base := command(messages.CacheAuto)
-	key := r.Key(base)
+	key := mustKey(t, r, base)
 	same := *base
 	same.JobID, same.Seq, same.Iteration, same.Cache = "other", 9, 4, messages.CacheOverride
-	if r.Key(&same) != key {
+	if mustKey(t, r, &same) != key {
 		t.Error("the key depends on the job, seq, iteration or cache mode")
 	}
 	for name, mod := range map[string]func(*messages.StageCommand){
@@ -294,12 +302,12 @@ func TestCacheKey(t *testing.T) {
 	} {
 		c := *base
 		mod(&c)
-		if r.Key(&c) == key {
+		if mustKey(t, r, &c) == key {
 			t.Errorf("changing the %s keeps the key", name)
 		}
 	}
 	r2 := newExecutor(t, &handler{version: "v2"}, &publisher{}, nil, nil)
-	if r2.Key(base) == key {
+	if mustKey(t, r2, base) == key {
 		t.Error("a new handler version keeps the key")
 	}
 }
@@ -309,7 +317,7 @@ func TestCorruptCacheEntryIsRecomputed(t *testing.T) {
 	h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
 	r := newExecutor(t, h, p, c, nil)
 	cmd := command(messages.CacheAuto)
-	c.m[r.Key(cmd)] = []byte(`{"output":`)
+	c.m[mustKey(t, r, cmd)] = []byte(`{"output":`)
 	if err := r.Handle(ctxT(t), message(t, cmd, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -320,8 +328,8 @@ func TestCorruptCacheEntryIsRecomputed(t *testing.T) {
 
 func TestPermanentErrorIsAResult(t *testing.T) {
 	t.Parallel()
-	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
-		return stagework.Output{}, stagework.Permanent(errors.New("the model refused"))
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
+		return stagework.Output[any]{}, bus.Permanent(errors.New("the model refused"))
 	}}
 	p, c := &publisher{}, newMemCache()
 	r := newExecutor(t, h, p, c, nil)
@@ -329,8 +337,8 @@ func TestPermanentErrorIsAResult(t *testing.T) {
 	if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
 		t.Fatalf("Handle = %v, want nil (the failure is reported as a result)", err)
 	}
-	want := []published{{Subject: bus.ResultSubject(bus.PoolLLM, "job-1"), MsgID: bus.ResultMsgID(bus.PoolLLM, "job-1", 3), Result: messages.StageResult{
-		V: messages.SchemaVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan, Error: "the model refused",
+	want := []published{{Subject: bus.ResultSubject(messages.PoolLLM, "job-1"), MsgID: bus.ResultMsgID(messages.PoolLLM, "job-1", 3), Result: messages.StageResult{
+		V: messages.WireVersion, JobID: "job-1", Seq: 3, Stage: messages.StagePlan, Error: "the model refused",
 		ErrorKind: messages.ErrorPermanent, StartedAt: t0, Worker: "w1"}}}
 	if diff := cmp.Diff(want, p.results()); diff != "" {
 		t.Errorf("published (-want +got):\n%s", diff)
@@ -348,8 +356,8 @@ func TestPermanentErrorIsAResult(t *testing.T) {
 // an infra error result so the job ends with a reason.
 func TestTransientErrorRetriedThenInfra(t *testing.T) {
 	t.Parallel()
-	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
-		return stagework.Output{}, errors.New("model endpoint down")
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
+		return stagework.Output[any]{}, errors.New("model endpoint down")
 	}}
 	p := &publisher{}
 	r := newExecutor(t, h, p, newMemCache(), nil)
@@ -379,8 +387,8 @@ func TestLastDeliveryBecomesInfra(t *testing.T) {
 	t.Parallel()
 	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true, MaxDeliver: 2})
 	res, pub := be.Resources, be.Publisher
-	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
-		return stagework.Output{}, errors.New("sandbox backend broken")
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
+		return stagework.Output[any]{}, errors.New("sandbox backend broken")
 	}}
 	r := newExecutor(t, h, pub, nil, func(c *stagework.Config) { c.RetryDelay = func(uint64) time.Duration { return time.Millisecond } })
 	w := bus.NewWorker(res.StageConsumers[messages.PoolLLM], r, bus.WorkerConfig{
@@ -396,10 +404,10 @@ func TestLastDeliveryBecomesInfra(t *testing.T) {
 	})
 
 	cmd := command(messages.CacheAuto)
-	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
+	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := res.ResultConsumers[bus.PoolLLM].Next(jetstream.FetchMaxWait(testTimeout))
+	msg, err := res.ResultConsumers[messages.PoolLLM].Next(jetstream.FetchMaxWait(testTimeout))
 	if err != nil {
 		t.Fatalf("no result: %v", err)
 	}
@@ -464,7 +472,7 @@ func TestBadCommandIsPermanent(t *testing.T) {
 	t.Parallel()
 	tests := map[string]string{
 		"not json":         `{"v":1,`,
-		"newer version":    fmt.Sprintf(`{"v":%d,"job_id":"j","seq":1,"stage":"plan","input":{}}`, messages.SchemaVersion+1),
+		"newer version":    fmt.Sprintf(`{"v":%d,"job_id":"j","seq":1,"stage":"plan","input":{}}`, messages.WireVersion+1),
 		"invalid job id":   `{"v":1,"job_id":"a.*","seq":1,"stage":"plan","input":{}}`,
 		"missing job id":   `{"v":1,"seq":1,"stage":"plan","input":{}}`,
 		"wrong field type": `{"v":1,"job_id":"j","seq":"one","stage":"plan"}`,
@@ -510,10 +518,10 @@ func TestPublishFailureRetriedFromCache(t *testing.T) {
 func TestShutdownLeavesTheMessage(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{})
-	h := &handler{version: "v1", fn: func(ctx context.Context, _ *messages.StageCommand) (stagework.Output, error) {
+	h := &handler{version: "v1", fn: func(ctx context.Context, _ *messages.StageCommand) (stagework.Output[any], error) {
 		close(started)
 		<-ctx.Done()
-		return stagework.Output{}, ctx.Err()
+		return stagework.Output[any]{}, ctx.Err()
 	}}
 	p := &publisher{}
 	r := newExecutor(t, h, p, nil, nil)
@@ -532,8 +540,8 @@ func TestShutdownLeavesTheMessage(t *testing.T) {
 
 func TestUnmarshalableOutputIsPermanent(t *testing.T) {
 	t.Parallel()
-	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
-		return stagework.Output{Value: map[string]any{"c": make(chan int)}}, nil
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
+		return stagework.Output[any]{Value: map[string]any{"c": make(chan int)}}, nil
 	}}
 	p := &publisher{}
 	r := newExecutor(t, h, p, newMemCache(), nil)
@@ -549,7 +557,7 @@ func TestUnmarshalableOutputIsPermanent(t *testing.T) {
 func TestLongMessagesAreTrimmed(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("a", stagework.MaxMessageBytes) + strings.Repeat("z", stagework.MaxMessageBytes)
-	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
 		o := planOutput("d")
 		o.Messages = []messages.ChatMessage{{Role: "assistant", Content: long}, {Role: "user", Content: "short"}}
 		return o, nil
@@ -561,7 +569,7 @@ func TestLongMessagesAreTrimmed(t *testing.T) {
 	}
 	ms := p.results()[0].Result.Messages
 	if len(ms[0].Content) > stagework.MaxMessageBytes+64 || !strings.HasPrefix(ms[0].Content, "aaa") ||
-		!strings.HasSuffix(ms[0].Content, "zzz") || !strings.Contains(ms[0].Content, "[trimmed]") {
+		!strings.HasSuffix(ms[0].Content, "zzz") || !strings.Contains(ms[0].Content, "bytes trimmed]") {
 		t.Errorf("long message kept %d bytes; want head and tail within %d", len(ms[0].Content), stagework.MaxMessageBytes)
 	}
 	if ms[1].Content != "short" {
@@ -569,33 +577,62 @@ func TestLongMessagesAreTrimmed(t *testing.T) {
 	}
 }
 
-func TestOnResult(t *testing.T) {
+// TestTrimmedMessagesStayUTF8: a long message of multi-byte characters
+// is cut between characters, never through one.
+func TestTrimmedMessagesStayUTF8(t *testing.T) {
 	t.Parallel()
-	type call struct {
-		Stage  messages.Stage
-		Cached bool
-		Err    string
+	for _, text := range []string{"é", "€", "𝄞", "a€"} { // 2, 3 and 4 bytes, and odd offsets
+		long := strings.Repeat(text, 2*stagework.MaxMessageBytes/len(text)+1)
+		h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
+			o := planOutput("d")
+			o.Messages = []messages.ChatMessage{{Role: "assistant", Content: long}}
+			return o, nil
+		}}
+		p := &publisher{}
+		if err := newExecutor(t, h, p, nil, nil).Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
+			t.Fatal(err)
+		}
+		got := p.results()[0].Result.Messages[0].Content
+		if !utf8.ValidString(got) || len(got) >= len(long) || len(got) > stagework.MaxMessageBytes+64 {
+			t.Errorf("%q repeated: kept %d bytes, valid UTF-8 %v", text, len(got), utf8.ValidString(got))
+		}
 	}
-	var calls []call
+}
+
+// doneCall is one Metrics.StageDone call.
+type doneCall struct {
+	Stage  messages.Stage
+	Cached bool
+	Failed bool
+	D      time.Duration
+}
+
+// recordedDone records StageDone calls.
+type recordedDone struct{ calls []doneCall }
+
+func (r *recordedDone) StageDone(s messages.Stage, cached, failed bool, d time.Duration) {
+	r.calls = append(r.calls, doneCall{s, cached, failed, d})
+}
+func (r *recordedDone) CommandRefused(messages.Stage, string) {}
+
+func TestMetricsStageDone(t *testing.T) {
+	t.Parallel()
 	clock := t0
+	rec := &recordedDone{}
 	h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
 	r := newExecutor(t, h, p, c, func(cfg *stagework.Config) {
 		cfg.Now = func() time.Time { clock = clock.Add(250 * time.Millisecond); return clock }
-		cfg.OnResult = func(s messages.Stage, cached bool, err string, d time.Duration) {
-			calls = append(calls, call{s, cached, err})
-			if d != 250*time.Millisecond {
-				t.Errorf("duration %s, want 250ms on the injected clock", d)
-			}
-		}
+		cfg.Metrics = rec
 	})
 	for range 2 {
 		if err := r.Handle(ctxT(t), message(t, command(messages.CacheAuto), 1)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := []call{{messages.StagePlan, false, ""}, {messages.StagePlan, true, ""}}
-	if diff := cmp.Diff(want, calls); diff != "" {
-		t.Errorf("OnResult calls (-want +got):\n%s", diff)
+	d := 250 * time.Millisecond // on the injected clock
+	want := []doneCall{{messages.StagePlan, false, false, d}, {messages.StagePlan, true, false, d}}
+	if diff := cmp.Diff(want, rec.calls); diff != "" {
+		t.Errorf("StageDone calls (-want +got):\n%s", diff)
 	}
 	for _, got := range p.results() {
 		if got.Result.DurationMS != 250 {
@@ -607,11 +644,11 @@ func TestOnResult(t *testing.T) {
 func TestNewExecutorValidates(t *testing.T) {
 	t.Parallel()
 	for name, cfg := range map[string]stagework.Config{
-		"no handler":   {Publisher: &publisher{}, Pool: bus.PoolLLM, Jobs: pendingAs{}},
-		"no publisher": {Handler: &handler{}, Pool: bus.PoolLLM, Jobs: pendingAs{}},
-		"no jobs":      {Handler: &handler{}, Publisher: &publisher{}, Pool: bus.PoolLLM},
-		"no pool":      {Handler: &handler{}, Publisher: &publisher{}, Jobs: pendingAs{}},
-		"unknown pool": {Handler: &handler{}, Publisher: &publisher{}, Jobs: pendingAs{}, Pool: "gpu"},
+		"no mux":       {Publisher: &publisher{}, Pool: messages.PoolLLM, Jobs: pendingAs{}},
+		"no publisher": {Mux: (&handler{}).mux(), Pool: messages.PoolLLM, Jobs: pendingAs{}},
+		"no jobs":      {Mux: (&handler{}).mux(), Publisher: &publisher{}, Pool: messages.PoolLLM},
+		"no pool":      {Mux: (&handler{}).mux(), Publisher: &publisher{}, Jobs: pendingAs{}},
+		"unknown pool": {Mux: (&handler{}).mux(), Publisher: &publisher{}, Jobs: pendingAs{}, Pool: "gpu"},
 	} {
 		if _, err := stagework.NewExecutor(cfg); err == nil {
 			t.Errorf("%s: NewExecutor accepted it", name)
@@ -634,8 +671,8 @@ func mustJSON(t *testing.T, v any) []byte {
 // terminating the command with no result (the job would wait forever).
 func TestBusPermanentIsAResult(t *testing.T) {
 	t.Parallel()
-	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
-		return stagework.Output{}, fmt.Errorf("stage: %w", bus.Permanent(errors.New("input is unusable")))
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
+		return stagework.Output[any]{}, fmt.Errorf("stage: %w", bus.Permanent(errors.New("input is unusable")))
 	}}
 	p := &publisher{}
 	r := newExecutor(t, h, p, newMemCache(), nil)
@@ -655,11 +692,11 @@ func TestBusPermanentInAWorker(t *testing.T) {
 	t.Parallel()
 	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
 	res, pub := be.Resources, be.Publisher
-	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
-		return stagework.Output{}, bus.Permanent(errors.New("refused"))
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
+		return stagework.Output[any]{}, bus.Permanent(errors.New("refused"))
 	}}
 	r := newExecutor(t, h, pub, nil, nil)
-	w := bus.NewWorker(res.StageConsumers[bus.PoolLLM], r, bus.WorkerConfig{})
+	w := bus.NewWorker(res.StageConsumers[messages.PoolLLM], r, bus.WorkerConfig{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -670,10 +707,10 @@ func TestBusPermanentInAWorker(t *testing.T) {
 		}
 	})
 	cmd := command(messages.CacheAuto)
-	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
+	if err := pub.PublishJSON(ctxT(t), bus.StageSubject(messages.DefaultStages().Pool(cmd.Stage), cmd.Stage), cmd, bus.StageMsgID(cmd.JobID, cmd.Seq)); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := res.ResultConsumers[bus.PoolLLM].Next(jetstream.FetchMaxWait(testTimeout))
+	msg, err := res.ResultConsumers[messages.PoolLLM].Next(jetstream.FetchMaxWait(testTimeout))
 	if err != nil {
 		t.Fatalf("no result: %v", err)
 	}
@@ -699,11 +736,11 @@ func TestRetryDelay(t *testing.T) {
 		want time.Duration
 	}{
 		{"backoff", errors.New("down"), 3 * time.Second},
-		{"asked", stagework.RetryAfter(errors.New("rate limited"), time.Minute), time.Minute},
+		{"asked", bus.RetryAfter(errors.New("rate limited"), time.Minute), time.Minute},
 	}
 	for _, tc := range tests {
-		h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
-			return stagework.Output{}, tc.err
+		h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
+			return stagework.Output[any]{}, tc.err
 		}}
 		r := newExecutor(t, h, &publisher{}, nil, func(c *stagework.Config) {
 			c.RetryDelay = func(n uint64) time.Duration { return time.Duration(n) * time.Second }
@@ -719,7 +756,7 @@ func TestRetryDelay(t *testing.T) {
 // and, on the last delivery, published as an infra error.
 func TestPanicIsRetriedThenInfra(t *testing.T) {
 	t.Parallel()
-	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
 		panic("index out of range")
 	}}
 	p := &publisher{}
@@ -742,8 +779,8 @@ func TestPanicIsRetriedThenInfra(t *testing.T) {
 // consumer without a limit is retried on.
 func TestUnknownMaxDeliverUsesTheDefault(t *testing.T) {
 	t.Parallel()
-	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
-		return stagework.Output{}, errors.New("down")
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
+		return stagework.Output[any]{}, errors.New("down")
 	}}
 	p := &publisher{}
 	r := newExecutor(t, h, p, nil, nil)
@@ -767,8 +804,8 @@ func TestUnknownMaxDeliverUsesTheDefault(t *testing.T) {
 // worker hands the message back instead of terminating it on a last delivery.
 func TestShutdownWrapsTheCancellation(t *testing.T) {
 	t.Parallel()
-	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
-		return stagework.Output{}, errors.New("sandbox run interrupted")
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
+		return stagework.Output[any]{}, errors.New("sandbox run interrupted")
 	}}
 	p := &publisher{}
 	r := newExecutor(t, h, p, nil, nil)
@@ -781,4 +818,14 @@ func TestShutdownWrapsTheCancellation(t *testing.T) {
 	if len(p.results()) != 0 {
 		t.Error("a cancelled stage published a result")
 	}
+}
+
+// mustKey is x's cache key of cmd.
+func mustKey(t *testing.T, x *stagework.Executor, cmd *messages.StageCommand) string {
+	t.Helper()
+	k, err := x.Key(context.Background(), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -23,22 +23,22 @@ func TestOnlyHermeticResultsAreCached(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
-		out       stagework.Output
+		out       stagework.Output[any]
 		err       error
 		wantCalls int32
 	}{
-		{"tests passed", stagework.Output{Value: messages.TestReport{Passed: 1}}, nil, 1},
-		{"tests failed", stagework.Output{Value: messages.TestReport{Failed: 1, ExitCode: 1}}, nil, 1},
-		{"test run timed out", stagework.Output{Value: messages.TestReport{TimedOut: true, ExitCode: -1}}, nil, 2},
-		{"test run OOM-killed", stagework.Output{Value: messages.TestReport{ExitCode: 137}}, nil, 2},
-		{"script timed out", stagework.Output{Value: messages.AcceptanceOutput{TimedOut: true}}, nil, 2},
-		{"script killed by a signal", stagework.Output{Value: messages.AcceptanceOutput{ExitCode: -1}}, nil, 2},
-		{"infrastructure error", stagework.Output{}, errors.New("sandbox: no space left on device"), 2},
+		{"tests passed", stagework.Output[any]{Value: messages.TestReport{Passed: 1}}, nil, 1},
+		{"tests failed", stagework.Output[any]{Value: messages.TestReport{Failed: 1, ExitCode: 1}}, nil, 1},
+		{"test run timed out", stagework.Output[any]{Value: messages.TestReport{TimedOut: true, ExitCode: -1}}, nil, 2},
+		{"test run OOM-killed", stagework.Output[any]{Value: messages.TestReport{ExitCode: 137}}, nil, 2},
+		{"script timed out", stagework.Output[any]{Value: messages.AcceptanceOutput{TimedOut: true}}, nil, 2},
+		{"script killed by a signal", stagework.Output[any]{Value: messages.AcceptanceOutput{ExitCode: -1}}, nil, 2},
+		{"infrastructure error", stagework.Output[any]{}, errors.New("sandbox: no space left on device"), 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+			h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
 				return tc.out, tc.err
 			}}
 			p, c := &publisher{}, newMemCache()
@@ -107,7 +107,7 @@ func TestForgedCacheEntryIsRecomputed(t *testing.T) {
 	}
 
 	forged := mustJSON(t, map[string]any{"output": messages.Plan{Description: "forged", Approach: "a"}})
-	good, err := raw.Get(ctxT(t), r.Key(cmd)).Bytes()
+	good, err := raw.Get(ctxT(t), mustKey(t, r, cmd)).Bytes()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestForgedCacheEntryIsRecomputed(t *testing.T) {
 	const header = 4 + 1 + 2 + 32
 	tampered := append(append([]byte(nil), good[:header]...), forged...)
 	for _, entry := range [][]byte{forged, tampered} {
-		if err := raw.Set(ctxT(t), r.Key(cmd), entry, 0).Err(); err != nil {
+		if err := raw.Set(ctxT(t), mustKey(t, r, cmd), entry, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		calls := h.calls.Load()

@@ -40,12 +40,19 @@ type inflight struct {
 	release func()
 }
 
+// noClaim is the claim of a command the cache does not answer.
+var noClaim = &inflight{release: func() {}}
+
 // claimOrWait takes the in-flight claim of key, or waits while another
 // holds it. It returns either a held claim (compute, store, then release),
 // or done when the cache got the stage meanwhile (res is then filled from
-// it). A cache that cannot lock costs a duplicate computation, never a
-// stuck stage: the claim is then skipped.
+// it). A command the cache does not answer needs no claim. A cache that
+// cannot lock costs a duplicate computation, never a stuck stage: the
+// claim is then skipped.
 func (e *Executor) claimOrWait(ctx context.Context, cmd *messages.StageCommand, key string, res *messages.StageResult) (c *inflight, done bool, err error) {
+	if !e.cacheable(cmd) {
+		return noClaim, false, nil
+	}
 	name := InflightClaim(key)
 	for waited := false; ; waited = true {
 		token, err := e.cfg.Cache.TryLock(ctx, name, e.cfg.ClaimLease)
@@ -63,7 +70,7 @@ func (e *Executor) claimOrWait(ctx context.Context, cmd *messages.StageCommand, 
 				return nil, false, ctx.Err()
 			}
 			e.log.Warn("in-flight claim failed; computing without it", "job_id", cmd.JobID, "stage", cmd.Stage, "err", err)
-			return &inflight{release: func() {}}, false, nil
+			return noClaim, false, nil
 		}
 		t := time.NewTimer(e.cfg.ClaimPoll)
 		select {

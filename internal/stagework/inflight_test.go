@@ -26,7 +26,7 @@ func openDir(t *testing.T) *cache.Dir {
 func TestIdenticalStagesComputeOnce(t *testing.T) {
 	t.Parallel()
 	started, release := make(chan struct{}, 2), make(chan struct{})
-	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output, error) {
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
 		started <- struct{}{}
 		<-release
 		return planOutput("computed"), nil
@@ -68,7 +68,7 @@ func TestCrashedHoldersClaimExpires(t *testing.T) {
 	h, p, c := &handler{version: "v1"}, &publisher{}, openDir(t)
 	r := newExecutor(t, h, p, c, func(cfg *stagework.Config) { cfg.ClaimPoll = 10 * time.Millisecond })
 	cmd := command(messages.CacheAuto)
-	if _, err := c.TryLock(ctxT(t), stagework.InflightClaim(r.Key(cmd)), 300*time.Millisecond); err != nil {
+	if _, err := c.TryLock(ctxT(t), stagework.InflightClaim(mustKey(t, r, cmd)), 300*time.Millisecond); err != nil {
 		t.Fatal(err) // the crashed holder's claim
 	}
 	if err := r.Handle(ctxT(t), message(t, cmd, 1)); err != nil {

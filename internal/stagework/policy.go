@@ -9,19 +9,24 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // The failure policy of stage work lives in this file, and only here. A
 // stage handler says what a failure means by the error it returns:
 //
-//	Permanent(err)      the stage fails now: a result with ErrorPermanent is
-//	                    published (a bus.Permanent error counts the same)
-//	RetryAfter(err, d)  the command is delivered again after d
-//	any other error     delivered again after Config.RetryDelay(n), an
-//	                    exponential backoff by delivery count
-//	a panic             like any other error (it is usually one input's bug)
-//	an output that does not encode as JSON: permanent
+//	bus.Permanent(err)      the stage fails now: a result with ErrorPermanent
+//	                        is published
+//	bus.RetryAfter(err, d)  the command is delivered again after d
+//	a model's error         as llm.Classify says: permanent (a refusal, a
+//	                        reply that stays invalid) or retried, after the
+//	                        wait the endpoint asked for if it did
+//	any other error         delivered again after Config.RetryDelay(n), an
+//	                        exponential backoff by delivery count
+//	a panic                 like any other error (it is usually one input's bug)
+//	an output that does not encode as JSON, or input that does not
+//	decode (mux.go): permanent
 //
 // Attempts have one knob: the MaxDeliver of the pool's consumer
 // (bus.ProvisionConfig.MaxDeliver, default bus.DefaultMaxDeliver), read
@@ -38,34 +43,8 @@ import (
 // goes back to the worker, which hands the message to another worker.
 //
 // Model calls have their own in-process retries (internal/llm); what they
-// finally give up with is classified next to the model code (llm.Classify)
-// and mapped to these markers by the LLM stage handler (llmstages.StageHandler).
-
-// PermanentError marks an error that retrying cannot fix.
-type PermanentError struct{ Err error }
-
-func (e *PermanentError) Error() string { return e.Err.Error() }
-func (e *PermanentError) Unwrap() error { return e.Err }
-
-// Permanent wraps err so the stage fails without retries. Permanent(nil) is nil.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &PermanentError{Err: err}
-}
-
-// RetryAfter asks for the command to be delivered again after d instead of
-// after the backoff: for an endpoint that said when to come back.
-// RetryAfter(nil, d) is nil.
-func RetryAfter(err error, d time.Duration) error { return bus.RetryAfter(err, d) }
-
-// IsPermanent reports whether err is marked permanent, by Permanent or by
-// bus.Permanent: a handler that used the bus's marker gets the same result.
-func IsPermanent(err error) bool {
-	var p *PermanentError
-	return errors.As(err, &p) || bus.IsPermanent(err)
-}
+// finally give up with is classified next to the model code (llm.Classify),
+// and applied here, for every stage.
 
 // DefaultRetryDelay is the backoff between deliveries of a failing stage:
 // the bus's (1s doubling to 5m, with jitter).
@@ -92,8 +71,8 @@ func decodeCommand(msg *bus.Message) (*messages.StageCommand, error) {
 	if err := json.Unmarshal(msg.Data(), &cmd); err != nil {
 		return nil, bus.Permanent(fmt.Errorf("decode stage command: %w", err))
 	}
-	if cmd.V > messages.SchemaVersion {
-		return nil, bus.Permanent(fmt.Errorf("stage command version %d is newer than %d", cmd.V, messages.SchemaVersion))
+	if cmd.V > messages.WireVersion {
+		return nil, bus.Permanent(fmt.Errorf("stage command version %d is newer than %d", cmd.V, messages.WireVersion))
 	}
 	if !bus.ValidJobID(cmd.JobID) {
 		return nil, bus.Permanent(fmt.Errorf("stage command has an invalid job id %q", cmd.JobID))
@@ -101,14 +80,17 @@ func decodeCommand(msg *bus.Message) (*messages.StageCommand, error) {
 	return &cmd, nil
 }
 
-// encodeOutput is the result's output: one that does not encode as JSON
-// is the handler's bug, and doing it again gives the same.
-func encodeOutput(v any) (json.RawMessage, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, Permanent(fmt.Errorf("marshal output: %w", err))
+// classify says what err asks for: a permanent failure, or a retry after
+// a delay the error names (asked) or the backoff's.
+func classify(err error) (permanent bool, delay time.Duration, asked bool) {
+	v := llm.Classify(err)
+	if bus.IsPermanent(err) || v.Permanent {
+		return true, 0, false
 	}
-	return b, nil
+	if d, ok := bus.RetryDelayOf(err); ok {
+		return false, d, true
+	}
+	return false, v.RetryAfter, v.RetryAfter > 0
 }
 
 // onFailure applies the policy to a handler's error: either it fills res
@@ -116,6 +98,7 @@ func encodeOutput(v any) (json.RawMessage, error) {
 // error to give the worker, which delivers the command again.
 func (e *Executor) onFailure(ctx context.Context, msg *bus.Message, herr error, res *messages.StageResult) (retry error) {
 	n := msg.NumDelivered()
+	permanent, delay, asked := classify(herr)
 	switch {
 	case ctx.Err() != nil:
 		// Shutting down: leave the message for another worker. The error
@@ -125,12 +108,11 @@ func (e *Executor) onFailure(ctx context.Context, msg *bus.Message, herr error, 
 			return herr
 		}
 		return fmt.Errorf("%w: %w", ctx.Err(), herr)
-	case IsPermanent(herr):
+	case permanent:
 		res.Error, res.ErrorKind = herr.Error(), messages.ErrorPermanent
 	case lastAttempt(msg):
 		res.Error, res.ErrorKind = fmt.Sprintf("%v (after %d attempts)", herr, n), messages.ErrorInfra
 	default:
-		delay, asked := bus.RetryDelayOf(herr)
 		if !asked {
 			delay = e.cfg.RetryDelay(n)
 		}
@@ -142,14 +124,15 @@ func (e *Executor) onFailure(ctx context.Context, msg *bus.Message, herr error, 
 	return nil
 }
 
-// handle runs the handler, turning a panic into an error the policy retries.
-func (e *Executor) handle(ctx context.Context, cmd *messages.StageCommand) (out Output, err error) {
+// run runs cmd's handler on the mux, turning a panic into an error the
+// policy retries. It is the executor's one panic recovery.
+func (e *Executor) run(ctx context.Context, cmd *messages.StageCommand) (out Output[json.RawMessage], storable bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			pe := &bus.PanicError{Value: v, Stack: debug.Stack()}
 			e.log.Error("stage handler panic", "job_id", cmd.JobID, "stage", cmd.Stage, "panic", v, "stack", string(pe.Stack))
-			err = pe
+			out, storable, err = Output[json.RawMessage]{}, false, pe
 		}
 	}()
-	return e.cfg.Handler.Handle(ctx, cmd)
+	return e.mux.Serve(ctx, cmd)
 }

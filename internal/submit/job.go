@@ -1,12 +1,9 @@
 package submit
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -15,7 +12,7 @@ import (
 	"github.com/autocoder/autocoder/internal/docsearch"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/jobfile"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -90,7 +87,7 @@ func (f *jobFlags) submitAndFollow(ctx context.Context, in *invocation, spec mes
 	defer stopModel()
 	ctx, cancel := context.WithTimeout(ctx, f.wait)
 	defer cancel()
-	st, err := stack.Start(ctx, opts)
+	st, err := wiring.Start(ctx, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -139,9 +136,10 @@ func (f *jobFlags) spec(args []string) (spec *messages.JobSpec, jobDir string, e
 }
 
 // stackOptions is where the job runs: on a running deployment, or with
-// --local on the whole stack in this process, with a scripted model when no
-// model is configured. stopModel stops that model's server.
-func (f *jobFlags) stackOptions(cfg config.Config, io IO, jobDir string) (_ stack.Options, stopModel func(), _ error) {
+// --local on the whole stack in this process, with a scripted model when
+// --transcript is given or no model is configured. stopModel stops that
+// model's server and closes its cache.
+func (f *jobFlags) stackOptions(cfg config.Config, io IO, jobDir string) (_ wiring.Options, stopModel func(), _ error) {
 	opts := cliStack(cfg, io)
 	stopModel = func() {}
 	switch {
@@ -152,16 +150,22 @@ func (f *jobFlags) stackOptions(cfg config.Config, io IO, jobDir string) (_ stac
 	case !f.local:
 		return opts, stopModel, nil
 	}
-	opts.Roles = []stack.Role{stack.RoleLocal}
-	if cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "" {
-		return opts, stopModel, nil
+	opts.Roles = []wiring.Role{wiring.RoleLocal}
+	if f.transcript == "" && (cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "") {
+		return opts, stopModel, nil // a given --transcript wins over a configured model
 	}
 	srv, err := f.scriptedModel(io, jobDir)
 	if err != nil {
 		return opts, stopModel, err
 	}
+	c, err := wiring.OpenScriptedCache(context.Background(), opts.Config, opts.Logger, nil)
+	if err != nil {
+		srv.Close()
+		return opts, stopModel, err
+	}
 	opts.Config.OpenAIBaseURL, opts.Config.OpenAIAPIKey = srv.URL(), "scripted"
-	return opts, srv.Close, nil
+	opts.Cache = c
+	return opts, func() { _ = c.Close(); srv.Close() }, nil
 }
 
 // scriptedModel serves the --transcript (or the job's transcript.json) as
@@ -171,34 +175,16 @@ func (f *jobFlags) scriptedModel(io IO, jobDir string) (*fakellm.Server, error) 
 	if path == "" {
 		path = filepath.Join(jobDir, "transcript.json")
 	}
-	srv, label, err := scripted(path)
+	srv, label, err := fakellm.ReplayFile(path)
 	if err != nil {
 		return nil, usagef("no model: set OPENAI_API_KEY (or OPENAI_BASE_URL), or give --transcript (%v)", err)
 	}
-	fmt.Fprintf(io.Stderr, "SCRIPTED MODEL: no OPENAI_API_KEY is set, so the model's answers are replayed from %s (%s). Set OPENAI_API_KEY to use a real model.\n", path, label)
+	why := "no OPENAI_API_KEY is set, so"
+	if f.transcript != "" {
+		why = "--transcript is given:"
+	}
+	fmt.Fprintf(io.Stderr, "SCRIPTED MODEL: %s the model's answers are replayed from %s (%s). Set OPENAI_API_KEY to use a real model.\n", why, path, label)
 	return srv, nil
-}
-
-// maxTranscriptBytes bounds a --transcript file (64 MiB): a script of model
-// replies, read whole before the job starts.
-const maxTranscriptBytes = 64 << 20
-
-func scripted(path string) (*fakellm.Server, string, error) {
-	data, err := jobfile.ReadRegular(path, maxTranscriptBytes)
-	var pe *fs.PathError
-	switch {
-	case errors.As(err, &pe):
-		return nil, "", err
-	case err != nil:
-		return nil, "", fmt.Errorf("transcript %s: %w", path, err)
-	}
-	t, err := fakellm.LoadTranscript(bytes.NewReader(data))
-	if err != nil {
-		return nil, "", fmt.Errorf("transcript %s: %w", path, err)
-	}
-	srv := fakellm.New()
-	srv.Play(t)
-	return srv, t.Label, nil
 }
 
 // report saves the job's files with --out, then prints the result object

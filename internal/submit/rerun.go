@@ -7,14 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -85,7 +86,7 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.wait)
 	defer cancel()
-	st, err := stack.Start(ctx, f.stackOptions(cfg, io))
+	st, err := wiring.Start(ctx, f.stackOptions(cfg, io))
 	if err != nil {
 		return 0, err
 	}
@@ -114,10 +115,10 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 // stackOptions is where the rerun runs: on a running deployment, or with
 // --local in this process. A rerun calls no model: a coordinator and a
 // sandbox worker are all it needs.
-func (f *rerunFlags) stackOptions(cfg config.Config, io IO) stack.Options {
+func (f *rerunFlags) stackOptions(cfg config.Config, io IO) wiring.Options {
 	opts := cliStack(cfg, io)
 	if f.local {
-		opts.Roles = []stack.Role{stack.RoleCoordinator, stack.RoleSandboxWorker}
+		opts.Roles = []wiring.Role{wiring.RoleCoordinator, wiring.RoleSandboxWorker}
 	}
 	return opts
 }
@@ -200,7 +201,7 @@ func pairs(list multi, flagName string) (map[string]string, error) {
 func rerunRequest(from string, spec *messages.JobSpec, inputs, samples map[string]string) (messages.RunRequest, map[string]string, error) {
 	req := messages.RunRequest{FromJob: from, Args: map[string]string{}}
 	files := map[string]string{}
-	for _, name := range sortedKeys(inputs) {
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
 		v := inputs[name]
 		t, ok := spec.Inputs[name]
 		if !ok {
@@ -220,9 +221,9 @@ func rerunRequest(from string, spec *messages.JobSpec, inputs, samples map[strin
 			req.Args[name] = canon
 		}
 	}
-	for _, name := range sortedKeys(samples) {
+	for _, name := range slices.Sorted(maps.Keys(samples)) {
 		if _, ok := spec.Samples[name]; !ok {
-			return req, nil, usagef("--sample %s: job %s has no such sample (samples: %s)", name, from, strings.Join(sortedKeys(spec.Samples), ", "))
+			return req, nil, usagef("--sample %s: job %s has no such sample (samples: %s)", name, from, strings.Join(slices.Sorted(maps.Keys(spec.Samples)), ", "))
 		}
 		if err := checkPath(samples[name], false); err != nil {
 			return req, nil, usagef("--sample %s: %v", name, err)
@@ -253,19 +254,10 @@ func typeList(m map[string]messages.Type) string {
 		return "none"
 	}
 	var out []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, messages.QuoteName(k)+" ("+messages.QuoteName(string(m[k]))+")")
 	}
 	return strings.Join(out, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func printRerun(w io.Writer, from string, r *messages.Result, downloaded []string) {
@@ -277,7 +269,7 @@ func printRerun(w io.Writer, from string, r *messages.Result, downloaded []strin
 	fmt.Fprintf(w, "run %s\n", r.JobID)
 	if len(r.Outputs) > 0 {
 		fmt.Fprintln(w, "outputs:")
-		for _, k := range sortedKeys(r.Outputs) {
+		for _, k := range slices.Sorted(maps.Keys(r.Outputs)) {
 			b, _ := json.Marshal(r.Outputs[k])
 			fmt.Fprintf(w, "  %s = %s\n", messages.QuoteName(k), messages.Printable(string(b)))
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/protocol"
-	"github.com/autocoder/autocoder/internal/stack"
+	"github.com/autocoder/autocoder/internal/wiring"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -184,14 +184,14 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // only talks to a deployment (or to the state a --local job left). With no
 // NATS URL and no such state, there is nothing to talk to: it says so
 // rather than start an empty embedded server that knows no job.
-func (in *invocation) startClient(ctx context.Context) (*stack.Stack, error) {
+func (in *invocation) startClient(ctx context.Context) (*wiring.Stack, error) {
 	if in.cfg.NATSURL == "" {
-		if fi, err := os.Stat(stack.EmbeddedStoreDir(in.cfg)); err != nil || !fi.IsDir() {
+		if fi, err := os.Stat(wiring.EmbeddedStoreDir(in.cfg)); err != nil || !fi.IsDir() {
 			return nil, usagef("no deployment configured: set AUTOCODER_NATS_URL (or --nats-url) to its NATS; "+
 				"jobs run with --local are found with the --state-dir they ran with (%s has none)", in.cfg.StateDir)
 		}
 	}
-	return stack.Start(ctx, cliStack(in.cfg, in.io))
+	return wiring.Start(ctx, cliStack(in.cfg, in.io))
 }
 
 // connectTimeout bounds how long the CLI tries to reach a remote NATS before
@@ -199,8 +199,8 @@ func (in *invocation) startClient(ctx context.Context) (*stack.Stack, error) {
 const connectTimeout = 15 * time.Second
 
 // cliStack is the stack wiring every submit subcommand starts from.
-func cliStack(cfg config.Config, io IO) stack.Options {
-	return stack.Options{Config: cfg, Logger: logger(cfg, io.Stderr), ConnectTimeout: connectTimeout}
+func cliStack(cfg config.Config, io IO) wiring.Options {
+	return wiring.Options{Config: cfg, Logger: logger(cfg, io.Stderr), ConnectTimeout: connectTimeout}
 }
 
 func exitCode(r *messages.Result) int {

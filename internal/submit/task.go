@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/autocoder/autocoder/internal/client"
@@ -73,7 +75,7 @@ func taskRegisterCmd(ctx context.Context, in *invocation) (int, error) {
 			return 0, err
 		}
 		fmt.Fprintf(in.io.Stdout, "task %s registered: the script of job %s\nrun it with: submit task run %s", t.Name, t.JobID, t.Name)
-		for _, k := range sortedKeys(t.Inputs) {
+		for _, k := range slices.Sorted(maps.Keys(t.Inputs)) {
 			fmt.Fprintf(in.io.Stdout, " [--input %s=<%s>]", messages.QuoteName(k), messages.QuoteName(string(t.Inputs[k])))
 		}
 		fmt.Fprintln(in.io.Stdout)

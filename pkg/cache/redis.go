@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/autocoder/autocoder/pkg/redact"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -60,7 +61,7 @@ func OpenRedis(ctx context.Context, url string) (*Redis, error) {
 func OpenRedisWith(ctx context.Context, url string, o RedisOptions) (*Redis, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("cache: redis url %s: %w", RedactURL(url), redactErr(err, urlSecrets(url)...))
+		return nil, fmt.Errorf("cache: redis url %s: %w", RedactURL(url), redact.Error(err, redact.Secrets(url)...))
 	}
 	if err := o.applyTLS(opts); err != nil {
 		return nil, err
@@ -74,7 +75,7 @@ func OpenRedisWith(ctx context.Context, url string, o RedisOptions) (*Redis, err
 	defer cancel()
 	if err := client.Ping(pingCtx).Err(); err != nil {
 		_ = client.Close()
-		return nil, fmt.Errorf("cache: redis at %s unreachable: %w", opts.Addr, redactErr(err, urlSecrets(url)...))
+		return nil, fmt.Errorf("cache: redis at %s unreachable: %w", opts.Addr, redact.Error(err, redact.Secrets(url)...))
 	}
 	return &Redis{
 		client: client,

@@ -27,7 +27,7 @@ func TestRedisConformanceACL(t *testing.T) {
 }
 
 // TestRedisACLKeyPattern: a user limited to autocoder's keys, as the
-// README's Security section advises, can do all autocoder does: every key
+// Redis section of docs/security.md advises, can do all autocoder does: every key
 // cache.Key makes and every lock is under that pattern.
 func TestRedisACLKeyPattern(t *testing.T) {
 	t.Parallel()

@@ -29,16 +29,7 @@ func TestAgentOptions(t *testing.T) {
 	if _, err := DecodeJobSpecJSON([]byte(`{"prompt":"x","options":{"backend":"magic"}}`)); err == nil || !strings.Contains(err.Error(), "want pipeline or agent") {
 		t.Errorf("unknown backend: %v", err)
 	}
-	for _, s := range []Stage{StageAgentTurn, StageAgentTool} {
-		found := false
-		for _, x := range Stages() {
-			found = found || x == s
-		}
-		if !found {
-			t.Errorf("Stages() lacks %s", s)
-		}
-	}
-	if StageAgentTurn.Pool() != PoolLLM || StageAgentTool.Pool() != PoolSandbox {
+	if DefaultStages().Pool(StageAgentTurn) != PoolLLM || DefaultStages().Pool(StageAgentTool) != PoolSandbox {
 		t.Error("agent stages in the wrong pools")
 	}
 }

@@ -209,9 +209,9 @@ func PrefixField(prefix string, err error) error {
 // ReplyOf is the APIReply for err (nil: accepted jobID).
 func ReplyOf(jobID string, err error) APIReply {
 	if err == nil {
-		return APIReply{V: SchemaVersion, JobID: jobID}
+		return APIReply{V: WireVersion, JobID: jobID}
 	}
-	r := APIReply{V: SchemaVersion, JobID: jobID, Error: err.Error(), Kind: ReplyUnavailable}
+	r := APIReply{V: WireVersion, JobID: jobID, Error: err.Error(), Kind: ReplyUnavailable}
 	var fe *FieldError
 	if errors.As(err, &fe) {
 		r.Field, r.Kind = fe.Field, ReplyInvalid

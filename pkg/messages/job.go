@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -153,7 +155,7 @@ func CheckKnownFields(raw any) error {
 	var walk func(path string, m map[string]any) error
 	walk = func(path string, m map[string]any) error {
 		allowed := known[path]
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			p := k
 			if path != "" {
 				p = path + "." + k

@@ -2,17 +2,25 @@ package messages
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// SchemaVersion is the version of every message in this package. A consumer
-// rejects a message whose "v" is newer than the one it was built with.
-const SchemaVersion = 1
+// WireVersion is the version of every message in this package, its "v":
+// the version of the wire format. A consumer rejects a message whose "v"
+// is newer than the one it was built with.
+const WireVersion = 1
+
+// SchemaVersion is WireVersion's former name.
+//
+// Deprecated: use WireVersion. It stays while branches written against
+// the old name are merged, and then goes.
+const SchemaVersion = WireVersion
 
 // Type is a declared input or output type (Contract 1 (docs/contracts.md)).
 type Type string
@@ -258,7 +266,7 @@ func (s *JobSpec) validateParameters() error {
 		seen[name] = kind
 		return nil
 	}
-	for _, name := range sortedKeys(s.Samples) {
+	for _, name := range slices.Sorted(maps.Keys(s.Samples)) {
 		if err := check("samples", name); err != nil {
 			return err
 		}
@@ -266,7 +274,7 @@ func (s *JobSpec) validateParameters() error {
 			return &FieldError{"samples." + name, "path is empty"}
 		}
 	}
-	for _, name := range sortedKeys(s.Inputs) {
+	for _, name := range slices.Sorted(maps.Keys(s.Inputs)) {
 		if err := check("inputs", name); err != nil {
 			return err
 		}
@@ -279,7 +287,7 @@ func (s *JobSpec) validateParameters() error {
 
 // validateOutputs checks the outputs' names and types.
 func (s *JobSpec) validateOutputs() error {
-	for _, name := range sortedKeys(s.Outputs) {
+	for _, name := range slices.Sorted(maps.Keys(s.Outputs)) {
 		if !identRe.MatchString(name) {
 			return &FieldError{"outputs." + name, "must be a Python identifier"}
 		}
@@ -456,13 +464,4 @@ func typeList(set []Type) string {
 		s[i] = string(t)
 	}
 	return strings.Join(s, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

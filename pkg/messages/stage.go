@@ -36,28 +36,6 @@ const (
 	StageRun        Stage = "run" // a generated script run on new data (submit run)
 )
 
-// Worker kinds: which pool a stage goes to.
-const (
-	PoolLLM     = "llm"
-	PoolSandbox = "sandbox"
-)
-
-// Pool returns the worker pool that handles the stage.
-func (s Stage) Pool() string {
-	switch s {
-	case StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageAgentTool, StageCodeModeTools, StageCodeModeExec:
-		return PoolSandbox
-	}
-	return PoolLLM
-}
-
-// Stages lists every stage, the LLM stages first.
-func Stages() []Stage {
-	return []Stage{StagePlan, StageCode, StageTests, StagePackages, StageDiagnose, StageFix, StagePatchTests,
-		StageVerify, StageConstraint, StagePackageReplacement, StageAgentTurn, StageCodeModeTurn,
-		StageProfile, StageBuild, StageRunTests, StageAcceptance, StageRun, StageAgentTool, StageCodeModeTools, StageCodeModeExec}
-}
-
 // StageCommand asks a worker to do one stage of one job. Input holds the
 // stage's input struct (PlanInput, CodeInput, ...) as JSON.
 type StageCommand struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/egress"
+	"github.com/autocoder/autocoder/internal/trim"
 )
 
 // builderVersion is part of every Env.ID: bump it when the layout of an
@@ -236,7 +237,7 @@ func (b *Backend) createVenv(ctx context.Context, base sandboxSpec) error {
 	mk.timeout = remaining(ctx, 2*time.Minute)
 	res, err := b.exec(ctx, &mk)
 	if err == nil && (res.exitCode != 0 || res.timedOut) {
-		err = fmt.Errorf("exit code %d: %s", res.exitCode, protocol.TrimTail(string(res.stdout)+string(res.stderr), 4096))
+		err = fmt.Errorf("exit code %d: %s", res.exitCode, trim.Tail(string(res.stdout)+string(res.stderr), 4096))
 	}
 	return err
 }
@@ -269,7 +270,7 @@ func (b *Backend) pipInstall(ctx context.Context, id string, base sandboxSpec, m
 	if denied := sess.Denied(); len(denied) > 0 {
 		pipLog += fmt.Sprintf("\negress proxy refused (not package sources): %s\n", strings.Join(denied, " "))
 	}
-	log.WriteString(protocol.TrimHeadTail(pipLog, 16<<10))
+	log.WriteString(trim.HeadTail(pipLog, 16<<10))
 	if res.timedOut {
 		return nil, fmt.Errorf("sandbox: build %s: pip install timed out after %s", id, pip.timeout)
 	}
@@ -468,7 +469,7 @@ func fetchFailures(work string) string {
 	var lines []string
 	for _, line := range strings.Split(string(data), "\n") {
 		if _, rest, ok := strings.Cut(line, "Could not fetch URL "); ok && len(lines) < 20 {
-			lines = append(lines, protocol.TrimHead("Could not fetch URL "+rest, 600))
+			lines = append(lines, trim.Head("Could not fetch URL "+rest, 600))
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -487,7 +488,7 @@ func classifyPipFailure(id string, requested []string, pipLog, buildLog string) 
 		return fmt.Errorf("sandbox: build %s: pip could not use the find-links location %s", id, m[1])
 	}
 	if pipNetworkRe.MatchString(pipLog) {
-		return fmt.Errorf("sandbox: build %s: pip could not reach the package index: %s", id, protocol.TrimTail(pipLog, 2048))
+		return fmt.Errorf("sandbox: build %s: pip could not reach the package index: %s", id, trim.Tail(pipLog, 2048))
 	}
 	if m := pipNotFoundRe.FindAllStringSubmatch(pipLog, -1); len(m) > 0 {
 		var bad []string
@@ -509,7 +510,7 @@ func classifyPipFailure(id string, requested []string, pipLog, buildLog string) 
 			return &sandbox.InvalidPackageError{Packages: bad, Log: buildLog}
 		}
 	}
-	return fmt.Errorf("%w: %s: pip install failed: %s", sandbox.ErrBuildFailed, id, protocol.TrimTail(pipLog, 4096))
+	return fmt.Errorf("%w: %s: pip install failed: %s", sandbox.ErrBuildFailed, id, trim.Tail(pipLog, 4096))
 }
 
 func containsName(pkgs []string, name string) bool {
@@ -578,7 +579,7 @@ func (b *Backend) missingPackages(ctx context.Context, pkgs []string) ([]string,
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: check installed packages: %w: %s", err, protocol.TrimTail(stderr.String(), 2048))
+		return nil, fmt.Errorf("sandbox: check installed packages: %w: %s", err, trim.Tail(stderr.String(), 2048))
 	}
 	var missing []string
 	if err := json.Unmarshal(out, &missing); err != nil {

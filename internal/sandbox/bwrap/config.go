@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"time"
 )
@@ -35,8 +34,8 @@ type Config struct {
 	Bwrap string
 	// StateDir holds environments (StateDir/envs/<id>) and per-run scratch
 	// directories (StateDir/runs). Pass the state dir itself (e.g.
-	// AUTOCODER_STATE_DIR), not its envs subdirectory. Default:
-	// $XDG_STATE_HOME/autocoder, else ~/.local/state/autocoder.
+	// AUTOCODER_STATE_DIR, whose default internal/config chooses), not its
+	// envs subdirectory. Required.
 	StateDir string
 
 	// PipIndexURL is pip's --index-url. Empty: pip's own configuration
@@ -107,14 +106,10 @@ func (c *Config) setDefaults() error {
 	return c.validate()
 }
 
-// setStateDir defaults StateDir and makes it absolute.
+// setStateDir makes StateDir absolute.
 func (c *Config) setStateDir() error {
 	if c.StateDir == "" {
-		dir, err := defaultStateDir()
-		if err != nil {
-			return err
-		}
-		c.StateDir = dir
+		return errors.New("sandbox: bwrap.Config.StateDir is required (the process's state dir, AUTOCODER_STATE_DIR)")
 	}
 	abs, err := filepath.Abs(c.StateDir)
 	if err != nil {
@@ -148,15 +143,4 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
-}
-
-func defaultStateDir() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "autocoder"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("sandbox: no bwrap.Config.StateDir and no home directory: %w", err)
-	}
-	return filepath.Join(home, ".local", "state", "autocoder"), nil
 }

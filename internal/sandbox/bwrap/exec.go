@@ -16,9 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/trim"
 	"golang.org/x/sys/unix"
-
-	"github.com/autocoder/autocoder/internal/protocol"
 )
 
 // mount is one bind mount into the sandbox.
@@ -103,7 +102,7 @@ func (b *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 		defer b.destroyCgroup(cg)
 	}
 
-	stdout, stderr := protocol.NewHeadTailBuffer(s.outputLimit), protocol.NewHeadTailBuffer(s.outputLimit)
+	stdout, stderr := trim.NewBuffer(s.outputLimit), trim.NewBuffer(s.outputLimit)
 	cmd := b.bwrapCmd(s, pipes, stdout, stderr)
 	options := b.args(s)
 	start := time.Now()

@@ -10,10 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/egress"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/cache"
 )
 
@@ -206,7 +208,7 @@ func (b *Backend) build(ctx context.Context, name string, pip, apt []string) (sa
 		if err != nil {
 			return sandbox.Env{}, err
 		}
-		return sandbox.Env{ID: name, Log: protocol.TrimHeadTail(log, maxBuildLog)}, nil
+		return sandbox.Env{ID: name, Log: trim.HeadTail(log, maxBuildLog)}, nil
 	}
 	stage, log := from.ref, "FROM "+from.ref+"\n"
 	if from.fromBase || len(apt) > 0 {
@@ -269,7 +271,7 @@ func (b *Backend) imageBuild(ctx context.Context, name string, from parent, pip,
 	if err != nil {
 		return "", fmt.Errorf("docker: build %s: %w", name, err)
 	}
-	logBuf := protocol.NewHeadTailBuffer(1 << 20)
+	logBuf := trim.NewBuffer(1 << 20)
 	fmt.Fprintf(logBuf, "FROM %s\n", from.ref)
 	errMsg, err := readJSONStream(resp.Body, logBuf)
 	resp.Body.Close()
@@ -534,16 +536,7 @@ func normalizeApt(pkgs []string) ([]string, error) {
 	if len(bad) > 0 {
 		return nil, &sandbox.InvalidPackageError{Packages: bad, Log: "not a Debian package name"}
 	}
-	return sortedKeys(set), nil
-}
-
-func sortedKeys(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set)), nil
 }
 
 // classifyBuildFailure turns a failed build into the error the caller acts
@@ -553,7 +546,7 @@ func sortedKeys(set map[string]bool) []string {
 func classifyBuildFailure(name string, pip, apt []string, errMsg, log string) error {
 	all := log + "\n" + errMsg
 	if aptNetworkRe.MatchString(all) || pipNetworkRe.MatchString(all) {
-		return fmt.Errorf("docker: build %s: a package source could not be reached: %s: %s", name, errMsg, protocol.TrimTail(log, 2048))
+		return fmt.Errorf("docker: build %s: a package source could not be reached: %s: %s", name, errMsg, trim.Tail(log, 2048))
 	}
 	var bad []string
 	seen := map[string]bool{}
@@ -580,10 +573,10 @@ func classifyBuildFailure(name string, pip, apt []string, errMsg, log string) er
 		}
 	}
 	if len(bad) > 0 {
-		return &sandbox.InvalidPackageError{Packages: bad, Log: protocol.TrimTail(log, maxBuildLog)}
+		return &sandbox.InvalidPackageError{Packages: bad, Log: trim.Tail(log, maxBuildLog)}
 	}
 	if stepFailedRe.MatchString(all) {
-		return fmt.Errorf("%w: %s: %s\n%s", sandbox.ErrBuildFailed, name, errMsg, protocol.TrimTail(log, 4096))
+		return fmt.Errorf("%w: %s: %s\n%s", sandbox.ErrBuildFailed, name, errMsg, trim.Tail(log, 4096))
 	}
-	return fmt.Errorf("docker: build %s: %s\n%s", name, errMsg, protocol.TrimTail(log, 2048))
+	return fmt.Errorf("docker: build %s: %s\n%s", name, errMsg, trim.Tail(log, 2048))
 }

@@ -31,6 +31,11 @@ const (
 	childCacheEnv = "AUTOCODER_DOCKER_TEST_CHILD_CACHE"
 )
 
+// reapDeadline is how long after the SIGKILL the reaper may take to remove
+// the killed worker's containers before the test fails: a functional bound,
+// under the 5 minutes the lease is checked to last, not a figure.
+const reapDeadline = 3 * time.Minute
+
 // childHeartbeat is the child's heartbeat TTL; childJob the job of its run.
 const (
 	childHeartbeat = 2 * time.Second
@@ -102,8 +107,11 @@ func runStarted(t *testing.T, id string) bool {
 // TestReaperAfterWorkerSIGKILL kills a sandbox worker with SIGKILL while a
 // run, taken from its warm pool (pool on, default size), is in progress,
 // and shows that another worker's reaper leaves zero containers of it,
-// pooled and running, within twice the heartbeat TTL plus the reaper interval:
-// long before the 30-minute pool lease the containers are labelled with.
+// pooled and running, long before the 30-minute pool lease the containers
+// are labelled with. The deadline (reapDeadline) is generous, for a loaded
+// engine, and still well inside the lease (at least 5 minutes, checked),
+// so only the heartbeat can meet it; how soon it did (about twice the TTL
+// plus the reaper interval) is logged, not asserted.
 func TestReaperAfterWorkerSIGKILL(t *testing.T) {
 	t.Parallel()
 	requireEngine(t)
@@ -184,10 +192,7 @@ func TestReaperAfterWorkerSIGKILL(t *testing.T) {
 	if len(before) < 2 {
 		t.Fatalf("%d containers of the killed worker, want its run and pooled ones", len(before))
 	}
-	// The heartbeat lasts childHeartbeat after its last refresh, and the
-	// reaper confirms it missing one TTL later; allow two reaper intervals
-	// and removal time.
-	limit := killedAt.Add(2*childHeartbeat + 2*interval + 15*time.Second)
+	limit := killedAt.Add(reapDeadline)
 	for {
 		left := workerContainers(t, worker)
 		if len(left) == 0 {
@@ -197,7 +202,7 @@ func TestReaperAfterWorkerSIGKILL(t *testing.T) {
 		}
 		if time.Now().After(limit) {
 			t.Fatalf("%d containers of the killed worker remain %s after the kill (heartbeat TTL %s, reaper interval %s)",
-				len(left), time.Since(killedAt), childHeartbeat, interval)
+				len(left), time.Since(killedAt).Round(time.Millisecond), childHeartbeat, interval)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
-	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/egress"
+	"github.com/autocoder/autocoder/internal/trim"
 )
 
 // Why pip runs in a container, not in the image build: Podman's
@@ -81,7 +81,7 @@ func (b *Backend) pipBuild(ctx context.Context, job pipJob, log string) (sandbox
 	if err := b.commit(ctx, id, job); err != nil {
 		return sandbox.Env{}, err
 	}
-	return sandbox.Env{ID: job.name, Log: protocol.TrimHeadTail(log, maxBuildLog),
+	return sandbox.Env{ID: job.name, Log: trim.HeadTail(log, maxBuildLog),
 		Provenance: egress.Merge(reported, sess.Artifacts())}, nil
 }
 
@@ -149,7 +149,7 @@ func (b *Backend) runBuildContainer(ctx context.Context, id string) (string, int
 		return "", -1, fmt.Errorf("attach pip container: %w", err)
 	}
 	defer att.Close()
-	out := &lockedBuffer{buf: protocol.NewHeadTailBuffer(1 << 20)}
+	out := &lockedBuffer{buf: trim.NewBuffer(1 << 20)}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -200,11 +200,11 @@ func (b *Backend) commit(ctx context.Context, id string, job pipJob) error {
 	return nil
 }
 
-// lockedBuffer is a HeadTailBuffer written by one goroutine and read by
+// lockedBuffer is a trim.Buffer written by one goroutine and read by
 // another.
 type lockedBuffer struct {
 	mu  sync.Mutex
-	buf *protocol.HeadTailBuffer
+	buf *trim.Buffer
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {

@@ -18,8 +18,8 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
-	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/trim"
 )
 
 // defaultPATH is a run's PATH when the image sets none.
@@ -371,7 +371,7 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 	}
 	tSent := time.Since(t0)
 
-	stdout, stderr := protocol.NewHeadTailBuffer(outputLimit), protocol.NewHeadTailBuffer(outputLimit)
+	stdout, stderr := trim.NewBuffer(outputLimit), trim.NewBuffer(outputLimit)
 	trail := newTrailers(req.Nonce, stdout, stderr)
 	copied := make(chan struct{})
 	go func() {

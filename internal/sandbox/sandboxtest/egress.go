@@ -19,8 +19,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/testredis"
+	"github.com/autocoder/autocoder/internal/trim"
 )
 
 // Bait is what an environment build must not reach or read: a loopback
@@ -199,7 +199,7 @@ for d in ("/opt/venv", "/usr/local"):
 func (b *Bait) Check(t *testing.T, seen string) {
 	t.Helper()
 	if !strings.Contains(seen, "report=") {
-		t.Errorf("the build code wrote no %s (it did not run?): %q", SeenFile, protocol.TrimTail(seen, 2000))
+		t.Errorf("the build code wrote no %s (it did not run?): %q", SeenFile, trim.Tail(seen, 2000))
 	}
 	if strings.Contains(seen, "CONNECTED") {
 		t.Errorf("the build code connected somewhere: %s", reportOf(seen))

@@ -1,0 +1,49 @@
+package codemodestages
+
+import (
+	"errors"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/autocoder/autocoder/internal/codemode"
+	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/pkg/cache"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// Config configures Handlers. The zero value is ready to use: stages
+// whose part is missing fail permanently, saying what is missing.
+type Config struct {
+	// Model is the chat model of codemode_turn; nil fails the stage (a
+	// client that cannot chat cannot do code mode).
+	Model codemode.Model
+	// Conn reaches the tool services of codemode_tools and codemode_exec;
+	// nil fails those stages.
+	Conn *nats.Conn
+	// Cache keeps tool calls (content keys, scoped by the job); nil: none.
+	Cache cache.Cache
+	// Limits bound a program's run; zero fields mean codemode's defaults.
+	Limits codemode.Limits
+	// ObservationBytes is the observation's budget; 0: the default.
+	ObservationBytes int
+}
+
+// Handlers do the code-mode stages.
+type Handlers struct{ cfg Config }
+
+// New validates cfg and returns the handlers.
+func New(cfg Config) (*Handlers, error) {
+	if cfg.ObservationBytes < 0 {
+		return nil, errors.New("codemodestages: ObservationBytes must not be negative")
+	}
+	return &Handlers{cfg: cfg}, nil
+}
+
+// Register puts the code-mode stages on mux. Each worker's executor serves
+// the ones of its pool: codemode_turn on the llm-workers, codemode_tools
+// and codemode_exec on the sandbox-workers.
+func (h *Handlers) Register(mux *stagework.Mux) {
+	stagework.Register(mux, messages.StageCodeModeTurn, h.turn)
+	stagework.Register(mux, messages.StageCodeModeTools, h.describe)
+	stagework.Register(mux, messages.StageCodeModeExec, h.exec)
+}

@@ -1,0 +1,365 @@
+package machine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/protocol"
+	"github.com/autocoder/autocoder/internal/trim"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// The pipeline: profile the samples, plan, then write the code and the
+// tests concurrently (the tests depend on the plan, not the code). Packages
+// come from a static import scan (the model maps only the imports the
+// tables cannot), and the environment is built as soon as the code's
+// packages are known, overlapping the test generation (advanceTests,
+// env.go). Then the tests run; failures are diagnosed, routed, repaired and
+// verified (repair.go); a loop that stops making progress changes strategy
+// or stops. With options.candidates several solutions race in the first
+// round (candidates.go). Once the tests pass the script runs on the
+// samples (the acceptance run).
+
+// pipelineKind is the default kind: every submission no other kind takes.
+func pipelineKind() Kind {
+	return Kind{
+		Name:  "pipeline",
+		Is:    func(*Submission) bool { return true },
+		Start: (*Stepper).startPipeline,
+		Results: []Row{
+			On(messages.StageProfile, (*Stepper).profiled),
+			On(messages.StagePlan, (*Stepper).planned),
+			On(messages.StageConstraint, (*Stepper).constrained).advisory((*Stepper).constraintFailed), // constraint.go
+			On(messages.StageCode, (*Stepper).coded),
+			On(messages.StageTests, (*Stepper).testsWritten),
+			On(messages.StagePackages, (*Stepper).packaged).advisory((*Stepper).packagesFailed),              // env.go
+			On(messages.StagePackageReplacement, (*Stepper).replaced).advisory((*Stepper).replacementFailed), // replace.go
+			On(messages.StageBuild, (*Stepper).built),                                                        // env.go
+			On(messages.StageRunTests, (*Stepper).tested),
+			On(messages.StageDiagnose, (*Stepper).route),                                    // repair.go
+			On(messages.StageFix, (*Stepper).fixed),                                         // repair.go
+			On(messages.StageVerify, (*Stepper).verified).advisory((*Stepper).verifyFailed), // repair.go
+			On(messages.StagePatchTests, (*Stepper).patched),                                // repair.go
+			On(messages.StageAcceptance, (*Stepper).accepted),
+		},
+		Phases: Phases{
+			PhaseProfiling:  {PhaseNew},
+			PhasePlanning:   {PhaseNew, PhaseProfiling},
+			PhaseGenerating: {PhasePlanning, PhaseTesting, PhaseAccepting}, // later: a stuck loop regenerates
+			PhasePackages:   {PhaseGenerating, PhaseBuilding, PhaseRepairing},
+			PhaseBuilding:   {PhaseGenerating, PhasePackages, PhaseRepairing},
+			PhaseTesting:    {PhaseGenerating, PhasePackages, PhaseBuilding, PhaseRepairing},
+			PhaseDiagnosing: {PhaseGenerating, PhaseTesting}, // from generating: no candidate passed
+			PhaseRepairing:  {PhaseDiagnosing, PhaseAccepting},
+			PhaseAccepting:  {PhaseGenerating, PhaseTesting}, // from generating: a candidate passed
+		},
+		loop:      loop{generate: (*Stepper).generateWithTests, advance: (*Stepper).advanceTests},
+		succeeded: "tests passed",
+	}
+}
+
+// startPipeline profiles the samples, or plans when there are none.
+func (m *Stepper) startPipeline(*Submission) {
+	if len(m.s.Samples) > 0 {
+		m.profile()
+		return
+	}
+	m.plan()
+}
+
+// profile dispatches the profile of the samples.
+func (m *Stepper) profile() {
+	s := m.s
+	m.Enter(PhaseProfiling)
+	m.Dispatch(messages.StageProfile, messages.ProfileInput{
+		Samples: s.Samples, MaxSampleRows: s.Spec.Options.MaxSampleRows, Constraints: s.Spec.Constraints,
+	})
+}
+
+// keepProfile keeps what the profile says of the samples.
+func (m *Stepper) keepProfile(out messages.ProfileOutput) {
+	m.s.DataContext = out.DataContext
+	m.s.GeneratedSchemas = out.GeneratedSchemas
+}
+
+func (m *Stepper) profiled(_ Pending, out messages.ProfileOutput) {
+	m.keepProfile(out)
+	m.constrain(out) // constraint.go: alongside planning
+	m.plan()
+}
+
+func (m *Stepper) plan() {
+	m.Enter(PhasePlanning)
+	m.Dispatch(messages.StagePlan, messages.PlanInput{Task: m.s.Task, DataContext: m.s.DataContext})
+}
+
+func (m *Stepper) planned(_ Pending, out messages.Plan) {
+	m.s.Plan = &out
+	if m.busy(0, messages.StageConstraint) {
+		return // generation starts when the checks arrive (constraint.go)
+	}
+	m.generate()
+}
+
+// generateWithTests starts code and tests at once: tests depend on the
+// task and the plan, not on the code.
+func (m *Stepper) generateWithTests() {
+	s := m.s
+	m.writeCode()
+	if !s.Spec.Options.SkipTests {
+		m.Dispatch(messages.StageTests, messages.TestsInput{Task: s.Task, DataContext: s.DataContext, Plan: planOf(s)})
+	}
+}
+
+// writeCode asks for the code; with options.candidates k > 1 for k
+// independent solutions (see candidates.go).
+func (m *Stepper) writeCode() {
+	s := m.s
+	m.Enter(PhaseGenerating)
+	in := messages.CodeInput{Task: s.Task, DataContext: s.DataContext, Plan: planOf(s), BasePackages: s.Spec.Options.BasePackages}
+	k := s.Spec.Options.Candidates
+	if k > 1 && s.Spec.Options.SkipTests {
+		m.Note(fmt.Sprintf("skip_tests: there are no tests to choose among %d candidates, so one solution is written", k))
+		k = 1
+	}
+	if k > 1 {
+		m.startCandidates(in, k)
+		return
+	}
+	m.Dispatch(messages.StageCode, in)
+}
+
+// coded takes a solution of the job's line or of a candidate's.
+func (m *Stepper) coded(p Pending, out messages.Solution) {
+	if p.Candidate > 0 {
+		if c := m.candidate(p.Candidate); c != nil {
+			c.Solution = &out
+		}
+	} else {
+		m.s.Solution = &out
+	}
+	m.advance()
+}
+
+func (m *Stepper) testsWritten(_ Pending, out messages.Tests) {
+	m.s.Tests = &out
+	m.advance()
+}
+
+// advanceTests is the pipeline's advance: the candidates' round, or the
+// job's own line until its tests can run.
+func (m *Stepper) advanceTests() {
+	if !m.advancing() {
+		return
+	}
+	if len(m.s.Candidates) > 0 {
+		m.advanceCandidates() // candidates.go
+		return
+	}
+	if !m.lineReady() {
+		return
+	}
+	switch {
+	case m.s.Spec.Options.SkipTests:
+		m.Note("skip_tests: no tests were generated or run")
+		m.Finish(messages.StatusSucceeded, "")
+	case m.s.Tests == nil:
+		m.Finish(messages.StatusErrored, "internal: generation finished without tests")
+	default:
+		m.runTests()
+	}
+}
+
+// advancing reports whether the job is where code, tests, packages or an
+// image move it on: not testing, diagnosing or accepting, where a late
+// build only registers its image.
+func (m *Stepper) advancing() bool {
+	switch m.s.Phase {
+	case PhaseGenerating, PhaseRepairing, PhasePackages, PhaseBuilding:
+		return !m.s.Done()
+	}
+	return false
+}
+
+// lineReady moves the job's own line towards its check and reports
+// whether the code, the tests and the image for their packages are all
+// there (the image then being the job's). It is level-triggered: it looks
+// at what the state has and what is pending, and dispatches what is
+// missing. That is what lets builds overlap model calls: the environment
+// for the code is built as soon as the code's packages are known, while
+// the tests (or a fix, or a test patch) are still being written; tests
+// that import more packages cause a second build, nothing else does.
+func (m *Stepper) lineReady() bool {
+	s := m.s
+	if s.Solution == nil {
+		if !m.busy(0, messages.StageCode) {
+			m.Finish(messages.StatusErrored, "internal: generation finished without code")
+		}
+		return false
+	}
+	codeBusy := m.busy(0, messages.StageCode, messages.StageFix, messages.StageVerify)
+	testsBusy := m.busy(0, messages.StageTests, messages.StagePatchTests)
+	img, set, ready := m.env(0, codeBusy)
+	switch {
+	case s.Done():
+		return false
+	case codeBusy || testsBusy:
+		return false
+	case !ready:
+		if m.busy(0, messages.StagePackages) {
+			m.Enter(PhasePackages)
+		} else {
+			m.Enter(PhaseBuilding)
+		}
+		return false
+	}
+	s.Image, s.BuiltPackages = img, set
+	return true
+}
+
+func (m *Stepper) runTests() {
+	s := m.s
+	m.endRound()
+	s.Iteration++
+	m.Enter(PhaseTesting)
+	m.Dispatch(messages.StageRunTests, messages.RunTestsInput{
+		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
+		Code: s.Solution.Code, Tests: s.Tests.Code, Samples: s.Samples,
+		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
+	})
+}
+
+// tested takes a test run of the job's line or of a candidate's.
+func (m *Stepper) tested(p Pending, out messages.TestReport) {
+	if p.Candidate > 0 {
+		m.candidateReport(p.Candidate, out)
+		return
+	}
+	m.report(out)
+}
+
+// report handles the job's own test run (not a candidate's).
+func (m *Stepper) report(out messages.TestReport) {
+	s := m.s
+	rep := trimReport(out)
+	s.LastReport = &rep
+	if rep.OK() {
+		if len(s.Tracks) > 0 {
+			m.Note(fmt.Sprintf("iteration %d: every test passes", s.Iteration))
+		}
+		s.Tracks = nil
+		m.accept()
+		return
+	}
+	sigs := m.observe(rep)
+	if s.Iteration >= s.Spec.Options.MaxIterations {
+		m.Finish(messages.StatusFailed, fmt.Sprintf("tests still failing after %d iterations (max_iterations): %s", s.Iteration, reportSummary(rep)))
+		return
+	}
+	fp := fingerprint(s.Solution.Code, testsOf(s), envKey(s.BuiltPackages, s.SystemPackages), sigs)
+	if m.repeated(fp, "the same code, tests, packages and failures") {
+		return
+	}
+	m.Enter(PhaseDiagnosing)
+	m.Dispatch(messages.StageDiagnose, messages.DiagnoseInput{
+		Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: s.Tests.Code,
+		Report: rep, Packages: s.Packages, Hints: m.diagnoseHints(), Stdlib: s.Stdlib,
+	})
+}
+
+// accept runs the script on the real samples once the tests pass, when there
+// is something to check (samples to read or outputs to write).
+func (m *Stepper) accept() {
+	s := m.s
+	if len(s.Samples) == 0 && len(s.Spec.Outputs) == 0 {
+		m.Finish(messages.StatusSucceeded, "")
+		return
+	}
+	m.Enter(PhaseAccepting)
+	m.dispatchAcceptance()
+}
+
+// dispatchAcceptance runs the script on the samples, with the declared outputs.
+func (m *Stepper) dispatchAcceptance() {
+	s := m.s
+	m.Dispatch(messages.StageAcceptance, messages.AcceptanceInput{
+		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
+		Code: s.Solution.Code, Samples: s.Samples, Args: protocol.FileArgs(s.Samples), Outputs: s.Spec.Outputs,
+		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
+	})
+}
+
+// keepRun keeps a run of the script (an acceptance run, a rerun) on the
+// state, bounded, and finishes the job when it succeeded; it reports
+// whether it did.
+func (m *Stepper) keepRun(out messages.AcceptanceOutput) bool {
+	out.Output = trim.Middle(out.Output, reportOutputBudget)
+	out.Problems = trimAll(out.Problems, failureFieldBudget, 20)
+	m.s.Acceptance = &out
+	if out.OK {
+		m.Finish(messages.StatusSucceeded, "")
+	}
+	return out.OK
+}
+
+// accepted handles the acceptance run. The tests passed but the script may
+// still fail on the real samples: that is a logic failure the tests missed,
+// fixed like one (the next acceptance run is its verification).
+func (m *Stepper) accepted(_ Pending, out messages.AcceptanceOutput) {
+	s := m.s
+	if m.keepRun(out) {
+		return
+	}
+	problems := strings.Join(s.Acceptance.Problems, "; ")
+	if s.Iteration >= s.Spec.Options.MaxIterations {
+		m.Finish(messages.StatusFailed, "acceptance run failed after max_iterations: "+problems)
+		return
+	}
+	fp := fingerprint(s.Solution.Code, testsOf(s), envKey(s.BuiltPackages, s.SystemPackages),
+		map[string]string{"acceptance_run": normaliseError(problems)})
+	if m.repeated(fp, "the same code, tests and acceptance failure") {
+		return
+	}
+	m.Enter(PhaseRepairing)
+	m.Note("acceptance run on the samples failed: " + problems)
+	s.Round = &Round{Iteration: s.Iteration, Acceptance: true, BaseCode: s.Solution.Code, BaseTests: testsOf(s),
+		Logic: []messages.Failure{trimFailure(messages.Failure{
+			TestName:         "acceptance_run",
+			ErrorMessage:     problems,
+			ActualBehavior:   s.Acceptance.Output,
+			ExpectedBehavior: "the script runs on the samples in " + protocol.InputsDir + " and writes every declared output to " + protocol.OutputPath("<name>"),
+			RootCause:        "the script fails on the real sample data",
+			SuggestedFix:     "make the __main__ block read the samples and write each declared output",
+			ErrorType:        messages.ErrorLogic,
+		})}}
+	m.dispatchFix(nil)
+}
+
+// failuresFromReport stands in for an empty diagnosis: every failing case
+// as a logic failure, or the run as a whole. It never returns nothing, so
+// an empty diagnosis still changes the code.
+func failuresFromReport(r *messages.TestReport) []messages.Failure {
+	var out []messages.Failure
+	if r == nil {
+		r = &messages.TestReport{}
+	}
+	for _, c := range r.Cases {
+		if protocol.Failing(c) {
+			out = append(out, messages.Failure{TestName: protocol.TestID(c), ErrorMessage: c.Message, ActualBehavior: c.Details, ErrorType: messages.ErrorLogic})
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, messages.Failure{TestName: "pytest", ErrorMessage: firstLine(r.Output), ActualBehavior: r.Output, ErrorType: messages.ErrorLogic})
+	}
+	return trimFailures(out)
+}
+
+func reportSummary(r messages.TestReport) string {
+	if r.TimedOut {
+		return "timed out"
+	}
+	if r.OK() {
+		return fmt.Sprintf("%d passed", r.Passed)
+	}
+	return fmt.Sprintf("%d passed, %d failed, %d errors", r.Passed, r.Failed, r.Errors)
+}

@@ -1,0 +1,193 @@
+package objects
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// ErrBadObject marks an object that can never be fetched as asked (a bad
+// reference or file name, a missing object, bytes that do not match their
+// hash): retrying cannot help.
+var ErrBadObject = errors.New("objects: bad object")
+
+// MaxObjectBytes bounds one object.
+const MaxObjectBytes = 2 << 30
+
+// Store moves files (samples, File and Dir inputs, documentation bundles)
+// through the NATS Object Store, named by content hash, so no shared
+// filesystem is needed between submitters and workers. Fetched objects
+// are kept in a local content-addressed directory: a sample used by many
+// stages and jobs is downloaded once per machine.
+type Store struct {
+	obj jetstream.ObjectStore
+	dir string
+
+	mu    sync.Mutex
+	locks map[string]*objectLock // by content hash, while a fetch of it runs
+}
+
+// objectLock serialises downloads of one object within the process, so
+// concurrent fetches of a sample download it once, while fetches of
+// different samples go on in parallel (one large sample must not hold up
+// every other stage on the worker).
+type objectLock struct {
+	mu   sync.Mutex
+	refs int // fetches holding or waiting for mu; guarded by Store.mu
+}
+
+// New returns a store over the object store, caching downloads under dir.
+func New(obj jetstream.ObjectStore, dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("samples: %w", err)
+	}
+	return &Store{obj: obj, dir: dir, locks: map[string]*objectLock{}}, nil
+}
+
+// lock takes the download lock of one object; the returned func releases it.
+func (s *Store) lock(sha string) (unlock func()) {
+	s.mu.Lock()
+	l := s.locks[sha]
+	if l == nil {
+		l = &objectLock{}
+		s.locks[sha] = l
+	}
+	l.refs++
+	s.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(s.locks, sha)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Put uploads the file at path (unless an object with its hash is already
+// there) and returns its reference.
+func (s *Store) Put(ctx context.Context, name, path string) (messages.SampleRef, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return messages.SampleRef{}, fmt.Errorf("sample %s: %w", name, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, MaxObjectBytes+1))
+	if err != nil {
+		return messages.SampleRef{}, fmt.Errorf("sample %s: %w", name, err)
+	}
+	if n > MaxObjectBytes {
+		return messages.SampleRef{}, fmt.Errorf("sample %s: larger than %d bytes", name, int64(MaxObjectBytes))
+	}
+	ref := messages.ObjectRef{SHA256: hex.EncodeToString(h.Sum(nil)), Ext: safeExt(path)}
+	if _, err := s.obj.GetInfo(ctx, ref.ObjectName()); err != nil {
+		if !errors.Is(err, jetstream.ErrObjectNotFound) {
+			return messages.SampleRef{}, fmt.Errorf("sample %s: %w", name, err)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return messages.SampleRef{}, err
+		}
+		if _, err := s.obj.Put(ctx, jetstream.ObjectMeta{Name: ref.ObjectName()}, f); err != nil {
+			return messages.SampleRef{}, fmt.Errorf("upload sample %s: %w", name, bus.StoreFull(bus.ObjectStoreSamples, err))
+		}
+	}
+	return messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext, Size: n}, nil
+}
+
+// Fetch returns a local path holding the sample's bytes, downloading it once.
+func (s *Store) Fetch(ctx context.Context, r messages.SampleRef) (string, error) {
+	ref, ok := messages.ParseObjectRef(r.Object)
+	if !ok {
+		return "", fmt.Errorf("sample %s: %w: bad object reference %q", r.Name, ErrBadObject, r.Object)
+	}
+	path := filepath.Join(s.dir, ref.SHA256)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	defer s.lock(ref.SHA256)()
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	tmp, err := os.CreateTemp(s.dir, ref.SHA256+".part-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	if err := s.download(ctx, ref.ObjectName(), io.MultiWriter(tmp, h)); err != nil {
+		tmp.Close()
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			err = fmt.Errorf("%w: %w", ErrBadObject, err)
+		}
+		return "", fmt.Errorf("fetch sample %s: %w", r.Name, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != ref.SHA256 {
+		return "", fmt.Errorf("fetch sample %s: %w: content hash %s does not match %s", r.Name, ErrBadObject, got, ref.SHA256)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+func (s *Store) download(ctx context.Context, name string, w io.Writer) error {
+	res, err := s.obj.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	_, err = io.Copy(w, res)
+	return err
+}
+
+// FetchAll fetches every sample and returns the map RunSpec.Inputs wants:
+// file name under /var/inputs -> local path.
+func (s *Store) FetchAll(ctx context.Context, refs []messages.SampleRef) (map[string]string, error) {
+	out := make(map[string]string, len(refs))
+	for _, r := range refs {
+		// The name first: a sample that cannot be placed is not worth downloading.
+		if r.FileName == "" || strings.ContainsAny(r.FileName, "/\\") || strings.HasPrefix(r.FileName, ".") {
+			return nil, fmt.Errorf("sample %s: %w: bad file name %q", r.Name, ErrBadObject, r.FileName)
+		}
+		p, err := s.Fetch(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		out[r.FileName] = p
+	}
+	return out, nil
+}
+
+// safeExt keeps a short alphanumeric extension, or none.
+func safeExt(path string) string {
+	ext := filepath.Ext(path)
+	if len(ext) < 2 || len(ext) > 17 {
+		return ""
+	}
+	for _, c := range ext[1:] {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return ""
+		}
+	}
+	return ext
+}
