@@ -33,7 +33,9 @@
 //	res, err := bus.Provision(ctx, js, bus.ProvisionConfig{})
 //
 // Provision (stores.go) raises replicas and never lowers them, and bounds
-// every object store (an upload past a bound is a *StoreFullError);
+// every object store (an upload past a bound is a *StoreFullError), with
+// bounds that are not set fitted to the server's JetStream storage
+// (storefit.go);
 // ProvisionWhenReady and OpenWhenReady (ready.go) wait for a JetStream that
 // is still starting. The embedded server flushes every write before
 // acknowledging it (sync.go).

@@ -43,10 +43,19 @@ type ProvisionConfig struct {
 	// ObjectStoreClaims (claim-checked message bodies). An upload to a full
 	// store is refused (ErrStoreFull) while the streams that hold the jobs
 	// keep their room: the server reserves each bound when the store is
-	// made, and refuses a bound its disk cannot hold. Defaults
-	// DefaultSamplesMaxBytes, DefaultOutputsMaxBytes, DefaultClaimsMaxBytes
-	// (a sixteenth of those with MemoryStorage).
+	// made, and refuses a bound it cannot hold. A bound that is set is
+	// used as it is. One that is not is fitted to the server (storefit.go):
+	// the smaller of DefaultSamplesMaxBytes, DefaultOutputsMaxBytes,
+	// DefaultClaimsMaxBytes (a sixteenth of those with MemoryStorage) and
+	// its share of half of StorageLimit; never below the bound the store
+	// already has.
 	SamplesMaxBytes, OutputsMaxBytes, ClaimsMaxBytes int64
+	// StorageLimit is the JetStream storage the server has, in bytes (its
+	// memory with MemoryStorage), to fit the bounds that are not set: for
+	// an embedded server, Embedded.StorageLimit. Default 0: the account's
+	// limit as the server reports it (js.AccountInfo), if it has one; if
+	// not, the defaults are used as they are.
+	StorageLimit int64
 	// AckWait is how long a worker may hold a message without acking it or
 	// calling InProgress before JetStream gives it to another worker. Workers
 	// heartbeat at a third of it (see WorkerConfig.HeartbeatInterval), so it
@@ -227,6 +236,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 		return nil, err
 	}
 	p := provisioner{js: js, cfg: cfg}
+	if err := p.fitBounds(ctx); err != nil { // storefit.go
+		return nil, err
+	}
 	if err := p.retireLegacyResults(ctx); err != nil {
 		return nil, err
 	}
@@ -260,6 +272,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 type provisioner struct {
 	js  jetstream.JetStream
 	cfg ProvisionConfig
+	// fitted are the object stores whose bound was not set, but fitted to
+	// the server (storefit.go).
+	fitted map[string]bool
 }
 
 func (p provisioner) storage() jetstream.StorageType {
@@ -363,10 +378,11 @@ func (p provisioner) deadLetters(ctx context.Context) (jetstream.Stream, error) 
 }
 
 func (p provisioner) createStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	replicas, err := p.replicas(ctx, cfg.Name, cfg.Name)
+	cur, err := p.current(ctx, cfg.Name)
 	if err != nil {
 		return nil, err
 	}
+	replicas := p.replicas(cfg.Name, cur)
 	cfg.Replicas = replicas
 	s, err := p.js.CreateOrUpdateStream(ctx, cfg)
 	if err != nil {
@@ -376,10 +392,11 @@ func (p provisioner) createStream(ctx context.Context, cfg jetstream.StreamConfi
 }
 
 func (p provisioner) keyValue(ctx context.Context, bucket, desc string) (jetstream.KeyValue, error) {
-	replicas, err := p.replicas(ctx, bucket, kvStream(bucket))
+	cur, err := p.current(ctx, kvStream(bucket))
 	if err != nil {
 		return nil, err
 	}
+	replicas := p.replicas(bucket, cur)
 	b, err := p.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      bucket,
 		Description: desc,
@@ -394,23 +411,28 @@ func (p provisioner) keyValue(ctx context.Context, bucket, desc string) (jetstre
 }
 
 func (p provisioner) objectStore(ctx context.Context, bucket, desc string) (jetstream.ObjectStore, error) {
-	replicas, err := p.replicas(ctx, bucket, objStream(bucket))
+	cur, err := p.current(ctx, objStream(bucket))
 	if err != nil {
 		return nil, err
 	}
+	replicas := p.replicas(bucket, cur)
 	cfg := jetstream.ObjectStoreConfig{
 		Bucket:      bucket,
 		Description: desc,
 		Storage:     p.storage(),
 		Replicas:    replicas,
-		MaxBytes:    p.cfg.maxBytes(bucket),
+		MaxBytes:    p.maxBytes(bucket, cur), // storefit.go
 	}
 	if bucket == ObjectStoreClaims {
 		cfg.TTL = p.cfg.ClaimsMaxAge // bodies of messages long consumed
 	}
 	o, err := p.js.CreateOrUpdateObjectStore(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("bus: provision object store %s (bound %s): %w", bucket, messages.FormatBytes(cfg.MaxBytes), p.explain(err, replicas))
+		origin := storeBoundSetting(bucket)
+		if p.fitted[bucket] {
+			origin += " not set"
+		}
+		return nil, fmt.Errorf("bus: provision object store %s (bound %s, %s): %w", bucket, messages.FormatBytes(cfg.MaxBytes), origin, p.explain(err, replicas))
 	}
 	return o, nil
 }

@@ -60,6 +60,10 @@ type EmbeddedConfig struct {
 	// MonitorURL). Default "": none. It takes no authentication: bind it
 	// where only operators and Prometheus reach it.
 	MonitorListen string
+	// MaxStore is how much disk JetStream may use, in bytes, the bounds
+	// of the object stores included (Embedded.StorageLimit). Default 0:
+	// nats-server's, 75% of the disk free under StoreDir when it starts.
+	MaxStore int64
 }
 
 // ErrNoUsers is returned (wrapped) by StartEmbedded for a listener with
@@ -91,8 +95,9 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		JetStream:  true,
 		StoreDir:   cfg.StoreDir,
 		// A library must not install signal handlers; the binary owns signals.
-		NoSigs: true,
-		NoLog:  cfg.Logger == nil,
+		NoSigs:            true,
+		NoLog:             cfg.Logger == nil,
+		JetStreamMaxStore: cfg.MaxStore,
 	}
 	if err := syncOptions(opts, cfg.Sync); err != nil {
 		return nil, err
@@ -201,6 +206,21 @@ func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
 		return nil, fmt.Errorf("bus: connect to embedded server: %w", err)
 	}
 	return nc, nil
+}
+
+// StorageLimit is the JetStream storage the server has, in bytes: its
+// max store, or with memory its max memory (nats-server's defaults: 75%
+// of the disk free under StoreDir, and of the machine's memory, when it
+// started). For ProvisionConfig.StorageLimit.
+func (e *Embedded) StorageLimit(memory bool) int64 {
+	c := e.srv.JetStreamConfig()
+	switch {
+	case c == nil:
+		return 0
+	case memory:
+		return c.MaxMemory
+	}
+	return c.MaxStore
 }
 
 // ClientURL is the URL other processes use to connect, with the real port

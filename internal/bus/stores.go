@@ -39,22 +39,13 @@ func StoreNames() []string {
 	return names
 }
 
-// storeDefaults fills and checks the object store bounds and the
-// per-store replicas.
+// storeDefaults checks the object store bounds that are set (the others
+// are fitted to the server by Provision: storefit.go) and the per-store
+// replicas.
 func (c *ProvisionConfig) storeDefaults() error {
-	div := int64(1)
-	if c.MemoryStorage {
-		div = 16 // tests and throwaway runs: the server reserves the bounds in memory
-	}
-	for _, b := range []struct {
-		v   *int64
-		def int64
-	}{{&c.SamplesMaxBytes, DefaultSamplesMaxBytes}, {&c.OutputsMaxBytes, DefaultOutputsMaxBytes}, {&c.ClaimsMaxBytes, DefaultClaimsMaxBytes}} {
-		if *b.v == 0 {
-			*b.v = b.def / div
-		}
-		if *b.v < 1<<20 {
-			return fmt.Errorf("bus: provision: an object store bound must be at least 1 MiB, not %d bytes", *b.v)
+	for _, v := range []int64{c.SamplesMaxBytes, c.OutputsMaxBytes, c.ClaimsMaxBytes} {
+		if v != 0 && v < minStoreBound {
+			return fmt.Errorf("bus: provision: an object store bound must be at least 1 MiB, not %d bytes", v)
 		}
 	}
 	names := StoreNames()
@@ -69,37 +60,44 @@ func (c *ProvisionConfig) storeDefaults() error {
 	return nil
 }
 
-// maxBytes is the bound of object store bucket.
-func (c *ProvisionConfig) maxBytes(bucket string) int64 {
+// bound is the field of the bound of object store bucket.
+func (c *ProvisionConfig) bound(bucket string) *int64 {
 	switch bucket {
 	case ObjectStoreSamples:
-		return c.SamplesMaxBytes
+		return &c.SamplesMaxBytes
 	case ObjectStoreOutputs:
-		return c.OutputsMaxBytes
+		return &c.OutputsMaxBytes
 	}
-	return c.ClaimsMaxBytes
+	return &c.ClaimsMaxBytes
 }
 
-// replicas is how many replicas the store named name (its stream: stream)
-// gets: what the configuration asks, or more when it already has more.
-func (p provisioner) replicas(ctx context.Context, name, stream string) (int, error) {
+// current is the configuration the server has for stream, nil when it
+// does not exist yet.
+func (p provisioner) current(ctx context.Context, stream string) (*jetstream.StreamConfig, error) {
+	s, err := p.js.Stream(ctx, stream)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("bus: provision: look up stream %s: %w", stream, err)
+	}
+	return &s.CachedInfo().Config, nil
+}
+
+// replicas is how many replicas the store named name gets, its stream's
+// configuration being cur (nil: not made yet): what the configuration
+// asks, or more when it already has more.
+func (p provisioner) replicas(name string, cur *jetstream.StreamConfig) int {
 	want := p.cfg.Replicas
 	if n, ok := p.cfg.StoreReplicas[name]; ok {
 		want = n
 	}
-	s, err := p.js.Stream(ctx, stream)
-	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return want, nil
-	case err != nil:
-		return 0, fmt.Errorf("bus: provision: look up stream %s: %w", stream, err)
-	}
-	if have := s.CachedInfo().Config.Replicas; have > want {
+	if cur != nil && cur.Replicas > want {
 		p.cfg.Logger.Info("keeping the replicas a store has: more than configured (lower them by hand if that is meant)",
-			"store", name, "replicas", have, "configured", want)
-		return have, nil
+			"store", name, "replicas", cur.Replicas, "configured", want)
+		return cur.Replicas
 	}
-	return want, nil
+	return want
 }
 
 // JetStream's error codes (nats-server's jetstream_errors_generated.go)
@@ -125,7 +123,8 @@ func (p provisioner) explain(err error, replicas int) error {
 		}
 	case errStorageExceeded, errMemoryExceeded:
 		return fmt.Errorf("%w (the server cannot reserve the store's bound: free disk on the NATS server, "+
-			"or lower AUTOCODER_SAMPLES_MAX_BYTES, AUTOCODER_OUTPUTS_MAX_BYTES, AUTOCODER_CLAIMS_MAX_BYTES)", err)
+			"or lower AUTOCODER_SAMPLES_MAX_BYTES, AUTOCODER_OUTPUTS_MAX_BYTES, AUTOCODER_CLAIMS_MAX_BYTES; "+
+			"unset, they fit the storage limit the server reports)", err)
 	}
 	return err
 }

@@ -31,7 +31,9 @@ type FleetConfig struct {
 	// AUTOCODER_SAMPLES_MAX_BYTES (samples and documentation, default
 	// 4Gi), AUTOCODER_OUTPUTS_MAX_BYTES (File and Dir outputs, agent
 	// workspaces, default 4Gi), AUTOCODER_CLAIMS_MAX_BYTES (claim-checked
-	// message bodies, default 1Gi).
+	// message bodies, default 1Gi). Unset, each is its default or less, to
+	// fit the server's JetStream storage (bus.ProvisionConfig); set, it is
+	// used exactly.
 	SamplesMaxBytes, OutputsMaxBytes, ClaimsMaxBytes string
 	// HTTPMaxConns is AUTOCODER_HTTP_MAX_CONNS: connections the HTTP
 	// endpoint holds at once, from everyone; default 1024 (and at most a
@@ -61,9 +63,9 @@ func (f *FleetConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.NATSReplicas, "nats-replicas", f.NATSReplicas, "coordinator: replicas of every NATS stream, bucket and object store, 1 to 5; never lowered on restart; default 1 (AUTOCODER_NATS_REPLICAS)")
 	fs.StringVar(&f.NATSStoreReplicas, "nats-store-replicas", f.NATSStoreReplicas, "coordinator: replicas of some stores, name=n,... (AUTOCODER_NATS_STORE_REPLICAS)")
 	fs.StringVar(&f.NATSSync, "nats-sync", f.NATSSync, "embedded NATS: always (flush every write before acknowledging it) or an interval such as 2m; default always (AUTOCODER_NATS_SYNC)")
-	fs.StringVar(&f.SamplesMaxBytes, "samples-max-bytes", f.SamplesMaxBytes, "coordinator: bound of the samples object store; default 4Gi (AUTOCODER_SAMPLES_MAX_BYTES)")
-	fs.StringVar(&f.OutputsMaxBytes, "outputs-max-bytes", f.OutputsMaxBytes, "coordinator: bound of the outputs object store; default 4Gi (AUTOCODER_OUTPUTS_MAX_BYTES)")
-	fs.StringVar(&f.ClaimsMaxBytes, "claims-max-bytes", f.ClaimsMaxBytes, "coordinator: bound of the claim-check object store; default 1Gi (AUTOCODER_CLAIMS_MAX_BYTES)")
+	fs.StringVar(&f.SamplesMaxBytes, "samples-max-bytes", f.SamplesMaxBytes, "coordinator: bound of the samples object store; default 4Gi, or less to fit the server's JetStream storage (AUTOCODER_SAMPLES_MAX_BYTES)")
+	fs.StringVar(&f.OutputsMaxBytes, "outputs-max-bytes", f.OutputsMaxBytes, "coordinator: bound of the outputs object store; default 4Gi, or less to fit the server's JetStream storage (AUTOCODER_OUTPUTS_MAX_BYTES)")
+	fs.StringVar(&f.ClaimsMaxBytes, "claims-max-bytes", f.ClaimsMaxBytes, "coordinator: bound of the claim-check object store; default 1Gi, or less to fit the server's JetStream storage (AUTOCODER_CLAIMS_MAX_BYTES)")
 	fs.StringVar(&f.HTTPMaxConns, "http-max-conns", f.HTTPMaxConns, "HTTP connections held at once; default 1024 (AUTOCODER_HTTP_MAX_CONNS)")
 	fs.StringVar(&f.HTTPMaxConnsPerClient, "http-max-conns-per-client", f.HTTPMaxConnsPerClient, "HTTP connections from one IP address at once; default 64 (AUTOCODER_HTTP_MAX_CONNS_PER_CLIENT)")
 }

@@ -293,6 +293,9 @@ func (st *Stack) provision(ctx context.Context) (err error) {
 			return perr
 		}
 		prov.Logger = st.log.With("component", "provision")
+		if st.Embedded != nil && prov.StorageLimit == 0 {
+			prov.StorageLimit = st.Embedded.StorageLimit(prov.MemoryStorage) // the store bounds fit it
+		}
 		st.Resources, err = bus.ProvisionWhenReady(ctx, st.JS, prov, st.log)
 	} else {
 		st.Resources, err = st.awaitProvisioned(ctx)
