@@ -26,13 +26,13 @@ import (
 
 // HeaderClaimCheck names the ObjectStoreClaims object that holds a
 // message's body (its body on the subject is then empty).
-const HeaderClaimCheck = "Autocoder-Claim-Check"
+const HeaderClaimCheck = messages.HeaderClaimCheck
 
 const (
 	// DefaultClaimThreshold is the body size above which Publisher sends
 	// by claim check: half the server's default max_payload, leaving room
 	// for headers and for servers configured lower.
-	DefaultClaimThreshold = 512 << 10
+	DefaultClaimThreshold = messages.ClaimThreshold
 	// DefaultMaxClaim bounds one body sent by claim check: a message that
 	// large is a bug or an attack, and every reader holds it in memory.
 	DefaultMaxClaim = 64 << 20

@@ -1,13 +1,9 @@
 package bus
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -15,18 +11,21 @@ import (
 // Every stream, subject, consumer, bucket, object store and header name that
 // autocoder uses on NATS is built here and nowhere else (asynq's
 // base.PendingKey idea), so a rename is one edit and a grep finds every user.
+// Those a producer outside autocoder needs (pkg/client, any language) are
+// part of the wire contract: they are defined in pkg/messages/names.go and
+// only named here.
 
 // Subjects. Everything autocoder publishes lives under "autocoder.>".
 const (
-	subjectRoot = "autocoder"
+	subjectRoot = messages.SubjectRoot
 
 	// SubjectJobsSubmit carries messages.SubmitJob.
-	SubjectJobsSubmit = subjectRoot + ".jobs.submit"
+	SubjectJobsSubmit = messages.SubjectJobsSubmit
 	// SubjectJobsCancel carries messages.CancelJob: a request to cancel a
 	// job, kept in the jobs stream like a submission, so a coordinator that
 	// is down takes it when it is back. Only the coordinator role publishes
 	// on it; a producer asks on CancelSubject(its name).
-	SubjectJobsCancel = subjectRoot + ".jobs.cancel"
+	SubjectJobsCancel = messages.SubjectJobsCancel
 	// SubjectJobsAll matches every job subject (the jobs stream's subjects).
 	SubjectJobsAll = subjectRoot + ".jobs.>"
 	// SubjectResultsAll matches every pool's stage results (each pool's
@@ -42,9 +41,9 @@ const (
 // Streams.
 const (
 	// StreamJobs holds job submissions until the coordinator takes them (work queue).
-	StreamJobs = "AUTOCODER_JOBS"
+	StreamJobs = messages.StreamJobs
 	// StreamEvents keeps progress events for live views and `submit events` (limits, max age).
-	StreamEvents = "AUTOCODER_EVENTS"
+	StreamEvents = messages.StreamEvents
 )
 
 // Durable consumers that are not per pool.
@@ -64,25 +63,25 @@ const (
 	// BucketJobState holds each job's state machine, keyed by job ID (history 1, CAS on revision).
 	BucketJobState = "autocoder_job_state"
 	// BucketJobResults holds each job's result object (Contract 5 (docs/contracts.md)), keyed by job ID.
-	BucketJobResults = "autocoder_job_results"
+	BucketJobResults = messages.BucketJobResults
 	// ObjectStoreSamples holds sample files, named by messages.ObjectRef.ObjectName.
-	ObjectStoreSamples = "autocoder_samples"
+	ObjectStoreSamples = messages.ObjectStoreSamples
 	// ObjectStoreOutputs holds File/Dir outputs of acceptance and script runs.
-	ObjectStoreOutputs = "autocoder_outputs"
+	ObjectStoreOutputs = messages.ObjectStoreOutputs
 	// BucketJobIndex holds each job's summary line (messages.JobSummary),
 	// keyed by job ID: the job list reads it instead of full states.
-	BucketJobIndex = "autocoder_job_index"
+	BucketJobIndex = messages.BucketJobIndex
 	// ObjectStoreClaims holds message bodies too large for a message, by
 	// content hash (claim check, see HeaderClaimCheck).
-	ObjectStoreClaims = "autocoder_claims"
+	ObjectStoreClaims = messages.ObjectStoreClaims
 	// BucketTasks holds named reusable tasks (messages.Task), keyed by TaskKey.
-	BucketTasks = "autocoder_tasks"
+	BucketTasks = messages.BucketTasks
 )
 
 // Headers set by Publisher on messages it knows (see Publisher.PublishJSON),
 // read by Message.JobID and Message.Stage for the worker's log lines.
 const (
-	HeaderJobID = "Autocoder-Job-Id"
+	HeaderJobID = messages.HeaderJobID
 	HeaderStage = "Autocoder-Stage"
 )
 
@@ -145,7 +144,7 @@ func ParseResultSubject(subject string) (pool messages.Pool, jobID string, ok bo
 
 // EventSubject is where progress events of one job go: autocoder.events.<job_id>.
 // jobID must satisfy ValidJobID.
-func EventSubject(jobID string) string { return subjectRoot + ".events." + jobID }
+func EventSubject(jobID string) string { return messages.EventSubject(jobID) }
 
 // CancelledSubject is where the coordinator announces, on core NATS, that
 // job jobID was cancelled, so workers stop its stages in flight:
@@ -169,11 +168,11 @@ func JobIDFromSubject(subject string) (string, bool) {
 // window is dropped by the server.
 
 // SubmitMsgID is the Nats-Msg-Id of a job submission.
-func SubmitMsgID(jobID string) string { return "submit." + jobID }
+func SubmitMsgID(jobID string) string { return messages.SubmitMsgID(jobID) }
 
 // CancelMsgID is the Nats-Msg-Id of a request to cancel a job: a job is
 // cancelled once, so repeated requests within the window are one.
-func CancelMsgID(jobID string) string { return "cancel." + jobID }
+func CancelMsgID(jobID string) string { return messages.CancelMsgID(jobID) }
 
 // StageMsgID is the Nats-Msg-Id of a stage command; seq is unique within the job.
 func StageMsgID(jobID string, seq int) string { return "stage." + jobID + "." + strconv.Itoa(seq) }
@@ -186,32 +185,22 @@ func ResultMsgID(pool messages.Pool, jobID string, seq int) string {
 }
 
 // JobKey is the key of a job in BucketJobState, BucketJobResults and BucketJobIndex.
-func JobKey(jobID string) string { return jobID }
+func JobKey(jobID string) string { return messages.JobKey(jobID) }
 
 // TaskKey is the key of a task in BucketTasks. name must satisfy
 // messages.ValidTaskName.
-func TaskKey(name string) string { return name }
+func TaskKey(name string) string { return messages.TaskKey(name) }
 
 // MaxJobIDLen bounds a job ID: it appears in subjects, KV keys and Msg-Ids.
-const MaxJobIDLen = 128
-
-var jobIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+const MaxJobIDLen = messages.MaxJobIDLen
 
 // NewJobID returns a fresh job ID: time-ordered, then random.
-func NewJobID() string {
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	return "job-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-}
+func NewJobID() string { return messages.NewJobID() }
 
-// ValidJobID reports whether id can be used as one subject token and KV key:
-// 1 to MaxJobIDLen characters from [A-Za-z0-9_-]. Dots, wildcards ('*', '>')
-// and whitespace are what it keeps out: any of them would change which
-// subjects a job's messages land on. Validate at the edge (submit, HTTP API),
-// before building subjects.
-func ValidJobID(id string) bool {
-	return len(id) > 0 && len(id) <= MaxJobIDLen && jobIDRe.MatchString(id)
-}
+// ValidJobID reports whether id can be used as one subject token and KV key
+// (messages.ValidJobID). Validate at the edge (submit, HTTP API), before
+// building subjects.
+func ValidJobID(id string) bool { return messages.ValidJobID(id) }
 
 // Names nats.go gives the streams behind KV buckets and object stores, and
 // the JetStream API subjects, for the role permissions (permissions.go).
@@ -246,6 +235,11 @@ func InboxPrefix(role Role) string { return "_INBOX_" + strings.ReplaceAll(strin
 // autocoder.tool.<name> (internal/codemode.ToolSubject).
 func ToolSubjects() string { return subjectRoot + ".tool.*" }
 
+// ToolInbox matches the inboxes on which a connection of role hears the
+// answers of its tool requests, calls and descriptions:
+// <InboxPrefix(role)>.tools.> (internal/codemode.ToolInboxToken).
+func ToolInbox(role Role) string { return InboxPrefix(role) + ".tools.>" }
+
 // ToolSubject is where the calls of code-mode tool name go:
 // autocoder.tool.<name> (internal/codemode.ToolSubject).
 func ToolSubject(name string) string { return subjectRoot + ".tool." + name }
@@ -258,16 +252,14 @@ func ToolSubject(name string) string { return subjectRoot + ".tool." + name }
 // connection sends them for the HTTP API (which knows the caller's token
 // name) and for an operator acting as admin.
 
-var identityRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// ValidIdentity reports whether name can end a subject as one token: a
-// NATS user name or nkey, or a tool name.
-func ValidIdentity(name string) bool { return identityRe.MatchString(name) }
+// ValidIdentity reports whether name can end a subject as one token
+// (messages.ValidIdentity).
+func ValidIdentity(name string) bool { return messages.ValidIdentity(name) }
 
 // CancelSubject is where producer name asks to cancel a job:
-// autocoder.jobs.cancel.<name> (SubjectJobsCancel without a name is the
-// coordinator role's). name must satisfy ValidIdentity.
-func CancelSubject(name string) string { return SubjectJobsCancel + "." + name }
+// autocoder.jobs.cancel.<name> (messages.CancelSubject; SubjectJobsCancel
+// without a name is the coordinator role's).
+func CancelSubject(name string) string { return messages.CancelSubject(name) }
 
 // ParseCancelSubject says who asked for a cancellation by its subject:
 // "nats:<user>" on CancelSubject(user); trusted is true on
@@ -286,20 +278,15 @@ func ParseCancelSubject(subject string) (by string, trusted, ok bool) {
 
 // Operations on named tasks through the coordinator (TaskSubject).
 const (
-	TaskRegister = "register"
-	TaskDelete   = "delete"
+	TaskRegister = messages.TaskRegister
+	TaskDelete   = messages.TaskDelete
 )
 
 // TaskSubject is where producer name asks the coordinator to register
-// or delete (op) a task: autocoder.api.task.<op>.<name>. With name ""
-// it is the admin's subject, autocoder.api.task.<op>, which only the
-// coordinator role may publish: an admin replaces or deletes any task.
-func TaskSubject(op, name string) string {
-	if name == "" {
-		return subjectRoot + ".api.task." + op
-	}
-	return subjectRoot + ".api.task." + op + "." + name
-}
+// or delete (op) a task (messages.TaskSubject); with name "" it is the
+// admin's subject, which only the coordinator role may publish on: an
+// admin replaces or deletes any task.
+func TaskSubject(op, name string) string { return messages.TaskSubject(op, name) }
 
 // ParseTaskSubject is the operation and the asker of a TaskSubject:
 // owner "nats:<user>", or admin for the subject without a name.
@@ -334,11 +321,11 @@ func ServiceSubjects() string { return "$SRV.>" }
 const (
 	// SubjectAPISubmit takes a messages.APIRequest and answers a
 	// messages.APIReply: the job ID, or the error naming the field.
-	SubjectAPISubmit = subjectRoot + ".api.submit"
+	SubjectAPISubmit = messages.SubjectAPISubmit
 	// SubjectAPITaskRun takes a messages.TaskRunRequest and answers a messages.APIReply.
-	SubjectAPITaskRun = subjectRoot + ".api.task.run"
+	SubjectAPITaskRun = messages.SubjectAPITaskRun
 	// SubjectAPIDLQReplay takes a messages.ReplayRequest and answers a messages.ReplayReply.
-	SubjectAPIDLQReplay = subjectRoot + ".api.dlq.replay"
+	SubjectAPIDLQReplay = messages.SubjectAPIDLQReplay
 	// QueueAPI is the queue group of the coordinators on the API subjects:
 	// each request is answered by one of them.
 	QueueAPI = "coordinator-api"
@@ -348,7 +335,7 @@ const (
 	// SubjectDLQ is where dead letters (messages.DeadLetter) are published.
 	SubjectDLQ = subjectRoot + ".dlq"
 	// StreamDLQ keeps the dead letters (limits, max age) for inspection and replay.
-	StreamDLQ = "AUTOCODER_DLQ"
+	StreamDLQ = messages.StreamDLQ
 	// BucketReplyTo maps a job ID to the reply_to subject of its request.
 	BucketReplyTo = "autocoder_reply_to"
 )

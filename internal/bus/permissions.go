@@ -100,9 +100,11 @@ func PermissionsOf(g Grant) (Permission, error) {
 	case RoleProducer:
 		p = producer(g.Name)
 	case RoleToolServer:
-		// Replies to the sandbox-workers that call, and nothing else: no
-		// claim-checked bodies, no job, no store.
-		return Permission{Publish: []string{InboxPrefix(RoleSandboxWorker) + ".>"},
+		// Replies to the tool requests of those who call or list tools
+		// (their tool inboxes only, so not a reply to any other request
+		// of theirs), and nothing else: no claim-checked bodies, no job,
+		// no store.
+		return Permission{Publish: []string{ToolInbox(RoleSandboxWorker), ToolInbox(RoleProducer), ToolInbox(RoleCoordinator)},
 			Subscribe: append(toolServing(g.Tools), InboxPrefix(RoleToolServer)+".>")}, nil
 	}
 	p.Publish = append(lookups(), p.Publish...)
@@ -174,13 +176,15 @@ func worker(pool messages.Pool) Permission {
 }
 
 // producer may submit jobs (on the jobs stream or the API subjects), ask
-// as itself to cancel a job and to keep or delete its tasks, upload
+// as itself to cancel a job and to keep or delete its tasks, read the
+// code-mode tools' descriptions (not call them), upload
 // samples (no purge, no delete), read results, state, outputs, events,
 // tasks and dead letters, replay a dead letter through the coordinator,
 // and hear the results it asked for with reply_to.
 func producer(name string) Permission {
 	pub := []string{SubjectJobsSubmit, SubjectAPISubmit, SubjectAPITaskRun, SubjectAPIDLQReplay,
-		CancelSubject(name), TaskSubject(TaskRegister, name), TaskSubject(TaskDelete, name)}
+		CancelSubject(name), TaskSubject(TaskRegister, name), TaskSubject(TaskDelete, name),
+		ServiceInfoSubjects()} // the tools' descriptions: `submit codemode tools`
 	for _, s := range []string{StreamEvents, StreamDLQ, kvStream(BucketJobResults), kvStream(BucketJobState), kvStream(BucketJobIndex), kvStream(BucketTasks),
 		objStream(ObjectStoreSamples), objStream(ObjectStoreOutputs)} {
 		pub = append(pub, readStream(s)...)

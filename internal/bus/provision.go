@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/autocoder/autocoder/pkg/client"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -428,7 +429,7 @@ func (p provisioner) objectStore(ctx context.Context, bucket, desc string) (jets
 	}
 	o, err := p.js.CreateOrUpdateObjectStore(ctx, cfg)
 	if err != nil {
-		origin := storeBoundSetting(bucket)
+		origin := client.BoundSetting(bucket)
 		if p.fitted[bucket] {
 			origin += " not set"
 		}

@@ -110,6 +110,19 @@ func TestToolServerTouchesOnlyItsTools(t *testing.T) {
 		return c.nc.Publish("$JS.API.STREAM.PURGE.OBJ_"+bus.ObjectStoreClaims, nil)
 	})
 	c.refused(t, "submit a job", publishRaw(c, bus.SubjectJobsSubmit))
+	// It answers tool requests on the callers' tool inboxes, never
+	// another of their requests (a JetStream read, an API reply).
+	for _, role := range []bus.Role{bus.RoleSandboxWorker, bus.RoleProducer, bus.RoleCoordinator} {
+		if err := c.nc.Publish(bus.InboxPrefix(role)+".tools.abc", []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		c.refused(t, "answer another request of "+string(role), publishRaw(c, bus.InboxPrefix(role)+".abc.def"))
+	}
+	select {
+	case err := <-c.errs:
+		t.Errorf("answering on the tool inboxes: %v", err)
+	default:
+	}
 }
 
 // TestUsersFileNamesTools: a tool server without tools, a producer whose

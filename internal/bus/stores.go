@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/pkg/client"
 )
 
 // Replicas and bounds of what Provision makes.
@@ -101,13 +103,12 @@ func (p provisioner) replicas(name string, cur *jetstream.StreamConfig) int {
 }
 
 // JetStream's error codes (nats-server's jetstream_errors_generated.go)
-// that Provision and uploads explain.
+// that Provision explains (pkg/client's StoreFull, those of uploads).
 const (
 	errInsufficientResources jetstream.ErrorCode = 10023 // no servers to place the replicas on
 	errMemoryExceeded        jetstream.ErrorCode = 10028 // a bound the server cannot reserve in memory
 	errStorageExceeded       jetstream.ErrorCode = 10047 // a bound the server cannot reserve on disk
 	errReplicasNotSupported  jetstream.ErrorCode = 10074 // replicas on a server without a cluster
-	errStoreFailed           jetstream.ErrorCode = 10077 // a write refused, e.g. "maximum bytes exceeded"
 )
 
 // explain adds what to do to a server's refusal to make a store.
@@ -130,40 +131,14 @@ func (p provisioner) explain(err error, replicas int) error {
 }
 
 // ErrStoreFull is returned (wrapped, as a *StoreFullError) by uploads to an
-// object store that reached its bound.
-var ErrStoreFull = errors.New("bus: object store full")
+// object store that reached its bound (pkg/client's, which producers'
+// uploads return too).
+var ErrStoreFull = client.ErrStoreFull
 
 // StoreFullError says which store is full and what to do.
-type StoreFullError struct {
-	Bucket string
-	Err    error // the server's refusal
-}
-
-func (e *StoreFullError) Error() string {
-	return fmt.Sprintf("the %s object store is full (its bound is %s): retry once old objects are removed "+
-		"(nats object rm %s <name>) or the bound is raised", e.Bucket, storeBoundSetting(e.Bucket), e.Bucket)
-}
-
-func (e *StoreFullError) Unwrap() []error { return []error{ErrStoreFull, e.Err} }
-
-func storeBoundSetting(bucket string) string {
-	switch bucket {
-	case ObjectStoreSamples:
-		return "AUTOCODER_SAMPLES_MAX_BYTES"
-	case ObjectStoreOutputs:
-		return "AUTOCODER_OUTPUTS_MAX_BYTES"
-	}
-	return "AUTOCODER_CLAIMS_MAX_BYTES"
-}
+type StoreFullError = client.StoreFullError
 
 // StoreFull turns the server's refusal of a write to object store bucket
 // past its bound into a *StoreFullError; any other error is returned as
 // it is.
-func StoreFull(bucket string, err error) error {
-	var api *jetstream.APIError
-	if errors.As(err, &api) && (api.ErrorCode == errStoreFailed && strings.Contains(api.Description, "maximum bytes") ||
-		api.ErrorCode == errStorageExceeded) {
-		return &StoreFullError{Bucket: bucket, Err: err}
-	}
-	return err
-}
+func StoreFull(bucket string, err error) error { return client.StoreFull(bucket, err) }

@@ -53,11 +53,7 @@ func newSystem(t *testing.T) *system {
 	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
 	js, res := be.JS, be.Resources
 	s := &system{t: t, res: res, pub: be.Publisher}
-	var err error
-	s.client, err = client.New(js, res, s.pub, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.client = client.New(js, res, s.pub)
 	c, err := coordinator.New(coordinator.Config{States: res.JobState, Results: res.JobResults, Publisher: s.pub, Resources: res, JS: js})
 	if err != nil {
 		t.Fatal(err)

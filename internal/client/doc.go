@@ -1,13 +1,14 @@
-// Package client submits jobs to a running autocoder (embedded or on a NATS
-// cluster) and follows them: samples are uploaded to the object store by
-// content hash, progress comes from the job's event subject, and the result
-// object from the results bucket. It also submits runs of a finished job's
-// script on new data (Run), downloads File and Dir outputs from the outputs
-// object store (DownloadOutputs), and keeps named tasks (RegisterTask, Tasks).
+// Package client is pkg/client's Client for autocoder's own processes (the
+// submit CLI, the HTTP API, tests): built over the resources the stack
+// provisioned and autocoder's publisher, with the readers of the
+// coordinator's internal records that pkg/client leaves out, since a
+// program outside autocoder has no business with them: a running job's
+// state (Status, Running), its iteration log (Iterations), and the job
+// list (List, Summaries).
 //
-//	c, _ := client.New(js, resources, publisher, dir)
+//	c := client.New(js, resources, publisher)
 //	id := client.NewJobID()
 //	_ = c.Submit(ctx, id, *spec)
 //	res, err := c.Watch(ctx, id, func(e messages.Event) error { fmt.Println(e.Stage); return nil })
-//	_, err = c.DownloadOutputs(ctx, res, "out")
+//	_, err = c.Download(ctx, res, "out")
 package client

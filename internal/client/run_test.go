@@ -51,7 +51,7 @@ func TestTasks(t *testing.T) {
 	if ts, err := c.Tasks(ctxT(t)); err != nil || len(ts) != 0 {
 		t.Fatalf("Tasks on an empty bucket = %v, %v", ts, err)
 	}
-	task, err := c.RegisterTask(ctxT(t), "daily-sum", "job-ok", "the daily sum")
+	task, err := c.RegisterTask(ctxT(t), "daily-sum", "job-ok", "the daily sum", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +60,11 @@ func TestTasks(t *testing.T) {
 	}
 	var fe *messages.FieldError
 	for _, bad := range [][2]string{{"daily-sum", "job-bad"}, {"daily-sum", "job-none"}, {"a.b", "job-ok"}, {"", "job-ok"}} {
-		if _, err := c.RegisterTask(ctxT(t), bad[0], bad[1], ""); !errors.As(err, &fe) {
+		if _, err := c.RegisterTask(ctxT(t), bad[0], bad[1], "", nil); !errors.As(err, &fe) {
 			t.Errorf("RegisterTask(%q, %q) = %v, want a field error", bad[0], bad[1], err)
 		}
 	}
-	if _, err := c.RegisterTask(ctxT(t), "another", "job-ok", ""); err != nil {
+	if _, err := c.RegisterTask(ctxT(t), "another", "job-ok", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	ts, err := c.Tasks(ctxT(t))

@@ -24,19 +24,16 @@ func TestTasksWithoutACoordinator(t *testing.T) {
 	if _, err := e.Resources.JobResults.Put(ctxT(t), bus.JobKey("job-ok"), b); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(e.JS, e.Resources, e.Publisher, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := c.RegisterTask(ctxT(t), "local", "job-ok", "")
+	c := client.New(e.JS, e.Resources, e.Publisher)
+	task, err := c.RegisterTask(ctxT(t), "local", "job-ok", "", nil)
 	if err != nil || task.Owner != "admin" {
 		t.Fatalf("register with no coordinator, as the admin: %+v, %v", task, err)
 	}
 	var fe *messages.FieldError
-	if _, err := c.RegisterTask(ctxT(t), "bad", "job-none", ""); !errors.As(err, &fe) {
+	if _, err := c.RegisterTask(ctxT(t), "bad", "job-none", "", nil); !errors.As(err, &fe) {
 		t.Errorf("register an unknown job: %v, want a field error", err)
 	}
-	c.SetIdentity("ann")
+	c = c.AsUser("ann")
 	if err := c.DeleteTask(ctxT(t), "local"); !errors.Is(err, client.ErrNoCoordinator) {
 		t.Errorf("a producer's delete with no coordinator: %v, want ErrNoCoordinator", err)
 	}

@@ -1,7 +1,10 @@
-// Package codemode runs programs a model writes in Starlark
-// (go.starlark.net) that call Go tools, under enforced limits: execution
-// steps, wall time, a memory budget, output size, no while loops and no
-// recursion. A static check refuses unknown tools and bad arguments before
+// Package codemode is code mode's core: tools (a Registry of Go
+// functions, or NATS services), the prompt, the Session, and the Starlark
+// interpreter. Programs models write run as Python by default, in CPython
+// in the sandbox (package pyexec, an Interpreter); Run here is the
+// Starlark option (go.starlark.net), run in this process under enforced
+// limits: execution steps, wall time, a memory budget, output size, no
+// while loops and no recursion. A static check refuses unknown tools and bad arguments before
 // anything runs; a tool's failure reaches the program as a value it can
 // test with is_error; parallel_map runs independent tool calls at once; the
 // value of the last expression is the run's result.

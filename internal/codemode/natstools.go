@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Tools served by other processes are NATS services of the micro framework:
@@ -57,7 +60,7 @@ func ServeTool(nc *nats.Conn, t Tool) (micro.Service, error) {
 		return nil, fmt.Errorf("codemode: serve tool %s: %w", t.Name, err)
 	}
 	meta := map[string]string{metaDoc: t.Doc, metaParams: string(params), metaCacheable: strconv.FormatBool(!t.NoCache)}
-	handler := micro.HandlerFunc(func(req micro.Request) { _ = req.RespondJSON(serveCall(&t, req.Data())) })
+	handler := micro.HandlerFunc(func(req micro.Request) { respond(nc, req, serveCall(&t, req.Data())) })
 	if err := svc.AddEndpoint(callEndpoint, handler, micro.WithEndpointSubject(ToolSubject(t.Name)), micro.WithEndpointMetadata(meta)); err != nil {
 		_ = svc.Stop()
 		return nil, fmt.Errorf("codemode: serve tool %s: %w", t.Name, err)
@@ -85,6 +88,20 @@ func serveCall(t *Tool, data []byte) toolReply {
 	return toolReply{Result: res}
 }
 
+// respond sends a call's reply; one larger than the connection may carry
+// becomes an error reply saying so, so that the caller is not left
+// waiting for an answer that never comes.
+func respond(nc *nats.Conn, req micro.Request, r toolReply) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		b, _ = json.Marshal(toolReply{Error: "the result is not JSON-able: " + err.Error()})
+	}
+	if limit := nc.MaxPayload(); limit > 0 && int64(len(b)) > limit-1024 {
+		b, _ = json.Marshal(toolReply{Error: fmt.Sprintf("the result is %d bytes, over the %d bytes a NATS message carries; ask for less", len(b), limit)})
+	}
+	_ = req.Respond(b)
+}
+
 // DiscoverTool finds the tool served as name on nc and returns a Tool that
 // calls it. It fails when no process serves it, naming the tool.
 func DiscoverTool(ctx context.Context, nc *nats.Conn, name string) (Tool, error) {
@@ -95,7 +112,7 @@ func DiscoverTool(ctx context.Context, nc *nats.Conn, name string) (Tool, error)
 	if err != nil {
 		return Tool{}, fmt.Errorf("codemode: tool %s: %w", name, err)
 	}
-	msg, err := nc.RequestWithContext(ctx, subject, nil)
+	msg, err := toolRequest(ctx, nc, subject, nil)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return Tool{}, fmt.Errorf("codemode: no process serves the tool %s on NATS", name)
@@ -143,7 +160,7 @@ func callRemote(ctx context.Context, nc *nats.Conn, subject string, args map[str
 	if err != nil {
 		return nil, err
 	}
-	msg, err := nc.RequestWithContext(ctx, subject, body)
+	msg, err := toolRequest(ctx, nc, subject, body)
 	if err != nil {
 		return nil, fmt.Errorf("calling the tool over NATS: %w", err)
 	}
@@ -157,6 +174,37 @@ func callRemote(ctx context.Context, nc *nats.Conn, subject string, args map[str
 	return r.Result, nil
 }
 
+// ToolInboxToken is the token after the connection's inbox prefix of the
+// inboxes tool requests are answered on: <prefix>.tools.<id>. A tool
+// server may publish there and nowhere else (internal/bus's permissions),
+// so it cannot answer a caller's other requests (a JetStream read, an API
+// reply) in the service's place.
+const ToolInboxToken = "tools"
+
+// toolRequest sends a request to a tool (a call or a description) and
+// waits for the answer on an inbox of its own, under ToolInboxToken.
+func toolRequest(ctx context.Context, nc *nats.Conn, subject string, body []byte) (*nats.Msg, error) {
+	inbox := nc.NewInbox() // <prefix>.<id>
+	i := strings.LastIndexByte(inbox, '.')
+	inbox = inbox[:i] + "." + ToolInboxToken + inbox[i:]
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.PublishRequest(subject, inbox, body); err != nil {
+		return nil, err
+	}
+	msg, err := sub.NextMsgWithContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {
+		return nil, nats.ErrNoResponders
+	}
+	return msg, nil
+}
+
 // DiscoverTools discovers every name and registers the tools in a new
 // registry.
 func DiscoverTools(ctx context.Context, nc *nats.Conn, names []string) (*Registry, error) {
@@ -166,6 +214,28 @@ func DiscoverTools(ctx context.Context, nc *nats.Conn, names []string) (*Registr
 		if err != nil {
 			return nil, err
 		}
+		if err := reg.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// DiscoverToolRefs discovers the tools of a job's entries (a served name,
+// or alias=served_name) and registers each under the name the program
+// calls: the tools a code-mode job's programs see.
+func DiscoverToolRefs(ctx context.Context, nc *nats.Conn, entries []string) (*Registry, error) {
+	reg := NewRegistry()
+	for _, entry := range entries {
+		ref, err := messages.ParseToolRef(entry)
+		if err != nil {
+			return nil, fmt.Errorf("codemode: tools: %w", err)
+		}
+		t, err := DiscoverTool(ctx, nc, ref.Served)
+		if err != nil {
+			return nil, err
+		}
+		t.Name = ref.Alias
 		if err := reg.Register(t); err != nil {
 			return nil, err
 		}

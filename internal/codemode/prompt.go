@@ -23,6 +23,9 @@ type PromptConfig struct {
 	// MultiTurn selects the instructions: turns with observations, or
 	// one program whose value is the answer.
 	MultiTurn bool
+	// Starlark selects Starlark's dialect rules; otherwise the program is
+	// Python (PythonRules).
+	Starlark bool
 }
 
 // SystemPrompt returns the system message: the prefix, the task format,
@@ -38,7 +41,11 @@ func SystemPrompt(c PromptConfig) string {
 		b.WriteString(singleShotInstructions)
 	}
 	b.WriteString("\n")
-	b.WriteString(DialectRules())
+	if c.Starlark {
+		b.WriteString(DialectRules())
+	} else {
+		b.WriteString(PythonRules())
+	}
 	b.WriteString("\nThe tools, as JSON (name, doc, params with type and whether required):\n")
 	tools := strings.TrimSpace(string(c.Tools))
 	if tools == "" {

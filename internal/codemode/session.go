@@ -41,6 +41,23 @@ type Session struct {
 	// ObservationBytes is the budget of one observation; 0 means
 	// DefaultObservationBytes.
 	ObservationBytes int
+	// Interpreter runs the programs; nil runs them in Starlark (Run,
+	// under Limits). A *pyexec.Runner runs Python in a sandbox.
+	Interpreter Interpreter
+}
+
+// Interpreter runs one program with tools: the error is an *Error for the
+// program's own failures.
+type Interpreter interface {
+	RunProgram(ctx context.Context, code string, tools *Registry) (Result, error)
+}
+
+// run runs one program in the session's interpreter.
+func (a *Session) run(ctx context.Context, code string) (Result, error) {
+	if a.Interpreter != nil {
+		return a.Interpreter.RunProgram(ctx, code, a.Tools)
+	}
+	return Run(ctx, code, a.Tools, a.Limits)
 }
 
 // DefaultMaxRetries is the single-shot default of Session.MaxRetries.
@@ -108,7 +125,7 @@ func (a *Session) systemPrompt() (string, error) {
 		}
 		skills = append(skills, string(b))
 	}
-	return SystemPrompt(PromptConfig{Prefix: a.SystemPromptPrefix, Tools: tools, Skills: skills, MultiTurn: a.MaxTurns > 0}), nil
+	return SystemPrompt(PromptConfig{Prefix: a.SystemPromptPrefix, Tools: tools, Skills: skills, MultiTurn: a.MaxTurns > 0, Starlark: a.Interpreter == nil}), nil
 }
 
 // session is one Run's conversation and result.
@@ -149,7 +166,7 @@ func (s *session) multiTurn(ctx context.Context) (SessionResult, error) {
 		}
 		s.res.Code = code
 		s.event(Event{Turn: turn, Type: EventCode, Code: code})
-		res, runErr := Run(ctx, code, s.a.Tools, s.a.Limits)
+		res, runErr := s.a.run(ctx, code)
 		if runErr == nil {
 			s.res.Value = res.Value
 		}
@@ -183,7 +200,7 @@ func (s *session) singleShot(ctx context.Context) (SessionResult, error) {
 		}
 		s.res.Code, s.res.Summary = code, prose
 		s.event(Event{Turn: attempt, Type: EventCode, Code: code})
-		res, runErr := Run(ctx, code, s.a.Tools, s.a.Limits)
+		res, runErr := s.a.run(ctx, code)
 		if runErr == nil {
 			s.res.Value = res.Value
 			s.event(Event{Turn: attempt, Type: EventObservation, Observation: Observation(res, nil, s.a.ObservationBytes)})

@@ -24,7 +24,7 @@ func TestExecConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	handlertest.Run(t, func(t *testing.T) *stagework.Mux { return mux(t, codemodestages.Config{Conn: nc}) }, handlertest.Config{
+	handlertest.Run(t, func(t *testing.T) *stagework.Mux { return mux(t, codemodestages.Config{Conn: nc, Python: python(t)}) }, handlertest.Config{
 		Stages: []messages.Stage{messages.StageCodeModeTools, messages.StageCodeModeExec},
 		Inputs: map[messages.Stage]any{
 			messages.StageCodeModeTools: messages.CodeModeToolsInput{Tools: []string{}},
@@ -49,7 +49,7 @@ func TestTurnConformance(t *testing.T) {
 }
 
 // mux has the code-mode stages of handlers made with cfg.
-func mux(t *testing.T, cfg codemodestages.Config) *stagework.Mux {
+func mux(t testing.TB, cfg codemodestages.Config) *stagework.Mux {
 	t.Helper()
 	h, err := codemodestages.New(cfg)
 	if err != nil {

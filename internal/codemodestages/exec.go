@@ -16,7 +16,7 @@ func (h *Handlers) tools(ctx context.Context, names []string) (*codemode.Registr
 	if h.cfg.Conn == nil {
 		return nil, bus.Permanent(errors.New("codemode: this sandbox-worker has no NATS connection for tools"))
 	}
-	reg, err := codemode.DiscoverTools(ctx, h.cfg.Conn, names)
+	reg, err := codemode.DiscoverToolRefs(ctx, h.cfg.Conn, names)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err // cancelled: the executor retries or drops it
@@ -50,18 +50,19 @@ func (h *Handlers) exec(ctx context.Context, cmd *messages.StageCommand, in mess
 	if h.cfg.Cache != nil && cmd.Cache != messages.CacheDisable {
 		reg = codemode.CachedTools(reg, h.cfg.Cache, in.Scope, 0)
 	}
-	res, runErr := codemode.Run(ctx, in.Code, reg, h.cfg.Limits)
+	res, files, runErr := h.run(ctx, in, reg)
 	if runErr != nil && ctx.Err() != nil {
 		return none, fmt.Errorf("codemode_exec: %w", ctx.Err()) // the worker is stopping: run again elsewhere
 	}
-	out := messages.CodeModeExecOutput{OK: runErr == nil, Output: res.Output,
+	var ce *codemode.Error
+	if runErr != nil && !errors.As(runErr, &ce) {
+		return none, fmt.Errorf("codemode_exec: %w", runErr) // the sandbox's failure: try again
+	}
+	out := messages.CodeModeExecOutput{OK: runErr == nil, Output: res.Output, Files: files,
 		Observation: codemode.Observation(res, runErr, h.cfg.ObservationBytes), Uncacheable: uncacheable.Load()}
 	if runErr != nil {
 		out.Error = runErr.Error()
-		var ce *codemode.Error
-		if errors.As(runErr, &ce) {
-			out.ErrorKind = string(ce.Kind)
-		}
+		out.ErrorKind = string(ce.Kind)
 	} else {
 		out.Value = codemode.MarshalValue(res.Value)
 	}

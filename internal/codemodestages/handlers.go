@@ -1,11 +1,14 @@
 package codemodestages
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/autocoder/autocoder/internal/codemode"
+	"github.com/autocoder/autocoder/internal/codemode/pyexec"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/cache"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -22,8 +25,15 @@ type Config struct {
 	Conn *nats.Conn
 	// Cache keeps tool calls (content keys, scoped by the job); nil: none.
 	Cache cache.Cache
-	// Limits bound a program's run; zero fields mean codemode's defaults.
+	// Limits bound the programs of interpreter starlark; zero fields mean
+	// codemode's defaults.
 	Limits codemode.Limits
+	// Python runs the programs of interpreter python (the default) in the
+	// sandbox; nil fails them permanently.
+	Python *pyexec.Runner
+	// Files keeps what Python programs write under /var/outputs (the
+	// outputs object store); nil: the result lists them unstored.
+	Files FileStore
 	// ObservationBytes is the observation's budget; 0: the default.
 	ObservationBytes int
 }
@@ -41,9 +51,21 @@ func New(cfg Config) (*Handlers, error) {
 
 // Register puts the code-mode stages on mux. Each worker's executor serves
 // the ones of its pool: codemode_turn on the llm-workers, codemode_tools
-// and codemode_exec on the sandbox-workers.
+// and codemode_exec on the sandbox-workers. A Python program's run depends
+// on the sandbox backend and the prelude (stagework.DependsOn).
 func (h *Handlers) Register(mux *stagework.Mux) {
 	stagework.Register(mux, messages.StageCodeModeTurn, h.turn)
 	stagework.Register(mux, messages.StageCodeModeTools, h.describe)
-	stagework.Register(mux, messages.StageCodeModeExec, h.exec)
+	stagework.Register(mux, messages.StageCodeModeExec, h.exec, h.execDeps()...)
+}
+
+// execDeps are what shapes codemode_exec's output besides its code: the
+// backend Python programs run in and the prelude's text.
+func (h *Handlers) execDeps() []stagework.Option {
+	if h.cfg.Python == nil || h.cfg.Python.Backend == nil {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(pyexec.Prelude()))
+	return []stagework.Option{stagework.DependsOn("backend", h.cfg.Python.Backend.Name()),
+		stagework.DependsOn("prelude", hex.EncodeToString(sum[:6]))}
 }

@@ -23,7 +23,8 @@ func (h *Handlers) turn(ctx context.Context, cmd *messages.StageCommand, in mess
 	if h.cfg.Model == nil {
 		return none, bus.Permanent(errors.New("codemode_turn: this llm-worker's model client cannot hold a chat"))
 	}
-	sys := codemode.SystemPrompt(codemode.PromptConfig{Prefix: in.SystemPromptPrefix, Tools: in.Tools, Skills: in.Skills, MultiTurn: in.MultiTurn})
+	sys := codemode.SystemPrompt(codemode.PromptConfig{Prefix: in.SystemPromptPrefix, Tools: in.Tools, Skills: in.Skills, MultiTurn: in.MultiTurn,
+		Starlark: in.Interpreter == messages.InterpreterStarlark})
 	conv := codemode.Conversation(sys, in.History, in.Message, in.Steps, in.MultiTurn)
 	reply, err := h.cfg.Model.Chat(llm.WithStage(ctx, string(cmd.Stage)), llm.ChatRequest{Model: cmd.Model, Messages: conv})
 	if err != nil {

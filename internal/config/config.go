@@ -116,6 +116,7 @@ type Config struct {
 	RedisTLSCert, RedisTLSKey string
 	NATSAuthConfig            // NATS credentials, TLS and the embedded server's users (natsauth.go)
 	FleetConfig               // replicas, store bounds, sync, HTTP connection limits (fleet.go)
+	JobSettingsConfig         // models, Python versions and secrets behind the per-job settings (jobsettings.go)
 
 	// envErrs are the settings FromEnv could not read; Validate reports them.
 	envErrs []error
@@ -166,6 +167,7 @@ func FromEnv() Config {
 	c.readModelBounds()
 	c.NATSAuthConfig = natsAuthFromEnv()
 	c.FleetConfig = fleetFromEnv()
+	c.JobSettingsConfig = jobSettingsFromEnv()
 	c.Concurrency = c.envInt("AUTOCODER_CONCURRENCY")
 	c.DockerPoolSize = c.envInt("AUTOCODER_DOCKER_POOL_SIZE")
 	c.DockerBuildNetwork = os.Getenv("AUTOCODER_DOCKER_BUILD_NETWORK")
@@ -209,6 +211,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	c.registerAccess(fs)
 	c.NATSAuthConfig.register(fs)
 	c.FleetConfig.register(fs)
+	c.JobSettingsConfig.register(fs)
 }
 
 // registerAccess adds the flags of the HTTP API's and Redis's access settings.
@@ -263,7 +266,7 @@ func (c *Config) Validate() error {
 		return errors.Join(c.envErrs...)
 	}
 	for _, check := range []func() error{c.validateBasics, c.validateDeadlines, c.validateCeilings, c.validateMonitor,
-		c.validateBounds, c.validateCacheKeys, c.validateAccess, c.FleetConfig.validate, c.NATSAuthConfig.validate} {
+		c.validateBounds, c.validateCacheKeys, c.validateAccess, c.FleetConfig.validate, c.JobSettingsConfig.validate, c.NATSAuthConfig.validate} {
 		if err := check(); err != nil {
 			return err
 		}

@@ -164,7 +164,7 @@ func (c *Coordinator) AcceptTaskRun(ctx context.Context, req messages.TaskRunReq
 	if err := json.Unmarshal(e.Value(), &t); err != nil {
 		return "", fmt.Errorf("task %s: corrupt: %w", req.Task, err)
 	}
-	run := messages.RunRequest{FromJob: t.JobID, Args: req.Args, Samples: req.Samples}
+	run := messages.RunRequest{FromJob: t.JobID, Args: req.Args, Samples: req.Samples, Options: req.Options.Over(t.Defaults)}
 	return c.Accept(ctx, messages.APIRequest{V: req.V, JobID: req.JobID, Run: &run, ReplyTo: req.ReplyTo})
 }
 
@@ -236,6 +236,9 @@ func (c *Coordinator) jobExists(ctx context.Context, jobID string) (bool, error)
 // an object already in the samples store.
 func (c *Coordinator) checkSpec(ctx context.Context, spec *messages.JobSpec) error {
 	if err := spec.Validate(); err != nil {
+		return messages.PrefixField("spec", err)
+	}
+	if err := c.checkOffered(spec); err != nil {
 		return messages.PrefixField("spec", err)
 	}
 	// The bound before the lookups: 10,000 sample references are refused

@@ -34,6 +34,9 @@ type Config struct {
 	Metrics   Metrics          // nil: none
 	// DefaultModel fills JobSpec.Options.Model when a submission has none.
 	DefaultModel string
+	// Offered are the models and Python versions jobs may name (settings.go);
+	// the zero value checks none.
+	Offered Offered
 	// Stages is the stage table: which pool each stage's commands go to
 	// and its deadline class. Zero: messages.DefaultStages().
 	Stages messages.StageTable
@@ -162,6 +165,9 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 		return c.reject(ctx, sub.JobID, fmt.Errorf("spec: %w", err))
 	}
 	if err := spec.Validate(); err != nil {
+		return c.reject(ctx, sub.JobID, err)
+	}
+	if err := c.checkOffered(&spec); err != nil {
 		return c.reject(ctx, sub.JobID, err)
 	}
 	refs, err := wireRefs(&spec)

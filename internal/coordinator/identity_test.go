@@ -70,19 +70,16 @@ func TestTasksHaveOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	ann, bob := producerClient(t, e, "ann"), producerClient(t, e, "bob")
-	admin, err := client.New(e.JS, e.Resources, e.Publisher, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := client.New(e.JS, e.Resources, e.Publisher)
 
-	task, err := ann.RegisterTask(ctx, "daily", "job-ok", "ann's")
+	task, err := ann.RegisterTask(ctx, "daily", "job-ok", "ann's", nil)
 	if err != nil || task.Owner != "nats:ann" {
 		t.Fatalf("ann registers: %+v, %v", task, err)
 	}
-	if _, err := ann.RegisterTask(ctx, "daily", "job-ok", "ann's again"); err != nil {
+	if _, err := ann.RegisterTask(ctx, "daily", "job-ok", "ann's again", nil); err != nil {
 		t.Errorf("ann replaces her own task: %v", err)
 	}
-	if _, err := bob.RegisterTask(ctx, "daily", "job-ok", "bob's"); !errors.Is(err, client.ErrTaskForbidden) || !strings.Contains(err.Error(), "owned by nats:ann") {
+	if _, err := bob.RegisterTask(ctx, "daily", "job-ok", "bob's", nil); !errors.Is(err, client.ErrTaskForbidden) || !strings.Contains(err.Error(), "owned by nats:ann") {
 		t.Errorf("bob replaces ann's task: %v, want refused naming the owner", err)
 	}
 	if err := bob.DeleteTask(ctx, "daily"); !errors.Is(err, client.ErrTaskForbidden) {
@@ -94,11 +91,17 @@ func TestTasksHaveOwners(t *testing.T) {
 	if _, err := bobAsAnn.Request(bus.TaskSubject(bus.TaskDelete, "ann"), req, 2*time.Second); err == nil {
 		t.Error("bob's request on ann's subject was answered")
 	}
+	// Bob naming ann as the owner on his own subject is refused: only the
+	// coordinator role (the HTTP API) asks for another owner.
+	req, _ = json.Marshal(messages.TaskRequest{V: messages.WireVersion, Name: "daily", JobID: "job-ok", Owner: "nats:ann"})
+	if m, err := bobAsAnn.Request(bus.TaskSubject(bus.TaskRegister, "bob"), req, 30*time.Second); err != nil || !strings.Contains(string(m.Data), `"field":"owner"`) {
+		t.Errorf("bob asks as ann's owner on his subject: %v, want refused on the owner field", err)
+	}
 	if got, err := admin.Task(ctx, "daily"); err != nil || got.Description != "ann's again" || got.Owner != "nats:ann" {
 		t.Errorf("the task after bob's tries: %+v, %v", got, err)
 	}
 
-	if t2, err := admin.RegisterTask(ctx, "daily", "job-ok", "the admin's"); err != nil || t2.Owner != coordinator.AdminOwner {
+	if t2, err := admin.RegisterTask(ctx, "daily", "job-ok", "the admin's", nil); err != nil || t2.Owner != coordinator.AdminOwner {
 		t.Errorf("the admin replaces ann's task: %+v, %v", t2, err)
 	}
 	if err := ann.DeleteTask(ctx, "daily"); !errors.Is(err, client.ErrTaskForbidden) {
@@ -155,10 +158,6 @@ func producerClient(t *testing.T, e *bustest.Env, name string) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(js, res, bus.NewPublisher(js, bus.PublisherConfig{}), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.SetIdentity(name)
-	return c
+	c := client.New(js, res, bus.NewPublisher(js, bus.PublisherConfig{}))
+	return c.AsUser(name)
 }

@@ -39,7 +39,9 @@ func (c *Coordinator) submitRun(ctx context.Context, jobID string, raw json.RawM
 }
 
 // PrepareRun builds the submission of run jobID from the finished job
-// req.FromJob: its script, environment, declared outputs and options, its
+// req.FromJob: its script, environment, declared outputs and options (with
+// req.Options over them: resources, timeout, retries, cache, env_vars and
+// secrets), its
 // samples with those req replaces, req's File and Dir inputs, and req's
 // values of its scalar inputs, each checked against its declared type.
 // Every sample and File/Dir input is passed to the script by its option
@@ -50,12 +52,24 @@ func (c *Coordinator) PrepareRun(ctx context.Context, jobID string, req messages
 	if !bus.ValidJobID(req.FromJob) {
 		return nil, badRun("run.from_job", "%q is not a job id", req.FromJob)
 	}
+	if req.Options != nil {
+		if err := req.Options.Validate(); err != nil {
+			return nil, messages.PrefixField("run", err)
+		}
+	}
 	from := req.FromJob
 	res, err := c.finishedResult(ctx, from)
 	if err != nil {
 		return nil, err
 	}
 	spec := *res.Spec
+	// The run's settings over the job's (a copy: the job's maps stay as they are).
+	spec.Options.EnvVars = maps.Clone(spec.Options.EnvVars)
+	spec.Options.Secrets = slices.Clone(spec.Options.Secrets)
+	req.Options.ApplyTo(&spec.Options)
+	if err := spec.Validate(); err != nil { // the merged env_vars and secrets within their bounds
+		return nil, messages.PrefixField("run", err)
+	}
 	run := &machine.Rerun{FromJob: from, Solution: *res.Solution, Image: res.Image,
 		Packages: res.DetectedPackages, SystemPackages: res.DetectedSystemPackages}
 	// The package set the image was built for is on the job's state; the

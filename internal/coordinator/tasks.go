@@ -38,10 +38,18 @@ func (c *Coordinator) apiTask(ctx context.Context, subject string, data []byte) 
 	op, owner, admin, ok := bus.ParseTaskSubject(subject)
 	var req messages.TaskRequest
 	err := messages.DecodeStrict(data, &req)
+	forOwner := admin && req.Owner != ""
+	if forOwner {
+		// The coordinator role asks for someone it authenticated itself
+		// (the HTTP API's "http:<token name>"): that owner's rights.
+		owner, admin = req.Owner, false
+	}
 	switch {
 	case !ok:
 		err = fmt.Errorf("%q is not a task subject", subject)
 	case err != nil:
+	case req.Owner != "" && !forOwner:
+		err = &messages.FieldError{Field: "owner", Msg: "only the coordinator role asks for another owner; a producer's subject says who it is"}
 	case op == bus.TaskRegister:
 		var t *messages.Task
 		if t, err = c.RegisterTask(ctx, req, owner, admin); err == nil {
@@ -67,7 +75,7 @@ func TaskReplyOf(err error) messages.TaskReply {
 	case errors.Is(err, ErrTaskForbidden):
 		r.Kind = messages.ReplyForbidden
 	case errors.As(err, &fe):
-		r.Kind = messages.ReplyInvalid
+		r.Kind, r.Field, r.Error = messages.ReplyInvalid, fe.Field, fe.Msg
 	default:
 		r.Kind = messages.ReplyUnavailable
 	}
@@ -98,11 +106,19 @@ func (c *Coordinator) RegisterTask(ctx context.Context, req messages.TaskRequest
 	if !res.Success || res.Solution == nil || res.Spec == nil {
 		return nil, &messages.FieldError{Field: "job_id", Msg: fmt.Sprintf("job %s did not succeed, so it has no tested script to keep", req.JobID)}
 	}
+	if req.Defaults != nil {
+		if err := req.Defaults.Validate(); err != nil {
+			return nil, err // its fields are options.*, as a run names them
+		}
+		if req.Defaults.IsZero() {
+			req.Defaults = nil
+		}
+	}
 	if admin {
 		owner = AdminOwner
 	}
 	t := messages.Task{Name: req.Name, JobID: req.JobID, Prompt: res.Spec.Prompt, Inputs: res.Spec.Inputs, Outputs: res.Spec.Outputs,
-		Samples: slices.Sorted(maps.Keys(res.Spec.Samples)), CreatedAt: c.cfg.Now().UTC(), Description: req.Description, Owner: owner}
+		Samples: slices.Sorted(maps.Keys(res.Spec.Samples)), CreatedAt: c.cfg.Now().UTC(), Description: req.Description, Owner: owner, Defaults: req.Defaults}
 	b, err := json.Marshal(t)
 	if err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ func TestCodeModeJob(t *testing.T) {
 	fake := fakellm.New()
 	defer fake.Close()
 	fake.On(fakellm.NoSchema,
-		fakellm.Text("Let me look.\n```python\ns = stock_level(sku=\"ABC\")\nbad = stock_level(sku=\"NOPE\")\np = price(sku=\"ABC\")\n{\"units\": s[\"units\"], \"value\": s[\"units\"] * p, \"bad\": bad.message if is_error(bad) else None}\n```"),
+		fakellm.Text("Let me look.\n```python\ns = stock_level(sku=\"ABC\")\ntry:\n    stock_level(sku=\"NOPE\")\n    bad = None\nexcept ToolError as e:\n    bad = e.message\np = price(sku=\"ABC\")\n{\"units\": s[\"units\"], \"value\": s[\"units\"] * p, \"bad\": bad}\n```"),
 		fakellm.Text("ABC: 30 units in stock, worth 75.0; NOPE is not a known SKU."))
 	st := startLocal(t, testConfig(t, fake))
 

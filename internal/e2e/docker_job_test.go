@@ -156,6 +156,7 @@ func TestDockerBackendJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := messages.JobSpec{
+		Name:    "E2E_docker.job", // the image is named after it
 		Prompt:  "Summarize the sales: row count, total amount, the region with the most, whether every amount is positive.",
 		Samples: map[string]string{"sales": sample},
 		Outputs: map[string]messages.Type{"row_count": messages.TypeInt, "total": messages.TypeFloat,
@@ -181,8 +182,8 @@ func TestDockerBackendJob(t *testing.T) {
 	if res.Attempts != 1 {
 		t.Errorf("attempts = %d, want 1 (stages %v)", res.Attempts, stageNames(res))
 	}
-	if !strings.HasPrefix(res.Image, "autocoder-env:") {
-		t.Errorf("image = %q, want a docker environment image", res.Image)
+	if !strings.HasPrefix(res.Image, "autocoder-env-e2e-docker-job:") {
+		t.Errorf("image = %q, want the environment image named after the job (autocoder-env-<name>:<hash>)", res.Image)
 	}
 	want := map[string]any{"row_count": float64(3), "total": 16.75, "top_region": "north", "all_positive": true}
 	for name, v := range want {

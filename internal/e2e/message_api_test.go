@@ -162,7 +162,7 @@ func TestSubmitOverHTTPFromPython(t *testing.T) {
 	body := fmt.Sprintf(`{"samples":{"numbers":%q}}`, upload["object"])
 	run := postJSON(t, sys.httpURL+"/v1/jobs/"+res.JobID+"/run", "application/json", body, http.StatusAccepted)
 	requireSucceeded(t, sys.st.Client, fmt.Sprint(run["job_id"]))
-	if _, err := sys.st.Client.RegisterTask(context.Background(), "answer", res.JobID, ""); err != nil {
+	if _, err := sys.st.Client.RegisterTask(context.Background(), "answer", res.JobID, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	task := postJSON(t, sys.httpURL+"/v1/tasks/answer/run", "application/json", `{}`, http.StatusAccepted)

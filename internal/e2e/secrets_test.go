@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
@@ -38,6 +40,9 @@ const (
 	secretNATSProducer = "nats-producer-s3cr3t-2d94"
 	// The stage cache's signing key, base64 as AUTOCODER_CACHE_KEYS takes it.
 	secretCacheKey = "Y2FjaGUta2V5LXMzY3IzdC0xYjNlLWNhY2hlLWtleQ=="
+	// A job's secret (options.secrets: DB_PASSWORD), which the sandbox
+	// worker has in its environment as AUTOCODER_SECRET_DB_PASSWORD.
+	secretJobDB = "db-pass-s3cr3t-6a0d"
 )
 
 // envCode is a solution that needs a package (installed through the
@@ -94,8 +99,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 	t.Setenv("AUTOCODER_PIP_INDEX_URL", strings.Replace(index, "://", "://pip:"+secretPipPass+"@", 1)+"/simple")
 	t.Setenv("AUTOCODER_PIP_FIND_LINKS", wheels)
 	t.Setenv("AUTOCODER_CACHE_KEYS", "e2e:"+secretCacheKey)
+	t.Setenv("AUTOCODER_SECRET_DB_PASSWORD", secretJobDB)
 	secrets := []string{secretAPIKey, secretRedisPass, secretHTTPToken, secretPipPass,
-		secretNATSLLM, secretNATSSandbox, secretNATSProducer, secretCacheKey}
+		secretNATSLLM, secretNATSSandbox, secretNATSProducer, secretCacheKey, secretJobDB}
 
 	fleet := startFleet(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -108,6 +114,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 	id := client.NewJobID()
 	spec := answerSpec()
 	spec.Outputs["env"] = messages.TypeStr
+	// A job's own variables: a plain one, and a secret the job names and
+	// the sandbox worker provides (issue 22).
+	spec.Options.EnvVars = map[string]string{"REGION": "north-e2e"}
+	spec.Options.Secrets = []string{"DB_PASSWORD"}
 	if err := sub.Client.Submit(ctx, id, spec); err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +129,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	if env, _ := res.Outputs["env"].(string); !strings.Contains(env, "PATH=") {
 		t.Fatalf("the script's output env has no environment: %q", env)
+	}
+	// The script saw the job's variable and its secret; the secret's value
+	// was cut out of what the run returned (the redaction matches the exact
+	// value only, so this also shows the sandbox had it).
+	if env, _ := res.Outputs["env"].(string); !strings.Contains(env+"\n", "REGION=north-e2e\n") || !strings.Contains(env, "DB_PASSWORD=[secret DB_PASSWORD]\n") {
+		t.Errorf("the script's environment lacks the job's variable or its secret: %q", env)
 	}
 	if !strings.Contains(events, "stage_finished") {
 		t.Fatalf("events: %s", events)
@@ -156,6 +172,72 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	for _, dir := range fleet.stateDirs {
 		scanFiles(t, dir, secrets)
+	}
+	scanRedis(t, redis, secretRedisPass, secrets)
+}
+
+// redisValue is the whole value of key as text, whatever its type (DUMP
+// would compress it).
+func redisValue(ctx context.Context, rc *goredis.Client, key string) (string, error) {
+	typ, err := rc.Type(ctx, key).Result()
+	if err != nil {
+		return "", err
+	}
+	var v any
+	switch typ {
+	case "string":
+		v, err = rc.Get(ctx, key).Result()
+	case "hash":
+		v, err = rc.HGetAll(ctx, key).Result()
+	case "list":
+		v, err = rc.LRange(ctx, key, 0, -1).Result()
+	case "set":
+		v, err = rc.SMembers(ctx, key).Result()
+	case "zset":
+		v, err = rc.ZRange(ctx, key, 0, -1).Result()
+	default:
+		return "", fmt.Errorf("type %s", typ)
+	}
+	return fmt.Sprint(v), err
+}
+
+// scanRedis looks for the secrets in every value of the Redis the stage
+// cache used: keys, values and hashes alike.
+func scanRedis(t *testing.T, srv *testredis.Server, password string, secrets []string) {
+	t.Helper()
+	tlsCfg, err := srv.TLS().Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := goredis.ParseURL(srv.UserURL("autocoder", password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.TLSConfig = tlsCfg
+	rc := goredis.NewClient(opts)
+	defer rc.Close()
+	ctx := context.Background()
+	n := 0
+	iter := rc.Scan(ctx, 0, "*", 100).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		n++
+		dump, err := redisValue(ctx, rc, key)
+		if err != nil {
+			t.Errorf("read %s: %v", key, err)
+			continue
+		}
+		for _, s := range secrets {
+			if strings.Contains(key, s) || strings.Contains(dump, s) {
+				t.Errorf("redis key %s holds secret %q", key, s)
+			}
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Error("the stage cache in Redis is empty: nothing was scanned")
 	}
 }
 

@@ -41,6 +41,10 @@ type Request struct {
 	Tools      []Tool
 	MaxTokens  int    // max_completion_tokens, or else max_tokens
 	APIKey     string // the bearer token, if any
+	// Temperature, TopP and Seed are the sampling settings sent (nil: none).
+	Temperature *float64
+	TopP        *float64
+	Seed        *int64
 }
 
 // Message is one request message. Content parts (multi-content) are joined.

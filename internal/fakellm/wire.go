@@ -19,6 +19,9 @@ type wireRequest struct {
 	MaxTokens           int           `json:"max_tokens"`
 	MaxCompletionTokens int           `json:"max_completion_tokens"`
 	Stream              bool          `json:"stream"`
+	Temperature         *float64      `json:"temperature"`
+	TopP                *float64      `json:"top_p"`
+	Seed                *int64        `json:"seed"`
 }
 
 type wireFormat struct {
@@ -94,6 +97,11 @@ func (wr wireRequest) request(authorization string) (Request, error) {
 		Format:    FormatText,
 		MaxTokens: wr.MaxTokens,
 		APIKey:    strings.TrimPrefix(authorization, "Bearer "),
+		// Sampling settings as sent; a client that cannot send 0 sends the
+		// smallest float32 above it (go-openai): what the server reads.
+		Temperature: wr.Temperature,
+		TopP:        wr.TopP,
+		Seed:        wr.Seed,
 	}
 	if wr.MaxCompletionTokens > 0 {
 		req.MaxTokens = wr.MaxCompletionTokens

@@ -43,9 +43,11 @@ var routes = []route{
 	{"GET /v1/jobs", ScopeRead, (*api).list, hasClient},
 	{"GET /v1/jobs/{id}", ScopeRead, (*api).status, hasClient},
 	{"GET /v1/jobs/{id}/result", ScopeRead, (*api).result, hasClient},
-	{"GET /v1/summaries", ScopeRead, (*api).summaries, hasClient},             // ui.go
-	{"GET /v1/jobs/{id}/iterations", ScopeRead, (*api).iterations, hasClient}, // ui.go
-	{"GET /v1/jobs/{id}/outputs/{name}", ScopeRead, (*api).output, hasClient}, // ui.go
+	{"GET /v1/summaries", ScopeRead, (*api).summaries, hasClient},                 // ui.go
+	{"GET /v1/jobs/{id}/iterations", ScopeRead, (*api).iterations, hasClient},     // ui.go
+	{"GET /v1/jobs/{id}/outputs/{name}", ScopeRead, (*api).output, hasClient},     // ui.go
+	{"GET /v1/jobs/{id}/files/{name}", ScopeRead, (*api).codeModeFile, hasClient}, // codemode.go
+	{"GET /v1/codemode/tools", ScopeRead, (*api).codeModeTools, hasClient},        // codemode.go
 	{"POST /v1/jobs/{id}/ticket", ScopeRead, (*api).ticket, hasClient},
 	{"POST /v1/jobs/{id}/cancel", ScopeSubmit, (*api).cancel, hasClient},
 	// A bearer token with read, or a ticket from /ticket (EventSource sends
@@ -71,6 +73,8 @@ func hasClient(a *api) bool { return a.c != nil }
 //	GET  /v1/summaries          a page of the job index: ?status=&offset=&limit= (read)
 //	GET  /v1/jobs/{id}/iterations  code, tests, report, diagnosis and diffs of each iteration (read)
 //	GET  /v1/jobs/{id}/outputs/{name}  a File output, or a Dir output as tar (read)
+//	GET  /v1/jobs/{id}/files/{name}    a file a code-mode program wrote (a chart) (read)
+//	GET  /v1/codemode/tools?tool=...   tools' descriptions as a code-mode model sees them (read)
 //
 // and the message API's endpoints (write.go, openapi.json): submit, run,
 // task run, sample upload, dead letters.
@@ -88,7 +92,7 @@ func Handler(c *client.Client, metrics http.Handler, o Options) http.Handler {
 
 func (a *api) index(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' blob:") // blob: the charts, fetched with the token
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Write(indexHTML)
 }

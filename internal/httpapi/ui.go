@@ -164,6 +164,39 @@ func (a *api) output(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// sample is GET /v1/jobs/{id}/samples/{name}: an original sample of the
+// job (the result's original_samples), as a file.
+func (a *api) sample(w http.ResponseWriter, r *http.Request) {
+	id, ok := jobID(w, r)
+	if !ok {
+		return
+	}
+	name := r.PathValue("name")
+	if !messages.ValidName(name) {
+		http.Error(w, "invalid sample name", http.StatusBadRequest)
+		return
+	}
+	res, err := a.c.Result(r.Context(), id)
+	if err != nil {
+		writeResult(w, nil, err)
+		return
+	}
+	started := false
+	err = a.c.WriteSample(r.Context(), res, name, func(file string) {
+		started = true
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": file}))
+	}, w)
+	switch {
+	case errors.Is(err, client.ErrNoSample):
+		http.Error(w, "the job has no original sample "+name, http.StatusNotFound)
+	case err != nil && !started:
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	case err != nil:
+		panic(http.ErrAbortHandler) // bytes went out: cut the response so the download is not taken as whole
+	}
+}
+
 // lastEventID is where an events stream resumes: the Last-Event-ID header
 // a browser's EventSource sends when it reconnects, or ?last_event_id=
 // for a page that opens a new EventSource itself (with a new ticket).

@@ -36,7 +36,9 @@ var messageRoutes = []route{
 }
 
 // allRoutes are every endpoint Handler serves.
-func allRoutes() []route { return append(append([]route{}, routes...), messageRoutes...) }
+func allRoutes() []route {
+	return append(append(append([]route{}, routes...), messageRoutes...), taskRoutes...)
+}
 
 // maxRequestBytes bounds a JSON request body (a job spec with its prompt).
 const maxRequestBytes = 4 << 20
@@ -69,10 +71,24 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request) {
 // runRequest is the body of POST /v1/jobs/{id}/run: a run of that job's
 // script on new data (messages.RunRequest without from_job).
 type runRequest struct {
-	JobID   string            `json:"job_id,omitempty"`
-	Args    map[string]string `json:"args,omitempty"`
-	Samples map[string]string `json:"samples,omitempty"`
-	ReplyTo string            `json:"reply_to,omitempty"`
+	JobID   string               `json:"job_id,omitempty"`
+	Args    map[string]string    `json:"args,omitempty"`
+	Samples map[string]string    `json:"samples,omitempty"`
+	ReplyTo string               `json:"reply_to,omitempty"`
+	Options *messages.RunOptions `json:"options,omitempty"`
+}
+
+// checkOptions answers 400 with the field when the body's run settings
+// are invalid.
+func (rr *runRequest) checkOptions(w http.ResponseWriter) bool {
+	if rr.Options == nil {
+		return true
+	}
+	if err := rr.Options.Validate(); err != nil {
+		writeReply(w, messages.ReplyOf("", err), nil)
+		return false
+	}
+	return true
 }
 
 // runJob is POST /v1/jobs/{id}/run.
@@ -82,10 +98,10 @@ func (a *api) runJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rr runRequest
-	if !decodeBody(w, r, &rr) {
+	if !decodeBody(w, r, &rr) || !rr.checkOptions(w) {
 		return
 	}
-	run := messages.RunRequest{FromJob: from, Args: rr.Args, Samples: rr.Samples}
+	run := messages.RunRequest{FromJob: from, Args: rr.Args, Samples: rr.Samples, Options: rr.Options}
 	reply, err := a.c.SubmitRequest(r.Context(), messages.APIRequest{JobID: rr.JobID, Run: &run, ReplyTo: rr.ReplyTo})
 	writeReply(w, reply, err)
 }
@@ -93,10 +109,10 @@ func (a *api) runJob(w http.ResponseWriter, r *http.Request) {
 // runTask is POST /v1/tasks/{name}/run.
 func (a *api) runTask(w http.ResponseWriter, r *http.Request) {
 	var rr runRequest
-	if !decodeBody(w, r, &rr) {
+	if !decodeBody(w, r, &rr) || !rr.checkOptions(w) {
 		return
 	}
-	req := messages.TaskRunRequest{Task: r.PathValue("name"), JobID: rr.JobID, Args: rr.Args, Samples: rr.Samples, ReplyTo: rr.ReplyTo}
+	req := messages.TaskRunRequest{Task: r.PathValue("name"), JobID: rr.JobID, Args: rr.Args, Samples: rr.Samples, ReplyTo: rr.ReplyTo, Options: rr.Options}
 	if !messages.ValidTaskName(req.Task) {
 		writeReply(w, messages.ReplyOf("", &messages.FieldError{Field: "task", Msg: "not a task name"}), nil)
 		return

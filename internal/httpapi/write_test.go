@@ -21,10 +21,7 @@ import (
 func TestWriteEndpointsWithoutCoordinator(t *testing.T) {
 	t.Parallel()
 	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
-	c, err := client.New(be.JS, be.Resources, be.Publisher, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := client.New(be.JS, be.Resources, be.Publisher)
 	srv := httptest.NewServer(Handler(c, nil, Options{Open: true}))
 	t.Cleanup(srv.Close)
 	call := func(method, path, body string) (int, string) {
@@ -52,6 +49,17 @@ func TestWriteEndpointsWithoutCoordinator(t *testing.T) {
 		{"POST", "/v1/jobs/job-1/run", `{"args":{"x":"1"},"bogus":1}`, 400, `"field":"bogus"`},
 		{"POST", "/v1/jobs/a.b/run", `{}`, 400, `invalid job id`},
 		{"POST", "/v1/tasks/t1/run", `{}`, 503, `"kind":"unavailable"`},
+		// A run's settings are checked here first, with the field.
+		{"POST", "/v1/jobs/job-1/run", `{"options":{"resources":{"memory":"lots"}}}`, 400, `"field":"options.resources.memory"`},
+		{"POST", "/v1/jobs/job-1/run", `{"options":{"timeout":"2s","env_vars":{"LD_PRELOAD":"x"}}}`, 400, `"field":"options.env_vars.LD_PRELOAD"`},
+		{"POST", "/v1/tasks/t1/run", `{"options":{"cache":"sometimes"}}`, 400, `"field":"options.cache"`},
+		{"POST", "/v1/tasks/t1/run", `{"options":{"retries":2,"secrets":["DB_URL"],"timeout":"2s"}}`, 503, `"kind":"unavailable"`},
+		// Tasks are kept in their bucket: no coordinator needed.
+		{"GET", "/v1/tasks", "", 200, `[]`},
+		{"GET", "/v1/tasks/t1", "", 404, `no such task`},
+		{"POST", "/v1/tasks/t1", `{"job_id":"job-1"}`, 400, `"field":"job_id"`},
+		{"POST", "/v1/tasks/t1", `{"job_id":"job-1","defaults":{"timeout":"2h"}}`, 400, `"field":"defaults.timeout"`},
+		{"POST", "/v1/tasks/bad.name", `{"job_id":"job-1"}`, 400, `"field":"task"`},
 		{"POST", "/v1/samples?name=data.csv", "a,b\n1,2\n", 201, `"object":"sha256:`},
 		{"POST", "/v1/samples", "x", 400, `name= is required`},
 		{"GET", "/v1/dlq", "", 200, `[]`},

@@ -13,7 +13,9 @@ type Verdict struct {
 	// Permanent: the same call would fail the same way, so retrying the work
 	// cannot help: a reply that never fitted its schema (ErrInvalidReply), or
 	// a request the endpoint refused (auth, bad request, not found; see
-	// CallError.Temporary), a reply past the size cap (ErrReplyTooLarge).
+	// CallError.Temporary), a reply past the size cap (ErrReplyTooLarge), a
+	// model the table lacks (ErrUnknownModel) or a prompt past its context
+	// (ErrPromptTooLong).
 	Permanent bool
 	// RetryAfter is the wait the endpoint asked for (Retry-After) when it
 	// was longer than the client would wait in-process; zero otherwise.
@@ -27,7 +29,7 @@ func Classify(err error) Verdict {
 	if err == nil {
 		return Verdict{}
 	}
-	if errors.Is(err, ErrInvalidReply) || errors.Is(err, ErrReplyTooLarge) {
+	if errors.Is(err, ErrInvalidReply) || errors.Is(err, ErrReplyTooLarge) || errors.Is(err, ErrUnknownModel) || errors.Is(err, ErrPromptTooLong) {
 		return Verdict{Permanent: true}
 	}
 	var ce *CallError

@@ -31,6 +31,15 @@ type StructuredRequest struct {
 	Schema   Schema
 	// MaxTokens caps the reply; zero means the server's default.
 	MaxTokens int
+	Sampling
+}
+
+// Sampling are a job's sampling settings (options.temperature, top_p,
+// seed), sent with every call of the job; nil leaves the server's default.
+type Sampling struct {
+	Temperature *float64
+	TopP        *float64
+	Seed        *int64
 }
 
 // Schema names a reply structure (one of the names of Contract 3 (docs/contracts.md)) and gives

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -283,6 +284,7 @@ func refusesFormat(err error) bool {
 func (c *OpenAI) structuredRequest(req StructuredRequest, msgs []openai.ChatCompletionMessage, f responseFormat) openai.ChatCompletionRequest {
 	r := openai.ChatCompletionRequest{Model: req.Model, Messages: msgs}
 	setMaxTokens(&r, req.MaxTokens)
+	setSampling(&r, req.Sampling)
 	switch f {
 	case formatJSONSchema:
 		r.ResponseFormat = &openai.ChatCompletionResponseFormat{
@@ -330,6 +332,29 @@ func setMaxTokens(r *openai.ChatCompletionRequest, n int) {
 	r.MaxTokens = n
 }
 
+// setSampling sets a job's sampling settings. go-openai omits a zero
+// temperature or top_p (omitempty on float32: sashabaranov/go-openai#9),
+// so an explicit 0 goes as the smallest float32 above it, as its
+// maintainers advise: the server samples greedily all the same.
+func setSampling(r *openai.ChatCompletionRequest, s Sampling) {
+	f32 := func(v float64) float32 {
+		if v == 0 {
+			return math.SmallestNonzeroFloat32
+		}
+		return float32(v)
+	}
+	if s.Temperature != nil {
+		r.Temperature = f32(*s.Temperature)
+	}
+	if s.TopP != nil {
+		r.TopP = f32(*s.TopP)
+	}
+	if s.Seed != nil {
+		seed := int(*s.Seed)
+		r.Seed = &seed
+	}
+}
+
 // ---- Chat with tools (Contract 7 (docs/contracts.md), the agent backend) ----
 
 // ChatRequest is one turn of a tool-using conversation.
@@ -338,6 +363,7 @@ type ChatRequest struct {
 	Messages  []ChatMessage
 	Tools     []Tool
 	MaxTokens int // zero means the server's default
+	Sampling
 }
 
 // ChatMessage is a conversation message that may carry tool calls (role
@@ -382,6 +408,7 @@ func (c *OpenAI) Chat(ctx context.Context, req ChatRequest) (ChatReply, error) {
 	}
 	r := openai.ChatCompletionRequest{Model: req.Model}
 	setMaxTokens(&r, req.MaxTokens)
+	setSampling(&r, req.Sampling)
 	for _, m := range req.Messages {
 		om := openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
 		for _, tc := range m.ToolCalls {

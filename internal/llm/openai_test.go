@@ -16,6 +16,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/modeltable"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -641,4 +642,101 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 		return false
 	}
 	return cmp.Equal(va, vb)
+}
+
+// TestSamplingSent: a job's sampling settings go with every structured and
+// chat call; a temperature of 0 arrives as (nearly) 0, not as the server's
+// default; without settings none is sent.
+func TestSamplingSent(t *testing.T) {
+	t.Parallel()
+	s, c, _ := setup(t, nil, nil)
+	s.On("plan", fakellm.JSON(testPlan))
+	s.On(fakellm.NoSchema, fakellm.Text("done"))
+	zero, topP, seed := 0.0, 0.9, int64(7)
+	req := planRequest("gpt-4.1")
+	req.MaxTokens, req.Sampling = 300, llm.Sampling{Temperature: &zero, TopP: &topP, Seed: &seed}
+	if _, err := c.Structured(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Chat(t.Context(), llm.ChatRequest{Model: "gpt-4.1", Messages: []llm.ChatMessage{{Role: "user", Content: "hi"}},
+		Sampling: llm.Sampling{Temperature: &topP, Seed: &seed}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Structured(t.Context(), planRequest("gpt-4.1")); err != nil {
+		t.Fatal(err)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	r := reqs[0]
+	if r.Temperature == nil || *r.Temperature > 1e-30 || r.TopP == nil || float32(*r.TopP) != float32(0.9) || r.Seed == nil || *r.Seed != 7 || r.MaxTokens != 300 {
+		t.Errorf("structured request: temperature %v top_p %v seed %v max_tokens %d", deref(r.Temperature), deref(r.TopP), r.Seed, r.MaxTokens)
+	}
+	if r := reqs[1]; r.Temperature == nil || float32(*r.Temperature) != float32(0.9) || r.Seed == nil || r.TopP != nil {
+		t.Errorf("chat request: temperature %v top_p %v seed %v", deref(r.Temperature), deref(r.TopP), r.Seed)
+	}
+	if r := reqs[2]; r.Temperature != nil || r.TopP != nil || r.Seed != nil {
+		t.Errorf("a call without settings sent temperature %v top_p %v seed %v", deref(r.Temperature), deref(r.TopP), r.Seed)
+	}
+}
+
+func deref(f *float64) any {
+	if f == nil {
+		return nil
+	}
+	return *f
+}
+
+// TestRouter: two models of a table reach two endpoints with their own
+// keys, under the names the endpoints know them by; each call is priced
+// from the table; an unknown model and a prompt past a model's context
+// fail at once, permanently.
+func TestRouter(t *testing.T) {
+	t.Parallel()
+	a, b := fakellm.New(), fakellm.New()
+	t.Cleanup(a.Close)
+	t.Cleanup(b.Close)
+	a.On("plan", fakellm.JSON(testPlan).Usage(1000, 500))
+	b.On("plan", fakellm.JSON(testPlan).Usage(2000, 100))
+	tb := &modeltable.Table{Default: "big", Models: []modeltable.Model{
+		{Name: "big", BaseURL: a.URL(), Key: "key-a", InputPrice: 2, OutputPrice: 8},
+		{Name: "small", Remote: "qwen-7b", BaseURL: b.URL(), Key: "key-b", InputPrice: 0.5, ContextTokens: 100},
+	}}
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	var seen []string
+	r, err := llm.NewRouter(tb, llm.OpenAIConfig{HTTPClient: &http.Client{Transport: tr}}, func(m string, u messages.Usage) {
+		seen = append(seen, fmt.Sprintf("%s:%g", m, u.Cost))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := r.Structured(t.Context(), planRequest(""))
+	if err != nil || big.Usage.Cost != 0.006 {
+		t.Fatalf("default model: %v, usage %+v", err, big.Usage)
+	}
+	small, err := r.Structured(t.Context(), planRequest("small"))
+	if err != nil || small.Usage.Cost != 0.001 {
+		t.Fatalf("small: %v, usage %+v", err, small.Usage)
+	}
+	if ra, rb := a.Requests(), b.Requests(); len(ra) != 1 || len(rb) != 1 || ra[0].APIKey != "key-a" || rb[0].APIKey != "key-b" ||
+		ra[0].Model != "big" || rb[0].Model != "qwen-7b" {
+		t.Errorf("requests: %d to a, %d to b", len(ra), len(rb))
+	}
+	if strings.Join(seen, ",") != "big:0.006,small:0.001" {
+		t.Errorf("usage seen: %v", seen)
+	}
+	_, err = r.Structured(t.Context(), planRequest("huge"))
+	if !errors.Is(err, llm.ErrUnknownModel) || !llm.IsPermanent(err) || !strings.Contains(err.Error(), "big, small") {
+		t.Errorf("unknown model: %v", err)
+	}
+	long := planRequest("small")
+	long.Messages[1].Content = strings.Repeat("x", 1000)
+	if _, err := r.Structured(t.Context(), long); !errors.Is(err, llm.ErrPromptTooLong) || !llm.IsPermanent(err) {
+		t.Errorf("long prompt: %v", err)
+	}
+	if len(b.Requests()) != 1 {
+		t.Error("a refused call reached the endpoint")
+	}
 }

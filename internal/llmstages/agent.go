@@ -72,11 +72,12 @@ func (h *Handlers) agentTurn(ctx context.Context, cmd *messages.StageCommand, in
 	if !ok {
 		return out, bus.Permanent(fmt.Errorf("%w: the model client cannot make tool calls, which the agent backend needs", ErrBadInput))
 	}
-	head := prompts.Agent(in)
+	head := personalize(cmd, prompts.Agent(in)) // settings.go
 	if err := h.checkPromptSize(cmd.Stage, agentPromptSize(head, in.Messages)); err != nil {
 		return out, err
 	}
-	req := llm.ChatRequest{Model: cmp.Or(cmd.Model, h.cfg.Model), Tools: agentTools, MaxTokens: h.cfg.MaxTokens,
+	sampling, maxTokens := h.sampling(cmd) // settings.go
+	req := llm.ChatRequest{Model: cmp.Or(cmd.Model, h.cfg.Model), Tools: agentTools, MaxTokens: maxTokens, Sampling: sampling,
 		Messages: agentConversation(head, in.Messages)}
 	reply, err := chat.Chat(llm.WithStage(ctx, string(cmd.Stage)), req)
 	out.Usage = reply.Usage

@@ -135,11 +135,13 @@ func badInput(stage messages.Stage, format string, args ...any) error {
 func call[T any](ctx context.Context, h *Handlers, cmd *messages.StageCommand, schema llm.Schema, msgs []messages.ChatMessage) (stagework.Output[T], error) {
 	var out stagework.Output[T]
 	model := cmp.Or(cmd.Model, h.cfg.Model)
+	msgs = personalize(cmd, msgs) // settings.go
 	if err := h.checkPromptSize(cmd.Stage, msgs); err != nil {
 		return out, err
 	}
 	ctx = llm.WithStage(ctx, string(cmd.Stage)) // the model calls' stage label
-	reply, err := h.client.Structured(ctx, llm.StructuredRequest{Model: model, Messages: msgs, Schema: schema, MaxTokens: h.cfg.MaxTokens})
+	sampling, maxTokens := h.sampling(cmd)      // settings.go
+	reply, err := h.client.Structured(ctx, llm.StructuredRequest{Model: model, Messages: msgs, Schema: schema, MaxTokens: maxTokens, Sampling: sampling})
 	out.Usage = reply.Usage
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", cmd.Stage, err)

@@ -172,7 +172,7 @@ func (m *Stepper) agentNextCall() {
 	m.Enter(PhaseAgent)
 	m.Dispatch(messages.StageAgentTool, messages.AgentToolInput{
 		Call: call, Workspace: a.Workspace, Samples: s.Samples,
-		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
+		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages, Name: s.Spec.Name},
 		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
 	})
 }

@@ -3,13 +3,14 @@ package machine
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Code mode (Contract 8): a job of mode codemode is a conversation in
-// which the model writes Starlark programs over the job's tools. The
+// which the model writes Python programs over the job's tools. The
 // machine describes the tools (codemode_tools, once), then alternates
 // model turns (codemode_turn) and program runs (codemode_exec):
 //
@@ -50,6 +51,9 @@ type CodeModeState struct {
 	Value   json.RawMessage          `json:"value,omitempty"`
 	Error   string                   `json:"error,omitempty"`
 	Events  []messages.CodeModeEvent `json:"events,omitempty"`
+	// Files are what the programs wrote under /var/outputs, the last
+	// run's file of a name winning.
+	Files []messages.CodeModeFile `json:"files,omitempty"`
 }
 
 // codeModeKind is mode: codemode.
@@ -89,7 +93,7 @@ func (m *Stepper) codeModeTurn() {
 	spec := s.Spec.CodeModeSpec
 	m.Dispatch(messages.StageCodeModeTurn, messages.CodeModeTurnInput{
 		Tools: cm.Tools, Skills: spec.Skills, SystemPromptPrefix: spec.SystemPromptPrefix,
-		MultiTurn: spec.MultiTurn(), History: spec.History, Message: spec.Message, Steps: cm.Steps,
+		MultiTurn: spec.MultiTurn(), History: spec.History, Message: spec.Message, Steps: cm.Steps, Interpreter: spec.Interpreter,
 	})
 }
 
@@ -115,7 +119,8 @@ func (m *Stepper) codeModeReplied(_ Pending, out messages.CodeModeTurnOutput) {
 		cm.Summary = out.Prose
 	}
 	m.codeModeEvent(messages.CodeModeEvent{Type: "code", Code: out.Code})
-	m.Dispatch(messages.StageCodeModeExec, messages.CodeModeExecInput{Code: out.Code, Tools: nonNil(spec.Tools), Scope: s.JobID})
+	m.Dispatch(messages.StageCodeModeExec, messages.CodeModeExecInput{Code: out.Code, Tools: nonNil(spec.Tools),
+		Scope: s.JobID, Interpreter: spec.Interpreter})
 }
 
 // codeModeRan takes a program's run.
@@ -126,6 +131,7 @@ func (m *Stepper) codeModeRan(_ Pending, out messages.CodeModeExecOutput) {
 	if out.OK {
 		cm.Value = out.Value
 	}
+	cm.Files = mergeFiles(cm.Files, out.Files)
 	if s.Spec.MultiTurn() {
 		cm.Steps = append(cm.Steps, trimStep(step))
 		m.codeModeEvent(messages.CodeModeEvent{Type: "observation", Observation: out.Observation})
@@ -186,5 +192,31 @@ func codeModeResult(s State) *messages.CodeModeResult {
 	if errText == "" && s.Status != messages.StatusSucceeded {
 		errText = s.Error
 	}
-	return &messages.CodeModeResult{Code: cm.Code, Summary: cm.Summary, Value: value, Error: errText, Turns: cm.Turns, Events: events}
+	outputs, charts := []messages.CodeModeFile{}, []messages.CodeModeFile{}
+	for _, f := range cm.Files {
+		outputs = append(outputs, f)
+		if f.Chart {
+			charts = append(charts, f)
+		}
+	}
+	return &messages.CodeModeResult{Code: cm.Code, Summary: cm.Summary, Value: value, Error: errText, Turns: cm.Turns,
+		Outputs: outputs, Charts: charts, Events: events}
+}
+
+// maxCodeModeFiles bounds the files a job's state lists.
+const maxCodeModeFiles = 64
+
+// mergeFiles adds a run's files to the job's: a name written again is
+// replaced; past maxCodeModeFiles the newest are dropped.
+func mergeFiles(have, run []messages.CodeModeFile) []messages.CodeModeFile {
+	for _, f := range run {
+		i := slices.IndexFunc(have, func(h messages.CodeModeFile) bool { return h.Name == f.Name })
+		switch {
+		case i >= 0:
+			have[i] = f
+		case len(have) < maxCodeModeFiles:
+			have = append(have, f)
+		}
+	}
+	return have
 }

@@ -8,10 +8,16 @@ import (
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
+// codeModeSpec is a code-mode job; maxRetries 0 leaves max_retries out
+// (the default).
 func codeModeSpec(maxTurns, maxRetries int) messages.JobSpec {
-	return messages.JobSpec{Mode: messages.ModeCodeMode, CodeModeSpec: messages.CodeModeSpec{
-		Message: "Weather in Paris?", Tools: []string{"get_weather"}, MaxTurns: maxTurns, MaxRetries: maxRetries,
+	spec := messages.JobSpec{Mode: messages.ModeCodeMode, CodeModeSpec: messages.CodeModeSpec{
+		Message: "Weather in Paris?", Tools: []string{"get_weather"}, MaxTurns: maxTurns,
 	}}
+	if maxRetries != 0 {
+		spec.MaxRetries = &maxRetries
+	}
+	return spec
 }
 
 func codeModeWorld(t *testing.T, turns []messages.CodeModeTurnOutput, runs []messages.CodeModeExecOutput) *world {
@@ -104,4 +110,47 @@ func TestCodeModeToolsMissingFailsJob(t *testing.T) {
 	if s.Status != messages.StatusFailed || !strings.Contains(s.Error, "codemode_tools") {
 		t.Fatalf("status %s, error %q", s.Status, s.Error)
 	}
+}
+
+// TestCodeModeNoRetryFilesAndInterpreter: max_retries 0 is one attempt;
+// the interpreter reaches the turn and exec stages; the files the runs
+// wrote are merged by name (the last run's wins) and the images among
+// them are the result's charts.
+func TestCodeModeNoRetryFilesAndInterpreter(t *testing.T) {
+	t.Parallel()
+	t.Run("max_retries 0", func(t *testing.T) {
+		t.Parallel()
+		w := codeModeWorld(t, []messages.CodeModeTurnOutput{turnWithCode}, []messages.CodeModeExecOutput{runFailed})
+		spec := codeModeSpec(0, 0)
+		zero := 0
+		spec.MaxRetries = &zero
+		s, _, cmds := run(t, w, spec, nil)
+		if s.Status != messages.StatusFailed || !strings.HasPrefix(s.Error, "max_retries reached: no program succeeded in 1 attempts") ||
+			len(dispatches(cmds, messages.StageCodeModeTurn)) != 1 {
+			t.Fatalf("status %s, error %q, %d turns", s.Status, s.Error, len(dispatches(cmds, messages.StageCodeModeTurn)))
+		}
+	})
+	t.Run("files and charts", func(t *testing.T) {
+		t.Parallel()
+		chart := messages.CodeModeFile{Name: "t.png", Size: 3, ContentType: "image/png", Chart: true}
+		table1 := messages.CodeModeFile{Name: "t.csv", Size: 1, ContentType: "text/csv"}
+		table2 := table1
+		table2.Size = 2
+		first, second := runOK, runOK
+		first.Files = []messages.CodeModeFile{table1}
+		second.Files = []messages.CodeModeFile{chart, table2}
+		w := codeModeWorld(t, []messages.CodeModeTurnOutput{turnWithCode, turnWithCode, turnAnswer}, []messages.CodeModeExecOutput{first, second})
+		spec := codeModeSpec(3, 0)
+		spec.Interpreter = messages.InterpreterStarlark
+		s, _, cmds := run(t, w, spec, nil)
+		r := ResultOf(s).CodeMode
+		if s.Status != messages.StatusSucceeded || len(r.Outputs) != 2 || r.Outputs[0].Size != 2 || len(r.Charts) != 1 || r.Charts[0].Name != "t.png" {
+			t.Fatalf("status %s, outputs %+v, charts %+v", s.Status, r.Outputs, r.Charts)
+		}
+		for _, c := range append(dispatches(cmds, messages.StageCodeModeExec), dispatches(cmds, messages.StageCodeModeTurn)...) {
+			if !strings.Contains(string(c.Input), `"interpreter":"starlark"`) {
+				t.Fatalf("%s without the interpreter: %s", c.Stage, c.Input)
+			}
+		}
+	})
 }

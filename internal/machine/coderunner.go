@@ -12,11 +12,14 @@ import (
 // The code runner (options.validate: run): no tests are written; once the
 // code and its image exist the script itself runs in the sandbox on the
 // samples (the acceptance stage, with its typed outputs), and that run is
-// the check. A non-zero exit, a timeout or a missing declared output goes
-// back to the model in a reflection turn: the fix stage, given the run's
-// exit code, the tail of its output and the outputs it did not write, and
-// no tests. Each run counts as an iteration, so max_iterations bounds the
-// runs.
+// the check. The sandbox first checks the script's imports: a module its
+// environment lacks is a diagnosis of kind environment (its package added,
+// the environment rebuilt), not the model's mistake. A non-zero exit, a
+// timeout or a missing declared output goes back to the model in a
+// reflection turn: the fix stage, given the run's exit code, the tail of
+// its output and the outputs it did not write, and no tests. Each run
+// counts as an iteration, so max_iterations bounds the runs; a successful
+// run's output stays on the result.
 
 // codeRunnerKind is options.validate: run.
 func codeRunnerKind() Kind {
@@ -84,6 +87,9 @@ func (m *Stepper) ran(_ Pending, out messages.AcceptanceOutput) {
 // fix stage as a reflection turn.
 func (m *Stepper) reflect(out messages.AcceptanceOutput) {
 	s := m.s
+	if m.addMissingPackages(out) {
+		return
+	}
 	problems := runProblems(out)
 	if s.Iteration >= s.Spec.Options.MaxIterations {
 		m.Finish(messages.StatusFailed, fmt.Sprintf("the script still fails when run after %d runs (max_iterations): %s", s.Iteration, problems))
@@ -99,6 +105,30 @@ func (m *Stepper) reflect(out messages.AcceptanceOutput) {
 	s.Round = &Round{Iteration: s.Iteration, Acceptance: true, BaseCode: s.Solution.Code,
 		Logic: []messages.Failure{runFailure(out, problems, s.Spec.Outputs)}}
 	m.dispatchFix(nil)
+}
+
+// addMissingPackages takes the import check's missing modules down the
+// package path, as a diagnosis of kind environment would: their packages
+// are added and the environment rebuilt, then the script runs again. It
+// reports false (the failure goes to the model) when every package is
+// already in the set, or the runs are used up.
+func (m *Stepper) addMissingPackages(out messages.AcceptanceOutput) bool {
+	s := m.s
+	var pkgs, mods []string
+	for _, mm := range out.MissingModules {
+		pkgs, mods = append(pkgs, mm.Package), append(mods, mm.Module)
+	}
+	// A package the index refused before is not asked for again.
+	added := newPackages(append(append([]string(nil), s.Packages...), s.InvalidPackages...), validPackages(pkgs))
+	if len(added) == 0 || s.Iteration >= s.Spec.Options.MaxIterations {
+		return false
+	}
+	m.Note(fmt.Sprintf("run %d: the script imports %s, missing from its sandbox: adding packages %s and rebuilding",
+		s.Iteration, strings.Join(mods, ", "), strings.Join(added, ", ")))
+	s.Packages = normPackages(append(s.Packages, added...))
+	m.Enter(PhaseRepairing)
+	m.advance() // the rebuild, then the run again
+	return true
 }
 
 // runProblems says in one line why a run failed: the sandbox names the

@@ -23,6 +23,9 @@ var (
 	timedOut = messages.AcceptanceOutput{ExitCode: -1, TimedOut: true, Problems: []string{"solution.py timed out after 1s and was killed"}}
 	noOutput = messages.AcceptanceOutput{ExitCode: 0, Output: "done\n", Problems: []string{"output frames (/var/outputs/frames) was not written"}}
 	ranOK    = messages.AcceptanceOutput{OK: true, Outputs: map[string]any{"frames": 3}}
+	// missingModule is the import check's answer: no run happened.
+	missingModule = messages.AcceptanceOutput{ExitCode: 1, MissingModules: []messages.MissingModule{{Module: "zrl", Package: "zrl-tools"}},
+		Problems: []string{"environment: solution.py imports modules its sandbox does not have: zrl (package zrl-tools); the script did not run"}}
 )
 
 // fixesInTurn makes every fix return new code, so no fix is "not applied".
@@ -54,6 +57,11 @@ func TestValidateRun(t *testing.T) {
 		{name: "a missing output is reflected on", runs: []any{noOutput, ranOK}, maxIter: 3, status: messages.StatusSucceeded,
 			stages: []string{"plan", "code", "build", "acceptance", "fix", "acceptance"},
 			fixHas: []string{"frames (/var/outputs/frames) was not written", "exit code 0"}},
+		{name: "a missing module takes the package path", runs: []any{missingModule, ranOK}, maxIter: 3, status: messages.StatusSucceeded,
+			stages: []string{"plan", "code", "build", "acceptance", "build", "acceptance"}},
+		{name: "a module still missing goes to the model", runs: []any{missingModule, missingModule, ranOK}, maxIter: 3, status: messages.StatusSucceeded,
+			stages: []string{"plan", "code", "build", "acceptance", "build", "acceptance", "fix", "acceptance"},
+			fixHas: []string{"imports modules its sandbox does not have: zrl (package zrl-tools)"}},
 		{name: "max_iterations runs", runs: []any{crashed, timedOut, noOutput}, maxIter: 3, status: messages.StatusFailed,
 			stages: []string{"plan", "code", "build", "acceptance", "fix", "acceptance", "fix", "acceptance"},
 			errHas: "the script still fails when run after 3 runs (max_iterations): output frames (/var/outputs/frames) was not written"},
@@ -165,5 +173,34 @@ func TestContextRecordStaysBounded(t *testing.T) {
 	}
 	if b, _ := json.Marshal(got); len(b) > maxContextChunks*(2*contextNameBudget+200) {
 		t.Errorf("context record is %d bytes", len(b))
+	}
+}
+
+// TestValidateRunChecksImportsAndKeepsOutput: the code runner's runs ask
+// for the import check; a missing module's package is added to the build;
+// a successful run's output is on the result.
+func TestValidateRunChecksImportsAndKeepsOutput(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	printed := ranOK
+	printed.Output = "counted 3 frames\n"
+	w.answers[messages.StageAcceptance] = []any{missingModule, printed}
+	s, _, cmds := run(t, w, runSpec(3), nil)
+	if s.Status != messages.StatusSucceeded {
+		t.Fatalf("status %s: %s", s.Status, s.Error)
+	}
+	runs := dispatches(cmds, messages.StageAcceptance)
+	for _, c := range runs {
+		var in messages.AcceptanceInput
+		if err := json.Unmarshal(c.Input, &in); err != nil || !in.CheckImports {
+			t.Fatalf("an acceptance run without the import check: %s", c.Input)
+		}
+	}
+	var second messages.AcceptanceInput
+	if err := json.Unmarshal(runs[1].Input, &second); err != nil || !strings.Contains(strings.Join(second.Env.Packages, ","), "zrl-tools") {
+		t.Fatalf("the second run's environment %+v lacks zrl-tools", second.Env)
+	}
+	if r := ResultOf(s); r.Output != "counted 3 frames\n" {
+		t.Fatalf("result output %q, want the run's", r.Output)
 	}
 }

@@ -113,7 +113,7 @@ func (m *Stepper) build(c int, set, sys []string) (image string, ready bool) {
 			return "", false // already building
 		}
 	}
-	m.dispatchWith(messages.StageBuild, messages.BuildInput{Packages: set, SystemPackages: sys}, Pending{Candidate: c, Env: key})
+	m.dispatchWith(messages.StageBuild, messages.BuildInput{Packages: set, SystemPackages: sys, Name: s.Spec.Name}, Pending{Candidate: c, Env: key})
 	return "", false
 }
 

@@ -223,7 +223,7 @@ func (m *Stepper) runTests() {
 	s.Iteration++
 	m.Enter(PhaseTesting)
 	m.Dispatch(messages.StageRunTests, messages.RunTestsInput{
-		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
+		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages, Name: s.Spec.Name},
 		Code: s.Solution.Code, Tests: s.Tests.Code, Samples: s.Samples,
 		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
 	})
@@ -283,9 +283,9 @@ func (m *Stepper) accept() {
 func (m *Stepper) dispatchAcceptance() {
 	s := m.s
 	m.Dispatch(messages.StageAcceptance, messages.AcceptanceInput{
-		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
+		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages, Name: s.Spec.Name},
 		Code: s.Solution.Code, Samples: s.Samples, Args: protocol.FileArgs(s.Samples), Outputs: s.Spec.Outputs,
-		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
+		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources, CheckImports: s.Spec.Options.ValidatesByRun(),
 	})
 }
 

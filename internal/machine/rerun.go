@@ -55,7 +55,7 @@ func (m *Stepper) startRerun(sub *Submission) {
 	m.Enter(PhaseRunning)
 	m.Note(fmt.Sprintf("a run of job %s's script on new data", r.FromJob))
 	m.Dispatch(messages.StageRun, messages.AcceptanceInput{
-		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
+		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages, Name: s.Spec.Name},
 		Code: sol.Code, Samples: s.Samples, Args: r.Args, Outputs: s.Spec.Outputs,
 		Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
 	})

@@ -78,7 +78,7 @@ func TestRunDispatchesOneScriptRun(t *testing.T) {
 	want := messages.AcceptanceInput{Image: "env-7", Env: messages.BuildInput{Packages: []string{"pandas"}, SystemPackages: []string{"libgomp1"}},
 		Code: "print(1)\n", Samples: salesRefs, Args: map[string]string{"threshold": "2.5"},
 		Outputs: map[string]messages.Type{"total": messages.TypeFloat}, Timeout: messages.Duration(messages.DefaultTimeout),
-		Resources: messages.Resources{CPU: 1, Memory: "512Mi"}}
+		Resources: messages.Resources{CPU: 1, Memory: messages.DefaultMemory}}
 	if diff := cmp.Diff(want, in); diff != "" {
 		t.Errorf("run input (-want +got):\n%s", diff)
 	}

@@ -15,7 +15,8 @@ func ResultOf(s State) messages.Result {
 		ConversationHistory: s.History, SkippedTests: s.Spec.Options.SkipTests,
 		SubmittedAt: s.SubmittedAt, FinishedAt: s.FinishedAt,
 		UsageByStage: s.StageUsage, Notes: s.Notes, ContextUsed: s.ContextUsed, CodeMode: codeModeResult(s),
-		Cancelled: s.Cancelled,
+		Cancelled: s.Cancelled, OriginalSamples: originalSamples(s), // settings.go
+		TotalCost: s.Usage.Cost, CostByModel: costByModel(s),
 	}
 	spec := s.Spec
 	r.Spec = &spec
@@ -28,7 +29,7 @@ func ResultOf(s State) messages.Result {
 	}
 	if s.Acceptance != nil {
 		r.Outputs = s.Acceptance.Outputs
-		if !s.Acceptance.OK {
+		if !s.Acceptance.OK || s.Spec.Options.ValidatesByRun() { // the code runner keeps what its run printed
 			r.Output = s.Acceptance.Output
 			r.ExitCode = s.Acceptance.ExitCode
 		}

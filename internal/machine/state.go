@@ -18,6 +18,11 @@ type Pending struct {
 	// Orphan marks a losing candidate's stage: its result is recorded
 	// (usage, stage list) but acted on no further.
 	Orphan bool `json:"orphan,omitempty"`
+	// Input and Retries let a sandbox stage of a job with
+	// options.sandbox_retries be sent again after an infrastructure
+	// failure (settings.go): its input, and the retries it has had.
+	Input   json.RawMessage `json:"input,omitempty"`
+	Retries int             `json:"retries,omitempty"`
 }
 
 // State is everything the coordinator knows about one job. It is stored as

@@ -113,6 +113,7 @@ func (m *Stepper) stageResult(r *messages.StageResult) bool {
 		m.orphanResult(p, r) // candidates.go
 	case !ok:
 		m.Finish(messages.StatusErrored, fmt.Sprintf("internal: the %s kind dispatched stage %s and has no row for its result", m.kind.Name, r.Stage))
+	case m.retrySandbox(p, r): // settings.go
 	case r.Error != "" && row.failed != nil:
 		row.failed(m, p, r)
 	case r.Error != "":
@@ -168,7 +169,8 @@ func (m *Stepper) dispatchWith(stage messages.Stage, input any, p Pending) {
 	if s.Done() {
 		return
 	}
-	if messages.DefaultStages().Pool(stage) == messages.PoolLLM && overBudget(s) {
+	pool := messages.DefaultStages().Pool(stage)
+	if pool == messages.PoolLLM && overBudget(s) {
 		m.Finish(messages.StatusFailed, fmt.Sprintf("token budget exceeded: %d tokens used, options.token_budget is %d (stopped before the %s stage)",
 			tokensUsed(s), s.Spec.Options.TokenBudget, stage))
 		return
@@ -181,10 +183,14 @@ func (m *Stepper) dispatchWith(stage messages.Stage, input any, p Pending) {
 	s.NextSeq++
 	seq := s.NextSeq
 	p.Stage, p.Iteration, p.DispatchedAt = stage, s.Iteration, m.now.Time
+	if s.Spec.Options.SandboxRetries > 0 && pool == messages.PoolSandbox {
+		p.Input = b // to send again after an infrastructure failure (settings.go)
+	}
 	s.Pending[seq] = p
 	m.cmds = append(m.cmds, Command{Dispatch: &messages.StageCommand{
 		V: messages.WireVersion, JobID: s.JobID, Seq: seq, Stage: stage, Iteration: s.Iteration,
 		Model: s.Spec.Options.Model, Cache: s.Spec.Options.Cache, Input: b,
+		Settings: messages.SettingsFor(pool, &s.Spec.Options),
 	}})
 	m.emit(messages.Event{Type: messages.EventStageStarted, Stage: stage, Seq: seq, Iteration: s.Iteration})
 }

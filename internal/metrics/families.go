@@ -54,6 +54,7 @@ var Families = []Family{
 	{ModelCallSeconds, "histogram", []string{"model", "stage"}, []string{BinLLMWorker}, true},
 	{ModelTokensTotal, "counter", []string{"model", "stage", "direction"}, []string{BinLLMWorker}, true},
 	{ModelErrorsTotal, "counter", []string{"model", "stage", "kind"}, []string{BinLLMWorker}, false},
+	{ModelCostTotal, "counter", []string{"model"}, []string{BinLLMWorker}, false}, // non-zero with the model table's prices
 	{SandboxRunsTotal, "counter", []string{"backend", "outcome"}, []string{BinSandboxWorker}, true},
 	{SandboxRunSeconds, "histogram", []string{"backend"}, []string{BinSandboxWorker}, true},
 	{SandboxBuildsTotal, "counter", []string{"backend", "outcome"}, []string{BinSandboxWorker}, true},

@@ -17,6 +17,7 @@ type Model struct {
 	secs   *prometheus.HistogramVec
 	tokens *prometheus.CounterVec
 	errs   *prometheus.CounterVec
+	cost   *prometheus.CounterVec
 	seen   sync.Map // model and stage pairs whose series exist
 }
 
@@ -39,6 +40,9 @@ func NewModel(reg prometheus.Registerer) (*Model, error) {
 			Help: "Failed model API attempts and unusable replies, by model, stage and kind " +
 				"(rate_limited, server_error, timeout, network, client_error, too_large, malformed, invalid_reply)."},
 			[]string{"model", "stage", "kind"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ModelCostTotal,
+			Help: "What model calls cost, in the model table's currency, by model (the table's prices; 0 for a model without)."},
+			[]string{"model"}),
 	}
 	var err error
 	if m.calls, err = register(reg, m.calls); err != nil {
@@ -52,6 +56,9 @@ func NewModel(reg prometheus.Registerer) (*Model, error) {
 	}
 	if m.errs, err = register(reg, m.errs); err != nil {
 		return nil, fmt.Errorf("metrics: register %s: %w", ModelErrorsTotal, err)
+	}
+	if m.cost, err = register(reg, m.cost); err != nil {
+		return nil, fmt.Errorf("metrics: register %s: %w", ModelCostTotal, err)
 	}
 	return m, nil
 }
@@ -68,6 +75,11 @@ func (m *Model) CallDone(model, stage, kind string, elapsed time.Duration, input
 	m.secs.WithLabelValues(model, stage).Observe(elapsed.Seconds())
 	m.tokens.WithLabelValues(model, stage, "input").Add(float64(inputTokens))
 	m.tokens.WithLabelValues(model, stage, "output").Add(float64(outputTokens))
+}
+
+// Cost adds what a call of model cost (llm.Router's usage callback).
+func (m *Model) Cost(model string, cost float64) {
+	m.cost.WithLabelValues(model).Add(cost)
 }
 
 // errorKinds are ModelErrorsTotal's kinds.

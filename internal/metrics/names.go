@@ -37,6 +37,8 @@ const (
 	ModelCallSeconds = "autocoder_model_call_duration_seconds" // {model, stage}
 	ModelTokensTotal = "autocoder_model_tokens_total"          // {model, stage, direction}
 	ModelErrorsTotal = "autocoder_model_errors_total"          // {model, stage, kind}
+	// ModelCostTotal is in the model table's currency (docs/settings.md).
+	ModelCostTotal = "autocoder_model_cost_total" // {model}
 
 	// Sandbox workers: the backend.
 	SandboxRunsTotal    = "autocoder_sandbox_runs_total"             // {backend, outcome}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/pkg/client"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -23,8 +23,8 @@ import (
 // hash): retrying cannot help.
 var ErrBadObject = errors.New("objects: bad object")
 
-// MaxObjectBytes bounds one object.
-const MaxObjectBytes = 2 << 30
+// MaxObjectBytes bounds one object (messages.MaxSampleBytes).
+const MaxObjectBytes = messages.MaxSampleBytes
 
 // Store moves files (samples, File and Dir inputs, documentation bundles)
 // through the NATS Object Store, named by content hash, so no shared
@@ -80,32 +80,7 @@ func (s *Store) lock(sha string) (unlock func()) {
 // Put uploads the file at path (unless an object with its hash is already
 // there) and returns its reference.
 func (s *Store) Put(ctx context.Context, name, path string) (messages.SampleRef, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return messages.SampleRef{}, fmt.Errorf("sample %s: %w", name, err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(f, MaxObjectBytes+1))
-	if err != nil {
-		return messages.SampleRef{}, fmt.Errorf("sample %s: %w", name, err)
-	}
-	if n > MaxObjectBytes {
-		return messages.SampleRef{}, fmt.Errorf("sample %s: larger than %d bytes", name, int64(MaxObjectBytes))
-	}
-	ref := messages.ObjectRef{SHA256: hex.EncodeToString(h.Sum(nil)), Ext: safeExt(path)}
-	if _, err := s.obj.GetInfo(ctx, ref.ObjectName()); err != nil {
-		if !errors.Is(err, jetstream.ErrObjectNotFound) {
-			return messages.SampleRef{}, fmt.Errorf("sample %s: %w", name, err)
-		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return messages.SampleRef{}, err
-		}
-		if _, err := s.obj.Put(ctx, jetstream.ObjectMeta{Name: ref.ObjectName()}, f); err != nil {
-			return messages.SampleRef{}, fmt.Errorf("upload sample %s: %w", name, bus.StoreFull(bus.ObjectStoreSamples, err))
-		}
-	}
-	return messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext, Size: n}, nil
+	return client.PutFile(ctx, s.obj, name, path) // the one rule of uploads, the clients' too
 }
 
 // Fetch returns a local path holding the sample's bytes, downloading it once.
@@ -176,18 +151,4 @@ func (s *Store) FetchAll(ctx context.Context, refs []messages.SampleRef) (map[st
 		out[r.FileName] = p
 	}
 	return out, nil
-}
-
-// safeExt keeps a short alphanumeric extension, or none.
-func safeExt(path string) string {
-	ext := filepath.Ext(path)
-	if len(ext) < 2 || len(ext) > 17 {
-		return ""
-	}
-	for _, c := range ext[1:] {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return ""
-		}
-	}
-	return ext
 }

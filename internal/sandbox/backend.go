@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -53,6 +54,9 @@ type Backend interface {
 type EnvSpec struct {
 	Packages       []string // pip requirement names (validated PEP 508 names)
 	SystemPackages []string // apt package names (docker backend only)
+	// Name is the name of the job it is for (JobSpec.Name), if any: the
+	// docker backend tags the image with it. It changes nothing inside.
+	Name string
 }
 
 // Env is a built environment.
@@ -74,7 +78,7 @@ type RunSpec struct {
 	Argv    []string          // e.g. ["python", "-m", "pytest", ...]; "python" is the env's interpreter
 	EnvVars map[string]string // the only environment the sandbox sees (besides PATH, HOME, LANG)
 	Timeout time.Duration     // wall clock; the whole process tree is killed after it (zero: 60s)
-	Memory  int64             // bytes; zero: 512 MiB
+	Memory  int64             // bytes; zero: 1 GiB (DefaultMemory)
 	CPUs    float64           // zero: 1
 	// OutputLimit caps stdout and stderr each; the head and tail are kept. Zero: 1 MiB.
 	OutputLimit int
@@ -85,6 +89,10 @@ type RunSpec struct {
 	CollectOutputs bool
 	// OutputCaps bound and select what CollectOutputs reads (outputcaps.go).
 	OutputCaps OutputCaps
+	// Stdio, when set, talks to the command while it runs (see
+	// StdioFunc): its standard output goes there instead of
+	// RunResult.Stdout, and its standard input comes from there.
+	Stdio StdioFunc
 	// JobID is the job the run is for, if any: the docker backend labels
 	// its container with it (autocoder.job) and logs it. It changes nothing
 	// inside the sandbox.
@@ -127,4 +135,22 @@ type Artifact struct {
 	URL    string `json:"url"`
 	SHA256 string `json:"sha256,omitempty"` // hex; empty when unknown (tunnels)
 	Bytes  int64  `json:"bytes,omitempty"`  // bytes that flowed through the proxy; zero when not seen by it
+}
+
+// PythonVersioned is a Backend that says which Python its environments
+// run: "3.11", the major and minor of sys.version. A sandbox worker checks
+// the versions it offers (AUTOCODER_PYTHONS) with it.
+type PythonVersioned interface {
+	PythonVersion() string
+}
+
+// MajorMinor is "3.11" of a sys.version such as "3.11.2 (main, ...)", or
+// "" for anything else.
+func MajorMinor(sysVersion string) string {
+	v, _, _ := strings.Cut(strings.TrimSpace(sysVersion), " ")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return ""
+	}
+	return parts[0] + "." + parts[1]
 }

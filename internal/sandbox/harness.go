@@ -43,6 +43,12 @@ type TestRun struct {
 	// OutputLimit caps pytest's stdout and stderr each, as RunSpec.OutputLimit.
 	OutputLimit int
 	JobID       string // as RunSpec.JobID
+	// EnvVars are the job's variables (its env_vars and secrets), set
+	// beside the harness's own, which they cannot replace.
+	EnvVars map[string]string
+	// Redact, if set, is applied to everything the run returns (its output
+	// and files) before it is read: the job's secrets are cut out of it.
+	Redact func([]byte) []byte
 }
 
 // harnessEnv are the variables every harness run gets: no bytecode files
@@ -50,6 +56,37 @@ type TestRun struct {
 // repeat, and a headless matplotlib.
 func harnessEnv() map[string]string {
 	return map[string]string{"PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg"}
+}
+
+// withHarnessEnv is the job's variables with the harness's over them.
+func withHarnessEnv(job map[string]string) map[string]string {
+	env := make(map[string]string, len(job)+3)
+	for k, v := range job {
+		env[k] = v
+	}
+	for k, v := range harnessEnv() {
+		env[k] = v
+	}
+	return env
+}
+
+// Redacted is r with redact applied to its output and every file it
+// returns; r itself when redact is nil.
+func (r RunResult) Redacted(redact func([]byte) []byte) RunResult {
+	if redact == nil {
+		return r
+	}
+	r.Stdout, r.Stderr = redact(r.Stdout), redact(r.Stderr)
+	files := make(map[string][]byte, len(r.Files))
+	for k, v := range r.Files {
+		files[k] = redact(v)
+	}
+	outputs := make(map[string][]byte, len(r.Outputs))
+	for k, v := range r.Outputs {
+		outputs[k] = redact(v)
+	}
+	r.Files, r.Outputs = files, outputs
+	return r
 }
 
 // TestRunSpec is the RunSpec RunTests uses. Exported for callers that need
@@ -70,7 +107,7 @@ func TestRunSpec(tr TestRun) RunSpec {
 			"--color=no",
 			"-rfE", // a failure summary at the end, where the tail keeps it
 		},
-		EnvVars:     harnessEnv(),
+		EnvVars:     withHarnessEnv(tr.EnvVars),
 		Timeout:     tr.Timeout,
 		Memory:      tr.Memory,
 		CPUs:        tr.CPUs,
@@ -90,7 +127,7 @@ func RunTests(ctx context.Context, b Backend, tr TestRun) (messages.TestReport, 
 	if err != nil {
 		return messages.TestReport{}, fmt.Errorf("run tests in %s sandbox: %w", b.Name(), err)
 	}
-	return ParseTestReport(res, cmpOr(spec.Timeout, DefaultRunTimeout)), nil
+	return ParseTestReport(res.Redacted(tr.Redact), cmpOr(spec.Timeout, DefaultRunTimeout)), nil
 }
 
 // ParseTestReport builds the report of a TestRunSpec run. timeout is only

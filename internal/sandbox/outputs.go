@@ -50,22 +50,13 @@ type DirValue struct {
 	Object string `json:"object,omitempty"`
 }
 
-// DirManifest lists a Dir output's contents: every regular file, by path
-// relative to the directory (slash-separated), with its size and content
-// hash (the object sha256:<hex> in the outputs object store), and every
-// subdirectory, so empty ones are kept. Entries are sorted by path, so the
-// same directory always gives the same manifest, and the same object.
-type DirManifest struct {
-	Files []ManifestFile `json:"files"`
-	Dirs  []string       `json:"dirs,omitempty"`
-}
-
-// ManifestFile is a file of a DirManifest.
-type ManifestFile struct {
-	Path   string `json:"path"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
+// DirManifest and ManifestFile are the manifest of a Dir output in the
+// outputs object store: part of the wire contract (messages.DirManifest),
+// named here for the code that makes them.
+type (
+	DirManifest  = messages.DirManifest
+	ManifestFile = messages.ManifestFile
+)
 
 // maxScalarOutput caps a scalar output file: more is not a scalar.
 const maxScalarOutput = 1 << 20

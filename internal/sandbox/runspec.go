@@ -15,7 +15,7 @@ import (
 // Defaults of RunSpec, the same on every backend.
 const (
 	DefaultRunTimeout  = 60 * time.Second
-	DefaultMemory      = 512 << 20
+	DefaultMemory      = 1 << 30 // the reference's 1 GiB (messages.DefaultMemory)
 	DefaultCPUs        = 1.0
 	DefaultOutputLimit = 1 << 20
 

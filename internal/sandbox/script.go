@@ -28,6 +28,10 @@ type ScriptRun struct {
 	// OutputCaps bound what is read from /var/outputs; its Names are
 	// always the declared Outputs.
 	OutputCaps OutputCaps
+	// EnvVars and Redact are TestRun's: the job's variables, and what cuts
+	// its secrets out of everything the run returns (outputs included).
+	EnvVars map[string]string
+	Redact  func([]byte) []byte
 }
 
 var argNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -58,7 +62,7 @@ func ScriptRunSpec(sr ScriptRun) (RunSpec, error) {
 		Files:          map[string][]byte{SolutionFile: []byte(sr.Code)},
 		Inputs:         sr.Inputs,
 		Argv:           argv,
-		EnvVars:        harnessEnv(),
+		EnvVars:        withHarnessEnv(sr.EnvVars),
 		Timeout:        sr.Timeout,
 		Memory:         sr.Memory,
 		CPUs:           sr.CPUs,
@@ -89,6 +93,7 @@ func RunScriptFiles(ctx context.Context, b Backend, sr ScriptRun) (messages.Acce
 	if err != nil {
 		return messages.AcceptanceOutput{}, RunResult{}, fmt.Errorf("run script in %s sandbox: %w", b.Name(), err)
 	}
+	res = res.Redacted(sr.Redact)
 	out := messages.AcceptanceOutput{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Output: combinedOutput(res)}
 	switch {
 	case res.TimedOut:

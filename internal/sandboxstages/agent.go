@@ -46,6 +46,10 @@ var ownFiles = []string{protocol.SolutionFile, protocol.TestFile, "packages.txt"
 // the model, not a failed stage.
 func (h *Handlers) agentTool(ctx context.Context, cmd *messages.StageCommand, in messages.AgentToolInput) (stagework.Output[messages.AgentToolOutput], error) {
 	var none stagework.Output[messages.AgentToolOutput]
+	h, err := h.forPython(cmd) // the handlers of the job's Python version (settings.go)
+	if err != nil {
+		return none, bus.Permanent(err)
+	}
 	if h.workspace == nil {
 		return none, bus.Permanent(errors.New("this sandbox worker has no workspace store for agent tool calls"))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/autocoder/autocoder/internal/objects"
 	"github.com/autocoder/autocoder/internal/profile"
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/secretsource"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -44,6 +45,15 @@ type Config struct {
 	Ceilings Ceilings
 	// Logger receives the cuts to the ceilings. Nil discards them.
 	Logger *slog.Logger
+	// Secrets gives the runs of jobs that name secrets their values
+	// (settings.go); nil: a job naming a secret fails, saying so.
+	Secrets *secretsource.Source
+	// Python is the version of Backend's interpreter ("3.11") and
+	// PythonBackends the backends of the other versions this worker
+	// offers (AUTOCODER_PYTHONS): a job's options.python picks one
+	// (settings.go). Empty: Backend alone, whatever its version.
+	Python         string
+	PythonBackends map[string]sandbox.Backend
 }
 
 // Handlers does the sandbox pool's stages on a sandbox.Backend.
@@ -57,6 +67,10 @@ type Handlers struct {
 	std        stdlibProbe // the sandbox interpreter's stdlib, learned at the first build
 	ceilings   Ceilings
 	log        *slog.Logger
+	// secrets and pythons serve the jobs' sandbox settings (settings.go).
+	secrets *secretsource.Source
+	python  string
+	pythons map[string]*Handlers
 }
 
 // New validates cfg and returns the handlers.
@@ -67,24 +81,31 @@ func New(cfg Config) (*Handlers, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handlers{backend: cfg.Backend, samples: cfg.Samples, outputs: cfg.Outputs, workspace: cfg.Workspace,
-		failedRuns: cfg.FailedRuns, ceilings: cfg.Ceilings.withDefaults(), log: cfg.Logger}, nil
+	h := &Handlers{backend: cfg.Backend, samples: cfg.Samples, outputs: cfg.Outputs, workspace: cfg.Workspace,
+		failedRuns: cfg.FailedRuns, ceilings: cfg.Ceilings.withDefaults(), log: cfg.Logger, secrets: cfg.Secrets}
+	h.offerPythons(cfg.Python, cfg.PythonBackends) // settings.go
+	return h, nil
 }
 
 // Register puts the sandbox stages on mux. Each depends on the backend
 // (stagework.DependsOn).
 func (h *Handlers) Register(mux *stagework.Mux) {
 	backend := stagework.DependsOn("backend", h.backend.Name())
+	secrets := stagework.KeyPart(h.keyPart) // the job's secrets, hashed (settings.go)
 	stagework.Register(mux, messages.StageProfile, h.profile, backend)
 	stagework.Register(mux, messages.StageBuild, h.build, backend)
-	stagework.Register(mux, messages.StageRunTests, h.runTests, backend)
-	stagework.Register(mux, messages.StageAcceptance, h.runScript, backend)
-	stagework.Register(mux, messages.StageRun, h.runScript, backend)
+	stagework.Register(mux, messages.StageRunTests, h.runTests, backend, secrets)
+	stagework.Register(mux, messages.StageAcceptance, h.runScript, backend, secrets)
+	stagework.Register(mux, messages.StageRun, h.runScript, backend, secrets)
 	stagework.Register(mux, messages.StageAgentTool, h.agentTool, backend) // agent.go
 }
 
-func (h *Handlers) profile(ctx context.Context, _ *messages.StageCommand, in messages.ProfileInput) (stagework.Output[messages.ProfileOutput], error) {
+func (h *Handlers) profile(ctx context.Context, cmd *messages.StageCommand, in messages.ProfileInput) (stagework.Output[messages.ProfileOutput], error) {
 	var none stagework.Output[messages.ProfileOutput]
+	h, err := h.forPython(cmd) // the handlers of the job's Python version (settings.go)
+	if err != nil {
+		return none, bus.Permanent(err)
+	}
 	paths, err := h.fetch(ctx, in.Samples)
 	if err != nil {
 		return none, err
@@ -113,7 +134,11 @@ func (h *Handlers) profile(ctx context.Context, _ *messages.StageCommand, in mes
 
 func (h *Handlers) build(ctx context.Context, cmd *messages.StageCommand, in messages.BuildInput) (stagework.Output[messages.BuildOutput], error) {
 	var none stagework.Output[messages.BuildOutput]
-	env, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: in.Packages, SystemPackages: in.SystemPackages})
+	h, err := h.forPython(cmd) // the handlers of the job's Python version (settings.go)
+	if err != nil {
+		return none, bus.Permanent(err)
+	}
+	env, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: in.Packages, SystemPackages: in.SystemPackages, Name: in.Name})
 	var inv *sandbox.InvalidPackageError
 	if errors.As(err, &inv) {
 		// Not a failed stage: the coordinator acts on the names.
@@ -137,6 +162,10 @@ func provenance(arts []sandbox.Artifact) []messages.Artifact {
 
 func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in messages.RunTestsInput) (stagework.Output[messages.TestReport], error) {
 	var none stagework.Output[messages.TestReport]
+	h, err := h.forPython(cmd) // the handlers of the job's Python version (settings.go)
+	if err != nil {
+		return none, bus.Permanent(err)
+	}
 	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
 		return none, err
@@ -145,10 +174,14 @@ func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in 
 	if err != nil {
 		return none, err
 	}
+	env, redact, err := h.jobEnv(cmd) // settings.go
+	if err != nil {
+		return none, bus.Permanent(err)
+	}
 	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	rep, err := sandbox.RunTests(ctx, h.backend, sandbox.TestRun{
 		Env: image, Code: in.Code, Tests: in.Tests, Inputs: inputs,
-		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID,
+		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID, EnvVars: env, Redact: redact,
 	})
 	if err != nil {
 		return none, fmt.Errorf("run tests: %w", err)
@@ -159,6 +192,10 @@ func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in 
 
 func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in messages.AcceptanceInput) (stagework.Output[messages.AcceptanceOutput], error) {
 	var none stagework.Output[messages.AcceptanceOutput]
+	h, err := h.forPython(cmd) // the handlers of the job's Python version (settings.go)
+	if err != nil {
+		return none, bus.Permanent(err)
+	}
 	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
 		return none, err
@@ -172,10 +209,20 @@ func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in
 	if err != nil {
 		return none, err
 	}
+	env, redact, err := h.jobEnv(cmd) // settings.go
+	if err != nil {
+		return none, bus.Permanent(err)
+	}
+	if in.CheckImports {
+		if out, missing, err := h.checkImports(ctx, cmd.JobID, image, in.Code); err != nil || missing {
+			return out, err
+		}
+	}
 	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	out, res, err := sandbox.RunScriptFiles(ctx, h.backend, sandbox.ScriptRun{
 		Env: image, Code: in.Code, Inputs: inputs, Args: in.Args, Outputs: in.Outputs,
 		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID, OutputCaps: h.ceilings.Outputs,
+		EnvVars: env, Redact: redact,
 	})
 	if err != nil {
 		return none, fmt.Errorf("run script: %w", err)
@@ -196,7 +243,7 @@ func (h *Handlers) ensureEnv(ctx context.Context, image string, env messages.Bui
 	if image == "" && len(env.Packages) == 0 && len(env.SystemPackages) == 0 {
 		return "", bus.Permanent(errors.New("no environment to run in"))
 	}
-	e, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: env.Packages, SystemPackages: env.SystemPackages})
+	e, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: env.Packages, SystemPackages: env.SystemPackages, Name: env.Name})
 	if err != nil {
 		return "", fmt.Errorf("prepare environment: %w", err)
 	}

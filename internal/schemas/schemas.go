@@ -49,6 +49,8 @@ var messageValues = []any{
 	messages.CancelJob{},
 	// The web UI's job index (autocoder_job_index) and iteration history.
 	messages.JobSummary{}, messages.Iteration{},
+	// A Dir output's manifest in the outputs object store.
+	messages.DirManifest{},
 }
 
 // NotMessages are the exported structs of pkg/messages that get no schema
@@ -60,8 +62,10 @@ var NotMessages = []string{
 	"TestPatch", "SampleRef", "DataColumn", "Constraint", "ConstraintParameters", "ConstraintCheck",
 	"Artifact", "TestCase",
 	"AgentToolCall", "AgentMessage", "ToolCallRecord", "AgentReport",
-	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult",
+	"CodeModeSpec", "CodeModeStep", "CodeModeEvent", "CodeModeResult", "CodeModeFile", "MissingModule",
+	"ToolRef", // a parsed tools entry: what travels is its "alias=served_name" string
 	"ContextFile", "ContextChunk", "StageContext", "ContextUse", "Cancellation", "RepairRoute",
+	"RunOptions", "ModelCost", "ManifestFile", "StageSettings",
 	"StageRow", "StageTable", // the stage table: Go-side facts of each stage, never sent
 }
 

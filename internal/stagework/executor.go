@@ -125,10 +125,18 @@ type cached struct {
 }
 
 // Key is the content address of a stage command: the same stage, version
-// (Mux.Version), model and input give the same key, whichever job asks,
-// followed by what the stage's KeyPart adds.
+// (Mux.Version), model, input and settings (messages.StageSettings) give
+// the same key, whichever job asks, followed by what the stage's KeyPart
+// adds (a job's secrets, hashed on the worker).
 func (e *Executor) Key(ctx context.Context, cmd *messages.StageCommand) (string, error) {
 	parts := [][]byte{[]byte(cmd.Stage), []byte(e.mux.Version(cmd.Stage)), []byte(cmd.Model), cmd.Input}
+	if cmd.Settings != nil { // a job's model or sandbox settings; absent, the key is what it was before them
+		b, err := json.Marshal(cmd.Settings)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, b)
+	}
 	if r := e.mux.routes[cmd.Stage]; r != nil && r.keyPart != nil {
 		extra, err := r.keyPart(ctx, cmd)
 		if err != nil {

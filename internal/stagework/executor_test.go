@@ -299,6 +299,13 @@ func TestCacheKey(t *testing.T) {
 		"stage": func(c *messages.StageCommand) { c.Stage = messages.StageTests },
 		"model": func(c *messages.StageCommand) { c.Model = "m2" },
 		"input": func(c *messages.StageCommand) { c.Input = json.RawMessage(`{"task":{"prompt":"q"}}`) },
+		"settings": func(c *messages.StageCommand) {
+			temp := 0.2
+			c.Settings = &messages.StageSettings{Temperature: &temp}
+		},
+		"env_vars": func(c *messages.StageCommand) {
+			c.Settings = &messages.StageSettings{EnvVars: map[string]string{"A": "1"}}
+		},
 	} {
 		c := *base
 		mod(&c)

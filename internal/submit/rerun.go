@@ -27,6 +27,7 @@ type rerunFlags struct {
 	wait    time.Duration
 	inputs  multi
 	samples multi
+	run     runOptionFlags
 }
 
 func (f *rerunFlags) register(fs *flag.FlagSet) {
@@ -36,6 +37,7 @@ func (f *rerunFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to wait for the run")
 	fs.Var(&f.inputs, "input", "name=value of an input (repeatable); a File or Dir input's value is a local path")
 	fs.Var(&f.samples, "sample", "name=path of a new sample file in place of the job's (repeatable)")
+	f.run.register(fs)
 }
 
 // rerunCmd is `submit run JOB_ID [flags]`: the job's generated script on new
@@ -84,6 +86,10 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	if err != nil {
 		return 0, err
 	}
+	opts, err := f.run.runOptions()
+	if err != nil {
+		return 0, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, f.wait)
 	defer cancel()
 	st, err := wiring.Start(ctx, f.stackOptions(cfg, io))
@@ -91,7 +97,7 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 		return 0, err
 	}
 	defer st.Close()
-	from, src, err := scriptSource(ctx, st.Client, from, task)
+	from, src, defaults, err := scriptSource(ctx, st.Client, from, task)
 	if err != nil {
 		return 0, err
 	}
@@ -99,6 +105,7 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	if err != nil {
 		return 0, err
 	}
+	req.Options = opts.Over(defaults)
 	res, err := submitRerun(ctx, st.Client, from, req, files, io, f.local)
 	if err != nil {
 		return 0, err
@@ -106,10 +113,7 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	if err := f.report(ctx, st.Client, from, res, io); err != nil {
 		return 0, err
 	}
-	if !res.Success && strings.HasPrefix(res.Error, "invalid job spec: ") {
-		return ExitUsage, nil // the coordinator found the request bad
-	}
-	return exitCode(res), nil
+	return exitCode(res), nil // ExitUsage when the coordinator found the request bad
 }
 
 // stackOptions is where the rerun runs: on a running deployment, or with
@@ -124,29 +128,31 @@ func (f *rerunFlags) stackOptions(cfg config.Config, io IO) wiring.Options {
 }
 
 // scriptSource is the finished, successful job whose script a rerun runs:
-// job from, or the job of task when one is named.
-func scriptSource(ctx context.Context, c *client.Client, from, task string) (string, *messages.Result, error) {
+// job from, or the job of task when one is named, with the task's
+// defaults.
+func scriptSource(ctx context.Context, c *client.Client, from, task string) (string, *messages.Result, *messages.RunOptions, error) {
+	var defaults *messages.RunOptions
 	if task != "" {
 		t, err := c.Task(ctx, task)
 		if errors.Is(err, client.ErrNoTask) {
-			return "", nil, usagef("task %s: not registered (see submit task list)", task)
+			return "", nil, nil, usagef("task %s: not registered (see submit task list)", task)
 		}
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
-		from = t.JobID
+		from, defaults = t.JobID, t.Defaults
 	}
 	src, err := c.Result(ctx, from)
 	if errors.Is(err, client.ErrNotFound) {
-		return "", nil, usagef("job %s: not found (or not finished)", from)
+		return "", nil, nil, usagef("job %s: not found (or not finished)", from)
 	}
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if !src.Success || src.Spec == nil || src.Solution == nil {
-		return "", nil, usagef("job %s did not succeed, so it has no tested script to run", from)
+		return "", nil, nil, usagef("job %s did not succeed, so it has no tested script to run", from)
 	}
-	return from, src, nil
+	return from, src, defaults, nil
 }
 
 // submitRerun submits the rerun of job from's script and watches it to its end.

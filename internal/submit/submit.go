@@ -86,7 +86,7 @@ func commands() []command {
 		{"result", "result JOB_ID [--out DIR]", resultCmd},
 		{"events", "events JOB_ID", eventsCmd},
 		{"cancel", "cancel JOB_ID [--reason TEXT] [--json]", cancelCmd},
-		{"run", "run JOB_ID [--local] [--input name=value] [--sample name=path] [--json] [--out DIR]", rerunCmd},
+		{"run", "run JOB_ID [--local] [--input name=value] [--sample name=path] [--json] [--out DIR] [--resources cpu=N,memory=Q] [--timeout D] [--retries N] [--cache MODE] [--env K=V] [--secret NAME]", rerunCmd},
 		{"task", usages(taskCommands(), " | "), taskCmd},
 		{"codemode", codeModeUsage, codemodeCmd}, // codemode.go
 		{"dlq", usages(dlqCommands(), " | "), dlqCmd},
@@ -203,12 +203,17 @@ func cliStack(cfg config.Config, io IO) wiring.Options {
 	return wiring.Options{Config: cfg, Logger: logger(cfg, io.Stderr), ConnectTimeout: connectTimeout}
 }
 
+// exitCode is a finished job's exit code (Contract 4): a job the
+// coordinator refused (an invalid spec or run, a model or Python version
+// the deployment does not offer) is bad input.
 func exitCode(r *messages.Result) int {
 	switch {
 	case r.Success:
 		return ExitSuccess
 	case r.Status == messages.StatusErrored:
 		return ExitInfra
+	case strings.HasPrefix(r.Error, "invalid job spec: "):
+		return ExitUsage
 	}
 	return ExitFailed
 }
@@ -253,7 +258,7 @@ func fromFlags(prompt string, samples, inputs, outputs, cons, options multi) (*m
 			switch {
 			case listOptions[k]:
 				val = splitList(v) // one package is a list of one
-			case stringOptions[k]:
+			case stringOptions[k] || strings.HasPrefix(k, "env_vars."):
 				val = v // resources.memory=1073741824 is a quantity, not a number
 			}
 			// A dotted key sets a nested option: resources.memory=1Gi.
@@ -278,8 +283,9 @@ func fromFlags(prompt string, samples, inputs, outputs, cons, options multi) (*m
 // stringOptions are the ones whose value is a string even when it looks
 // like a number.
 var (
-	listOptions   = map[string]bool{"base_packages": true}
-	stringOptions = map[string]bool{"model": true, "cache": true, "backend": true, "resources.memory": true}
+	listOptions   = map[string]bool{"base_packages": true, "secrets": true}
+	stringOptions = map[string]bool{"model": true, "cache": true, "backend": true, "resources.memory": true,
+		"system_prompt": true, "system_prompt_prefix": true, "python": true}
 )
 
 func splitList(s string) []string {
@@ -324,13 +330,14 @@ func logger(cfg config.Config, w io.Writer) *slog.Logger {
 }
 
 // saveOut is --out (of submit, submit result and submit run): the job's
-// files (writeOut) and its File and Dir outputs, downloaded from the
-// outputs object store, in dir. It returns the outputs' paths.
+// files (writeOut), its File and Dir outputs, and the samples it was
+// generated from (under original-samples/), downloaded from the object
+// stores, in dir. It returns the downloaded paths.
 func saveOut(ctx context.Context, c *client.Client, dir string, r *messages.Result) ([]string, error) {
 	if err := writeOut(dir, r); err != nil {
 		return nil, err
 	}
-	return c.DownloadOutputs(ctx, r, dir)
+	return c.Download(ctx, r, dir)
 }
 
 // saveOutListed is saveOut that lists the downloaded outputs on Stderr.

@@ -17,8 +17,8 @@ import (
 // taskCommands are the subcommands of `submit task`.
 func taskCommands() []command {
 	return []command{
-		{"register", "task register NAME JOB_ID [--description TEXT]", taskRegisterCmd},
-		{"run", "task run NAME [--input name=value] [--sample name=path] [--json] [--out DIR] [--local]", taskRerunCmd},
+		{"register", "task register NAME JOB_ID [--description TEXT] [run settings: --resources cpu=N,memory=Q --timeout D --retries N --cache MODE --env K=V --secret NAME]", taskRegisterCmd},
+		{"run", "task run NAME [--input name=value] [--sample name=path] [--json] [--out DIR] [--local] [run settings over the task's]", taskRerunCmd},
 		{"list", "task list [--json]", taskListCmd},
 		{"show", "task show NAME", taskShowCmd},
 		{"delete", "task delete NAME", taskDeleteCmd},
@@ -59,7 +59,13 @@ func taskRegisterCmd(ctx context.Context, in *invocation) (int, error) {
 	fs := in.flagSet()
 	description := fs.String("description", "", "what the task is for, for listings")
 	admin := fs.Bool("admin", false, adminUsage)
+	var run runOptionFlags
+	run.register(fs) // the settings of every run of the task: its defaults
 	pos, err := in.taskArgs(fs, 2)
+	if err != nil {
+		return 0, err
+	}
+	defaults, err := run.runOptions()
 	if err != nil {
 		return 0, err
 	}
@@ -67,7 +73,7 @@ func taskRegisterCmd(ctx context.Context, in *invocation) (int, error) {
 		return 0, err
 	}
 	return in.withClient(ctx, func(c *client.Client) (int, error) {
-		t, err := asAdmin(c, *admin).RegisterTask(ctx, pos[0], pos[1], *description)
+		t, err := asAdmin(c, *admin).RegisterTask(ctx, pos[0], pos[1], *description, defaults)
 		if errors.Is(err, client.ErrTaskForbidden) {
 			return 0, usagef("%v", err)
 		}

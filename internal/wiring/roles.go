@@ -7,6 +7,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/codemode"
+	"github.com/autocoder/autocoder/internal/codemode/pyexec"
 	"github.com/autocoder/autocoder/internal/codemodestages"
 	"github.com/autocoder/autocoder/internal/coordinator"
 	"github.com/autocoder/autocoder/internal/llm"
@@ -31,9 +32,14 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	models, defaultModel, err := st.opts.Config.ModelNames()
+	if err != nil {
+		return err
+	}
+	offered := coordinator.Offered{Models: models, Pythons: st.opts.Config.PythonVersions()}
 	coord, err := coordinator.New(coordinator.Config{States: st.Resources.JobState, Results: st.Resources.JobResults, Index: st.Resources.JobIndex,
-		Publisher: st.Publisher, Logger: st.log.With("component", "coordinator"), Metrics: m, DefaultModel: st.opts.Config.Model,
-		Stages: st.stages, StageDeadlines: deadlines, Machine: st.opts.Machine, Resources: st.Resources, JS: st.JS})
+		Publisher: st.Publisher, Logger: st.log.With("component", "coordinator"), Metrics: m, DefaultModel: defaultModel,
+		Stages: st.stages, StageDeadlines: deadlines, Machine: st.opts.Machine, Resources: st.Resources, JS: st.JS, Offered: offered})
 	if err != nil {
 		return err
 	}
@@ -88,7 +94,9 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 	return st.startStageWorker(messages.PoolLLM, c, 4, llmStages.Register, codeMode.Register)
 }
 
-// model is Options.LLM, or the configured endpoint's client.
+// model is Options.LLM, or the llm-worker's router over the model table
+// (AUTOCODER_MODELS_FILE, or the one model of OPENAI_BASE_URL): a client
+// per model, each call priced and its cost counted.
 func (st *Stack) model() (llm.Client, error) {
 	if st.opts.LLM != nil {
 		return st.opts.LLM, nil
@@ -98,12 +106,19 @@ func (st *Stack) model() (llm.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	table, err := cfg.ModelTable()
+	if err != nil {
+		return nil, err
+	}
 	obs, err := st.opts.Metrics.Model()
 	if err != nil {
 		return nil, err
 	}
-	return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey,
-		MaxReplyBytes: bounds.ReplyBytes, Logger: st.log.With("component", "llm"), Observer: obs})
+	var onUsage func(string, messages.Usage)
+	if m, ok := obs.(interface{ Cost(string, float64) }); ok {
+		onUsage = func(model string, u messages.Usage) { m.Cost(model, u.Cost) }
+	}
+	return llm.NewRouter(table, llm.OpenAIConfig{MaxReplyBytes: bounds.ReplyBytes, Logger: st.log.With("component", "llm"), Observer: obs}, onUsage)
 }
 
 // startSandboxWorker takes the sandbox stages on Options.Backend or the
@@ -133,17 +148,28 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	secrets, err := st.secretSource() // pythons.go
+	if err != nil {
+		return err
+	}
+	python, others, err := st.pythonBackends(ctx, c) // pythons.go
+	if err != nil {
+		return err
+	}
 	sandboxStages, err := sandboxstages.New(sandboxstages.Config{Backend: backend, Samples: store,
 		Outputs:    sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs},
 		Workspace:  sandboxstages.ObjectStoreWorkspace{Obj: st.Resources.Outputs},
 		FailedRuns: cache.FailedRuns{Cache: c}, Logger: st.log.With("component", "sandbox-stages"),
 		Ceilings: sandboxstages.Ceilings{Timeout: rc.Timeout, Memory: rc.Memory, CPUs: rc.CPUs,
-			Outputs: sandbox.OutputCaps{MaxFiles: rc.OutputFiles, MaxBytes: rc.OutputBytes}}})
+			Outputs: sandbox.OutputCaps{MaxFiles: rc.OutputFiles, MaxBytes: rc.OutputBytes}},
+		Secrets: secrets, Python: python, PythonBackends: others})
 	if err != nil {
 		return err
 	}
-	// Code-mode programs, with their tools over NATS.
-	codeMode, err := codemodestages.New(codemodestages.Config{Conn: st.Conn, Cache: c})
+	// Code-mode programs: CPython in the sandbox (or Starlark here), with
+	// their tools over NATS and their files in the outputs store.
+	codeMode, err := codemodestages.New(codemodestages.Config{Conn: st.Conn, Cache: c,
+		Python: &pyexec.Runner{Backend: backend}, Files: sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}})
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -304,15 +303,15 @@ func (st *Stack) provision(ctx context.Context) (err error) {
 		return err
 	}
 	st.Publisher = bus.NewPublisher(st.JS, bus.PublisherConfig{Logger: st.log.With("component", "publisher")})
-	st.Client, err = client.New(st.JS, st.Resources, st.Publisher, filepath.Join(st.opts.Config.StateDir, "samples"))
-	if err != nil || st.Embedded != nil || natsRole(st.opts.Roles) != bus.RoleProducer {
-		return err
+	st.Client = client.New(st.JS, st.Resources, st.Publisher)
+	if st.Embedded != nil || natsRole(st.opts.Roles) != bus.RoleProducer {
+		return nil
 	}
 	// A producer asks as its NATS user where the coordinator must know
 	// who asks (cancellations, tasks); the other roles' clients ask on the
 	// coordinator role's subjects.
 	id, err := clientAuth(st.opts.Config, bus.RoleProducer).Identity()
-	st.Client.SetIdentity(id)
+	st.Client = st.Client.AsUser(id)
 	return err
 }
 

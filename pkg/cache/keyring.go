@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -214,4 +216,15 @@ func createKeyFile(path string) error {
 		return fmt.Errorf("cache key file: %w", err)
 	}
 	return nil
+}
+
+// Derive returns a key for another use of the signing key, named by label
+// (HMAC-SHA256 of the label under the signing secret): the same on every
+// worker that shares the keyring, and no way back to the secret. The stage
+// cache keys a job's secrets by a hash under such a key, so a rotated
+// secret is not answered from the cache and no value is stored.
+func (k *Keyring) Derive(label string) []byte {
+	m := hmac.New(sha256.New, k.sign.Secret)
+	m.Write([]byte(label))
+	return m.Sum(nil)
 }

@@ -41,6 +41,8 @@ type TaskRunRequest struct {
 	Args    map[string]string `json:"args,omitempty"`
 	Samples map[string]string `json:"samples,omitempty"`
 	ReplyTo string            `json:"reply_to,omitempty"`
+	// Options are the run's settings over the task's defaults (Task.Defaults).
+	Options *RunOptions `json:"options,omitempty"`
 }
 
 // APIReply answers an APIRequest or a TaskRunRequest: the job ID of the
@@ -120,6 +122,11 @@ func DecodeAPIRequest(data []byte) (*APIRequest, error) {
 		if err := DecodeStrict(raw.Run, &run); err != nil {
 			return nil, PrefixField("run", err)
 		}
+		if run.Options != nil {
+			if err := run.Options.Validate(); err != nil {
+				return nil, PrefixField("run", err)
+			}
+		}
 		req.Run = &run
 	case hasSpec:
 		spec, err := DecodeJobSpecJSON(raw.Spec)
@@ -144,6 +151,11 @@ func DecodeTaskRunRequest(data []byte) (*TaskRunRequest, error) {
 	}
 	if err := CheckReplyTo(req.ReplyTo); err != nil {
 		return nil, err
+	}
+	if req.Options != nil {
+		if err := req.Options.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	return &req, nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Mode is the kind of job: the default pipeline (a tested script) or code
-// mode (Contract 8: the model writes Starlark programs over tools).
+// mode (Contract 8: the model writes Python programs over tools).
 type Mode string
 
 // The job modes.
@@ -38,18 +38,52 @@ const (
 // codemode, message, history, tools, ...). MaxTurns > 0 makes the job
 // multi-turn; otherwise it is single-shot with MaxRetries.
 type CodeModeSpec struct {
-	Message            string        `json:"message,omitempty"`
-	History            []ChatMessage `json:"history,omitempty"`
-	Tools              []string      `json:"tools,omitempty"`
-	Skills             []string      `json:"skills,omitempty"` // texts (the CLI reads --skill-file into one)
-	MaxTurns           int           `json:"max_turns,omitempty"`
-	MaxRetries         int           `json:"max_retries,omitempty"`
-	SystemPromptPrefix string        `json:"system_prompt_prefix,omitempty"`
+	Message string        `json:"message,omitempty"`
+	History []ChatMessage `json:"history,omitempty"`
+	// Tools are the tools' names, each either the name a tool is served
+	// under or "alias=served_name" to show it to the program as alias.
+	Tools    []string `json:"tools,omitempty"`
+	Skills   []string `json:"skills,omitempty"` // texts (the CLI reads --skill-file into one)
+	MaxTurns int      `json:"max_turns,omitempty"`
+	// MaxRetries is the single-shot job's retries: nil (absent) means
+	// DefaultCodeModeRetries, 0 no retry.
+	MaxRetries         *int   `json:"max_retries,omitempty"`
+	SystemPromptPrefix string `json:"system_prompt_prefix,omitempty"`
+	// Interpreter runs the programs: python (the default: CPython in the
+	// sandbox, the Python models write) or starlark (go.starlark.net in
+	// the worker: faster to start, a smaller dialect).
+	Interpreter Interpreter `json:"interpreter,omitempty"`
+}
+
+// Interpreter is what runs a code-mode job's programs.
+type Interpreter string
+
+// The interpreters.
+const (
+	InterpreterPython   Interpreter = "python"
+	InterpreterStarlark Interpreter = "starlark"
+)
+
+// ToolRef is one entry of CodeModeSpec.Tools: the name the program calls
+// (Alias) and the name the tool is served under (Served); equal when the
+// entry has no alias.
+type ToolRef struct{ Alias, Served string }
+
+// ParseToolRef reads "name" or "alias=served_name".
+func ParseToolRef(s string) (ToolRef, error) {
+	alias, served, ok := strings.Cut(s, "=")
+	if !ok {
+		served = alias
+	}
+	if !toolNameRe.MatchString(alias) || !toolNameRe.MatchString(served) {
+		return ToolRef{}, fmt.Errorf("%q is not a tool name (an identifier) or alias=served_name", s)
+	}
+	return ToolRef{Alias: alias, Served: served}, nil
 }
 
 func init() {
 	// The code-mode fields are top-level fields of a job spec.
-	known[""] = append(known[""], "mode", "message", "history", "tools", "skills", "max_turns", "max_retries", "system_prompt_prefix")
+	known[""] = append(known[""], "mode", "message", "history", "tools", "skills", "max_turns", "max_retries", "system_prompt_prefix", "interpreter")
 }
 
 var toolNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
@@ -60,7 +94,7 @@ func (s *JobSpec) validateMode() (done bool, err error) {
 	switch s.Mode {
 	case ModePipeline:
 		if s.CodeModeSpec.set() {
-			return true, &FieldError{"mode", "message, history, tools, skills, max_turns, max_retries and system_prompt_prefix need mode: codemode"}
+			return true, &FieldError{"mode", "message, history, tools, skills, max_turns, max_retries, system_prompt_prefix and interpreter need mode: codemode"}
 		}
 		return false, nil
 	case ModeCodeMode:
@@ -71,7 +105,7 @@ func (s *JobSpec) validateMode() (done bool, err error) {
 
 func (c CodeModeSpec) set() bool {
 	return c.Message != "" || len(c.History) > 0 || len(c.Tools) > 0 || len(c.Skills) > 0 ||
-		c.MaxTurns != 0 || c.MaxRetries != 0 || c.SystemPromptPrefix != ""
+		c.MaxTurns != 0 || c.MaxRetries != nil || c.SystemPromptPrefix != "" || c.Interpreter != ""
 }
 
 func (s *JobSpec) validateCodeMode() error {
@@ -89,13 +123,19 @@ func (s *JobSpec) validateCodeMode() error {
 	}
 	seen := map[string]bool{}
 	for i, t := range c.Tools {
-		if !toolNameRe.MatchString(t) {
-			return &FieldError{fmt.Sprintf("tools[%d]", i), fmt.Sprintf("%q is not a tool name (an identifier)", t)}
+		ref, err := ParseToolRef(t)
+		if err != nil {
+			return &FieldError{fmt.Sprintf("tools[%d]", i), err.Error()}
 		}
-		if seen[t] {
-			return &FieldError{fmt.Sprintf("tools[%d]", i), fmt.Sprintf("%q is listed twice", t)}
+		if seen[ref.Alias] {
+			return &FieldError{fmt.Sprintf("tools[%d]", i), fmt.Sprintf("%q is listed twice", ref.Alias)}
 		}
-		seen[t] = true
+		seen[ref.Alias] = true
+	}
+	switch c.Interpreter {
+	case "", InterpreterPython, InterpreterStarlark:
+	default:
+		return &FieldError{"interpreter", fmt.Sprintf("unsupported value %q (want python or starlark)", c.Interpreter)}
 	}
 	for i, sk := range c.Skills {
 		if strings.TrimSpace(sk) == "" {
@@ -105,9 +145,9 @@ func (s *JobSpec) validateCodeMode() error {
 	switch {
 	case c.MaxTurns < 0 || c.MaxTurns > MaxCodeModeTurns:
 		return &FieldError{"max_turns", fmt.Sprintf("must be between 1 and %d", MaxCodeModeTurns)}
-	case c.MaxRetries < 0 || c.MaxRetries > MaxCodeModeRetries:
+	case c.MaxRetries != nil && (*c.MaxRetries < 0 || *c.MaxRetries > MaxCodeModeRetries):
 		return &FieldError{"max_retries", fmt.Sprintf("must be between 0 and %d", MaxCodeModeRetries)}
-	case c.MaxTurns > 0 && c.MaxRetries > 0:
+	case c.MaxTurns > 0 && c.MaxRetries != nil:
 		return &FieldError{"max_retries", "is for single-shot jobs; a job with max_turns is multi-turn"}
 	}
 	if err := s.Options.validateCodeModeOptions(); err != nil {
@@ -147,12 +187,25 @@ func (o *Options) validateCodeModeOptions() error {
 // MultiTurn reports whether the job runs turns with observations.
 func (c CodeModeSpec) MultiTurn() bool { return c.MaxTurns > 0 }
 
-// Retries is the single-shot job's max_retries, defaulted.
+// Retries is the single-shot job's max_retries: DefaultCodeModeRetries
+// when absent, 0 (no retry) when set so.
 func (c CodeModeSpec) Retries() int {
-	if c.MaxRetries == 0 {
+	if c.MaxRetries == nil {
 		return DefaultCodeModeRetries
 	}
-	return c.MaxRetries
+	return *c.MaxRetries
+}
+
+// ToolRefs are the job's tools, parsed (Validate has checked them; an
+// entry that does not parse is left out).
+func (c CodeModeSpec) ToolRefs() []ToolRef {
+	refs := make([]ToolRef, 0, len(c.Tools))
+	for _, t := range c.Tools {
+		if r, err := ParseToolRef(t); err == nil {
+			refs = append(refs, r)
+		}
+	}
+	return refs
 }
 
 // CodeModeStep is one reply of the model and what came of it: the
@@ -166,7 +219,8 @@ type CodeModeStep struct {
 	NoCode      bool   `json:"no_code,omitempty"` // single-shot: the reply had no program
 }
 
-// CodeModeToolsInput asks for the descriptions of the job's tools.
+// CodeModeToolsInput asks for the descriptions of the job's tools (as
+// CodeModeSpec.Tools: name or alias=served_name).
 type CodeModeToolsInput struct {
 	Tools []string `json:"tools"`
 }
@@ -184,6 +238,7 @@ type CodeModeTurnInput struct {
 	Skills             []string        `json:"skills,omitempty"`
 	SystemPromptPrefix string          `json:"system_prompt_prefix,omitempty"`
 	MultiTurn          bool            `json:"multi_turn,omitempty"`
+	Interpreter        Interpreter     `json:"interpreter,omitempty"` // the prompt's dialect rules; "" is python
 	History            []ChatMessage   `json:"history,omitempty"`
 	Message            string          `json:"message"`
 	Steps              []CodeModeStep  `json:"steps,omitempty"`
@@ -200,7 +255,9 @@ type CodeModeTurnOutput struct {
 // CodeModeExecInput runs one program with the job's tools.
 type CodeModeExecInput struct {
 	Code  string   `json:"code"`
-	Tools []string `json:"tools"`
+	Tools []string `json:"tools"` // as CodeModeSpec.Tools: name or alias=served_name
+	// Interpreter runs the program; "" is python.
+	Interpreter Interpreter `json:"interpreter,omitempty"`
 	// Scope keys the tool-call cache (the job id): a program run again in
 	// the job does not call a tool twice with the same arguments.
 	Scope string `json:"scope"`
@@ -217,6 +274,19 @@ type CodeModeExecOutput struct {
 	// Uncacheable is set when the run called a tool marked non-cacheable:
 	// the same program must run again, not be answered from the cache.
 	Uncacheable bool `json:"uncacheable,omitempty"`
+	// Files are what the program wrote under /var/outputs (Python only),
+	// stored in the outputs object store; images are charts.
+	Files []CodeModeFile `json:"files,omitempty"`
+}
+
+// CodeModeFile is a file a code-mode program wrote under /var/outputs.
+type CodeModeFile struct {
+	Name        string `json:"name"` // path relative to /var/outputs
+	Size        int64  `json:"size"`
+	SHA256      string `json:"sha256"`
+	Object      string `json:"object,omitempty"` // sha256:<hex> in the outputs store, when stored
+	ContentType string `json:"content_type"`
+	Chart       bool   `json:"chart,omitempty"` // an image: shown as a chart
 }
 
 // Hermetic implements stagework.Hermetic: a run that called a
@@ -240,6 +310,10 @@ type CodeModeResult struct {
 	Value   json.RawMessage `json:"value"`
 	Error   string          `json:"error,omitempty"`
 	Turns   int             `json:"turns"`
+	// Outputs are the files the last program that ran wrote under
+	// /var/outputs, by name; Charts the images among them.
+	Outputs []CodeModeFile  `json:"outputs"`
+	Charts  []CodeModeFile  `json:"charts"`
 	Events  []CodeModeEvent `json:"events"`
 }
 

@@ -27,8 +27,14 @@ func TestCodeModeValidate(t *testing.T) {
 		{"tool twice", func(s *JobSpec) { s.Tools = []string{"a", "a"} }, "tools[1]"},
 		{"empty skill", func(s *JobSpec) { s.Skills = []string{""} }, "skills[0]"},
 		{"turns too many", func(s *JobSpec) { s.MaxTurns = MaxCodeModeTurns + 1 }, "max_turns"},
-		{"negative retries", func(s *JobSpec) { s.MaxRetries = -1 }, "max_retries"},
-		{"both", func(s *JobSpec) { s.MaxTurns, s.MaxRetries = 2, 2 }, "max_retries"},
+		{"negative retries", func(s *JobSpec) { s.MaxRetries = ptr(-1) }, "max_retries"},
+		{"both", func(s *JobSpec) { s.MaxTurns, s.MaxRetries = 2, ptr(2) }, "max_retries"},
+		{"max_retries 0", func(s *JobSpec) { s.MaxRetries = ptr(0) }, ""},
+		{"an alias", func(s *JobSpec) { s.Tools = []string{"weather=get_weather", "get_weather"} }, ""},
+		{"a bad alias", func(s *JobSpec) { s.Tools = []string{"we ather=get_weather"} }, "tools[0]"},
+		{"an alias twice", func(s *JobSpec) { s.Tools = []string{"w=get_weather", "w=other"} }, "tools[1]"},
+		{"starlark", func(s *JobSpec) { s.Interpreter = InterpreterStarlark }, ""},
+		{"unknown interpreter", func(s *JobSpec) { s.Interpreter = "lua" }, "interpreter"},
 		{"unknown mode", func(s *JobSpec) { s.Mode = "agentic" }, "mode"},
 		{"fields without mode", func(s *JobSpec) { s.Mode = ""; s.Prompt = "x" }, "mode"},
 		{"an option it ignores", func(s *JobSpec) { s.Options.MaxIterations = 3 }, "options.max_iterations"},
@@ -74,5 +80,52 @@ func TestCodeModeSpecJSON(t *testing.T) {
 	b, err := json.Marshal(&JobSpec{Prompt: "p"})
 	if err != nil || strings.Contains(string(b), "message") || strings.Contains(string(b), "mode") {
 		t.Fatalf("pipeline spec JSON %s, %v", b, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestCodeModeMaxRetriesPresence: max_retries 0 is no retry, an absent
+// max_retries the default; both survive the wire.
+func TestCodeModeMaxRetriesPresence(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		json string
+		want int
+	}{
+		{`{"mode":"codemode","message":"m"}`, DefaultCodeModeRetries},
+		{`{"mode":"codemode","message":"m","max_retries":0}`, 0},
+		{`{"mode":"codemode","message":"m","max_retries":2}`, 2},
+	} {
+		var s JobSpec
+		if err := json.Unmarshal([]byte(tc.json), &s); err != nil {
+			t.Fatal(err)
+		}
+		again, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back JobSpec
+		if err := json.Unmarshal(again, &back); err != nil {
+			t.Fatal(err)
+		}
+		if got := back.Retries(); got != tc.want {
+			t.Errorf("%s: Retries() = %d after a round trip (%s), want %d", tc.json, got, again, tc.want)
+		}
+	}
+}
+
+func TestParseToolRef(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]ToolRef{"get_weather": {"get_weather", "get_weather"}, "w=get_weather": {"w", "get_weather"}} {
+		got, err := ParseToolRef(in)
+		if err != nil || got != want {
+			t.Errorf("ParseToolRef(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "=x", "x=", "a=b=c", "1x", "a.b"} {
+		if _, err := ParseToolRef(bad); err == nil {
+			t.Errorf("ParseToolRef(%q) accepted", bad)
+		}
 	}
 }

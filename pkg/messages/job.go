@@ -111,6 +111,22 @@ type Result struct {
 	Agent                  *AgentReport      `json:"agent,omitempty"`          // backend agent: the tool-call trace and summary
 	CodeMode               *CodeModeResult   `json:"codemode,omitempty"`       // mode: codemode jobs (Contract 8)
 	Cancelled              *Cancellation     `json:"cancelled,omitempty"`      // who cancelled the job and when (cancel.go)
+	// OriginalSamples are the samples the job was generated from (a run's:
+	// the samples it ran on), in the samples object store, by name.
+	OriginalSamples []SampleRef `json:"original_samples,omitempty"`
+	// TotalCost is the price of the job's model calls, from the model
+	// table's prices, in the table's currency; CostByModel splits it (and
+	// the tokens) by model. Cached stages cost nothing.
+	TotalCost   float64              `json:"total_cost"`
+	CostByModel map[string]ModelCost `json:"cost_by_model,omitempty"`
+}
+
+// ModelCost is what one model's calls of a job used and cost.
+type ModelCost struct {
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	Calls        int     `json:"calls"`
+	Cost         float64 `json:"cost"`
 }
 
 // DecodeJobSpecJSON decodes a JSON JobSpec strictly: unknown fields and wrong
@@ -140,8 +156,10 @@ func DecodeJobSpecJSON(data []byte) (*JobSpec, error) {
 
 // known lists the fields of each object in a JobSpec, by dotted path.
 var known = map[string][]string{
-	"":                  {"name", "prompt", "schema", "constraints", "samples", "inputs", "outputs", "options", "context"},
-	"options":           {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "validate", "agent_max_turns"},
+	"": {"name", "prompt", "schema", "constraints", "samples", "inputs", "outputs", "options", "context"},
+	"options": {"model", "max_iterations", "skip_tests", "max_sample_rows", "base_packages", "cache", "timeout", "resources", "backend", "candidates", "token_budget", "validate", "agent_max_turns",
+		"temperature", "max_tokens", "top_p", "seed", "system_prompt", "system_prompt_prefix",
+		"env_vars", "secrets", "python", "sandbox_retries"},
 	"options.resources": {"cpu", "memory"},
 }
 

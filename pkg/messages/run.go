@@ -23,6 +23,9 @@ type RunRequest struct {
 	// (sha256:<hex>[.ext]); a Dir input's object is a tar archive of the
 	// directory. Samples not given are the job's own.
 	Samples map[string]string `json:"samples,omitempty"`
+	// Options are the run's settings (resources, timeout, retries, cache,
+	// env_vars, secrets) over the job's; nil keeps the job's.
+	Options *RunOptions `json:"options,omitempty"`
 }
 
 // Task is a named reusable task: a finished job's script, run by name
@@ -36,8 +39,12 @@ type Task struct {
 	Outputs     map[string]Type `json:"outputs,omitempty"`
 	CreatedAt   time.Time       `json:"created_at"`
 	Description string          `json:"description,omitempty"`
-	// Owner registered the task ("nats:<user>", or "admin"): only it or
-	// an admin replaces or deletes it (tasks.go).
+	// Defaults are the settings of every run of the task (task register's
+	// options); a run's own options are laid over them (RunOptions.Over).
+	Defaults *RunOptions `json:"defaults,omitempty"`
+	// Owner registered the task ("nats:<user>", "http:<token name>" or
+	// "admin"): only it or an admin replaces or deletes it
+	// (internal/coordinator/tasks.go).
 	Owner string `json:"owner,omitempty"`
 }
 
@@ -102,3 +109,24 @@ func ParseInputValue(t Type, v string) (string, error) {
 	}
 	return "", fmt.Errorf("unsupported input type %q", t)
 }
+
+// DirManifest lists a Dir output's contents, stored in the outputs object
+// store (ObjectStoreOutputs) as the object the output's value names: every
+// regular file, by path relative to the directory (slash-separated), with
+// its size and content hash (the object sha256:<hex> of the same store),
+// and every subdirectory, so empty ones are kept. Entries are sorted by
+// path, so the same directory always gives the same manifest and object.
+type DirManifest struct {
+	Files []ManifestFile `json:"files"`
+	Dirs  []string       `json:"dirs,omitempty"`
+}
+
+// ManifestFile is a file of a DirManifest.
+type ManifestFile struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// MaxSampleBytes bounds one sample file (or a Dir input's tar archive).
+const MaxSampleBytes = 2 << 30

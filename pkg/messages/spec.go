@@ -110,12 +110,35 @@ type Options struct {
 	// Validate is tests (default) or run, the code runner (coderunner.go).
 	Validate      Validation `json:"validate,omitempty"`
 	AgentMaxTurns int        `json:"agent_max_turns,omitempty"` // backend agent: model turns; default 50
+
+	// The model's settings (settings.go): every model call of the job
+	// carries them, and they are part of each model stage's cache key.
+	// Nil or zero: the model's (the server's) default.
+	Temperature *float64 `json:"temperature,omitempty"` // 0 to 2
+	MaxTokens   int      `json:"max_tokens,omitempty"`  // bound of one reply's tokens
+	TopP        *float64 `json:"top_p,omitempty"`       // above 0, at most 1
+	Seed        *int64   `json:"seed,omitempty"`
+	// SystemPrompt replaces the project's system prompt of every call;
+	// SystemPromptPrefix goes before it (or before SystemPrompt).
+	SystemPrompt       string `json:"system_prompt,omitempty"`
+	SystemPromptPrefix string `json:"system_prompt_prefix,omitempty"`
+
+	// The sandbox's settings (settings.go). EnvVars are plain values set in
+	// every sandbox run of the job (part of the cache key); Secrets are
+	// names only, whose values the sandbox worker reads from its own
+	// secret source. Python is the interpreter's version ("3.12"), from
+	// those the fleet offers; SandboxRetries are retries of a sandbox stage
+	// after an infrastructure failure (never after failing tests).
+	EnvVars        map[string]string `json:"env_vars,omitempty"`
+	Secrets        []string          `json:"secrets,omitempty"`
+	Python         string            `json:"python,omitempty"`
+	SandboxRetries int               `json:"sandbox_retries,omitempty"`
 }
 
 // Resources limit one sandbox run.
 type Resources struct {
 	CPU    float64 `json:"cpu,omitempty"`    // cores; default 1
-	Memory string  `json:"memory,omitempty"` // Kubernetes-style quantity, e.g. 512Mi; default 512Mi
+	Memory string  `json:"memory,omitempty"` // Kubernetes-style quantity, e.g. 512Mi; default 1Gi (DefaultMemory)
 }
 
 // Duration is a time.Duration that reads and writes as "60s" (or a number of seconds).
@@ -224,6 +247,8 @@ func (s *JobSpec) Validate() error {
 		o.validateChoices,
 		o.validateRun,
 		o.validateBasePackages,
+		o.validateModel,
+		o.validateSandbox,
 		s.validateCodeRunner,
 		s.validateAgent,
 	}
@@ -410,7 +435,7 @@ func (s *JobSpec) Normalize(defaultModel string) {
 		o.Resources.CPU = 1
 	}
 	if o.Resources.Memory == "" {
-		o.Resources.Memory = "512Mi"
+		o.Resources.Memory = DefaultMemory
 	}
 }
 
@@ -438,6 +463,22 @@ func ParseObjectRef(s string) (ObjectRef, bool) {
 		return ObjectRef{}, false
 	}
 	return ObjectRef{SHA256: m[1], Ext: m[2]}, true
+}
+
+// RefExt is the extension an object reference keeps of a file's path:
+// its extension when that is a dot and 1 to 16 letters or digits (as
+// ParseObjectRef takes it), else "".
+func RefExt(path string) string {
+	ext := filepath.Ext(path)
+	if len(ext) < 2 || len(ext) > 17 {
+		return ""
+	}
+	for _, c := range ext[1:] {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return ""
+		}
+	}
+	return ext
 }
 
 // SampleFileName is the file name of a sample under /var/inputs: the sample's

@@ -47,6 +47,10 @@ type StageCommand struct {
 	Model     string          `json:"model,omitempty"`
 	Cache     CacheMode       `json:"cache,omitempty"`
 	Input     json.RawMessage `json:"input"`
+	// Settings are the job's per-job settings the worker applies (the
+	// model's to a model call, the sandbox's to a sandbox run); nil: none.
+	// They are part of the stage's cache key.
+	Settings *StageSettings `json:"settings,omitempty"`
 }
 
 // ErrorKind classifies a failed stage.
@@ -80,16 +84,18 @@ type StageResult struct {
 	Messages []ChatMessage `json:"messages,omitempty"`
 }
 
-// Usage counts model tokens and calls.
+// Usage counts model tokens and calls, and what they cost (the model
+// table's prices; 0 for a model without).
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-	Calls        int `json:"calls"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	Calls        int     `json:"calls"`
+	Cost         float64 `json:"cost,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.Calls + o.Calls}
+	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.Calls + o.Calls, u.Cost + o.Cost}
 }
 
 // ChatMessage is one message of a model conversation.
@@ -371,6 +377,9 @@ type ConstraintOutput struct {
 type BuildInput struct {
 	Packages       []string `json:"packages"`
 	SystemPackages []string `json:"system_packages"`
+	// Name is the job's name (JobSpec.Name), if any: the docker backend
+	// names the image after it (autocoder-env-<name>:<hash>).
+	Name string `json:"name,omitempty"`
 }
 
 // BuildOutput is the output of StageBuild.
@@ -465,6 +474,18 @@ type AcceptanceInput struct {
 	Outputs   map[string]Type   `json:"outputs,omitempty"`
 	Timeout   Duration          `json:"timeout"`
 	Resources Resources         `json:"resources"`
+	// CheckImports checks, in the sandbox and before the run, that every
+	// module the script imports can be found (the code runner): a missing
+	// one is reported in MissingModules and the script does not run.
+	CheckImports bool `json:"check_imports,omitempty"`
+}
+
+// MissingModule is a module a script imports that its environment lacks,
+// with the package that provides it (the module's own name when no table
+// knows better).
+type MissingModule struct {
+	Module  string `json:"module"`
+	Package string `json:"package"`
 }
 
 // AcceptanceOutput is the output of StageAcceptance and StageRun.
@@ -475,6 +496,9 @@ type AcceptanceOutput struct {
 	ExitCode int            `json:"exit_code"`
 	Output   string         `json:"output,omitempty"` // trimmed stdout+stderr
 	TimedOut bool           `json:"timed_out,omitempty"`
+	// MissingModules are what the import check found missing (the script
+	// did not run).
+	MissingModules []MissingModule `json:"missing_modules,omitempty"`
 }
 
 // Hermetic reports whether the outcome follows from the script and its

@@ -83,15 +83,15 @@ var defaultStages = mustStageTable(
 	StageRow{StageConstraint, PoolLLM, DeadlineStep, true, 1},
 	StageRow{StagePackageReplacement, PoolLLM, DeadlineStep, true, 1},
 	StageRow{StageAgentTurn, PoolLLM, DeadlineStep, true, 1},
-	StageRow{StageCodeModeTurn, PoolLLM, DeadlineStep, true, 1},
+	StageRow{StageCodeModeTurn, PoolLLM, DeadlineStep, true, 2},
 	StageRow{StageProfile, PoolSandbox, DeadlineStep, true, 1},
 	StageRow{StageBuild, PoolSandbox, DeadlineBuild, true, 1},
 	StageRow{StageRunTests, PoolSandbox, DeadlineRun, true, 1},
 	StageRow{StageAcceptance, PoolSandbox, DeadlineRun, true, 1},
 	StageRow{StageRun, PoolSandbox, DeadlineRun, true, 1},
 	StageRow{StageAgentTool, PoolSandbox, DeadlineRun, true, 1},
-	StageRow{StageCodeModeTools, PoolSandbox, DeadlineStep, true, 1},
-	StageRow{StageCodeModeExec, PoolSandbox, DeadlineStep, true, 1},
+	StageRow{StageCodeModeTools, PoolSandbox, DeadlineStep, true, 2},
+	StageRow{StageCodeModeExec, PoolSandbox, DeadlineStep, true, 2},
 )
 
 // DefaultStages is autocoder's stage table.

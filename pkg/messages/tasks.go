@@ -11,6 +11,13 @@ type TaskRequest struct {
 	Name        string `json:"name"`
 	JobID       string `json:"job_id,omitempty"`
 	Description string `json:"description,omitempty"`
+	// Defaults are the settings of the task's runs (Task.Defaults).
+	Defaults *RunOptions `json:"defaults,omitempty"`
+	// Owner is who the task is kept for when the coordinator role asks on
+	// the admin's subject for someone it authenticated itself (the HTTP
+	// API: "http:<token name>"); empty there, the admin. On a producer's
+	// own subject it must be empty: the subject says who asks.
+	Owner string `json:"owner,omitempty"`
 }
 
 // TaskReply answers a TaskRequest: the task registered, or the error.
@@ -22,6 +29,8 @@ type TaskReply struct {
 	// a task that does not exist, ReplyForbidden for a task owned by
 	// another, ReplyUnavailable for a failure of autocoder's own.
 	Kind string `json:"kind,omitempty"`
+	// Field names the field at fault of a ReplyInvalid.
+	Field string `json:"field,omitempty"`
 }
 
 // Kinds of TaskReply errors besides ReplyInvalid and ReplyUnavailable.

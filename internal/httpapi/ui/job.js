@@ -138,11 +138,14 @@ function render(me) {
     head,
     running ? h("section", {}, h("h2", {}, "Running now"), h("ul", { id: "running" })) : null,
     timeline(r),
-    h("div", { class: "grid2" }, planSection(r), usageSection(r)),
-    iterationsSection(me),
-    outputsSection(me),
-    notesSection(r),
-    dataSection(r)].filter(Boolean));
+    // A code-mode job has no plan, tests or typed outputs: its section
+    // shows the answer, the value, the charts and the program instead.
+    ...(r.codemode ? [codeModeSection(me), usageSection(r), notesSection(r)] : [
+      h("div", { class: "grid2" }, planSection(r), usageSection(r)),
+      iterationsSection(me),
+      outputsSection(me),
+      notesSection(r),
+      dataSection(r)])].filter(Boolean));
   renderRunning(me);
 }
 
@@ -306,6 +309,47 @@ function codeBlock(title, code, diff, n, role) {
     diff ? h("button", { onclick: () => show("whole") }, "whole file") : null);
   box.append(head, diff ? diffEl(diff, { "data-role": role + "-diff" }) : whole);
   return box;
+}
+
+// ---- code mode: the answer, the value, the charts ----
+
+// codeModeSection shows a code-mode job's answer and value, the charts
+// its programs drew (images fetched with the token: an <img> could not
+// send it) and the other files they wrote.
+function codeModeSection(me) {
+  const cm = me.res.codemode;
+  const charts = cm.charts || [];
+  const others = (cm.outputs || []).filter((f) => !f.chart);
+  const box = h("section", { id: "codemode" }, h("h2", {}, "Code mode"),
+    cm.summary ? h("p", { id: "codemode-summary" }, cm.summary) : null,
+    h("p", {}, h("b", {}, "Value "), h("span", { class: "mono", id: "codemode-value" }, JSON.stringify(cm.value))),
+    charts.length ? h("div", { id: "charts", class: "charts" }, charts.map((f) => {
+      const fig = h("figure", { "data-chart": f.name }, h("figcaption", { class: "mono" }, f.name));
+      if (f.object) showChart(me.id, f, fig);
+      return fig;
+    })) : null,
+    others.length ? h("ul", { id: "codemode-files" }, others.map((f) => h("li", { "data-file": f.name },
+      h("span", { class: "mono" }, f.name + " (" + fmtInt(f.size) + " bytes) "),
+      f.object ? h("button", { onclick: () => fetchFile(me.id, f, true) }, "download") : null))) : null,
+    cm.code ? [h("h3", {}, "Last program"), pre(cm.code, { id: "codemode-code" })] : null);
+  return box;
+}
+
+async function fetchFile(id, f, save) {
+  const resp = await fetch(path(id) + "/files/" + encodeURIComponent(f.name), { headers: authHeaders() });
+  if (!resp.ok) { if (save) alert("download " + f.name + ": " + resp.status); return null; }
+  const url = URL.createObjectURL(await resp.blob());
+  if (save) {
+    const a = h("a", { href: url, download: f.name.split("/").pop() });
+    document.body.append(a); a.click(); a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  }
+  return url;
+}
+
+async function showChart(id, f, fig) {
+  const url = await fetchFile(id, f, false);
+  if (url) fig.prepend(h("img", { src: url, alt: f.name, "data-loaded": "1" }));
 }
 
 // ---- outputs, notes, data ----

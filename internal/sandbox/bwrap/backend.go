@@ -369,3 +369,8 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
 }
+
+// PythonVersion is the interpreter's major and minor version, "3.11".
+func (b *Backend) PythonVersion() string { return sandbox.MajorMinor(b.py.Version) }
+
+var _ sandbox.PythonVersioned = (*Backend)(nil)

@@ -16,8 +16,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/autocoder/autocoder/internal/trim"
 	"golang.org/x/sys/unix"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/trim"
 )
 
 // mount is one bind mount into the sandbox.
@@ -51,6 +53,7 @@ type sandboxSpec struct {
 	cgroup      *cgroupLimits // runs: the sandbox's own cgroup (nil: none)
 	timeout     time.Duration
 	outputLimit int
+	stdio       sandbox.StdioFunc // runs: RunSpec.Stdio (nil: none)
 }
 
 // execResult is what one bubblewrap invocation produced.
@@ -104,11 +107,17 @@ func (b *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 
 	stdout, stderr := trim.NewBuffer(s.outputLimit), trim.NewBuffer(s.outputLimit)
 	cmd := b.bwrapCmd(s, pipes, stdout, stderr)
+	sp, err := attachStdio(cmd, s.stdio)
+	if err != nil {
+		return execResult{}, err
+	}
+	defer sp.close()
 	options := b.args(s)
 	start := time.Now()
 	if err := b.start(cmd, pipes, cg); err != nil {
 		return execResult{}, err
 	}
+	stdio := sp.start(ctx, s.stdio)
 	// bwrap reads all arguments before it writes the info report, so this
 	// write finishes (or fails, if bwrap died) before sandboxInit returns.
 	writeDone := pipes.sendArgs(options)
@@ -118,9 +127,12 @@ func (b *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 		defer unix.Close(pidfd)
 	}
 
-	timedOut, cancelled, waitErr := waitOrKill(ctx, cmd, pidfd, s.timeout)
+	timedOut, cancelled, waitErr := waitOrKill(ctx, cmd, pidfd, s.timeout, stdio.Failed())
 	if !b.reap(pidfd) {
 		b.log.Error("sandbox processes outlived their sandbox", "pid", cmd.Process.Pid)
+	}
+	if err := stdio.Finish(); err != nil {
+		return execResult{exitCode: -1, duration: time.Since(start), stderr: stderr.Bytes()}, err
 	}
 	res := execResult{exitCode: -1, timedOut: timedOut, duration: time.Since(start),
 		stdout: stdout.Bytes(), stderr: stderr.Bytes(), truncated: stdout.Truncated() || stderr.Truncated()}
@@ -241,10 +253,11 @@ func (b *Backend) start(cmd *exec.Cmd, pipes *bwrapPipes, cg *runCgroup) error {
 	return nil
 }
 
-// waitOrKill waits for bubblewrap to exit. At the timeout or when ctx
-// ends first, it kills the sandbox's init (pidfd) and bubblewrap's process
-// group, then waits for the exit.
-func waitOrKill(ctx context.Context, cmd *exec.Cmd, pidfd int, timeout time.Duration) (timedOut, cancelled bool, waitErr error) {
+// waitOrKill waits for bubblewrap to exit. At the timeout, when ctx ends
+// or when abort is closed (the stdio bridge failed) first, it kills the
+// sandbox's init (pidfd) and bubblewrap's process group, then waits for
+// the exit.
+func waitOrKill(ctx context.Context, cmd *exec.Cmd, pidfd int, timeout time.Duration, abort <-chan struct{}) (timedOut, cancelled bool, waitErr error) {
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }()
 	// A timer, not an injected clock: this bounds a real process.
@@ -257,6 +270,7 @@ func waitOrKill(ctx context.Context, cmd *exec.Cmd, pidfd int, timeout time.Dura
 		timedOut = true
 	case <-ctx.Done():
 		cancelled = true
+	case <-abort: // the stdio bridge failed: its error is the run's
 	}
 	if pidfd >= 0 {
 		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)

@@ -137,6 +137,7 @@ func (b *Backend) runSandbox(spec sandbox.RunSpec, envDir string, d *runDir, uid
 		cgroup:      b.runCgroupLimits(memory, cpus),
 		timeout:     timeout,
 		outputLimit: cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit),
+		stdio:       spec.Stdio,
 	}
 }
 

@@ -57,19 +57,39 @@ func (b *Backend) Build(ctx context.Context, spec sandbox.EnvSpec) (sandbox.Env,
 	if err != nil {
 		return sandbox.Env{}, err
 	}
-	name := imageName(imageHash(b.base.ID, b.base.Python, pip, apt, b.pipIndexKey(), b.cfg.ExtraCommands))
-	if env, ok := b.known.Load(name); ok {
-		b.pool.touch(name)
-		return env.(sandbox.Env), nil
+	hash := imageHash(b.base.ID, b.base.Python, pip, apt, b.pipIndexKey(), b.cfg.ExtraCommands)
+	name := imageName(hash)
+	env, ok := b.known.Load(name)
+	if !ok {
+		built, err := b.flight.Do(ctx, name, func(ctx context.Context) (sandbox.Env, error) {
+			return b.buildOnce(ctx, name, pip, apt)
+		})
+		if err != nil {
+			return sandbox.Env{}, err
+		}
+		b.known.Store(name, built)
+		env = built
 	}
-	env, err := b.flight.Do(ctx, name, func(ctx context.Context) (sandbox.Env, error) {
-		return b.buildOnce(ctx, name, pip, apt)
-	})
-	if err != nil {
-		return sandbox.Env{}, err
-	}
-	b.known.Store(name, env)
 	b.pool.touch(name)
+	return b.tagForJob(ctx, env.(sandbox.Env), spec.Name, hash)
+}
+
+// tagForJob tags the environment image for the named job it was built for
+// (jobImageName) and returns that name as the environment: runs of it
+// carry the job's name as a label. The image is the same; a job without a
+// name, or one that sanitises to nothing, keeps the content name.
+func (b *Backend) tagForJob(ctx context.Context, env sandbox.Env, job, hash string) (sandbox.Env, error) {
+	named := jobImageName(job, hash)
+	if named == "" {
+		return env, nil
+	}
+	if _, ok := b.known.Load(named); !ok {
+		if err := b.cli.ImageTag(ctx, env.ID, named); err != nil {
+			return sandbox.Env{}, fmt.Errorf("docker: tag %s as %s: %w", env.ID, named, err)
+		}
+		b.known.Store(named, true)
+	}
+	env.ID = named
 	return env, nil
 }
 

@@ -324,3 +324,8 @@ func remaining(ctx context.Context, limit time.Duration) time.Duration {
 	}
 	return limit
 }
+
+// PythonVersion is the base image's Python, major and minor: "3.11".
+func (b *Backend) PythonVersion() string { return sandbox.MajorMinor(b.base.Python) }
+
+var _ sandbox.PythonVersioned = (*Backend)(nil)

@@ -247,6 +247,58 @@ func TestRunLabelsJob(t *testing.T) {
 	}
 }
 
+// TestJobNameInImageAndLabels: an environment built for a named job is
+// the same image tagged autocoder-env-<name>:<hash> (the name sanitised),
+// runs of it carry the name as a label, and an unnamed job keeps the
+// content name.
+func TestJobNameInImageAndLabels(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.PoolSize = -1
+	cfg.Worker = "test-jobname-" + nonce(t)
+	b := newBackend(t, cfg)
+	plain, err := b.Build(t.Context(), sandbox.EnvSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fixed name: its one tag is reused by every run of the test, never
+	// removed (removing a name of an image other tests run could take the
+	// image with it on some engines).
+	named, err := b.Build(t.Context(), sandbox.EnvSpec{Name: "Sales_Report.v2-e2e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := nonce(t)
+	hash := strings.TrimPrefix(plain.ID, "autocoder-env:")
+	if want := "autocoder-env-sales-report-v2-e2e:" + hash; named.ID != want || !strings.HasPrefix(plain.ID, "autocoder-env:") {
+		t.Fatalf("named environment %q (plain %q), want %q", named.ID, plain.ID, want)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Run(ctx, sandbox.RunSpec{Env: named.ID, JobID: "job-" + n, Timeout: 5 * time.Minute,
+			Argv: []string{"python", "-c", "import time\nwhile True: time.sleep(1)"}})
+		done <- err
+	}()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if cs := workerContainers(t, cfg.Worker); len(cs) > 0 {
+			if got := cs[0].Labels["autocoder.job-name"]; got != "sales-report-v2-e2e" {
+				t.Fatalf("job name label %q", got)
+			}
+			if cs[0].Image != plain.ID && !strings.Contains(cs[0].Image, hash) {
+				t.Errorf("container image %q, want the environment %s", cs[0].Image, plain.ID)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run's container never appeared")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // recorder keeps the attributes of log records with a given message.
 type recorder struct {
 	next    slog.Handler

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,7 @@ const (
 	labelRole        = "autocoder.role"         // "run", "pool" or "probe"
 	labelLiveness    = "autocoder.liveness"     // liveness domain: the worker heartbeats in that cache
 	labelInstance    = "autocoder.instance"     // the Backend instance (random): its heartbeat's key
+	labelJobName     = "autocoder.job-name"     // the job's name tag (jobNameTag), on a run of a named job's image
 )
 
 // noJob is the job label of a run whose RunSpec names no job.
@@ -72,6 +74,49 @@ const livenessDomainLock = "sandbox-liveness-domain"
 
 // imageName is the environment image of a content hash.
 func imageName(hash string) string { return imageRepo + ":" + hash }
+
+// jobImageName is the same image tagged for a named job (JobSpec.Name):
+// autocoder-env-<name>:<hash>, so `docker images` shows whose it is; the
+// name is sanitised (jobNameTag). "" when the name leaves nothing.
+func jobImageName(job, hash string) string {
+	t := jobNameTag(job)
+	if t == "" {
+		return ""
+	}
+	return imageRepo + "-" + t + ":" + hash
+}
+
+// jobNameTag is a job's name as a repository component: lower case,
+// every run of characters other than a-z and 0-9 one '-', no '-' at
+// either end, at most 63 characters.
+func jobNameTag(job string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(job) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+			continue
+		}
+		dash = true
+	}
+	return strings.TrimRight(b.String()[:min(b.Len(), 63)], "-")
+}
+
+var envRefRe = regexp.MustCompile(`^` + imageRepo + `(?:-([a-z0-9]+(?:-[a-z0-9]+)*))?:([0-9a-f]{32})$`)
+
+// parseEnv reads an environment reference (imageName or jobImageName):
+// the content-named image runs use, and the job's name tag ("" for none).
+func parseEnv(ref string) (image, job string, ok bool) {
+	m := envRefRe.FindStringSubmatch(ref)
+	if m == nil {
+		return "", "", false
+	}
+	return imageName(m[2]), m[1], true
+}
 
 // imageHash hashes what an environment image is made of: the base image,
 // its Python, the packages, the pip index settings, the operator's extra
@@ -98,8 +143,10 @@ func imageHash(baseID, pythonVersion string, pip, apt []string, pipIndex string,
 func buildLockName(image string) string { return "sandbox-docker-build:" + image }
 
 // containerLabels are the labels of a container leased until expiry;
-// domain is the liveness domain of its worker's heartbeat ("": none).
-func containerLabels(worker, instance, job, role, domain string, expiry time.Time) map[string]string {
+// domain is the liveness domain of its worker's heartbeat ("": none);
+// jobName the job's name tag ("": none, or a pooled container, started
+// before anyone's run).
+func containerLabels(worker, instance, job, jobName, role, domain string, expiry time.Time) map[string]string {
 	l := map[string]string{
 		labelWorker:      worker,
 		labelInstance:    instance,
@@ -109,6 +156,9 @@ func containerLabels(worker, instance, job, role, domain string, expiry time.Tim
 	}
 	if domain != "" {
 		l[labelLiveness] = domain
+	}
+	if jobName != "" {
+		l[labelJobName] = jobName
 	}
 	return l
 }

@@ -147,7 +147,7 @@ func (p *pool) fill(ctx context.Context) {
 		if image == "" {
 			return
 		}
-		bx, err := p.b.startBox(ctx, image, sandbox.DefaultMemory, sandbox.DefaultCPUs, p.b.cfg.PoolLease, "pool", "pool")
+		bx, err := p.b.startBox(ctx, image, sandbox.DefaultMemory, sandbox.DefaultCPUs, p.b.cfg.PoolLease, "pool", "pool", "")
 		p.mu.Lock()
 		ip := p.images[image]
 		switch {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +53,13 @@ def writeall(fd, data):
             view = view[os.write(fd, view):]
         except OSError:
             return
+class Stream:
+    def __init__(self, fd):
+        self.fd = fd
+    def write(self, data):
+        writeall(self.fd, data)
+    def flush(self):
+        pass
 class Cap:
     def __init__(self, fd, limit):
         self.fd, self.limit, self.head = fd, limit, limit
@@ -82,7 +88,13 @@ def main():
         if not chunk:
             return 125
         buf += chunk
-    req = json.loads(buf.split(b"\n", 1)[0])
+    line, pending = buf.split(b"\n", 1)
+    req = json.loads(line)
+    stdio = req.get("stdio", False)
+    pending = bytearray(pending)
+    in_r = in_w = -1
+    if stdio:
+        in_r, in_w = os.pipe()
     argv = req["argv"]
     if argv[0] in ("python", "python3"):
         argv = [sys.executable] + argv[1:]
@@ -95,8 +107,11 @@ def main():
         try:
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
-            for fd in (out_r, out_w, err_r, err_w):
-                os.close(fd)
+            if stdio:
+                os.dup2(in_r, 0)
+            for fd in (out_r, out_w, err_r, err_w, in_r, in_w):
+                if fd > 2:
+                    os.close(fd)
             for s in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
                 signal.signal(s, signal.SIG_DFL)
             os.chdir(req["cwd"])
@@ -106,7 +121,11 @@ def main():
         os._exit(127)
     os.close(out_w)
     os.close(err_w)
-    caps = {out_r: Cap(1, req["limit"]), err_r: Cap(2, req["limit"])}
+    caps = {out_r: Stream(1) if stdio else Cap(1, req["limit"]), err_r: Cap(2, req["limit"])}
+    stdin_open = stdio
+    if stdio:
+        os.close(in_r)
+        os.set_blocking(in_w, False)
     def expire(signum, frame):
         killall()
         for cap in caps.values():
@@ -118,13 +137,29 @@ def main():
     status = None
     open_fds = [out_r, err_r]
     while open_fds:
-        ready = select.select(open_fds, [], [], 0.1)[0]
+        rfds = open_fds + ([0] if stdin_open and len(pending) < 1048576 else [])
+        wfds = [in_w] if in_w >= 0 and pending else []
+        ready, writable, _ = select.select(rfds, wfds, [], 0.1)
         for fd in ready:
             data = os.read(fd, 65536)
-            if data:
+            if fd == 0:
+                pending += data
+                stdin_open = bool(data)
+            elif data:
                 caps[fd].write(data)
             else:
                 open_fds.remove(fd)
+        if writable:
+            try:
+                del pending[:os.write(in_w, pending)]
+            except BlockingIOError:
+                pass
+            except OSError:
+                pending.clear()
+                stdin_open = False
+        if in_w >= 0 and not stdin_open and not pending:
+            os.close(in_w)
+            in_w = -1
         while status is None:
             try:
                 wpid, st = os.waitpid(-1, os.WNOHANG)
@@ -178,6 +213,10 @@ type request struct {
 	Limit   int               `json:"limit"`   // bytes of head and of tail kept per stream
 	Nonce   string            `json:"nonce"`   // marks the trailer with the exit code
 	Linger  float64           `json:"linger"`  // seconds the stub stays up after the trailers
+	// Stdio (RunSpec.Stdio): the stub passes what follows the request
+	// on its stdin to the command's, and the command's stdout on whole,
+	// as it comes.
+	Stdio bool `json:"stdio,omitempty"`
 }
 
 // box is one started sandbox container waiting for its request.
@@ -189,8 +228,6 @@ type box struct {
 	expiry  time.Time // lease
 	created time.Time
 }
-
-var imageNameRe = regexp.MustCompile(`^` + imageRepo + `:[0-9a-f]{32}$`)
 
 // Run runs spec.Argv in a fresh container of the image spec.Env.
 //
@@ -211,9 +248,12 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	if err := spec.Validate(); err != nil {
 		return sandbox.RunResult{}, err
 	}
-	if !imageNameRe.MatchString(spec.Env) {
+	image, jobName, ok := parseEnv(spec.Env) // a named job's tag runs as the image it names
+	if !ok {
 		return sandbox.RunResult{}, fmt.Errorf("%w: %q is not a docker backend image", sandbox.ErrEnvNotFound, spec.Env)
 	}
+	named := spec.Env
+	spec.Env = image
 	timeout := cmp.Or(spec.Timeout, sandbox.DefaultRunTimeout)
 	memory := cmp.Or(spec.Memory, sandbox.DefaultMemory)
 	cpus := cmp.Or(spec.CPUs, sandbox.DefaultCPUs)
@@ -234,10 +274,11 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 	pooled := bx != nil
 	if bx == nil {
 		lease := timeout + stubGrace + b.cfg.LeaseMargin
-		bx, err = b.startBox(ctx, spec.Env, memory, cpus, lease, "run", cmp.Or(spec.JobID, noJob))
+		bx, err = b.startBox(ctx, spec.Env, memory, cpus, lease, "run", cmp.Or(spec.JobID, noJob), jobName)
 		if err != nil {
 			if cerrdefs.IsNotFound(err) {
 				b.known.Delete(spec.Env)
+				b.known.Delete(named)
 				return sandbox.RunResult{}, fmt.Errorf("%w: image %s (build it again): %v", sandbox.ErrEnvNotFound, spec.Env, err)
 			}
 			return sandbox.RunResult{}, err
@@ -252,8 +293,8 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 		env[k] = v
 	}
 	res, err := b.execute(ctx, bx, request{Argv: spec.Argv, Env: env, Cwd: sandbox.WorkspaceDir,
-		Timeout: (timeout + stubGrace).Seconds()}, timeout, cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit),
-		workspace, inputs)
+		Timeout: (timeout + stubGrace).Seconds(), Stdio: spec.Stdio != nil}, timeout, cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit),
+		workspace, inputs, spec.Stdio)
 	res.Duration = time.Since(start)
 	b.log.Debug("sandbox run", "job_id", spec.JobID, "container", shortID(bx.id), "env", spec.Env, "argv0", spec.Argv[0], "exit_code", res.ExitCode,
 		"timed_out", res.TimedOut, "pooled", pooled, "duration", res.Duration, "err", err)
@@ -279,7 +320,7 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 
 // startBox creates and starts a sandbox container of image whose stub
 // waits for a request for at most lease.
-func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus float64, lease time.Duration, role, job string) (*box, error) {
+func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus float64, lease time.Duration, role, job, jobName string) (*box, error) {
 	now := b.cfg.Now()
 	bx := &box{image: image, memory: memory, cpus: cpus, created: now, expiry: now.Add(lease)}
 	cfg := &container.Config{
@@ -296,7 +337,7 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 		OpenStdin:    true,
 		StdinOnce:    true,
 		Volumes:      map[string]struct{}{sandbox.WorkspaceDir: {}, sandbox.InputsDir: {}, sandbox.OutputsDir: {}},
-		Labels:       containerLabels(b.cfg.Worker, b.instance, job, role, b.domain, bx.expiry),
+		Labels:       containerLabels(b.cfg.Worker, b.instance, job, jobName, role, b.domain, bx.expiry),
 		StopTimeout:  new(int),
 	}
 	host := &container.HostConfig{
@@ -345,7 +386,7 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 // and collects the output until the command exits, the timeout (then the
 // container is killed) or ctx's end.
 func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout time.Duration, outputLimit int,
-	workspace, inputs []byte) (sandbox.RunResult, error) {
+	workspace, inputs []byte, stdio sandbox.StdioFunc) (sandbox.RunResult, error) {
 	res := sandbox.RunResult{ExitCode: -1}
 	t0 := time.Now()
 	att, err := b.cli.ContainerAttach(ctx, bx.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
@@ -372,17 +413,23 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 	tSent := time.Since(t0)
 
 	stdout, stderr := trim.NewBuffer(outputLimit), trim.NewBuffer(outputLimit)
-	trail := newTrailers(req.Nonce, stdout, stderr)
+	bridge := newStdioStream(stdio)
+	trail := newTrailers(req.Nonce, bridge.stdout(stdout), stderr)
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
 		_, _ = stdcopy.StdCopy(trail.out, trail.err, att.Reader)
 		trail.flush()
+		bridge.endOutput()
 	}()
-	end := b.awaitEnd(ctx, bx.id, trail, w, timeout)
+	run := bridge.start(ctx, att)
+	end := b.awaitEnd(ctx, bx.id, trail, w, timeout, run.Failed())
 	awaitOutput(att, trail, copied)
 	if end.status < 0 && trail.seen() {
 		end.status = int64(trail.code())
+	}
+	if err := bridge.finish(run); err != nil {
+		return res, err
 	}
 	b.log.Debug("sandbox execute", "attach", tAttach, "copy_in", tCopy, "sent", tSent, "done", time.Since(t0))
 	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
@@ -404,7 +451,8 @@ func (b *Backend) copyRunFiles(ctx context.Context, id string, workspace, inputs
 	return nil
 }
 
-// sendRequest writes the stub's request line and closes stdin.
+// sendRequest writes the stub's request line and closes stdin (unless the
+// run has a stdio bridge).
 func sendRequest(att types.HijackedResponse, req request) error {
 	line, err := json.Marshal(req)
 	if err != nil {
@@ -413,7 +461,9 @@ func sendRequest(att types.HijackedResponse, req request) error {
 	if _, err := att.Conn.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("docker: send the command to the sandbox: %w", err)
 	}
-	_ = att.CloseWrite()
+	if !req.Stdio { // with stdio, the bridge writes on and closes it
+		_ = att.CloseWrite()
+	}
 	return nil
 }
 
@@ -429,11 +479,12 @@ type runEnd struct {
 	waitErr   error // the engine's wait failed
 	timedOut  bool
 	cancelled bool // ctx ended first
+	aborted   bool // the stdio bridge failed first
 }
 
 // awaitEnd waits for the run's end: both trailers, the container's exit,
 // the timeout or ctx's end. A run that does not end by itself is stopped.
-func (b *Backend) awaitEnd(ctx context.Context, id string, trail *trailers, w exitWatch, timeout time.Duration) runEnd {
+func (b *Backend) awaitEnd(ctx context.Context, id string, trail *trailers, w exitWatch, timeout time.Duration, abort <-chan struct{}) runEnd {
 	end := runEnd{status: -1}
 	// A timer, not the injected clock: this bounds a real process.
 	timer := time.NewTimer(timeout)
@@ -448,6 +499,8 @@ func (b *Backend) awaitEnd(ctx context.Context, id string, trail *trailers, w ex
 		end.timedOut = true
 	case <-ctx.Done():
 		end.cancelled = true
+	case <-abort:
+		end.aborted = true // the stdio bridge failed: its error is the run's
 	}
 	if end.timedOut {
 		// The stub kills the run and flushes the tail of the output it
@@ -471,7 +524,7 @@ func (b *Backend) stopUnended(id string, w exitWatch, end *runEnd) {
 		b.signal(id, "KILL") // the wait failed: make sure it ends
 		return
 	}
-	if end.status >= 0 || (!end.timedOut && !end.cancelled) {
+	if end.status >= 0 || (!end.timedOut && !end.cancelled && !end.aborted) {
 		return
 	}
 	b.signal(id, "KILL")
@@ -563,7 +616,7 @@ func (b *Backend) remove(id string) {
 // start-up probe).
 func (b *Backend) runCommand(ctx context.Context, image string, argv []string) (sandbox.RunResult, error) {
 	timeout := remaining(ctx, DefaultProbeTimeout)
-	bx, err := b.startBox(ctx, image, sandbox.DefaultMemory, 1, timeout+stubGrace+b.cfg.LeaseMargin, "probe", "probe")
+	bx, err := b.startBox(ctx, image, sandbox.DefaultMemory, 1, timeout+stubGrace+b.cfg.LeaseMargin, "probe", "probe", "")
 	if err != nil {
 		// Only a refusal that is about the runtime is one: a full disk, a
 		// cancelled start or limits above the host's keep their own error
@@ -591,7 +644,7 @@ func (b *Backend) runCommand(ctx context.Context, image string, argv []string) (
 		}
 	}
 	return b.execute(ctx, bx, request{Argv: argv, Env: map[string]string{"HOME": "/tmp", "LANG": "C.UTF-8"},
-		Cwd: "/", Timeout: (timeout + stubGrace).Seconds()}, timeout, 64<<10, nil, nil)
+		Cwd: "/", Timeout: (timeout + stubGrace).Seconds()}, timeout, 64<<10, nil, nil, nil)
 }
 
 // RuntimeError is New's error when the engine refuses or ignores

@@ -72,7 +72,8 @@ func (t *trailers) flush() {
 }
 
 // trailerWriter passes a stream on to dst, holding back the few bytes at
-// its end that could start a trailer, and drops the trailer.
+// its end that could start a trailer (from a NUL on), and drops the
+// trailer.
 type trailerWriter struct {
 	dst     io.Writer
 	prefix  []byte
@@ -106,10 +107,14 @@ func (w *trailerWriter) Write(p []byte) (int, error) {
 			return n, nil
 		}
 	}
-	if keep := w.maxTrailer(); len(w.pending) > keep {
-		w.dst.Write(w.pending[:len(w.pending)-keep])
-		w.pending = append([]byte(nil), w.pending[len(w.pending)-keep:]...)
+	// Only a NUL near the end can start a trailer: pass on everything
+	// before it (a stdio bridge waits for whole lines).
+	cut := len(w.pending)
+	if z := bytes.LastIndexByte(w.pending, 0); z >= 0 && len(w.pending)-z <= w.maxTrailer() {
+		cut = z
 	}
+	w.dst.Write(w.pending[:cut])
+	w.pending = append([]byte(nil), w.pending[cut:]...)
 	return n, nil
 }
 

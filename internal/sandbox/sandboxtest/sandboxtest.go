@@ -94,6 +94,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend) {
 		{"GiantOutputContained", testGiantOutput},
 		{"KillParentAndKillAllContained", testKillParentAndAll},
 		{"HostSecretsUnreadable", testHostSecrets},
+		{"StdioConversation", testStdioConversation},
+		{"StdioFailureKillsTheRun", testStdioFailureKills},
+		{"StdioTimeout", testStdioTimeout},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

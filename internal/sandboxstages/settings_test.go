@@ -1,0 +1,129 @@
+package sandboxstages_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandboxstages"
+	"github.com/autocoder/autocoder/internal/secretsource"
+	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// TestJobSandboxSettings: a job's env_vars and secrets reach its runs'
+// environment, every secret value is cut out of what the run returns (its
+// output and its outputs), the cache key part hashes the values, and
+// options.python picks the handlers of that version (a version the worker
+// does not offer is a permanent failure saying which it has).
+func TestJobSandboxSettings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "DB_PASSWORD"), []byte("hunter2-e2e\n"), 0o600)
+	src := secretsource.New(dir, []byte("key"))
+	leaky := func(spec sandbox.RunSpec) (sandbox.RunResult, error) {
+		// A script that prints and writes every variable it got.
+		var b strings.Builder
+		for _, k := range []string{"REGION", "DB_PASSWORD", "PYTHONHASHSEED"} {
+			b.WriteString(k + "=" + spec.EnvVars[k] + "\n")
+		}
+		return sandbox.RunResult{Stdout: []byte(b.String()), Outputs: map[string][]byte{"env": []byte(b.String())}}, nil
+	}
+	own, other := &fakeBackend{run: leaky}, &fakeBackend{run: leaky}
+	_, mux := newSettingsStages(t, sandboxstages.Config{Backend: own, Samples: &fetcher{}, Secrets: src,
+		Python: "3.11", PythonBackends: map[string]sandbox.Backend{"3.12": other}})
+	exec := newKeyExecutor(t, mux)
+
+	in := messages.AcceptanceInput{Image: "env-", Code: "print(1)", Outputs: map[string]messages.Type{"env": messages.TypeStr}}
+	cmd := command(t, messages.StageAcceptance, in)
+	cmd.Settings = &messages.StageSettings{EnvVars: map[string]string{"REGION": "north", "PYTHONHASHSEED": "7"}, Secrets: []string{"DB_PASSWORD"}}
+	out, _, err := mux.Serve(ctxT(t), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acc messages.AcceptanceOutput
+	if err := json.Unmarshal(out.Value, &acc); err != nil {
+		t.Fatal(err)
+	}
+	env, _ := acc.Outputs["env"].(string)
+	if !strings.Contains(env, "REGION=north") || !strings.Contains(env, "DB_PASSWORD=[secret DB_PASSWORD]") ||
+		!strings.Contains(env, "PYTHONHASHSEED=0") { // the harness's own variables win
+		t.Errorf("output env %q", env)
+	}
+	if strings.Contains(acc.Output+env, "hunter2-e2e") {
+		t.Errorf("the secret's value came back: %q %q", acc.Output, env)
+	}
+	if got := own.runs[0].EnvVars["DB_PASSWORD"]; got != "hunter2-e2e" {
+		t.Errorf("the sandbox got DB_PASSWORD=%q", got)
+	}
+	// The cache key holds a hash of the secret's value: a rotated secret
+	// is another key.
+	k1, err := exec.Key(ctxT(t), cmd)
+	if err != nil || k1 == "" {
+		t.Fatalf("key %q, %v", k1, err)
+	}
+	os.WriteFile(filepath.Join(dir, "DB_PASSWORD"), []byte("rotated-e2e\n"), 0o600)
+	if k2, _ := exec.Key(ctxT(t), cmd); k2 == k1 {
+		t.Error("a rotated secret keeps the cache key")
+	}
+
+	// Python 3.12 goes to its handlers' backend.
+	cmd.Settings.Python = "3.12"
+	if _, _, err := mux.Serve(ctxT(t), cmd); err != nil || len(other.runs) != 1 || len(own.runs) != 1 {
+		t.Errorf("python 3.12: %v, runs own %d other %d", err, len(own.runs), len(other.runs))
+	}
+	cmd.Settings.Python = "3.9"
+	if _, _, err := mux.Serve(ctxT(t), cmd); !isPermanent(err) || !strings.Contains(err.Error(), "offers Python 3.11, 3.12, not 3.9") {
+		t.Errorf("python 3.9: %v", err)
+	}
+	// A secret the worker does not have fails the stage at once, naming it.
+	cmd.Settings = &messages.StageSettings{Secrets: []string{"MISSING_TOKEN"}}
+	if _, _, err := mux.Serve(ctxT(t), cmd); !isPermanent(err) || !strings.Contains(err.Error(), "secret MISSING_TOKEN") {
+		t.Errorf("missing secret: %v", err)
+	}
+	if _, err := exec.Key(ctxT(t), cmd); !isPermanent(err) {
+		t.Errorf("the key of a missing secret: %v", err)
+	}
+	_, bare := newSettingsStages(t, sandboxstages.Config{Backend: own, Samples: &fetcher{}})
+	if _, _, err := bare.Serve(ctxT(t), cmd); !isPermanent(err) || !strings.Contains(err.Error(), "no secret source") {
+		t.Errorf("a worker without a secret source: %v", err)
+	}
+}
+
+func newSettingsStages(t *testing.T, cfg sandboxstages.Config) (*sandboxstages.Handlers, *stagework.Mux) {
+	t.Helper()
+	h, err := sandboxstages.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := stagework.NewMux(messages.DefaultStages())
+	h.Register(mux)
+	if err := mux.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return h, mux
+}
+
+// newKeyExecutor is an executor over mux, for its cache keys.
+func newKeyExecutor(t *testing.T, mux *stagework.Mux) *stagework.Executor {
+	t.Helper()
+	e, err := stagework.NewExecutor(stagework.Config{Mux: mux, Pool: messages.PoolSandbox, Publisher: nopPublisher{}, Jobs: noJobs{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+type nopPublisher struct{}
+
+func (nopPublisher) PublishJSON(context.Context, string, any, string) error { return nil }
+
+type noJobs struct{}
+
+func (noJobs) PendingStage(context.Context, string, int) (messages.Stage, bool, error) {
+	return "", false, nil
+}

@@ -1,0 +1,64 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/bus/bustest"
+	"github.com/autocoder/autocoder/pkg/client"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestClaimCheckBothWays: the client's own publisher sends a submission
+// over the threshold by claim check as autocoder's bus reads it, and the
+// client reads an event autocoder's bus sent by claim check.
+func TestClaimCheckBothWays(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
+	c := client.New(env.JS, client.Config{})
+	big := strings.Repeat("x", messages.ClaimThreshold+1)
+	id := client.NewJobID()
+	if err := c.Submit(ctxT(t), id, messages.JobSpec{Prompt: "p", Schema: big}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := env.Resources.Jobs.GetLastMsgForSubject(ctxT(t), messages.SubjectJobsSubmit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Data) != 0 || m.Header.Get(messages.HeaderClaimCheck) == "" || m.Header.Get(messages.HeaderJobID) != id {
+		t.Fatalf("submission on the stream: %d bytes, headers %v", len(m.Data), m.Header)
+	}
+	body, err := bus.RedeemBody(ctxT(t), env.Resources.Claims, m.Subject, m.Header, m.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sub messages.SubmitJob
+	if err := json.Unmarshal(body, &sub); err != nil || sub.JobID != id || sub.Spec.Schema != big {
+		t.Fatalf("redeemed submission: %v, job %q, schema %d bytes", err, sub.JobID, len(sub.Spec.Schema))
+	}
+
+	// An event too large for a message, then the result: Watch sees both.
+	ev := messages.Event{V: 1, JobID: id, Type: messages.EventJobFinished, Message: big, Time: time.Now()}
+	if err := env.Publisher.PublishJSON(ctxT(t), bus.EventSubject(id), ev, "ev-"+id); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := json.Marshal(messages.Result{V: 1, JobID: id, Status: messages.StatusSucceeded, Success: true})
+	if _, err := env.Resources.JobResults.Put(ctxT(t), messages.JobKey(id), res); err != nil {
+		t.Fatal(err)
+	}
+	var seen []int
+	got, err := c.Watch(ctxT(t), id, func(e messages.Event) error { seen = append(seen, len(e.Message)); return nil })
+	if err != nil || !got.Success || len(seen) != 1 || seen[0] != len(big) {
+		t.Fatalf("Watch: %v, %+v, event sizes %v", err, got, seen)
+	}
+}

@@ -1,0 +1,210 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// Errors a caller tells apart with errors.Is.
+var (
+	// ErrNotFound means no job with that ID is known (or, from Result, it
+	// has not finished).
+	ErrNotFound = errors.New("client: job not found")
+	// ErrNoTask means no task with that name is registered.
+	ErrNoTask = errors.New("client: no such task")
+	// ErrNoCoordinator means no coordinator answered a message API request.
+	ErrNoCoordinator = errors.New("client: no coordinator answers the message API")
+	// ErrSampleTooLarge is returned (wrapped) for a sample over messages.MaxSampleBytes.
+	ErrSampleTooLarge = errors.New("client: sample too large")
+)
+
+// Publisher publishes v as JSON on a JetStream subject with a
+// de-duplication ID (Nats-Msg-Id). The submit CLI passes autocoder's own.
+type Publisher interface {
+	PublishJSON(ctx context.Context, subject string, v any, msgID string) error
+}
+
+// Config tunes a Client. The zero value works.
+type Config struct {
+	// Publisher publishes submissions and cancellations; nil: a publisher
+	// over the JetStream handle that sends a body over
+	// messages.ClaimThreshold by claim check (docs/api.md).
+	Publisher Publisher
+	// Stores are handles already open; those left nil are opened by name.
+	Stores Stores
+	// LoadContext reads a spec's context paths (files or folders of
+	// documentation) into a bundle to upload; nil: a spec's context must
+	// be object references already.
+	LoadContext func(paths []string) (messages.ContextBundle, error)
+	// Identity is the NATS user name the connection is logged in as,
+	// for a producer: it cancels jobs and keeps tasks on the subjects
+	// that end with it, the only ones a producer may publish on
+	// (identity.go). "": the coordinator role's subjects.
+	Identity string
+	// PollInterval is how often Wait asks for a result once a job's
+	// last event is seen; 0: 20ms.
+	PollInterval time.Duration
+}
+
+// Client submits jobs and follows them. It is safe for concurrent use.
+type Client struct {
+	js     jetstream.JetStream
+	cfg    Config
+	pub    Publisher
+	stores *stores
+	// owner is who an admin client keeps tasks for (ForOwner).
+	owner string
+}
+
+// New returns a client over a JetStream handle.
+func New(js jetstream.JetStream, cfg Config) *Client {
+	c := &Client{js: js, cfg: cfg, pub: cfg.Publisher, stores: &stores{js: js, s: cfg.Stores}}
+	if c.pub == nil {
+		c.pub = &jsPublisher{js: js, stores: c.stores}
+	}
+	if c.cfg.PollInterval <= 0 {
+		c.cfg.PollInterval = 20 * time.Millisecond
+	}
+	return c
+}
+
+// JetStream is the handle the client was made with.
+func (c *Client) JetStream() jetstream.JetStream { return c.js }
+
+// NewJobID returns a fresh job ID: time-ordered, then random.
+func NewJobID() string { return messages.NewJobID() }
+
+// Submit uploads the spec's sample files (and its context, with
+// Config.LoadContext) to the object store, replaces their paths with
+// object references, and publishes the job as jobID. The coordinator
+// checks the spec when it takes the job: an invalid one finishes failed
+// with the reason (SubmitRequest checks first and answers at once).
+func (c *Client) Submit(ctx context.Context, jobID string, spec messages.JobSpec) error {
+	if !messages.ValidJobID(jobID) {
+		return fmt.Errorf("client: invalid job id %q", jobID)
+	}
+	wire, err := c.Upload(ctx, spec)
+	if err != nil {
+		return err
+	}
+	sub := messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Spec: wire}
+	if err := c.pub.PublishJSON(ctx, messages.SubjectJobsSubmit, sub, messages.SubmitMsgID(jobID)); err != nil {
+		return fmt.Errorf("submit job: %w", err)
+	}
+	return nil
+}
+
+// Upload returns spec as it goes on the wire: its sample files uploaded
+// and named by object reference, its context paths loaded and uploaded
+// (references given already are kept).
+func (c *Client) Upload(ctx context.Context, spec messages.JobSpec) (messages.JobSpec, error) {
+	wire := spec
+	wire.Samples = map[string]string{}
+	for _, name := range sortedNames(spec.Samples) {
+		path := spec.Samples[name]
+		if _, isRef := messages.ParseObjectRef(path); isRef {
+			wire.Samples[name] = path
+			continue
+		}
+		ref, err := c.PutSampleFile(ctx, name, path)
+		if err != nil {
+			return wire, err
+		}
+		wire.Samples[name] = ref.Object
+	}
+	if len(spec.Context) > 0 {
+		refs, err := c.uploadContext(ctx, spec.Context) // context.go
+		if err != nil {
+			return wire, err
+		}
+		wire.Context = refs
+	}
+	return wire, nil
+}
+
+// Result returns a finished job's result, or ErrNotFound while it runs or
+// if it is unknown.
+func (c *Client) Result(ctx context.Context, jobID string) (*messages.Result, error) {
+	if !messages.ValidJobID(jobID) {
+		return nil, ErrNotFound
+	}
+	kv, err := c.stores.results(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e, err := kv.Get(ctx, messages.JobKey(jobID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r messages.Result
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return nil, fmt.Errorf("decode result of job %s: %w", jobID, err)
+	}
+	return &r, nil
+}
+
+// Summary returns a job's line in the job index: where a running job is
+// (its phase, stages in flight, iterations, tokens), or how a finished
+// one ended; ErrNotFound for a job the coordinator has not taken.
+func (c *Client) Summary(ctx context.Context, jobID string) (*messages.JobSummary, error) {
+	if !messages.ValidJobID(jobID) {
+		return nil, ErrNotFound
+	}
+	kv, err := c.stores.index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e, err := kv.Get(ctx, messages.JobKey(jobID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s messages.JobSummary
+	if err := json.Unmarshal(e.Value(), &s); err != nil {
+		return nil, fmt.Errorf("decode summary of job %s: %w", jobID, err)
+	}
+	return &s, nil
+}
+
+// Status returns the result object of a job so far: the stored result when
+// it has finished, else one made from its summary (status, attempts,
+// calls, cache hits, error), ErrNotFound for a job nobody knows.
+func (c *Client) Status(ctx context.Context, jobID string) (*messages.Result, error) {
+	if r, err := c.Result(ctx, jobID); !errors.Is(err, ErrNotFound) {
+		return r, err
+	}
+	s, err := c.Summary(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	return &messages.Result{V: messages.WireVersion, JobID: s.JobID, Status: s.Status, Attempts: s.Iterations,
+		Error: s.Error, LLMCalls: s.LLMCalls, CacheHits: s.CacheHits, SubmittedAt: s.SubmittedAt,
+		FinishedAt: s.FinishedAt, Outputs: map[string]any{}, Stages: []messages.StageRecord{}}, nil
+}
+
+// Wait waits for job jobID's result until ctx ends.
+func (c *Client) Wait(ctx context.Context, jobID string) (*messages.Result, error) {
+	for {
+		r, err := c.Result(ctx, jobID)
+		if !errors.Is(err, ErrNotFound) {
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(c.cfg.PollInterval):
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// PutFile uploads the file at path to an object store under its content
+// hash (messages.ObjectRef.ObjectName), unless an object of that hash is
+// there already, and returns its reference as sample name: the rule every
+// uploader of samples and inputs follows, this client's and the workers'.
+func PutFile(ctx context.Context, store jetstream.ObjectStore, name, path string) (messages.SampleRef, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return messages.SampleRef{}, fmt.Errorf("sample %s: %w", name, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, messages.MaxSampleBytes+1))
+	if err != nil {
+		return messages.SampleRef{}, fmt.Errorf("sample %s: %w", name, err)
+	}
+	if n > messages.MaxSampleBytes {
+		return messages.SampleRef{}, fmt.Errorf("sample %s: %w: larger than %s", name, ErrSampleTooLarge, messages.FormatBytes(messages.MaxSampleBytes))
+	}
+	ref := messages.ObjectRef{SHA256: hex.EncodeToString(h.Sum(nil)), Ext: messages.RefExt(path)}
+	if _, err := store.GetInfo(ctx, ref.ObjectName()); err != nil {
+		if !errors.Is(err, jetstream.ErrObjectNotFound) {
+			return messages.SampleRef{}, fmt.Errorf("sample %s: %w", name, err)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return messages.SampleRef{}, err
+		}
+		if _, err := store.Put(ctx, jetstream.ObjectMeta{Name: ref.ObjectName()}, f); err != nil {
+			return messages.SampleRef{}, fmt.Errorf("upload sample %s: %w", name, StoreFull(messages.ObjectStoreSamples, err))
+		}
+	}
+	return messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext, Size: n}, nil
+}
+
+// PutSampleFile uploads a local file as sample name and returns its reference.
+func (c *Client) PutSampleFile(ctx context.Context, name, path string) (messages.SampleRef, error) {
+	store, err := c.stores.samples(ctx)
+	if err != nil {
+		return messages.SampleRef{}, err
+	}
+	return PutFile(ctx, store, name, path)
+}
+
+// PutSample uploads a sample's bytes from r (at most
+// messages.MaxSampleBytes) and returns its object reference; fileName's
+// extension is kept, so the script finds it as /var/inputs/<name><ext>.
+func (c *Client) PutSample(ctx context.Context, fileName string, r io.Reader) (messages.SampleRef, error) {
+	f, err := os.CreateTemp("", "autocoder-upload-*"+messages.RefExt(filepath.Base(fileName)))
+	if err != nil {
+		return messages.SampleRef{}, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	n, err := io.Copy(f, io.LimitReader(r, messages.MaxSampleBytes+1))
+	if err != nil {
+		return messages.SampleRef{}, fmt.Errorf("sample %s: %w", fileName, err)
+	}
+	if n > messages.MaxSampleBytes {
+		return messages.SampleRef{}, fmt.Errorf("%w: larger than %s", ErrSampleTooLarge, messages.FormatBytes(messages.MaxSampleBytes))
+	}
+	if err := f.Close(); err != nil {
+		return messages.SampleRef{}, err
+	}
+	return c.PutSampleFile(ctx, fileName, f.Name())
+}

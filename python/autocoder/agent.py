@@ -1,0 +1,283 @@
+"""AutoCoderAgent: the reference's agent object (flyteplugins-codegen), over
+autocoder's HTTP API. Its constructor takes the settings of every job it
+submits; generate(...) submits one, waits for it and returns its result."""
+
+import os
+import tempfile
+import time
+
+from . import _http
+from .errors import InvalidRequestError, UnavailableError, WaitTimeout
+from .result import CodeGenEvalResult
+from .types import INPUT_TYPES, OUTPUT_TYPES, Dir, File, is_dataframe, wire_type
+
+_BACKENDS = {"pipeline": "pipeline", "litellm": "pipeline", "agent": "agent", "claude": "agent"}
+_LITELLM_PARAMS = ("temperature", "max_tokens", "top_p", "seed")
+
+
+def _duration(seconds, field):
+    """A timeout in seconds (int or float), or a duration text ("90s"), as the wire's."""
+    if seconds is None:
+        return None
+    if isinstance(seconds, str):
+        return seconds
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+        raise InvalidRequestError("must be a positive number of seconds", field)
+    return "%gs" % seconds
+
+
+def _resources(r, field):
+    """Resources, a dict {"cpu", "memory"} or any object with cpu and memory
+    (flyte.Resources) as the wire's."""
+    if r is None:
+        return None
+    if isinstance(r, dict):
+        unknown = set(r) - {"cpu", "memory"}
+        if unknown:
+            raise InvalidRequestError("unknown resource %s (want cpu and memory)" % ", ".join(sorted(unknown)), field)
+        cpu, mem = r.get("cpu"), r.get("memory")
+    else:
+        cpu, mem = getattr(r, "cpu", None), getattr(r, "memory", None)
+    out = {}
+    if cpu is not None:
+        try:
+            out["cpu"] = float(cpu)
+        except (TypeError, ValueError):
+            raise InvalidRequestError("cpu %r is not a number of cores" % (cpu,), field + ".cpu") from None
+    if mem is not None:
+        out["memory"] = str(mem)
+    return out or None
+
+
+def _secret_names(secrets, field):
+    """Secret names: strings, or objects with a key (flyte.Secret; its
+    as_env_var when it names one). Values never leave the worker."""
+    if secrets is None:
+        return None
+    if isinstance(secrets, str):
+        secrets = [secrets]
+    names = []
+    for i, s in enumerate(secrets):
+        name = s if isinstance(s, str) else (getattr(s, "as_env_var", None) or getattr(s, "key", None))
+        if not isinstance(name, str) or not name:
+            raise InvalidRequestError("a secret is named by a string (or has a key)", "%s[%d]" % (field, i))
+        names.append(name)
+    return names
+
+
+def run_options(resources=None, retries=None, timeout=None, env_vars=None, secrets=None, cache=None):
+    """The settings of a run (RunOptions on the wire), None when none is given."""
+    o = {}
+    res = _resources(resources, "resources")
+    if res:
+        o["resources"] = res
+    if retries is not None:
+        o["retries"] = int(retries)
+    if timeout is not None:
+        o["timeout"] = _duration(timeout, "timeout")
+    if cache is not None:
+        o["cache"] = cache
+    if env_vars:
+        o["env_vars"] = {str(k): str(v) for k, v in env_vars.items()}
+    names = _secret_names(secrets, "secrets")
+    if names:
+        o["secrets"] = names
+    return o or None
+
+
+class AutoCoderAgent:
+    """Generates a tested Python script per task, on an autocoder deployment.
+
+    The settings are the reference's (docs/settings.md lists each and where
+    it lives here); model settings and sandbox settings go with every job:
+
+        agent = AutoCoderAgent(name="summarize-sales", model="gpt-4.1",
+                               resources={"cpu": 1, "memory": "1Gi"},
+                               litellm_params={"temperature": 0.2, "max_tokens": 4096})
+        result = agent.generate(prompt="...", samples={"sales": "sales.csv"},
+                                outputs={"total_revenue": float, "total_units": int})
+        total_revenue, total_units = result.run()
+
+    url and token are the HTTP API's (default: AUTOCODER_URL and
+    AUTOCODER_TOKEN, a token with scope submit). A job names a model from
+    the operator's model table; it never carries a key or an endpoint, so
+    api_key and api_base are refused.
+    """
+
+    def __init__(self, model=None, name="auto-coder", system_prompt=None, api_key=None, api_base=None,
+                 litellm_params=None, base_packages=None, resources=None, image_config=None,
+                 max_iterations=10, max_sample_rows=100, skip_tests=False, sandbox_retries=0, timeout=None,
+                 env_vars=None, secrets=None, cache="auto", backend="pipeline", agent_max_turns=50,
+                 block_network=None, *, system_prompt_prefix=None, temperature=None, max_tokens=None,
+                 top_p=None, seed=None, python_version=None, token_budget=None,
+                 url=None, token=None, wait=1800.0, poll_interval=0.5):
+        for field, value in (("api_key", api_key), ("api_base", api_base)):
+            if value is not None:
+                raise InvalidRequestError("a job names a model from the operator's model table; "
+                                          "keys and endpoints are the operator's, never a job's", field)
+        if block_network is False:
+            raise InvalidRequestError("sandboxes here never have network (builds reach the package index through "
+                                      "the worker's proxy); leave block_network out or pass True", "block_network")
+        if backend not in _BACKENDS:
+            raise InvalidRequestError("unsupported backend %r (want pipeline or agent; litellm and claude are "
+                                      "their reference names)" % (backend,), "backend")
+        params = dict(litellm_params or {})
+        unknown = sorted(set(params) - set(_LITELLM_PARAMS))
+        if unknown:
+            raise InvalidRequestError("unsupported parameter %s (supported: %s)" % (unknown[0], ", ".join(_LITELLM_PARAMS)),
+                                      "litellm_params." + unknown[0])
+        for k, v in (("temperature", temperature), ("max_tokens", max_tokens), ("top_p", top_p), ("seed", seed)):
+            if v is not None:
+                params[k] = v
+        if python_version is None and image_config is not None:
+            python_version = image_config.get("python_version") if isinstance(image_config, dict) \
+                else getattr(image_config, "python_version", None)
+        if isinstance(python_version, (tuple, list)):
+            python_version = ".".join(str(x) for x in python_version[:2])
+        self.name = name
+        self.model = model
+        self.conn = _http.Connection(url, token)
+        self.wait = wait
+        self.poll_interval = poll_interval
+        self.options = self._options(model, system_prompt, system_prompt_prefix, params, base_packages, resources,
+                                     python_version, max_iterations, max_sample_rows, skip_tests, sandbox_retries,
+                                     timeout, env_vars, secrets, cache, _BACKENDS[backend], agent_max_turns, token_budget)
+
+    @staticmethod
+    def _options(model, system_prompt, prefix, params, base_packages, resources, python, max_iterations,
+                 max_sample_rows, skip_tests, sandbox_retries, timeout, env_vars, secrets, cache, backend,
+                 agent_max_turns, token_budget):
+        o = {"max_iterations": max_iterations, "max_sample_rows": max_sample_rows, "cache": cache, "backend": backend}
+        pairs = (("model", model), ("system_prompt", system_prompt), ("system_prompt_prefix", prefix),
+                 ("base_packages", list(base_packages) if base_packages else None),
+                 ("resources", _resources(resources, "resources")), ("python", python),
+                 ("skip_tests", skip_tests or None), ("sandbox_retries", sandbox_retries or None),
+                 ("timeout", _duration(timeout, "timeout")),
+                 ("env_vars", {str(k): str(v) for k, v in env_vars.items()} if env_vars else None),
+                 ("secrets", _secret_names(secrets, "secrets")), ("token_budget", token_budget))
+        for k, v in pairs:
+            if v is not None:
+                o[k] = v
+        if backend == "agent":
+            o["agent_max_turns"] = agent_max_turns
+        o.update(params)
+        return o
+
+    def generate(self, prompt, schema=None, constraints=None, samples=None, inputs=None, outputs=None, *, wait=None):
+        """Submits a job, waits for it and returns its CodeGenEvalResult.
+
+        samples maps a name to a file path, a File, or a pandas DataFrame
+        (written to CSV here); inputs and outputs map names to Python types
+        (str, int, float, bool, File, Dir; outputs also datetime and
+        timedelta). A request the server refuses raises
+        InvalidRequestError with the field; a job that fails returns a
+        result whose success is False, as the reference's does.
+        """
+        out_types = {k: wire_type(t, "outputs." + k, OUTPUT_TYPES) for k, t in (outputs or {}).items()}
+        in_types = {}
+        for k, t in (inputs or {}).items():
+            if samples and k in samples:
+                continue  # a sample is a File input already (the reference adds it; here it is a sample)
+            in_types[k] = wire_type(t, "inputs." + k, INPUT_TYPES)
+        spec = {"name": self.name, "prompt": prompt, "options": dict(self.options)}
+        if schema:
+            spec["schema"] = schema
+        if constraints:
+            spec["constraints"] = list(constraints)
+        if in_types:
+            spec["inputs"] = in_types
+        if out_types:
+            spec["outputs"] = out_types
+        if samples:
+            spec["samples"] = {k: upload_sample(self.conn, k, v, "samples." + k) for k, v in samples.items()}
+        reply = self.conn.json("POST", "/v1/jobs", {"v": 1, "spec": spec})
+        raw = wait_result(self.conn, reply["job_id"], self.wait if wait is None else wait, self.poll_interval)
+        return CodeGenEvalResult(raw, self.conn, inputs=in_types, outputs=out_types, samples=list(samples or {}),
+                                 poll_interval=self.poll_interval, wait=self.wait)
+
+
+def upload_sample(conn, name, value, field):
+    """Uploads a sample (a path, a File, a Dir, a DataFrame) and returns its
+    object reference. A DataFrame is written to CSV here, without its index."""
+    if is_dataframe(value):
+        fd, tmp = tempfile.mkstemp(suffix=".csv", prefix="autocoder-")
+        os.close(fd)
+        try:
+            value.to_csv(tmp, index=False)
+            return _http.upload(conn, name + ".csv", tmp)
+        finally:
+            os.remove(tmp)
+    if isinstance(value, (File, Dir)) and value.path is None:
+        if value.object:
+            return value.object  # a result's own file, already in the store
+        raise InvalidRequestError("a File with no path", field)
+    try:
+        path = os.fspath(value)
+    except TypeError:
+        raise InvalidRequestError("a %s is not a sample: give a path, a File, or a pandas DataFrame"
+                                  % type(value).__name__, field) from None
+    if os.path.isdir(path):
+        return _upload_dir(conn, name, path, field)
+    if not os.path.isfile(path):
+        raise InvalidRequestError("%s is not a file" % path, field)
+    return _http.upload(conn, name + os.path.splitext(path)[1], path)
+
+
+def _upload_dir(conn, name, path, field):
+    """A directory as the tar archive autocoder takes for a Dir input:
+    regular files and directories only, sorted, with fixed modes and times."""
+    import tarfile
+
+    fd, tmp = tempfile.mkstemp(suffix=".tar", prefix="autocoder-")
+    os.close(fd)
+    try:
+        with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tar:
+            for root, dirs, files in os.walk(path):
+                dirs.sort()
+                for d in dirs:
+                    _add(tar, os.path.join(root, d), os.path.relpath(os.path.join(root, d), path), field)
+                for f in sorted(files):
+                    _add(tar, os.path.join(root, f), os.path.relpath(os.path.join(root, f), path), field)
+        return _http.upload(conn, name + ".tar", tmp)
+    finally:
+        os.remove(tmp)
+
+
+def _add(tar, full, rel, field):
+    info = tar.gettarinfo(full, arcname=rel.replace(os.sep, "/"))
+    if not (info.isfile() or info.isdir()):
+        raise InvalidRequestError("%s is not a regular file or directory" % full, field)
+    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+    info.mode = 0o755 if info.isdir() else 0o644
+    if info.isdir():
+        info.name += "/"
+        tar.addfile(info)
+    else:
+        with open(full, "rb") as f:
+            tar.addfile(info, f)
+
+
+def wait_result(conn, job_id, wait, poll_interval):
+    """Polls the job's result until it is there (404 while it runs)."""
+    from .errors import NotFoundError
+
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return conn.json("GET", "/v1/jobs/%s/result" % _http.quote(job_id))
+        except NotFoundError:
+            pass
+        except UnavailableError:
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise WaitTimeout("job %s did not finish within %gs; it goes on" % (job_id, wait), job_id)
+        time.sleep(poll_interval)
+
+
+def result_of(job_id, url=None, token=None, wait=0.0, poll_interval=0.5):
+    """The result of an existing job (waiting up to wait seconds for it),
+    with run() and as_task() like generate's."""
+    conn = _http.Connection(url, token)
+    raw = wait_result(conn, job_id, wait, poll_interval)
+    return CodeGenEvalResult(raw, conn, poll_interval=poll_interval)

@@ -1,0 +1,59 @@
+"""Errors of the autocoder client. Each carries what a caller needs to act:
+the field at fault for a request that is wrong, the result for a run that
+failed."""
+
+
+class AutoCoderError(Exception):
+    """Base class of every error this client raises."""
+
+
+class InvalidRequestError(AutoCoderError, ValueError):
+    """The request is wrong; fix it and do not retry as is.
+
+    ``field`` is the dotted path of the setting or argument at fault, as the
+    server names it ("spec.outputs.total", "run.args.threshold",
+    "options.temperature") or as the client does before sending anything
+    ("outputs.total", "temperature").
+    """
+
+    def __init__(self, message, field=""):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+    def __str__(self):
+        if self.field and not self.message.startswith(self.field):
+            return "%s: %s" % (self.field, self.message)
+        return self.message
+
+
+class UnavailableError(AutoCoderError):
+    """autocoder could not answer (no coordinator, NATS down, the server
+    unreachable): retry later."""
+
+
+class AuthError(AutoCoderError):
+    """The token is missing, unknown, or lacks the scope (read, submit)."""
+
+
+class NotFoundError(AutoCoderError):
+    """No such job, task, output or sample."""
+
+
+class WaitTimeout(AutoCoderError, TimeoutError):
+    """The job did not finish within the wait; it goes on. ``job_id`` says
+    which one to follow."""
+
+    def __init__(self, message, job_id):
+        super().__init__(message)
+        self.job_id = job_id
+
+
+class RunError(AutoCoderError):
+    """A run of the generated script failed: it crashed, timed out, or an
+    output was missing or did not parse. ``result`` is the run's result
+    (``result.error``, ``result.output``)."""
+
+    def __init__(self, message, result):
+        super().__init__(message)
+        self.result = result

@@ -1,0 +1,155 @@
+"""Python types and the wire's: declared inputs and outputs, values sent as
+arguments and read back as outputs, files and directories, resources."""
+
+import datetime
+import os
+import re
+
+from .errors import InvalidRequestError
+
+
+class File:
+    """A file: as a type (``outputs={"report": File}``), a local file to
+    upload (``samples={"sales": File("sales.csv")}``), or a File output or
+    original sample of a result, which ``download(path)`` writes."""
+
+    def __init__(self, path=None, *, name=None, object=None, size=None, _fetch=None):
+        self.path = os.fspath(path) if path is not None else None
+        self.name = name
+        self.object = object
+        self.size = size
+        self._fetch = _fetch
+
+    def download(self, path):
+        """Writes the remote file to path (a directory: path/<its name>)
+        and returns the path written."""
+        if self._fetch is None:
+            raise InvalidRequestError("this File is local (%s), not a result's" % self.path)
+        if os.path.isdir(path):
+            path = os.path.join(path, self.name)
+        tmp = path + ".part"
+        with open(tmp, "wb") as out:
+            self._fetch(out)
+        os.replace(tmp, path)
+        self.path = path
+        return path
+
+    def __fspath__(self):
+        if self.path is None:
+            raise TypeError("remote File %s: download it first" % self.name)
+        return self.path
+
+    def __repr__(self):
+        return "File(%r)" % (self.path or self.object)
+
+
+class Dir(File):
+    """A directory: as a type, a local directory to upload, or a Dir output,
+    which ``download(path)`` unpacks into path."""
+
+    def download(self, path):
+        """Unpacks the remote directory into the directory path (made if
+        need be), as path/<its name>, and returns that path."""
+        import tarfile
+        import tempfile
+
+        if self._fetch is None:
+            raise InvalidRequestError("this Dir is local (%s), not a result's" % self.path)
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile() as tmp:
+            self._fetch(tmp)
+            tmp.seek(0)
+            with tarfile.open(fileobj=tmp) as tar:
+                members = [m for m in tar.getmembers() if m.isdir() or m.isfile()]
+                for m in members:  # the server writes <name>/<relative path>; nothing else is taken
+                    if m.name.startswith("/") or ".." in m.name.split("/") or m.name.split("/")[0] != self.name:
+                        raise InvalidRequestError("archive member %r is outside %s" % (m.name, self.name))
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(path, members=members, filter="data")
+                else:
+                    tar.extractall(path, members=members)
+        self.path = os.path.join(path, self.name)
+        return self.path
+
+    def __repr__(self):
+        return "Dir(%r)" % (self.path or self.object)
+
+
+class Resources:
+    """CPU and memory of a sandbox run, like flyte.Resources: cpu in cores,
+    memory as a quantity ("1Gi", "512Mi")."""
+
+    def __init__(self, cpu=None, memory=None):
+        self.cpu = cpu
+        self.memory = memory
+
+    def __repr__(self):
+        return "Resources(cpu=%r, memory=%r)" % (self.cpu, self.memory)
+
+
+_TYPES = {
+    str: "str", int: "int", float: "float", bool: "bool",
+    datetime.datetime: "datetime", datetime.timedelta: "timedelta",
+    File: "File", Dir: "Dir",
+}
+_NAMES = {v: k for k, v in _TYPES.items()}
+INPUT_TYPES = ("str", "int", "float", "bool", "File", "Dir")
+OUTPUT_TYPES = ("str", "int", "float", "bool", "datetime", "timedelta", "File", "Dir")
+
+
+def wire_type(t, field, allowed):
+    """The wire name of a declared type: a Python type (float, File, ...)
+    or its name ("float")."""
+    name = _TYPES.get(t) if isinstance(t, type) else t if isinstance(t, str) else None
+    if name is None and isinstance(t, type):
+        # flyte.io.File and friends: by class name.
+        name = {"File": "File", "Dir": "Dir"}.get(t.__name__)
+    if name not in allowed:
+        raise InvalidRequestError("unsupported type %r (want one of %s)" % (getattr(t, "__name__", t), ", ".join(allowed)), field)
+    return name
+
+
+def arg_value(value, field):
+    """A scalar input's value as the text the script gets."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return repr(value) if isinstance(value, float) else str(value)
+    raise InvalidRequestError("a %s is not a value of a scalar input (str, int, float, bool)" % type(value).__name__, field)
+
+
+_DURATION = re.compile(r"^([+-])?P(?:([\d.]+)W)?(?:([\d.]+)D)?(?:T(?:([\d.]+)H)?(?:([\d.]+)M)?(?:([\d.]+)S)?)?$")
+
+
+def output_value(t, v, fetch_output, name):
+    """An output's value from the result as its Python type."""
+    if v is None:
+        return None
+    if t == "int":
+        return int(v)
+    if t == "float":
+        return float(v)
+    if t == "bool":
+        return bool(v)
+    if t == "datetime":
+        s = v[:-1] + "+00:00" if isinstance(v, str) and v.endswith("Z") else v
+        return datetime.datetime.fromisoformat(s)
+    if t == "timedelta":
+        if isinstance(v, (int, float)):
+            return datetime.timedelta(seconds=v)
+        m = _DURATION.match(v)
+        if not m:
+            raise ValueError("output %s: %r is not a duration" % (name, v))
+        sign = -1 if m.group(1) == "-" else 1
+        w, d, h, mi, s = (float(x or 0) for x in m.groups()[1:])
+        return sign * datetime.timedelta(weeks=w, days=d, hours=h, minutes=mi, seconds=s)
+    if t in ("File", "Dir") and isinstance(v, dict):
+        cls = Dir if t == "Dir" else File
+        return cls(name=name, object=v.get("object"), size=v.get("size"), _fetch=fetch_output(name))
+    return v
+
+
+def is_dataframe(value):
+    """A pandas DataFrame, told by its class (pandas is never imported here)."""
+    cls = type(value)
+    return cls.__name__ == "DataFrame" and cls.__module__.split(".")[0] == "pandas" and hasattr(value, "to_csv")

@@ -1,0 +1,206 @@
+"""Unit tests of the client against a small HTTP server that answers as
+autocoder's API does (the end-to-end tests run it against the real one)."""
+
+import datetime
+import http.server
+import json
+import os
+import tempfile
+import threading
+import unittest
+
+import autocoder
+from autocoder import (AuthError, AutoCoderAgent, Dir, File, InvalidRequestError, Resources, RunError,
+                       UnavailableError)
+from autocoder.types import output_value, wire_type
+
+
+class FakeAPI(http.server.BaseHTTPRequestHandler):
+    """Records requests; answers from the server's routes table."""
+
+    def log_message(self, *args):
+        pass
+
+    def _answer(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        self.server.requests.append((self.command, self.path, self.headers.get("Authorization"), body))
+        status, reply = self.server.route(self.command, self.path, body)
+        data = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = _answer
+
+
+def result(job_id, success=True, outputs=None, spec=None, **extra):
+    r = {"v": 1, "job_id": job_id, "status": "succeeded" if success else "failed", "success": success,
+         "attempts": 1, "outputs": outputs or {}, "solution": {"language": "python", "code": "print(1)\n"},
+         "spec": spec or {}, "error": "" if success else "it broke", "total_input_tokens": 10,
+         "total_output_tokens": 5, "total_cost": 0.25}
+    r.update(extra)
+    return r
+
+
+class ClientTest(unittest.TestCase):
+    def setUp(self):
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeAPI)
+        self.srv.requests = []
+        self.routes = {}
+        self.srv.route = lambda method, path, body: self.routes.get((method, path.split("?")[0]), (404, b"not found"))
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.addCleanup(self.srv.server_close)
+        self.addCleanup(self.srv.shutdown)
+        self.url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+        self.sample = os.path.join(tempfile.mkdtemp(), "sales.csv")
+        with open(self.sample, "w") as f:
+            f.write("a,b\n1,2\n")
+
+    def agent(self, **kw):
+        return AutoCoderAgent(url=self.url, token="tok", poll_interval=0.01, wait=5, **kw)
+
+    def sent(self, method, path):
+        return [json.loads(b) for m, p, _, b in self.srv.requests if m == method and p.split("?")[0] == path]
+
+    def test_settings_go_with_the_job(self):
+        self.routes[("POST", "/v1/samples")] = (201, {"object": "sha256:" + "a" * 64 + ".csv"})
+        self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-1"})
+        spec = {"outputs": {"total": "float", "n": "int"}, "samples": {"sales": "sha256:" + "a" * 64 + ".csv"}}
+        self.routes[("GET", "/v1/jobs/job-1/result")] = (200, result("job-1", outputs={"total": 3.5, "n": 2}, spec=spec))
+
+        class Secret:  # flyte.Secret's shape
+            key, as_env_var = "db-password", "DB_PASSWORD"
+
+        class ImageConfig:
+            python_version = (3, 12)
+
+        agent = self.agent(model="small", name="sales", litellm_params={"temperature": 0.2, "max_tokens": 400},
+                           resources=Resources(cpu=2, memory="2Gi"), image_config=ImageConfig(), seed=7,
+                           timeout=90, env_vars={"REGION": "north"}, secrets=[Secret(), "API_TOKEN"],
+                           system_prompt="Be terse.", sandbox_retries=2, backend="litellm")
+        res = agent.generate(prompt="sum", samples={"sales": self.sample}, inputs={"sales": File},
+                             outputs={"n": int, "total": float})
+        job = self.sent("POST", "/v1/jobs")[0]["spec"]
+        self.assertEqual(job["name"], "sales")
+        self.assertNotIn("inputs", job)  # a sample is not declared again as an input
+        self.assertEqual(job["outputs"], {"n": "int", "total": "float"})
+        o = job["options"]
+        self.assertEqual((o["model"], o["temperature"], o["max_tokens"], o["seed"]), ("small", 0.2, 400, 7))
+        self.assertEqual((o["python"], o["timeout"], o["resources"]), ("3.12", "90s", {"cpu": 2.0, "memory": "2Gi"}))
+        self.assertEqual((o["secrets"], o["env_vars"], o["sandbox_retries"]), (["DB_PASSWORD", "API_TOKEN"], {"REGION": "north"}, 2))
+        self.assertEqual((o["system_prompt"], o["backend"]), ("Be terse.", "pipeline"))
+        self.assertTrue(all(auth == "Bearer tok" for _, _, auth, _ in self.srv.requests))
+        self.assertTrue(res.success)
+        self.assertEqual(res.outputs, {"total": 3.5, "n": 2})
+        self.assertEqual(res._values(), (2, 3.5))  # the caller's declared order
+        self.assertEqual((res.total_input_tokens, res.total_output_tokens, res.total_cost), (10, 5, 0.25))
+
+    def test_refused_before_sending(self):
+        cases = [
+            (lambda: self.agent(api_key="OPENAI_API_KEY"), "api_key"),
+            (lambda: self.agent(api_base="http://x"), "api_base"),
+            (lambda: self.agent(block_network=False), "block_network"),
+            (lambda: self.agent(backend="gpt"), "backend"),
+            (lambda: self.agent(litellm_params={"frequency_penalty": 1}), "litellm_params.frequency_penalty"),
+            (lambda: self.agent(resources={"gpu": 1}), "resources"),
+            (lambda: self.agent(timeout=-1), "timeout"),
+            (lambda: self.agent().generate(prompt="p", outputs={"x": complex}), "outputs.x"),
+            (lambda: self.agent().generate(prompt="p", inputs={"when": datetime.datetime}), "inputs.when"),
+            (lambda: self.agent().generate(prompt="p", samples={"s": 42}), "samples.s"),
+            (lambda: self.agent().generate(prompt="p", samples={"s": "/nonexistent.csv"}), "samples.s"),
+        ]
+        for make, field in cases:
+            with self.subTest(field=field):
+                with self.assertRaises(InvalidRequestError) as cm:
+                    make()
+                self.assertEqual(cm.exception.field, field)
+                self.assertIsInstance(cm.exception, ValueError)
+        self.assertEqual(self.srv.requests, [])
+
+    def test_server_errors(self):
+        self.routes[("POST", "/v1/jobs")] = (400, {"v": 1, "error": "spec.options.temperature: must be between 0 and 2",
+                                                    "field": "spec.options.temperature", "kind": "invalid"})
+        with self.assertRaises(InvalidRequestError) as cm:
+            self.agent(temperature=3).generate(prompt="p")
+        self.assertEqual(cm.exception.field, "spec.options.temperature")
+        self.routes[("POST", "/v1/jobs")] = (401, b"no token")
+        with self.assertRaises(AuthError):
+            self.agent().generate(prompt="p")
+        self.routes[("POST", "/v1/jobs")] = (503, {"v": 1, "error": "no coordinator", "kind": "unavailable"})
+        with self.assertRaises(UnavailableError):
+            self.agent().generate(prompt="p")
+        with self.assertRaises(UnavailableError):
+            AutoCoderAgent(url="http://127.0.0.1:1", token="t").generate(prompt="p")
+
+    def test_dataframe_without_pandas(self):
+        written = []
+
+        class DataFrame:  # duck-typed as pandas': to_csv without the index
+            def to_csv(self, path, index=True):
+                written.append(index)
+                with open(path, "w") as f:
+                    f.write("a\n1\n")
+
+        DataFrame.__module__ = "pandas.core.frame"
+        self.routes[("POST", "/v1/samples")] = (201, {"object": "sha256:" + "b" * 64 + ".csv"})
+        self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-2"})
+        self.routes[("GET", "/v1/jobs/job-2/result")] = (200, result("job-2"))
+        self.agent().generate(prompt="p", samples={"sales": DataFrame()})
+        self.assertEqual(written, [False])
+        uploads = [p for m, p, _, _ in self.srv.requests if p.startswith("/v1/samples")]
+        self.assertEqual(uploads, ["/v1/samples?name=sales.csv"])
+
+    def test_run_and_task(self):
+        spec = {"outputs": {"total": "float"}, "inputs": {"threshold": "float"}, "samples": {"sales": "x"}}
+        self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-3"})
+        self.routes[("GET", "/v1/jobs/job-3/result")] = (200, result("job-3", outputs={"total": 1.0}, spec=spec))
+        res = self.agent().generate(prompt="p", inputs={"threshold": float}, outputs={"total": float})
+        self.routes[("POST", "/v1/jobs/job-3/run")] = (202, {"v": 1, "job_id": "run-1"})
+        self.routes[("GET", "/v1/jobs/run-1/result")] = (200, result("run-1", outputs={"total": 9.5}, spec=spec))
+        self.assertEqual(res.run(threshold=2.5, timeout=5, resources={"memory": "256Mi"}, retries=1), 9.5)
+        body = self.sent("POST", "/v1/jobs/job-3/run")[0]
+        self.assertEqual(body, {"args": {"threshold": "2.5"}, "options": {"timeout": "5s", "resources": {"memory": "256Mi"}, "retries": 1}})
+        with self.assertRaises(InvalidRequestError) as cm:
+            res.run(nope=1)
+        self.assertEqual(cm.exception.field, "run.args.nope")
+
+        self.routes[("POST", "/v1/tasks/monthly")] = (201, {"name": "monthly", "job_id": "job-3", "defaults": {"timeout": "30s"}})
+        task = res.as_task("monthly", timeout=30, env_vars={"A": "1"})
+        self.assertEqual(self.sent("POST", "/v1/tasks/monthly")[0], {"job_id": "job-3", "defaults": {"timeout": "30s", "env_vars": {"A": "1"}}})
+        self.routes[("POST", "/v1/tasks/monthly/run")] = (202, {"v": 1, "job_id": "run-2"})
+        self.routes[("GET", "/v1/jobs/run-2/result")] = (200, result("run-2", success=False, spec=spec))
+        with self.assertRaises(RunError) as cm:
+            task(threshold=1)
+        self.assertEqual(cm.exception.result.error, "it broke")
+
+        failed = self.agent()
+        self.routes[("GET", "/v1/jobs/job-3/result")] = (200, result("job-3", success=False, spec=spec))
+        bad = failed.generate(prompt="p")
+        self.assertFalse(bad.success)
+        with self.assertRaises(InvalidRequestError):
+            bad.run()
+
+    def test_types(self):
+        self.assertEqual([wire_type(t, "f", autocoder.types.OUTPUT_TYPES) for t in
+                          (float, int, str, bool, datetime.datetime, datetime.timedelta, File, Dir, "float")],
+                         ["float", "int", "str", "bool", "datetime", "timedelta", "File", "Dir", "float"])
+        self.assertEqual(output_value("datetime", "2024-05-01T13:30:00Z", None, "d"),
+                         datetime.datetime(2024, 5, 1, 13, 30, tzinfo=datetime.timezone.utc))
+        self.assertEqual(output_value("timedelta", "PT1H30M", None, "d"), datetime.timedelta(hours=1, minutes=30))
+        self.assertEqual(output_value("timedelta", 90.0, None, "d"), datetime.timedelta(seconds=90))
+        self.assertEqual(output_value("int", 3.0, None, "n"), 3)
+        f = output_value("File", {"object": "sha256:" + "c" * 64, "size": 3}, lambda n: (lambda out: out.write(b"abc")), "report")
+        d = tempfile.mkdtemp()
+        with open(f.download(d)) as got:
+            self.assertEqual(got.read(), "abc")
+        self.assertEqual(os.path.basename(f.path), "report")
+
+    def test_token_never_in_repr(self):
+        a = self.agent()
+        self.assertNotIn("tok", repr(a.conn))
+
+
+if __name__ == "__main__":
+    unittest.main()
