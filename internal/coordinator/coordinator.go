@@ -307,12 +307,14 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 		return again, err
 	}
 	rev = newRev
+	// The index line goes first: whoever sees the result or the last event
+	// (published below) and then lists the job sees it finished too.
+	c.indexStep(ctx, rec.State, next)
 	if err := c.publish(ctx, cmds); err != nil {
 		return false, err // the outbox holds them; redelivery of this event retries
 	}
 	c.cfg.Metrics.Stepped(string(ev.Kind), dispatched(cmds))
 	c.clearOutbox(ctx, jobID, stored, rev)
-	c.indexStep(ctx, rec.State, next)
 	return false, nil
 }
 

@@ -118,6 +118,7 @@ func (c *Coordinator) endOversized(ctx context.Context, jobID string, rec record
 	if len(cmds) == 0 {
 		return nil // already finished: nothing to end
 	}
+	c.indexStep(ctx, rec.State, next) // first, as applyOnce does: who sees the result lists the job finished
 	if err := c.publish(ctx, cmds); err != nil {
 		return err
 	}
@@ -138,7 +139,6 @@ func (c *Coordinator) endOversized(ctx context.Context, jobID string, rec record
 		return fmt.Errorf("store job %s: %w", jobID, err)
 	}
 	c.cfg.Metrics.Stepped(string(machine.InputAbort), dispatched(cmds))
-	c.indexStep(ctx, rec.State, next)
 	return nil
 }
 
