@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -49,14 +51,20 @@ func (c *Client) WatchFrom(ctx context.Context, jobID string, after uint64, fn f
 	stop := context.AfterFunc(ctx, it.Stop) // unblocks Next when ctx ends
 	defer stop()
 	defer it.Stop()
+	stalled, endStall := c.watchStall(ctx, jobID, it)
+	defer endStall()
 	for {
 		msg, err := it.Next()
 		if err != nil {
+			if r := stalled.result(); r != nil {
+				return r, nil
+			}
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, fmt.Errorf("watch job %s: %w", jobID, err)
 		}
+		stalled.saw()
 		// A large event travels claim-checked: skipping it could hide the job's end.
 		body, err := c.redeem(ctx, msg.Headers(), msg.Data())
 		if err != nil {
@@ -104,4 +112,50 @@ func (c *Client) finishedWithoutNews(ctx context.Context, jobID string, after ui
 		return r, true, nil
 	}
 	return nil, false, nil
+}
+
+// watchStallAfter is how long a watch waits for an event before it looks
+// for the job's result itself: an ordered consumer can stay silent after
+// the events stream's leader moves (a NATS node killed), although the
+// job finished and its events are stored.
+const watchStallAfter = 10 * time.Second
+
+// stallWatch ends a silent watch whose job has finished: it stops the
+// iterator, and result hands the finished job's result to the watch.
+type stallWatch struct {
+	last atomic.Int64 // unix nanoseconds of the last event seen
+	res  atomic.Pointer[messages.Result]
+}
+
+func (s *stallWatch) saw() { s.last.Store(time.Now().UnixNano()) }
+
+func (s *stallWatch) result() *messages.Result { return s.res.Load() }
+
+// watchStall checks, every watchStallAfter without an event, whether job
+// jobID has finished, and if so stops it so that WatchFrom returns its
+// result. The returned func ends the check (the watch is over).
+func (c *Client) watchStall(ctx context.Context, jobID string, it jetstream.MessagesContext) (*stallWatch, func()) {
+	s := &stallWatch{}
+	s.saw()
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(watchStallAfter / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if time.Since(time.Unix(0, s.last.Load())) < watchStallAfter {
+				continue
+			}
+			if r, err := c.Result(ctx, jobID); err == nil {
+				s.res.Store(r)
+				it.Stop()
+				return
+			}
+		}
+	}()
+	return s, cancel
 }
