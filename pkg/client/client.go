@@ -194,10 +194,17 @@ func (c *Client) Status(ctx context.Context, jobID string) (*messages.Result, er
 		FinishedAt: s.FinishedAt, Outputs: map[string]any{}, Stages: []messages.StageRecord{}}, nil
 }
 
-// Wait waits for job jobID's result until ctx ends.
+// Wait waits for job jobID's result until ctx ends. Each look is bounded
+// (watchStallAfter), so an answer lost while NATS fails over is asked
+// again rather than waited for until ctx ends.
 func (c *Client) Wait(ctx context.Context, jobID string) (*messages.Result, error) {
 	for {
-		r, err := c.Result(ctx, jobID)
+		tctx, cancel := context.WithTimeout(ctx, watchStallAfter)
+		r, err := c.Result(tctx, jobID)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = ErrNotFound // no answer in time: look again
+		}
 		if !errors.Is(err, ErrNotFound) {
 			return r, err
 		}

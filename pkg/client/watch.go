@@ -33,16 +33,9 @@ func (c *Client) WatchFrom(ctx context.Context, jobID string, after uint64, fn f
 	if !messages.ValidJobID(jobID) {
 		return nil, fmt.Errorf("client: invalid job id %q", jobID)
 	}
-	if r, done, err := c.finishedWithoutNews(ctx, jobID, after); done || err != nil {
+	r, cons, err := c.openWatch(ctx, jobID, after)
+	if r != nil || err != nil {
 		return r, err
-	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{messages.EventSubject(jobID)}, DeliverPolicy: jetstream.DeliverAllPolicy}
-	if after > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
-	}
-	cons, err := c.js.OrderedConsumer(ctx, messages.StreamEvents, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("watch job %s: %w", jobID, err)
 	}
 	it, err := cons.Messages()
 	if err != nil {
@@ -84,6 +77,34 @@ func (c *Client) WatchFrom(ctx context.Context, jobID string, after uint64, fn f
 		if ev.Type == messages.EventJobFinished {
 			return c.Wait(ctx, jobID)
 		}
+	}
+}
+
+// openWatch returns the result of a finished job with no news after
+// `after` (finishedWithoutNews), or an ordered consumer of the job's
+// events after it. Each try is bounded by watchStallAfter and tried again
+// while ctx lasts: a request whose answer is lost while the cluster's
+// leaders move (a NATS node killed) would otherwise wait for all of ctx.
+func (c *Client) openWatch(ctx context.Context, jobID string, after uint64) (*messages.Result, jetstream.Consumer, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{messages.EventSubject(jobID)}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if after > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
+	}
+	for {
+		tctx, cancel := context.WithTimeout(ctx, watchStallAfter)
+		r, done, err := c.finishedWithoutNews(tctx, jobID, after)
+		var cons jetstream.Consumer
+		if !done && err == nil {
+			cons, err = c.js.OrderedConsumer(tctx, messages.StreamEvents, cfg)
+			if err != nil {
+				err = fmt.Errorf("watch job %s: %w", jobID, err)
+			}
+		}
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			continue // no answer in time: ask again
+		}
+		return r, cons, err
 	}
 }
 
