@@ -88,6 +88,25 @@ func BenchmarkStageHop(b *testing.B) {
 	b.ReportMetric(float64(hp99)/float64(rp99), "p99/rtt")
 }
 
+// BenchmarkJobSync measures what flushing every JetStream write
+// (AUTOCODER_NATS_SYNC=always, the default: internal/bus/sync.go) costs a
+// whole first-pass job, against nats-server's own default (a flush every
+// 2m), on the stack of BenchmarkStageHop (model and sandbox instant, so the
+// job is all orchestration: the worst case for the ratio). ns/op is one
+// job; compare the two in the same run.
+func BenchmarkJobSync(b *testing.B) {
+	for _, policy := range []string{"2m", "always"} {
+		b.Run("sync="+policy, func(b *testing.B) {
+			r := newRigSync(b, 0, instantBackend{}, policy)
+			r.job(b) // warm-up
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r.job(b)
+			}
+		})
+	}
+}
+
 // BenchmarkFirstPassWall measures a first-pass-success job through the full
 // pipeline, with the real process (bubblewrap) sandbox running pytest and
 // the acceptance run, and every model call held at latency L, for each
@@ -150,6 +169,12 @@ type rig struct {
 // delay; backend nil means the real process backend.
 func newRig(b *testing.B, delay time.Duration, backend sandbox.Backend) *rig {
 	b.Helper()
+	return newRigSync(b, delay, backend, "")
+}
+
+// newRigSync is newRig with the embedded NATS's sync policy (AUTOCODER_NATS_SYNC).
+func newRigSync(b *testing.B, delay time.Duration, backend sandbox.Backend, sync string) *rig {
+	b.Helper()
 	fake := fakellm.New()
 	b.Cleanup(fake.Close)
 	fake.On("plan", fakellm.JSON(messages.Plan{Description: "return 42", Approach: "a function and a main block"}).Delay(delay))
@@ -166,6 +191,7 @@ func newRig(b *testing.B, delay time.Duration, backend sandbox.Backend) *rig {
 	cfg.NATSURL, cfg.RedisURL = "", ""
 	cfg.OpenAIBaseURL, cfg.OpenAIAPIKey = fake.URL(), "bench"
 	cfg.Sandbox, cfg.Python, cfg.LogLevel, cfg.Concurrency = "process", python, "warn", 0
+	cfg.NATSSync = sync
 
 	if backend == nil {
 		// What wiring.OpenBackend opens for AUTOCODER_SANDBOX=process.

@@ -83,7 +83,7 @@ func (p *Publisher) checkClaim(ctx context.Context, subject string, body []byte,
 	name := claimName(body)
 	if _, err := store.GetInfo(ctx, name); err != nil {
 		if _, err := store.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(body)); err != nil {
-			return nil, fmt.Errorf("bus: publish to %s: claim check of %s: %w", subject, messages.FormatBytes(int64(len(body))), err)
+			return nil, fmt.Errorf("bus: publish to %s: claim check of %s: %w", subject, messages.FormatBytes(int64(len(body))), StoreFull(ObjectStoreClaims, err))
 		}
 	}
 	hdr.Set(HeaderClaimCheck, name)

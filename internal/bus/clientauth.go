@@ -1,12 +1,14 @@
 package bus
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 )
 
 // ClientAuth is how a process proves who it is to NATS, and the TLS it
@@ -96,4 +98,42 @@ func (a ClientAuth) userInfo() ([]nats.Option, error) {
 		return nil, errors.New("bus: NATS credentials: a user needs a password and a password a user")
 	}
 	return []nats.Option{nats.UserInfo(a.User, password)}, nil
+}
+
+// Identity is the name a's user asks as (CancelSubject, TaskSubject):
+// the user name, or the public key of its nkey or creds. It is "" without
+// credentials: such a client asks on the subjects without a name, which
+// only a NATS without our permissions (or an in-process connection) lets
+// it publish.
+func (a ClientAuth) Identity() (string, error) {
+	switch {
+	case a.User != "":
+		return a.User, nil
+	case a.NKeyFile != "":
+		b, err := os.ReadFile(a.NKeyFile)
+		if err != nil {
+			return "", fmt.Errorf("bus: NATS nkey seed file: %w", err)
+		}
+		return publicKey(b)
+	case a.CredsFile != "":
+		b, err := os.ReadFile(a.CredsFile)
+		if err != nil {
+			return "", fmt.Errorf("bus: NATS creds file: %w", err)
+		}
+		seed, err := nkeys.ParseDecoratedNKey(b)
+		if err != nil {
+			return "", fmt.Errorf("bus: NATS creds file %s: %w", a.CredsFile, err)
+		}
+		return seed.PublicKey()
+	}
+	return "", nil
+}
+
+// publicKey is the public key of an nkey seed (trailing space dropped).
+func publicKey(seed []byte) (string, error) {
+	kp, err := nkeys.FromSeed(bytes.TrimSpace(seed))
+	if err != nil {
+		return "", fmt.Errorf("bus: NATS nkey seed: %w", err)
+	}
+	return kp.PublicKey()
 }

@@ -32,6 +32,14 @@
 //	js, err := jetstream.New(nc)
 //	res, err := bus.Provision(ctx, js, bus.ProvisionConfig{})
 //
+// Provision (stores.go) raises replicas and never lowers them, and bounds
+// every object store (an upload past a bound is a *StoreFullError), with
+// bounds that are not set fitted to the server's JetStream storage
+// (storefit.go);
+// ProvisionWhenReady and OpenWhenReady (ready.go) wait for a JetStream that
+// is still starting. The embedded server flushes every write before
+// acknowledging it (sync.go).
+//
 //	pub := bus.NewPublisher(js, bus.PublisherConfig{Logger: logger})
 //	cmd := messages.StageCommand{V: messages.WireVersion, JobID: id, Seq: 3, Stage: messages.StagePlan}
 //	err = pub.PublishJSON(ctx, bus.StageSubject(messages.PoolLLM, cmd.Stage), cmd, bus.StageMsgID(id, 3))
@@ -55,10 +63,13 @@
 // own the configuration.
 //
 // Authentication (permissions.go, users.go, clientauth.go): every NATS user
-// has a Role, and PermissionsOf(role) is the one table of what it may
-// publish and subscribe to, built from names.go: only the coordinator
-// publishes stage commands and writes job state, a worker pulls only its own
-// pool's consumer and publishes results, a producer submits and reads. An
+// has a Role (and a name, and a tool server its tools: a Grant), and
+// PermissionsOf(grant) is the one table of what it may publish and
+// subscribe to, built from names.go: only the coordinator publishes stage
+// commands, writes job state and purges stores, a worker pulls only its own
+// pool's consumer and publishes results, a producer submits and reads and
+// asks as itself (CancelSubject, TaskSubject), a tool server answers its
+// own tools only. An
 // embedded server with a listener requires Users (LoadUsers reads them from
 // a users file) unless NoAuth says otherwise; its in-process connections
 // need nothing. ServerConf renders the same table for a standalone

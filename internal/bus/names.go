@@ -23,7 +23,8 @@ const (
 	SubjectJobsSubmit = messages.SubjectJobsSubmit
 	// SubjectJobsCancel carries messages.CancelJob: a request to cancel a
 	// job, kept in the jobs stream like a submission, so a coordinator that
-	// is down takes it when it is back.
+	// is down takes it when it is back. Only the coordinator role publishes
+	// on it; a producer asks on CancelSubject(its name).
 	SubjectJobsCancel = messages.SubjectJobsCancel
 	// SubjectJobsAll matches every job subject (the jobs stream's subjects).
 	SubjectJobsAll = subjectRoot + ".jobs.>"
@@ -294,6 +295,79 @@ func InboxPrefix(role Role) string { return "_INBOX_" + strings.ReplaceAll(strin
 // ToolSubjects matches the calls of every code-mode tool served on NATS:
 // autocoder.tool.<name> (internal/codemode.ToolSubject).
 func ToolSubjects() string { return subjectRoot + ".tool.*" }
+
+// ToolInbox matches the inboxes on which a connection of role hears the
+// answers of its tool requests, calls and descriptions:
+// <InboxPrefix(role)>.tools.> (internal/codemode.ToolInboxToken).
+func ToolInbox(role Role) string { return InboxPrefix(role) + ".tools.>" }
+
+// ToolSubject is where the calls of code-mode tool name go:
+// autocoder.tool.<name> (internal/codemode.ToolSubject).
+func ToolSubject(name string) string { return subjectRoot + ".tool." + name }
+
+// Who asks. NATS does not stamp a message with its sender, so a request
+// that must say who sent it (a cancellation, a task kept or deleted) is
+// sent on a subject that ends with the sender's name, and the permission
+// table lets each producer publish only on its own (PermissionsOf). The
+// subjects without a name are the coordinator role's: its own
+// connection sends them for the HTTP API (which knows the caller's token
+// name) and for an operator acting as admin.
+
+// ValidIdentity reports whether name can end a subject as one token
+// (messages.ValidIdentity).
+func ValidIdentity(name string) bool { return messages.ValidIdentity(name) }
+
+// CancelSubject is where producer name asks to cancel a job:
+// autocoder.jobs.cancel.<name> (messages.CancelSubject; SubjectJobsCancel
+// without a name is the coordinator role's).
+func CancelSubject(name string) string { return messages.CancelSubject(name) }
+
+// ParseCancelSubject says who asked for a cancellation by its subject:
+// "nats:<user>" on CancelSubject(user); trusted is true on
+// SubjectJobsCancel, where the request's own by is believed (only the
+// coordinator role publishes there).
+func ParseCancelSubject(subject string) (by string, trusted, ok bool) {
+	if subject == SubjectJobsCancel {
+		return "", true, true
+	}
+	name, found := strings.CutPrefix(subject, SubjectJobsCancel+".")
+	if !found || !ValidIdentity(name) {
+		return "", false, false
+	}
+	return "nats:" + name, false, true
+}
+
+// Operations on named tasks through the coordinator (TaskSubject).
+const (
+	TaskRegister = messages.TaskRegister
+	TaskDelete   = messages.TaskDelete
+)
+
+// TaskSubject is where producer name asks the coordinator to register
+// or delete (op) a task (messages.TaskSubject); with name "" it is the
+// admin's subject, which only the coordinator role may publish on: an
+// admin replaces or deletes any task.
+func TaskSubject(op, name string) string { return messages.TaskSubject(op, name) }
+
+// ParseTaskSubject is the operation and the asker of a TaskSubject:
+// owner "nats:<user>", or admin for the subject without a name.
+func ParseTaskSubject(subject string) (op, owner string, admin, ok bool) {
+	rest, found := strings.CutPrefix(subject, subjectRoot+".api.task.")
+	if !found {
+		return "", "", false, false
+	}
+	op, name, named := strings.Cut(rest, ".")
+	if op != TaskRegister && op != TaskDelete {
+		return "", "", false, false
+	}
+	if !named {
+		return op, "", true, true
+	}
+	if !ValidIdentity(name) {
+		return "", "", false, false
+	}
+	return op, "nats:" + name, false, true
+}
 
 // ServiceInfoSubjects matches the micro framework's description requests
 // by service name, $SRV.INFO.<name>: how a code-mode tool is discovered.

@@ -13,6 +13,7 @@ type ConfUser struct {
 	Name        string
 	PasswordEnv string
 	Role        Role
+	Tools       []string // a tool server's tools (Grant.Tools)
 }
 
 // ServerConf renders the authorization block of a nats-server
@@ -24,9 +25,14 @@ func ServerConf(header string, users []ConfUser) (string, error) {
 	for _, l := range strings.Split(strings.TrimSpace(header), "\n") {
 		b.WriteString("# " + l + "\n")
 	}
+	// The stores hold the only copy of the jobs: every write reaches the
+	// disk before it is acknowledged (sync.go says why and what it costs).
+	b.WriteString("# Flush every JetStream write before acknowledging it: the default (every 2m)\n" +
+		"# can lose acknowledged writes in a power loss (see internal/bus/sync.go).\n")
+	b.WriteString("jetstream {\n  sync_interval: " + SyncAlways + "\n}\n")
 	b.WriteString("authorization {\n  users = [\n")
 	for _, u := range users {
-		p, err := PermissionsOf(u.Role)
+		p, err := PermissionsOf(Grant{Role: u.Role, Name: u.Name, Tools: u.Tools})
 		if err != nil {
 			return "", err
 		}

@@ -25,7 +25,11 @@ func composeUsers() []bus.ConfUser {
 	var users []bus.ConfUser
 	for _, r := range bus.Roles() {
 		env := "NATS_" + strings.ToUpper(strings.ReplaceAll(string(r), "-", "_")) + "_PASSWORD"
-		users = append(users, bus.ConfUser{Name: string(r), PasswordEnv: env, Role: r})
+		u := bus.ConfUser{Name: string(r), PasswordEnv: env, Role: r}
+		if r == bus.RoleToolServer {
+			u.Tools = []string{bus.AnyTool} // compose has one tool server; give each tool provider a user of its own
+		}
+		users = append(users, u)
 	}
 	return users
 }
@@ -61,6 +65,9 @@ func TestComposeNATSConf(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nats-server reads %s: %v", composeConf, err)
 	}
+	if !opts.SyncAlways {
+		t.Errorf("%s: JetStream does not flush every write (sync_interval: always)", composeConf)
+	}
 	byName := map[string]*server.User{}
 	for _, u := range opts.Users {
 		byName[u.Username] = u
@@ -70,7 +77,7 @@ func TestComposeNATSConf(t *testing.T) {
 		if su == nil || su.Password != "pw-"+u.Name || su.Permissions == nil {
 			t.Fatalf("user %s: %+v, want its password from %s and permissions", u.Name, su, u.PasswordEnv)
 		}
-		p, _ := bus.PermissionsOf(u.Role)
+		p, _ := bus.PermissionsOf(bus.Grant{Role: u.Role, Name: u.Name, Tools: u.Tools})
 		got := bus.Permission{Publish: su.Permissions.Publish.Allow, Subscribe: su.Permissions.Subscribe.Allow}
 		if diff := cmp.Diff(p, got); diff != "" {
 			t.Errorf("user %s as nats-server reads it (-want +got):\n%s", u.Name, diff)

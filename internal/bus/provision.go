@@ -5,15 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
-	"github.com/autocoder/autocoder/pkg/messages"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/pkg/client"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Provisioning defaults; see ProvisionConfig.
 const (
-	DefaultAckWait         = 60 * time.Second
+	DefaultAckWait         = 15 * time.Second
 	DefaultMaxDeliver      = 5
 	DefaultDuplicateWindow = 10 * time.Minute
 	DefaultEventsMaxAge    = 24 * time.Hour
@@ -26,14 +29,42 @@ const (
 // ProvisionConfig sizes what Provision creates. The zero value of every field
 // means its default.
 type ProvisionConfig struct {
-	// Replicas of every stream, consumer, bucket and object store. Default 1;
-	// use 3 on a cluster of three or more servers.
+	// Replicas of every stream, bucket and object store (a consumer has
+	// its stream's). Default 1, for one NATS server; 3 on a cluster of
+	// three or more, so that a job survives the loss of a server. A store
+	// that has more replicas than asked (raised by hand, or by an earlier
+	// setting) keeps them: Provision raises, never lowers (replicas.go).
 	Replicas int
+	// StoreReplicas overrides Replicas for some streams, buckets and
+	// object stores, by name (StreamEvents, BucketJobState,
+	// ObjectStoreClaims, ...; see StoreNames). Default none.
+	StoreReplicas map[string]int
+	// SamplesMaxBytes, OutputsMaxBytes and ClaimsMaxBytes bound the object
+	// stores ObjectStoreSamples (samples and documentation bundles),
+	// ObjectStoreOutputs (File and Dir outputs, agent workspaces) and
+	// ObjectStoreClaims (claim-checked message bodies). An upload to a full
+	// store is refused (ErrStoreFull) while the streams that hold the jobs
+	// keep their room: the server reserves each bound when the store is
+	// made, and refuses a bound it cannot hold. A bound that is set is
+	// used as it is. One that is not is fitted to the server (storefit.go):
+	// the smaller of DefaultSamplesMaxBytes, DefaultOutputsMaxBytes,
+	// DefaultClaimsMaxBytes (a sixteenth of those with MemoryStorage) and
+	// its share of half of StorageLimit; never below the bound the store
+	// already has.
+	SamplesMaxBytes, OutputsMaxBytes, ClaimsMaxBytes int64
+	// StorageLimit is the JetStream storage the server has, in bytes (its
+	// memory with MemoryStorage), to fit the bounds that are not set: for
+	// an embedded server, Embedded.StorageLimit. Default 0: the account's
+	// limit as the server reports it (js.AccountInfo), if it has one; if
+	// not, the defaults are used as they are.
+	StorageLimit int64
 	// AckWait is how long a worker may hold a message without acking it or
 	// calling InProgress before JetStream gives it to another worker. Workers
 	// heartbeat at a third of it (see WorkerConfig.HeartbeatInterval), so it
 	// bounds how long a crashed worker delays its messages, not how long a
-	// stage may run. Default 60s.
+	// stage may run. Default 15s: a stage held by a worker that was killed
+	// is taken by another within about that (stagework's in-flight claim
+	// has the same lease, stagework.DefaultClaimLease).
 	AckWait time.Duration
 	// MaxDeliver is how many times one message is delivered before it is
 	// given up: on the last delivery a Worker terminates a message whose
@@ -70,7 +101,17 @@ type ProvisionConfig struct {
 	// MemoryStorage keeps everything in memory instead of files (tests,
 	// throwaway runs). Default false: file storage.
 	MemoryStorage bool
+	// Logger hears what Provision kept that differs from the
+	// configuration (more replicas than asked). Default nil: discard.
+	Logger *slog.Logger
 }
+
+// Default bounds of the object stores (ProvisionConfig.SamplesMaxBytes...).
+const (
+	DefaultSamplesMaxBytes = 4 << 30 // the largest sample is 2 GiB (objects.MaxObjectBytes)
+	DefaultOutputsMaxBytes = 4 << 30
+	DefaultClaimsMaxBytes  = 1 << 30
+)
 
 func (c *ProvisionConfig) setDefaults() error {
 	c.Replicas = cmp.Or(c.Replicas, 1)
@@ -82,6 +123,12 @@ func (c *ProvisionConfig) setDefaults() error {
 	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, DefaultDLQMaxAge)
 	c.ClaimsMaxAge = cmp.Or(c.ClaimsMaxAge, DefaultClaimsMaxAge)
 	c.WorkerBeatTTL = cmp.Or(c.WorkerBeatTTL, DefaultWorkerBeatTTL)
+	if c.Logger == nil {
+		c.Logger = discardLogger()
+	}
+	if err := c.storeDefaults(); err != nil {
+		return err
+	}
 	switch {
 	case c.Replicas < 1 || c.Replicas > 5:
 		return fmt.Errorf("bus: provision: Replicas must be between 1 and 5, not %d", c.Replicas)
@@ -203,6 +250,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 		return nil, err
 	}
 	p := provisioner{js: js, cfg: cfg}
+	if err := p.fitBounds(ctx); err != nil { // storefit.go
+		return nil, err
+	}
 	if err := p.retireLegacyResults(ctx); err != nil {
 		return nil, err
 	}
@@ -236,6 +286,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 type provisioner struct {
 	js  jetstream.JetStream
 	cfg ProvisionConfig
+	// fitted are the object stores whose bound was not set, but fitted to
+	// the server (storefit.go).
+	fitted map[string]bool
 }
 
 func (p provisioner) storage() jetstream.StorageType {
@@ -252,7 +305,6 @@ func (p provisioner) workQueue(ctx context.Context, q workQueue) error {
 		Subjects:    []string{q.subjects},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     p.storage(),
-		Replicas:    p.cfg.Replicas,
 		Duplicates:  p.cfg.DuplicateWindow,
 	})
 	if err != nil {
@@ -267,7 +319,7 @@ func (p provisioner) workQueue(ctx context.Context, q workQueue) error {
 		AckWait:       p.cfg.AckWait,
 		MaxDeliver:    p.cfg.MaxDeliver,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
-		Replicas:      p.cfg.Replicas,
+		Replicas:      0, // its stream's, and they follow the stream's when it is raised
 	})
 	if err != nil {
 		return fmt.Errorf("bus: provision consumer %s on %s: %w", q.consumer, q.stream, err)
@@ -320,7 +372,6 @@ func (p provisioner) events(ctx context.Context) (jetstream.Stream, error) {
 		MaxMsgsPerSubject: p.cfg.EventsPerJob,
 		Discard:           jetstream.DiscardOld,
 		Storage:           p.storage(),
-		Replicas:          p.cfg.Replicas,
 		Duplicates:        min(p.cfg.DuplicateWindow, p.cfg.EventsMaxAge),
 	})
 }
@@ -336,50 +387,70 @@ func (p provisioner) deadLetters(ctx context.Context) (jetstream.Stream, error) 
 		MaxAge:      p.cfg.DLQMaxAge,
 		Discard:     jetstream.DiscardOld,
 		Storage:     p.storage(),
-		Replicas:    p.cfg.Replicas,
 		Duplicates:  min(p.cfg.DuplicateWindow, p.cfg.DLQMaxAge),
 	})
 }
 
 func (p provisioner) createStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	cur, err := p.current(ctx, cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	replicas := p.replicas(cfg.Name, cur)
+	cfg.Replicas = replicas
 	s, err := p.js.CreateOrUpdateStream(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("bus: provision stream %s: %w", cfg.Name, err)
+		return nil, fmt.Errorf("bus: provision stream %s: %w", cfg.Name, p.explain(err, replicas))
 	}
 	return s, nil
 }
 
 func (p provisioner) keyValue(ctx context.Context, bucket, desc string) (jetstream.KeyValue, error) {
+	cur, err := p.current(ctx, kvStream(bucket))
+	if err != nil {
+		return nil, err
+	}
+	replicas := p.replicas(bucket, cur)
 	cfg := jetstream.KeyValueConfig{
 		Bucket:      bucket,
 		Description: desc,
 		History:     1, // state is updated by CAS on the revision; older values are never read
 		Storage:     p.storage(),
-		Replicas:    p.cfg.Replicas,
+		Replicas:    replicas,
 	}
 	if bucket == BucketWorkers {
 		cfg.TTL = p.cfg.WorkerBeatTTL // a worker that stops beating drops out
 	}
 	b, err := p.js.CreateOrUpdateKeyValue(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("bus: provision key-value bucket %s: %w", bucket, err)
+		return nil, fmt.Errorf("bus: provision key-value bucket %s: %w", bucket, p.explain(err, replicas))
 	}
 	return b, nil
 }
 
 func (p provisioner) objectStore(ctx context.Context, bucket, desc string) (jetstream.ObjectStore, error) {
+	cur, err := p.current(ctx, objStream(bucket))
+	if err != nil {
+		return nil, err
+	}
+	replicas := p.replicas(bucket, cur)
 	cfg := jetstream.ObjectStoreConfig{
 		Bucket:      bucket,
 		Description: desc,
 		Storage:     p.storage(),
-		Replicas:    p.cfg.Replicas,
+		Replicas:    replicas,
+		MaxBytes:    p.maxBytes(bucket, cur), // storefit.go
 	}
 	if bucket == ObjectStoreClaims {
 		cfg.TTL = p.cfg.ClaimsMaxAge // bodies of messages long consumed
 	}
 	o, err := p.js.CreateOrUpdateObjectStore(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("bus: provision object store %s: %w", bucket, err)
+		origin := client.BoundSetting(bucket)
+		if p.fitted[bucket] {
+			origin += " not set"
+		}
+		return nil, fmt.Errorf("bus: provision object store %s (bound %s, %s): %w", bucket, messages.FormatBytes(cfg.MaxBytes), origin, p.explain(err, replicas))
 	}
 	return o, nil
 }

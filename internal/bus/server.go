@@ -2,12 +2,15 @@ package bus
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/autocoder/autocoder/pkg/redact"
@@ -46,11 +49,21 @@ type EmbeddedConfig struct {
 	NoAuth bool
 	// TLSCert and TLSKey are PEM files: when set, the listener speaks TLS.
 	TLSCert, TLSKey string
+	// Sync is how the store reaches the disk (sync.go): SyncAlways (the
+	// default when empty) flushes every write before it is acknowledged;
+	// a Go duration such as "2m" flushes on that interval, as nats-server
+	// does by default, and an acknowledged write can be lost in a power
+	// loss of that long.
+	Sync string
 	// MonitorListen serves the server's HTTP monitoring endpoint (/varz,
 	// /jsz, /connz, ...) on host:port; port 0 picks a free one (see
 	// MonitorURL). Default "": none. It takes no authentication: bind it
 	// where only operators and Prometheus reach it.
 	MonitorListen string
+	// MaxStore is how much disk JetStream may use, in bytes, the bounds
+	// of the object stores included (Embedded.StorageLimit). Default 0:
+	// nats-server's, 75% of the disk free under StoreDir when it starts.
+	MaxStore int64
 }
 
 // ErrNoUsers is returned (wrapped) by StartEmbedded for a listener with
@@ -82,8 +95,12 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		JetStream:  true,
 		StoreDir:   cfg.StoreDir,
 		// A library must not install signal handlers; the binary owns signals.
-		NoSigs: true,
-		NoLog:  cfg.Logger == nil,
+		NoSigs:            true,
+		NoLog:             cfg.Logger == nil,
+		JetStreamMaxStore: cfg.MaxStore,
+	}
+	if err := syncOptions(opts, cfg.Sync); err != nil {
+		return nil, err
 	}
 	password, err := listenerOptions(opts, cfg)
 	if err != nil {
@@ -138,6 +155,11 @@ func listenerOptions(opts *server.Options, cfg EmbeddedConfig) (string, error) {
 		return "", fmt.Errorf("bus: embedded server: listen %q: %w", cfg.Listen, err)
 	}
 	opts.Host, opts.Port = host, port
+	if fds := OpenFileLimit(); fds > 0 {
+		// Half the descriptors at most: the HTTP API takes a quarter, the
+		// stores and sandboxes need the rest (nofile_unix.go).
+		opts.MaxConn = max(fds/2, 64)
+	}
 	if cfg.TLSCert != "" || cfg.TLSKey != "" {
 		if opts.TLSConfig, err = listenerTLS(cfg.TLSCert, cfg.TLSKey); err != nil {
 			return "", err
@@ -184,6 +206,21 @@ func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
 		return nil, fmt.Errorf("bus: connect to embedded server: %w", err)
 	}
 	return nc, nil
+}
+
+// StorageLimit is the JetStream storage the server has, in bytes: its
+// max store, or with memory its max memory (nats-server's defaults: 75%
+// of the disk free under StoreDir, and of the machine's memory, when it
+// started). For ProvisionConfig.StorageLimit.
+func (e *Embedded) StorageLimit(memory bool) int64 {
+	c := e.srv.JetStreamConfig()
+	switch {
+	case c == nil:
+		return 0
+	case memory:
+		return c.MaxMemory
+	}
+	return c.MaxStore
 }
 
 // ClientURL is the URL other processes use to connect, with the real port
@@ -263,15 +300,29 @@ func Connect(ctx context.Context, natsURL, name string, logger *slog.Logger, opt
 	}
 }
 
-// retryableConnectError is true for "nothing answers there yet"; bad
-// credentials or a malformed URL fail at once.
+// retryableConnectError is false for what waiting cannot heal: a
+// malformed URL, credentials the server refuses, a TLS setup that does not
+// match. Everything else is waited out: nothing listening yet, a timeout,
+// or a server that drops connections while it starts (an EOF, at a
+// cluster's start: every role must wait for it, not exit).
 func retryableConnectError(err error) bool {
 	var urlErr *url.Error
 	if errors.As(err, &urlErr) && urlErr.Op == "parse" {
 		return false // a *url.Error is a net.Error, but a typo does not heal
 	}
-	var netErr net.Error
-	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || errors.As(err, &netErr)
+	var certErr *tls.CertificateVerificationError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var record tls.RecordHeaderError
+	switch {
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
+		errors.Is(err, nats.ErrAccountAuthExpired), errors.Is(err, nats.ErrSecureConnRequired), errors.Is(err, nats.ErrSecureConnWanted),
+		strings.Contains(strings.ToLower(err.Error()), "authorization violation"):
+		return false
+	case errors.As(err, &certErr), errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &record):
+		return false
+	}
+	return true
 }
 
 // redactURL hides credentials (user:password or a token) in NATS URLs

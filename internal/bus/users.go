@@ -24,7 +24,14 @@ type User struct {
 	Password string `yaml:"password"`
 	NKey     string `yaml:"nkey"`
 	Role     Role   `yaml:"role"`
+	// Tools are the code-mode tools a tool-server user may serve ("*":
+	// any); the operator's table of who may answer which tool.
+	Tools []string `yaml:"tools"`
 }
+
+// Grant is the user's row of the permission table: its role, its name
+// (or nkey) and its tools.
+func (u User) Grant() Grant { return Grant{Role: u.Role, Name: u.Name + u.NKey, Tools: u.Tools} }
 
 // usersFile is the users file's shape (YAML, or JSON, which is YAML):
 //
@@ -33,6 +40,7 @@ type User struct {
 //	  - {user: llm-1, password: s3cret, role: llm-worker}
 //	  - {nkey: UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4, role: sandbox-worker}
 //	  - {user: ci, password: "$2a$11$...", role: producer}
+//	  - {user: weather, password: "$2a$11$...", role: tool-server, tools: [weather, forecast]}
 type usersFile struct {
 	Users []User `yaml:"users"`
 }
@@ -82,8 +90,11 @@ func (u User) check() error {
 		return errors.New("user and password (or nkey) are required")
 	case u.Name == inProcessUser:
 		return fmt.Errorf("user name %q is reserved", inProcessUser)
+	case !ValidIdentity(u.Name):
+		return fmt.Errorf("user name %q: want 1 to 64 letters, digits, '_' or '-' (a producer's name ends the subjects it asks on)", u.Name)
 	}
-	return nil
+	_, err := PermissionsOf(u.Grant())
+	return err
 }
 
 // inProcessUser is the embedded server's own connection (the coordinator in
@@ -106,7 +117,7 @@ func serverAuth(opts *server.Options, users []User) (string, error) {
 	}
 	opts.Users = []*server.User{{Username: inProcessUser, Password: string(hash)}}
 	for _, u := range users {
-		perms, err := serverPermissions(u.Role)
+		perms, err := serverPermissions(u.Grant())
 		if err != nil {
 			return "", err
 		}
@@ -119,8 +130,8 @@ func serverAuth(opts *server.Options, users []User) (string, error) {
 	return password, nil
 }
 
-func serverPermissions(role Role) (*server.Permissions, error) {
-	p, err := PermissionsOf(role)
+func serverPermissions(g Grant) (*server.Permissions, error) {
+	p, err := PermissionsOf(g)
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ type Publisher = client.Publisher
 type Client struct {
 	*client.Client
 	res *bus.Resources
+	pub Publisher
 }
 
 // New returns a client over provisioned resources. Context paths of a
@@ -49,11 +50,40 @@ func New(js jetstream.JetStream, res *bus.Resources, pub Publisher) *Client {
 		Stores: client.Stores{Results: res.JobResults, Index: res.JobIndex, Tasks: res.Tasks,
 			Samples: res.Samples, Outputs: res.Outputs, Claims: res.Claims},
 	})
-	return &Client{Client: c, res: res}
+	return &Client{Client: c, res: res, pub: pub}
 }
 
 // NewJobID returns a fresh job ID: time-ordered, then random.
 func NewJobID() string { return client.NewJobID() }
+
+// AsUser is a copy of the client that asks as NATS user name where the
+// coordinator must know who asks (pkg/client's identity.go).
+func (c *Client) AsUser(name string) *Client {
+	return &Client{Client: c.Client.AsUser(name), res: c.res, pub: c.pub}
+}
+
+// AsAdmin is a copy of the client that asks as the admin.
+func (c *Client) AsAdmin() *Client {
+	return &Client{Client: c.Client.AsAdmin(), res: c.res, pub: c.pub}
+}
+
+// ForOwner is a copy of an admin client that keeps tasks for owner
+// (pkg/client's ForOwner): the HTTP API's "http:<token name>".
+func (c *Client) ForOwner(owner string) *Client {
+	return &Client{Client: c.Client.ForOwner(owner), res: c.res, pub: c.pub}
+}
+
+// Submit is pkg/client's Submit after checkBound: a job the coordinator
+// could not store is refused here, before anything is uploaded or queued.
+func (c *Client) Submit(ctx context.Context, jobID string, spec messages.JobSpec) error {
+	if !bus.ValidJobID(jobID) {
+		return errors.New("client: invalid job id " + messages.QuoteName(jobID))
+	}
+	if err := checkBound(jobID, spec); err != nil { // bound.go
+		return err
+	}
+	return c.Client.Submit(ctx, jobID, spec)
+}
 
 // Status returns the result object of a job so far: the stored result when
 // it is finished, else one built from its running state (with its spec,

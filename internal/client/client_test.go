@@ -54,9 +54,24 @@ func newSystem(t *testing.T) *system {
 	js, res := be.JS, be.Resources
 	s := &system{t: t, res: res, pub: be.Publisher}
 	s.client = client.New(js, res, s.pub)
-	c, err := coordinator.New(coordinator.Config{States: res.JobState, Results: res.JobResults, Publisher: s.pub})
+	c, err := coordinator.New(coordinator.Config{States: res.JobState, Results: res.JobResults, Publisher: s.pub, Resources: res, JS: js})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The message API (tasks are kept through it).
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, served := make(chan struct{}), make(chan error, 1)
+	go func() { served <- c.ServeAPI(ctx, func() { close(ready) }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("ServeAPI: %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-served:
+		t.Fatalf("ServeAPI: %v", err)
 	}
 	s.run(res.JobsConsumer, bus.HandlerFunc(c.HandleSubmit))
 	for _, pool := range messages.Pools() {

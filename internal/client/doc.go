@@ -4,7 +4,10 @@
 // coordinator's internal records that pkg/client leaves out, since a
 // program outside autocoder has no business with them: a running job's
 // state (Status, Running), its iteration log (Iterations), and the job
-// list (List, Summaries).
+// list (List, Summaries). It also checks a submission against the
+// coordinator's state bound before uploading anything (Submit, bound.go),
+// and keeps tasks itself with the coordinator's rules when it is the admin
+// and no coordinator answers (tasks.go).
 //
 //	c := client.New(js, resources, publisher)
 //	id := client.NewJobID()

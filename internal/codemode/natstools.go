@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -111,7 +112,7 @@ func DiscoverTool(ctx context.Context, nc *nats.Conn, name string) (Tool, error)
 	if err != nil {
 		return Tool{}, fmt.Errorf("codemode: tool %s: %w", name, err)
 	}
-	msg, err := nc.RequestWithContext(ctx, subject, nil)
+	msg, err := toolRequest(ctx, nc, subject, nil)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return Tool{}, fmt.Errorf("codemode: no process serves the tool %s on NATS", name)
@@ -159,7 +160,7 @@ func callRemote(ctx context.Context, nc *nats.Conn, subject string, args map[str
 	if err != nil {
 		return nil, err
 	}
-	msg, err := nc.RequestWithContext(ctx, subject, body)
+	msg, err := toolRequest(ctx, nc, subject, body)
 	if err != nil {
 		return nil, fmt.Errorf("calling the tool over NATS: %w", err)
 	}
@@ -171,6 +172,37 @@ func callRemote(ctx context.Context, nc *nats.Conn, subject string, args map[str
 		return nil, &ToolCallError{Msg: r.Error}
 	}
 	return r.Result, nil
+}
+
+// ToolInboxToken is the token after the connection's inbox prefix of the
+// inboxes tool requests are answered on: <prefix>.tools.<id>. A tool
+// server may publish there and nowhere else (internal/bus's permissions),
+// so it cannot answer a caller's other requests (a JetStream read, an API
+// reply) in the service's place.
+const ToolInboxToken = "tools"
+
+// toolRequest sends a request to a tool (a call or a description) and
+// waits for the answer on an inbox of its own, under ToolInboxToken.
+func toolRequest(ctx context.Context, nc *nats.Conn, subject string, body []byte) (*nats.Msg, error) {
+	inbox := nc.NewInbox() // <prefix>.<id>
+	i := strings.LastIndexByte(inbox, '.')
+	inbox = inbox[:i] + "." + ToolInboxToken + inbox[i:]
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.PublishRequest(subject, inbox, body); err != nil {
+		return nil, err
+	}
+	msg, err := sub.NextMsgWithContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {
+		return nil, nats.ErrNoResponders
+	}
+	return msg, nil
 }
 
 // DiscoverTools discovers every name and registers the tools in a new

@@ -204,11 +204,11 @@ func remoteTool(t *testing.T, r *codemode.Registry, name string) (codemode.Tool,
 
 // TestNATSToolRoles: on a NATS with users, a tool-server user serves a
 // tool, a sandbox-worker user (as the exec stage runs) discovers and calls
-// it, and a producer may do neither.
+// it, and a producer reads its description but may not call it.
 func TestNATSToolRoles(t *testing.T) {
 	const pw = "tool-roles-test-password"
 	env := bustest.StartWithUsers(t, bus.ProvisionConfig{}, []bus.User{
-		{Name: "tools", Password: pw, Role: bus.RoleToolServer},
+		{Name: "tools", Password: pw, Role: bus.RoleToolServer, Tools: []string{"echo"}},
 		{Name: "sandbox", Password: pw, Role: bus.RoleSandboxWorker},
 		{Name: "producer", Password: pw, Role: bus.RoleProducer},
 	})
@@ -233,9 +233,19 @@ func TestNATSToolRoles(t *testing.T) {
 	if err != nil || res.Value != "hi" {
 		t.Fatalf("a sandbox-worker calls the tool: %v, %v", res.Value, err)
 	}
+	// A producer reads the tools' descriptions (`submit codemode tools`,
+	// answered on its tool inboxes) but may not call one.
+	producer := connect("producer", bus.RoleProducer)
+	listed, err := codemode.DiscoverTools(ctx, producer, []string{"echo"})
+	if err != nil {
+		t.Fatalf("a producer lists the tool: %v", err)
+	}
+	if _, err := codemode.DiscoverTools(ctx, producer, []string{"nobody"}); err == nil {
+		t.Error("a producer found a tool nobody serves")
+	}
 	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
 	defer cancelShort()
-	if _, err := codemode.DiscoverTools(short, connect("producer", bus.RoleProducer), []string{"echo"}); err == nil {
-		t.Fatal("a producer discovered a tool: only sandbox-workers may")
+	if res, err := codemode.Run(short, `echo(s="hi")`, listed, codemode.Limits{}); err == nil {
+		t.Fatalf("a producer called a tool (%v): only sandbox-workers may", res.Value)
 	}
 }

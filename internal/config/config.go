@@ -121,6 +121,7 @@ type Config struct {
 	// Redis that requires one (AUTOCODER_REDIS_TLS_CERT, AUTOCODER_REDIS_TLS_KEY).
 	RedisTLSCert, RedisTLSKey string
 	NATSAuthConfig            // NATS credentials, TLS and the embedded server's users (natsauth.go)
+	FleetConfig               // replicas, store bounds, sync, HTTP connection limits (fleet.go)
 	JobSettingsConfig         // models, Python versions and secrets behind the per-job settings (jobsettings.go)
 
 	// envErrs are the settings FromEnv could not read; Validate reports them.
@@ -173,6 +174,7 @@ func FromEnv() Config {
 	c.readMonitor()
 	c.readModelBounds()
 	c.NATSAuthConfig = natsAuthFromEnv()
+	c.FleetConfig = fleetFromEnv()
 	c.JobSettingsConfig = jobSettingsFromEnv()
 	c.Concurrency = c.envInt("AUTOCODER_CONCURRENCY")
 	c.DockerPoolSize = c.envInt("AUTOCODER_DOCKER_POOL_SIZE")
@@ -218,6 +220,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	c.registerModelBounds(fs)
 	c.registerAccess(fs)
 	c.NATSAuthConfig.register(fs)
+	c.FleetConfig.register(fs)
 	c.JobSettingsConfig.register(fs)
 }
 
@@ -273,7 +276,7 @@ func (c *Config) Validate() error {
 		return errors.Join(c.envErrs...)
 	}
 	for _, check := range []func() error{c.validateBasics, c.validateDeadlines, c.validateDiskQuota, c.validateCeilings, c.validateMonitor,
-		c.validateBounds, c.validateCacheKeys, c.validateAccess, c.JobSettingsConfig.validate, c.NATSAuthConfig.validate} {
+		c.validateBounds, c.validateCacheKeys, c.validateAccess, c.FleetConfig.validate, c.JobSettingsConfig.validate, c.NATSAuthConfig.validate} {
 		if err := check(); err != nil {
 			return err
 		}

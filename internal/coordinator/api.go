@@ -27,18 +27,24 @@ import (
 // Resources and JS.
 var ErrNoAPI = errors.New("coordinator: the message API needs Config.Resources and Config.JS")
 
-// apiRoute is one API subject and its handler, which returns the reply;
-// or, for a subject whose messages get no reply, its notice handler.
+// apiRoute is one API subject (wildcards allowed) and its handler, which
+// returns the reply; subject is the request's own (tasks.go reads who
+// asks from it). A subject whose messages get no reply has a notice
+// handler instead.
 type apiRoute struct {
 	subject string
-	handle  func(c *Coordinator, ctx context.Context, data []byte) any
+	handle  func(c *Coordinator, ctx context.Context, subject string, data []byte) any
 	notice  func(c *Coordinator, ctx context.Context, m *nats.Msg)
 }
 
 var apiRoutes = []apiRoute{
-	{bus.SubjectAPISubmit, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiSubmit(ctx, data) }, nil},
-	{bus.SubjectAPITaskRun, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiTaskRun(ctx, data) }, nil},
-	{bus.SubjectAPIDLQReplay, func(c *Coordinator, ctx context.Context, data []byte) any { return c.apiReplay(ctx, data) }, nil},
+	{bus.SubjectAPISubmit, func(c *Coordinator, ctx context.Context, _ string, data []byte) any { return c.apiSubmit(ctx, data) }, nil},
+	{bus.SubjectAPITaskRun, func(c *Coordinator, ctx context.Context, _ string, data []byte) any { return c.apiTaskRun(ctx, data) }, nil},
+	{bus.SubjectAPIDLQReplay, func(c *Coordinator, ctx context.Context, _ string, data []byte) any { return c.apiReplay(ctx, data) }, nil},
+	{bus.TaskSubject(bus.TaskRegister, ""), (*Coordinator).apiTask, nil}, // tasks.go: the admin's
+	{bus.TaskSubject(bus.TaskRegister, "*"), (*Coordinator).apiTask, nil},
+	{bus.TaskSubject(bus.TaskDelete, ""), (*Coordinator).apiTask, nil},
+	{bus.TaskSubject(bus.TaskDelete, "*"), (*Coordinator).apiTask, nil},
 	{bus.AdvisoryMaxDeliveries, nil, func(c *Coordinator, ctx context.Context, m *nats.Msg) { c.handleAdvisory(ctx, m.Data) }}, // deadletters.go
 	{bus.SubjectStartedAll, nil, (*Coordinator).handleStarted},                                                                 // started.go
 }
@@ -113,7 +119,7 @@ func (c *Coordinator) ServeAPI(ctx context.Context, ready func()) error {
 
 // answer runs one request and sends its reply.
 func (c *Coordinator) answer(ctx context.Context, rt apiRoute, m *nats.Msg) {
-	reply := rt.handle(c, ctx, m.Data)
+	reply := rt.handle(c, ctx, m.Subject, m.Data)
 	if m.Reply == "" {
 		return // a publish, not a request: nobody to answer
 	}
@@ -238,6 +244,11 @@ func (c *Coordinator) checkSpec(ctx context.Context, spec *messages.JobSpec) err
 	}
 	if err := c.checkOffered(spec); err != nil {
 		return messages.PrefixField("spec", err)
+	}
+	// The bound before the lookups: 10,000 sample references are refused
+	// at once, not after 10,000 round trips.
+	if err := CheckSubmission(SubmissionOf("", *spec, c.cfg.DefaultModel), c.cfg.MaxStateBytes); err != nil {
+		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(spec.Samples)) {
 		ref, ok := messages.ParseObjectRef(spec.Samples[name])

@@ -25,8 +25,16 @@ type CorePublisher interface {
 	PublishCore(subject string, v any) error
 }
 
-// HandleCancel is the bus.Handler for cancel requests.
+// HandleCancel is the bus.Handler for cancel requests. Who asked is the
+// subject's: a producer asks on bus.CancelSubject(its name), which only
+// it may publish on, and is recorded as nats:<name> whatever the request
+// says; the request's own by is believed only on bus.SubjectJobsCancel,
+// the coordinator role's (its HTTP API names the caller's token there).
 func (c *Coordinator) HandleCancel(ctx context.Context, msg *bus.Message) error {
+	by, trusted, ok := bus.ParseCancelSubject(msg.Subject())
+	if !ok {
+		return bus.Permanent(fmt.Errorf("%q is neither a submission nor a cancel subject", msg.Subject()))
+	}
 	var req messages.CancelJob
 	if err := json.Unmarshal(msg.Data(), &req); err != nil {
 		return bus.Permanent(fmt.Errorf("decode cancel request: %w", err))
@@ -37,7 +45,10 @@ func (c *Coordinator) HandleCancel(ctx context.Context, msg *bus.Message) error 
 	if err := req.Validate(); err != nil {
 		return bus.Permanent(fmt.Errorf("cancel request for job %s: %w", req.JobID, err))
 	}
-	return c.cancel(ctx, req.JobID, req.By, req.Reason)
+	if trusted {
+		by = req.By
+	}
+	return c.cancel(ctx, req.JobID, by, req.Reason)
 }
 
 // cancel steps the job with a cancellation and announces it. The

@@ -140,10 +140,10 @@ type record struct {
 // HandleJobs is the bus.Handler of the jobs stream: submissions and cancel
 // requests, told apart by subject.
 func (c *Coordinator) HandleJobs(ctx context.Context, msg *bus.Message) error {
-	if msg.Subject() == bus.SubjectJobsCancel {
-		return c.HandleCancel(ctx, msg)
+	if msg.Subject() == bus.SubjectJobsSubmit {
+		return c.HandleSubmit(ctx, msg)
 	}
-	return c.HandleSubmit(ctx, msg)
+	return c.HandleCancel(ctx, msg) // cancel.go: bus.SubjectJobsCancel or a producer's own cancel subject
 }
 
 // HandleSubmit is the bus.Handler for job submissions.
@@ -316,15 +316,15 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 		return false, nil // stale or duplicate event: nothing changes
 	}
 	stored := record{State: next, Outbox: cmds, Iterations: machine.NoteIteration(rec.Iterations, rec.State, next, *ev)}
-	rev, again, err = c.store(ctx, jobID, stored, rev, ev)
-	if errors.Is(err, errStateTooLarge) && ev.Kind == machine.InputSubmitted {
-		// A job whose first step cannot be stored ends here, with the
-		// reason, rather than leaving its client waiting.
-		return false, c.reject(ctx, jobID, fmt.Errorf("the job is too large to run: %w (a shorter prompt, schema or context is needed)", err))
+	newRev, again, err := c.store(ctx, jobID, stored, rev, ev)
+	if over := (*overBoundError)(nil); errors.As(err, &over) {
+		c.states.drop(jobID) // overBound stores what it stores itself
+		return c.overBound(ctx, jobID, *rec, rev, ev, over.size) // statebound.go
 	}
 	if again || err != nil {
 		return again, err
 	}
+	rev = newRev
 	// The index line goes first: whoever sees the result or the last event
 	// (published below) and then lists the job sees it finished too.
 	c.indexStep(ctx, rec.State, next)
@@ -382,22 +382,15 @@ func (c *Coordinator) load(ctx context.Context, jobID string, kind machine.Input
 
 // store writes rec at revision rev (creating it at 0) and returns the new
 // revision. It reports again, with nothing stored, when another
-// coordinator moved the job first, or when rec is over the state bound
-// because of a stage result: ev is then that result's failure instead
-// (statebound.go).
+// coordinator moved the job first, and an *overBoundError, with nothing
+// stored, when rec is over the state bound (statebound.go).
 func (c *Coordinator) store(ctx context.Context, jobID string, rec record, rev uint64, ev *machine.Input) (uint64, bool, error) {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return 0, false, fmt.Errorf("marshal job %s: %w", jobID, err)
 	}
 	if len(b) > c.cfg.MaxStateBytes {
-		shrunk, ok := overStateLimit(*ev, len(b), c.cfg.MaxStateBytes)
-		if !ok {
-			return 0, false, bus.Permanent(fmt.Errorf("job %s: %w: state of %s is over the %s bound", jobID, errStateTooLarge, messages.FormatBytes(int64(len(b))), messages.FormatBytes(int64(c.cfg.MaxStateBytes))))
-		}
-		c.log.Warn("stage result too large for the job state; failing the stage", "job_id", jobID, "err", shrunk.Result.Error)
-		*ev = shrunk
-		return 0, true, nil
+		return 0, false, &overBoundError{jobID: jobID, size: len(b), limit: c.cfg.MaxStateBytes}
 	}
 	created := rev == 0
 	if created {
@@ -518,9 +511,9 @@ func (c *Coordinator) carryOut(ctx context.Context, cmd machine.Command) error {
 			return fmt.Errorf("dispatch %s for job %s: %w", d.Stage, d.JobID, err)
 		}
 	case cmd.Finish != nil:
-		b, err := json.Marshal(cmd.Finish)
+		b, err := boundedResult(cmd.Finish, c.cfg.MaxStateBytes) // statebound.go
 		if err != nil {
-			return fmt.Errorf("marshal result: %w", err)
+			return fmt.Errorf("result of job %s: %w", cmd.Finish.JobID, err)
 		}
 		if _, err := c.cfg.Results.Put(ctx, bus.JobKey(cmd.Finish.JobID), b); err != nil {
 			return fmt.Errorf("store result of job %s: %w", cmd.Finish.JobID, err)

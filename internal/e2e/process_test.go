@@ -152,7 +152,7 @@ func writeNATSUsers(t *testing.T) natsCreds {
 	seed, _ := kp.Seed()
 	users := fmt.Sprintf("users:\n  - {user: llm-1, password: llm-secret, role: llm-worker}\n"+
 		"  - {user: sandbox-1, password: %q, role: sandbox-worker}\n  - {nkey: %s, role: producer}\n"+
-		"  - {user: tools-1, password: tools-secret, role: tool-server}\n", hash, pub)
+		"  - {user: tools-1, password: tools-secret, role: tool-server, tools: [double]}\n", hash, pub)
 	for path, data := range map[string]string{c.usersFile: users, c.sandboxPasswordFile: "sandbox-secret\n", c.producerSeedFile: string(seed)} {
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)

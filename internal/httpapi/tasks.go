@@ -46,7 +46,8 @@ func (a *api) task(w http.ResponseWriter, r *http.Request) {
 }
 
 // registerTask is POST /v1/tasks/{name}: 201 with the task, 400 with the
-// field when the name, the job or a default is wrong.
+// field when the name, the job or a default is wrong, 403 when the name
+// is another token's (or a producer's) task.
 func (a *api) registerTask(w http.ResponseWriter, r *http.Request) {
 	var body taskBody
 	if !decodeBody(w, r, &body) {
@@ -56,9 +57,13 @@ func (a *api) registerTask(w http.ResponseWriter, r *http.Request) {
 		writeReply(w, messages.ReplyOf("", &messages.FieldError{Field: "job_id", Msg: "must be the id of a job that succeeded"}), nil)
 		return
 	}
-	t, err := a.c.RegisterTask(r.Context(), r.PathValue("name"), body.JobID, body.Description, body.Defaults)
+	// The task is the token's: another token cannot replace it
+	// (internal/coordinator/tasks.go).
+	t, err := a.c.ForOwner("http:"+a.access.caller(r)).RegisterTask(r.Context(), r.PathValue("name"), body.JobID, body.Description, body.Defaults)
 	var fe *messages.FieldError
 	switch {
+	case errors.Is(err, client.ErrTaskForbidden):
+		http.Error(w, err.Error(), http.StatusForbidden)
 	case errors.As(err, &fe):
 		if fe.Field == "job" {
 			fe = &messages.FieldError{Field: "job_id", Msg: fe.Msg}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -132,6 +133,8 @@ func (a *api) putSample(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, client.ErrSampleTooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, messages.CodeTooLarge, err.Error())
+	case errors.Is(err, bus.ErrStoreFull):
+		writeError(w, http.StatusInsufficientStorage, messages.CodeUnavailable, err.Error())
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, messages.CodeUnavailable, err.Error())
 	default:

@@ -115,6 +115,9 @@ const (
 	// InputStageStarted is a worker's notice that it started a pending
 	// stage (started.go): it marks the stage running, and changes nothing else.
 	InputStageStarted InputKind = "stage_started"
+	// InputAbort ends a running job as failed with Reason: the coordinator's
+	// own verdict when the job cannot go on (abort.go).
+	InputAbort InputKind = "abort"
 )
 
 // Input is what Step takes: something that happened to the job (a
@@ -128,7 +131,7 @@ type Input struct {
 	Time   time.Time             `json:"time"`
 	Submit *Submission           `json:"submit,omitempty"`
 	Result *messages.StageResult `json:"result,omitempty"`
-	Reason string                `json:"reason,omitempty"` // cancel
+	Reason string                `json:"reason,omitempty"` // cancel, abort
 	By     string                `json:"by,omitempty"`     // cancel: who asked (messages.CancelJob.By)
 	// Started is the notice of an InputStageStarted.
 	Started *messages.StageStarted `json:"started,omitempty"`

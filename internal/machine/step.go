@@ -37,6 +37,11 @@ func (mc *Machine) Step(prev State, in Input) (State, []Command) {
 		}
 	case InputStageStarted:
 		changed = m.stageStarted(in.Started) // started.go
+	case InputAbort:
+		changed = !s.Done() && s.JobID != ""
+		if changed {
+			m.abort(in) // abort.go
+		}
 	}
 	if !changed {
 		return prev, nil

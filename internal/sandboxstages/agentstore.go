@@ -39,7 +39,7 @@ func (o ObjectStoreWorkspace) Put(ctx context.Context, data []byte) (string, err
 		return "", fmt.Errorf("store workspace file %s: %w", name, err)
 	}
 	if _, err := o.Obj.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(data)); err != nil {
-		return "", fmt.Errorf("store workspace file %s: %w", name, err)
+		return "", storeFailed("store workspace file "+name, err)
 	}
 	return ref.String(), nil
 }

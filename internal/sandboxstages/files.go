@@ -47,7 +47,7 @@ func (o ObjectStoreOutputs) Put(ctx context.Context, sha256Hex string, data []by
 		return fmt.Errorf("store output %s: %w", name, err)
 	}
 	if _, err := o.Obj.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(data)); err != nil {
-		return fmt.Errorf("store output %s: %w", name, err)
+		return storeFailed("store output "+name, err)
 	}
 	return nil
 }
@@ -217,6 +217,17 @@ func createFile(target string, r io.Reader, size int64) error {
 	_, err = io.Copy(f, io.LimitReader(r, size))
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	return err
+}
+
+// storeFailed is the error of an upload to the outputs store: a store at
+// its bound fails the stage at once with the reason (retrying would only
+// delay the job's end), anything else is retried.
+func storeFailed(what string, err error) error {
+	err = fmt.Errorf("%s: %w", what, bus.StoreFull(bus.ObjectStoreOutputs, err))
+	if errors.Is(err, bus.ErrStoreFull) {
+		return bus.Permanent(err)
 	}
 	return err
 }

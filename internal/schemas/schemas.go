@@ -23,7 +23,7 @@ type Message struct {
 var messageValues = []any{
 	// Producers' messages: jobs, runs, tasks, the message API, results, events.
 	messages.SubmitJob{}, messages.JobSpec{}, messages.RunRequest{}, messages.Task{},
-	messages.APIRequest{}, messages.APIReply{}, messages.TaskRunRequest{},
+	messages.APIRequest{}, messages.APIReply{}, messages.TaskRunRequest{}, messages.TaskRequest{}, messages.TaskReply{},
 	messages.Result{}, messages.Event{},
 	messages.DeadLetter{}, messages.DeadLetterEntry{}, messages.ReplayRequest{}, messages.ReplayReply{},
 	// Stage commands and results, and the payloads of each stage.

@@ -68,7 +68,7 @@ type Config struct {
 	// ClaimLease is the lease of a stage's in-flight claim (inflight.go),
 	// renewed every third of it while the stage runs: how long a crashed
 	// holder delays the identical stages waiting on it. Default
-	// DefaultClaimLease (2m).
+	// DefaultClaimLease (15s, the stage streams' AckWait).
 	ClaimLease time.Duration
 	// ClaimPoll is how often a waiting executor looks for the holder's
 	// result. Default DefaultClaimPoll.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/pkg/cache"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -20,8 +21,13 @@ import (
 // whose stage failed (nothing cached) leaves the next waiter to compute.
 
 // Defaults of the in-flight claim (Config.ClaimLease, Config.ClaimPoll).
+// The lease is the stage streams' AckWait (bus.DefaultAckWait): a worker
+// killed mid-stage stops both its heartbeats and its renewals, so its
+// command is redelivered and its claim expires at about the same time,
+// and the worker that takes the command over does not wait on a dead
+// holder for longer than JetStream waited.
 const (
-	DefaultClaimLease = 2 * time.Minute
+	DefaultClaimLease = bus.DefaultAckWait
 	DefaultClaimPoll  = 200 * time.Millisecond
 )
 

@@ -47,6 +47,7 @@ func taskRegisterCmd(ctx context.Context, in *invocation) (int, error) {
 	fs := in.flagSet()
 	description := fs.String("description", "", "what the task is for, for listings")
 	replace := fs.Bool("replace", false, "replace the task of that name if there is one (without it, an existing name is refused)")
+	admin := fs.Bool("admin", false, adminUsage)
 	var run runOptionFlags
 	run.register(fs) // the settings of every run of the task: its defaults
 	pos, err := in.taskArgs(fs, 2)
@@ -61,13 +62,17 @@ func taskRegisterCmd(ctx context.Context, in *invocation) (int, error) {
 		return 0, err
 	}
 	return in.withClient(ctx, func(c *client.Client) (int, error) {
-		register := c.CreateTask
+		tc := asAdmin(c, *admin)
+		register := tc.CreateTask
 		if *replace {
-			register = c.RegisterTask
+			register = tc.RegisterTask
 		}
 		t, err := register(ctx, pos[0], pos[1], *description, defaults)
 		if errors.Is(err, client.ErrTaskExists) {
 			return 0, &messages.FieldError{Field: "task", Msg: fmt.Sprintf("%s is registered already (submit task show %s); give --replace to replace it", pos[0], pos[0])}
+		}
+		if errors.Is(err, client.ErrTaskForbidden) {
+			return 0, usagef("%v", err)
 		}
 		if err != nil {
 			return 0, err
@@ -142,14 +147,19 @@ func taskShowCmd(ctx context.Context, in *invocation) (int, error) {
 
 // taskDeleteCmd is `submit task delete NAME`.
 func taskDeleteCmd(ctx context.Context, in *invocation) (int, error) {
-	pos, err := in.taskArgs(in.flagSet(), 1)
+	fs := in.flagSet()
+	admin := fs.Bool("admin", false, adminUsage)
+	pos, err := in.taskArgs(fs, 1)
 	if err != nil {
 		return 0, err
 	}
 	return in.withClient(ctx, func(c *client.Client) (int, error) {
-		err := c.DeleteTask(ctx, pos[0])
+		err := asAdmin(c, *admin).DeleteTask(ctx, pos[0])
 		if errors.Is(err, client.ErrNoTask) {
 			return 0, usagef("task %s: not registered", pos[0])
+		}
+		if errors.Is(err, client.ErrTaskForbidden) {
+			return 0, usagef("%v", err)
 		}
 		if err != nil {
 			return 0, err
@@ -177,4 +187,15 @@ func (in *invocation) withClient(ctx context.Context, do func(*client.Client) (i
 	}
 	defer st.Close()
 	return do(st.Client)
+}
+
+// adminUsage is the --admin flag of task register and delete.
+const adminUsage = "act as the admin, who may replace or delete a task of any owner (needs the coordinator role's NATS credentials)"
+
+// asAdmin is c asking as the admin when admin is set (client.AsAdmin).
+func asAdmin(c *client.Client, admin bool) *client.Client {
+	if admin {
+		return c.AsAdmin()
+	}
+	return c
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -93,7 +92,12 @@ func Serve(ctx context.Context, role Role, o ServeOptions) error {
 		o.Logger.Info("embedded NATS listening", "url", st.Embedded.ClientURL(), "monitor", st.Embedded.MonitorURL())
 	}
 	access.Ready = st.Ready // GET /readyz
-	if err := serveHTTP(ctx, srv.listen(o.Config), httpapi.Handler(st.Client, m.Handler(), access), o.Logger.With("role", role)); err != nil {
+	maxConns, perClient, err := o.Config.HTTPConnLimits()
+	if err != nil {
+		return err
+	}
+	limits := httpapi.Limits{MaxConns: maxConns, MaxConnsPerClient: perClient, Logger: o.Logger.With("component", "http")}
+	if err := serveHTTP(ctx, srv.listen(o.Config), httpapi.Handler(st.Client, m.Handler(), access), limits, o.Logger.With("role", role)); err != nil {
 		return err
 	}
 	return st.Close()
@@ -113,16 +117,16 @@ func (s server) stackOptions(role Role, o ServeOptions, m *metrics.Builder) (Opt
 	return so, nil
 }
 
-// serveHTTP serves h on addr until ctx ends, then shuts down with a soft
-// timeout. Only a failure to listen is an error.
-func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
+// serveHTTP serves h on addr within limits (connections per client and
+// overall, request deadlines: httpapi.Limits) until ctx ends, then shuts
+// down with a soft timeout. Only a failure to listen is an error.
+func serveHTTP(ctx context.Context, addr string, h http.Handler, limits httpapi.Limits, log *slog.Logger) error {
+	srv, err := httpapi.NewServer(addr, h, limits)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
+		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	log.Info("serving", "http", ln.Addr().String())
+	go srv.Serve()
+	log.Info("serving", "http", srv.Listener.Addr().String(), "max_conns", srv.Limits.MaxConns, "max_conns_per_client", srv.Limits.MaxConnsPerClient)
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

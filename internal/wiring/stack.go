@@ -216,7 +216,7 @@ func (st *Stack) embeddedConfig() (bus.EmbeddedConfig, error) {
 	cfg := st.opts.Config
 	ec := bus.EmbeddedConfig{StoreDir: EmbeddedStoreDir(cfg), Listen: st.opts.EmbeddedListen,
 		Logger: st.log.With("component", "nats"), TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey,
-		MonitorListen: cfg.NATSMonitorListen}
+		MonitorListen: cfg.NATSMonitorListen, Sync: cfg.NATSSync}
 	switch {
 	case ec.Listen == "":
 	case cfg.NATSAuth == config.NATSAuthNone:
@@ -290,7 +290,15 @@ func natsRole(roles []Role) bus.Role {
 // it. Then it makes the Publisher and Client on them.
 func (st *Stack) provision(ctx context.Context) (err error) {
 	if st.Embedded != nil || natsRole(st.opts.Roles) == bus.RoleCoordinator {
-		st.Resources, err = bus.Provision(ctx, st.JS, st.opts.Provision)
+		prov, perr := st.opts.Config.Provision(st.opts.Provision)
+		if perr != nil {
+			return perr
+		}
+		prov.Logger = st.log.With("component", "provision")
+		if st.Embedded != nil && prov.StorageLimit == 0 {
+			prov.StorageLimit = st.Embedded.StorageLimit(prov.MemoryStorage) // the store bounds fit it
+		}
+		st.Resources, err = bus.ProvisionWhenReady(ctx, st.JS, prov, st.log)
 	} else {
 		st.Resources, err = st.awaitProvisioned(ctx)
 	}
@@ -299,6 +307,14 @@ func (st *Stack) provision(ctx context.Context) (err error) {
 	}
 	st.Publisher = bus.NewPublisher(st.JS, bus.PublisherConfig{Logger: st.log.With("component", "publisher")})
 	st.Client = client.New(st.JS, st.Resources, st.Publisher)
+	if st.Embedded != nil || natsRole(st.opts.Roles) != bus.RoleProducer {
+		return nil
+	}
+	// A producer asks as its NATS user where the coordinator must know
+	// who asks (cancellations, tasks); the other roles' clients ask on the
+	// coordinator role's subjects.
+	id, err := clientAuth(st.opts.Config, bus.RoleProducer).Identity()
+	st.Client = st.Client.AsUser(id)
 	return err
 }
 
@@ -308,25 +324,7 @@ func (st *Stack) provision(ctx context.Context) (err error) {
 func (st *Stack) awaitProvisioned(ctx context.Context) (*bus.Resources, error) {
 	ctx, cancel := st.withConnectTimeout(ctx)
 	defer cancel()
-	wait := 100 * time.Millisecond
-	for {
-		res, err := bus.Open(ctx, st.JS)
-		if errors.Is(err, context.DeadlineExceeded) {
-			// A request the server refuses gets no reply: the refusal is
-			// only in the log (nats async error).
-			return nil, fmt.Errorf("%w (no answer: does this NATS user have its role's permissions? see docs/security.md, NATS)", err)
-		}
-		if !errors.Is(err, bus.ErrNotProvisioned) {
-			return res, err
-		}
-		st.log.Info("waiting for a coordinator to provision NATS", "missing", err)
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (is a coordinator running on this NATS?)", err)
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
+	return bus.OpenWhenReady(ctx, st.JS, st.log)
 }
 
 // workerCache is the cache the workers share: Options.Cache, or the one the

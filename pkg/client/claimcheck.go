@@ -61,7 +61,7 @@ func (p *jsPublisher) PublishJSON(ctx context.Context, subject string, v any, ms
 		name := claimName(body)
 		if _, err := store.GetInfo(ctx, name); err != nil {
 			if _, err := store.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(body)); err != nil {
-				return fmt.Errorf("publish to %s: claim check: %w", subject, err)
+				return fmt.Errorf("publish to %s: claim check: %w", subject, StoreFull(messages.ObjectStoreClaims, err))
 			}
 		}
 		msg.Header.Set(messages.HeaderClaimCheck, name)

@@ -45,6 +45,11 @@ type Config struct {
 	// documentation) into a bundle to upload; nil: a spec's context must
 	// be object references already.
 	LoadContext func(paths []string) (messages.ContextBundle, error)
+	// Identity is the NATS user name the connection is logged in as,
+	// for a producer: it cancels jobs and keeps tasks on the subjects
+	// that end with it, the only ones a producer may publish on
+	// (identity.go). "": the coordinator role's subjects.
+	Identity string
 	// PollInterval is how often Wait asks for a result once a job's
 	// last event is seen; 0: 20ms.
 	PollInterval time.Duration
@@ -56,6 +61,8 @@ type Client struct {
 	cfg    Config
 	pub    Publisher
 	stores *stores
+	// owner is who an admin client keeps tasks for (ForOwner).
+	owner string
 }
 
 // New returns a client over a JetStream handle.
@@ -189,10 +196,17 @@ func (c *Client) Status(ctx context.Context, jobID string) (*messages.Result, er
 		FinishedAt: s.FinishedAt, Outputs: map[string]any{}, Stages: []messages.StageRecord{}}, nil
 }
 
-// Wait waits for job jobID's result until ctx ends.
+// Wait waits for job jobID's result until ctx ends. Each look is bounded
+// (watchStallAfter), so an answer lost while NATS fails over is asked
+// again rather than waited for until ctx ends.
 func (c *Client) Wait(ctx context.Context, jobID string) (*messages.Result, error) {
 	for {
-		r, err := c.Result(ctx, jobID)
+		tctx, cancel := context.WithTimeout(ctx, watchStallAfter)
+		r, err := c.Result(tctx, jobID)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = ErrNotFound // no answer in time: look again
+		}
 		if !errors.Is(err, ErrNotFound) {
 			return r, err
 		}

@@ -9,7 +9,9 @@
 // once with the job ID or the field at fault.
 //
 // It needs a NATS connection with the producer role's rights (docs/api.md)
-// and imports nothing of autocoder but pkg/messages.
+// and imports nothing of autocoder but pkg/messages. Config.Identity is
+// the NATS user it is logged in as: a producer cancels jobs and keeps its
+// tasks on subjects that end with it (identity.go).
 //
 //	nc, _ := nats.Connect(url)
 //	js, _ := jetstream.New(nc)

@@ -137,9 +137,12 @@ func tarDir(w io.Writer, root string) error {
 	return tw.Close()
 }
 
-// RegisterTask names the finished, successful job jobID as a reusable task
-// (replacing a task of that name), with defaults (may be nil) as the
-// settings of its runs.
+// RegisterTask names the finished, successful job jobID as a reusable task,
+// with defaults (may be nil) as the settings of its runs. The coordinator
+// keeps tasks for their owners (docs/api.md): it replaces a task of that
+// name only for the identity that registered it (or the admin), and
+// refuses another's with ErrTaskForbidden; a bad name, job or default is
+// a *messages.FieldError; ErrNoCoordinator when none answers.
 func (c *Client) RegisterTask(ctx context.Context, name, jobID, description string, defaults *messages.RunOptions) (*messages.Task, error) {
 	return c.registerTask(ctx, name, jobID, description, defaults, true)
 }
@@ -163,38 +166,50 @@ func (c *Client) registerTask(ctx context.Context, name, jobID, description stri
 			defaults = nil
 		}
 	}
-	res, err := c.Result(ctx, jobID)
-	if errors.Is(err, ErrNotFound) {
-		return nil, &messages.FieldError{Field: "job", Msg: fmt.Sprintf("job %s is unknown or not finished", jobID)}
-	}
+	r, err := c.TaskRequest(ctx, messages.TaskRegister, messages.TaskRequest{Name: name, JobID: jobID, Description: description, Defaults: defaults, Create: !replace})
 	if err != nil {
 		return nil, err
 	}
-	if !res.Success || res.Solution == nil || res.Spec == nil {
-		return nil, &messages.FieldError{Field: "job", Msg: fmt.Sprintf("job %s did not succeed, so it has no tested script to keep", jobID)}
+	return r.Task, nil
+}
+
+// ErrTaskForbidden means the task belongs to another owner.
+var ErrTaskForbidden = errors.New("client: the task belongs to another owner")
+
+// TaskRequest asks the coordinator to register or delete (op) a task as
+// this client's identity (messages.TaskSubject), and maps its refusal to
+// an error: ErrNoTask, ErrTaskForbidden, a *messages.FieldError.
+func (c *Client) TaskRequest(ctx context.Context, op string, req messages.TaskRequest) (messages.TaskReply, error) {
+	req.V = messages.WireVersion
+	if c.cfg.Identity == "" {
+		req.Owner = c.owner
 	}
-	t := messages.Task{Name: name, JobID: jobID, Prompt: res.Spec.Prompt, Inputs: res.Spec.Inputs, Outputs: res.Spec.Outputs,
-		Samples: sortedNames(res.Spec.Samples), CreatedAt: time.Now().UTC(), Description: description, Defaults: defaults}
-	b, err := json.Marshal(t)
-	if err != nil {
-		return nil, err
+	var r messages.TaskReply
+	if err := c.Request(ctx, messages.TaskSubject(op, c.cfg.Identity), req, &r); err != nil {
+		return r, err
 	}
-	kv, err := c.stores.tasks(ctx)
-	if err != nil {
-		return nil, err
+	return r, TaskReplyError(req.Name, r)
+}
+
+// TaskReplyError is the error a TaskReply reports, nil for none.
+func TaskReplyError(name string, r messages.TaskReply) error {
+	switch r.Kind {
+	case "":
+		return nil
+	case messages.ReplyNotFound:
+		return fmt.Errorf("%w: %s", ErrNoTask, r.Error)
+	case messages.ReplyForbidden:
+		return fmt.Errorf("%w: %s", ErrTaskForbidden, r.Error)
+	case messages.ReplyExists:
+		return fmt.Errorf("%w: %s", ErrTaskExists, r.Error)
+	case messages.ReplyInvalid:
+		field, msg := "task", r.Error
+		if r.Field != "" {
+			field = r.Field
+		}
+		return &messages.FieldError{Field: field, Msg: msg}
 	}
-	if replace {
-		_, err = kv.Put(ctx, messages.TaskKey(name), b)
-	} else {
-		_, err = kv.Create(ctx, messages.TaskKey(name), b)
-	}
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return nil, ErrTaskExists
-	}
-	if err != nil {
-		return nil, fmt.Errorf("register task %s: %w", name, err)
-	}
-	return &t, nil
+	return fmt.Errorf("task %s: %s", name, r.Error)
 }
 
 // Task returns a registered task, or ErrNoTask.
@@ -246,16 +261,14 @@ func (c *Client) Tasks(ctx context.Context) ([]messages.Task, error) {
 	return out, nil
 }
 
-// DeleteTask removes a task; the job it names is left alone.
+// DeleteTask removes a task this client's identity owns; the job it names
+// is left alone.
 func (c *Client) DeleteTask(ctx context.Context, name string) error {
-	if _, err := c.Task(ctx, name); err != nil {
-		return err
+	if !messages.ValidTaskName(name) {
+		return ErrNoTask
 	}
-	kv, err := c.stores.tasks(ctx)
-	if err != nil {
-		return err
-	}
-	return kv.Delete(ctx, messages.TaskKey(name))
+	_, err := c.TaskRequest(ctx, messages.TaskDelete, messages.TaskRequest{Name: name})
+	return err
 }
 
 func sortedNames[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

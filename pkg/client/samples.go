@@ -44,7 +44,7 @@ func PutFile(ctx context.Context, store jetstream.ObjectStore, name, path string
 			return messages.SampleRef{}, err
 		}
 		if _, err := store.Put(ctx, jetstream.ObjectMeta{Name: ref.ObjectName()}, f); err != nil {
-			return messages.SampleRef{}, fmt.Errorf("upload sample %s: %w", name, err)
+			return messages.SampleRef{}, fmt.Errorf("upload sample %s: %w", name, StoreFull(messages.ObjectStoreSamples, err))
 		}
 	}
 	return messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext, Size: n}, nil

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -31,16 +33,9 @@ func (c *Client) WatchFrom(ctx context.Context, jobID string, after uint64, fn f
 	if !messages.ValidJobID(jobID) {
 		return nil, fmt.Errorf("client: invalid job id %q", jobID)
 	}
-	if r, done, err := c.finishedWithoutNews(ctx, jobID, after); done || err != nil {
+	r, cons, err := c.openWatch(ctx, jobID, after)
+	if r != nil || err != nil {
 		return r, err
-	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{messages.EventSubject(jobID)}, DeliverPolicy: jetstream.DeliverAllPolicy}
-	if after > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
-	}
-	cons, err := c.js.OrderedConsumer(ctx, messages.StreamEvents, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("watch job %s: %w", jobID, err)
 	}
 	it, err := cons.Messages()
 	if err != nil {
@@ -49,14 +44,20 @@ func (c *Client) WatchFrom(ctx context.Context, jobID string, after uint64, fn f
 	stop := context.AfterFunc(ctx, it.Stop) // unblocks Next when ctx ends
 	defer stop()
 	defer it.Stop()
+	stalled, endStall := c.watchStall(ctx, jobID, it)
+	defer endStall()
 	for {
 		msg, err := it.Next()
 		if err != nil {
+			if r := stalled.result(); r != nil {
+				return r, nil
+			}
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, fmt.Errorf("watch job %s: %w", jobID, err)
 		}
+		stalled.saw()
 		// A large event travels claim-checked: skipping it could hide the job's end.
 		body, err := c.redeem(ctx, msg.Headers(), msg.Data())
 		if err != nil {
@@ -76,6 +77,34 @@ func (c *Client) WatchFrom(ctx context.Context, jobID string, after uint64, fn f
 		if ev.Type == messages.EventJobFinished {
 			return c.Wait(ctx, jobID)
 		}
+	}
+}
+
+// openWatch returns the result of a finished job with no news after
+// `after` (finishedWithoutNews), or an ordered consumer of the job's
+// events after it. Each try is bounded by watchStallAfter and tried again
+// while ctx lasts: a request whose answer is lost while the cluster's
+// leaders move (a NATS node killed) would otherwise wait for all of ctx.
+func (c *Client) openWatch(ctx context.Context, jobID string, after uint64) (*messages.Result, jetstream.Consumer, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{messages.EventSubject(jobID)}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if after > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
+	}
+	for {
+		tctx, cancel := context.WithTimeout(ctx, watchStallAfter)
+		r, done, err := c.finishedWithoutNews(tctx, jobID, after)
+		var cons jetstream.Consumer
+		if !done && err == nil {
+			cons, err = c.js.OrderedConsumer(tctx, messages.StreamEvents, cfg)
+			if err != nil {
+				err = fmt.Errorf("watch job %s: %w", jobID, err)
+			}
+		}
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			continue // no answer in time: ask again
+		}
+		return r, cons, err
 	}
 }
 
@@ -104,4 +133,50 @@ func (c *Client) finishedWithoutNews(ctx context.Context, jobID string, after ui
 		return r, true, nil
 	}
 	return nil, false, nil
+}
+
+// watchStallAfter is how long a watch waits for an event before it looks
+// for the job's result itself: an ordered consumer can stay silent after
+// the events stream's leader moves (a NATS node killed), although the
+// job finished and its events are stored.
+const watchStallAfter = 10 * time.Second
+
+// stallWatch ends a silent watch whose job has finished: it stops the
+// iterator, and result hands the finished job's result to the watch.
+type stallWatch struct {
+	last atomic.Int64 // unix nanoseconds of the last event seen
+	res  atomic.Pointer[messages.Result]
+}
+
+func (s *stallWatch) saw() { s.last.Store(time.Now().UnixNano()) }
+
+func (s *stallWatch) result() *messages.Result { return s.res.Load() }
+
+// watchStall checks, every watchStallAfter without an event, whether job
+// jobID has finished, and if so stops it so that WatchFrom returns its
+// result. The returned func ends the check (the watch is over).
+func (c *Client) watchStall(ctx context.Context, jobID string, it jetstream.MessagesContext) (*stallWatch, func()) {
+	s := &stallWatch{}
+	s.saw()
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(watchStallAfter / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if time.Since(time.Unix(0, s.last.Load())) < watchStallAfter {
+				continue
+			}
+			if r, err := c.Result(ctx, jobID); err == nil {
+				s.res.Store(r)
+				it.Stop()
+				return
+			}
+		}
+	}()
+	return s, cancel
 }

@@ -105,3 +105,41 @@ func NewJobID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return "job-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
+
+// Who asks. NATS does not stamp a message with its sender, so a request
+// that must say who sent it (a cancellation, a task kept or deleted) goes
+// on a subject that ends with the sender's NATS user name, and the
+// server's permissions let each producer publish only on its own
+// (docs/security.md). The subjects without a name are the coordinator
+// role's: it sends them for the HTTP API and for an operator acting as
+// admin.
+
+var identityRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidIdentity reports whether name can end a subject as one token: a
+// NATS user name or nkey, or a tool name.
+func ValidIdentity(name string) bool { return identityRe.MatchString(name) }
+
+// CancelSubject is where producer name asks to cancel a job:
+// autocoder.jobs.cancel.<name> (JetStream, stream StreamJobs; the
+// coordinator records "nats:<name>" as who cancelled). name must satisfy
+// ValidIdentity.
+func CancelSubject(name string) string { return SubjectJobsCancel + "." + name }
+
+// Operations on named tasks through the coordinator (TaskSubject).
+const (
+	TaskRegister = "register"
+	TaskDelete   = "delete"
+)
+
+// TaskSubject is where producer name asks the coordinator to register or
+// delete (op) a task with a TaskRequest, answered by a TaskReply (core
+// NATS request-reply): autocoder.api.task.<op>.<name>. With name "" it
+// is the admin's subject, autocoder.api.task.<op>, which only the
+// coordinator role may publish on.
+func TaskSubject(op, name string) string {
+	if name == "" {
+		return SubjectRoot + ".api.task." + op
+	}
+	return SubjectRoot + ".api.task." + op + "." + name
+}

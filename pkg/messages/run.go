@@ -42,6 +42,10 @@ type Task struct {
 	// Defaults are the settings of every run of the task (task register's
 	// options); a run's own options are laid over them (RunOptions.Over).
 	Defaults *RunOptions `json:"defaults,omitempty"`
+	// Owner registered the task ("nats:<user>", "http:<token name>" or
+	// "admin"): only it or an admin replaces or deletes it
+	// (internal/coordinator/tasks.go).
+	Owner string `json:"owner,omitempty"`
 }
 
 var taskNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)

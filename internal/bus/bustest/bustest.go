@@ -76,6 +76,9 @@ func start(t testing.TB, ecfg bus.EmbeddedConfig, cfg bus.ProvisionConfig) *Env 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if cfg.StorageLimit == 0 {
+		cfg.StorageLimit = srv.StorageLimit(cfg.MemoryStorage) // as the coordinator fits the store bounds
+	}
 	res, err := bus.Provision(ctx, js, cfg)
 	if err != nil {
 		t.Fatalf("bustest: provision: %v", err)

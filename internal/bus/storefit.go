@@ -1,0 +1,107 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// The object stores' bounds are reserved by the server when the stores
+// are made, so default bounds larger than the server's JetStream storage
+// would stop the coordinator from starting at all (9 GiB of defaults on a
+// laptop with 5 GB free). A bound that is not set is therefore fitted to
+// the storage the server has: the smaller of its default and its share
+// (4:4:1, as the defaults) of half that storage; the other half is left
+// to the streams and buckets that hold the jobs. A bound that is set is
+// used exactly, and one the server cannot reserve is refused (explain).
+
+// minStoreBound is the smallest bound of an object store.
+const minStoreBound = 1 << 20
+
+// storesShare is the part of the server's storage the three fitted
+// bounds may take together: one half.
+const storesShare = 2
+
+// fitBounds fills the bounds that are not set: each is the smaller of its
+// default and its share of the server's storage (storageLimit), in whole
+// MiB, at least minStoreBound.
+func (p *provisioner) fitBounds(ctx context.Context) error {
+	div := int64(1)
+	if p.cfg.MemoryStorage {
+		div = 16 // tests and throwaway runs: the server reserves the bounds in memory
+	}
+	stores := []struct {
+		bucket string
+		def    int64
+	}{{ObjectStoreSamples, DefaultSamplesMaxBytes / div}, {ObjectStoreOutputs, DefaultOutputsMaxBytes / div}, {ObjectStoreClaims, DefaultClaimsMaxBytes / div}}
+	p.fitted = map[string]bool{}
+	var total int64
+	for _, s := range stores {
+		p.fitted[s.bucket] = *p.cfg.bound(s.bucket) == 0
+		total += s.def
+	}
+	if !p.fitted[ObjectStoreSamples] && !p.fitted[ObjectStoreOutputs] && !p.fitted[ObjectStoreClaims] {
+		return nil
+	}
+	limit, err := p.storageLimit(ctx)
+	if err != nil {
+		return err
+	}
+	share := limit / storesShare
+	for _, s := range stores {
+		if !p.fitted[s.bucket] {
+			continue
+		}
+		b := s.def
+		if limit > 0 && share < total {
+			b = max(int64(float64(s.def)/float64(total)*float64(share)), minStoreBound) &^ (minStoreBound - 1)
+			p.cfg.Logger.Info("object store bound fitted to the server's JetStream storage (set it to choose)",
+				"store", s.bucket, "bound", messages.FormatBytes(b), "default", messages.FormatBytes(s.def), "server_storage", messages.FormatBytes(limit))
+		}
+		*p.cfg.bound(s.bucket) = b
+	}
+	return nil
+}
+
+// storageLimit is the JetStream storage the server has for one copy of a
+// store (memory with MemoryStorage): ProvisionConfig.StorageLimit, else
+// the account's limit, of the tier of the configured replicas where the
+// account has tiers (an account without tiers counts every replica); 0
+// when neither says.
+func (p *provisioner) storageLimit(ctx context.Context) (int64, error) {
+	if p.cfg.StorageLimit > 0 {
+		return p.cfg.StorageLimit, nil
+	}
+	info, err := p.js.AccountInfo(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("bus: provision: the account's JetStream limits, to fit the object store bounds: %w", err)
+	}
+	limits, perCopy := info.Limits, int64(p.cfg.Replicas)
+	if t, ok := info.Tiers[fmt.Sprintf("R%d", p.cfg.Replicas)]; ok && limits == (jetstream.AccountLimits{}) {
+		limits, perCopy = t.Limits, 1
+	}
+	limit := limits.MaxStore
+	if p.cfg.MemoryStorage {
+		limit = limits.MaxMemory
+	}
+	if limit <= 0 {
+		return 0, nil // no limit (-1), or none said: the defaults
+	}
+	return limit / perCopy, nil
+}
+
+// maxBytes is the bound object store bucket gets, its stream's
+// configuration being cur (nil: not made yet). A fitted bound never
+// lowers the bound a store already has: the server holds its reservation
+// already, and a disk that filled since must not shrink a store under
+// its objects.
+func (p provisioner) maxBytes(bucket string, cur *jetstream.StreamConfig) int64 {
+	b := *p.cfg.bound(bucket)
+	if p.fitted[bucket] && cur != nil && cur.MaxBytes > b {
+		return cur.MaxBytes
+	}
+	return b
+}

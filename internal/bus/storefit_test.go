@@ -1,0 +1,152 @@
+package bus_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/internal/bus"
+)
+
+// storeBounds is the bound of each object store as the server has it.
+func storeBounds(t *testing.T, js jetstream.JetStream) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, b := range []string{bus.ObjectStoreSamples, bus.ObjectStoreOutputs, bus.ObjectStoreClaims} {
+		s, err := js.Stream(ctxT(t), "OBJ_"+b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[b] = s.CachedInfo().Config.MaxBytes
+	}
+	return out
+}
+
+// checkFitted checks that bounds fit half of limit, shared 4:4:1, each
+// under its default.
+func checkFitted(t *testing.T, bounds map[string]int64, limit int64) {
+	t.Helper()
+	s, o, c := bounds[bus.ObjectStoreSamples], bounds[bus.ObjectStoreOutputs], bounds[bus.ObjectStoreClaims]
+	share := limit / 2 * 4 / 9
+	if s+o+c > limit/2 || s != o || s > share || s < share-(1<<20) || s >= bus.DefaultSamplesMaxBytes ||
+		c >= bus.DefaultClaimsMaxBytes || s/c < 3 || s/c > 5 {
+		t.Errorf("bounds %v with %d bytes of JetStream storage: want 4:4:1 of half of it, each under its default", bounds, limit)
+	}
+}
+
+// TestDefaultStoreBoundsFitTheServer: on an embedded server with 2 GiB of
+// JetStream storage, the coordinator's defaults (4 GiB + 4 GiB + 1 GiB,
+// reserved by the server) are fitted to half of it, 4:4:1, so it starts;
+// an explicit bound is used exactly, and one the server cannot reserve is
+// refused naming its setting; a fitted bound never lowers the one a store
+// has. Before, the defaults were reserved whatever the server had, and a
+// machine with less than about 12 GB of free disk could not start the
+// coordinator at all.
+func TestDefaultStoreBoundsFitTheServer(t *testing.T) {
+	t.Parallel()
+	const limit = 2 << 30
+	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), MaxStore: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	if got := srv.StorageLimit(false); got != limit {
+		t.Fatalf("StorageLimit = %d, want the MaxStore %d", got, limit)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ctx := ctxT(t)
+
+	// What the coordinator did before: the defaults as they are.
+	_, err = bus.Provision(ctx, js, bus.ProvisionConfig{SamplesMaxBytes: bus.DefaultSamplesMaxBytes})
+	if err == nil || !strings.Contains(err.Error(), "AUTOCODER_SAMPLES_MAX_BYTES") || !strings.Contains(err.Error(), "cannot reserve") {
+		t.Fatalf("an explicit 4 GiB bound on 2 GiB of storage: %v, want a refusal naming the setting", err)
+	}
+
+	if _, err := bus.Provision(ctx, js, bus.ProvisionConfig{StorageLimit: srv.StorageLimit(false)}); err != nil {
+		t.Fatalf("the default bounds on 2 GiB of storage: %v", err)
+	}
+	fitted := storeBounds(t, js)
+	checkFitted(t, fitted, limit)
+
+	const explicit = 100 << 20
+	if _, err := bus.Provision(ctx, js, bus.ProvisionConfig{StorageLimit: limit, OutputsMaxBytes: explicit}); err != nil {
+		t.Fatal(err)
+	}
+	if got := storeBounds(t, js); got[bus.ObjectStoreOutputs] != explicit || got[bus.ObjectStoreSamples] != fitted[bus.ObjectStoreSamples] {
+		t.Errorf("an explicit outputs bound of 100 MiB: %v, want it exactly and the others as they were", got)
+	}
+
+	// A disk that filled up: the fitted bounds would be smaller, and the
+	// stores keep theirs.
+	if _, err := bus.Provision(ctx, js, bus.ProvisionConfig{StorageLimit: limit / 4}); err != nil {
+		t.Fatal(err)
+	}
+	got := storeBounds(t, js)
+	if got[bus.ObjectStoreSamples] != fitted[bus.ObjectStoreSamples] || got[bus.ObjectStoreClaims] != fitted[bus.ObjectStoreClaims] {
+		t.Errorf("after a start with less storage: %v, want the bounds the stores had, %v", got, fitted)
+	}
+	if want := int64(limit / 4 / 2 * 4 / 9); got[bus.ObjectStoreOutputs] < want-(1<<20) || got[bus.ObjectStoreOutputs] > want {
+		t.Errorf("outputs, whose explicit bound was unset: %d, want fitted to about %d", got[bus.ObjectStoreOutputs], want)
+	}
+}
+
+// TestStoreBoundsFitTheAccountsLimit: against a server the coordinator
+// does not embed, the bounds that are not set fit the JetStream storage
+// limit of its account, as the server reports it.
+func TestStoreBoundsFitTheAccountsLimit(t *testing.T) {
+	t.Parallel()
+	const limit = 2 << 30
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nats.conf")
+	text := fmt.Sprintf(`listen: "127.0.0.1:-1"
+jetstream { store_dir: %q }
+accounts { TEAM { jetstream { max_file: %d, max_mem: -1 }, users [ {user: coordinator, password: s3cret-pass} ] } }
+`, filepath.Join(dir, "js"), limit)
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.NoSigs, opts.NoLog = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(30 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("coordinator", "s3cret-pass"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+
+	if _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{}); err != nil {
+		t.Fatalf("the default bounds in an account with 2 GiB of storage: %v", err)
+	}
+	checkFitted(t, storeBounds(t, js), limit)
+
+	_, err = bus.Provision(ctxT(t), js, bus.ProvisionConfig{ClaimsMaxBytes: limit})
+	var api *jetstream.APIError
+	if !errors.As(err, &api) || !strings.Contains(err.Error(), "AUTOCODER_CLAIMS_MAX_BYTES") {
+		t.Errorf("an explicit claims bound the account cannot hold: %v, want the server's refusal naming the setting", err)
+	}
+}

@@ -1,0 +1,90 @@
+package coordinator_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// TestOversizedSubmissionIsFinished: a submission published on the jobs
+// stream whose state would be over the bound (a 980 KB prompt) is not
+// dropped: its job ID resolves to a failed result that says why. Before,
+// the step was a permanent error and the job never existed.
+func TestOversizedSubmissionIsFinished(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.coordinator(t, nil, nil, nil)
+	spec := answerSpec()
+	spec.Prompt = strings.Repeat("a long prompt ", 70_000)
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-huge", spec)); err != nil {
+		t.Fatalf("HandleSubmit = %v, want nil (the job is finished, not dropped)", err)
+	}
+	res := e.result(t, "job-huge")
+	if res.Status != messages.StatusFailed || !strings.Contains(res.Error, "over the 1008 KiB bound of one stored job") {
+		t.Errorf("result: status %s, error %q", res.Status, res.Error)
+	}
+	if cmds := e.commands(t); len(cmds) != 0 {
+		t.Errorf("an oversized job dispatched %d commands", len(cmds))
+	}
+}
+
+// TestStepOverTheBoundEndsTheJob: a 600 KB solution fits the state, but
+// the step that carries it to the next stages does not (the state and the
+// commands both hold it). The job ends failed with a reason naming the
+// bound, its result and job_finished event are out, and its stored state is
+// finished and within the bound. Before, the step and the stage's failure
+// were both refused and the job stayed running forever.
+func TestStepOverTheBoundEndsTheJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.coordinator(t, nil, nil, nil)
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-big", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	big := "# " + strings.Repeat("padding ", 75_000) + "\ndef f():\n    return 42\n"
+	answered := map[int]bool{}
+	for round := 0; round < 30; round++ {
+		progressed := false
+		for _, cmd := range e.commands(t) {
+			if answered[cmd.Seq] {
+				continue
+			}
+			answered[cmd.Seq], progressed = true, true
+			r := answer(t, cmd)
+			if cmd.Stage == messages.StageCode || cmd.Stage == messages.StageFix {
+				r.Output, _ = json.Marshal(messages.Solution{Language: "python", Code: big, Packages: []string{}, SystemPackages: []string{}})
+			}
+			if err := c.HandleResult(ctxT(t), resultMsg(t, r)); err != nil {
+				t.Fatalf("HandleResult %s: %v, want nil (the job ends, the result is not dropped)", cmd.Stage, err)
+			}
+		}
+		if !progressed {
+			break
+		}
+	}
+	e.waitSettled(t, "job-big")
+	res := e.result(t, "job-big")
+	if res.Status != messages.StatusFailed || !strings.Contains(res.Error, "job state over its bound") ||
+		!strings.Contains(res.Error, "over the 1008 KiB one stored job may hold") {
+		t.Fatalf("result: status %s, error %q", res.Status, res.Error)
+	}
+	en, err := e.res.JobState.Get(ctxT(t), bus.JobKey("job-big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		State struct {
+			Phase  string `json:"phase"`
+			Status string `json:"status"`
+		} `json:"state"`
+	}
+	if err := json.Unmarshal(en.Value(), &rec); err != nil || rec.State.Phase != "done" || rec.State.Status != "failed" {
+		t.Errorf("stored state: %+v (%v)", rec.State, err)
+	}
+	if len(en.Value()) > 1<<20 {
+		t.Errorf("stored state is %d bytes", len(en.Value()))
+	}
+}
