@@ -318,7 +318,7 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	stored := record{State: next, Outbox: cmds, Iterations: machine.NoteIteration(rec.Iterations, rec.State, next, *ev)}
 	newRev, again, err := c.store(ctx, jobID, stored, rev, ev)
 	if over := (*overBoundError)(nil); errors.As(err, &over) {
-		c.states.drop(jobID) // overBound stores what it stores itself
+		c.states.drop(jobID)                                     // overBound stores what it stores itself
 		return c.overBound(ctx, jobID, *rec, rev, ev, over.size) // statebound.go
 	}
 	if again || err != nil {
