@@ -183,7 +183,10 @@ func (r *cancelRig) cancelRun(b *testing.B, i int) time.Duration {
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.st.Backend.Run(runCtx, sandbox.RunSpec{Env: env.ID, JobID: jobID, Timeout: 2 * time.Minute,
-			Argv: []string{"python", "-c", "import time; time.sleep(60)", marker}})
+			// The sleep is a child process named by marker, as in the job's
+			// tests: a warm runner runs the run's own python -c in a fork
+			// of its interpreter, whose command line is not the run's.
+			Argv: []string{"python", "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import time; time.sleep(60)', sys.argv[1]])", marker}})
 		done <- err
 	}()
 	waitUntil(b, 2*time.Minute, "the run's sleep to start", func() bool { return len(processesWith(marker)) > 0 })
