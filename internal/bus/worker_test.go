@@ -261,13 +261,16 @@ func TestWorkerConcurrencyNeverExceedsSlots(t *testing.T) {
 		recv(t, started, "a handler to start")
 	}
 	// The server's view: the worker holds exactly as many messages as it has
-	// slots, and the rest wait in the stream, not in the worker's buffers.
+	// slots, and the rest wait on the server, not in the worker's buffers
+	// (a message the worker took would be ack pending). Under load a pull
+	// may expire with a message on its way, which then waits for
+	// redelivery rather than in NumPending: so pending is at most the rest.
 	info, err := cons.Info(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.NumAckPending != slots || info.NumPending != total-slots {
-		t.Errorf("with all slots busy: ack pending %d, pending %d; want %d, %d",
+	if info.NumAckPending != slots || info.NumPending > total-slots {
+		t.Errorf("with all slots busy: ack pending %d, pending %d; want %d, at most %d",
 			info.NumAckPending, info.NumPending, slots, total-slots)
 	}
 	close(release)

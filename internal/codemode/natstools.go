@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -62,6 +63,12 @@ func ServeTool(nc *nats.Conn, t Tool) (micro.Service, error) {
 	meta := map[string]string{metaDoc: t.Doc, metaParams: string(params), metaCacheable: strconv.FormatBool(!t.NoCache)}
 	handler := micro.HandlerFunc(func(req micro.Request) { respond(nc, req, serveCall(&t, req.Data())) })
 	if err := svc.AddEndpoint(callEndpoint, handler, micro.WithEndpointSubject(ToolSubject(t.Name)), micro.WithEndpointMetadata(meta)); err != nil {
+		_ = svc.Stop()
+		return nil, fmt.Errorf("codemode: serve tool %s: %w", t.Name, err)
+	}
+	// Return once the server has the service's subscriptions, so a
+	// discovery that follows finds the tool (not "no responders").
+	if err := nc.FlushTimeout(10 * time.Second); err != nil {
 		_ = svc.Stop()
 		return nil, fmt.Errorf("codemode: serve tool %s: %w", t.Name, err)
 	}
