@@ -19,14 +19,27 @@ var ErrTaskForbidden = client.ErrTaskForbidden
 // its TaskOwner, if any). A producer's client never writes the bucket.
 func (c *Client) RegisterTask(ctx context.Context, name, jobID, description string, defaults *messages.RunOptions) (*messages.Task, error) {
 	t, err := c.Client.RegisterTask(ctx, name, jobID, description, defaults)
+	return c.registerHere(ctx, t, err, messages.TaskRequest{Name: name, JobID: jobID, Description: description, Defaults: defaults})
+}
+
+// CreateTask is pkg/client's CreateTask (a name registered already is
+// refused), with RegisterTask's fallback.
+func (c *Client) CreateTask(ctx context.Context, name, jobID, description string, defaults *messages.RunOptions) (*messages.Task, error) {
+	t, err := c.Client.CreateTask(ctx, name, jobID, description, defaults)
+	return c.registerHere(ctx, t, err, messages.TaskRequest{Name: name, JobID: jobID, Description: description, Defaults: defaults, Create: true})
+}
+
+// registerHere keeps the task itself when the coordinator's answer (t,
+// err) says none answered and this client is the admin.
+func (c *Client) registerHere(ctx context.Context, t *messages.Task, err error, req messages.TaskRequest) (*messages.Task, error) {
 	if !c.keepsTasksHere(err) {
 		return t, err
 	}
-	if defaults.IsZero() {
-		defaults = nil
+	if req.Defaults.IsZero() {
+		req.Defaults = nil
 	}
-	r := c.taskHere(ctx, messages.TaskRegister, messages.TaskRequest{Name: name, JobID: jobID, Description: description, Defaults: defaults})
-	return r.Task, client.TaskReplyError(name, r)
+	r := c.taskHere(ctx, messages.TaskRegister, req)
+	return r.Task, client.TaskReplyError(req.Name, r)
 }
 
 // DeleteTask is pkg/client's DeleteTask, with RegisterTask's fallback.

@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/fakellm"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -45,10 +47,16 @@ func TestOversizedPromptIsNotSent(t *testing.T) {
 	spec.Prompt += strings.Repeat(" Really, write 42.", 300<<10/18)
 	// Planning first, the plan stage refuses the prompt; in one round,
 	// the code and tests commands (the prompt twice) make a job state
-	// over its bound, and the job is refused at once with that reason.
+	// over its bound, and the client refuses the submission with that
+	// reason before anything is sent.
+	oneRound := spec
+	oneRound.Options.FirstPass = messages.FirstPassOneRound
+	err := st.Client.Submit(context.Background(), client.NewJobID(), oneRound)
+	if err == nil || !strings.Contains(err.Error(), "over the 1008 KiB bound") {
+		t.Errorf("one round: submit %v, want the state bound named", err)
+	}
 	for fp, wants := range map[messages.FirstPass][]string{
 		messages.FirstPassPlanFirst: {"stage plan failed", "over the 256 KiB budget"},
-		messages.FirstPassOneRound:  {"too large to run", "over the 1008 KiB bound"},
 	} {
 		spec.Options.FirstPass = fp
 		res := runJob(t, st, spec)

@@ -299,7 +299,7 @@ func TestCancelAbandonsTheModelCall(t *testing.T) {
 	defer cancel()
 
 	first := client.NewJobID()
-	if err := st.Client.Submit(ctx, first, answerSpec()); err != nil {
+	if err := st.Client.Submit(ctx, first, planFirst(answerSpec())); err != nil { // its plan call waits an hour
 		t.Fatal(err)
 	}
 	waitFor(t, time.Minute, "the first plan call", func() bool { return len(fake.Requests()) == 1 })

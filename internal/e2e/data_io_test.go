@@ -199,7 +199,7 @@ constraints:
 samples: {orders: orders.csv}
 inputs: {threshold: float, label: str, notes: File, attachments: Dir}
 outputs: {total: float, big_orders: int, label_out: str, report: File, charts: Dir, notes_len: int, attachment_count: int}
-options: {max_iterations: 3}
+options: {max_iterations: 3, mutation: "off"}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -110,8 +110,8 @@ func TestStrongTestsCostNoModelCall(t *testing.T) {
 	st := startLocal(t, testConfig(t, fake))
 	res := runJob(t, st, problemSpec(p, nil))
 	requireSuccess(t, res)
-	if countStage(res, messages.StageMutate) != 1 || countStage(res, messages.StageStrengthenTests) != 0 || res.LLMCalls != 3 {
-		t.Errorf("stages %v, %d model calls: want one measurement and plan, code and tests only", stageNames(res), res.LLMCalls)
+	if countStage(res, messages.StageMutate) != 1 || countStage(res, messages.StageStrengthenTests) != 0 || res.LLMCalls != 2 {
+		t.Errorf("stages %v, %d model calls: want one measurement and code (with its plan) and tests only", stageNames(res), res.LLMCalls)
 	}
 	if ts := res.TestStrength; ts == nil || ts.Score < ts.MinTestStrength || ts.Rounds != 0 || ts.Mutants == 0 || ts.Usage.Calls != 0 {
 		t.Errorf("test_strength %+v", ts)

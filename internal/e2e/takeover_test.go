@@ -82,7 +82,7 @@ func TestKilledWorkersStageIsTakenOver(t *testing.T) {
 	jobCtx, jobCancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer jobCancel()
 	id := client.NewJobID()
-	if err := st.Client.Submit(jobCtx, id, answerSpec()); err != nil {
+	if err := st.Client.Submit(jobCtx, id, planFirst(answerSpec())); err != nil { // the plan call is the one killed
 		t.Fatalf("submit: %v", err)
 	}
 	planCalls := func() int {

@@ -71,7 +71,8 @@ func newLLMSystem(t *testing.T) *llmSystem {
 
 func (s *llmSystem) submit(t *testing.T, jobID string) messages.StageCommand {
 	t.Helper()
-	spec := messages.JobSpec{Prompt: "Compute 42.", Outputs: map[string]messages.Type{"answer": messages.TypeInt}}
+	spec := messages.JobSpec{Prompt: "Compute 42.", Outputs: map[string]messages.Type{"answer": messages.TypeInt},
+		Options: messages.Options{FirstPass: messages.FirstPassPlanFirst}} // the tests take the plan command
 	b, err := json.Marshal(messages.SubmitJob{V: messages.WireVersion, JobID: jobID, Spec: spec})
 	if err != nil {
 		t.Fatal(err)
