@@ -107,9 +107,19 @@ func TestCancelStopsTheSandbox(t *testing.T) {
 	if len(processesWith(marker)) == 0 {
 		t.Fatal("the job's sandbox stopped when the CLI that followed it did")
 	}
-	if out, err := runSubmit(ctx, bin, env, "status", jobID); err != nil || !strings.Contains(out, "job "+jobID+": running since") ||
-		!regexp.MustCompile(`(?m)^running now:\n  run_tests +iteration 1 +queued [0-9]+s, running for [0-9]+s on \S+$`).MatchString(out) {
-		t.Errorf("status of the running job: %v\n%s", err, out)
+	// The worker announces a stage once it has run a quarter second
+	// (stagework's AnnounceAfter): until then the status says queued.
+	running := regexp.MustCompile(`(?m)^running now:\n  run_tests +iteration 1 +queued [0-9]+s, running for [0-9]+s on \S+$`)
+	var status string
+	var statusErr error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		status, statusErr = runSubmit(ctx, bin, env, "status", jobID)
+		if (statusErr == nil && strings.Contains(status, "job "+jobID+": running since") && running.MatchString(status)) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if statusErr != nil || !running.MatchString(status) || !strings.Contains(status, "job "+jobID+": running since") {
+		t.Errorf("status of the running job: %v\n%s", statusErr, status)
 	}
 
 	start := time.Now()
