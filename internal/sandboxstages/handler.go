@@ -164,32 +164,50 @@ func provenance(arts []sandbox.Artifact) []messages.Artifact {
 
 func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in messages.RunTestsInput) (stagework.Output[messages.TestReport], error) {
 	var none stagework.Output[messages.TestReport]
-	h, err := h.forPython(cmd) // the handlers of the job's Python version (settings.go)
-	if err != nil {
-		return none, bus.Permanent(err)
-	}
-	inputs, err := h.fetch(ctx, in.Samples)
+	h, r, err := h.prepareTestRun(ctx, cmd, in.Samples, in.Image, in.Env)
 	if err != nil {
 		return none, err
-	}
-	image, err := h.ensureEnv(ctx, in.Image, in.Env)
-	if err != nil {
-		return none, err
-	}
-	env, redact, err := h.jobEnv(cmd) // settings.go
-	if err != nil {
-		return none, bus.Permanent(err)
 	}
 	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	rep, err := sandbox.RunTests(ctx, h.backend, sandbox.TestRun{
-		Env: image, Code: in.Code, Tests: in.Tests, Inputs: inputs,
-		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID, EnvVars: env, Redact: redact,
+		Env: r.image, Code: in.Code, Tests: in.Tests, Inputs: r.inputs,
+		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, JobID: cmd.JobID, EnvVars: r.env, Redact: r.redact,
 	})
 	if err != nil {
 		return none, fmt.Errorf("run tests: %w", err)
 	}
 	h.rememberFailure(ctx, cmd.JobID, in, rep)
 	return stagework.Output[messages.TestReport]{Value: rep}, nil
+}
+
+// testRun is what a run of a job's tests needs besides its files: the
+// samples fetched, the environment built, the job's variables and secrets.
+type testRun struct {
+	inputs map[string]string
+	image  string
+	env    map[string]string
+	redact func([]byte) []byte
+}
+
+// prepareTestRun gets a run of tests ready (runTests, mutate): the
+// handlers of the job's Python version, its samples, its environment and
+// its variables.
+func (h *Handlers) prepareTestRun(ctx context.Context, cmd *messages.StageCommand, samples []messages.SampleRef, image string, env messages.BuildInput) (*Handlers, testRun, error) {
+	var r testRun
+	h, err := h.forPython(cmd) // the handlers of the job's Python version (settings.go)
+	if err != nil {
+		return nil, r, bus.Permanent(err)
+	}
+	if r.inputs, err = h.fetch(ctx, samples); err != nil {
+		return nil, r, err
+	}
+	if r.image, err = h.ensureEnv(ctx, image, env); err != nil {
+		return nil, r, err
+	}
+	if r.env, r.redact, err = h.jobEnv(cmd); err != nil { // settings.go
+		return nil, r, bus.Permanent(err)
+	}
+	return h, r, nil
 }
 
 func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in messages.AcceptanceInput) (stagework.Output[messages.AcceptanceOutput], error) {
