@@ -74,7 +74,7 @@ func (p *pool) mark(image string) {
 	}
 	p.mu.Unlock()
 	for _, bx := range drop {
-		p.b.removeLater(bx.id)
+		p.b.discard(bx)
 	}
 }
 
@@ -97,7 +97,7 @@ func (p *pool) take(image string, memory int64, cpus float64, until time.Time) *
 	var stale []*box
 	defer func() {
 		for _, bx := range stale {
-			p.b.removeLater(bx.id)
+			p.b.discard(bx)
 		}
 	}()
 	p.mu.Lock()
@@ -142,12 +142,18 @@ func (p *pool) fill(ctx context.Context) {
 	for ctx.Err() == nil {
 		image, stale := p.next()
 		for _, bx := range stale {
-			p.b.removeLater(bx.id)
+			p.b.discard(bx)
 		}
 		if image == "" {
 			return
 		}
 		bx, err := p.b.startBox(ctx, image, sandbox.DefaultMemory, sandbox.DefaultCPUs, p.b.cfg.PoolLease, "pool", "pool", "")
+		if err == nil {
+			if err = p.b.makeReady(ctx, bx); err != nil {
+				p.b.discard(bx)
+				bx = nil
+			}
+		}
 		p.mu.Lock()
 		ip := p.images[image]
 		switch {
@@ -159,7 +165,7 @@ func (p *pool) fill(ctx context.Context) {
 				delete(p.images, image)
 			}
 		case p.closed || ip == nil:
-			p.b.removeLater(bx.id)
+			p.b.discard(bx)
 		default:
 			ip.ready = append(ip.ready, bx)
 		}
@@ -211,6 +217,7 @@ func (p *pool) drain() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			bx.release()
 			p.b.remove(bx.id)
 		}()
 	}

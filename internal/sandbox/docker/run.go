@@ -1,12 +1,14 @@
 package docker
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,9 +30,12 @@ const defaultPATH = "/usr/local/bin:/usr/bin:/bin"
 
 // stubScript is the init process (pid 1) of every sandbox container. It
 // waits, for at most argv[1] seconds, for one JSON request line on stdin
-// (argv, env, timeout, output limit), runs the command as its child with
+// (argv, env, timeout, output limit, the workspace files, the results
+// wanted), answering ping lines (the pool's readiness check) on the way,
+// writes the files into /workspace, runs the command as its child with
 // exactly that environment in /workspace, reaps orphans, and when the child
-// exits kills whatever it left behind and exits with the child's status
+// exits kills whatever it left behind, sends the trailers (with the
+// results after stdout's: results.go) and exits with the child's status
 // (128+signal for a signal).
 //
 // It caps the output where it is made: of each stream it forwards the first
@@ -38,11 +43,11 @@ const defaultPATH = "/usr/local/bin:/usr/bin:/bin"
 // prints 1 GiB sends about 2×limit through the engine (whose attach stream
 // is slow) and the worker's head-and-tail buffer still sees the true head
 // and tail. SIGUSR1 (the worker's timeout) and its own timer (a backstop
-// for a worker that died) make it kill the run, flush the tail and exit
-// 124. A container started before its command is known is what makes the
+// for a worker that died) make it kill the run, flush the tail, send
+// the trailers and exit 124. A container started before its command is known is what makes the
 // warm pool possible.
 const stubScript = `
-import collections, json, os, select, signal, sys, time
+import base64, collections, json, os, select, signal, stat, sys, time
 def killall():
     try:
         os.kill(-1, signal.SIGKILL)
@@ -81,19 +86,164 @@ class Cap:
         data = b"".join(self.tail)
         self.tail.clear()
         writeall(self.fd, data[-self.limit:] if self.limit else b"")
+def read_request(deadline):
+    # One JSON line; a ping line (the pool's readiness check) is answered
+    # and the next one read. What follows the request is the run's stdin.
+    buf = bytearray()
+    while True:
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([0], [], [], left)[0]:
+                return None, None
+            chunk = os.read(0, 1048576)
+            if not chunk:
+                return None, None
+            buf += chunk
+        line, _, rest = bytes(buf).partition(b"\n")
+        buf = bytearray(rest)
+        req = json.loads(line)
+        if "ping" not in req:
+            return req, buf
+        writeall(1, ("\0autocoder-ready:%s\n" % req["ping"]).encode())
+def walk_open(root, rel, final_flags):
+    # Opens root/rel, never through a symlink on the way or at the end.
+    parts = rel.split("/")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for d in parts[:-1]:
+            nfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        return os.open(parts[-1], final_flags | os.O_NOFOLLOW, 0o644, dir_fd=fd)
+    finally:
+        os.close(fd)
+def put_files(files):
+    # The run's files, as the sandbox user, before anything of the run.
+    for name in sorted(files):
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            try:
+                os.mkdir("/workspace/" + "/".join(parts[:i]), 0o755)
+            except FileExistsError:
+                pass
+        fd = walk_open("/workspace", name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            writeall_strict(fd, base64.b64decode(files[name]))
+            os.utime(fd, (0, 0))
+        finally:
+            os.close(fd)
+def writeall_strict(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+class Full(Exception):
+    pass
+def gather(spec):
+    # What the run left that the worker asked for, listed (sizes only);
+    # send_results streams the contents. The worker applies the caps
+    # again: this only spares sending what it would drop.
+    files, outs, reads = [], [], []
+    budget = spec["budget"]
+    for name in spec.get("collect") or []:
+        try:
+            fd = walk_open("/workspace", name, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_size <= budget:
+            budget -= st.st_size
+            files.append({"name": name, "size": st.st_size})
+            reads.append(("/workspace", name, st.st_size))
+    caps = spec.get("outputs")
+    if caps is not None:
+        state = {"n": 0, "budget": caps["max_bytes"]}
+        top = ""
+        def visit(dfd, name, rel):
+            if state["n"] >= caps["max_files"] + 256:
+                raise Full
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            state["n"] += 1
+            if stat.S_ISDIR(st.st_mode):
+                outs.append({"path": rel, "kind": "d"})
+                fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dfd)
+                try:
+                    for child in sorted(os.listdir(fd)):
+                        visit(fd, child, rel + "/" + child)
+                finally:
+                    os.close(fd)
+            elif stat.S_ISREG(st.st_mode):
+                e = {"path": rel, "kind": "f", "size": st.st_size}
+                if st.st_size <= state["budget"] and state["n"] <= caps["max_files"]:
+                    state["budget"] -= st.st_size
+                    e["data"] = True
+                    reads.append(("/var/outputs", rel, st.st_size))
+                outs.append(e)
+            else:
+                outs.append({"path": rel, "kind": "o"})
+        root = os.open("/var/outputs", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for top in caps.get("names") or sorted(os.listdir(root)):
+                try:
+                    visit(root, top, top)
+                except FileNotFoundError:
+                    pass
+        except Full:
+            outs.append({"path": top, "kind": "x"})
+        finally:
+            os.close(root)
+    return {"files": files, "outputs": outs}, reads
+def send_results(nonce, code, spec):
+    try:
+        head, reads = gather(spec)
+    except Exception as e:
+        head, reads = {"error": "collect the results: %s" % e}, []
+    head = json.dumps(head).encode()
+    size = sum(r[2] for r in reads)
+    writeall(1, ("\0autocoder-exit:%s:%d:%d:%d\n" % (nonce, code, len(head), size)).encode() + head)
+    for root, rel, n in reads:
+        # Nothing of the run is alive: a file is as gather saw it; the
+        # frame's length holds even if one could not be read whole.
+        try:
+            fd = walk_open(root, rel, os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                while n > 0:
+                    chunk = os.read(fd, min(n, 1048576))
+                    if not chunk:
+                        break
+                    writeall(1, chunk)
+                    n -= len(chunk)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+        writeall(1, b"\0" * n)
+def finish(req, code):
+    # The trailers: nothing else can write any more. They end both
+    # streams, and tell the worker the exit code (and, with the results
+    # asked for, what the run left) before the engine notices the exit.
+    trailer = ("\0autocoder-exit:%s:%d\n" % (req["nonce"], code)).encode()
+    writeall(2, trailer)
+    if req.get("results"):
+        send_results(req["nonce"], code, req["results"])
+    else:
+        writeall(1, trailer)
 def main():
-    if not select.select([0], [], [], float(sys.argv[1]))[0]:
+    req, pending = read_request(time.monotonic() + float(sys.argv[1]))
+    if req is None:
         return 125
-    buf = b""
-    while b"\n" not in buf:
-        chunk = os.read(0, 65536)
-        if not chunk:
-            return 125
-        buf += chunk
-    line, pending = buf.split(b"\n", 1)
-    req = json.loads(line)
+    if req.get("files"):
+        try:
+            put_files(req["files"])
+        except OSError as e:
+            os.write(2, ("sandbox: cannot write the run's files: %s\n" % e).encode())
+            req["results"] = None
+            finish(req, 126)
+            time.sleep(req["linger"])
+            return 126
     stdio = req.get("stdio", False)
-    pending = bytearray(pending)
     in_r = in_w = -1
     if stdio:
         in_r, in_w = os.pipe()
@@ -134,6 +284,7 @@ def main():
         killall()
         for cap in caps.values():
             cap.flush()
+        finish(req, 124)
         os._exit(124)
     signal.signal(signal.SIGALRM, expire)
     signal.signal(signal.SIGUSR1, expire)
@@ -186,14 +337,11 @@ def main():
         cap.flush()
     code = os.waitstatus_to_exitcode(status)
     code = 128 - code if code < 0 else code
-    # Nothing else can write any more: the trailer ends both streams, and
-    # tells the worker the exit code before the engine notices the exit.
-    trailer = ("\0autocoder-exit:%s:%d\n" % (req["nonce"], code)).encode()
-    writeall(1, trailer)
-    writeall(2, trailer)
-    # Stay up while the worker copies results out (an engine tearing a
-    # container down refuses that for a moment); it removes the container.
-    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.setitimer(signal.ITIMER_REAL, 0)  # the run is over: no expire from here on
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    finish(req, code)
+    # Stay up until the worker removes the container (a backstop: it
+    # does at once).
     time.sleep(req["linger"])
     return code
 sys.exit(main())
@@ -262,6 +410,13 @@ type request struct {
 	// on its stdin to the command's, and the command's stdout on whole,
 	// as it comes.
 	Stdio bool `json:"stdio,omitempty"`
+	// Files are the run's workspace files (RunSpec.Files, by cleaned
+	// slash-separated name), which the stub writes into /workspace before
+	// it starts the command: no archive API call.
+	Files map[string][]byte `json:"files,omitempty"`
+	// Results asks the stub to send back, after its stdout trailer, what
+	// the run left (results.go).
+	Results *resultsSpec `json:"results,omitempty"`
 }
 
 // box is one started sandbox container waiting for its request.
@@ -272,6 +427,11 @@ type box struct {
 	cpus    float64
 	expiry  time.Time // lease
 	created time.Time
+	// Opened by connect: the attach connection and the engine's wait
+	// for the exit (a pooled box has them while it waits).
+	att       *types.HijackedResponse
+	watch     *exitWatch
+	stopWatch context.CancelFunc
 }
 
 // Run runs spec.Argv in a fresh container of the image spec.Env.
@@ -279,11 +439,12 @@ type box struct {
 // The container has no network, a read-only root, no capabilities, no new
 // privileges, uid 10001, a pids limit, memory (no swap) and CPU limits,
 // rlimits, a size-capped tmpfs /tmp, and no environment but PATH, HOME,
-// LANG, thread-count caps and spec.EnvVars. spec.Files are copied into
-// /workspace and spec.Inputs (root-owned, read-only) into /var/inputs
-// through the engine's archive API, and results are copied back the same
-// way: no host path is mounted. A run with the default Memory and CPUs
-// takes a started container from the warm pool when there is one. A
+// LANG, thread-count caps and spec.EnvVars. spec.Files travel in the
+// stub's request into /workspace, the results (spec.Collect, /var/outputs)
+// back in its trailer (results.go), and spec.Inputs (root-owned,
+// read-only) through the engine's archive API into /var/inputs: no host
+// path is mounted. A run with the default Memory and CPUs takes a started
+// container, already attached to, from the warm pool when there is one. A
 // non-zero exit is a result; an error means the sandbox could not run, or
 // ctx ended (the container is killed first).
 func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
@@ -309,16 +470,13 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 			return sandbox.RunResult{}, err
 		}
 	}
-	workspace, err := filesTar(spec.Files)
-	if err != nil {
-		return sandbox.RunResult{}, err
-	}
 
 	start := time.Now()
 	bx := b.pool.take(spec.Env, memory, cpus, b.cfg.Now().Add(timeout+stubGrace))
 	pooled := bx != nil
 	if bx == nil {
 		lease := timeout + stubGrace + b.cfg.LeaseMargin
+		var err error
 		bx, err = b.startBox(ctx, spec.Env, memory, cpus, lease, "run", cmp.Or(spec.JobID, noJob), jobName)
 		if err != nil {
 			if cerrdefs.IsNotFound(err) {
@@ -329,7 +487,7 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 			return sandbox.RunResult{}, err
 		}
 	}
-	defer b.removeLater(bx.id)
+	defer b.discard(bx)
 	defer b.pool.wake() // replace what this run used, once it is over
 
 	env := sandbox.ThreadEnv(cpus)
@@ -338,44 +496,40 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 		env[k] = v
 	}
 	req := request{Argv: spec.Argv, Env: env, Cwd: sandbox.WorkspaceDir,
-		Timeout: (timeout + stubGrace).Seconds(), Stdio: spec.Stdio != nil}
+		Timeout: (timeout + stubGrace).Seconds(), Stdio: spec.Stdio != nil,
+		Files: workspaceFiles(spec.Files), Results: newResultsSpec(spec)}
 	if args, whyCold := sandbox.WarmArgs(spec); b.cfg.WarmRunner && whyCold == "" {
 		req.Warm = args
 	}
-	res, err := b.execute(ctx, bx, req, timeout, cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit),
-		workspace, inputs, spec.Stdio)
+	res, err := b.execute(ctx, bx, req, timeout, cmp.Or(spec.OutputLimit, sandbox.DefaultOutputLimit), inputs, spec.Stdio)
 	res.Duration = time.Since(start)
 	b.log.Debug("sandbox run", "job_id", spec.JobID, "container", shortID(bx.id), "env", spec.Env, "argv0", spec.Argv[0], "exit_code", res.ExitCode,
 		"timed_out", res.TimedOut, "pooled", pooled, "duration", res.Duration, "err", err)
-	if err != nil {
-		return res, err
+	return res, err
+}
+
+// workspaceFiles are a run's files by cleaned, slash-separated name (nil
+// when there are none).
+func workspaceFiles(files map[string][]byte) map[string][]byte {
+	if len(files) == 0 {
+		return nil
 	}
-	// Every process of the run is dead (the stub killed them before its
-	// trailers, or the container stopped): what it left cannot change
-	// under us. It can still be hostile (symlinks, FIFOs): only regular
-	// files are read, never through a symlink.
-	tc := time.Now()
-	defer func() { b.log.Debug("sandbox collect", "duration", time.Since(tc)) }()
-	if res.Files, err = b.collectFiles(ctx, bx.id, spec.Collect); err != nil {
-		return res, err
+	out := make(map[string][]byte, len(files))
+	for name, data := range files {
+		out[filepath.ToSlash(filepath.Clean(name))] = data
 	}
-	if spec.CollectOutputs {
-		if res.Outputs, res.OutputDirs, res.OutputsOmitted, err = b.collectOutputs(ctx, bx.id, spec.OutputCaps.WithDefaults()); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+	return out
 }
 
 // Everything a run can write is a size-capped tmpfs: /tmp (Config.TmpSize)
 // and /workspace and /var/outputs (Config.DiskQuota each), so nothing a run
-// writes reaches the engine's disk. Files are copied into /workspace and
-// results out of both through the engine's archive API, which must see
-// into them: Podman's does into a --tmpfs mount of a running container,
-// Docker Engine's does not (it sees the rootfs and volumes), so on Docker
-// Engine they are anonymous volumes of the local driver, of type tmpfs,
-// which the engine mounts itself (Podman's compat API ignores those
-// options, and would put the volume on its disk).
+// writes reaches the engine's disk. The stub writes the files and reads
+// the results itself (results.go). On Docker Engine they are anonymous
+// volumes of the local driver, of type tmpfs, which the engine mounts
+// itself (its archive API, which this backend once used for them, does
+// not see into a --tmpfs mount); Podman's compat API ignores those
+// options, and would put the volume on its disk, so there they are
+// --tmpfs mounts.
 
 // tmpfsMounts are the container's --tmpfs mounts.
 func (b *Backend) tmpfsMounts() map[string]string {
@@ -460,7 +614,7 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 	}
 	bx.id = created.ID
 	if err := b.cli.ContainerStart(ctx, bx.id, container.StartOptions{}); err != nil {
-		b.removeLater(bx.id)
+		b.discard(bx)
 		return nil, fmt.Errorf("docker: start sandbox container of %s: %w", image, err)
 	}
 	return bx, nil
@@ -470,25 +624,21 @@ func (b *Backend) startBox(ctx context.Context, image string, memory int64, cpus
 // and collects the output until the command exits, the timeout (then the
 // container is killed) or ctx's end.
 func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout time.Duration, outputLimit int,
-	workspace, inputs []byte, stdio sandbox.StdioFunc) (sandbox.RunResult, error) {
+	inputs []byte, stdio sandbox.StdioFunc) (sandbox.RunResult, error) {
 	res := sandbox.RunResult{ExitCode: -1}
 	t0 := time.Now()
-	att, err := b.cli.ContainerAttach(ctx, bx.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
-	if err != nil {
-		return res, fmt.Errorf("docker: attach to sandbox: %w", err)
+	// A pooled box is connected already; the trailer usually comes before
+	// the wait's answer: the engine notices an exit late.
+	if err := b.connect(ctx, bx); err != nil {
+		return res, err
 	}
-	defer att.Close()
+	defer bx.release()
+	att, w := *bx.att, *bx.watch
 	tAttach := time.Since(t0)
-	if err := b.copyRunFiles(ctx, bx.id, workspace, inputs); err != nil {
+	if err := b.copyIn(ctx, bx.id, sandbox.InputsDir, inputs); err != nil {
 		return res, err
 	}
 	tCopy := time.Since(t0)
-	// Wait before the command can exit, so the exit is not missed. The
-	// trailer usually comes first: the engine notices an exit late.
-	waitCtx, cancelWait := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWait()
-	var w exitWatch
-	w.exits, w.errs = b.cli.ContainerWait(waitCtx, bx.id, container.WaitConditionNotRunning)
 
 	req.Limit, req.Nonce, req.Linger = outputLimit, newNonce(), stubLinger.Seconds()
 	if err := sendRequest(att, req); err != nil {
@@ -498,7 +648,7 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 
 	stdout, stderr := trim.NewBuffer(outputLimit), trim.NewBuffer(outputLimit)
 	bridge := newStdioStream(stdio)
-	trail := newTrailers(req.Nonce, bridge.stdout(stdout), stderr)
+	trail := newTrailers(req.Nonce, bridge.stdout(stdout), stderr, maxResultsHead, req.Results.maxData())
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -515,24 +665,42 @@ func (b *Backend) execute(ctx context.Context, bx *box, req request, timeout tim
 	if err := bridge.finish(run); err != nil {
 		return res, err
 	}
-	b.log.Debug("sandbox execute", "attach", tAttach, "copy_in", tCopy, "sent", tSent, "done", time.Since(t0))
+	b.log.Debug("sandbox execute", "connect", tAttach, "copy_inputs", tCopy, "sent", tSent, "done", time.Since(t0))
 	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
 	res.Truncated = stdout.Truncated() || stderr.Truncated()
 	res.ExitCode = int(end.status)
 	res.TimedOut = end.timedOut
-	return res, end.runError(ctx, trail)
+	if err := end.runError(ctx, trail); err != nil {
+		return res, err
+	}
+	if end.status == filesFailed && trail.seen() && bytes.Contains(res.Stderr, []byte(filesFailedMark)) {
+		return res, fmt.Errorf("docker: copy files into %s: %s", sandbox.WorkspaceDir, bytes.TrimSpace(res.Stderr))
+	}
+	return res, takeResults(&res, req.Results, trail)
 }
 
-// copyRunFiles copies the workspace archive, and the inputs' if any, into
-// the box.
-func (b *Backend) copyRunFiles(ctx context.Context, id string, workspace, inputs []byte) error {
-	if err := b.copyIn(ctx, id, sandbox.WorkspaceDir, workspace); err != nil {
+// The stub's exit status and words when it could not write the run's
+// files (over the disk quota): the run did not start.
+const (
+	filesFailed     = 126
+	filesFailedMark = "sandbox: cannot write the run's files: "
+)
+
+// takeResults fills res from the results frame of a run that asked for
+// results. A run whose stub did not get to its trailer (the container
+// died) has none: that is a result, not an error.
+func takeResults(res *sandbox.RunResult, r *resultsSpec, trail *trailers) error {
+	if r == nil || !trail.seen() {
+		return nil
+	}
+	frame, headLen, err := trail.results()
+	if err != nil {
 		return err
 	}
-	if inputs != nil {
-		return b.copyIn(ctx, id, sandbox.InputsDir, inputs)
+	if frame == nil {
+		return nil
 	}
-	return nil
+	return applyResults(res, r, frame, headLen)
 }
 
 // sendRequest writes the stub's request line and closes stdin (unless the
@@ -711,7 +879,10 @@ func (b *Backend) runCommand(ctx context.Context, image string, argv []string) (
 		}
 		return sandbox.RunResult{}, err
 	}
-	defer b.remove(bx.id)
+	defer func() {
+		bx.release()
+		b.remove(bx.id)
+	}()
 	if b.cfg.Runtime != "" {
 		// Podman's Docker-compatible API accepts HostConfig.Runtime and
 		// ignores it: refuse to run without the isolation asked for.
@@ -728,7 +899,7 @@ func (b *Backend) runCommand(ctx context.Context, image string, argv []string) (
 		}
 	}
 	return b.execute(ctx, bx, request{Argv: argv, Env: map[string]string{"HOME": "/tmp", "LANG": "C.UTF-8"},
-		Cwd: "/", Timeout: (timeout + stubGrace).Seconds()}, timeout, 64<<10, nil, nil, nil)
+		Cwd: "/", Timeout: (timeout + stubGrace).Seconds()}, timeout, 64<<10, nil, nil)
 }
 
 // RuntimeError is New's error when the engine refuses or ignores
