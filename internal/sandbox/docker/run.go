@@ -91,16 +91,20 @@ def read_request(deadline):
     # and the next one read. What follows the request is the run's stdin.
     buf = bytearray()
     while True:
-        while b"\n" not in buf:
+        end = buf.find(b"\n")
+        while end < 0:  # a request with its files can be megabytes: scan only what is new
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([0], [], [], left)[0]:
                 return None, None
             chunk = os.read(0, 1048576)
             if not chunk:
                 return None, None
+            end = chunk.find(b"\n")
+            if end >= 0:
+                end += len(buf)
             buf += chunk
-        line, _, rest = bytes(buf).partition(b"\n")
-        buf = bytearray(rest)
+        line = bytes(buf[:end])
+        del buf[:end + 1]
         req = json.loads(line)
         if "ping" not in req:
             return req, buf
