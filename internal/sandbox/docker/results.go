@@ -41,6 +41,7 @@ type outputsSpec struct {
 	Names    []string `json:"names,omitempty"`
 	MaxFiles int      `json:"max_files"`
 	MaxBytes int64    `json:"max_bytes"`
+	ListMax  int      `json:"list_max"` // entries the stub lists before it stops
 }
 
 // newResultsSpec is the results request of spec, or nil when it asks for
@@ -55,7 +56,8 @@ func newResultsSpec(spec sandbox.RunSpec) *resultsSpec {
 	}
 	if spec.CollectOutputs {
 		caps := spec.OutputCaps.WithDefaults()
-		r.Outputs = &outputsSpec{Names: caps.Names, MaxFiles: caps.MaxFiles, MaxBytes: caps.MaxBytes}
+		r.Outputs = &outputsSpec{Names: caps.Names, MaxFiles: caps.MaxFiles, MaxBytes: caps.MaxBytes,
+			ListMax: caps.MaxFiles + outputsListSlack}
 	}
 	return r
 }

@@ -166,7 +166,7 @@ def gather(spec):
         state = {"n": 0, "budget": caps["max_bytes"]}
         top = ""
         def visit(dfd, name, rel):
-            if state["n"] >= caps["max_files"] + 256:
+            if state["n"] >= caps["list_max"]:
                 raise Full
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
             state["n"] += 1
