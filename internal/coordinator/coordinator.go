@@ -366,9 +366,13 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	if err := c.dispatch(ctx, cmds); err != nil {
 		return false, err // the outbox holds them; redelivery of this event retries
 	}
+	// The rest goes out in this turn, before any later step's (the
+	// announce lock): the next step need not publish this outbox again.
+	c.states.markSent(jobID, rev)
 	t.toAnnounce()
 	c.indexStep(ctx, rec.State, next)
 	if err := c.announce(ctx, cmds); err != nil {
+		c.states.drop(jobID) // the next event reads the stored outbox and publishes it again
 		return false, err
 	}
 	c.cfg.Metrics.Stepped(string(ev.Kind), dispatched(cmds))

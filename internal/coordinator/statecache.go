@@ -28,7 +28,7 @@ type cachedRecord struct {
 	rec  record
 	rev  uint64
 	size int  // encoded bytes, counted against limit
-	sent bool // rec's outbox is out (outbox.go): the next step need not publish it again
+	sent bool // rec's outbox is out, or going out in a turn before any later one's (outbox.go): the next step need not publish it again
 }
 
 // newStateCache returns a cache of limit bytes; nil (no cache) for a
