@@ -235,6 +235,11 @@ func SubmitMsgID(jobID string) string { return messages.SubmitMsgID(jobID) }
 // cancelled once, so repeated requests within the window are one.
 func CancelMsgID(jobID string) string { return messages.CancelMsgID(jobID) }
 
+// QueueEarlyResults is the core NATS queue group in which coordinators
+// hear stage results as workers publish them, before the result streams
+// deliver them (internal/coordinator's early copy).
+const QueueEarlyResults = "autocoder-coordinators"
+
 // StageMsgID is the Nats-Msg-Id of a stage command; seq is unique within the job.
 func StageMsgID(jobID string, seq int) string { return "stage." + jobID + "." + strconv.Itoa(seq) }
 

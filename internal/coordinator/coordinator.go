@@ -71,6 +71,11 @@ type Config struct {
 	// DefaultStateCacheBytes; negative, none (every event reads the
 	// state bucket).
 	StateCacheBytes int
+	// OutboxClearDelay is how long a step's published outbox waits before
+	// the record is stored without it, unless the job's next step replaces
+	// it first (outbox.go). Zero means DefaultOutboxClearDelay; negative,
+	// at once (a second write on every step).
+	OutboxClearDelay time.Duration
 }
 
 // Coordinator owns the job state machines: it applies each submission and
@@ -80,6 +85,9 @@ type Coordinator struct {
 	cfg    Config
 	log    *slog.Logger
 	states *stateCache
+	clears clears   // outbox.go
+	locks  jobLocks // joblocks.go
+	early  early    // early.go
 }
 
 // New validates cfg and returns a Coordinator.
@@ -107,7 +115,12 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.StateCacheBytes == 0 {
 		cfg.StateCacheBytes = DefaultStateCacheBytes
 	}
-	return &Coordinator{cfg: cfg, log: cfg.Logger, states: newStateCache(cfg.StateCacheBytes)}, nil
+	if cfg.OutboxClearDelay == 0 {
+		cfg.OutboxClearDelay = DefaultOutboxClearDelay
+	}
+	c := &Coordinator{cfg: cfg, log: cfg.Logger, states: newStateCache(cfg.StateCacheBytes)}
+	c.early.slots = make(chan struct{}, maxEarlyInFlight)
+	return c, nil
 }
 
 // checkDeadlines checks that each deadline override is positive and names
@@ -247,7 +260,17 @@ func (c *Coordinator) HandleResult(ctx context.Context, msg *bus.Message) error 
 		c.cfg.Metrics.ResultRefused()
 		return nil
 	}
-	return c.apply(ctx, res.JobID, machine.Input{Kind: machine.InputStageResult, Time: c.cfg.Now(), Result: &res})
+	switch applied, err := c.early.take(ctx, &res); {
+	case err != nil:
+		return err
+	case applied:
+		return nil // applied from its early copy (early.go)
+	}
+	if err := c.apply(ctx, res.JobID, machine.Input{Kind: machine.InputStageResult, Time: c.cfg.Now(), Result: &res}); err != nil {
+		return err
+	}
+	c.cfg.Metrics.ResultTaken(CopyDurable)
+	return nil
 }
 
 // fromItsPool checks that a result arrived on the result subject of the
@@ -279,9 +302,20 @@ const maxCASAttempts = 50
 // on a lost race (another coordinator moved the job, or the kept copy was
 // stale) it starts again from the stored state.
 func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input) error {
+	t := c.locks.begin(jobID) // joblocks.go
+	err := c.applyTurn(ctx, jobID, ev, t)
+	c.locks.end(jobID, t)
+	if s := t.sent; s != nil {
+		c.outboxSent(ctx, jobID, s.rec, s.rev) // outbox.go
+	}
+	return err
+}
+
+// applyTurn is apply's work in the job's turn t.
+func (c *Coordinator) applyTurn(ctx context.Context, jobID string, ev machine.Input, t *turn) error {
 	fresh := false
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		again, err := c.applyOnce(ctx, jobID, &ev, fresh)
+		again, err := c.applyOnce(ctx, jobID, &ev, fresh, t)
 		if !again {
 			return err
 		}
@@ -294,12 +328,12 @@ func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input)
 // when a copy is kept. It reports again when the attempt must be made
 // again: another coordinator moved the job first, or the input was a
 // result too large for the state, now shrunk to its failure.
-func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.Input, fresh bool) (again bool, err error) {
+func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.Input, fresh bool, t *turn) (again bool, err error) {
 	rec, rev, kept, err := c.loadKept(ctx, jobID, ev.Kind, fresh)
 	if err != nil || rec == nil {
 		return false, err
 	}
-	if len(rec.Outbox) > 0 {
+	if len(rec.Outbox) > 0 && !c.states.sent(jobID, rev) {
 		// The previous step's commands may not have gone out.
 		if err := c.publish(ctx, rec.Outbox); err != nil {
 			return false, err
@@ -325,14 +359,24 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 		return again, err
 	}
 	rev = newRev
-	// The index line goes first: whoever sees the result or the last event
-	// (published below) and then lists the job sees it finished too.
-	c.indexStep(ctx, rec.State, next)
-	if err := c.publish(ctx, cmds); err != nil {
+	// The stage commands go first: the next hop waits on them, and no
+	// client sees them. The index line goes before the result and the
+	// events: whoever sees the result or the last event and then lists
+	// the job sees it finished too.
+	if err := c.dispatch(ctx, cmds); err != nil {
 		return false, err // the outbox holds them; redelivery of this event retries
 	}
+	// The rest goes out in this turn, before any later step's (the
+	// announce lock): the next step need not publish this outbox again.
+	c.states.markSent(jobID, rev)
+	t.toAnnounce()
+	c.indexStep(ctx, rec.State, next)
+	if err := c.announce(ctx, cmds); err != nil {
+		c.states.drop(jobID) // the next event reads the stored outbox and publishes it again
+		return false, err
+	}
 	c.cfg.Metrics.Stepped(string(ev.Kind), dispatched(cmds))
-	c.clearOutbox(ctx, jobID, stored, rev)
+	t.sent = &sentOutbox{stored, rev} // cleared once the turn is over (apply)
 	return false, nil
 }
 
@@ -354,8 +398,10 @@ func (c *Coordinator) loadKept(ctx context.Context, jobID string, kind machine.I
 			return &record{}, 0, false, nil
 		}
 	}
-	c.states.drop(jobID)
 	rec, rev, err = c.load(ctx, jobID, kind)
+	if _, keptRev, ok := c.states.get(jobID); ok && (err != nil || rec == nil || keptRev != rev) {
+		c.states.drop(jobID) // stale; kept as it is when it is the stored record (its outbox sent or not)
+	}
 	return rec, rev, false, err
 }
 
@@ -443,10 +489,47 @@ func (c *Coordinator) clearOutbox(ctx context.Context, jobID string, rec record,
 // go out as one batch, without waiting for each acknowledgement in turn
 // (a BatchPublisher); job_finished follows them, so it is the job's last.
 func (c *Coordinator) publish(ctx context.Context, cmds []machine.Command) error {
+	if err := c.dispatch(ctx, cmds); err != nil {
+		return err
+	}
+	return c.announce(ctx, cmds)
+}
+
+// dispatch publishes the stage commands among cmds, together: as one batch
+// when the publisher can (code and tests go out at once), each with its
+// Msg-Id.
+func (c *Coordinator) dispatch(ctx context.Context, cmds []machine.Command) error {
+	var batch []bus.Outgoing
+	jobID := ""
+	for _, cmd := range cmds {
+		if d := cmd.Dispatch; d != nil {
+			jobID = d.JobID
+			batch = append(batch, bus.Outgoing{Subject: bus.StageSubject(c.cfg.Stages.Pool(d.Stage), d.Stage), Value: d, MsgID: bus.StageMsgID(d.JobID, d.Seq)})
+		}
+	}
+	if bp, ok := c.cfg.Publisher.(BatchPublisher); ok && len(batch) > 1 {
+		if err := bp.PublishJSONBatch(ctx, batch); err != nil {
+			return fmt.Errorf("dispatch stages of job %s: %w", jobID, err)
+		}
+		return nil
+	}
+	for _, b := range batch {
+		if err := c.cfg.Publisher.PublishJSON(ctx, b.Subject, b.Value, b.MsgID); err != nil {
+			return fmt.Errorf("dispatch %s for job %s: %w", b.Value.(*messages.StageCommand).Stage, jobID, err)
+		}
+	}
+	return nil
+}
+
+// announce carries out the rest of cmds after their stage commands: the
+// result, then the events.
+func (c *Coordinator) announce(ctx context.Context, cmds []machine.Command) error {
 	var events []*messages.Event
 	var finished *messages.Event
 	for _, cmd := range cmds {
 		switch {
+		case cmd.Dispatch != nil:
+			// dispatch sent it
 		case cmd.Emit == nil:
 			if err := c.carryOut(ctx, cmd); err != nil {
 				return err
@@ -505,11 +588,6 @@ func eventMsgID(e *messages.Event) string {
 // event subject.
 func (c *Coordinator) carryOut(ctx context.Context, cmd machine.Command) error {
 	switch {
-	case cmd.Dispatch != nil:
-		d := cmd.Dispatch
-		if err := c.cfg.Publisher.PublishJSON(ctx, bus.StageSubject(c.cfg.Stages.Pool(d.Stage), d.Stage), d, bus.StageMsgID(d.JobID, d.Seq)); err != nil {
-			return fmt.Errorf("dispatch %s for job %s: %w", d.Stage, d.JobID, err)
-		}
 	case cmd.Finish != nil:
 		b, err := boundedResult(cmd.Finish, c.cfg.MaxStateBytes) // statebound.go
 		if err != nil {

@@ -43,12 +43,16 @@ type env struct {
 	js  jetstream.JetStream
 	res *bus.Resources
 	pub *bus.Publisher
+	// clearDelay is the coordinators' OutboxClearDelay: at once unless a
+	// test says otherwise, so a test that counts writes or reads the
+	// outbox after a step sees it cleared (outbox_test.go has the delay).
+	clearDelay time.Duration
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
-	return &env{js: be.JS, res: be.Resources, pub: be.Publisher}
+	return &env{js: be.JS, res: be.Resources, pub: be.Publisher, clearDelay: -1}
 }
 
 // coordinator returns a coordinator on e with a fixed clock; states and pub
@@ -69,10 +73,11 @@ func (e *env) coordinator(t *testing.T, states jetstream.KeyValue, pub coordinat
 		}
 	}
 	c, err := coordinator.New(coordinator.Config{States: states, Results: e.res.JobResults, Index: e.res.JobIndex, Publisher: pub,
-		Now: func() time.Time { return t0 }, DefaultModel: "test-model", Metrics: m})
+		Now: func() time.Time { return t0 }, DefaultModel: "test-model", Metrics: m, OutboxClearDelay: e.clearDelay})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 

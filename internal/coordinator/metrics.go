@@ -19,7 +19,16 @@ type Metrics interface {
 	DeadlineMissed(stage messages.Stage)
 	// ResultRefused counts a result refused for its subject.
 	ResultRefused()
+	// ResultTaken counts a stage result applied, by its copy: CopyEarly
+	// or CopyDurable (early.go).
+	ResultTaken(which string)
 }
+
+// The copies of a stage result (early.go), the label of ResultTaken.
+const (
+	CopyEarly   = "early"   // heard on core NATS as its worker published it
+	CopyDurable = "durable" // delivered by the result stream
+)
 
 type noMetrics struct{}
 
@@ -29,3 +38,4 @@ func (noMetrics) JobsRunning(int)                  {}
 func (noMetrics) CASConflict()                     {}
 func (noMetrics) DeadlineMissed(messages.Stage)    {}
 func (noMetrics) ResultRefused()                   {}
+func (noMetrics) ResultTaken(string)               {}

@@ -27,7 +27,8 @@ type stateCache struct {
 type cachedRecord struct {
 	rec  record
 	rev  uint64
-	size int // encoded bytes, counted against limit
+	size int  // encoded bytes, counted against limit
+	sent bool // rec's outbox is out, or going out in a turn before any later one's (outbox.go): the next step need not publish it again
 }
 
 // newStateCache returns a cache of limit bytes; nil (no cache) for a
@@ -70,6 +71,35 @@ func (c *stateCache) put(jobID string, rec record, rev uint64, size int) {
 	}
 	c.jobs[jobID] = cachedRecord{rec: rec, rev: rev, size: size}
 	c.used += size
+}
+
+// markSent notes that the outbox of the job's record at rev is out; it
+// reports false when the kept record is no longer at rev.
+func (c *stateCache) markSent(jobID string, rev uint64) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.jobs[jobID]
+	if !ok || e.rev != rev {
+		return false
+	}
+	e.sent = true
+	c.jobs[jobID] = e
+	return true
+}
+
+// sent reports whether the kept record of the job at rev has its outbox
+// out already.
+func (c *stateCache) sent(jobID string, rev uint64) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.jobs[jobID]
+	return ok && e.rev == rev && e.sent
 }
 
 // drop forgets the job.

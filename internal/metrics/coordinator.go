@@ -18,20 +18,18 @@ type coordinatorMetrics struct {
 	dispatched   *prometheus.CounterVec
 	deadlines    *prometheus.CounterVec
 	refused      prometheus.Counter
+	taken        *prometheus.CounterVec
 }
 
-// casHelp says where conflicts come from, as measured with one
-// coordinator: the loop dispatches some stages together (code and tests
-// after the plan), the coordinator handles each pool's results in several
-// slots at once, and each step writes a job's state twice (with its outbox,
-// then without it). Two results of one job that arrive together, as cache
-// hits do within milliseconds, load the same revision, and one of them loses
-// the compare-and-set and is stepped again on the fresh state. Several
-// coordinators add more of the same.
-const casHelp = "Compare-and-set conflicts on a job's state: two events of one job stepped at once, one stepped again " +
-	"on the other's state. With one coordinator they come from stages dispatched together (code and tests after the plan) " +
-	"whose results arrive together, as cache hits do, and are handled in parallel result slots; each step also writes " +
-	"twice (state with outbox, then without). Several coordinators add more. Harmless retries unless it grows with load."
+// casHelp says where conflicts come from. One coordinator takes a job's
+// steps one at a time (coordinator/joblocks.go), so its conflicts are
+// rare: an outbox cleared late (coordinator/outbox.go) as the job's next
+// step begins, or a dead letter replayed. Several coordinators, each
+// keeping a copy of the job, conflict when they step the same job.
+const casHelp = "Compare-and-set conflicts on a job's state: the job moved since this coordinator's copy, which is " +
+	"then read again and the event stepped on it. One coordinator takes a job's steps one at a time, so its conflicts " +
+	"are rare (a delayed outbox clear meeting the next step, a replayed dead letter); several coordinators stepping the " +
+	"same jobs add more. Harmless retries unless it grows with load."
 
 var _ coordinator.Metrics = (*coordinatorMetrics)(nil)
 
@@ -57,12 +55,18 @@ func newCoordinatorMetrics(reg prometheus.Registerer) (*coordinatorMetrics, erro
 			Help: "Dispatched stages failed by the coordinator for missing their deadline, by stage."}, []string{"stage"}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: CoordinatorResultsRefusedTotal,
 			Help: "Stage results and stage_started notices refused for arriving on the subject of a pool that does not do their stage, or of another job."}),
+		taken: prometheus.NewCounterVec(prometheus.CounterOpts{Name: CoordinatorResultsTakenTotal,
+			Help: "Stage results applied, by the copy that was: early (heard on core NATS as the worker published it) or durable (delivered by the result stream, when the early copy was not applied)."},
+			[]string{"copy"}),
+	}
+	for _, which := range []string{coordinator.CopyEarly, coordinator.CopyDurable} {
+		m.taken.WithLabelValues(which)
 	}
 	for _, s := range messages.DefaultStages().Stages() {
 		m.deadlines.WithLabelValues(string(s)) // every series from the start: rates see the first miss
 	}
 	for _, c := range []prometheus.Collector{m.steps, m.finishedJobs, m.casConflicts, m.jobSeconds, m.iterations,
-		m.running, m.dispatched, m.deadlines, m.refused} {
+		m.running, m.dispatched, m.deadlines, m.refused, m.taken} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -119,3 +123,6 @@ func (m *coordinatorMetrics) DeadlineMissed(stage messages.Stage) {
 
 // ResultRefused implements coordinator.Metrics.
 func (m *coordinatorMetrics) ResultRefused() { m.refused.Inc() }
+
+// ResultTaken implements coordinator.Metrics.
+func (m *coordinatorMetrics) ResultTaken(which string) { m.taken.WithLabelValues(which).Inc() }

@@ -42,6 +42,7 @@ var Families = []Family{
 	{CoordinatorStepsTotal, "counter", []string{"kind"}, coordOnly, true},
 	{CoordinatorCASConflictsTotal, "counter", nil, coordOnly, false},
 	{CoordinatorResultsRefusedTotal, "counter", nil, coordOnly, false},
+	{CoordinatorResultsTakenTotal, "counter", []string{"copy"}, coordOnly, true},
 	{JobsRunning, "gauge", nil, coordOnly, false},
 	{JobsFinishedTotal, "counter", []string{"status", "outcome"}, coordOnly, true},
 	{JobDurationSeconds, "histogram", nil, coordOnly, true},

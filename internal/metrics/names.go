@@ -23,6 +23,7 @@ const (
 	CoordinatorStepsTotal          = "autocoder_coordinator_steps_total"           // {kind}
 	CoordinatorCASConflictsTotal   = "autocoder_coordinator_cas_conflicts_total"   //
 	CoordinatorResultsRefusedTotal = "autocoder_coordinator_results_refused_total" //
+	CoordinatorResultsTakenTotal   = "autocoder_coordinator_results_taken_total"   // {copy}
 	JobsRunning                    = "autocoder_jobs_running"                      //
 	JobsFinishedTotal              = "autocoder_jobs_finished_total"               // {status, outcome}
 	JobDurationSeconds             = "autocoder_job_duration_seconds"              //

@@ -213,10 +213,13 @@ func (e *Executor) Handle(ctx context.Context, msg *bus.Message) error {
 		return e.failed(ctx, msg, err, &res, start)
 	}
 	res.Output, res.Messages = out.Value, trimMessages(out.Messages)
+	// The result goes out first (the next hop waits on it), then into the
+	// cache, before the claim is released: a waiter finds it there.
+	err = e.publish(ctx, msg, &res, start)
 	if storable {
 		e.store(ctx, cmd, key, &res)
 	}
-	return e.publish(ctx, msg, &res, start)
+	return err
 }
 
 // logNotes logs what a handler changed in a model's reply.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/codemode"
 	"github.com/autocoder/autocoder/internal/codemode/pyexec"
@@ -44,6 +46,7 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 		return err
 	}
 	st.Coord = coord
+	st.closers = append(st.closers, coord.Close) // after the connection's closer: runs before it
 	st.watchDeadlines()
 	if err := st.serveAPI(ctx); err != nil {
 		return err
@@ -57,6 +60,15 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 	st.consume("coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(coord.HandleJobs), 4, nil)
 	for _, pool := range messages.Pools() {
 		st.consume("coordinator-results-"+string(pool), st.Resources.ResultConsumers[pool], bus.HandlerFunc(coord.HandleResult), 8, nil)
+		// The early copy of each result (coordinator/early.go): one
+		// coordinator of the queue group hears it as it is published.
+		sub, err := st.Conn.QueueSubscribe(bus.PoolResultSubjects(pool), bus.QueueEarlyResults, func(m *nats.Msg) {
+			coord.HandleEarlyResult(st.parts, bus.NewMessage(m.Subject, m.Data, m.Header, 1))
+		})
+		if err != nil {
+			return fmt.Errorf("coordinator: subscribe to early %s results: %w", pool, err)
+		}
+		st.closers = append(st.closers, sub.Unsubscribe)
 	}
 	return nil
 }

@@ -134,35 +134,23 @@ func (c *Client) Upload(ctx context.Context, spec messages.JobSpec) (messages.Jo
 // Result returns a finished job's result, or ErrNotFound while it runs or
 // if it is unknown.
 func (c *Client) Result(ctx context.Context, jobID string) (*messages.Result, error) {
-	if !messages.ValidJobID(jobID) {
-		return nil, ErrNotFound
-	}
-	kv, err := c.stores.results(ctx)
-	if err != nil {
-		return nil, err
-	}
-	e, err := kv.Get(ctx, messages.JobKey(jobID))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	var r messages.Result
-	if err := json.Unmarshal(e.Value(), &r); err != nil {
-		return nil, fmt.Errorf("decode result of job %s: %w", jobID, err)
-	}
-	return &r, nil
+	return getJob[messages.Result](ctx, jobID, "result", c.stores.results)
 }
 
 // Summary returns a job's line in the job index: where a running job is
 // (its phase, stages in flight, iterations, tokens), or how a finished
 // one ended; ErrNotFound for a job the coordinator has not taken.
 func (c *Client) Summary(ctx context.Context, jobID string) (*messages.JobSummary, error) {
+	return getJob[messages.JobSummary](ctx, jobID, "summary", c.stores.index)
+}
+
+// getJob reads and decodes job jobID's entry of the bucket open returns
+// (what names it in errors); ErrNotFound for an invalid ID or no entry.
+func getJob[T any](ctx context.Context, jobID, what string, open func(context.Context) (jetstream.KeyValue, error)) (*T, error) {
 	if !messages.ValidJobID(jobID) {
 		return nil, ErrNotFound
 	}
-	kv, err := c.stores.index(ctx)
+	kv, err := open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -173,11 +161,11 @@ func (c *Client) Summary(ctx context.Context, jobID string) (*messages.JobSummar
 	if err != nil {
 		return nil, err
 	}
-	var s messages.JobSummary
-	if err := json.Unmarshal(e.Value(), &s); err != nil {
-		return nil, fmt.Errorf("decode summary of job %s: %w", jobID, err)
+	var v T
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		return nil, fmt.Errorf("decode %s of job %s: %w", what, jobID, err)
 	}
-	return &s, nil
+	return &v, nil
 }
 
 // Status returns the result object of a job so far: the stored result when

@@ -2,8 +2,6 @@ package bwrap_test
 
 import (
 	"flag"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/autocoder/autocoder/internal/problemset"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
+	"github.com/autocoder/autocoder/internal/sandbox/sandboxtest"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -19,30 +18,9 @@ var humanEvalAll = flag.Bool("humaneval.all", false, "run all 164 HumanEval prob
 // humanEvalProblem is one line of HumanEval.jsonl.
 type humanEvalProblem = problemset.Problem
 
-// loadHumanEval reads HumanEval from problemset.DefaultPath. A fresh clone
-// outside CI has no ../shared: that is one line and a skip. In CI the
-// dataset is a dependency, and a missing dependency fails the run.
-func loadHumanEval(t testing.TB) []humanEvalProblem {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := problemset.DefaultPath(dir)
-	if _, err := os.Stat(path); err != nil {
-		msg := fmt.Sprintf("HumanEval dataset missing (%v): put HumanEval.jsonl in ../shared/datasets of the module root, "+
-			"or set AUTOCODER_DATASETS to its directory", err)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	ps, err := problemset.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ps
-}
+// loadHumanEval reads HumanEval (sandboxtest.HumanEval: skipped outside
+// CI when the dataset is missing, failed in CI).
+func loadHumanEval(t testing.TB) []humanEvalProblem { return sandboxtest.HumanEval(t) }
 
 func TestHumanEval(t *testing.T) {
 	problems := loadHumanEval(t)

@@ -1,0 +1,240 @@
+package coordinator_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/pkg/messages"
+)
+
+// The tests of what keeps a stage hop short: the outbox cleared late or
+// not at all (outbox.go), one job's steps taken one at a time
+// (joblocks.go), and results taken from their early copies (early.go).
+
+// TestOutboxIsReplacedNotCleared: steps of a job that come faster than
+// OutboxClearDelay write the state once each (no clearing write between
+// them), publish each command once, and do not publish the previous
+// step's outbox again; Close clears the last one.
+func TestOutboxIsReplacedNotCleared(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.clearDelay = time.Hour
+	c := e.coordinator(t, nil, nil, nil)
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-fast", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.outboxLen(t, "job-fast"); n == 0 {
+		t.Fatal("the outbox was cleared at once; want it left for the next step to replace")
+	}
+	before := e.counts(t, "job-fast")
+	plan := e.commands(t)[0]
+	if err := c.HandleResult(ctxT(t), resultMsg(t, answer(t, plan))); err != nil {
+		t.Fatal(err)
+	}
+	after := e.counts(t, "job-fast")
+	if after.StateRev != before.StateRev+1 {
+		t.Errorf("the plan's step wrote the state %d times, want once (the outbox replaced, not cleared)", after.StateRev-before.StateRev)
+	}
+	gen := e.commands(t)[1:]
+	if len(gen) != 2 {
+		t.Fatalf("after the plan: %+v, want code and tests", gen)
+	}
+	for _, cmd := range gen {
+		if err := c.HandleResult(ctxT(t), resultMsg(t, answer(t, cmd))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.counts(t, "job-fast").StateRev; got != after.StateRev+2 {
+		t.Errorf("code and tests wrote the state %d times, want twice", got-after.StateRev)
+	}
+	assertExactlyOnce(t, e, "job-fast")
+	assertUniqueEvents(t, e, "job-fast")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.outboxLen(t, "job-fast"); n != 0 {
+		t.Errorf("Close left an outbox of %d commands that are out: a restart would publish them again", n)
+	}
+}
+
+// TestOutboxIsClearedAfterTheDelay: a job that waits on a stage longer
+// than OutboxClearDelay has its outbox cleared, so a restart long after
+// publishes nothing again.
+func TestOutboxIsClearedAfterTheDelay(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.clearDelay = 50 * time.Millisecond
+	c := e.coordinator(t, nil, nil, nil)
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-slow", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(testTimeout)
+	for e.outboxLen(t, "job-slow") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the outbox was never cleared")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	before := e.counts(t, "job-slow")
+	if err := e.coordinator(t, nil, nil, nil).Recover(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.counts(t, "job-slow"); got != before {
+		t.Errorf("a restart published again: %+v, then %+v", before, got)
+	}
+}
+
+// TestOneJobsResultsTogetherDoNotConflict: the code and tests results of
+// a job applied at once by one coordinator (as its parallel result slots
+// do) are stepped one after the other, not on the same copy: no
+// compare-and-set conflict, and each job goes on.
+func TestOneJobsResultsTogetherDoNotConflict(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	c := e.coordinator(t, nil, nil, reg)
+	ids := []string{"job-a", "job-b", "job-c", "job-d"}
+	for _, id := range ids {
+		if err := c.HandleSubmit(ctxT(t), submitMsg(t, id, answerSpec())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, cmd := range e.commands(t) { // the plans
+		if err := c.HandleResult(ctxT(t), resultMsg(t, answer(t, cmd))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var gen []messages.StageCommand
+	for _, cmd := range e.commands(t) {
+		if cmd.Stage == messages.StageCode || cmd.Stage == messages.StageTests {
+			gen = append(gen, cmd)
+		}
+	}
+	if len(gen) != 2*len(ids) {
+		t.Fatalf("%d code and tests commands, want %d", len(gen), 2*len(ids))
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, len(gen))
+	for _, cmd := range gen {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs <- c.HandleResult(ctxT(t), resultMsg(t, answer(t, cmd)))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := casConflicts(t, reg); n != 0 {
+		t.Errorf("%v compare-and-set conflicts with one coordinator, want 0", n)
+	}
+	builds := map[string]bool{}
+	for _, cmd := range e.commands(t) {
+		if cmd.Stage == messages.StageBuild || cmd.Stage == messages.StagePackages {
+			builds[cmd.JobID] = true
+		}
+	}
+	for _, id := range ids {
+		if !builds[id] {
+			t.Errorf("job %s did not go on after its code and tests", id)
+		}
+		assertExactlyOnce(t, e, id)
+	}
+}
+
+// TestEarlyCopyIsAppliedOnce: a result heard as it is published (the
+// early copy) steps the job; its durable copy, delivered while that step
+// runs or after it, is acknowledged without a second step or a read of
+// the state.
+func TestEarlyCopyIsAppliedOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.clearDelay = time.Hour // a step writes the state once
+	kv := &countingKV{KeyValue: e.res.JobState}
+	reg := prometheus.NewRegistry()
+	c := e.coordinator(t, kv, nil, reg)
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-early", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	before := e.counts(t, "job-early")
+	msg := resultMsg(t, answer(t, e.commands(t)[0]))
+	c.HandleEarlyResult(ctxT(t), msg)
+	if err := c.HandleResult(ctxT(t), msg); err != nil { // waits for the early step
+		t.Fatal(err)
+	}
+	after := e.counts(t, "job-early")
+	if after.StateRev != before.StateRev+1 {
+		t.Errorf("the result stepped the job %d times, want once", after.StateRev-before.StateRev)
+	}
+	if n := len(e.commands(t)); n != 3 {
+		t.Errorf("%d commands after the plan, want the plan, code and tests", n)
+	}
+	if n := kv.gets.Load(); n != 0 {
+		t.Errorf("%d reads of the state bucket, want none (the durable copy was taken early)", n)
+	}
+	if got := taken(t, reg); got["early"] != 1 || got["durable"] != 0 {
+		t.Errorf("results taken %v, want one early and no durable", got)
+	}
+	assertExactlyOnce(t, e, "job-early")
+	assertUniqueEvents(t, e, "job-early")
+}
+
+// TestEarlyCopyLeftToTheDurableOne: an early copy that is claim-checked
+// (its body in the claims store) or whose step fails is left to the
+// durable copy, which steps the job.
+func TestEarlyCopyLeftToTheDurableOne(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	flaky := &flakyPublisher{inner: e.pub, prefix: "autocoder.stage."}
+	reg := prometheus.NewRegistry()
+	c := e.coordinator(t, nil, flaky, reg)
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-late", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	plan := resultMsg(t, answer(t, e.commands(t)[0]))
+	claimed := bus.NewMessage(plan.Subject(), plan.Data(), map[string][]string{bus.HeaderClaimCheck: {"claim-1"}}, 1)
+	c.HandleEarlyResult(ctxT(t), claimed) // ignored: the durable copy resolves the claim
+
+	flaky.fails.Store(1) // the early step stores the state, then fails to dispatch
+	c.HandleEarlyResult(ctxT(t), plan)
+	if err := c.HandleResult(ctxT(t), plan); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.commands(t)); n != 3 {
+		t.Fatalf("%d commands after the plan, want the plan, code and tests", n)
+	}
+	if got := taken(t, reg); got["early"] != 0 || got["durable"] != 1 {
+		t.Errorf("results taken %v, want the durable copy's only", got)
+	}
+	assertExactlyOnce(t, e, "job-late")
+}
+
+// taken reads autocoder_coordinator_results_taken_total by copy.
+func taken(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "autocoder_coordinator_results_taken_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	return out
+}

@@ -1,0 +1,113 @@
+package coordinator
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// The outbox: a step's commands are stored with its state (one
+// compare-and-set) and published after it, so a crash in between loses
+// nothing (the next step, or Recover, publishes them again; Msg-Ids drop
+// the copies). Once they are out the outbox is cleared, so that a Recover
+// long after does not publish them again past the streams' duplicate
+// window, where a copy is a real duplicate.
+//
+// Clearing is a second write of the record, and on a job that moves fast
+// it lands on the next hop's path (the next result waits behind it on the
+// same connection). So it waits a second: a job whose next step
+// comes first needs no clear at all (that step's record replaces the
+// outbox), and the kept copy remembers that its outbox is out, so that
+// step does not publish it again. A job that waits longer on a stage is
+// cleared as before. Finished jobs are cleared at once. The delay is far
+// inside the duplicate window (two minutes by default), so a crash in it
+// leaves copies that JetStream drops (Config.OutboxClearDelay).
+
+// DefaultOutboxClearDelay is Config.OutboxClearDelay's default.
+const DefaultOutboxClearDelay = time.Second
+
+// clears holds the delayed clears not yet done, so Close does them.
+type clears struct {
+	mu      sync.Mutex
+	pending map[string]*time.Timer // by job ID
+	closed  bool
+}
+
+// outboxSent is called once the outbox of rec, stored at rev, is out and
+// the step's turn on the job has ended.
+func (c *Coordinator) outboxSent(ctx context.Context, jobID string, rec record, rev uint64) {
+	if !rec.State.Done() && c.states.markSent(jobID, rev) && c.clearLater(jobID, rec, rev) {
+		return
+	}
+	c.clearIfCurrent(ctx, jobID, rec, rev) // now: not kept, finished, or closing
+}
+
+// clearLater schedules the clear of the job's outbox at rev after
+// Config.OutboxClearDelay; false when it clears at once or is closing.
+func (c *Coordinator) clearLater(jobID string, rec record, rev uint64) bool {
+	c.clears.mu.Lock()
+	defer c.clears.mu.Unlock()
+	if c.clears.closed || c.cfg.OutboxClearDelay < 0 {
+		return false
+	}
+	if c.clears.pending == nil {
+		c.clears.pending = map[string]*time.Timer{}
+	}
+	if t := c.clears.pending[jobID]; t != nil {
+		t.Stop() // an older step's clear: this record replaced its outbox
+	}
+	var t *time.Timer
+	t = time.AfterFunc(c.cfg.OutboxClearDelay, func() {
+		c.clears.mu.Lock()
+		if c.clears.pending[jobID] == t {
+			delete(c.clears.pending, jobID)
+		}
+		c.clears.mu.Unlock()
+		c.clearAfterDelay(jobID, rec, rev)
+	})
+	c.clears.pending[jobID] = t
+	return true
+}
+
+// clearIfCurrent clears the outbox of the job's record at rev, in a turn
+// of its own on the job (joblocks.go), unless a later step has replaced
+// the record this coordinator keeps.
+func (c *Coordinator) clearIfCurrent(ctx context.Context, jobID string, rec record, rev uint64) {
+	t := c.locks.begin(jobID)
+	defer c.locks.end(jobID, t)
+	if _, keptRev, ok := c.states.get(jobID); ok && keptRev != rev {
+		return
+	}
+	c.clearOutbox(ctx, jobID, rec, rev)
+}
+
+// clearAfterDelay is a delayed clear's work (clearLater).
+func (c *Coordinator) clearAfterDelay(jobID string, rec record, rev uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c.clearIfCurrent(ctx, jobID, rec, rev)
+}
+
+// Close clears the outboxes whose clears are still waiting, so a
+// coordinator that stops leaves no outbox behind that is out already.
+// Steps taken after Close clear at once.
+func (c *Coordinator) Close() error {
+	c.clears.mu.Lock()
+	c.clears.closed = true
+	var waiting []func()
+	for jobID, t := range c.clears.pending {
+		if t.Stop() {
+			// Stopped before it ran: do its work here. The record and
+			// revision are read again from the kept copy.
+			if rec, rev, ok := c.states.get(jobID); ok {
+				waiting = append(waiting, func() { c.clearAfterDelay(jobID, rec, rev) })
+			}
+		}
+		delete(c.clears.pending, jobID)
+	}
+	c.clears.mu.Unlock()
+	for _, clear := range waiting {
+		clear()
+	}
+	return nil
+}
