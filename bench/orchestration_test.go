@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"flag"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,8 @@ import (
 
 const python = "/usr/bin/python3"
 
+var hopSync = flag.String("hop.sync", "", "BenchmarkStageHop: the embedded NATS server's sync policy (AUTOCODER_NATS_SYNC; default always)")
+
 // BenchmarkStageHop measures what the distributed loop costs per stage hop
 // (coordinator -> stage stream -> worker -> result stream -> coordinator,
 // with the KV compare-and-set, the outbox and the progress events), on the
@@ -46,8 +49,12 @@ const python = "/usr/bin/python3"
 // every job: one JetStream publish (with its ack) to a waiting pull
 // consumer that double-acks it. hop/rtt is ns/hop over rtt-ns; p99/rtt is
 // hop-p99 over the round trip's p99.
+//
+// -hop.sync sets the embedded server's sync policy (AUTOCODER_NATS_SYNC;
+// default always, every write flushed to disk): with 2m, what a hop costs
+// when writes do not wait for the disk.
 func BenchmarkStageHop(b *testing.B) {
-	r := newRig(b, 0, instantBackend{})
+	r := newRigSync(b, 0, instantBackend{}, *hopSync)
 	probe := newRTTProbe(b, r.st.JS)
 	r.job(b)          // warm-up: connections, consumers, first allocations
 	probe.take(b, 50) // warm-up

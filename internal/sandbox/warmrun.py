@@ -5,6 +5,41 @@
 import os as _os, runpy as _runpy, signal as _signal, sys as _sys, types as _types
 
 
+def warm_preload():
+    # What a warm runner does once, before its first fork, that every run
+    # would otherwise do again: import pytest and each plugin it loads by
+    # default, and scan the environment's installed distributions (pytest
+    # and pluggy look for plugins there on every run). A runner serves one
+    # environment, which does not change under it, so
+    # importlib.metadata.distributions() without arguments answers from
+    # that scan, plus a fresh scan of any sys.path entry the run added
+    # (its workspace). Nothing here is shared between runs: each is a fork
+    # of this state.
+    try:
+        import _pytest.config as config
+    except ImportError:
+        return  # an image without pytest: scripts only
+    import importlib, importlib.metadata as metadata, itertools
+    for name in tuple(config.essential_plugins) + tuple(config.default_plugins):
+        try:
+            importlib.import_module("_pytest." + name)
+        except Exception:
+            pass
+    # Only absolute entries are kept: "" (and any relative one) names the
+    # directory of the moment, the run's workspace, and is looked at anew.
+    scanned = [p for p in _sys.path if _os.path.isabs(p)]
+    discover = metadata.distributions
+    found = list(discover(path=scanned))
+
+    def distributions(**kwargs):
+        if kwargs:
+            return discover(**kwargs)
+        added = [p for p in _sys.path if p not in scanned]
+        return itertools.chain(discover(path=added) if added else (), found)
+
+    metadata.distributions = distributions
+
+
 def _run_argv(argv):
     # argv is the run's argv without "python": ["-m", mod, ...], ["-c",
     # code, ...] or [script, ...], after an optional "-I" (sandbox.WarmArgs

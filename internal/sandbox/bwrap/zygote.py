@@ -27,6 +27,8 @@ import pytest  # noqa: F401  the point of the zygote
 import _pytest.assertion.rewrite, _pytest.junitxml, _pytest.python, _pytest.terminal  # noqa: F401,E401
 import _pytest.capture, _pytest.fixtures, _pytest.main, _pytest.runner, _pytest.skipping  # noqa: F401,E401
 
+warm_preload()  # warmrun.py, prepended
+
 libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18

@@ -351,13 +351,11 @@ def main():
 sys.exit(main())
 `
 
-// warmStubPrelude makes a stub warm: it imports pytest (when the image has
-// it) before it waits for its request, and defines warm_run.
+// warmStubPrelude makes a stub warm: it imports pytest and its default
+// plugins (when the image has it) before it waits for its request
+// (warm_preload, in sandbox.WarmRunSource).
 const warmStubPrelude = `
-try:
-    import pytest, _pytest.assertion.rewrite, _pytest.junitxml, _pytest.python, _pytest.terminal
-except ImportError:
-    pass
+warm_preload()
 `
 
 // stubCmd is a sandbox container's command: the stub, waiting for at most

@@ -125,11 +125,42 @@ func WarmIsolation(t *testing.T, b sandbox.Backend) {
 	if out := string(res.Stdout); err != nil || !strings.HasPrefix(out, "warm ") || strings.Contains(out, "/workspace") {
 		t.Errorf("python -I probe.py: %v %q, want a warm run without /workspace on sys.path", err, out)
 	}
+	warmDistributions(t, b, env.ID)
 	f := &fixture{b: b, env: env.ID}
 	if rep := f.runTests(t, sandbox.TestRun{Code: "X = 0\n", Tests: plantTests}); !rep.OK() {
 		t.Errorf("planting tests: %+v", rep)
 	}
 	if rep := f.runTests(t, sandbox.TestRun{Code: "X = 0\n", Tests: findTests}); !rep.OK() {
 		t.Errorf("tests after the planting tests saw what they left: %s", rep.Output)
+	}
+}
+
+// distCode compares importlib.metadata.distributions(), which a warm
+// runner answers from its one scan of the environment (warm_preload),
+// with a fresh scan of the run's sys.path.
+const distCode = `import importlib.metadata as m
+names = lambda ds: sorted(str(d.metadata["Name"]) for d in ds)
+warm, fresh = names(m.distributions()), names(m.Distribution.discover())
+print("same", warm == fresh, "planted", "planted" in warm, len(warm) > 1)
+`
+
+// warmDistributions: a warm run sees the environment's distributions as a
+// fresh interpreter would, one its workspace adds included, and the next
+// run does not see that one.
+func warmDistributions(t *testing.T, b sandbox.Backend, env string) {
+	t.Helper()
+	meta := []byte("Metadata-Version: 2.1\nName: planted\nVersion: 1.0\n")
+	for _, tc := range []struct {
+		files map[string][]byte
+		want  string
+	}{
+		{map[string][]byte{"planted-1.0.dist-info/METADATA": meta}, "same True planted True True\n"},
+		{nil, "same True planted False True\n"},
+	} {
+		res, err := b.Run(t.Context(), sandbox.RunSpec{Env: env, Argv: []string{"python", "-c", distCode}, Files: tc.files,
+			Timeout: 60 * time.Second})
+		if out := string(res.Stdout); err != nil || out != tc.want {
+			t.Errorf("distributions with files %v: %v %q, want %q\n%s", tc.files, err, out, tc.want, dump(res))
+		}
 	}
 }
