@@ -25,12 +25,7 @@ import (
 // asked of the model again: only the turn that was in flight is.
 func TestAgentResumesAfterWorkerKilled(t *testing.T) {
 	requireSandboxTools(t)
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/llm-worker", "./cmd/sandbox-worker")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCommands(t, "./cmd/llm-worker", "./cmd/sandbox-worker")
 	fake := fakellm.New()
 	defer fake.Close()
 	fake.On(fakellm.NoSchema,

@@ -151,12 +151,7 @@ func TestCancelStopsTheSandbox(t *testing.T) {
 // buildSubmit builds the submit binary into a temporary folder.
 func buildSubmit(t *testing.T) string {
 	t.Helper()
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/submit")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCommands(t, "./cmd/submit")
 	return bin
 }
 

@@ -136,6 +136,19 @@ func buildWheel(t testing.TB, dir, dist, module, source string) {
 	}
 }
 
+// buildCommands builds the repository's packages pkgs (./cmd/...) into a
+// directory of the test's and returns it.
+func buildCommands(t testing.TB, pkgs ...string) string {
+	t.Helper()
+	bin := t.TempDir()
+	build := exec.Command("go", append([]string{"build", "-o", bin}, pkgs...)...)
+	build.Dir = repoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build %v: %v\n%s", pkgs, err, out)
+	}
+	return bin
+}
+
 func repoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()

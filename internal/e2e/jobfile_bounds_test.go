@@ -18,12 +18,7 @@ import (
 // hang.
 func TestSubmitBinaryRefusesEndlessJobFiles(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "submit")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/submit")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := filepath.Join(buildCommands(t, "./cmd/submit"), "submit")
 	fifo := filepath.Join(t.TempDir(), "job.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)

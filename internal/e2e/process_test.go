@@ -30,12 +30,7 @@ import (
 // credentials is refused.
 func TestServerBinariesAsSeparateProcesses(t *testing.T) {
 	requireSandboxTools(t)
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/...")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCommands(t, "./cmd/...")
 	fake := fakellm.New()
 	defer fake.Close()
 	scriptBasics(fake, sol(code("6 * 7")))

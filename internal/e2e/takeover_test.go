@@ -33,12 +33,7 @@ import (
 // (BENCHMARKS.md).
 func TestKilledWorkersStageIsTakenOver(t *testing.T) {
 	requireSandboxTools(t)
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/llm-worker", "./cmd/sandbox-worker")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCommands(t, "./cmd/llm-worker", "./cmd/sandbox-worker")
 	fake := fakellm.New()
 	defer fake.Close()
 	fake.On("plan", fakellm.JSON(messages.Plan{Description: "return 42", Approach: "a function"}).Delay(10*time.Minute))
