@@ -27,3 +27,27 @@ func Zygotes(b *Backend) int {
 
 // MaxZygotes is the bound on Zygotes.
 const MaxZygotes = warmMaxZygotes
+
+// SpareCgroup is the cgroup directories of the spare of the backend's one
+// warm runner, nil when it has none (yet).
+func SpareCgroup(b *Backend) []string {
+	b.warm.mu.Lock()
+	defer b.warm.mu.Unlock()
+	for _, slot := range b.warm.zygotes {
+		select {
+		case <-slot.ready:
+		default:
+			continue
+		}
+		if slot.z == nil {
+			continue
+		}
+		slot.z.spares.mu.Lock()
+		s := slot.z.spares.spare
+		slot.z.spares.mu.Unlock()
+		if s != nil {
+			return s.cg.dirs
+		}
+	}
+	return nil
+}

@@ -80,6 +80,7 @@ type zygote struct {
 	inflight atomic.Int32
 	lastUsed time.Time // under warmPool.mu
 	dir      string
+	spares   spares        // warmspare.go
 	dead     chan struct{} // closed once the zygote's bwrap has exited
 	output   *trim.Buffer
 }
@@ -122,8 +123,12 @@ func (b *Backend) runWarm(ctx context.Context, spec sandbox.RunSpec, envDir stri
 	uid := b.takeUID()
 	memory := cmp.Or(spec.Memory, sandbox.DefaultMemory)
 	cpus := cmp.Or(spec.CPUs, sandbox.DefaultCPUs)
-	cg, err := b.cg.create(*b.runCgroupLimits(memory, cpus))
-	if err != nil {
+	spare := z.takeSpare(spec, memory, cpus) // warmspare.go
+	defer b.makeSpare(z)                     // for the next run
+	var cg *runCgroup
+	if spare != nil {
+		cg = spare.cg
+	} else if cg, err = b.cg.create(*b.runCgroupLimits(memory, cpus)); err != nil {
 		b.releaseUID(uid)
 		return sandbox.RunResult{}, err
 	}
@@ -139,8 +144,10 @@ func (b *Backend) runWarm(ctx context.Context, spec sandbox.RunSpec, envDir stri
 			b.releaseUID(uid)
 		}()
 	}()
-	w, err := b.sendRun(z, spec, cg)
-	if err != nil {
+	var w *warmRun
+	if spare != nil {
+		w = spare.w
+	} else if w, err = b.sendRun(z, spec, cg); err != nil {
 		return sandbox.RunResult{}, err
 	}
 	defer w.close()
@@ -477,6 +484,13 @@ func (b *Backend) zygoteFor(envDir string) (*zygote, error) {
 	}
 	next := &zygoteSlot{ready: make(chan struct{})}
 	b.warm.zygotes[envDir] = next
+	if slot != nil && slot.z != nil { // dead: its spare's child died with it, its cgroup is left
+		b.warm.cleanups.Add(1)
+		go func() {
+			defer b.warm.cleanups.Done()
+			b.dropSpares(slot.z)
+		}()
+	}
 	b.evictLocked()
 	b.warm.mu.Unlock()
 	start := func() {
@@ -543,6 +557,7 @@ func (b *Backend) evictLocked() {
 		b.warm.cleanups.Add(1)
 		go func() {
 			defer b.warm.cleanups.Done()
+			b.dropSpares(z)
 			z.kill()
 			<-z.dead
 			z.ctl.Close()
@@ -662,6 +677,7 @@ func (b *Backend) closeWarm() {
 	for _, slot := range slots {
 		<-slot.ready
 		if slot.z != nil {
+			b.dropSpares(slot.z)
 			slot.z.kill()
 			<-slot.z.dead
 			slot.z.ctl.Close()
