@@ -269,11 +269,32 @@ func children(t *testing.T) []string {
 
 // idleWarmRunner says whether a descendant of the test is part of a
 // process sandbox's warm runner itself (docs/sandbox.md): its bubblewrap,
-// bubblewrap's init and the zygote, which outlive every job. The zygote's
-// children (the runs, one level further down) are the jobs' sandboxes.
+// bubblewrap's init and the zygote, which outlive every job, and the
+// zygote's spare child, which waits as root for a run it has not been
+// given. The zygote's other children (the runs, one level further down,
+// under the run's uid) are the jobs' sandboxes.
 func idleWarmRunner(pid, depth int) bool {
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return err == nil && depth <= 3 && bytes.Contains(cmdline, []byte("<warm-runner>"))
+	if err != nil || !bytes.Contains(cmdline, []byte("<warm-runner>")) {
+		return false
+	}
+	return depth <= 3 || (depth == 4 && uidOf(pid) == "0")
+}
+
+// uidOf is a process's real uid, "" when it is gone.
+func uidOf(pid int) string {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				return f[0]
+			}
+		}
+	}
+	return ""
 }
 
 func zombie(pid int) bool {
