@@ -507,15 +507,21 @@ func (c *Coordinator) dispatch(ctx context.Context, cmds []machine.Command) erro
 			batch = append(batch, bus.Outgoing{Subject: bus.StageSubject(c.cfg.Stages.Pool(d.Stage), d.Stage), Value: d, MsgID: bus.StageMsgID(d.JobID, d.Seq)})
 		}
 	}
-	if bp, ok := c.cfg.Publisher.(BatchPublisher); ok && len(batch) > 1 {
-		if err := bp.PublishJSONBatch(ctx, batch); err != nil {
-			return fmt.Errorf("dispatch stages of job %s: %w", jobID, err)
-		}
-		return nil
+	if err := c.publishAll(ctx, batch); err != nil {
+		return fmt.Errorf("dispatch stages of job %s: %w", jobID, err)
 	}
-	for _, b := range batch {
-		if err := c.cfg.Publisher.PublishJSON(ctx, b.Subject, b.Value, b.MsgID); err != nil {
-			return fmt.Errorf("dispatch %s for job %s: %w", b.Value.(*messages.StageCommand).Stage, jobID, err)
+	return nil
+}
+
+// publishAll publishes msgs in order: as one batch when the publisher can
+// and there are several, else one by one.
+func (c *Coordinator) publishAll(ctx context.Context, msgs []bus.Outgoing) error {
+	if bp, ok := c.cfg.Publisher.(BatchPublisher); ok && len(msgs) > 1 {
+		return bp.PublishJSONBatch(ctx, msgs)
+	}
+	for _, m := range msgs {
+		if err := c.cfg.Publisher.PublishJSON(ctx, m.Subject, m.Value, m.MsgID); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -559,20 +565,11 @@ type BatchPublisher interface {
 // emit publishes progress events in order: as one batch when the
 // publisher can, else one by one.
 func (c *Coordinator) emit(ctx context.Context, events []*messages.Event) error {
-	bp, ok := c.cfg.Publisher.(BatchPublisher)
-	if !ok || len(events) < 2 {
-		for _, e := range events {
-			if err := c.carryOut(ctx, machine.Command{Emit: e}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	batch := make([]bus.Outgoing, len(events))
 	for i, e := range events {
 		batch[i] = bus.Outgoing{Subject: bus.EventSubject(e.JobID), Value: e, MsgID: eventMsgID(e)}
 	}
-	if err := bp.PublishJSONBatch(ctx, batch); err != nil {
+	if err := c.publishAll(ctx, batch); err != nil {
 		return fmt.Errorf("emit events for job %s: %w", events[0].JobID, err)
 	}
 	return nil
@@ -583,9 +580,9 @@ func eventMsgID(e *messages.Event) string {
 	return fmt.Sprintf("event.%s.%s.%d.%s", e.JobID, e.Type, e.Seq, e.Stage)
 }
 
-// carryOut carries out one command: a stage command to its pool, a result
-// to the results bucket (and its reply_to subject), an event to the job's
-// event subject.
+// carryOut carries out one command that is not a stage command
+// (dispatch sends those): a result to the results bucket (and its reply_to
+// subject), an event to the job's event subject.
 func (c *Coordinator) carryOut(ctx context.Context, cmd machine.Command) error {
 	switch {
 	case cmd.Finish != nil:

@@ -145,8 +145,7 @@ func (c *Coordinator) HandleEarlyResult(ctx context.Context, msg *bus.Message) {
 		err := c.apply(ctx, res.JobID, machine.Input{Kind: machine.InputStageResult, Time: c.cfg.Now(), Result: &res})
 		if err != nil {
 			c.log.Debug("early result not applied; its durable copy will be", "job_id", res.JobID, "stage", res.Stage, "seq", res.Seq, "err", err)
-		}
-		if err == nil {
+		} else {
 			c.cfg.Metrics.ResultTaken(CopyEarly)
 		}
 		step.end(err == nil)

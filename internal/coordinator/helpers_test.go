@@ -347,17 +347,35 @@ func (k *racingKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry
 // casConflicts reads autocoder_coordinator_cas_conflicts_total from reg.
 func casConflicts(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
+	got, ok := counters(t, reg, "autocoder_coordinator_cas_conflicts_total")[""]
+	if !ok {
+		t.Fatal("no cas conflict metric")
+	}
+	return got
+}
+
+// counters reads the counter family name from reg, by the value of its
+// first label ("" for a family without labels).
+func counters(t *testing.T, reg *prometheus.Registry, name string) map[string]float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := map[string]float64{}
 	for _, mf := range mfs {
-		if mf.GetName() == "autocoder_coordinator_cas_conflicts_total" {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			label := ""
+			if ls := m.GetLabel(); len(ls) > 0 {
+				label = ls[0].GetValue()
+			}
+			out[label] = m.GetCounter().GetValue()
 		}
 	}
-	t.Fatal("no cas conflict metric")
-	return 0
+	return out
 }
 
 // coordinatorPair gets every stage result: both coordinators apply each

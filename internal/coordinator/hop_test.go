@@ -223,18 +223,5 @@ func TestEarlyCopyLeftToTheDurableOne(t *testing.T) {
 // taken reads autocoder_coordinator_results_taken_total by copy.
 func taken(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "autocoder_coordinator_results_taken_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
-		}
-	}
-	return out
+	return counters(t, reg, "autocoder_coordinator_results_taken_total")
 }

@@ -29,8 +29,15 @@ const DefaultOutboxClearDelay = time.Second
 // clears holds the delayed clears not yet done, so Close does them.
 type clears struct {
 	mu      sync.Mutex
-	pending map[string]*time.Timer // by job ID
+	pending map[string]pendingClear // by job ID
 	closed  bool
+}
+
+// pendingClear is a clear waiting for its delay: the record it clears.
+type pendingClear struct {
+	timer *time.Timer
+	rec   record
+	rev   uint64
 }
 
 // outboxSent is called once the outbox of rec, stored at rev, is out and
@@ -51,21 +58,21 @@ func (c *Coordinator) clearLater(jobID string, rec record, rev uint64) bool {
 		return false
 	}
 	if c.clears.pending == nil {
-		c.clears.pending = map[string]*time.Timer{}
+		c.clears.pending = map[string]pendingClear{}
 	}
-	if t := c.clears.pending[jobID]; t != nil {
-		t.Stop() // an older step's clear: this record replaced its outbox
+	if p, ok := c.clears.pending[jobID]; ok {
+		p.timer.Stop() // an older step's clear: this record replaced its outbox
 	}
 	var t *time.Timer
 	t = time.AfterFunc(c.cfg.OutboxClearDelay, func() {
 		c.clears.mu.Lock()
-		if c.clears.pending[jobID] == t {
+		if c.clears.pending[jobID].timer == t {
 			delete(c.clears.pending, jobID)
 		}
 		c.clears.mu.Unlock()
 		c.clearAfterDelay(jobID, rec, rev)
 	})
-	c.clears.pending[jobID] = t
+	c.clears.pending[jobID] = pendingClear{timer: t, rec: rec, rev: rev}
 	return true
 }
 
@@ -94,20 +101,16 @@ func (c *Coordinator) clearAfterDelay(jobID string, rec record, rev uint64) {
 func (c *Coordinator) Close() error {
 	c.clears.mu.Lock()
 	c.clears.closed = true
-	var waiting []func()
-	for jobID, t := range c.clears.pending {
-		if t.Stop() {
-			// Stopped before it ran: do its work here. The record and
-			// revision are read again from the kept copy.
-			if rec, rev, ok := c.states.get(jobID); ok {
-				waiting = append(waiting, func() { c.clearAfterDelay(jobID, rec, rev) })
-			}
+	waiting := map[string]pendingClear{}
+	for jobID, p := range c.clears.pending {
+		if p.timer.Stop() { // stopped before it ran: its work is done here
+			waiting[jobID] = p
 		}
 		delete(c.clears.pending, jobID)
 	}
 	c.clears.mu.Unlock()
-	for _, clear := range waiting {
-		clear()
+	for jobID, p := range waiting {
+		c.clearAfterDelay(jobID, p.rec, p.rev)
 	}
 	return nil
 }
