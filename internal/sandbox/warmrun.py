@@ -38,6 +38,72 @@ def warm_preload():
         return itertools.chain(discover(path=added) if added else (), found)
 
     metadata.distributions = distributions
+    try:
+        # The report's escaping compiles a large character class on its
+        # first use (a few ms of every run): once here, into re's cache.
+        import _pytest.junitxml as junitxml
+        junitxml.bin_xml_escape("")
+    except Exception:
+        pass
+    _prebuild_pytest_config(config)
+
+
+# What the sandbox's pytest runs block (the harness and mutate.py both pass
+# -p no:cacheprovider): the plugin arguments a prebuilt config stands for.
+_PREBUILT_PLUGIN_ARGS = ("no:cacheprovider",)
+
+
+def _plugin_args(args):
+    # The "-p no:NAME" arguments of args, as pytest's consider_preparse
+    # reads them before it registers its default plugins.
+    out, i = [], 0
+    while i < len(args):
+        opt, i = args[i], i + 1
+        if not isinstance(opt, str):
+            continue
+        if opt == "-p":
+            if i >= len(args):
+                break
+            parg, i = args[i], i + 1
+        elif opt.startswith("-p"):
+            parg = opt[2:]
+        else:
+            continue
+        parg = parg.strip()
+        if parg.startswith("no:"):
+            out.append(parg)
+    return tuple(sorted(set(out)))
+
+
+def _prebuild_pytest_config(config):
+    # pytest makes a plugin manager and registers its forty-odd default
+    # plugins at the start of every run, before it reads any file: about
+    # 5 ms of a 40 ms warm run. The runner makes one here, with the plugin
+    # arguments its runs pass, and a run's get_config takes it when the
+    # run asks for that same one (its -p no: arguments, no plugin objects,
+    # no PYTEST_DEBUG, which the manager reads when it is made); any other
+    # run gets a fresh one, as before. Each run is a fork: it takes its
+    # own copy, so what one run does to its config no other run sees.
+    # Reading the run's files (rootdir, ini files, conftest.py) happens
+    # after get_config, in the run, as in a fresh interpreter.
+    try:
+        import pathlib
+        make = config.get_config
+        ready = make([a for arg in _PREBUILT_PLUGIN_ARGS for a in ("-p", arg)])
+        ready._warm_prebuilt = True
+    except Exception:
+        return
+
+    def get_config(args=None, plugins=None):
+        nonlocal ready
+        pre, ready = ready, None  # one run, one config
+        if pre is None or plugins or args is None or "PYTEST_DEBUG" in _os.environ \
+                or _plugin_args(args) != _PREBUILT_PLUGIN_ARGS:
+            return make(args, plugins)
+        pre.invocation_params = config.Config.InvocationParams(args=args, plugins=plugins, dir=pathlib.Path.cwd())
+        return pre
+
+    config.get_config = get_config
 
 
 def _run_argv(argv):

@@ -127,6 +127,7 @@ func WarmIsolation(t *testing.T, b sandbox.Backend) {
 	}
 	warmDistributions(t, b, env.ID)
 	f := &fixture{b: b, env: env.ID}
+	warmPytestConfig(t, f)
 	if rep := f.runTests(t, sandbox.TestRun{Code: "X = 0\n", Tests: plantTests}); !rep.OK() {
 		t.Errorf("planting tests: %+v", rep)
 	}
@@ -162,5 +163,50 @@ func warmDistributions(t *testing.T, b sandbox.Backend, env string) {
 		if out := string(res.Stdout); err != nil || out != tc.want {
 			t.Errorf("distributions with files %v: %v %q, want %q\n%s", tc.files, err, out, tc.want, dump(res))
 		}
+	}
+}
+
+// The pytest config a warm runner makes before its forks (warmrun.py,
+// _prebuild_pytest_config): a test run of the harness takes it, as the
+// run's own (its arguments, its directory), and leaves nothing in it for
+// the next; a run with other plugin arguments gets a fresh one.
+const (
+	plantConfigTests = `
+import os, pathlib, types
+def test_plant(pytestconfig):
+    assert getattr(pytestconfig, "_warm_prebuilt", False), "the prebuilt config was not taken"
+    assert pytestconfig.invocation_params.dir == pathlib.Path(os.getcwd())
+    assert "test_solution.py" in pytestconfig.invocation_params.args
+    assert pytestconfig.pluginmanager.is_blocked("cacheprovider")
+    pytestconfig.PLANTED = 1
+    pytestconfig.pluginmanager.register(types.ModuleType("planted_plugin"), "planted_plugin")
+`
+	findConfigTests = `
+def test_find(pytestconfig):
+    assert getattr(pytestconfig, "_warm_prebuilt", False), "the prebuilt config was not taken"
+    assert not hasattr(pytestconfig, "PLANTED")
+    assert pytestconfig.pluginmanager.get_plugin("planted_plugin") is None
+`
+	otherPluginArgsTest = `
+def test_other(pytestconfig):
+    assert not getattr(pytestconfig, "_warm_prebuilt", False), "a run with other -p arguments took the prebuilt config"
+    assert pytestconfig.pluginmanager.is_blocked("doctest")
+    assert pytestconfig.pluginmanager.is_blocked("cacheprovider")
+`
+)
+
+func warmPytestConfig(t *testing.T, f *fixture) {
+	t.Helper()
+	if rep := f.runTests(t, sandbox.TestRun{Code: "X = 0\n", Tests: plantConfigTests}); !rep.OK() {
+		t.Errorf("a warm test run's pytest config: %s", rep.Output)
+	}
+	if rep := f.runTests(t, sandbox.TestRun{Code: "X = 0\n", Tests: findConfigTests}); !rep.OK() {
+		t.Errorf("the next run's pytest config saw what the last one left: %s", rep.Output)
+	}
+	res, err := f.b.Run(t.Context(), sandbox.RunSpec{Env: f.env, Files: map[string][]byte{"test_other.py": []byte(otherPluginArgsTest)},
+		Argv:    []string{"python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:doctest", "test_other.py"},
+		Timeout: 60 * time.Second})
+	if err != nil || res.ExitCode != 0 {
+		t.Errorf("pytest with other plugin arguments: %v\n%s", err, dump(res))
 	}
 }
