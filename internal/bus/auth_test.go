@@ -214,6 +214,19 @@ func TestSandboxWorkerPermissions(t *testing.T) {
 		t.Errorf("publish a result: %v", err)
 	}
 	w.refused(t, "publish a result for the llm pool", publishRaw(w, bus.ResultSubject(messages.PoolLLM, res.JobID)))
+	// It offers its results to the coordinators first (offer.go): on its
+	// own pool's offer subject only.
+	coord, err := s.admin.Conn().QueueSubscribe(bus.PoolOfferSubjects(messages.PoolSandbox), bus.QueueResultOffers, func(m *nats.Msg) {
+		_ = m.Respond([]byte(bus.OfferTaken))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = coord.Unsubscribe() }()
+	if !pub.OfferJSON(ctxT(t), bus.OfferSubject(messages.PoolSandbox, res.JobID), res) {
+		t.Error("offer a result: not taken")
+	}
+	w.refused(t, "offer a result for the llm pool", publishRaw(w, bus.OfferSubject(messages.PoolLLM, res.JobID)))
 
 	// Operations: it announces its own pool's stages, beats its own
 	// pool's capacity and watches the pause switch; never another pool's,

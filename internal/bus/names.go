@@ -131,7 +131,34 @@ func ResultStream(pool messages.Pool) string {
 // ParseResultSubject returns the pool and job ID of a result subject; ok is
 // false for anything else, including a pool that does not exist.
 func ParseResultSubject(subject string) (pool messages.Pool, jobID string, ok bool) {
-	rest, ok := strings.CutPrefix(subject, subjectRoot+".results.")
+	return parsePoolJob(subject, subjectRoot+".results.")
+}
+
+// OfferSubject is where the workers of pool offer a stage result of one
+// job to the coordinators, as a core NATS request, before they publish it
+// on ResultSubject: autocoder.offers.<pool>.<job_id>. A coordinator that
+// takes it (answers OfferTaken) has stored it in the job's state, so the
+// result stream is not needed (Publisher.OfferJSON). No stream captures
+// these subjects.
+func OfferSubject(pool messages.Pool, jobID string) string {
+	return subjectRoot + ".offers." + string(pool) + "." + jobID
+}
+
+// PoolOfferSubjects matches every offer subject of one pool:
+// autocoder.offers.<pool>.*.
+func PoolOfferSubjects(pool messages.Pool) string {
+	return subjectRoot + ".offers." + string(pool) + ".*"
+}
+
+// ParseOfferSubject returns the pool and job ID of an offer subject; ok is
+// false for anything else.
+func ParseOfferSubject(subject string) (pool messages.Pool, jobID string, ok bool) {
+	return parsePoolJob(subject, subjectRoot+".offers.")
+}
+
+// parsePoolJob parses <prefix><pool>.<job_id>.
+func parsePoolJob(subject, prefix string) (pool messages.Pool, jobID string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, prefix)
 	if !ok {
 		return "", "", false
 	}
@@ -235,10 +262,10 @@ func SubmitMsgID(jobID string) string { return messages.SubmitMsgID(jobID) }
 // cancelled once, so repeated requests within the window are one.
 func CancelMsgID(jobID string) string { return messages.CancelMsgID(jobID) }
 
-// QueueEarlyResults is the core NATS queue group in which coordinators
-// hear stage results as workers publish them, before the result streams
-// deliver them (internal/coordinator's early copy).
-const QueueEarlyResults = "autocoder-coordinators"
+// QueueResultOffers is the core NATS queue group in which coordinators
+// take the stage results workers offer them (OfferSubject): one
+// coordinator hears each offer.
+const QueueResultOffers = "autocoder-coordinators"
 
 // StageMsgID is the Nats-Msg-Id of a stage command; seq is unique within the job.
 func StageMsgID(jobID string, seq int) string { return "stage." + jobID + "." + strconv.Itoa(seq) }

@@ -181,3 +181,31 @@ func TestParseResultSubject(t *testing.T) {
 		}
 	}
 }
+
+// TestParseOfferSubject: the pool and job of every pool's offer subject
+// come back; offer subjects are under no stream's subjects (an offer is
+// never stored), and are not result subjects.
+func TestParseOfferSubject(t *testing.T) {
+	t.Parallel()
+	for _, pool := range messages.Pools() {
+		s := bus.OfferSubject(pool, "j1")
+		p, id, ok := bus.ParseOfferSubject(s)
+		if p != pool || id != "j1" || !ok {
+			t.Errorf("ParseOfferSubject(%q) = %q, %q, %v; want %q, j1, true", s, p, id, ok, pool)
+		}
+		if want := strings.TrimSuffix(bus.PoolOfferSubjects(pool), "*"); !strings.HasPrefix(s, want) {
+			t.Errorf("%q is not under %q", s, bus.PoolOfferSubjects(pool))
+		}
+		if _, _, ok := bus.ParseResultSubject(s); ok {
+			t.Errorf("%q parses as a result subject", s)
+		}
+		for _, all := range []string{bus.SubjectResultsAll, bus.SubjectJobsAll, bus.SubjectEventsAll} {
+			if strings.HasPrefix(s, strings.TrimSuffix(all, ">")) {
+				t.Errorf("%q is under the stream subjects %q", s, all)
+			}
+		}
+	}
+	if p, id, ok := bus.ParseOfferSubject(bus.ResultSubject(messages.PoolLLM, "j1")); ok {
+		t.Errorf("a result subject parses as an offer subject: %q, %q", p, id)
+	}
+}

@@ -158,8 +158,8 @@ func toolServing(tools []string) []string {
 // description by its service name, and its calls.
 var codeModeTools = []string{ServiceInfoSubjects(), ToolSubjects()}
 
-// worker may pull and ack its pool's stage commands, publish results on
-// its pool's result subjects only (which only its pool's ResultStream
+// worker may pull and ack its pool's stage commands, offer and publish
+// results on its pool's offer and result subjects only (which only its pool's ResultStream
 // captures, so its Msg-Ids never shadow another pool's), and read (never write) job state, which
 // it checks before running a command (stagework's admission). It hears
 // cancellations (CancelledSubject) to stop a cancelled job's stages. It
@@ -172,6 +172,7 @@ func worker(pool messages.Pool) Permission {
 		jsAPI("CONSUMER.MSG.NEXT." + stream + "." + consumer),
 		ackSubjects(stream, consumer),
 		PoolResultSubjects(pool),
+		PoolOfferSubjects(pool), // the same results, offered first (Publisher.OfferJSON)
 		jsAPI("DIRECT.GET." + state), jsAPI("DIRECT.GET." + state + ".>"),
 		jsAPI("STREAM.MSG.GET." + state),
 		PoolStartedSubjects(pool), // stage_started notices (stagework)

@@ -32,6 +32,9 @@ type PublisherConfig struct {
 	// MaxClaim bounds a body sent by claim check; a larger one is an
 	// error wrapping ErrPayloadTooLarge. Default DefaultMaxClaim.
 	MaxClaim int
+	// OfferWait bounds how long OfferJSON waits for a coordinator's
+	// answer. Default DefaultOfferWait.
+	OfferWait time.Duration
 }
 
 // Publisher publishes JSON messages to JetStream (and core NATS).
@@ -60,6 +63,9 @@ func NewPublisher(js jetstream.JetStream, cfg PublisherConfig) *Publisher {
 	}
 	if cfg.MaxClaim <= 0 {
 		cfg.MaxClaim = DefaultMaxClaim
+	}
+	if cfg.OfferWait <= 0 {
+		cfg.OfferWait = DefaultOfferWait
 	}
 	log := cfg.Logger
 	if log == nil {

@@ -87,7 +87,7 @@ type Coordinator struct {
 	states *stateCache
 	clears clears   // outbox.go
 	locks  jobLocks // joblocks.go
-	early  early    // early.go
+	offers offers   // offer.go
 }
 
 // New validates cfg and returns a Coordinator.
@@ -119,7 +119,7 @@ func New(cfg Config) (*Coordinator, error) {
 		cfg.OutboxClearDelay = DefaultOutboxClearDelay
 	}
 	c := &Coordinator{cfg: cfg, log: cfg.Logger, states: newStateCache(cfg.StateCacheBytes)}
-	c.early.slots = make(chan struct{}, maxEarlyInFlight)
+	c.offers.slots = make(chan struct{}, maxOffersInHand)
 	return c, nil
 }
 
@@ -252,7 +252,7 @@ func (c *Coordinator) HandleResult(ctx context.Context, msg *bus.Message) error 
 	if !bus.ValidJobID(res.JobID) {
 		return bus.Permanent(fmt.Errorf("stage result has an invalid job id %q", res.JobID))
 	}
-	if err := c.fromItsPool(msg.Subject(), &res); err != nil {
+	if err := c.fromItsPool(msg.Subject(), bus.ParseResultSubject, &res); err != nil {
 		// Only the pool a stage was dispatched to may answer it (each
 		// pool's credentials publish on its own subject only); whether
 		// that stage is pending, and only once, the machine checks.
@@ -260,23 +260,23 @@ func (c *Coordinator) HandleResult(ctx context.Context, msg *bus.Message) error 
 		c.cfg.Metrics.ResultRefused()
 		return nil
 	}
-	switch applied, err := c.early.take(ctx, &res); {
+	switch taken, err := c.offers.wait(ctx, &res); {
 	case err != nil:
 		return err
-	case applied:
-		return nil // applied from its early copy (early.go)
+	case taken:
+		return nil // its offer, answered too late for the worker, took it (offer.go)
 	}
 	if err := c.apply(ctx, res.JobID, machine.Input{Kind: machine.InputStageResult, Time: c.cfg.Now(), Result: &res}); err != nil {
 		return err
 	}
-	c.cfg.Metrics.ResultTaken(CopyDurable)
+	c.cfg.Metrics.ResultTaken(CopyStream)
 	return nil
 }
 
-// fromItsPool checks that a result arrived on the result subject of the
-// pool that does its stage, for its job.
-func (c *Coordinator) fromItsPool(subject string, res *messages.StageResult) error {
-	pool, jobID, ok := bus.ParseResultSubject(subject)
+// fromItsPool checks that a result arrived on a subject (a result or an
+// offer subject, by parse) of the pool that does its stage, for its job.
+func (c *Coordinator) fromItsPool(subject string, parse func(string) (messages.Pool, string, bool), res *messages.StageResult) error {
+	pool, jobID, ok := parse(subject)
 	switch {
 	case !ok:
 		return fmt.Errorf("%q is not a result subject", subject)

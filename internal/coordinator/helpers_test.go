@@ -99,6 +99,30 @@ func resultMsg(t *testing.T, r *messages.StageResult) *bus.Message {
 	return bus.NewMessage(bus.ResultSubject(messages.DefaultStages().Pool(r.Stage), r.JobID), b, nil, 1)
 }
 
+// offerMsg is r as its worker offers it (bus.OfferSubject).
+func offerMsg(t *testing.T, r *messages.StageResult) *bus.Message {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bus.NewMessage(bus.OfferSubject(messages.DefaultStages().Pool(r.Stage), r.JobID), b, nil, 1)
+}
+
+// offer offers msg to c and returns its answer.
+func offer(t *testing.T, c *coordinator.Coordinator, msg *bus.Message) bool {
+	t.Helper()
+	answered := make(chan bool, 1)
+	c.HandleOffer(ctxT(t), msg, func(taken bool) { answered <- taken })
+	select {
+	case taken := <-answered:
+		return taken
+	case <-time.After(time.Minute):
+		t.Fatal("the offer was never answered")
+		return false
+	}
+}
+
 // answerSpec asks for one int output and has no samples.
 // answerSpec plans first: the coordinator's tests step through a plan, then
 // code and tests together (the machine's tests have the one-round pass).

@@ -13,7 +13,7 @@ import (
 
 // The tests of what keeps a stage hop short: the outbox cleared late or
 // not at all (outbox.go), one job's steps taken one at a time
-// (joblocks.go), and results taken from their early copies (early.go).
+// (joblocks.go), and results taken as their workers offer them (offer.go).
 
 // TestOutboxIsReplacedNotCleared: steps of a job that come faster than
 // OutboxClearDelay write the state once each (no clearing write between
@@ -153,47 +153,50 @@ func TestOneJobsResultsTogetherDoNotConflict(t *testing.T) {
 	}
 }
 
-// TestEarlyCopyIsAppliedOnce: a result heard as it is published (the
-// early copy) steps the job; its durable copy, delivered while that step
-// runs or after it, is acknowledged without a second step or a read of
-// the state.
-func TestEarlyCopyIsAppliedOnce(t *testing.T) {
+// TestOfferIsTaken: a result its worker offers steps the job and is
+// answered taken; published after all (the worker stopped waiting for the
+// answer), it is acknowledged without a second step, whether it comes
+// while the offer's step runs or after it.
+func TestOfferIsTaken(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.clearDelay = time.Hour // a step writes the state once
-	kv := &countingKV{KeyValue: e.res.JobState}
 	reg := prometheus.NewRegistry()
-	c := e.coordinator(t, kv, nil, reg)
-	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-early", answerSpec())); err != nil {
+	c := e.coordinator(t, nil, nil, reg)
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-offer", answerSpec())); err != nil {
 		t.Fatal(err)
 	}
-	before := e.counts(t, "job-early")
-	msg := resultMsg(t, answer(t, e.commands(t)[0]))
-	c.HandleEarlyResult(ctxT(t), msg)
-	if err := c.HandleResult(ctxT(t), msg); err != nil { // waits for the early step
+	before := e.counts(t, "job-offer")
+	res := answer(t, e.commands(t)[0])
+	answered := make(chan bool, 1)
+	c.HandleOffer(ctxT(t), offerMsg(t, res), func(taken bool) { answered <- taken })
+	if err := c.HandleResult(ctxT(t), resultMsg(t, res)); err != nil { // waits for the offer's step
 		t.Fatal(err)
 	}
-	after := e.counts(t, "job-early")
+	if !<-answered {
+		t.Fatal("the offer was not taken")
+	}
+	after := e.counts(t, "job-offer")
 	if after.StateRev != before.StateRev+1 {
 		t.Errorf("the result stepped the job %d times, want once", after.StateRev-before.StateRev)
+	}
+	if got := taken(t, reg); got["offer"] != 1 || got["stream"] != 0 {
+		t.Errorf("results taken %v, want one offered and none from the stream", got)
+	}
+	if err := c.HandleResult(ctxT(t), resultMsg(t, res)); err != nil { // after it: the machine ignores it
+		t.Fatal(err)
 	}
 	if n := len(e.commands(t)); n != 3 {
 		t.Errorf("%d commands after the plan, want the plan, code and tests", n)
 	}
-	if n := kv.gets.Load(); n != 0 {
-		t.Errorf("%d reads of the state bucket, want none (the durable copy was taken early)", n)
-	}
-	if got := taken(t, reg); got["early"] != 1 || got["durable"] != 0 {
-		t.Errorf("results taken %v, want one early and no durable", got)
-	}
-	assertExactlyOnce(t, e, "job-early")
-	assertUniqueEvents(t, e, "job-early")
+	assertExactlyOnce(t, e, "job-offer")
+	assertUniqueEvents(t, e, "job-offer")
 }
 
-// TestEarlyCopyLeftToTheDurableOne: an early copy that is claim-checked
-// (its body in the claims store) or whose step fails is left to the
-// durable copy, which steps the job.
-func TestEarlyCopyLeftToTheDurableOne(t *testing.T) {
+// TestOfferNotTaken: an offer that is claim-checked (its body in the
+// claims store), comes on another pool's subject, or whose step fails is
+// answered not taken; the result, published then, steps the job.
+func TestOfferNotTaken(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	flaky := &flakyPublisher{inner: e.pub, prefix: "autocoder.stage."}
@@ -202,20 +205,28 @@ func TestEarlyCopyLeftToTheDurableOne(t *testing.T) {
 	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-late", answerSpec())); err != nil {
 		t.Fatal(err)
 	}
-	plan := resultMsg(t, answer(t, e.commands(t)[0]))
+	res := answer(t, e.commands(t)[0])
+	plan := offerMsg(t, res)
 	claimed := bus.NewMessage(plan.Subject(), plan.Data(), map[string][]string{bus.HeaderClaimCheck: {"claim-1"}}, 1)
-	c.HandleEarlyResult(ctxT(t), claimed) // ignored: the durable copy resolves the claim
-
-	flaky.fails.Store(1) // the early step stores the state, then fails to dispatch
-	c.HandleEarlyResult(ctxT(t), plan)
-	if err := c.HandleResult(ctxT(t), plan); err != nil {
+	if offer(t, c, claimed) {
+		t.Error("a claim-checked offer was taken")
+	}
+	otherPool := bus.NewMessage(bus.OfferSubject(messages.PoolSandbox, res.JobID), plan.Data(), nil, 1)
+	if offer(t, c, otherPool) {
+		t.Error("an offer on another pool's subject was taken")
+	}
+	flaky.fails.Store(1) // the step stores the state, then fails to dispatch
+	if offer(t, c, plan) {
+		t.Error("an offer whose step failed was taken")
+	}
+	if err := c.HandleResult(ctxT(t), resultMsg(t, res)); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.commands(t)); n != 3 {
 		t.Fatalf("%d commands after the plan, want the plan, code and tests", n)
 	}
-	if got := taken(t, reg); got["early"] != 0 || got["durable"] != 1 {
-		t.Errorf("results taken %v, want the durable copy's only", got)
+	if got := taken(t, reg); got["offer"] != 0 || got["stream"] != 1 {
+		t.Errorf("results taken %v, want the stream's only", got)
 	}
 	assertExactlyOnce(t, e, "job-late")
 }

@@ -19,15 +19,15 @@ type Metrics interface {
 	DeadlineMissed(stage messages.Stage)
 	// ResultRefused counts a result refused for its subject.
 	ResultRefused()
-	// ResultTaken counts a stage result applied, by its copy: CopyEarly
-	// or CopyDurable (early.go).
+	// ResultTaken counts a stage result applied, by the way it came:
+	// CopyOffer or CopyStream (offer.go).
 	ResultTaken(which string)
 }
 
-// The copies of a stage result (early.go), the label of ResultTaken.
+// The ways a stage result comes (offer.go), the label of ResultTaken.
 const (
-	CopyEarly   = "early"   // heard on core NATS as its worker published it
-	CopyDurable = "durable" // delivered by the result stream
+	CopyOffer  = "offer"  // offered by its worker, and taken
+	CopyStream = "stream" // delivered by the result stream
 )
 
 type noMetrics struct{}

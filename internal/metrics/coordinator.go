@@ -56,10 +56,10 @@ func newCoordinatorMetrics(reg prometheus.Registerer) (*coordinatorMetrics, erro
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: CoordinatorResultsRefusedTotal,
 			Help: "Stage results and stage_started notices refused for arriving on the subject of a pool that does not do their stage, or of another job."}),
 		taken: prometheus.NewCounterVec(prometheus.CounterOpts{Name: CoordinatorResultsTakenTotal,
-			Help: "Stage results applied, by the copy that was: early (heard on core NATS as the worker published it) or durable (delivered by the result stream, when the early copy was not applied)."},
+			Help: "Stage results applied, by the way they came: offer (offered by the worker and taken) or stream (delivered by the result stream, when no coordinator took the offer)."},
 			[]string{"copy"}),
 	}
-	for _, which := range []string{coordinator.CopyEarly, coordinator.CopyDurable} {
+	for _, which := range []string{coordinator.CopyOffer, coordinator.CopyStream} {
 		m.taken.WithLabelValues(which)
 	}
 	for _, s := range messages.DefaultStages().Stages() {

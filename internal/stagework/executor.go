@@ -21,6 +21,12 @@ type Publisher interface {
 	PublishJSON(ctx context.Context, subject string, v any, msgID string) error
 }
 
+// Offerer offers a result to the coordinators before it is published
+// (bus.Publisher.OfferJSON): taken, it need not be published.
+type Offerer interface {
+	OfferJSON(ctx context.Context, subject string, v any) (taken bool)
+}
+
 // Metrics receives the executor's measurements; internal/metrics has the
 // Prometheus one (Builder.Stages).
 type Metrics interface {
@@ -45,6 +51,10 @@ type Config struct {
 	// (bus.ResultSubject). Required.
 	Pool      messages.Pool
 	Publisher Publisher
+	// Offers, if set, offers each result to the coordinators first
+	// (bus.OfferSubject); one no coordinator takes is published on the
+	// result stream. nil: results go to the stream only.
+	Offers Offerer
 	// Jobs is where commands are checked against what the coordinator
 	// dispatched (admit.go), normally KVJobs on the job-state bucket.
 	// Required: a worker runs nothing it cannot check.

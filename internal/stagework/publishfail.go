@@ -16,9 +16,13 @@ import (
 // cached result failed to publish on every delivery, the command was
 // dropped, and the job ran until its deadline.
 
-// publishOrFail publishes res; when that fails for good it publishes the
+// publishOrFail offers res to the coordinators (bus/offer.go) and, when
+// none takes it, publishes it; when that fails for good it publishes the
 // failure instead. It returns an error only for a publish to retry.
 func (e *Executor) publishOrFail(ctx context.Context, msg *bus.Message, res *messages.StageResult) error {
+	if e.cfg.Offers != nil && e.cfg.Offers.OfferJSON(ctx, bus.OfferSubject(e.cfg.Pool, res.JobID), res) {
+		return nil
+	}
 	err := e.cfg.Publisher.PublishJSON(ctx, bus.ResultSubject(e.cfg.Pool, res.JobID), res, bus.ResultMsgID(e.cfg.Pool, res.JobID, res.Seq))
 	if err == nil || ctx.Err() != nil {
 		return err

@@ -60,13 +60,21 @@ func (st *Stack) startCoordinator(ctx context.Context) error {
 	st.consume("coordinator-jobs", st.Resources.JobsConsumer, bus.HandlerFunc(coord.HandleJobs), 4, nil)
 	for _, pool := range messages.Pools() {
 		st.consume("coordinator-results-"+string(pool), st.Resources.ResultConsumers[pool], bus.HandlerFunc(coord.HandleResult), 8, nil)
-		// The early copy of each result (coordinator/early.go): one
-		// coordinator of the queue group hears it as it is published.
-		sub, err := st.Conn.QueueSubscribe(bus.PoolResultSubjects(pool), bus.QueueEarlyResults, func(m *nats.Msg) {
-			coord.HandleEarlyResult(st.parts, bus.NewMessage(m.Subject, m.Data, m.Header, 1))
+		// The results workers offer (coordinator/offer.go): one
+		// coordinator of the queue group hears each, and answers.
+		sub, err := st.Conn.QueueSubscribe(bus.PoolOfferSubjects(pool), bus.QueueResultOffers, func(m *nats.Msg) {
+			coord.HandleOffer(st.parts, bus.NewMessage(m.Subject, m.Data, m.Header, 1), func(taken bool) {
+				answer := []byte(nil)
+				if taken {
+					answer = []byte(bus.OfferTaken)
+				}
+				if err := m.Respond(answer); err != nil {
+					st.log.Debug("answer a result offer", "subject", m.Subject, "err", err) // the worker publishes it
+				}
+			})
 		})
 		if err != nil {
-			return fmt.Errorf("coordinator: subscribe to early %s results: %w", pool, err)
+			return fmt.Errorf("coordinator: subscribe to %s result offers: %w", pool, err)
 		}
 		st.closers = append(st.closers, sub.Unsubscribe)
 	}
@@ -234,7 +242,7 @@ func (st *Stack) startStageWorker(pool messages.Pool, c cache.Cache, defaultSlot
 		return fmt.Errorf("%s: subscribe to cancellations: %w", name, err)
 	}
 	st.closers = append(st.closers, sub.Unsubscribe)
-	x, err := stagework.NewExecutor(stagework.Config{Mux: mux, Pool: pool, Publisher: st.Publisher, Cache: c,
+	x, err := stagework.NewExecutor(stagework.Config{Mux: mux, Pool: pool, Publisher: st.Publisher, Offers: st.Publisher, Cache: c,
 		Jobs: stagework.KVJobs{KV: st.Resources.JobState}, Cancels: cancels,
 		Logger: st.log.With("component", name), Worker: cfg.WorkerName, Metrics: m,
 		Announce: st.announcer(pool)}) // ops.go
