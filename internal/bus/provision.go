@@ -361,9 +361,11 @@ func (p provisioner) retireLegacyResults(ctx context.Context) error {
 
 // events makes the events stream. Events are read by many (live views,
 // `submit events`, the web UI) with ephemeral ordered consumers, so they are
-// kept by age, not consumed.
+// kept by age, not consumed. On one node they are flushed to disk
+// asynchronously (sync.go, "Progress events").
 func (p provisioner) events(ctx context.Context) (jetstream.Stream, error) {
 	return p.createStream(ctx, jetstream.StreamConfig{
+		PersistMode:       jetstream.AsyncPersistMode, // where the stream can have it (createStream)
 		Name:              StreamEvents,
 		Description:       "autocoder job progress events",
 		Subjects:          []string{SubjectEventsAll},
@@ -398,6 +400,9 @@ func (p provisioner) createStream(ctx context.Context, cfg jetstream.StreamConfi
 	}
 	replicas := p.replicas(cfg.Name, cur)
 	cfg.Replicas = replicas
+	if err := persistMode(&cfg, cur, p.js.Conn().ConnectedClusterName() != ""); err != nil {
+		return nil, err
+	}
 	s, err := p.js.CreateOrUpdateStream(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bus: provision stream %s: %w", cfg.Name, p.explain(err, replicas))
@@ -504,4 +509,29 @@ func notFound(kind, name string, err error) error {
 		return fmt.Errorf("%w: %s %s", ErrNotProvisioned, kind, name)
 	}
 	return fmt.Errorf("bus: open %s %s: %w", kind, name, err)
+}
+
+// persistMode settles cfg's persist mode against the stream as it is (cur,
+// nil when it is new). Asynchronous flushing is asked for where losing the
+// last writes to a crash costs nothing that matters (the events stream:
+// sync.go); JetStream has it for one replica on file storage only, and a
+// stream keeps the mode it was made with. So it is only had on a server
+// that is not part of a cluster (where a stream made with one replica may
+// be raised to more later); a new stream that cannot have it gets the
+// default, an existing one keeps its own, and one made asynchronous (a
+// lone server that became part of a cluster) cannot be replicated: the
+// error says what to do.
+func persistMode(cfg *jetstream.StreamConfig, cur *jetstream.StreamConfig, clustered bool) error {
+	if cur != nil {
+		if cur.PersistMode == jetstream.AsyncPersistMode && cfg.Replicas > 1 {
+			return fmt.Errorf("bus: provision stream %s: it was made on one node with asynchronous flushing, which JetStream cannot replicate: "+
+				"delete it (nats stream rm %s: it holds progress events only) and start again to have it made with %d replicas", cfg.Name, cfg.Name, cfg.Replicas)
+		}
+		cfg.PersistMode = cur.PersistMode
+		return nil
+	}
+	if clustered || cfg.Replicas > 1 || cfg.Storage != jetstream.FileStorage {
+		cfg.PersistMode = jetstream.DefaultPersistMode
+	}
+	return nil
 }

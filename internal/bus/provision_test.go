@@ -175,3 +175,55 @@ func configs(t *testing.T, r *bus.Resources) map[string]any {
 	}
 	return out
 }
+
+// TestEventsFlushAsynchronously: on one node with file storage the events
+// stream, and only it, is made with asynchronous flushing (sync.go); an
+// events stream made before keeps its mode; memory storage gets the
+// default; and one made asynchronous is not replicated, with a clear error.
+func TestEventsFlushAsynchronously(t *testing.T) {
+	t.Parallel()
+	_, js := newBus(t)
+	ctx := ctxT(t)
+	res, err := bus.Provision(ctx, js, bus.ProvisionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Events.CachedInfo().Config.PersistMode; got != jetstream.AsyncPersistMode {
+		t.Errorf("events stream persist mode %v, want async", got)
+	}
+	for name, s := range map[string]jetstream.Stream{"jobs": res.Jobs, "llm stages": res.Stages[messages.PoolLLM],
+		"llm results": res.Results[messages.PoolLLM], "dead letters": res.DLQ} {
+		if got := s.CachedInfo().Config.PersistMode; got != jetstream.DefaultPersistMode {
+			t.Errorf("%s stream persist mode %v, want the default", name, got)
+		}
+	}
+	if _, err := bus.Provision(ctx, js, bus.ProvisionConfig{StoreReplicas: map[string]int{bus.StreamEvents: 3}}); err == nil ||
+		!strings.Contains(err.Error(), "nats stream rm "+bus.StreamEvents) {
+		t.Errorf("replicating the asynchronous events stream: err = %v, want what to do", err)
+	}
+
+	// An events stream an older autocoder made keeps its mode.
+	cfg := res.Events.CachedInfo().Config
+	if err := js.DeleteStream(ctx, bus.StreamEvents); err != nil {
+		t.Fatal(err)
+	}
+	cfg.PersistMode = jetstream.DefaultPersistMode
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = bus.Provision(ctx, js, bus.ProvisionConfig{}); err != nil {
+		t.Fatalf("Provision over an events stream flushed on every write: %v", err)
+	}
+	if got := res.Events.CachedInfo().Config.PersistMode; got != jetstream.DefaultPersistMode {
+		t.Errorf("an existing events stream's persist mode became %v", got)
+	}
+
+	_, mjs := newBus(t)
+	mres, err := bus.Provision(ctx, mjs, bus.ProvisionConfig{MemoryStorage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mres.Events.CachedInfo().Config.PersistMode; got != jetstream.DefaultPersistMode {
+		t.Errorf("events stream in memory: persist mode %v, want the default", got)
+	}
+}
