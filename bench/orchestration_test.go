@@ -26,7 +26,10 @@ import (
 
 const python = "/usr/bin/python3"
 
-var hopSync = flag.String("hop.sync", "", "BenchmarkStageHop: the embedded NATS server's sync policy (AUTOCODER_NATS_SYNC; default always)")
+var (
+	hopSync  = flag.String("hop.sync", "", "BenchmarkStageHop: the embedded NATS server's sync policy (AUTOCODER_NATS_SYNC; default always)")
+	hopStage = flag.Duration("hop.stage", 0, "BenchmarkStageHop: how long each model and sandbox call takes (default: none)")
+)
 
 // BenchmarkStageHop measures what the distributed loop costs per stage hop
 // (coordinator -> stage stream -> worker -> result stream -> coordinator,
@@ -52,9 +55,13 @@ var hopSync = flag.String("hop.sync", "", "BenchmarkStageHop: the embedded NATS 
 //
 // -hop.sync sets the embedded server's sync policy (AUTOCODER_NATS_SYNC;
 // default always, every write flushed to disk): with 2m, what a hop costs
-// when writes do not wait for the disk.
+// when writes do not wait for the disk. -hop.stage makes every model and
+// sandbox call take that long: with none, each hop starts while the
+// previous one's last writes (its events, the index line, the command's
+// acknowledgement) still go to the disk, which no real stage is short
+// enough for (a warm sandbox run takes about 35 ms).
 func BenchmarkStageHop(b *testing.B) {
-	r := newRigSync(b, 0, instantBackend{}, *hopSync)
+	r := newRigSync(b, *hopStage, instantBackend{took: *hopStage}, *hopSync)
 	probe := newRTTProbe(b, r.st.JS)
 	r.job(b)          // warm-up: connections, consumers, first allocations
 	probe.take(b, 50) // warm-up
@@ -476,10 +483,10 @@ func (t timedBackend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.Ru
 // Close does nothing: the rig closes the backend it opened.
 func (t timedBackend) Close() error { return nil }
 
-// instantBackend is a sandbox that does nothing and answers at once, as a
-// first-pass run of answerCode and answerTests would: pytest reports two
-// passing tests, the script writes answer = 42.
-type instantBackend struct{}
+// instantBackend is a sandbox that does nothing and answers at once (or
+// after took), as a first-pass run of answerCode and answerTests would:
+// pytest reports two passing tests, the script writes answer = 42.
+type instantBackend struct{ took time.Duration }
 
 var _ sandbox.Backend = instantBackend{}
 
@@ -490,11 +497,13 @@ const instantJUnit = `<?xml version="1.0" encoding="utf-8"?><testsuites><testsui
 func (instantBackend) Name() string { return "instant" }
 func (instantBackend) Close() error { return nil }
 
-func (instantBackend) Build(context.Context, sandbox.EnvSpec) (sandbox.Env, error) {
+func (b instantBackend) Build(context.Context, sandbox.EnvSpec) (sandbox.Env, error) {
+	time.Sleep(b.took)
 	return sandbox.Env{ID: "instant"}, nil
 }
 
-func (instantBackend) Run(_ context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
+func (b instantBackend) Run(_ context.Context, spec sandbox.RunSpec) (sandbox.RunResult, error) {
+	time.Sleep(b.took)
 	if slices.Contains(spec.Argv, "pytest") {
 		return sandbox.RunResult{Files: map[string][]byte{sandbox.JUnitFile: []byte(instantJUnit)}}, nil
 	}
