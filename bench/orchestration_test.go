@@ -56,10 +56,13 @@ var (
 // -hop.sync sets the embedded server's sync policy (AUTOCODER_NATS_SYNC;
 // default always, every write flushed to disk): with 2m, what a hop costs
 // when writes do not wait for the disk. -hop.stage makes every model and
-// sandbox call take that long: with none, each hop starts while the
-// previous one's last writes (its events, the index line, the command's
-// acknowledgement) still go to the disk, which no real stage is short
-// enough for (a warm sandbox run takes about 35 ms).
+// sandbox call take that long (a sleep): with none, each hop starts while
+// the previous one's last writes (its events, the index line, the
+// command's acknowledgement) still go to the disk; with some, the
+// machine's cores go idle between hops, and every hand-over of a hop (a
+// process or goroutine woken by a message) pays a wake-up: on this
+// 2-vCPU virtual machine 5 ms stages make the hop slower, not faster
+// (BENCHMARKS.md).
 func BenchmarkStageHop(b *testing.B) {
 	r := newRigSync(b, *hopStage, instantBackend{took: *hopStage}, *hopSync)
 	probe := newRTTProbe(b, r.st.JS)
