@@ -1,6 +1,7 @@
 package stagework
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,6 +52,62 @@ type jobRecord struct {
 	} `json:"state"`
 }
 
+// decodeJobRecord reads the phase and pending stages of a coordinator's
+// record. They come early in it (machine.State's fields, in order, before
+// the code, tests, reports and conversations that make most of a record),
+// so it stops reading once it has both: every stage command's admission
+// reads its job's whole record, which by the sandbox stages is mostly
+// text it does not need. A record laid out otherwise (no "state" first, or
+// no "pending": nothing pending) is decoded whole, as before.
+func decodeJobRecord(b []byte) (jobRecord, error) {
+	var rec jobRecord
+	if early, ok := decodeEarly(b); ok {
+		return early, nil
+	}
+	err := json.Unmarshal(b, &rec)
+	return rec, err
+}
+
+// decodeEarly is decodeJobRecord's early stop: ok when "state" is the
+// record's first key and both its phase and pending were read.
+func decodeEarly(b []byte) (rec jobRecord, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if !delim(dec, '{') {
+		return rec, false
+	}
+	if k, err := dec.Token(); err != nil || k != "state" || !delim(dec, '{') {
+		return rec, false
+	}
+	var phase, pending bool
+	for dec.More() && !(phase && pending) {
+		k, err := dec.Token()
+		if err != nil {
+			return rec, false
+		}
+		switch k {
+		case "phase":
+			err = dec.Decode(&rec.State.Phase)
+			phase = err == nil
+		case "pending":
+			err = dec.Decode(&rec.State.Pending)
+			pending = err == nil
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return rec, false
+		}
+	}
+	return rec, phase && pending
+}
+
+// delim reads the next token and reports whether it is d.
+func delim(dec *json.Decoder, d json.Delim) bool {
+	t, err := dec.Token()
+	return err == nil && t == d
+}
+
 // phaseDone is machine.PhaseDone: a finished job has nothing pending.
 const phaseDone = "done"
 
@@ -63,8 +120,8 @@ func (j KVJobs) PendingStage(ctx context.Context, jobID string, seq int) (messag
 	if err != nil {
 		return "", false, fmt.Errorf("load job %s: %w", jobID, err)
 	}
-	var rec jobRecord
-	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
+	rec, err := decodeJobRecord(entry.Value())
+	if err != nil {
 		return "", false, fmt.Errorf("job %s: corrupt state: %w", jobID, err)
 	}
 	p, ok := rec.State.Pending[seq]
