@@ -154,9 +154,10 @@ func TestOneJobsResultsTogetherDoNotConflict(t *testing.T) {
 }
 
 // TestOfferIsTaken: a result its worker offers steps the job and is
-// answered taken; published after all (the worker stopped waiting for the
-// answer), it is acknowledged without a second step, whether it comes
-// while the offer's step runs or after it.
+// answered taken. Published after all (the worker stopped waiting for the
+// answer), it steps nothing more: while the offer's step runs it waits for
+// it, and after it the machine ignores it (which of the two a run sees is
+// up to the scheduler; both are asserted the same way).
 func TestOfferIsTaken(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -166,28 +167,23 @@ func TestOfferIsTaken(t *testing.T) {
 	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-offer", answerSpec())); err != nil {
 		t.Fatal(err)
 	}
-	before := e.counts(t, "job-offer")
 	res := answer(t, e.commands(t)[0])
 	answered := make(chan bool, 1)
 	c.HandleOffer(ctxT(t), offerMsg(t, res), func(taken bool) { answered <- taken })
-	if err := c.HandleResult(ctxT(t), resultMsg(t, res)); err != nil { // waits for the offer's step
+	if err := c.HandleResult(ctxT(t), resultMsg(t, res)); err != nil { // during the offer's step, or after it
 		t.Fatal(err)
 	}
 	if !<-answered {
 		t.Fatal("the offer was not taken")
 	}
-	after := e.counts(t, "job-offer")
-	if after.StateRev != before.StateRev+1 {
-		t.Errorf("the result stepped the job %d times, want once", after.StateRev-before.StateRev)
-	}
-	if got := taken(t, reg); got["offer"] != 1 || got["stream"] != 0 {
-		t.Errorf("results taken %v, want one offered and none from the stream", got)
-	}
-	if err := c.HandleResult(ctxT(t), resultMsg(t, res)); err != nil { // after it: the machine ignores it
+	if err := c.HandleResult(ctxT(t), resultMsg(t, res)); err != nil { // after it
 		t.Fatal(err)
 	}
 	if n := len(e.commands(t)); n != 3 {
 		t.Errorf("%d commands after the plan, want the plan, code and tests", n)
+	}
+	if got := taken(t, reg); got["offer"] != 1 {
+		t.Errorf("results taken %v, want one offered", got)
 	}
 	assertExactlyOnce(t, e, "job-offer")
 	assertUniqueEvents(t, e, "job-offer")
