@@ -302,17 +302,7 @@ const maxCASAttempts = 50
 // on a lost race (another coordinator moved the job, or the kept copy was
 // stale) it starts again from the stored state.
 func (c *Coordinator) apply(ctx context.Context, jobID string, ev machine.Input) error {
-	return c.applyThen(ctx, jobID, ev, nil)
-}
-
-// applyThen is apply, calling dispatched (if not nil) as soon as a step
-// that dispatched stages has stored the state and sent their commands,
-// before the rest of its outbox (index line, result, events) goes out:
-// should that rest fail, the stored outbox is published again by the
-// job's next step, which those stages' results start.
-func (c *Coordinator) applyThen(ctx context.Context, jobID string, ev machine.Input, dispatched func()) error {
 	t := c.locks.begin(jobID) // joblocks.go
-	t.dispatched = dispatched
 	err := c.applyTurn(ctx, jobID, ev, t)
 	c.locks.end(jobID, t)
 	if s := t.sent; s != nil {
@@ -379,10 +369,6 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	// The rest goes out in this turn, before any later step's (the
 	// announce lock): the next step need not publish this outbox again.
 	c.states.markSent(jobID, rev)
-	if t.dispatched != nil && len(dispatched(cmds)) > 0 {
-		t.dispatched()
-		t.dispatched = nil
-	}
 	t.toAnnounce()
 	c.indexStep(ctx, rec.State, next)
 	if err := c.announce(ctx, cmds); err != nil {

@@ -227,50 +227,6 @@ func TestOfferNotTaken(t *testing.T) {
 	assertExactlyOnce(t, e, "job-late")
 }
 
-// TestOfferAnsweredOnceCommandsAreOut: a step that dispatches stages
-// answers its offer taken once their commands are out, before its events;
-// when those then fail to go out, the job's next step publishes them.
-func TestOfferAnsweredOnceCommandsAreOut(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	flaky := &flakyPublisher{inner: e.pub, prefix: "autocoder.events."}
-	reg := prometheus.NewRegistry()
-	c := e.coordinator(t, nil, flaky, reg)
-	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-answer", answerSpec())); err != nil {
-		t.Fatal(err)
-	}
-	planFinished := func() bool {
-		for _, ev := range e.events(t, "job-answer") {
-			if ev.Type == messages.EventStageFinished && ev.Stage == messages.StagePlan {
-				return true
-			}
-		}
-		return false
-	}
-	flaky.fails.Store(1) // the plan's step stores the state and dispatches code and tests; its events fail
-	if !offer(t, c, offerMsg(t, answer(t, e.commands(t)[0]))) {
-		t.Fatal("the plan's offer was not taken, though its step stored it and dispatched the next stages")
-	}
-	cmds := e.commands(t)
-	if len(cmds) != 3 {
-		t.Fatalf("%d commands after the plan, want the plan, code and tests", len(cmds))
-	}
-	if planFinished() {
-		t.Fatal("the injected failure did not stop the plan's events")
-	}
-	if !offer(t, c, offerMsg(t, answer(t, cmds[1]))) {
-		t.Fatal("the code's offer was not taken")
-	}
-	if !planFinished() {
-		t.Error("the next step did not publish the plan step's events")
-	}
-	if got := taken(t, reg); got["offer"] != 2 || got["stream"] != 0 {
-		t.Errorf("results taken %v, want two offered", got)
-	}
-	assertExactlyOnce(t, e, "job-answer")
-	assertUniqueEvents(t, e, "job-answer")
-}
-
 // taken reads autocoder_coordinator_results_taken_total by copy.
 func taken(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()

@@ -54,7 +54,6 @@ type turn struct {
 	jl         *jobLock
 	announcing bool
 	sent       *sentOutbox // the step's outbox, all out (outbox.go)
-	dispatched func()      // applyThen's
 }
 
 // sentOutbox is a stored record whose outbox is out.

@@ -12,9 +12,8 @@ import (
 
 // A worker offers each stage result to the coordinators before it
 // publishes it (bus/offer.go): HandleOffer takes the offer, steps the job
-// with it and answers taken once the new state is stored and the next
-// stages' commands are out (applyThen), or the step is done when it
-// dispatches none. The job's
+// with it and answers taken once that step is done, the new state stored
+// and the next stage's commands and the step's events out. The job's
 // state is then the result's durable copy, and the result never goes to
 // the result stream, so the hop waits on no write of the result. An offer
 // this coordinator cannot take (claim-checked, malformed, from the wrong
@@ -125,28 +124,13 @@ func (c *Coordinator) HandleOffer(ctx context.Context, msg *bus.Message, answer 
 	}
 	go func() {
 		defer func() { <-c.offers.slots }()
-		// Taken once the state holds it: a step that dispatched stages
-		// answers as soon as their commands are out (applyThen), so the
-		// worker's slot is free for the next of them; any other step when
-		// it is over.
-		answered := false
-		take := func() {
-			answered = true
-			c.cfg.Metrics.ResultTaken(CopyOffer)
-			answer(true)
-		}
-		err := c.applyThen(ctx, res.JobID, machine.Input{Kind: machine.InputStageResult, Time: c.cfg.Now(), Result: &res}, take)
-		switch {
-		case answered:
-			if err != nil {
-				c.log.Warn("offered result taken; the rest of its step failed, and the job's next step publishes it", "job_id", res.JobID, "stage", res.Stage, "seq", res.Seq, "err", err)
-			}
-		case err != nil:
+		err := c.apply(ctx, res.JobID, machine.Input{Kind: machine.InputStageResult, Time: c.cfg.Now(), Result: &res})
+		if err != nil {
 			c.log.Debug("offered result not taken; the worker publishes it", "job_id", res.JobID, "stage", res.Stage, "seq", res.Seq, "err", err)
-			answer(false)
-		default:
-			take()
+		} else {
+			c.cfg.Metrics.ResultTaken(CopyOffer)
 		}
-		c.offers.end(&res, step, answered)
+		c.offers.end(&res, step, err == nil)
+		answer(err == nil)
 	}()
 }
