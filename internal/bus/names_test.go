@@ -163,14 +163,7 @@ func TestDefaultRetryDelay(t *testing.T) {
 func TestParseResultSubject(t *testing.T) {
 	t.Parallel()
 	for _, pool := range messages.Pools() {
-		s := bus.ResultSubject(pool, "j1")
-		p, id, ok := bus.ParseResultSubject(s)
-		if p != pool || id != "j1" || !ok {
-			t.Errorf("ParseResultSubject(%q) = %q, %q, %v; want %q, j1, true", s, p, id, ok, pool)
-		}
-		if want := strings.TrimSuffix(bus.PoolResultSubjects(pool), "*"); !strings.HasPrefix(s, want) {
-			t.Errorf("%q is not under %q", s, bus.PoolResultSubjects(pool))
-		}
+		s := checkPoolSubject(t, pool, bus.ResultSubject, bus.PoolResultSubjects, bus.ParseResultSubject)
 		if !strings.HasPrefix(s, strings.TrimSuffix(bus.SubjectResultsAll, ">")) {
 			t.Errorf("%q is not under the results stream's %q", s, bus.SubjectResultsAll)
 		}
@@ -188,14 +181,7 @@ func TestParseResultSubject(t *testing.T) {
 func TestParseOfferSubject(t *testing.T) {
 	t.Parallel()
 	for _, pool := range messages.Pools() {
-		s := bus.OfferSubject(pool, "j1")
-		p, id, ok := bus.ParseOfferSubject(s)
-		if p != pool || id != "j1" || !ok {
-			t.Errorf("ParseOfferSubject(%q) = %q, %q, %v; want %q, j1, true", s, p, id, ok, pool)
-		}
-		if want := strings.TrimSuffix(bus.PoolOfferSubjects(pool), "*"); !strings.HasPrefix(s, want) {
-			t.Errorf("%q is not under %q", s, bus.PoolOfferSubjects(pool))
-		}
+		s := checkPoolSubject(t, pool, bus.OfferSubject, bus.PoolOfferSubjects, bus.ParseOfferSubject)
 		if _, _, ok := bus.ParseResultSubject(s); ok {
 			t.Errorf("%q parses as a result subject", s)
 		}
@@ -208,4 +194,19 @@ func TestParseOfferSubject(t *testing.T) {
 	if p, id, ok := bus.ParseOfferSubject(bus.ResultSubject(messages.PoolLLM, "j1")); ok {
 		t.Errorf("a result subject parses as an offer subject: %q, %q", p, id)
 	}
+}
+
+// checkPoolSubject checks that parse gives back the pool and job of
+// subject(pool, "j1"), which is under pools(pool), and returns it.
+func checkPoolSubject(t *testing.T, pool messages.Pool, subject func(messages.Pool, string) string,
+	pools func(messages.Pool) string, parse func(string) (messages.Pool, string, bool)) string {
+	t.Helper()
+	s := subject(pool, "j1")
+	if p, id, ok := parse(s); p != pool || id != "j1" || !ok {
+		t.Errorf("parse(%q) = %q, %q, %v; want %q, j1, true", s, p, id, ok, pool)
+	}
+	if want := strings.TrimSuffix(pools(pool), "*"); !strings.HasPrefix(s, want) {
+		t.Errorf("%q is not under %q", s, pools(pool))
+	}
+	return s
 }

@@ -11,8 +11,8 @@ import (
 // A stage result is offered before it is published. The worker sends it
 // to the coordinators as a core NATS request (OfferSubject, a queue group
 // of the coordinators: one hears it); the coordinator that takes it steps
-// the job with it and answers OfferTaken once the new state is stored, the
-// next stage's commands and the step's events are out. The job's state is
+// the job with it and answers OfferTaken once the step is done: the new
+// state stored, the next stage's commands and the step's events out. The job's state is
 // then the result's durable copy, and the result stream is not used: no
 // write of the result, no delivery of it, no acknowledgement that deletes
 // it, all of which stood on the stage hop's path or beside it (each a

@@ -90,23 +90,26 @@ func submitMsg(t *testing.T, jobID string, spec messages.JobSpec) *bus.Message {
 	return bus.NewMessage(bus.SubjectJobsSubmit, b, nil, 1)
 }
 
+// resultMsg is r as its worker publishes it (bus.ResultSubject).
 func resultMsg(t *testing.T, r *messages.StageResult) *bus.Message {
 	t.Helper()
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bus.NewMessage(bus.ResultSubject(messages.DefaultStages().Pool(r.Stage), r.JobID), b, nil, 1)
+	return stageResultMsg(t, r, bus.ResultSubject)
 }
 
 // offerMsg is r as its worker offers it (bus.OfferSubject).
 func offerMsg(t *testing.T, r *messages.StageResult) *bus.Message {
 	t.Helper()
+	return stageResultMsg(t, r, bus.OfferSubject)
+}
+
+// stageResultMsg is r on subject's subject for its stage's pool and job.
+func stageResultMsg(t *testing.T, r *messages.StageResult, subject func(messages.Pool, string) string) *bus.Message {
+	t.Helper()
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bus.NewMessage(bus.OfferSubject(messages.DefaultStages().Pool(r.Stage), r.JobID), b, nil, 1)
+	return bus.NewMessage(subject(messages.DefaultStages().Pool(r.Stage), r.JobID), b, nil, 1)
 }
 
 // offer offers msg to c and returns its answer.
