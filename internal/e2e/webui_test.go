@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"net/http"
@@ -496,16 +497,28 @@ func (p *uiPage) job(id, ready string) {
 	p.clean("the page of job " + id)
 }
 
+// text reads sel's visible text once it is shown. The page re-renders
+// its tables as events arrive, so the text is read in the page in one
+// step (a node found by one call may be gone by the next); a read that
+// finds no node waits for it again.
 func (p *uiPage) text(sel string) string {
 	p.t.Helper()
-	p.run("wait for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
-	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
-	defer cancel()
-	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		p.fail("read "+sel, err)
+	quoted, _ := json.Marshal(sel)
+	read := `(() => { const e = document.querySelector(` + string(quoted) + `); return e ? e.innerText : null })()`
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p.run("wait for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
+		text, err := chromedp.Run(p.ctx, chromedp.Evaluate[*string](read))
+		if err != nil {
+			p.fail("read "+sel, err)
+		}
+		if text != nil {
+			return strings.TrimSpace(*text)
+		}
+		if time.Now().After(deadline) {
+			p.fail("read "+sel, errors.New("the element went away each time it was read"))
+		}
 	}
-	return strings.TrimSpace(text)
 }
 
 func (p *uiPage) contains(sel, want string) {
