@@ -371,7 +371,7 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	c.states.markSent(jobID, rev)
 	t.toAnnounce()
 	c.indexStep(ctx, rec.State, next)
-	if err := c.announce(ctx, cmds); err != nil {
+	if err := c.announceInTurn(ctx, t, cmds); err != nil {
 		c.states.drop(jobID) // the next event reads the stored outbox and publishes it again
 		return false, err
 	}
@@ -553,6 +553,28 @@ func (c *Coordinator) announce(ctx context.Context, cmds []machine.Command) erro
 		return c.carryOut(ctx, machine.Command{Emit: finished})
 	}
 	return nil
+}
+
+// announceInTurn announces cmds in the job's turn t, after what earlier
+// turns on the job failed to announce. The next step may have loaded the
+// kept copy, marked sent, before this announce failed, and its record then
+// replaces this one's outbox: what did not go out is handed to that step
+// on the job's lock instead, in order. (With no next step here, the
+// stored outbox, not marked sent, is published again by the next event.)
+func (c *Coordinator) announceInTurn(ctx context.Context, t *turn, cmds []machine.Command) error {
+	if len(t.jl.unsent) > 0 {
+		cmds = append(t.jl.unsent, cmds...)
+		t.jl.unsent = nil
+	}
+	err := c.announce(ctx, cmds)
+	if err != nil {
+		for _, cmd := range cmds {
+			if cmd.Dispatch == nil { // dispatched before the turn changed hands
+				t.jl.unsent = append(t.jl.unsent, cmd)
+			}
+		}
+	}
+	return err
 }
 
 // BatchPublisher is a Publisher that can also publish several messages

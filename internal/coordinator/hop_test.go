@@ -1,6 +1,9 @@
 package coordinator_test
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -8,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/coordinator"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -231,4 +235,85 @@ func TestOfferNotTaken(t *testing.T) {
 func taken(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()
 	return counters(t, reg, "autocoder_coordinator_results_taken_total")
+}
+
+// TestFailedAnnounceIsCarriedByTheNextStep: a step's events fail to go
+// out after the job's next step began on the kept copy, which counts that
+// step's outbox as out, and stored a record that replaces it. The next
+// step announces them before its own: none is lost, none stored twice.
+func TestFailedAnnounceIsCarriedByTheNextStep(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pub := &gatedEvents{inner: e.pub}
+	c := e.coordinator(t, nil, pub, nil)
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-ann", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.HandleResult(ctxT(t), resultMsg(t, answer(t, e.commands(t)[0]))); err != nil { // the plan
+		t.Fatal(err)
+	}
+	var code, tests messages.StageCommand
+	for _, cmd := range e.commands(t) {
+		switch cmd.Stage {
+		case messages.StageCode:
+			code = cmd
+		case messages.StageTests:
+			tests = cmd
+		}
+	}
+	// The code result's first event waits until the tests result's step
+	// has stored its record and dispatched the next stage, then fails.
+	next := make(chan error, 1)
+	pub.gate = func() error {
+		go func() { next <- c.HandleResult(ctxT(t), resultMsg(t, answer(t, tests))) }()
+		for deadline := time.Now().Add(testTimeout); ; time.Sleep(5 * time.Millisecond) {
+			for _, cmd := range e.commands(t) {
+				if cmd.Seq > tests.Seq {
+					return errInjected
+				}
+			}
+			if time.Now().After(deadline) {
+				return errors.New("the tests result's step never dispatched")
+			}
+		}
+	}
+	codeResult := resultMsg(t, answer(t, code))
+	if err := c.HandleResult(ctxT(t), codeResult); !errors.Is(err, errInjected) {
+		t.Fatalf("the code result's step = %v, want the injected failure", err)
+	}
+	if err := <-next; err != nil {
+		t.Fatalf("the tests result's step: %v", err)
+	}
+	if err := c.HandleResult(ctxT(t), codeResult); err != nil { // redelivered: stale now
+		t.Fatal(err)
+	}
+	finished := map[messages.Stage]bool{}
+	for _, ev := range e.events(t, "job-ann") {
+		if ev.Type == messages.EventStageFinished {
+			finished[ev.Stage] = true
+		}
+	}
+	if !finished[messages.StageCode] || !finished[messages.StageTests] {
+		t.Errorf("stage_finished events for %v, want code and tests: the failed step's events were lost", finished)
+	}
+	assertUniqueEvents(t, e, "job-ann")
+}
+
+// gatedEvents calls gate, once it is set, before the next event it
+// publishes, and fails that publish with gate's error (once).
+type gatedEvents struct {
+	inner coordinator.Publisher
+	gate  func() error
+	once  sync.Once
+}
+
+func (p *gatedEvents) PublishJSON(ctx context.Context, subject string, v any, msgID string) error {
+	var err error
+	if p.gate != nil && strings.HasPrefix(subject, bus.EventSubject("")) {
+		p.once.Do(func() { err = p.gate() })
+	}
+	if err != nil {
+		return err
+	}
+	return p.inner.PublishJSON(ctx, subject, v, msgID)
 }

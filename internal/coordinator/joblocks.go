@@ -1,6 +1,10 @@
 package coordinator
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/autocoder/autocoder/internal/machine"
+)
 
 // Steps of one job are taken one at a time in this coordinator. Results of
 // one job arrive together (code and tests are dispatched at once), and the
@@ -13,7 +17,9 @@ import "sync"
 // compare-and-set, the stage commands) and then announce (the index line,
 // the result, the events), so the next step need not wait for the
 // previous step's events, and the events of two steps still go out in the
-// order of the steps.
+// order of the steps. Results and events a step fails to announce are left
+// on the lock for the job's next step here, which announces them before
+// its own (announceInTurn).
 type jobLocks struct {
 	mu   sync.Mutex
 	jobs map[string]*jobLock
@@ -22,6 +28,10 @@ type jobLocks struct {
 type jobLock struct {
 	step, announce sync.Mutex
 	users          int // holders and waiters; the entry goes at zero
+	// unsent are results and events an earlier step's announce did not
+	// get out, for the next step to announce first (announceInTurn).
+	// Guarded by announce.
+	unsent []machine.Command
 }
 
 // acquire returns the job's locks, counted as used until release.
