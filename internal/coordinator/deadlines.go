@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/jsonhead"
 	"github.com/autocoder/autocoder/internal/machine"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
@@ -113,13 +114,43 @@ func (c *Coordinator) WatchDeadlines(ctx context.Context) error {
 
 // track notes the next deadline of the job an update of the state bucket
 // is about. The bucket's keys are job IDs (bus.JobKey).
+//
+// Every step's store comes here, on the hop's heels, so it reads as little
+// as it can: the copy this coordinator kept, when it stored that revision
+// itself, else the few fields a deadline needs (deadlineFields).
 func (c *Coordinator) track(due map[string]time.Time, e jetstream.KeyValueEntry) {
-	var rec record
-	if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &rec) != nil {
+	if e.Operation() != jetstream.KeyValuePut {
 		delete(due, e.Key())
 		return
 	}
-	c.setDue(due, e.Key(), &rec.State)
+	if rec, rev, ok := c.states.get(e.Key()); ok && rev == e.Revision() {
+		c.setDue(due, e.Key(), &rec.State)
+		return
+	}
+	s, err := deadlineFields(e.Value())
+	if err != nil {
+		delete(due, e.Key())
+		return
+	}
+	c.setDue(due, e.Key(), s)
+}
+
+// deadlineFields decodes what nextDeadline reads of a stored record: the
+// job's options, phase and pending stages.
+func deadlineFields(b []byte) (*machine.State, error) {
+	var s machine.State
+	var spec struct {
+		Options messages.Options `json:"options"`
+	}
+	if jsonhead.Fields(b, "state", map[string]any{"spec": &spec, "phase": &s.Phase, "pending": &s.Pending}) {
+		s.Spec.Options = spec.Options
+		return &s, nil
+	}
+	var rec record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, err
+	}
+	return &rec.State, nil
 }
 
 func (c *Coordinator) setDue(due map[string]time.Time, jobID string, s *machine.State) {

@@ -1,7 +1,6 @@
 package stagework
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/jsonhead"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -71,41 +71,8 @@ func decodeJobRecord(b []byte) (jobRecord, error) {
 // decodeEarly is decodeJobRecord's early stop: ok when "state" is the
 // record's first key and both its phase and pending were read.
 func decodeEarly(b []byte) (rec jobRecord, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if !delim(dec, '{') {
-		return rec, false
-	}
-	if k, err := dec.Token(); err != nil || k != "state" || !delim(dec, '{') {
-		return rec, false
-	}
-	var phase, pending bool
-	for dec.More() && !(phase && pending) {
-		k, err := dec.Token()
-		if err != nil {
-			return rec, false
-		}
-		switch k {
-		case "phase":
-			err = dec.Decode(&rec.State.Phase)
-			phase = err == nil
-		case "pending":
-			err = dec.Decode(&rec.State.Pending)
-			pending = err == nil
-		default:
-			var skip json.RawMessage
-			err = dec.Decode(&skip)
-		}
-		if err != nil {
-			return rec, false
-		}
-	}
-	return rec, phase && pending
-}
-
-// delim reads the next token and reports whether it is d.
-func delim(dec *json.Decoder, d json.Delim) bool {
-	t, err := dec.Token()
-	return err == nil && t == d
+	ok = jsonhead.Fields(b, "state", map[string]any{"phase": &rec.State.Phase, "pending": &rec.State.Pending})
+	return rec, ok
 }
 
 // phaseDone is machine.PhaseDone: a finished job has nothing pending.
