@@ -88,6 +88,9 @@ type Coordinator struct {
 	clears clears   // outbox.go
 	locks  jobLocks // joblocks.go
 	offers offers   // offer.go
+	// written are the records being written, for the deadline watch
+	// (deadlines.go).
+	written ownWrites
 }
 
 // New validates cfg and returns a Coordinator.
@@ -438,6 +441,7 @@ func (c *Coordinator) store(ctx context.Context, jobID string, rec record, rev u
 	if len(b) > c.cfg.MaxStateBytes {
 		return 0, false, &overBoundError{jobID: jobID, size: len(b), limit: c.cfg.MaxStateBytes}
 	}
+	c.noteWrite(jobID, b, &rec.State)
 	created := rev == 0
 	if created {
 		rev, err = c.cfg.States.Create(ctx, bus.JobKey(jobID), b)
@@ -470,6 +474,7 @@ func (c *Coordinator) clearOutbox(ctx context.Context, jobID string, rec record,
 	if err != nil {
 		return
 	}
+	c.noteWrite(jobID, b, &rec.State)
 	rev, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev)
 	if err != nil {
 		c.states.drop(jobID) // the kept copy still has the outbox, or is stale

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -107,6 +109,7 @@ func (c *Coordinator) WatchDeadlines(ctx context.Context) error {
 			}
 		case <-ticks:
 			c.sweep(ctx, due)
+			c.written.expire(time.Now())
 		}
 		c.cfg.Metrics.JobsRunning(len(due))
 	}
@@ -116,11 +119,20 @@ func (c *Coordinator) WatchDeadlines(ctx context.Context) error {
 // is about. The bucket's keys are job IDs (bus.JobKey).
 //
 // Every step's store comes here, on the hop's heels, so it reads as little
-// as it can: the copy this coordinator kept, when it stored that revision
-// itself, else the few fields a deadline needs (deadlineFields).
+// as it can: nothing for a record this coordinator wrote (ownWrites), the
+// copy it kept when it stored that revision, else the few fields a
+// deadline needs (deadlineFields).
 func (c *Coordinator) track(due map[string]time.Time, e jetstream.KeyValueEntry) {
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(due, e.Key())
+		return
+	}
+	if next, ok, mine := c.written.take(e.Key(), e.Value()); mine {
+		if ok {
+			due[e.Key()] = next
+		} else {
+			delete(due, e.Key())
+		}
 		return
 	}
 	if rec, rev, ok := c.states.get(e.Key()); ok && rev == e.Revision() {
@@ -279,4 +291,63 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// ownWrites are the records this coordinator is writing to the state
+// bucket, each with the deadline it gives its job, so the deadline watch
+// knows them without reading them. A write is noted before it is made
+// (its update may reach the watch before the write's acknowledgement
+// reaches the writer) and taken when the watch sees the same bytes; one
+// that never shows up (it lost the compare-and-set, or another
+// coordinator's came first) is replaced by the job's next, or dropped
+// after ownWriteTTL.
+type ownWrites struct {
+	mu sync.Mutex
+	m  map[string]ownWrite // by job ID
+}
+
+type ownWrite struct {
+	b     []byte
+	next  time.Time
+	ok    bool
+	noted time.Time
+}
+
+// ownWriteTTL is how long a noted write waits for the watch to see it.
+const ownWriteTTL = time.Minute
+
+// note records that b, the record of s, is being written for jobID.
+func (c *Coordinator) noteWrite(jobID string, b []byte, s *machine.State) {
+	next, ok := c.nextDeadline(s)
+	w := &c.written
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]ownWrite{}
+	}
+	w.m[jobID] = ownWrite{b: b, next: next, ok: ok, noted: time.Now()}
+}
+
+// take reports the deadline of the noted write of jobID when b is it
+// (mine), and forgets it.
+func (w *ownWrites) take(jobID string, b []byte) (next time.Time, ok, mine bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	o, found := w.m[jobID]
+	if !found || !bytes.Equal(o.b, b) {
+		return time.Time{}, false, false
+	}
+	delete(w.m, jobID)
+	return o.next, o.ok, true
+}
+
+// expire drops the noted writes the watch never saw.
+func (w *ownWrites) expire(now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, o := range w.m {
+		if now.Sub(o.noted) > ownWriteTTL {
+			delete(w.m, id)
+		}
+	}
 }

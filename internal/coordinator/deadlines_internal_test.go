@@ -43,3 +43,31 @@ func TestDeadlineFieldsReadTheSameDeadline(t *testing.T) {
 		t.Error("a broken record read without an error")
 	}
 }
+
+// TestOwnWritesAreKnownWithoutReading: a record this coordinator noted
+// before writing it gives the watch its deadline when the same bytes come
+// back, once; other bytes for the job are read as usual, and a write the
+// watch never sees is dropped after ownWriteTTL.
+func TestOwnWritesAreKnownWithoutReading(t *testing.T) {
+	c := &Coordinator{cfg: Config{Stages: messages.DefaultStages()}}
+	var s machine.State
+	s.Phase = "running"
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	s.Pending = map[int]machine.Pending{1: {Stage: messages.StageCode, DispatchedAt: at}}
+	want, _ := c.nextDeadline(&s)
+	c.noteWrite("j", []byte(`{"a":1}`), &s)
+	if _, _, mine := c.written.take("j", []byte(`{"a":2}`)); mine {
+		t.Error("another record for the job was taken for the one noted")
+	}
+	if next, ok, mine := c.written.take("j", []byte(`{"a":1}`)); !mine || !ok || !next.Equal(want) {
+		t.Errorf("take = %v %v %v, want %v true true", next, ok, mine, want)
+	}
+	if _, _, mine := c.written.take("j", []byte(`{"a":1}`)); mine {
+		t.Error("a noted write was taken twice")
+	}
+	c.noteWrite("k", []byte(`{}`), &s)
+	c.written.expire(time.Now().Add(ownWriteTTL + time.Second))
+	if _, _, mine := c.written.take("k", []byte(`{}`)); mine {
+		t.Error("a write the watch never saw was kept past ownWriteTTL")
+	}
+}
