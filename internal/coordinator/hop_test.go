@@ -252,15 +252,11 @@ func TestFailedAnnounceIsCarriedByTheNextStep(t *testing.T) {
 	if err := c.HandleResult(ctxT(t), resultMsg(t, answer(t, e.commands(t)[0]))); err != nil { // the plan
 		t.Fatal(err)
 	}
-	var code, tests messages.StageCommand
+	byStage := map[messages.Stage]messages.StageCommand{}
 	for _, cmd := range e.commands(t) {
-		switch cmd.Stage {
-		case messages.StageCode:
-			code = cmd
-		case messages.StageTests:
-			tests = cmd
-		}
+		byStage[cmd.Stage] = cmd
 	}
+	code, tests := byStage[messages.StageCode], byStage[messages.StageTests]
 	// The code result's first event waits until the tests result's step
 	// has stored its record and dispatched the next stage, then fails.
 	next := make(chan error, 1)
