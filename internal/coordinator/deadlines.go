@@ -86,6 +86,8 @@ func (c *Coordinator) WatchDeadlines(ctx context.Context) error {
 		return fmt.Errorf("watch job states: %w", err)
 	}
 	defer func() { _ = w.Stop() }()
+	c.written.follow(true)
+	defer c.written.follow(false)
 	ticks := c.cfg.Ticks
 	if ticks == nil {
 		t := time.NewTicker(c.cfg.SweepEvery)
@@ -302,8 +304,9 @@ func shortDuration(d time.Duration) string {
 // coordinator's came first) is replaced by the job's next, or dropped
 // after ownWriteTTL.
 type ownWrites struct {
-	mu sync.Mutex
-	m  map[string]ownWrite // by job ID
+	mu       sync.Mutex
+	m        map[string]ownWrite // by job ID
+	followed bool                // a deadline watch runs: only then are writes noted
 }
 
 type ownWrite struct {
@@ -316,12 +319,23 @@ type ownWrite struct {
 // ownWriteTTL is how long a noted write waits for the watch to see it.
 const ownWriteTTL = time.Minute
 
-// note records that b, the record of s, is being written for jobID.
+// follow starts or stops noting writes, as a deadline watch starts or
+// stops: with no watch to take them they would only pile up.
+func (w *ownWrites) follow(on bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.followed, w.m = on, nil
+}
+
+// noteWrite records that b, the record of s, is being written for jobID.
 func (c *Coordinator) noteWrite(jobID string, b []byte, s *machine.State) {
-	next, ok := c.nextDeadline(s)
 	w := &c.written
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.followed {
+		return
+	}
+	next, ok := c.nextDeadline(s)
 	if w.m == nil {
 		w.m = map[string]ownWrite{}
 	}

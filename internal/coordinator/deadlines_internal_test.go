@@ -47,7 +47,8 @@ func TestDeadlineFieldsReadTheSameDeadline(t *testing.T) {
 // TestOwnWritesAreKnownWithoutReading: a record this coordinator noted
 // before writing it gives the watch its deadline when the same bytes come
 // back, once; other bytes for the job are read as usual, and a write the
-// watch never sees is dropped after ownWriteTTL.
+// watch never sees is dropped after ownWriteTTL. With no watch running,
+// nothing is noted.
 func TestOwnWritesAreKnownWithoutReading(t *testing.T) {
 	c := &Coordinator{cfg: Config{Stages: messages.DefaultStages()}}
 	var s machine.State
@@ -55,6 +56,11 @@ func TestOwnWritesAreKnownWithoutReading(t *testing.T) {
 	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	s.Pending = map[int]machine.Pending{1: {Stage: messages.StageCode, DispatchedAt: at}}
 	want, _ := c.nextDeadline(&s)
+	c.noteWrite("j", []byte(`{"a":1}`), &s)
+	if _, _, mine := c.written.take("j", []byte(`{"a":1}`)); mine {
+		t.Error("a write was noted with no deadline watch running to take it")
+	}
+	c.written.follow(true)
 	c.noteWrite("j", []byte(`{"a":1}`), &s)
 	if _, _, mine := c.written.take("j", []byte(`{"a":2}`)); mine {
 		t.Error("another record for the job was taken for the one noted")
