@@ -207,7 +207,7 @@ func TestCacheModes(t *testing.T) {
 	}{
 		{"auto hit: answered from the cache", messages.CacheAuto, true, 0, 1, 0, "from cache", true},
 		{"empty mode is auto", "", true, 0, 1, 0, "from cache", true},
-		{"auto miss: computed and stored", messages.CacheAuto, false, 1, 1, 1, "computed", false},
+		{"auto miss: computed and stored (read again once the claim is taken)", messages.CacheAuto, false, 1, 2, 1, "computed", false},
 		{"override: recomputed and stored", messages.CacheOverride, true, 1, 0, 1, "computed", false},
 		{"disable: neither read nor written", messages.CacheDisable, true, 1, 0, 0, "computed", false},
 	}

@@ -54,13 +54,15 @@ func (e *Executor) claimOrWait(ctx context.Context, cmd *messages.StageCommand, 
 		return noClaim, false, nil
 	}
 	name := InflightClaim(key)
-	for waited := false; ; waited = true {
+	for {
 		token, err := e.cfg.Cache.TryLock(ctx, name, e.cfg.ClaimLease)
 		switch {
 		case err == nil:
-			// Taken after a wait: the previous holder may have stored the
-			// stage just before it released.
-			if waited && e.fromCache(ctx, cmd, key, res) {
+			// A free claim is no proof the stage is not done: a holder may
+			// have stored it and released the claim since this executor
+			// last looked in the cache (a wait's last poll, or the look
+			// before the claim). One more read is cheap against the stage.
+			if e.fromCache(ctx, cmd, key, res) {
 				e.unlock(ctx, name, token)
 				return nil, true, nil
 			}

@@ -2,6 +2,7 @@ package stagework_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,6 +59,53 @@ func TestIdenticalStagesComputeOnce(t *testing.T) {
 	if len(ra) != 1 || ra[0].Result.Cached || len(rb) != 1 || !rb[0].Result.Cached {
 		t.Errorf("results %+v and %+v: want the first computed, the second cached", ra, rb)
 	}
+}
+
+// TestStoredJustBeforeTheClaimIsNotComputedAgain: the second executor's
+// first look in the cache misses, and before it takes the claim the first
+// executor stores the stage and releases it. Taking a free claim is no
+// proof the stage is not done: the second answers from the cache.
+func TestStoredJustBeforeTheClaimIsNotComputedAgain(t *testing.T) {
+	t.Parallel()
+	h := &handler{version: "v1", fn: func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
+		return planOutput("computed"), nil
+	}}
+	c := openDir(t)
+	pa, pb := &publisher{}, &publisher{}
+	a := newExecutor(t, h, pa, c, nil)
+	cmd := command(messages.CacheAuto)
+	late := &missOnce{Cache: c, before: func() {
+		if err := a.Handle(ctxT(t), message(t, cmd, 1)); err != nil {
+			t.Error(err)
+		}
+	}}
+	b := newExecutor(t, h, pb, late, nil)
+	if err := b.Handle(ctxT(t), message(t, cmd, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.calls.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want once", n)
+	}
+	if rb := pb.results(); len(rb) != 1 || !rb[0].Result.Cached {
+		t.Errorf("the second executor's results %+v, want one, from the cache", rb)
+	}
+}
+
+// missOnce misses the first Get, after calling before: the stage is
+// stored by someone else between that miss and what follows it.
+type missOnce struct {
+	cache.Cache
+	before func()
+	once   sync.Once
+}
+
+func (m *missOnce) Get(ctx context.Context, key string) ([]byte, error) {
+	missed := false
+	m.once.Do(func() { m.before(); missed = true })
+	if missed {
+		return nil, cache.ErrMiss
+	}
+	return m.Cache.Get(ctx, key)
 }
 
 // TestCrashedHoldersClaimExpires: a claim whose holder died (taken, never
