@@ -121,9 +121,8 @@ func (c *Coordinator) WatchDeadlines(ctx context.Context) error {
 // is about. The bucket's keys are job IDs (bus.JobKey).
 //
 // Every step's store comes here, on the hop's heels, so it reads as little
-// as it can: nothing for a record this coordinator wrote (ownWrites), the
-// copy it kept when it stored that revision, else the few fields a
-// deadline needs (deadlineFields).
+// as it can: nothing for a record this coordinator wrote (ownWrites), else
+// the few fields a deadline needs (deadlineFields).
 func (c *Coordinator) track(due map[string]time.Time, e jetstream.KeyValueEntry) {
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(due, e.Key())
@@ -135,10 +134,6 @@ func (c *Coordinator) track(due map[string]time.Time, e jetstream.KeyValueEntry)
 		} else {
 			delete(due, e.Key())
 		}
-		return
-	}
-	if rec, rev, ok := c.states.get(e.Key()); ok && rev == e.Revision() {
-		c.setDue(due, e.Key(), &rec.State)
 		return
 	}
 	s, err := deadlineFields(e.Value())

@@ -60,19 +60,13 @@ type jobRecord struct {
 // text it does not need. A record laid out otherwise (no "state" first, or
 // no "pending": nothing pending) is decoded whole, as before.
 func decodeJobRecord(b []byte) (jobRecord, error) {
-	var rec jobRecord
-	if early, ok := decodeEarly(b); ok {
+	var early jobRecord // apart from rec: a head read that stops short may leave it half filled
+	if jsonhead.Fields(b, "state", map[string]any{"phase": &early.State.Phase, "pending": &early.State.Pending}) {
 		return early, nil
 	}
+	var rec jobRecord
 	err := json.Unmarshal(b, &rec)
 	return rec, err
-}
-
-// decodeEarly is decodeJobRecord's early stop: ok when "state" is the
-// record's first key and both its phase and pending were read.
-func decodeEarly(b []byte) (rec jobRecord, ok bool) {
-	ok = jsonhead.Fields(b, "state", map[string]any{"phase": &rec.State.Phase, "pending": &rec.State.Pending})
-	return rec, ok
 }
 
 // phaseDone is machine.PhaseDone: a finished job has nothing pending.
