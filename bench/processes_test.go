@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,8 +22,12 @@ import (
 	"github.com/autocoder/autocoder/internal/wiring"
 )
 
+// binariesBuilt says binaries ran, so TestMain has a directory to remove.
+var binariesBuilt atomic.Bool
+
 // binaries builds the server binaries once per benchmark process.
 var binaries = sync.OnceValues(func() (string, error) {
+	binariesBuilt.Store(true)
 	dir, err := os.MkdirTemp("", "autocoder-bench-bin-")
 	if err != nil {
 		return "", err

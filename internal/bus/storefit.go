@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,6 +18,15 @@ import (
 // (4:4:1, as the defaults) of half that storage; the other half is left
 // to the streams and buckets that hold the jobs. A bound that is set is
 // used exactly, and one the server cannot reserve is refused (explain).
+//
+// A server whose account has no JetStream limits reports none, though it
+// has one: its max_file_store, by default three quarters of the disk that
+// was free when it started (a compose deployment on a small disk, a NATS
+// server shared with other programs). It says how much it can still
+// reserve only by refusing, so then the coordinator asks: it reserves a
+// throwaway stream (probeStream) of twice the defaults and, refused,
+// bisects to what the server accepts (probeStorage), and fits the bounds
+// to that as to a reported limit.
 
 // minStoreBound is the smallest bound of an object store.
 const minStoreBound = 1 << 20
@@ -49,6 +59,9 @@ func (p *provisioner) fitBounds(ctx context.Context) error {
 	limit, err := p.storageLimit(ctx)
 	if err != nil {
 		return err
+	}
+	if limit == 0 {
+		limit = p.probeStorage(ctx, storesShare*total)
 	}
 	share := limit / storesShare
 	for _, s := range stores {
@@ -104,4 +117,62 @@ func (p provisioner) maxBytes(bucket string, cur *jetstream.StreamConfig) int64 
 		return cur.MaxBytes
 	}
 	return b
+}
+
+// probeStream is the throwaway stream probeStorage reserves; it holds no
+// message and is deleted at once (and at the next probe, when a
+// coordinator died between the two).
+const (
+	probeStream  = "AUTOCODER_STORAGE_PROBE"
+	probeSubject = "autocoder.storage-probe"
+)
+
+// probeStorage is how much storage the server can still reserve, found by
+// reserving a throwaway stream: 0 when it reserves want (the defaults fit,
+// or the server does not check reservations, as a cluster does at
+// placement), else the largest bound it accepts, to within 1/32. Any
+// error but a refusal to reserve ends the probe with 0: the defaults are
+// then used, and a refusal of one of them is explained (explain).
+func (p provisioner) probeStorage(ctx context.Context, want int64) int64 {
+	_ = p.js.DeleteStream(ctx, probeStream) // left by a coordinator that died mid-probe
+	reserves := func(n int64) (bool, error) {
+		_, err := p.js.CreateStream(ctx, jetstream.StreamConfig{
+			Name: probeStream, Subjects: []string{probeSubject}, Storage: p.storage(), MaxBytes: n,
+			Description: "autocoder: a reservation probe, deleted at once (storefit.go)",
+		})
+		var api *jetstream.APIError
+		if errors.As(err, &api) && (api.ErrorCode == errStorageExceeded || api.ErrorCode == errMemoryExceeded) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return true, p.js.DeleteStream(ctx, probeStream)
+	}
+	failed := func(err error) int64 {
+		p.cfg.Logger.Warn("storage probe failed: the object stores get their default bounds", "err", err)
+		return 0
+	}
+	ok, err := reserves(want)
+	switch {
+	case err != nil:
+		return failed(err)
+	case ok:
+		return 0
+	}
+	lo, hi := int64(0), want // lo is reserved (0 trivially), hi refused
+	for hi-lo > max(minStoreBound, hi/32) {
+		mid := lo + (hi-lo)/2
+		ok, err := reserves(mid)
+		switch {
+		case err != nil:
+			return failed(err)
+		case ok:
+			lo = mid
+		default:
+			hi = mid
+		}
+	}
+	p.cfg.Logger.Info("the server reports no JetStream storage limit: found by reserving a probe", "reservable", messages.FormatBytes(lo))
+	return max(lo, 1)
 }

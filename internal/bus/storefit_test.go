@@ -150,3 +150,77 @@ accounts { TEAM { jetstream { max_file: %d, max_mem: -1 }, users [ {user: coordi
 		t.Errorf("an explicit claims bound the account cannot hold: %v, want the server's refusal naming the setting", err)
 	}
 }
+
+// TestStoreBoundsFitAServerThatReportsNoLimit: a standalone nats-server
+// whose account has no JetStream limits reports none, though the server
+// has one (max_file_store; by default three quarters of the free disk, as
+// in deploy/compose on a small disk). The coordinator finds it by
+// reserving a probe stream and fits the bounds to it; before, it reserved
+// the defaults (9 GiB), which such a server refused, and the coordinator
+// could not start (TestComposeNATSPermissions failed so on a CI machine
+// with 14 GB of free disk). The probe leaves no stream behind, and an
+// explicit bound is still used exactly.
+func TestStoreBoundsFitAServerThatReportsNoLimit(t *testing.T) {
+	t.Parallel()
+	const limit = 2 << 30
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nats.conf")
+	text := fmt.Sprintf("listen: \"127.0.0.1:-1\"\njetstream { store_dir: %q, max_file_store: %d }\n", filepath.Join(dir, "js"), limit)
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.NoSigs, opts.NoLog = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(30 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	info, err := js.AccountInfo(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Limits.MaxStore > 0 {
+		t.Fatalf("the account reports a storage limit (%d): this test needs a server that reports none", info.Limits.MaxStore)
+	}
+
+	if _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{}); err != nil {
+		t.Fatalf("the default bounds on a server with 2 GiB of storage that reports no limit: %v", err)
+	}
+	got := storeBounds(t, js)
+	s, o, c := got[bus.ObjectStoreSamples], got[bus.ObjectStoreOutputs], got[bus.ObjectStoreClaims]
+	if sum := s + o + c; sum > limit/2 || sum < limit/2*9/10 || s != o || s/c < 3 || s/c > 5 {
+		t.Errorf("bounds %v with 2 GiB of storage the server does not report: want 4:4:1 of about half of it", got)
+	}
+	names := js.StreamNames(ctxT(t))
+	for name := range names.Name() {
+		if strings.Contains(name, "PROBE") {
+			t.Errorf("stream %s left behind by the probe", name)
+		}
+	}
+
+	// A second start finds the stores made: they keep their bounds.
+	if _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{}); err != nil {
+		t.Fatalf("a second start: %v", err)
+	}
+	if again := storeBounds(t, js); again[bus.ObjectStoreSamples] != s || again[bus.ObjectStoreClaims] != c {
+		t.Errorf("bounds after a second start %v, want those of the first %v", again, got)
+	}
+	_, err = bus.Provision(ctxT(t), js, bus.ProvisionConfig{ClaimsMaxBytes: limit})
+	if err == nil || !strings.Contains(err.Error(), "AUTOCODER_CLAIMS_MAX_BYTES") {
+		t.Errorf("an explicit claims bound the server cannot hold: %v, want the server's refusal naming the setting", err)
+	}
+}

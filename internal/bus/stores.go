@@ -125,7 +125,7 @@ func (p provisioner) explain(err error, replicas int) error {
 	case errStorageExceeded, errMemoryExceeded:
 		return fmt.Errorf("%w (the server cannot reserve the store's bound: free disk on the NATS server, "+
 			"or lower AUTOCODER_SAMPLES_MAX_BYTES, AUTOCODER_OUTPUTS_MAX_BYTES, AUTOCODER_CLAIMS_MAX_BYTES; "+
-			"unset, they fit the storage limit the server reports)", err)
+			"unset, they fit what the server can reserve)", err)
 	}
 	return err
 }
