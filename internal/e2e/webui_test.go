@@ -140,6 +140,7 @@ func TestWebUI(t *testing.T) {
 	page.contains(`tr.job[data-id="`+rejectedID+`"]`, "invalid job spec")
 
 	checkFixedJobPage(t, page, fixed.JobID)
+	checkNoStaleJobPage(t, page, streams, failed.JobID)
 	// The failed job: why, the failing test and pytest's output, the data
 	// context and the generated Pandera schema of its sample.
 	page.job(failed.JobID, `#job-status [data-status="failed"]`)
@@ -230,6 +231,34 @@ func TestWebUI(t *testing.T) {
 
 	checkListActions(t, page, runningID, rerun[1], launched)
 	checkReadToken(t, page, readToken, fixed.JobID, rerun[1])
+}
+
+// checkNoStaleJobPage: a job page whose data arrives after another page
+// was opened does not draw over it. Its fetch has resolved (headers) and
+// its read of the body is held while the list opens; released, the job
+// page must not replace the list. It did once: the page checked that it
+// was still shown before reading the body, not after (TestWebUI failed in
+// CI on it, the job page drawn over the list it had just opened).
+func checkNoStaleJobPage(t *testing.T, page *uiPage, streams *eventRequests, id string) {
+	t.Helper()
+	held := streams.hold("/v1/jobs/" + id + "/iterations")
+	page.run("open job "+id+" (its iterations held)", chromedp.Navigate(page.base+"#/jobs/"+id))
+	select {
+	case <-held.arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job page did not ask for its iterations")
+	}
+	page.visit("#/?status=failed", `tr.job[data-id="`+id+`"]`)
+	close(held.release)
+	<-held.done
+	// The page reads the rest of the body and would draw at once; a
+	// second is ample for that to have happened.
+	if _, err := chromedp.Run(page.ctx, chromedp.Evaluate[chromedp.Void](`new Promise((r) => setTimeout(r, 1000))`, chromedp.EvalAwaitPromise)); err != nil {
+		t.Fatal(err)
+	}
+	if n := page.count(`#job-status`); n != 0 || page.count(`tr.job[data-id="`+id+`"]`) != 1 {
+		t.Errorf("the job page, loaded after the list was opened, drew over it")
+	}
 }
 
 // checkFixedJobPage: the fixed job's page has its two iterations, the
@@ -719,16 +748,58 @@ func checkSlimView(t *testing.T, base, token, id string) {
 type eventRequests struct {
 	mu      sync.Mutex
 	queries []url.Values
+	held    map[string]*heldBody // by path: the next response's body is held
+}
+
+// heldBody is a response whose headers went out and whose body waits for
+// release: the page's fetch has resolved, its read of the body has not.
+type heldBody struct {
+	arrived, release, done chan struct{}
+}
+
+// hold holds the body of the next response to path.
+func (e *eventRequests) hold(path string) *heldBody {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := &heldBody{arrived: make(chan struct{}), release: make(chan struct{}), done: make(chan struct{})}
+	if e.held == nil {
+		e.held = map[string]*heldBody{}
+	}
+	e.held[path] = h
+	return h
 }
 
 func (e *eventRequests) record(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.mu.Lock()
 		if strings.HasSuffix(r.URL.Path, "/events") {
-			e.mu.Lock()
 			e.queries = append(e.queries, r.URL.Query())
-			e.mu.Unlock()
 		}
-		next.ServeHTTP(w, r)
+		held := e.held[r.URL.Path]
+		delete(e.held, r.URL.Path)
+		e.mu.Unlock()
+		if held == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		defer close(held.done)
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		body := rec.Body.Bytes()
+		_, _ = w.Write(body[:1])
+		w.(http.Flusher).Flush()
+		close(held.arrived)
+		select {
+		case <-held.release:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = w.Write(body[1:])
 	})
 }
 

@@ -23,6 +23,7 @@ export async function showJob(id) {
   me.canSubmit = await can("submit"); // Cancel, Rerun and Edit only for a token that may submit
   if (me.stopped) return;
   await refresh(me);
+  if (me.stopped) return;
   if (me.res && me.res.status === "running") {
     connect(me);
     me.ticker = setInterval(() => renderRunning(me), 1000); // the running stages' ages
@@ -31,16 +32,20 @@ export async function showJob(id) {
 
 const path = (id) => "v1/jobs/" + encodeURIComponent(id);
 
+// refresh reads the job and its iterations and draws the page, unless
+// another page was opened meanwhile: every await is a point where the
+// route may have changed, so the check comes after the last one.
 async function refresh(me) {
   const [r, it] = await Promise.all([api(path(me.id)), api(path(me.id) + "/iterations")]);
-  if (me.stopped) return;
   if (!r.ok) {
-    $("view").replaceChildren(h("section", {}, h("p", { class: "error-text", id: "job-error" },
-      r.status === 404 ? "No job " + me.id + "." : "The job is not available: " + r.status + " " + (await r.text()))));
+    const why = r.status === 404 ? "No job " + me.id + "." : "The job is not available: " + r.status + " " + (await r.text());
+    if (!me.stopped) $("view").replaceChildren(h("section", {}, h("p", { class: "error-text", id: "job-error" }, why)));
     return;
   }
-  me.res = await r.json();
-  me.its = it.ok ? await it.json() : [];
+  const [res, its] = await Promise.all([r.json(), it.ok ? it.json() : []]);
+  if (me.stopped) return;
+  me.res = res;
+  me.its = its;
   render(me);
 }
 
@@ -61,6 +66,7 @@ async function connect(me) {
   if (me.stopped) return;
   if (tr.ok) ticket = (await tr.json()).ticket;
   else if (tr.status !== 404) { reconnectLater(me); return; }
+  if (me.stopped) return;
   const q = new URLSearchParams();
   if (ticket) q.set("ticket", ticket);
   if (me.lastId) q.set("last_event_id", String(me.lastId));

@@ -81,14 +81,13 @@ async function loadList(v) {
   const p = new URLSearchParams({ limit: String(PAGE), offset: String(q.offset), sort: q.sort });
   for (const k of ["status", "q", "since", "until"]) if (q[k]) p.set(k, q[k]);
   const resp = await api("v1/summaries?" + p);
-  if (view !== v) return;
-  const body = $("list-body");
   if (!resp.ok) {
-    body.replaceChildren(h("p", { class: "muted", id: "list-error" },
-      resp.status === 401 ? "An API token is needed: enter one above." : "The job list is not available: " + resp.status + " " + (await errorText(resp))));
+    const why = resp.status === 401 ? "An API token is needed: enter one above." : "The job list is not available: " + resp.status + " " + (await errorText(resp));
+    if (view === v) $("list-body").replaceChildren(h("p", { class: "muted", id: "list-error" }, why));
     return;
   }
-  render(v, await resp.json());
+  const page = await resp.json();
+  if (view === v) render(v, page); // not when another page was opened while this one loaded
 }
 
 function render(v, page) {

@@ -15,8 +15,10 @@ export function stopQueues() {
 }
 
 export async function showQueues() {
-  const me = { canSubmit: await can("submit") };
-  shown = me;
+  const me = {};
+  shown = me; // before the first await: a route change meanwhile clears it
+  me.canSubmit = await can("submit");
+  if (shown !== me) return;
   const load = () => loadQueues(me);
   await load();
   if (shown === me) timer = setInterval(load, 3000);
@@ -28,10 +30,9 @@ async function loadQueues(me, force) {
   const typing = document.activeElement && document.activeElement.dataset && document.activeElement.dataset.reason !== undefined;
   if (typing && !force) return;
   const resp = await api("v1/queues");
-  if (shown !== me) return;
   if (!resp.ok) {
-    $("view").replaceChildren(h("section", {}, h("p", { class: "muted", id: "queues-error" },
-      resp.status === 401 ? "An API token is needed: enter one above." : "The queues are not available: " + resp.status + " " + (await errorText(resp)))));
+    const why = resp.status === 401 ? "An API token is needed: enter one above." : "The queues are not available: " + resp.status + " " + (await errorText(resp));
+    if (shown === me) $("view").replaceChildren(h("section", {}, h("p", { class: "muted", id: "queues-error" }, why)));
     return;
   }
   const v = await resp.json();
