@@ -434,6 +434,20 @@ func (p provisioner) keyValue(ctx context.Context, bucket, desc string) (jetstre
 }
 
 func (p provisioner) objectStore(ctx context.Context, bucket, desc string) (jetstream.ObjectStore, error) {
+	for attempt := 1; ; attempt++ {
+		o, err := p.objectStoreOnce(ctx, bucket, desc)
+		// Two coordinators starting at once may fit different bounds (each
+		// probe sees the other's reservation, storefit.go): the one that
+		// creates the store second is refused, and looks again, finding the
+		// store made.
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) || attempt == 3 {
+			return o, err
+		}
+	}
+}
+
+// objectStoreOnce is one attempt of objectStore.
+func (p provisioner) objectStoreOnce(ctx context.Context, bucket, desc string) (jetstream.ObjectStore, error) {
 	cur, err := p.current(ctx, objStream(bucket))
 	if err != nil {
 		return nil, err

@@ -2,8 +2,11 @@ package bus
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -24,7 +27,7 @@ import (
 // was free when it started (a compose deployment on a small disk, a NATS
 // server shared with other programs). It says how much it can still
 // reserve only by refusing, so then the coordinator asks: it reserves a
-// throwaway stream (probeStream) of twice the defaults and, refused,
+// throwaway stream of twice the defaults and, refused,
 // bisects to what the server accepts (probeStorage), and fits the bounds
 // to that as to a reported limit.
 
@@ -119,12 +122,14 @@ func (p provisioner) maxBytes(bucket string, cur *jetstream.StreamConfig) int64 
 	return b
 }
 
-// probeStream is the throwaway stream probeStorage reserves; it holds no
-// message and is deleted at once (and at the next probe, when a
-// coordinator died between the two).
+// The probe streams: each coordinator's own (several may start at once on
+// one server), made empty and deleted at once. One left behind by a
+// coordinator that died mid-probe holds its reservation, so a probe first
+// deletes those older than probeLeftAfter.
 const (
-	probeStream  = "AUTOCODER_STORAGE_PROBE"
-	probeSubject = "autocoder.storage-probe"
+	probeStreamPrefix  = "AUTOCODER_STORAGE_PROBE_"
+	probeSubjectPrefix = "autocoder.storage-probe."
+	probeLeftAfter     = time.Minute
 )
 
 // probeStorage is how much storage the server can still reserve, found by
@@ -134,11 +139,13 @@ const (
 // error but a refusal to reserve ends the probe with 0: the defaults are
 // then used, and a refusal of one of them is explained (explain).
 func (p provisioner) probeStorage(ctx context.Context, want int64) int64 {
-	_ = p.js.DeleteStream(ctx, probeStream) // left by a coordinator that died mid-probe
+	p.deleteLeftProbes(ctx)
+	id := rand.Text()
+	name, subject := probeStreamPrefix+id, probeSubjectPrefix+id
 	reserves := func(n int64) (bool, error) {
 		_, err := p.js.CreateStream(ctx, jetstream.StreamConfig{
-			Name: probeStream, Subjects: []string{probeSubject}, Storage: p.storage(), MaxBytes: n,
-			Description: "autocoder: a reservation probe, deleted at once (storefit.go)",
+			Name: name, Subjects: []string{subject}, Storage: p.storage(), MaxBytes: n,
+			Description: "autocoder: a coordinator's reservation probe, deleted at once (storefit.go)",
 		})
 		var api *jetstream.APIError
 		if errors.As(err, &api) && (api.ErrorCode == errStorageExceeded || api.ErrorCode == errMemoryExceeded) {
@@ -147,7 +154,14 @@ func (p provisioner) probeStorage(ctx context.Context, want int64) int64 {
 		if err != nil {
 			return false, err
 		}
-		return true, p.js.DeleteStream(ctx, probeStream)
+		for attempt := 1; ; attempt++ { // a probe left holds its reservation: retried
+			switch err = p.js.DeleteStream(ctx, name); {
+			case err == nil || errors.Is(err, jetstream.ErrStreamNotFound):
+				return true, nil
+			case attempt == 3 || ctx.Err() != nil:
+				return true, err
+			}
+		}
 	}
 	failed := func(err error) int64 {
 		p.cfg.Logger.Warn("storage probe failed: the object stores get their default bounds", "err", err)
@@ -165,6 +179,9 @@ func (p provisioner) probeStorage(ctx context.Context, want int64) int64 {
 		mid := lo + (hi-lo)/2
 		ok, err := reserves(mid)
 		switch {
+		case err != nil && lo > 0:
+			p.cfg.Logger.Warn("storage probe stopped early: the bounds fit what it found", "err", err, "reservable", messages.FormatBytes(lo))
+			return lo
 		case err != nil:
 			return failed(err)
 		case ok:
@@ -175,4 +192,18 @@ func (p provisioner) probeStorage(ctx context.Context, want int64) int64 {
 	}
 	p.cfg.Logger.Info("the server reports no JetStream storage limit: found by reserving a probe", "reservable", messages.FormatBytes(lo))
 	return max(lo, 1)
+}
+
+// deleteLeftProbes deletes the probe streams older than probeLeftAfter:
+// left by coordinators that died mid-probe (a younger one may be another
+// coordinator's, probing now).
+func (p provisioner) deleteLeftProbes(ctx context.Context) {
+	list := p.js.ListStreams(ctx, jetstream.WithStreamListSubject(probeSubjectPrefix+">"))
+	for info := range list.Info() {
+		if strings.HasPrefix(info.Config.Name, probeStreamPrefix) && time.Since(info.Created) > probeLeftAfter {
+			if err := p.js.DeleteStream(ctx, info.Config.Name); err == nil {
+				p.cfg.Logger.Info("deleted a storage probe left by a coordinator that stopped mid-probe", "stream", info.Config.Name)
+			}
+		}
+	}
 }

@@ -212,12 +212,19 @@ func TestStoreBoundsFitAServerThatReportsNoLimit(t *testing.T) {
 		}
 	}
 
-	// A second start finds the stores made: they keep their bounds.
-	if _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{}); err != nil {
-		t.Fatalf("a second start: %v", err)
+	// Two coordinators starting at once find the stores made: each probes
+	// with a stream of its own, and the stores keep their bounds.
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{}); errs <- err }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("two coordinators starting at once: %v", err)
+		}
 	}
 	if again := storeBounds(t, js); again[bus.ObjectStoreSamples] != s || again[bus.ObjectStoreClaims] != c {
-		t.Errorf("bounds after a second start %v, want those of the first %v", again, got)
+		t.Errorf("bounds after two more starts %v, want those of the first %v", again, got)
 	}
 	_, err = bus.Provision(ctxT(t), js, bus.ProvisionConfig{ClaimsMaxBytes: limit})
 	if err == nil || !strings.Contains(err.Error(), "AUTOCODER_CLAIMS_MAX_BYTES") {
