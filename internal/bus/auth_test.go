@@ -223,6 +223,9 @@ func TestSandboxWorkerPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = coord.Unsubscribe() }()
+	if err := s.admin.Conn().Flush(); err != nil { // the server has the subscription before the offer
+		t.Fatal(err)
+	}
 	if !pub.OfferJSON(ctxT(t), bus.OfferSubject(messages.PoolSandbox, res.JobID), res) {
 		t.Error("offer a result: not taken")
 	}

@@ -250,9 +250,6 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 		return nil, err
 	}
 	p := provisioner{js: js, cfg: cfg}
-	if err := p.fitBounds(ctx); err != nil { // storefit.go
-		return nil, err
-	}
 	if err := p.retireLegacyResults(ctx); err != nil {
 		return nil, err
 	}
@@ -273,6 +270,12 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 		if *b.dst, err = p.keyValue(ctx, b.name, b.desc); err != nil {
 			return nil, err
 		}
+	}
+	// The bounds are fitted once the streams exist: a storage probe that is
+	// an account's only stream takes the account's stream directory with it
+	// when it is deleted, and a stream made meanwhile fails (nats-server).
+	if err := p.fitBounds(ctx); err != nil { // storefit.go
+		return nil, err
 	}
 	for _, o := range res.objectStores() {
 		if *o.dst, err = p.objectStore(ctx, o.name, o.desc); err != nil {
@@ -434,13 +437,25 @@ func (p provisioner) keyValue(ctx context.Context, bucket, desc string) (jetstre
 }
 
 func (p provisioner) objectStore(ctx context.Context, bucket, desc string) (jetstream.ObjectStore, error) {
+	placeBy := time.Now().Add(clusterReportWait)
 	for attempt := 1; ; attempt++ {
 		o, err := p.objectStoreOnce(ctx, bucket, desc)
-		// Two coordinators starting at once may fit different bounds (each
-		// probe sees the other's reservation, storefit.go): the one that
-		// creates the store second is refused, and looks again, finding the
-		// store made.
-		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) || attempt == 3 {
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) && attempt < 3:
+			// Two coordinators starting at once may fit different bounds
+			// (each probe sees the other's reservation, storefit.go): the
+			// one that creates the store second is refused, and looks
+			// again, finding the store made.
+		case p.fitted[bucket] && refusedByCluster(err) && time.Now().Before(placeBy):
+			// A cluster places by the usage its servers last reported,
+			// which may still count the storage probe just deleted.
+			p.cfg.Logger.Info("object store not placed yet: waiting for the cluster's next usage report", "store", bucket)
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(500 * time.Millisecond):
+			}
+		default:
 			return o, err
 		}
 	}

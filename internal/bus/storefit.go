@@ -29,7 +29,10 @@ import (
 // reserve only by refusing, so then the coordinator asks: it reserves a
 // throwaway stream of twice the defaults and, refused,
 // bisects to what the server accepts (probeStorage), and fits the bounds
-// to that as to a reported limit.
+// to that as to a reported limit. A cluster places a store only on peers
+// whose last reported usage (every few seconds) leaves room for its bound,
+// with the configured replicas; the probe asks the same, and the stores
+// made just after it are judged on the same report.
 
 // minStoreBound is the smallest bound of an object store.
 const minStoreBound = 1 << 20
@@ -144,11 +147,10 @@ func (p provisioner) probeStorage(ctx context.Context, want int64) int64 {
 	name, subject := probeStreamPrefix+id, probeSubjectPrefix+id
 	reserves := func(n int64) (bool, error) {
 		_, err := p.js.CreateStream(ctx, jetstream.StreamConfig{
-			Name: name, Subjects: []string{subject}, Storage: p.storage(), MaxBytes: n,
+			Name: name, Subjects: []string{subject}, Storage: p.storage(), MaxBytes: n, Replicas: p.cfg.Replicas,
 			Description: "autocoder: a coordinator's reservation probe, deleted at once (storefit.go)",
 		})
-		var api *jetstream.APIError
-		if errors.As(err, &api) && (api.ErrorCode == errStorageExceeded || api.ErrorCode == errMemoryExceeded) {
+		if refusedBound(err) { // stores.go
 			return false, nil
 		}
 		if err != nil {

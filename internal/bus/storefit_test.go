@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/bus/bustest"
 )
 
 // storeBounds is the bound of each object store as the server has it.
@@ -229,5 +230,38 @@ func TestStoreBoundsFitAServerThatReportsNoLimit(t *testing.T) {
 	_, err = bus.Provision(ctxT(t), js, bus.ProvisionConfig{ClaimsMaxBytes: limit})
 	if err == nil || !strings.Contains(err.Error(), "AUTOCODER_CLAIMS_MAX_BYTES") {
 		t.Errorf("an explicit claims bound the server cannot hold: %v, want the server's refusal naming the setting", err)
+	}
+}
+
+// TestStoreBoundsFitAClusterThatReportsNoLimit: a cluster places a store
+// only on peers with room for its bound, and refuses it otherwise ("no
+// suitable peers for placement, insufficient storage"). On three nodes of
+// 2 GiB each that report no limit, a coordinator with three replicas fits
+// the bounds to what the cluster can place; before, it asked for the
+// defaults and could not start (TestClusterNodeKilledMidJobs failed so on
+// a 4 GB disk).
+func TestStoreBoundsFitAClusterThatReportsNoLimit(t *testing.T) {
+	t.Parallel()
+	const limit = 2 << 30
+	c := bustest.StartCluster(t, 3, false)
+	c.MaxStore = limit
+	for i := range 3 {
+		c.Start(i)
+	}
+	c.WaitReady(30 * time.Second)
+	nc, err := nats.Connect(c.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	if _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{Replicas: 3}); err != nil {
+		t.Fatalf("the default bounds on a cluster of 2 GiB nodes that reports no limit: %v", err)
+	}
+	got := storeBounds(t, js)
+	t.Logf("bounds fitted on nodes of 2 GiB: %v", got)
+	s, o, cl := got[bus.ObjectStoreSamples], got[bus.ObjectStoreOutputs], got[bus.ObjectStoreClaims]
+	if sum := s + o + cl; sum > limit/2 || sum < limit/8 || s != o || s/cl < 3 || s/cl > 5 {
+		t.Errorf("bounds %v on nodes of 2 GiB: want 4:4:1 of at most half of it", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -109,7 +110,38 @@ const (
 	errMemoryExceeded        jetstream.ErrorCode = 10028 // a bound the server cannot reserve in memory
 	errStorageExceeded       jetstream.ErrorCode = 10047 // a bound the server cannot reserve on disk
 	errReplicasNotSupported  jetstream.ErrorCode = 10074 // replicas on a server without a cluster
+	errNoPeers               jetstream.ErrorCode = 10005 // a cluster found no peers to place a store on
 )
+
+// clusterReportWait bounds how long a store with a fitted bound waits for
+// a cluster to place it: its servers report their usage every ten seconds
+// (nats-server's statsz), and a refusal may rest on a report older than a
+// reservation just released.
+const clusterReportWait = 12 * time.Second
+
+// refusedByCluster reports a cluster's refusal to place a store for want
+// of storage on its peers.
+func refusedByCluster(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == errNoPeers && refusedBound(err)
+}
+
+// refusedBound reports a server's refusal to reserve a store's bound: a
+// standalone server's (disk or memory), or a cluster's, which places a
+// store only on peers with room for its bound.
+func refusedBound(err error) bool {
+	var api *jetstream.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.ErrorCode {
+	case errStorageExceeded, errMemoryExceeded:
+		return true
+	case errNoPeers:
+		return strings.Contains(api.Description, "insufficient storage") || strings.Contains(api.Description, "insufficient memory")
+	}
+	return false
+}
 
 // explain adds what to do to a server's refusal to make a store.
 func (p provisioner) explain(err error, replicas int) error {
@@ -117,12 +149,12 @@ func (p provisioner) explain(err error, replicas int) error {
 	if !errors.As(err, &api) {
 		return err
 	}
-	switch api.ErrorCode {
-	case errReplicasNotSupported, errInsufficientResources:
+	switch {
+	case api.ErrorCode == errReplicasNotSupported || api.ErrorCode == errInsufficientResources:
 		if replicas > 1 {
 			return fmt.Errorf("%w (%d replicas need a NATS cluster of at least %d JetStream servers: set AUTOCODER_NATS_REPLICAS to fit)", err, replicas, replicas)
 		}
-	case errStorageExceeded, errMemoryExceeded:
+	case refusedBound(err):
 		return fmt.Errorf("%w (the server cannot reserve the store's bound: free disk on the NATS server, "+
 			"or lower AUTOCODER_SAMPLES_MAX_BYTES, AUTOCODER_OUTPUTS_MAX_BYTES, AUTOCODER_CLAIMS_MAX_BYTES; "+
 			"unset, they fit what the server can reserve)", err)

@@ -21,6 +21,11 @@ type Cluster struct {
 	client []int // client port of each node
 	route  []int // cluster port of each node
 	nodes  []*server.Server
+
+	// MaxStore is each node's JetStream storage limit (max_file_store),
+	// set before a node starts; 0 is nats-server's default, three
+	// quarters of the free disk.
+	MaxStore int64
 }
 
 // StartCluster starts n servers (all of them when start is true; else
@@ -67,7 +72,7 @@ func (c *Cluster) Start(i int) {
 	}
 	opts := &server.Options{
 		ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: c.client[i],
-		JetStream: true, StoreDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i+1)),
+		JetStream: true, StoreDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i+1)), JetStreamMaxStore: c.MaxStore,
 		Cluster: server.ClusterOpts{Name: c.name, Host: "127.0.0.1", Port: c.route[i]},
 		Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
 		NoSigs:  true, NoLog: true,
