@@ -110,29 +110,9 @@ func TestDefaultStoreBoundsFitTheServer(t *testing.T) {
 func TestStoreBoundsFitTheAccountsLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 2 << 30
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "nats.conf")
-	text := fmt.Sprintf(`listen: "127.0.0.1:-1"
-jetstream { store_dir: %q }
-accounts { TEAM { jetstream { max_file: %d, max_mem: -1 }, users [ {user: coordinator, password: s3cret-pass} ] } }
-`, filepath.Join(dir, "js"), limit)
-	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opts, err := server.ProcessConfigFile(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.NoSigs, opts.NoLog = true, true
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(30 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
+	srv := startConfServer(t, `jetstream { store_dir: %q }
+accounts { TEAM { jetstream { max_file: `+fmt.Sprint(limit)+`, max_mem: -1 }, users [ {user: coordinator, password: s3cret-pass} ] } }
+`)
 	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("coordinator", "s3cret-pass"))
 	if err != nil {
 		t.Fatal(err)
@@ -164,26 +144,7 @@ accounts { TEAM { jetstream { max_file: %d, max_mem: -1 }, users [ {user: coordi
 func TestStoreBoundsFitAServerThatReportsNoLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 2 << 30
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "nats.conf")
-	text := fmt.Sprintf("listen: \"127.0.0.1:-1\"\njetstream { store_dir: %q, max_file_store: %d }\n", filepath.Join(dir, "js"), limit)
-	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opts, err := server.ProcessConfigFile(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.NoSigs, opts.NoLog = true, true
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(30 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
+	srv := startConfServer(t, "jetstream { store_dir: %q, max_file_store: "+fmt.Sprint(limit)+" }\n")
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)
@@ -264,4 +225,31 @@ func TestStoreBoundsFitAClusterThatReportsNoLimit(t *testing.T) {
 	if sum := s + o + cl; sum > limit/2 || sum < limit/8 || s != o || s/cl < 3 || s/cl > 5 {
 		t.Errorf("bounds %v on nodes of 2 GiB: want 4:4:1 of at most half of it", got)
 	}
+}
+
+// startConfServer starts a nats-server on a free port from the
+// configuration conf, whose %q is its store directory.
+func startConfServer(t *testing.T, conf string) *server.Server {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "nats.conf")
+	text := "listen: \"127.0.0.1:-1\"\n" + fmt.Sprintf(conf, filepath.Join(dir, "js"))
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.NoSigs, opts.NoLog = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(30 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	return srv
 }
