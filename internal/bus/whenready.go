@@ -63,11 +63,14 @@ func whenReady(ctx context.Context, log *slog.Logger, what string, try func(cont
 
 // notReady reports whether err may go away by waiting: no answer yet, a
 // JetStream that is electing its leader or lacks the servers to place
-// replicas on, or stores the coordinator has not made yet.
+// replicas on (at a cluster's start its leader may not have heard from
+// every server yet: "no suitable peers for placement"), or stores the
+// coordinator has not made yet. A cluster's refusal for want of storage
+// is not waited on: it is explained (stores.go).
 func notReady(err error) bool {
 	var api *jetstream.APIError
 	if errors.As(err, &api) {
-		return api.Code == 503 || api.ErrorCode == errInsufficientResources
+		return api.Code == 503 || api.ErrorCode == errInsufficientResources || (api.ErrorCode == errNoPeers && !refusedBound(err))
 	}
 	return errors.Is(err, ErrNotProvisioned) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||

@@ -1,0 +1,4 @@
+package bus
+
+// NotReady is notReady, for the tests of package bus_test.
+var NotReady = notReady
