@@ -2,3 +2,6 @@ package bus
 
 // NotReady is notReady, for the tests of package bus_test.
 var NotReady = notReady
+
+// ErrPlacementPending is errPlacementPending.
+var ErrPlacementPending = errPlacementPending

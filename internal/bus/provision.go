@@ -436,6 +436,10 @@ func (p provisioner) keyValue(ctx context.Context, bucket, desc string) (jetstre
 	return b, nil
 }
 
+// placePause is how long objectStore waits between placements a cluster
+// refuses (up to clusterReportWait).
+const placePause = 500 * time.Millisecond
+
 func (p provisioner) objectStore(ctx context.Context, bucket, desc string) (jetstream.ObjectStore, error) {
 	placeBy := time.Now().Add(clusterReportWait)
 	for attempt := 1; ; attempt++ {
@@ -446,14 +450,20 @@ func (p provisioner) objectStore(ctx context.Context, bucket, desc string) (jets
 			// (each probe sees the other's reservation, storefit.go): the
 			// one that creates the store second is refused, and looks
 			// again, finding the store made.
-		case p.fitted[bucket] && refusedByCluster(err) && time.Now().Before(placeBy):
+		case p.fitted[bucket] && boundRefusal(err) == refusedAtPlacement && time.Now().Before(placeBy):
 			// A cluster places by the usage its servers last reported,
 			// which may still count the storage probe just deleted.
+			if d, ok := ctx.Deadline(); ok && time.Until(d) < 2*placePause {
+				// The attempt ends first (whenready.go bounds each):
+				// the next one waits on, rather than this refusal
+				// ending as a bare deadline.
+				return nil, fmt.Errorf("%w: %w", errPlacementPending, err)
+			}
 			p.cfg.Logger.Info("object store not placed yet: waiting for the cluster's next usage report", "store", bucket)
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
-			case <-time.After(500 * time.Millisecond):
+			case <-time.After(placePause):
 			}
 		default:
 			return o, err

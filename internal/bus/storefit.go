@@ -67,6 +67,10 @@ func (p *provisioner) fitBounds(ctx context.Context) error {
 		return err
 	}
 	if limit == 0 {
+		kept, err := p.keepMadeBounds(ctx)
+		if err != nil || kept {
+			return err
+		}
 		limit = p.probeStorage(ctx, storesShare*total)
 	}
 	share := limit / storesShare
@@ -112,6 +116,30 @@ func (p *provisioner) storageLimit(ctx context.Context) (int64, error) {
 	return limit / perCopy, nil
 }
 
+// keepMadeBounds gives every fitted store that the server already has its
+// bound, and reports whether each had one: then there is nothing to fit,
+// and no probe to make (a fitted bound never lowers a store's bound,
+// maxBytes, and a probe only to raise it would cost every start a few
+// reservations). A store made without a bound (MaxBytes -1) is fitted.
+func (p *provisioner) keepMadeBounds(ctx context.Context) (bool, error) {
+	bounds := map[string]int64{}
+	for bucket, fitted := range p.fitted {
+		if !fitted {
+			continue
+		}
+		cur, err := p.current(ctx, objStream(bucket))
+		if err != nil || cur == nil || cur.MaxBytes <= 0 {
+			return false, err
+		}
+		bounds[bucket] = cur.MaxBytes
+	}
+	for bucket, b := range bounds {
+		*p.cfg.bound(bucket) = b
+	}
+	p.cfg.Logger.Info("object stores made already: their bounds kept, no storage probe (set a bound to change it)")
+	return true, nil
+}
+
 // maxBytes is the bound object store bucket gets, its stream's
 // configuration being cur (nil: not made yet). A fitted bound never
 // lowers the bound a store already has: the server holds its reservation
@@ -150,7 +178,7 @@ func (p provisioner) probeStorage(ctx context.Context, want int64) int64 {
 			Name: name, Subjects: []string{subject}, Storage: p.storage(), MaxBytes: n, Replicas: p.cfg.Replicas,
 			Description: "autocoder: a coordinator's reservation probe, deleted at once (storefit.go)",
 		})
-		if refusedBound(err) { // stores.go
+		if boundRefusal(err) != notRefused { // stores.go
 			return false, nil
 		}
 		if err != nil {

@@ -1,6 +1,7 @@
 package bus_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -174,8 +175,11 @@ func TestStoreBoundsFitAServerThatReportsNoLimit(t *testing.T) {
 		}
 	}
 
-	// Two coordinators starting at once find the stores made: each probes
-	// with a stream of its own, and the stores keep their bounds.
+	// Two coordinators starting at once, a store missing: each probes with
+	// a stream of its own, and the stores made keep their bounds.
+	if err := js.DeleteObjectStore(ctxT(t), bus.ObjectStoreClaims); err != nil {
+		t.Fatal(err)
+	}
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() { _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{}); errs <- err }()
@@ -185,8 +189,33 @@ func TestStoreBoundsFitAServerThatReportsNoLimit(t *testing.T) {
 			t.Fatalf("two coordinators starting at once: %v", err)
 		}
 	}
-	if again := storeBounds(t, js); again[bus.ObjectStoreSamples] != s || again[bus.ObjectStoreClaims] != c {
+	if again := storeBounds(t, js); again[bus.ObjectStoreSamples] != s || again[bus.ObjectStoreOutputs] != o {
 		t.Errorf("bounds after two more starts %v, want those of the first %v", again, got)
+	}
+
+	// Every store made: a start keeps their bounds and makes no probe.
+	created, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.CREATED.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := storeBounds(t, js)
+	if _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if after := storeBounds(t, js); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("bounds after a start with every store made: %v, want %v", after, before)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := created.NextMsg(200 * time.Millisecond)
+		if err != nil {
+			break
+		}
+		if strings.Contains(m.Subject, "PROBE") {
+			t.Errorf("a start with every store made probed the server (%s)", m.Subject)
+		}
 	}
 	_, err = bus.Provision(ctxT(t), js, bus.ProvisionConfig{ClaimsMaxBytes: limit})
 	if err == nil || !strings.Contains(err.Error(), "AUTOCODER_CLAIMS_MAX_BYTES") {
@@ -224,6 +253,24 @@ func TestStoreBoundsFitAClusterThatReportsNoLimit(t *testing.T) {
 	s, o, cl := got[bus.ObjectStoreSamples], got[bus.ObjectStoreOutputs], got[bus.ObjectStoreClaims]
 	if sum := s + o + cl; sum > limit/2 || sum < limit/8 || s != o || s/cl < 3 || s/cl > 5 {
 		t.Errorf("bounds %v on nodes of 2 GiB: want 4:4:1 of at most half of it", got)
+	}
+
+	// A fitted store the cluster refuses to place is waited on for the
+	// cluster's next usage report, but not past the attempt's context
+	// (ProvisionWhenReady bounds each attempt to 10 s, under that wait):
+	// the attempt ends with the refusal, as one to wait on, not with a
+	// bare deadline. (A limit said to be 64 GiB fits the defaults, 4 GiB
+	// of samples, which no node of 2 GiB can place.)
+	for _, b := range []string{bus.ObjectStoreSamples, bus.ObjectStoreOutputs, bus.ObjectStoreClaims} {
+		if err := js.DeleteObjectStore(ctxT(t), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctxT(t), 3*time.Second)
+	defer cancel()
+	_, err = bus.Provision(ctx, js, bus.ProvisionConfig{Replicas: 3, StorageLimit: 64 << 30})
+	if !errors.Is(err, bus.ErrPlacementPending) || !strings.Contains(err.Error(), "insufficient storage") || !bus.NotReady(err) {
+		t.Errorf("a store no node can place, the attempt ending: %v, want the cluster's refusal as one to wait on", err)
 	}
 }
 

@@ -119,28 +119,38 @@ const (
 // reservation just released.
 const clusterReportWait = 12 * time.Second
 
-// refusedByCluster reports a cluster's refusal to place a store for want
-// of storage on its peers.
-func refusedByCluster(err error) bool {
-	var api *jetstream.APIError
-	return errors.As(err, &api) && api.ErrorCode == errNoPeers && refusedBound(err)
-}
+// errPlacementPending is returned (wrapped, with the cluster's refusal)
+// when a fitted store is still not placed as the attempt's context ends,
+// before clusterReportWait: a later attempt (ProvisionWhenReady) waits on.
+var errPlacementPending = errors.New("bus: provision: the cluster has not placed the store yet (its servers' next usage report may have room)")
 
-// refusedBound reports a server's refusal to reserve a store's bound: a
-// standalone server's (disk or memory), or a cluster's, which places a
-// store only on peers with room for its bound.
-func refusedBound(err error) bool {
+// refusal is how a server refused to reserve a store's bound, if it did.
+type refusal int
+
+const (
+	notRefused refusal = iota
+	// refusedByServer: a standalone server's (disk or memory).
+	refusedByServer
+	// refusedAtPlacement: a cluster's, which places a store only on peers
+	// whose last reported usage leaves room for its bound.
+	refusedAtPlacement
+)
+
+// boundRefusal says whether, and how, err refuses a store's bound.
+func boundRefusal(err error) refusal {
 	var api *jetstream.APIError
 	if !errors.As(err, &api) {
-		return false
+		return notRefused
 	}
 	switch api.ErrorCode {
 	case errStorageExceeded, errMemoryExceeded:
-		return true
+		return refusedByServer
 	case errNoPeers:
-		return strings.Contains(api.Description, "insufficient storage") || strings.Contains(api.Description, "insufficient memory")
+		if strings.Contains(api.Description, "insufficient storage") || strings.Contains(api.Description, "insufficient memory") {
+			return refusedAtPlacement
+		}
 	}
-	return false
+	return notRefused
 }
 
 // explain adds what to do to a server's refusal to make a store.
@@ -154,7 +164,7 @@ func (p provisioner) explain(err error, replicas int) error {
 		if replicas > 1 {
 			return fmt.Errorf("%w (%d replicas need a NATS cluster of at least %d JetStream servers: set AUTOCODER_NATS_REPLICAS to fit)", err, replicas, replicas)
 		}
-	case refusedBound(err):
+	case boundRefusal(err) != notRefused:
 		return fmt.Errorf("%w (the server cannot reserve the store's bound: free disk on the NATS server, "+
 			"or lower AUTOCODER_SAMPLES_MAX_BYTES, AUTOCODER_OUTPUTS_MAX_BYTES, AUTOCODER_CLAIMS_MAX_BYTES; "+
 			"unset, they fit what the server can reserve)", err)

@@ -66,11 +66,15 @@ func whenReady(ctx context.Context, log *slog.Logger, what string, try func(cont
 // replicas on (at a cluster's start its leader may not have heard from
 // every server yet: "no suitable peers for placement"), or stores the
 // coordinator has not made yet. A cluster's refusal for want of storage
-// is not waited on: it is explained (stores.go).
+// is not waited on: it is explained (stores.go), unless it is of a fitted
+// store the attempt ended before it was placed (errPlacementPending).
 func notReady(err error) bool {
+	if errors.Is(err, errPlacementPending) {
+		return true
+	}
 	var api *jetstream.APIError
 	if errors.As(err, &api) {
-		return api.Code == 503 || api.ErrorCode == errInsufficientResources || (api.ErrorCode == errNoPeers && !refusedBound(err))
+		return api.Code == 503 || api.ErrorCode == errInsufficientResources || (api.ErrorCode == errNoPeers && boundRefusal(err) == notRefused)
 	}
 	return errors.Is(err, ErrNotProvisioned) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
@@ -81,6 +85,8 @@ func notReady(err error) bool {
 // waitHint says what may be wrong when waiting does not help.
 func waitHint(err error) string {
 	switch {
+	case errors.Is(err, errPlacementPending):
+		return "a cluster places a store by the usage its servers report every ten seconds; if this lasts, free disk on the NATS servers or set the object store bounds"
 	case errors.Is(err, ErrNotProvisioned):
 		return "is a coordinator running on this NATS?"
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):

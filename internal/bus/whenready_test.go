@@ -30,6 +30,8 @@ func TestNotReadyWaitsForAClusterStarting(t *testing.T) {
 		{api(400, 10005, "no suitable peers for placement, insufficient storage"), false},
 		{api(500, 10047, "insufficient storage resources available"), false},
 		{api(400, 10058, "stream name already in use with a different configuration"), false},
+		// A fitted store the cluster had not placed when the attempt ended.
+		{fmt.Errorf("%w: %w", bus.ErrPlacementPending, api(400, 10005, "no suitable peers for placement, insufficient storage")), true},
 	} {
 		if got := bus.NotReady(c.err); got != c.wait {
 			t.Errorf("notReady(%v) = %v, want %v", c.err, got, c.wait)
