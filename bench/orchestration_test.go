@@ -49,8 +49,8 @@ var (
 // sandbox call, from the end of the call that ended last before it (the
 // submission for the first). A sandbox stage's Run after its own Build is
 // not a hop (spans.recordRun); until 2026-11-28 it was counted, a quarter
-// of the samples at about 10 µs, which flattered p50 by a third. rtt-ns, rtt-p50-us and rtt-p99-us are the
-// baseline, measured in the same run on the same server, ten samples after
+// of the samples at about 10 µs, which flattered p50 by a third. rtt-ns,
+// rtt-p50-us and rtt-p99-us are the baseline, measured in the same run on the same server, ten samples after
 // every job: one JetStream publish (with its ack) to a waiting pull
 // consumer that double-acks it. hop/rtt is ns/hop over rtt-ns; p99/rtt is
 // hop-p99 over the round trip's p99.

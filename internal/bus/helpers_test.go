@@ -37,7 +37,13 @@ func newBus(t *testing.T) (*bus.Embedded, jetstream.JetStream) {
 
 func newBusAt(t *testing.T, dir string) (*bus.Embedded, jetstream.JetStream) {
 	t.Helper()
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: dir})
+	return newBusWith(t, bus.EmbeddedConfig{StoreDir: dir})
+}
+
+// newBusWith is newBus on a server started from cfg.
+func newBusWith(t testing.TB, cfg bus.EmbeddedConfig) (*bus.Embedded, jetstream.JetStream) {
+	t.Helper()
+	srv, err := bus.StartEmbedded(cfg)
 	if err != nil {
 		t.Fatalf("StartEmbedded: %v", err)
 	}

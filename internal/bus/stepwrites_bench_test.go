@@ -36,17 +36,8 @@ func BenchmarkStepWrites(b *testing.B) {
 }
 
 func benchStepWrites(b *testing.B, mode string) {
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, js := newBusWith(b, bus.EmbeddedConfig{StoreDir: b.TempDir()})
+	nc := js.Conn()
 	ctx := context.Background()
 	for _, cfg := range []jetstream.StreamConfig{
 		{Name: "BENCH_STATE", Subjects: []string{"state.>"}, MaxMsgsPerSubject: 1, AllowAtomicPublish: true},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,24 +56,14 @@ func checkFitted(t *testing.T, bounds map[string]int64, limit int64) {
 func TestDefaultStoreBoundsFitTheServer(t *testing.T) {
 	t.Parallel()
 	const limit = 2 << 30
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), MaxStore: limit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv, js := newBusWith(t, bus.EmbeddedConfig{StoreDir: t.TempDir(), MaxStore: limit})
 	if got := srv.StorageLimit(false); got != limit {
 		t.Fatalf("StorageLimit = %d, want the MaxStore %d", got, limit)
 	}
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
 	ctx := ctxT(t)
 
 	// What the coordinator did before: the defaults as they are.
-	_, err = bus.Provision(ctx, js, bus.ProvisionConfig{SamplesMaxBytes: bus.DefaultSamplesMaxBytes})
+	_, err := bus.Provision(ctx, js, bus.ProvisionConfig{SamplesMaxBytes: bus.DefaultSamplesMaxBytes})
 	if err == nil || !strings.Contains(err.Error(), "AUTOCODER_SAMPLES_MAX_BYTES") || !strings.Contains(err.Error(), "cannot reserve") {
 		t.Fatalf("an explicit 4 GiB bound on 2 GiB of storage: %v, want a refusal naming the setting", err)
 	}
@@ -202,7 +193,7 @@ func TestStoreBoundsFitAServerThatReportsNoLimit(t *testing.T) {
 	if _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if after := storeBounds(t, js); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := storeBounds(t, js); !maps.Equal(after, before) {
 		t.Errorf("bounds after a start with every store made: %v, want %v", after, before)
 	}
 	if err := nc.Flush(); err != nil {

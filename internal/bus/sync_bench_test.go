@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/autocoder/autocoder/internal/bus"
 )
 
@@ -32,17 +30,7 @@ func BenchmarkStateWriteSync(b *testing.B) {
 }
 
 func benchStateWrites(b *testing.B, policy string, parallel bool) {
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: b.TempDir(), Sync: policy})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, js := newBusWith(b, bus.EmbeddedConfig{StoreDir: b.TempDir(), Sync: policy})
 	ctx := context.Background()
 	res, err := bus.Provision(ctx, js, bus.ProvisionConfig{})
 	if err != nil {
