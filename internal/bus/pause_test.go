@@ -57,6 +57,9 @@ func TestPausedPoolFetchesNothingAndFinishesWhatItHolds(t *testing.T) {
 	if o := recv(t, metrics.settled, "the running command to finish"); o != bus.OutcomeAck {
 		t.Errorf("the command running at the pause: %s, want ack", o)
 	}
+	// The consumer counts new messages in its own loop, so its pending
+	// count may lag the publishes a moment (it read 0 once, under load).
+	waitFor(t, "the three later commands pending on the consumer", func() bool { return consumerInfo(t, res).NumPending >= 3 })
 	if info := consumerInfo(t, res); info.NumPending != 3 || info.NumWaiting != 0 || handled.Load() != 1 {
 		t.Fatalf("paused: %d pending, %d pulls waiting, %d handled; want 3, 0, 1", info.NumPending, info.NumWaiting, handled.Load())
 	}
