@@ -450,16 +450,14 @@ func (p provisioner) objectStore(ctx context.Context, bucket, desc string) (jets
 			// (each probe sees the other's reservation, storefit.go): the
 			// one that creates the store second is refused, and looks
 			// again, finding the store made.
-		case p.fitted[bucket] && boundRefusal(err) == refusedAtPlacement && time.Now().Before(placeBy):
-			// A cluster places by the usage its servers last reported,
-			// which may still count the storage probe just deleted.
+		case p.fitted[bucket] && p.mayPlaceLater(ctx, err) && time.Now().Before(placeBy):
 			if d, ok := ctx.Deadline(); ok && time.Until(d) < 2*placePause {
 				// The attempt ends first (whenready.go bounds each):
 				// the next one waits on, rather than this refusal
 				// ending as a bare deadline.
 				return nil, fmt.Errorf("%w: %w", errPlacementPending, err)
 			}
-			p.cfg.Logger.Info("object store not placed yet: waiting for the cluster's next usage report", "store", bucket)
+			p.cfg.Logger.Info("object store not made yet: waiting for the reservation it was fitted to", "store", bucket, "err", err)
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
@@ -469,6 +467,21 @@ func (p provisioner) objectStore(ctx context.Context, bucket, desc string) (jets
 			return o, err
 		}
 	}
+}
+
+// mayPlaceLater reports whether the server's refusal (err) of a store
+// with a fitted bound may pass: a cluster places by the usage its servers
+// last reported, which may still count the storage probe just deleted;
+// a standalone server refuses while another coordinator's probe, starting
+// at the same time, holds its reservation (storefit.go).
+func (p provisioner) mayPlaceLater(ctx context.Context, err error) bool {
+	switch boundRefusal(err) {
+	case refusedAtPlacement:
+		return true
+	case refusedByServer:
+		return p.probing(ctx)
+	}
+	return false
 }
 
 // objectStoreOnce is one attempt of objectStore.

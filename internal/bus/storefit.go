@@ -224,16 +224,39 @@ func (p provisioner) probeStorage(ctx context.Context, want int64) int64 {
 	return max(lo, 1)
 }
 
+// probing reports whether another coordinator's storage probe is live
+// (younger than probeLeftAfter): its reservation may be what a store was
+// refused for.
+func (p provisioner) probing(ctx context.Context) bool {
+	for _, info := range p.probes(ctx) {
+		if time.Since(info.Created) <= probeLeftAfter {
+			return true
+		}
+	}
+	return false
+}
+
 // deleteLeftProbes deletes the probe streams older than probeLeftAfter:
 // left by coordinators that died mid-probe (a younger one may be another
 // coordinator's, probing now).
 func (p provisioner) deleteLeftProbes(ctx context.Context) {
-	list := p.js.ListStreams(ctx, jetstream.WithStreamListSubject(probeSubjectPrefix+">"))
-	for info := range list.Info() {
-		if strings.HasPrefix(info.Config.Name, probeStreamPrefix) && time.Since(info.Created) > probeLeftAfter {
+	for _, info := range p.probes(ctx) {
+		if time.Since(info.Created) > probeLeftAfter {
 			if err := p.js.DeleteStream(ctx, info.Config.Name); err == nil {
 				p.cfg.Logger.Info("deleted a storage probe left by a coordinator that stopped mid-probe", "stream", info.Config.Name)
 			}
 		}
 	}
+}
+
+// probes are the storage probe streams on the server.
+func (p provisioner) probes(ctx context.Context) []*jetstream.StreamInfo {
+	var out []*jetstream.StreamInfo
+	list := p.js.ListStreams(ctx, jetstream.WithStreamListSubject(probeSubjectPrefix+">"))
+	for info := range list.Info() {
+		if strings.HasPrefix(info.Config.Name, probeStreamPrefix) {
+			out = append(out, info)
+		}
+	}
+	return out
 }

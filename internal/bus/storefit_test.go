@@ -214,6 +214,53 @@ func TestStoreBoundsFitAServerThatReportsNoLimit(t *testing.T) {
 	}
 }
 
+// TestFittedStoreWaitsForAnotherCoordinatorsProbe: two coordinators
+// starting at once on a server that reports no storage limit each probe
+// it, and one's probe holds a reservation while the other makes a store:
+// the store, fitted to what its own probe found, is refused for a moment.
+// It is tried again while another coordinator's probe is live, so the
+// start does not fail (TestStoreBoundsFitAServerThatReportsNoLimit failed
+// so once, under load). Here the other probe holds all that is free, and
+// ends after a second and a half.
+func TestFittedStoreWaitsForAnotherCoordinatorsProbe(t *testing.T) {
+	t.Parallel()
+	const limit = 2 << 30
+	srv := startConfServer(t, "jetstream { store_dir: %q, max_file_store: "+fmt.Sprint(limit)+" }\n")
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	if _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	made := storeBounds(t, js)
+	if err := js.DeleteObjectStore(ctxT(t), bus.ObjectStoreClaims); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(limit) - made[bus.ObjectStoreSamples] - made[bus.ObjectStoreOutputs]
+	const other = "AUTOCODER_STORAGE_PROBE_OTHERCOORDINATOR"
+	if _, err := js.CreateStream(ctxT(t), jetstream.StreamConfig{Name: other, Subjects: []string{"autocoder.storage-probe.OTHERCOORDINATOR"},
+		MaxBytes: free - 512<<10}); err != nil {
+		t.Fatalf("the other coordinator's probe: %v", err)
+	}
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		released <- js.DeleteStream(context.Background(), other)
+	}()
+	if _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{}); err != nil {
+		t.Fatalf("a start while another coordinator's probe holds the free storage: %v", err)
+	}
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	if got := storeBounds(t, js)[bus.ObjectStoreClaims]; got < 1<<20 {
+		t.Errorf("claims bound %d, want the store made", got)
+	}
+}
+
 // TestStoreBoundsFitAClusterThatReportsNoLimit: a cluster places a store
 // only on peers with room for its bound, and refuses it otherwise ("no
 // suitable peers for placement, insufficient storage"). On three nodes of

@@ -119,10 +119,10 @@ const (
 // reservation just released.
 const clusterReportWait = 12 * time.Second
 
-// errPlacementPending is returned (wrapped, with the cluster's refusal)
-// when a fitted store is still not placed as the attempt's context ends,
+// errPlacementPending is returned (wrapped, with the server's refusal)
+// when a fitted store is still not made as the attempt's context ends,
 // before clusterReportWait: a later attempt (ProvisionWhenReady) waits on.
-var errPlacementPending = errors.New("bus: provision: the cluster has not placed the store yet (its servers' next usage report may have room)")
+var errPlacementPending = errors.New("bus: provision: the store is not made yet (a cluster's next usage report, or another coordinator's storage probe ending, may leave room)")
 
 // refusal is how a server refused to reserve a store's bound, if it did.
 type refusal int
