@@ -5,3 +5,9 @@ var NotReady = notReady
 
 // ErrPlacementPending is errPlacementPending.
 var ErrPlacementPending = errPlacementPending
+
+// ProbeAwait is probeAwait.
+const ProbeAwait = probeAwait
+
+// ClusterReportWait is clusterReportWait.
+const ClusterReportWait = clusterReportWait

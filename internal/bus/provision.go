@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -246,10 +247,16 @@ func (r *Resources) objectStores() []store[jetstream.ObjectStore] {
 // is deleted when empty and an error (ErrLegacyResults) when not; see
 // retireLegacyResults.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig) (*Resources, error) {
+	return provision(ctx, js, cfg, &placeWaits{})
+}
+
+// provision is Provision, with the stores' placement waits begun by
+// earlier attempts (ProvisionWhenReady).
+func provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig, waits *placeWaits) (*Resources, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	p := provisioner{js: js, cfg: cfg}
+	p := provisioner{js: js, cfg: cfg, waits: waits}
 	if err := p.retireLegacyResults(ctx); err != nil {
 		return nil, err
 	}
@@ -274,6 +281,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig)
 	// The bounds are fitted once the streams exist: a storage probe that is
 	// an account's only stream takes the account's stream directory with it
 	// when it is deleted, and a stream made meanwhile fails (nats-server).
+	defer func() { p.releaseProbing(ctx) }() // once the stores are made, or provisioning failed
 	if err := p.fitBounds(ctx); err != nil { // storefit.go
 		return nil, err
 	}
@@ -292,6 +300,36 @@ type provisioner struct {
 	// fitted are the object stores whose bound was not set, but fitted to
 	// the server (storefit.go).
 	fitted map[string]bool
+	// waits says since when each fitted store has been refused.
+	waits *placeWaits
+	// probeID names this coordinator's storage probe, if it probes
+	// (storefit.go).
+	probeID string
+}
+
+// placeWaits holds when each fitted store was first refused, across the
+// attempts of ProvisionWhenReady (each bounded to attemptTimeout, under
+// clusterReportWait), so that clusterReportWait bounds the whole wait
+// and a real shortage ends with its explanation instead of being waited
+// on for ever.
+type placeWaits struct {
+	mu    sync.Mutex
+	first map[string]time.Time
+}
+
+// refusedFor is how long bucket has been refused, counting this refusal.
+func (w *placeWaits) refusedFor(bucket string) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.first == nil {
+		w.first = map[string]time.Time{}
+	}
+	first, ok := w.first[bucket]
+	if !ok {
+		first = time.Now()
+		w.first[bucket] = first
+	}
+	return time.Since(first)
 }
 
 func (p provisioner) storage() jetstream.StorageType {
@@ -441,16 +479,16 @@ func (p provisioner) keyValue(ctx context.Context, bucket, desc string) (jetstre
 const placePause = 500 * time.Millisecond
 
 func (p provisioner) objectStore(ctx context.Context, bucket, desc string) (jetstream.ObjectStore, error) {
-	placeBy := time.Now().Add(clusterReportWait)
-	for attempt := 1; ; attempt++ {
+	for nameInUse := 0; ; {
 		o, err := p.objectStoreOnce(ctx, bucket, desc)
 		switch {
-		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) && attempt < 3:
+		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) && nameInUse < 2:
 			// Two coordinators starting at once may fit different bounds
 			// (each probe sees the other's reservation, storefit.go): the
 			// one that creates the store second is refused, and looks
 			// again, finding the store made.
-		case p.fitted[bucket] && p.mayPlaceLater(ctx, err) && time.Now().Before(placeBy):
+			nameInUse++
+		case p.fitted[bucket] && p.mayPlaceLater(ctx, err) && p.waits.refusedFor(bucket) < clusterReportWait:
 			if d, ok := ctx.Deadline(); ok && time.Until(d) < 2*placePause {
 				// The attempt ends first (whenready.go bounds each):
 				// the next one waits on, rather than this refusal

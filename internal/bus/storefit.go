@@ -67,9 +67,16 @@ func (p *provisioner) fitBounds(ctx context.Context) error {
 		return err
 	}
 	if limit == 0 {
+		p.deleteLeftProbes(ctx)
 		kept, err := p.keepMadeBounds(ctx)
 		if err != nil || kept {
 			return err
+		}
+		p.probeID = p.markProbing(ctx)
+		if p.awaitOlderProbes(ctx) { // the other coordinator may have made them
+			if kept, err := p.keepMadeBounds(ctx); err != nil || kept {
+				return err
+			}
 		}
 		limit = p.probeStorage(ctx, storesShare*total)
 	}
@@ -154,14 +161,86 @@ func (p provisioner) maxBytes(bucket string, cur *jetstream.StreamConfig) int64 
 }
 
 // The probe streams: each coordinator's own (several may start at once on
-// one server), made empty and deleted at once. One left behind by a
-// coordinator that died mid-probe holds its reservation, so a probe first
-// deletes those older than probeLeftAfter.
+// one server). A coordinator that fits its bounds by probing first makes
+// a marker, AUTOCODER_STORAGE_PROBE_<id> (no bound: it reserves nothing),
+// kept until its object stores are made (releaseProbing); its
+// reservations are AUTOCODER_STORAGE_PROBE_<id>_R, each made empty and
+// deleted at once. A coordinator that finds an older marker of another
+// waits for it (awaitOlderProbes), then finds the stores made and keeps
+// their bounds: two probing at once would each see the other's
+// reservations and fit about half of what is free, for good
+// (keepMadeBounds). One left behind by a coordinator that died holds its
+// reservation, so a start first deletes those older than probeLeftAfter.
 const (
 	probeStreamPrefix  = "AUTOCODER_STORAGE_PROBE_"
 	probeSubjectPrefix = "autocoder.storage-probe."
 	probeLeftAfter     = time.Minute
+	// probeAwait bounds the wait for another coordinator's probe: past
+	// it, this one probes too (a refused store is then tried again while
+	// the other's probe is live, mayPlaceLater).
+	probeAwait = 5 * time.Second
+	// probeCleanup bounds deleting a probe stream, which is done even
+	// when the attempt's context has ended: a probe left behind holds its
+	// reservation.
+	probeCleanup = 5 * time.Second
 )
+
+// markProbing makes this coordinator's probe marker and returns its id.
+// Without a marker (the server refused it) the probe goes on, unmarked:
+// another coordinator does not wait for it, as before markers.
+func (p provisioner) markProbing(ctx context.Context) string {
+	id := rand.Text()
+	_, err := p.js.CreateStream(ctx, jetstream.StreamConfig{
+		Name: probeStreamPrefix + id, Subjects: []string{probeSubjectPrefix + id}, Storage: p.storage(),
+		Description: "autocoder: a coordinator fitting its object store bounds, deleted once they are made (storefit.go)",
+	})
+	if err != nil {
+		p.cfg.Logger.Warn("storage probe not marked: a coordinator starting at the same time will not wait for it", "err", err)
+	}
+	return id // deleted by releaseProbing in any case: it may be made though the answer was lost
+}
+
+// releaseProbing deletes this coordinator's probe marker, if it made one.
+func (p provisioner) releaseProbing(ctx context.Context) {
+	if p.probeID != "" {
+		p.deleteProbe(ctx, probeStreamPrefix+p.probeID)
+	}
+}
+
+// awaitOlderProbes waits, up to probeAwait, while another coordinator's
+// marker older than this one's is live: that coordinator probes and makes
+// the stores first. It reports whether it waited.
+func (p provisioner) awaitOlderProbes(ctx context.Context) (waited bool) {
+	mine := probeStreamPrefix + p.probeID
+	for deadline := time.Now().Add(probeAwait); time.Now().Before(deadline); waited = true {
+		probes, err := p.probes(ctx)
+		var self *jetstream.StreamInfo
+		for _, info := range probes {
+			if info.Config.Name == mine {
+				self = info
+			}
+		}
+		older := false
+		for _, info := range probes {
+			if self != nil && !p.own(info) && time.Since(info.Created) <= probeLeftAfter &&
+				(info.Created.Before(self.Created) || info.Created.Equal(self.Created) && info.Config.Name < mine) {
+				older = true
+			}
+		}
+		if err != nil || !older {
+			return waited
+		}
+		if !waited {
+			p.cfg.Logger.Info("another coordinator is fitting the object store bounds: waiting for it", "up_to", probeAwait)
+		}
+		select {
+		case <-ctx.Done():
+			return true
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return waited
+}
 
 // probeStorage is how much storage the server can still reserve, found by
 // reserving a throwaway stream: 0 when it reserves want (the defaults fit,
@@ -170,9 +249,7 @@ const (
 // error but a refusal to reserve ends the probe with 0: the defaults are
 // then used, and a refusal of one of them is explained (explain).
 func (p provisioner) probeStorage(ctx context.Context, want int64) int64 {
-	p.deleteLeftProbes(ctx)
-	id := rand.Text()
-	name, subject := probeStreamPrefix+id, probeSubjectPrefix+id
+	name, subject := probeStreamPrefix+p.probeID+"_R", probeSubjectPrefix+p.probeID+".r"
 	reserves := func(n int64) (bool, error) {
 		_, err := p.js.CreateStream(ctx, jetstream.StreamConfig{
 			Name: name, Subjects: []string{subject}, Storage: p.storage(), MaxBytes: n, Replicas: p.cfg.Replicas,
@@ -181,17 +258,10 @@ func (p provisioner) probeStorage(ctx context.Context, want int64) int64 {
 		if boundRefusal(err) != notRefused { // stores.go
 			return false, nil
 		}
-		if err != nil {
-			return false, err
+		if derr := p.deleteProbe(ctx, name); err == nil { // made, or perhaps made though the answer was lost
+			err = derr
 		}
-		for attempt := 1; ; attempt++ { // a probe left holds its reservation: retried
-			switch err = p.js.DeleteStream(ctx, name); {
-			case err == nil || errors.Is(err, jetstream.ErrStreamNotFound):
-				return true, nil
-			case attempt == 3 || ctx.Err() != nil:
-				return true, err
-			}
-		}
+		return err == nil, err
 	}
 	failed := func(err error) int64 {
 		p.cfg.Logger.Warn("storage probe failed: the object stores get their default bounds", "err", err)
@@ -224,23 +294,54 @@ func (p provisioner) probeStorage(ctx context.Context, want int64) int64 {
 	return max(lo, 1)
 }
 
+// deleteProbe deletes probe stream name (gone already is done), tried
+// three times and, past ctx's end, for up to probeCleanup.
+func (p provisioner) deleteProbe(ctx context.Context, name string) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeCleanup)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		err := p.js.DeleteStream(dctx, name)
+		if err == nil || errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil
+		}
+		if attempt == 3 || dctx.Err() != nil {
+			p.cfg.Logger.Warn("storage probe not deleted: a start after a minute deletes it", "stream", name, "err", err)
+			return err
+		}
+		select {
+		case <-dctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // probing reports whether another coordinator's storage probe is live
-// (younger than probeLeftAfter): its reservation may be what a store was
-// refused for.
+// (younger than probeLeftAfter), or may be (the streams could not be
+// listed): its reservation may be what a store was refused for.
 func (p provisioner) probing(ctx context.Context) bool {
-	for _, info := range p.probes(ctx) {
-		if time.Since(info.Created) <= probeLeftAfter {
+	probes, err := p.probes(ctx)
+	if err != nil {
+		return true
+	}
+	for _, info := range probes {
+		if !p.own(info) && time.Since(info.Created) <= probeLeftAfter {
 			return true
 		}
 	}
 	return false
 }
 
+// own reports whether probe stream info is this coordinator's.
+func (p provisioner) own(info *jetstream.StreamInfo) bool {
+	return p.probeID != "" && strings.HasPrefix(info.Config.Name, probeStreamPrefix+p.probeID)
+}
+
 // deleteLeftProbes deletes the probe streams older than probeLeftAfter:
 // left by coordinators that died mid-probe (a younger one may be another
 // coordinator's, probing now).
 func (p provisioner) deleteLeftProbes(ctx context.Context) {
-	for _, info := range p.probes(ctx) {
+	probes, _ := p.probes(ctx) // none listed: none deleted, the next start tries again
+	for _, info := range probes {
 		if time.Since(info.Created) > probeLeftAfter {
 			if err := p.js.DeleteStream(ctx, info.Config.Name); err == nil {
 				p.cfg.Logger.Info("deleted a storage probe left by a coordinator that stopped mid-probe", "stream", info.Config.Name)
@@ -250,7 +351,7 @@ func (p provisioner) deleteLeftProbes(ctx context.Context) {
 }
 
 // probes are the storage probe streams on the server.
-func (p provisioner) probes(ctx context.Context) []*jetstream.StreamInfo {
+func (p provisioner) probes(ctx context.Context) ([]*jetstream.StreamInfo, error) {
 	var out []*jetstream.StreamInfo
 	list := p.js.ListStreams(ctx, jetstream.WithStreamListSubject(probeSubjectPrefix+">"))
 	for info := range list.Info() {
@@ -258,5 +359,5 @@ func (p provisioner) probes(ctx context.Context) []*jetstream.StreamInfo {
 			out = append(out, info)
 		}
 	}
-	return out
+	return out, list.Err()
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/bus/bustest"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // storeBounds is the bound of each object store as the server has it.
@@ -215,13 +216,14 @@ func TestStoreBoundsFitAServerThatReportsNoLimit(t *testing.T) {
 }
 
 // TestFittedStoreWaitsForAnotherCoordinatorsProbe: two coordinators
-// starting at once on a server that reports no storage limit each probe
-// it, and one's probe holds a reservation while the other makes a store:
-// the store, fitted to what its own probe found, is refused for a moment.
-// It is tried again while another coordinator's probe is live, so the
-// start does not fail (TestStoreBoundsFitAServerThatReportsNoLimit failed
-// so once, under load). Here the other probe holds all that is free, and
-// ends after a second and a half.
+// starting at once on a server that reports no storage limit. One that
+// finds another's probe waits for it, then probes alone: two probing at
+// once would each fit about half of what is free, and keep it. If the
+// other's probe lasts past ProbeAwait, it probes too, and a store fitted
+// to what it found may be refused while the other's probe holds its
+// reservation: it is tried again while that probe is live, so the start
+// does not fail (TestStoreBoundsFitAServerThatReportsNoLimit failed so
+// once, under load). Here the other probe holds all that is free.
 func TestFittedStoreWaitsForAnotherCoordinatorsProbe(t *testing.T) {
 	t.Parallel()
 	const limit = 2 << 30
@@ -236,27 +238,45 @@ func TestFittedStoreWaitsForAnotherCoordinatorsProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	made := storeBounds(t, js)
-	if err := js.DeleteObjectStore(ctxT(t), bus.ObjectStoreClaims); err != nil {
-		t.Fatal(err)
-	}
 	free := int64(limit) - made[bus.ObjectStoreSamples] - made[bus.ObjectStoreOutputs]
-	const other = "AUTOCODER_STORAGE_PROBE_OTHERCOORDINATOR"
-	if _, err := js.CreateStream(ctxT(t), jetstream.StreamConfig{Name: other, Subjects: []string{"autocoder.storage-probe.OTHERCOORDINATOR"},
-		MaxBytes: free - 512<<10}); err != nil {
-		t.Fatalf("the other coordinator's probe: %v", err)
+	const other = "AUTOCODER_STORAGE_PROBE_OTHERCOORDINATOR_R"
+	startWith := func(held time.Duration) int64 {
+		t.Helper()
+		if err := js.DeleteObjectStore(ctxT(t), bus.ObjectStoreClaims); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.CreateStream(ctxT(t), jetstream.StreamConfig{Name: other, Subjects: []string{"autocoder.storage-probe.OTHERCOORDINATOR.r"},
+			MaxBytes: free - 512<<10}); err != nil {
+			t.Fatalf("the other coordinator's probe: %v", err)
+		}
+		released := make(chan error, 1)
+		go func() {
+			time.Sleep(held)
+			released <- js.DeleteStream(context.Background(), other)
+		}()
+		if _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{}); err != nil {
+			t.Fatalf("a start while another coordinator's probe holds the free storage for %v: %v", held, err)
+		}
+		if err := <-released; err != nil {
+			t.Fatal(err)
+		}
+		for name := range js.StreamNames(ctxT(t)).Name() {
+			if strings.Contains(name, "PROBE") {
+				t.Errorf("stream %s left behind", name)
+			}
+		}
+		return storeBounds(t, js)[bus.ObjectStoreClaims]
 	}
-	released := make(chan error, 1)
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		released <- js.DeleteStream(context.Background(), other)
-	}()
-	if _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{}); err != nil {
-		t.Fatalf("a start while another coordinator's probe holds the free storage: %v", err)
+	// Waited for: the claims store is fitted to what is free once the
+	// other probe ends (about half of made's claims bound, as samples and
+	// outputs hold theirs now), not to the 1 MiB left beside it.
+	if got := startWith(1500 * time.Millisecond); got < made[bus.ObjectStoreClaims]/4 {
+		t.Errorf("claims bound %s after waiting for another coordinator's probe, want about half of %s",
+			messages.FormatBytes(got), messages.FormatBytes(made[bus.ObjectStoreClaims]))
 	}
-	if err := <-released; err != nil {
-		t.Fatal(err)
-	}
-	if got := storeBounds(t, js)[bus.ObjectStoreClaims]; got < 1<<20 {
+	// Not waited for past ProbeAwait: the store, fitted to the 1 MiB its
+	// probe found, is refused, and made once the other probe ends.
+	if got := startWith(bus.ProbeAwait + 1500*time.Millisecond); got < 1<<20 {
 		t.Errorf("claims bound %d, want the store made", got)
 	}
 }
@@ -309,6 +329,16 @@ func TestStoreBoundsFitAClusterThatReportsNoLimit(t *testing.T) {
 	_, err = bus.Provision(ctx, js, bus.ProvisionConfig{Replicas: 3, StorageLimit: 64 << 30})
 	if !errors.Is(err, bus.ErrPlacementPending) || !strings.Contains(err.Error(), "insufficient storage") || !bus.NotReady(err) {
 		t.Errorf("a store no node can place, the attempt ending: %v, want the cluster's refusal as one to wait on", err)
+	}
+	// Across attempts the wait is ClusterReportWait in all: then the
+	// refusal is explained, and not waited on for ever.
+	start := time.Now()
+	_, err = bus.ProvisionWhenReady(ctxT(t), js, bus.ProvisionConfig{Replicas: 3, StorageLimit: 64 << 30}, nil)
+	if err == nil || errors.Is(err, bus.ErrPlacementPending) || bus.NotReady(err) || !strings.Contains(err.Error(), "AUTOCODER_SAMPLES_MAX_BYTES") {
+		t.Errorf("a store no node can place, after %v of attempts: %v, want the cluster's refusal, naming the setting", time.Since(start), err)
+	}
+	if waited := time.Since(start); waited < bus.ClusterReportWait {
+		t.Errorf("the refusal came after %v, want a wait of %v for the cluster's usage reports", waited, bus.ClusterReportWait)
 	}
 }
 

@@ -113,15 +113,17 @@ const (
 	errNoPeers               jetstream.ErrorCode = 10005 // a cluster found no peers to place a store on
 )
 
-// clusterReportWait bounds how long a store with a fitted bound waits for
-// a cluster to place it: its servers report their usage every ten seconds
+// clusterReportWait bounds how long, in all, a store with a fitted bound
+// waits for a cluster to place it: its servers report their usage when a
+// reservation changes (at most once a second) and every ten seconds
 // (nats-server's statsz), and a refusal may rest on a report older than a
 // reservation just released.
 const clusterReportWait = 12 * time.Second
 
 // errPlacementPending is returned (wrapped, with the server's refusal)
 // when a fitted store is still not made as the attempt's context ends,
-// before clusterReportWait: a later attempt (ProvisionWhenReady) waits on.
+// before clusterReportWait: a later attempt (ProvisionWhenReady) waits on,
+// for what is left of clusterReportWait (placeWaits).
 var errPlacementPending = errors.New("bus: provision: the store is not made yet (a cluster's next usage report, or another coordinator's storage probe ending, may leave room)")
 
 // refusal is how a server refused to reserve a store's bound, if it did.

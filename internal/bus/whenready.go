@@ -22,7 +22,8 @@ import (
 
 // ProvisionWhenReady is Provision, retried while JetStream is not ready.
 func ProvisionWhenReady(ctx context.Context, js jetstream.JetStream, cfg ProvisionConfig, log *slog.Logger) (*Resources, error) {
-	return whenReady(ctx, log, "provision NATS", func(ctx context.Context) (*Resources, error) { return Provision(ctx, js, cfg) })
+	waits := &placeWaits{} // one wait for a store's placement across attempts
+	return whenReady(ctx, log, "provision NATS", func(ctx context.Context) (*Resources, error) { return provision(ctx, js, cfg, waits) })
 }
 
 // OpenWhenReady is Open, retried while JetStream is not ready or the
@@ -86,7 +87,7 @@ func notReady(err error) bool {
 func waitHint(err error) string {
 	switch {
 	case errors.Is(err, errPlacementPending):
-		return "a cluster places a store by the usage its servers report every ten seconds; if this lasts, free disk on the NATS servers or set the object store bounds"
+		return "a cluster places a store by the usage its servers last reported, and another coordinator's storage probe may hold a reservation; waited on for 12 s in all"
 	case errors.Is(err, ErrNotProvisioned):
 		return "is a coordinator running on this NATS?"
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
