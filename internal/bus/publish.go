@@ -35,7 +35,15 @@ type PublisherConfig struct {
 	// OfferWait bounds how long OfferJSON waits for a coordinator's
 	// answer. Default DefaultOfferWait.
 	OfferWait time.Duration
+	// PublishAckWait bounds how long PublishJSONBatch waits for its
+	// acknowledgements before it publishes the unanswered again. Default
+	// DefaultPublishAckWait.
+	PublishAckWait time.Duration
 }
+
+// DefaultPublishAckWait is PublisherConfig.PublishAckWait's default: nats.go's wait for
+// a synchronous publish.
+const DefaultPublishAckWait = 5 * time.Second
 
 // Publisher publishes JSON messages to JetStream (and core NATS).
 type Publisher struct {
@@ -66,6 +74,9 @@ func NewPublisher(js jetstream.JetStream, cfg PublisherConfig) *Publisher {
 	}
 	if cfg.OfferWait <= 0 {
 		cfg.OfferWait = DefaultOfferWait
+	}
+	if cfg.PublishAckWait <= 0 {
+		cfg.PublishAckWait = DefaultPublishAckWait
 	}
 	log := cfg.Logger
 	if log == nil {

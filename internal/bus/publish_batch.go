@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -52,13 +53,31 @@ func (p *Publisher) PublishJSONBatch(ctx context.Context, msgs []Outgoing) error
 		}
 		pending = append(pending, sent{i, ack})
 	}
+	// An acknowledgement may never come (a stream leader that stepped
+	// down with the message queued answers nothing, and the connection,
+	// to another server, stays up): past PublishAckWait what is unanswered is
+	// published again, one by one.
+	expired := time.NewTimer(p.cfg.PublishAckWait)
+	defer expired.Stop()
+	waiting := true
 	for _, s := range pending {
+		if waiting {
+			select {
+			case <-s.ack.Ok():
+				continue
+			case <-s.ack.Err():
+				again = append(again, s.i)
+				continue
+			case <-expired.C:
+				waiting = false
+			case <-ctx.Done():
+				return fmt.Errorf("bus: publish to %s: %w", msgs[s.i].Subject, ctx.Err())
+			}
+		}
 		select {
 		case <-s.ack.Ok():
-		case <-s.ack.Err():
+		default:
 			again = append(again, s.i)
-		case <-ctx.Done():
-			return fmt.Errorf("bus: publish to %s: %w", msgs[s.i].Subject, ctx.Err())
 		}
 	}
 	for _, i := range again {

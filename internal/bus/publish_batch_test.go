@@ -1,10 +1,14 @@
 package bus_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -52,5 +56,44 @@ func TestPublishJSONBatch(t *testing.T) {
 		if seqs[i] != i+1 {
 			t.Fatalf("stored order %v: want 1..20, then the claim-checked one", seqs)
 		}
+	}
+}
+
+// TestPublishJSONBatchAnAckThatNeverComes: a stream leader that steps
+// down with a message queued answers nothing, and the connection, to
+// another server, stays up. The batch does not wait for ever: past
+// PublishAckWait the unanswered message is published again, one by one, and its
+// failure is returned; the rest of the batch is stored. (A subscriber that
+// never replies stands in for the leader.)
+func TestPublishJSONBatchAnAckThatNeverComes(t *testing.T) {
+	t.Parallel()
+	js, res := provisioned(t, bus.ProvisionConfig{})
+	blackhole, err := js.Conn().SubscribeSync("autocoder.test.blackhole")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = blackhole.Unsubscribe() })
+	short, err := jetstream.New(js.Conn(), jetstream.WithDefaultTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := bus.NewPublisher(short, bus.PublisherConfig{PublishAckWait: 300 * time.Millisecond, MaxAttempts: 2})
+	ev := messages.Event{V: messages.WireVersion, JobID: "job1", Type: messages.EventStageStarted, Seq: 1, Stage: messages.StageCode}
+	batch := []bus.Outgoing{
+		{Subject: "autocoder.test.blackhole", Value: ev, MsgID: "lost-1"},
+		{Subject: bus.EventSubject("job1"), Value: ev, MsgID: "ev-1"},
+	}
+	done := make(chan error, 1)
+	go func() { done <- pub.PublishJSONBatch(context.Background(), batch) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "autocoder.test.blackhole") {
+			t.Errorf("PublishJSONBatch = %v, want the unanswered message's failure", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("PublishJSONBatch still waits for an acknowledgement that never comes")
+	}
+	if got := streamMsgs(t, res.Events); got != 1 {
+		t.Errorf("events stream holds %d messages, want the batch's other one", got)
 	}
 }
