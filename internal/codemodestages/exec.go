@@ -9,6 +9,7 @@ import (
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/codemode"
 	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/internal/trim"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -39,6 +40,9 @@ func (h *Handlers) describe(ctx context.Context, _ *messages.StageCommand, in me
 	return stagework.Output[messages.CodeModeToolsOutput]{Value: messages.CodeModeToolsOutput{Descriptions: desc}}, nil
 }
 
+// maxErrorBytes bounds a failed program's error on the stage's result.
+const maxErrorBytes = 4 << 10
+
 func (h *Handlers) exec(ctx context.Context, cmd *messages.StageCommand, in messages.CodeModeExecInput) (stagework.Output[messages.CodeModeExecOutput], error) {
 	var none stagework.Output[messages.CodeModeExecOutput]
 	reg, err := h.tools(ctx, in.Tools)
@@ -61,7 +65,9 @@ func (h *Handlers) exec(ctx context.Context, cmd *messages.StageCommand, in mess
 	out := messages.CodeModeExecOutput{OK: runErr == nil, Output: res.Output, Files: files,
 		Observation: codemode.Observation(res, runErr, h.cfg.ObservationBytes), Uncacheable: uncacheable.Load()}
 	if runErr != nil {
-		out.Error = runErr.Error()
+		// The program's error may carry megabytes (an exception holding a
+		// tool's result; Starlark's fail): it goes into events and the job.
+		out.Error = trim.HeadTail(runErr.Error(), maxErrorBytes)
 		out.ErrorKind = string(ce.Kind)
 	} else {
 		out.Value = codemode.MarshalValue(res.Value)

@@ -213,7 +213,7 @@ func (b *bridge) print(s string, cut bool) {
 	}
 	room := b.limits.MaxOutputBytes - b.out.Len()
 	if len(s) > room {
-		s, cut = s[:max(room, 0)], true
+		s, cut = strings.ToValidUTF8(s[:max(room, 0)], ""), true // not a character cut in two
 	}
 	b.out.WriteString(s)
 	if cut {
@@ -231,6 +231,14 @@ func (b *bridge) output() string {
 // call starts one tool call; the answer is written when it returns.
 func (b *bridge) call(ctx context.Context, m message) {
 	b.mu.Lock()
+	if _, twice := b.pending[m.ID]; twice {
+		b.mu.Unlock()
+		// The prelude numbers its calls; a number in flight twice comes
+		// from a forked copy of it, whose answers would go astray.
+		b.fail(&codemode.Error{Kind: codemode.KindRuntime, Line: m.Line, Msg: fmt.Sprintf(
+			"two tool calls numbered %d at once: tools can be called from the program's own process only", m.ID)})
+		return
+	}
 	b.calls++
 	n := b.calls
 	if n <= b.limits.MaxToolCalls {

@@ -2,6 +2,7 @@ package pyexec_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -27,6 +28,8 @@ func hostileTools() *codemode.Registry {
 		}})
 	r.MustRegister(codemode.Tool{Name: "echo", Params: []codemode.Param{{Name: "text", Type: codemode.TypeStr, Required: true}},
 		Func: func(_ context.Context, args map[string]any) (any, error) { return args["text"], nil }})
+	r.MustRegister(codemode.Tool{Name: "hugeint", Doc: "An integer of 5000 digits, more than CPython converts.",
+		Func: func(context.Context, map[string]any) (any, error) { return json.Number(strings.Repeat("9", 5000)), nil }})
 	return r
 }
 
@@ -170,6 +173,46 @@ for fd in range(3, 12):
 			// the worker crash, hang or call a tool it did not call.
 			if err == nil && res.ToolCalls != 0 {
 				return "forged messages made calls: " + describe(res, err)
+			}
+			return ""
+		}},
+		{name: "a tool called from a forked process", code: `import os
+pid = os.fork()
+if pid == 0:
+    try:
+        echo(text="from the child")
+        os._exit(3)
+    except RuntimeError as e:
+        os._exit(7 if "own process" in str(e) else 5)
+    except BaseException:
+        os._exit(6)
+_, status = os.waitpid(pid, 0)
+[os.waitstatus_to_exitcode(status), echo(text="from the parent")]`, check: func(res pyexec.Result, err *codemode.Error) string {
+			if err != nil || fmt.Sprint(res.Value) != "[7 from the parent]" {
+				return "a forked child's tool call was not refused at once, or the parent's went astray: " + describe(res, err)
+			}
+			return ""
+		}},
+		{name: "an exception of megabytes", code: `raise ValueError("x" * (3 << 20))`, check: func(res pyexec.Result, err *codemode.Error) string {
+			if problem := failsWith(codemode.KindRuntime, "ValueError: xxx", "characters cut")(res, err); problem != "" {
+				return problem
+			}
+			if n := len(err.Msg) + len(err.Backtrace); n > 16<<10 {
+				return fmt.Sprintf("the error is %d bytes, want it clipped", n)
+			}
+			return ""
+		}},
+		{name: "a value that cannot be shown", code: `import math
+math.factorial(2000)`, check: failsWith(codemode.KindRuntime, "value cannot be shown", "ValueError")},
+		{name: "a value over the limit in bytes, not characters", code: `"é" * 700_000`, check: failsWith(codemode.KindLimit, "value limit")},
+		{name: "a tool answer the interpreter cannot read", code: `try:
+    hugeint()
+    r = "read"
+except ToolError as e:
+    r = "caught: " + str(e)
+r`, check: func(res pyexec.Result, err *codemode.Error) string {
+			if err != nil || !strings.HasPrefix(fmt.Sprint(res.Value), "caught: hugeint: the tool's answer cannot be read") {
+				return "an unreadable answer did not fail its call: " + describe(res, err)
 			}
 			return ""
 		}},

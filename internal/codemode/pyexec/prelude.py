@@ -22,7 +22,12 @@ PROGRAM = "<program>"
 RESULT = "__codemode_result__"
 
 _proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
-_proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
+# Buffered: unbuffered, a line is read a byte at a time (a 1 MiB answer, a
+# million reads). Only the reader thread reads it.
+_proto_in = os.fdopen(os.dup(0), "rb", buffering=1 << 16)
+# Tools answer this process only: a forked child (multiprocessing) would
+# send calls whose answers come here, and wait for ever.
+_PID = os.getpid()
 # Whatever else writes on fd 1 (a C extension, a child process) goes to
 # stderr, not into the bridge; fd 0 reads nothing.
 os.dup2(2, 1)
@@ -152,6 +157,16 @@ def _reader():
     for line in _proto_in:
         try:
             msg = json.loads(line)
+        except Exception as e:
+            # An answer this interpreter cannot read (an integer of more
+            # digits than it converts): its call fails, rather than wait.
+            if not line.startswith(b'{"id":'):
+                continue
+            digits = line[6:].split(b",", 1)[0].split(b"}", 1)[0]
+            if not digits.isdigit():
+                continue
+            msg = {"id": int(digits), "error": "the tool's answer cannot be read here: %s" % _clip(str(e), 200)}
+        try:
             with _calls_lock:
                 fut, tool = _calls.pop(msg["id"])
         except Exception:
@@ -258,6 +273,9 @@ class _Tool:
 
     def _start(self, *args, **kwargs):
         """Sends the call and returns its _Future."""
+        if os.getpid() != _PID:
+            raise RuntimeError("%s(): tools can be called from the program's own process only, not from a forked one "
+                               "(multiprocessing); use threads, parallel_map or asyncio.gather" % self.name)
         bound = self._bind(args, kwargs)
         fut = _Future()
         with _calls_lock:
@@ -267,7 +285,7 @@ class _Tool:
             cid = _next_id[0]
             _calls[cid] = (fut, self.name)
         msg = {"op": "call", "id": cid, "tool": self.name, "args": bound, "line": _program_line()}
-        size = len(json.dumps(bound, ensure_ascii=False))
+        size = _json_bytes(bound)
         if size > self._limits["max_arg_bytes"]:
             with _calls_lock:
                 _calls.pop(cid, None)
@@ -584,10 +602,27 @@ def _program_trace(e):
     return line, "".join(lines).rstrip("\n")
 
 
+def _json_bytes(v):
+    """The size of v as JSON on the bridge, in bytes, as the worker counts."""
+    return len(json.dumps(v, ensure_ascii=False).encode("utf-8", "replace"))
+
+
+def _clip(s, n):
+    """s in at most about n characters: its head and its tail."""
+    if len(s) <= n:
+        return s
+    return "%s\n... (%d characters cut) ...\n%s" % (s[:n // 2], len(s) - n, s[-(n // 2):])
+
+
 def _done(**msg):
     sys.stdout.flush()
-    msg["op"] = "done"
-    _send(msg)
+    # An error's text is the program's (an exception may carry a whole
+    # tool result): clipped, so that the line stays far below the bridge's.
+    if "msg" in msg:
+        msg["msg"] = _clip(msg["msg"], 2000)
+    if "trace" in msg:
+        msg["trace"] = _clip(msg["trace"], 8000)
+    _send({"op": "done", **msg})
     _proto_out.flush()
     os._exit(0)
 
@@ -638,9 +673,11 @@ def _run(code, spec):
     value = env.get(RESULT) if has_value else None
     try:
         value = _json_value(value)
-        size = len(json.dumps(value, ensure_ascii=False))
+        size = _json_bytes(value)
     except RecursionError:
         _done(ok=False, kind="runtime", msg="the program's value nests too deeply to be shown")
+    except Exception as e:
+        _done(ok=False, kind="runtime", msg="the program's value cannot be shown: %s: %s" % (type(e).__name__, e))
     if size > limits["max_value_bytes"]:
         _done(ok=False, kind="limit", msg="value limit: the last expression's value is %d bytes as JSON, over the limit of %d; return a smaller value, e.g. a summary or a slice" % (size, limits["max_value_bytes"]))
     _done(ok=True, value=value, has_value=has_value)
