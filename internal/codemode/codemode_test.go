@@ -246,6 +246,23 @@ print("paris is", f)
 			wantCalls: 0,
 		},
 		{
+			name:      "a flood of tool calls stopped by the call limit",
+			code:      "for i in range(1000):\n    convert(celsius=i)\n",
+			limits:    codemode.Limits{MaxToolCalls: 20},
+			wantKind:  codemode.KindLimit,
+			wantErr:   "more than 20 tool calls",
+			wantLine:  2,
+			wantCalls: 20,
+		},
+		{
+			name:      "parallel_map over the call limit starts none",
+			code:      "parallel_map(convert, [{\"celsius\": i} for i in range(1000)])",
+			limits:    codemode.Limits{MaxToolCalls: 20},
+			wantKind:  codemode.KindLimit,
+			wantErr:   "more than 20 tool calls",
+			wantCalls: 0,
+		},
+		{
 			name:      "a tool that blocks is stopped at the wall time",
 			code:      "r = gate(i=1)\nr",
 			limits:    codemode.Limits{WallTime: 100 * time.Millisecond},

@@ -18,6 +18,9 @@ type Limits struct {
 	// MaxParallel bounds the tool calls parallel_map runs at once.
 	// Default 8.
 	MaxParallel int
+	// MaxToolCalls bounds the tool calls of one run (parallel_map's
+	// count before any starts). Default 200, as a Python program's.
+	MaxToolCalls int
 }
 
 // Defaults for Limits.
@@ -27,6 +30,7 @@ const (
 	DefaultMaxAllocBytes  = 128 << 20
 	DefaultMaxOutputBytes = 16 << 10
 	DefaultMaxParallel    = 8
+	DefaultMaxToolCalls   = 200
 )
 
 func (l Limits) withDefaults() Limits {
@@ -44,6 +48,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxParallel <= 0 {
 		l.MaxParallel = DefaultMaxParallel
+	}
+	if l.MaxToolCalls <= 0 {
+		l.MaxToolCalls = DefaultMaxToolCalls
 	}
 	return l
 }

@@ -26,6 +26,9 @@ func (rs *runState) parallelMap(thread *starlark.Thread, b *starlark.Builtin, ar
 	if err != nil {
 		return nil, err
 	}
+	if err := rs.countCalls(len(bound)); err != nil {
+		return nil, err // before any starts
+	}
 	type outcome struct {
 		res any
 		err error

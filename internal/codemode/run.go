@@ -155,6 +155,21 @@ type runState struct {
 	out       strings.Builder
 	truncated bool
 	stepsHit  bool
+	calls     int
+	callsHit  bool
+}
+
+// countCalls counts n tool calls about to start; past Limits.MaxToolCalls
+// it is the error that stops the program.
+func (rs *runState) countCalls(n int) error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.calls += n
+	if rs.calls > rs.limits.MaxToolCalls {
+		rs.callsHit = true
+		return fmt.Errorf("tool call limit: the program made more than %d tool calls; call fewer tools (e.g. ask for more per call)", rs.limits.MaxToolCalls)
+	}
+	return nil
 }
 
 func (rs *runState) newThread() *starlark.Thread {
@@ -298,9 +313,9 @@ func (rs *runState) runError(err error) *Error {
 	}
 	e.Msg = strings.TrimPrefix(e.Msg, "Starlark computation cancelled: ")
 	rs.mu.Lock()
-	stepsHit := rs.stepsHit
+	stepsHit, callsHit := rs.stepsHit, rs.callsHit
 	rs.mu.Unlock()
-	if stepsHit || rs.ctx.Err() != nil || rs.meter.exceeded {
+	if stepsHit || callsHit || rs.ctx.Err() != nil || rs.meter.exceeded {
 		e.Kind = KindLimit
 	}
 	return e

@@ -284,6 +284,9 @@ func (v *toolValue) CallInternal(thread *starlark.Thread, args starlark.Tuple, k
 	if err != nil {
 		return nil, err
 	}
+	if err := v.run.countCalls(1); err != nil {
+		return nil, err
+	}
 	res, err := v.tool.call(v.run.ctx, goArgs)
 	v.run.stopIfDone(thread)
 	return v.run.toolResult(v.tool.Name, res, err)

@@ -3,6 +3,7 @@ package pyexec
 import (
 	"time"
 
+	"github.com/autocoder/autocoder/internal/codemode"
 	"github.com/autocoder/autocoder/internal/sandbox"
 )
 
@@ -44,7 +45,7 @@ const (
 	DefaultMemory         = 256 << 20
 	DefaultCPUs           = 1.0
 	DefaultMaxOutputBytes = 16 << 10
-	DefaultMaxToolCalls   = 200
+	DefaultMaxToolCalls   = codemode.DefaultMaxToolCalls
 	DefaultMaxArgBytes    = 64 << 10
 	DefaultMaxResultBytes = 1 << 20
 	DefaultMaxValueBytes  = 1 << 20
