@@ -355,7 +355,12 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	stored := record{State: next, Outbox: cmds, Iterations: machine.NoteIteration(rec.Iterations, rec.State, next, *ev)}
 	newRev, again, err := c.store(ctx, jobID, stored, rev, ev)
 	if over := (*overBoundError)(nil); errors.As(err, &over) {
-		c.states.drop(jobID)                                     // overBound stores what it stores itself
+		c.states.drop(jobID) // overBound stores what it stores itself
+		if kept {
+			// Ending the job publishes its end before the compare-and-set
+			// that would show the copy stale: decide on the stored state.
+			return true, nil
+		}
 		return c.overBound(ctx, jobID, *rec, rev, ev, over.size) // statebound.go
 	}
 	if again || err != nil {

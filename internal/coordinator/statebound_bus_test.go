@@ -88,3 +88,39 @@ func TestStepOverTheBoundEndsTheJob(t *testing.T) {
 		t.Errorf("stored state is %d bytes", len(en.Value()))
 	}
 }
+
+// TestStaleKeptStateIsNotEndedOverTheBound: a step over the state bound
+// ends the job, and publishes its end before the compare-and-set. On a
+// copy another coordinator has moved on from, that would end a job that
+// goes on: the step is decided on the stored state instead, where the
+// input (a failed plan whose error is over the bound) is no longer news.
+func TestStaleKeptStateIsNotEndedOverTheBound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	mine, other := e.coordinator(t, nil, nil, nil), e.coordinator(t, nil, nil, nil)
+	if err := mine.HandleSubmit(ctxT(t), submitMsg(t, "job-stale-big", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	plan := e.commands(t)[0]
+	if err := other.HandleResult(ctxT(t), resultMsg(t, answer(t, plan))); err != nil { // mine's copy is now stale
+		t.Fatal(err)
+	}
+	failed := answer(t, plan)
+	failed.Output, failed.ErrorKind = nil, messages.ErrorInfra
+	failed.Error = strings.Repeat("the model's endpoint said no. ", 40_000) // over 1 MiB
+	if err := mine.HandleResult(ctxT(t), resultMsg(t, failed)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range e.events(t, "job-stale-big") {
+		if ev.Type == messages.EventJobFinished {
+			t.Fatalf("a step on a stale copy ended the job: %+v", ev)
+		}
+	}
+	if _, err := e.res.JobResults.Get(ctxT(t), bus.JobKey("job-stale-big")); err == nil {
+		t.Fatal("a step on a stale copy stored the job's result")
+	}
+	st, err := other.State(ctxT(t), "job-stale-big")
+	if err != nil || st.Plan == nil || st.Phase == "done" {
+		t.Fatalf("the job after a stale failure over the bound: %+v (%v), want it running past its plan", st, err)
+	}
+}
