@@ -74,7 +74,7 @@ type warmPool struct {
 // zygote is one running zygote.
 type zygote struct {
 	ctl  *os.File // the worker's end of the control socket (SOCK_SEQPACKET)
-	kill func()
+	proc zygoteProc
 	// inflight counts its runs: killing it kills theirs (they are in its
 	// sandbox's pid namespace), so only an idle one is evicted.
 	inflight atomic.Int32
@@ -565,6 +565,52 @@ func (b *Backend) evictLocked() {
 	}
 }
 
+// zygoteProc is a zygote's bubblewrap and its sandbox's init, which kill
+// signals until they have exited, and never after: by then the pidfd is
+// closed (its number may be another run's pidfd, or another zygote's)
+// and bubblewrap's pid may be reaped and reused.
+type zygoteProc struct {
+	mu     sync.Mutex
+	pid    int // bubblewrap's, and its process group's
+	pidfd  int // the sandbox's init (-1: none)
+	exited bool
+}
+
+// kill kills the zygote's sandbox and bubblewrap's process group; a no-op
+// once bubblewrap has exited.
+func (z *zygote) kill() {
+	p := &z.proc
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited {
+		return
+	}
+	if p.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0)
+	}
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+}
+
+// waitExit waits for bubblewrap to exit without reaping it (it stays a
+// zombie, so its pid and process group cannot be reused meanwhile), then
+// marks it exited and closes the pidfd, so that kill touches neither
+// again. The caller reaps it after (cmd.Wait).
+func (p *zygoteProc) waitExit() {
+	var info unix.Siginfo
+	for {
+		if err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != unix.EINTR {
+			break
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.exited = true
+	if p.pidfd >= 0 {
+		unix.Close(p.pidfd)
+		p.pidfd = -1
+	}
+}
+
 func (z *zygote) isDead() bool {
 	select {
 	case <-z.dead:
@@ -631,18 +677,10 @@ func (b *Backend) launchZygote(z *zygote, s *sandboxSpec, ctl *os.File) error {
 	}
 	ctl.Close() // the zygote has it; a zygote that dies then closes the socket
 	<-pipes.sendArgs(b.args(s))
-	pidfd := sandboxInit(pipes.infoR)
-	z.kill = func() {
-		if pidfd >= 0 {
-			_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
-		}
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	z.proc = zygoteProc{pid: cmd.Process.Pid, pidfd: sandboxInit(pipes.infoR)}
 	go func() {
+		z.proc.waitExit()
 		_ = cmd.Wait()
-		if pidfd >= 0 {
-			unix.Close(pidfd)
-		}
 		os.RemoveAll(z.dir)
 		close(z.dead)
 	}()

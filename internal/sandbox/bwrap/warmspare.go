@@ -55,6 +55,9 @@ func (z *zygote) takeSpare(spec sandbox.RunSpec, memory int64, cpus float64) *wa
 // makeSpare makes z a spare in the background, unless it has one or one
 // is being made.
 func (b *Backend) makeSpare(z *zygote) {
+	if z.isDead() { // its runs fall back to cold ones; the next run replaces it
+		return
+	}
 	z.spares.mu.Lock()
 	if z.spares.spare != nil || z.spares.making || z.spares.dropped {
 		z.spares.mu.Unlock()
