@@ -169,6 +169,14 @@ def warm_run(argv, env):
             tb = tb.tb_next
         _sys.excepthook(type(e), e.with_traceback(tb), tb)
         code = 1
+    # A fresh interpreter's shutdown, in its order: threading's exit hooks
+    # (concurrent.futures joins its workers there) and the joining of
+    # non-daemon threads, then the atexit handlers.
+    if "threading" in _sys.modules:
+        try:
+            _sys.modules["threading"]._shutdown()
+        except BaseException:
+            pass
     try:
         import atexit
         atexit._run_exitfuncs()

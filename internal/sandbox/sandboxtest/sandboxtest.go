@@ -49,6 +49,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend) {
 		{"RunTestsSeesSamples", testRunTestsSamples},
 		{"InputsReadOnly", testInputsReadOnly},
 		{"OutputsCollected", testOutputsCollected},
+		{"InterpreterShutdownJoinsThreads", testInterpreterShutdown},
 		{"CollectDoesNotFollowSymlinks", testCollectSymlinks},
 		{"RunScriptTypedOutputs", testRunScriptTypedOutputs},
 		{"RunScriptProblems", testRunScriptProblems},
