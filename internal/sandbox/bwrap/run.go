@@ -47,9 +47,16 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.RunSpec) (sandbox.RunRes
 			if !errors.As(err, &fb) {
 				return res, err
 			}
-			b.log.Warn("warm runner unhealthy: running cold", "env", spec.Env, "reason", fb.reason, "err", fb.err)
+			if fb.final {
+				b.log.Error("warm runner died during a run that cannot be run again", "env", spec.Env, "reason", fb.reason, "err", fb.err)
+			} else {
+				b.log.Warn("warm runner unhealthy: running cold", "env", spec.Env, "reason", fb.reason, "err", fb.err)
+			}
 			if b.cfg.OnWarmFallback != nil {
 				b.cfg.OnWarmFallback(fb.reason)
+			}
+			if fb.final {
+				return res, fmt.Errorf("sandbox: %w", fb)
 			}
 		}
 	}

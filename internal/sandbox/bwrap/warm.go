@@ -86,10 +86,12 @@ type zygote struct {
 }
 
 // warmFallback is a warm run that did not happen: why, for the log and
-// the metric.
+// the metric. A final one is not run cold: it is the run's error (an
+// infrastructure error, not the program's result).
 type warmFallback struct {
 	reason string
 	err    error
+	final  bool
 }
 
 func (f *warmFallback) Error() string { return "warm runner " + f.reason + ": " + f.err.Error() }
@@ -117,7 +119,7 @@ func (b *Backend) runWarm(ctx context.Context, spec sandbox.RunSpec, envDir stri
 	case errors.As(err, &fb):
 		return sandbox.RunResult{}, err
 	case err != nil:
-		return sandbox.RunResult{}, &warmFallback{WarmFallbackStart, err}
+		return sandbox.RunResult{}, &warmFallback{reason: WarmFallbackStart, err: err}
 	}
 	defer z.inflight.Add(-1)
 	uid := b.takeUID()
@@ -247,7 +249,7 @@ func (b *Backend) sendRun(z *zygote, spec sandbox.RunSpec, cg *runCgroup) (*warm
 	if err := unix.Sendmsg(int(z.ctl.Fd()), []byte("X"), rights, nil, 0); err != nil {
 		w.close()
 		z.kill()
-		return nil, &warmFallback{WarmFallbackDead, err}
+		return nil, &warmFallback{reason: WarmFallbackDead, err: err}
 	}
 	copies := []struct {
 		dst io.Writer
@@ -298,7 +300,7 @@ func (w *warmRun) begin(z *zygote, req map[string]any) error {
 	case err != nil:
 		return w.unhealthy(z, err)
 	case started.Error != "" || !started.Started || len(fds) != 2:
-		return &warmFallback{WarmFallbackProtocol, fmt.Errorf("child: %q, %d descriptors", started.Error, len(fds))}
+		return &warmFallback{reason: WarmFallbackProtocol, err: fmt.Errorf("child: %q, %d descriptors", started.Error, len(fds))}
 	}
 	_ = w.conn.SetReadDeadline(time.Time{})
 	return nil
@@ -310,9 +312,9 @@ func (w *warmRun) unhealthy(z *zygote, err error) error {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		z.kill()
-		return &warmFallback{WarmFallbackWedged, err}
+		return &warmFallback{reason: WarmFallbackWedged, err: err}
 	}
-	return &warmFallback{WarmFallbackCrashed, err}
+	return &warmFallback{reason: WarmFallbackCrashed, err: err}
 }
 
 // readMessage reads one length-prefixed JSON message into v, with the
@@ -372,18 +374,21 @@ func (b *Backend) finishWarm(ctx context.Context, spec sandbox.RunSpec, w *warmR
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	out := sandbox.RunResult{ExitCode: -1}
-	var cancelled, ended bool
+	var cancelled, ended, zygoteDied bool
 	select {
 	case code := <-exitc:
 		ended = true
 		if code < 0 && spec.Stdio == nil {
 			// The zygote died under the run: no result, and the run's
-			// processes died with its sandbox. A run with a stdio bridge
-			// is not run again (its conversation had effects).
+			// processes died with its sandbox.
 			cg.kill()
 			w.waitOutput()
-			return out, &warmFallback{WarmFallbackCrashed, errors.New("the zygote died during the run")}
+			return out, &warmFallback{reason: WarmFallbackCrashed, err: errors.New("the zygote died during the run")}
 		}
+		// A run with a stdio bridge is not run again (its conversation
+		// had effects), but its end is the infrastructure's, not the
+		// program's (below).
+		zygoteDied = code < 0
 		out.ExitCode = code
 	case <-timer.C:
 		out.TimedOut = true
@@ -399,8 +404,13 @@ func (b *Backend) finishWarm(ctx context.Context, spec sandbox.RunSpec, w *warmR
 		<-exitc
 	}
 	w.waitOutput()
-	if err := stdio.Finish(); err != nil {
-		return sandbox.RunResult{ExitCode: -1, Duration: time.Since(start), Stderr: w.stderr.Bytes()}, err
+	stdioErr := stdio.Finish()
+	if zygoteDied {
+		return sandbox.RunResult{ExitCode: -1, Duration: time.Since(start), Stderr: w.stderr.Bytes()},
+			&warmFallback{reason: WarmFallbackCrashed, err: errors.New("the zygote died during a run with a stdio bridge"), final: true}
+	}
+	if stdioErr != nil {
+		return sandbox.RunResult{ExitCode: -1, Duration: time.Since(start), Stderr: w.stderr.Bytes()}, stdioErr
 	}
 	out.Duration = time.Since(start)
 	out.Stdout, out.Stderr = w.stdout.Bytes(), w.stderr.Bytes()
@@ -479,7 +489,7 @@ func (b *Backend) zygoteFor(envDir string) (*zygote, error) {
 			return slot.z, nil
 		case slot.err != nil && time.Since(slot.failed) < warmRetryAfter:
 			b.warm.mu.Unlock()
-			return nil, &warmFallback{WarmFallbackStart, slot.err}
+			return nil, &warmFallback{reason: WarmFallbackStart, err: slot.err}
 		}
 	}
 	next := &zygoteSlot{ready: make(chan struct{})}
@@ -509,7 +519,7 @@ func (b *Backend) zygoteFor(envDir string) (*zygote, error) {
 	if why == nil {
 		why = fmt.Errorf("it exited: %s", firstLine(string(slot.z.output.Bytes())))
 	}
-	return nil, &warmFallback{WarmFallbackDead, why}
+	return nil, &warmFallback{reason: WarmFallbackDead, err: why}
 }
 
 // use takes a run on a slot whose start has ended.

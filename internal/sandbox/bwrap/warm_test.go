@@ -1,7 +1,13 @@
 package bwrap_test
 
 import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,5 +119,46 @@ func TestWarmZygotesBounded(t *testing.T) {
 		if n := bwrap.Zygotes(p); n > bwrap.MaxZygotes {
 			t.Fatalf("after run %d: %d zygotes, over the bound %d", i, n, bwrap.MaxZygotes)
 		}
+	}
+}
+
+// TestWarmStdioZygoteDies: a run with a stdio bridge whose zygote dies
+// under it is an infrastructure error, counted as crashed, and not run
+// again (its bridge is called once): not an exit code of the program's.
+func TestWarmStdioZygoteDies(t *testing.T) {
+	var mu sync.Mutex
+	var reasons []string
+	p := newBackend(t, bwrap.Config{WarmRunner: true, OnWarmFallback: func(reason string) {
+		mu.Lock()
+		defer mu.Unlock()
+		reasons = append(reasons, reason)
+	}})
+	env, err := p.Build(t.Context(), sandbox.EnvSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bridges := 0
+	res, err := p.Run(t.Context(), sandbox.RunSpec{Env: env.ID, Timeout: time.Minute,
+		Argv: []string{"python", "-c", `import sys; print("warm" if "pytest" in sys.modules else "cold", flush=True); sys.stdin.read()`},
+		Stdio: func(_ context.Context, stdin io.WriteCloser, stdout io.Reader) error {
+			bridges++
+			r := bufio.NewReader(stdout)
+			if line, err := r.ReadString('\n'); err != nil || line != "warm\n" {
+				return fmt.Errorf("first line %q, %v: want a warm run", line, err)
+			}
+			bwrap.KillZygotes(p)
+			_, err := io.ReadAll(r)
+			return err
+		}})
+	if err == nil {
+		t.Errorf("Run: no error, exit %d: the zygote's death looks like the program's result", res.ExitCode)
+	}
+	if bridges != 1 {
+		t.Errorf("the bridge was called %d times, want 1 (no second run)", bridges)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(reasons, []string{bwrap.WarmFallbackCrashed}) {
+		t.Errorf("fallbacks counted: %q, want [crashed]", reasons)
 	}
 }
