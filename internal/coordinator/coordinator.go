@@ -372,7 +372,8 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	// events: whoever sees the result or the last event and then lists
 	// the job sees it finished too.
 	if err := c.dispatch(ctx, cmds); err != nil {
-		return false, err // the outbox holds them; redelivery of this event retries
+		c.retryOutboxLater(jobID, rev, outboxRetryDelay) // outbox.go
+		return false, err                                // the outbox holds them; redelivery of this event retries too
 	}
 	// The rest goes out in this turn, before any later step's (the
 	// announce lock): the next step need not publish this outbox again.

@@ -231,6 +231,34 @@ func TestOfferNotTaken(t *testing.T) {
 	assertExactlyOnce(t, e, "job-late")
 }
 
+// TestOutboxOfAFailedStepIsSentByItsCoordinator: an offer's step stores
+// the state, then fails to send the next commands, and the result it
+// answered not taken never comes by the stream (the worker's publish
+// failed too; its command, redelivered, is no longer pending). The
+// coordinator that stored the record sends its outbox itself, and the
+// job goes on.
+func TestOutboxOfAFailedStepIsSentByItsCoordinator(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	flaky := &flakyPublisher{inner: e.pub, prefix: "autocoder.stage."}
+	c := e.coordinator(t, nil, flaky, nil)
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-lost", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	flaky.fails.Store(1) // the step stores the state, then fails to dispatch
+	if offer(t, c, offerMsg(t, answer(t, e.commands(t)[0]))) {
+		t.Fatal("an offer whose step failed was taken")
+	}
+	for deadline := time.Now().Add(testTimeout); len(e.commands(t)) < 3; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d commands: the outbox of the failed step was never sent", len(e.commands(t)))
+		}
+	}
+	if n := e.outboxLen(t, "job-lost"); n != 0 {
+		t.Errorf("outbox of %d commands left after it was sent", n)
+	}
+}
+
 // taken reads autocoder_coordinator_results_taken_total by copy.
 func taken(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()

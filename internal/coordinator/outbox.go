@@ -2,8 +2,14 @@ package coordinator
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/autocoder/autocoder/internal/bus"
 )
 
 // The outbox: a step's commands are stored with its state (one
@@ -26,11 +32,78 @@ import (
 // DefaultOutboxClearDelay is Config.OutboxClearDelay's default.
 const DefaultOutboxClearDelay = time.Second
 
-// clears holds the delayed clears not yet done, so Close does them.
+// clears holds the delayed clears not yet done, so Close does them, and
+// the outboxes being published again after their step failed to.
 type clears struct {
 	mu      sync.Mutex
 	pending map[string]pendingClear // by job ID
+	retries map[string]*time.Timer  // by job ID
 	closed  bool
+}
+
+// A step that stored its record and then failed to send its commands
+// returns the error, and the redelivery of its input sends them. But an
+// offer's result may never be redelivered (the worker answered not taken
+// publishes it on the stream, and that publish may fail too; its command,
+// redelivered, is no longer pending), and then nothing would send the
+// outbox until the stage's deadline. So the coordinator that stored it
+// also sends it itself, after outboxRetryDelay, then at doubling waits up
+// to maxOutboxRetryDelay, until it is out or a later step replaced it.
+const (
+	outboxRetryDelay    = time.Second
+	maxOutboxRetryDelay = 30 * time.Second
+)
+
+// retryOutboxLater sends the outbox of the job's record stored at rev
+// after wait, unless the job has moved past rev by then.
+func (c *Coordinator) retryOutboxLater(jobID string, rev uint64, wait time.Duration) {
+	c.clears.mu.Lock()
+	defer c.clears.mu.Unlock()
+	if c.clears.closed {
+		return // the next start's Recover sends it
+	}
+	if c.clears.retries == nil {
+		c.clears.retries = map[string]*time.Timer{}
+	}
+	if old, ok := c.clears.retries[jobID]; ok {
+		old.Stop()
+	}
+	var t *time.Timer
+	t = time.AfterFunc(wait, func() {
+		c.clears.mu.Lock()
+		if c.clears.retries[jobID] == t {
+			delete(c.clears.retries, jobID)
+		}
+		c.clears.mu.Unlock()
+		if !c.retryOutbox(jobID, rev) {
+			c.retryOutboxLater(jobID, rev, min(2*wait, maxOutboxRetryDelay))
+		}
+	})
+	c.clears.retries[jobID] = t
+}
+
+// retryOutbox sends, in a turn of its own on the job, the outbox of its
+// record if that is still the one stored at rev; false when it failed.
+func (c *Coordinator) retryOutbox(jobID string, rev uint64) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	t := c.locks.begin(jobID)
+	defer c.locks.end(jobID, t)
+	entry, err := c.cfg.States.Get(ctx, bus.JobKey(jobID))
+	if err != nil || entry.Revision() != rev {
+		return err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) // moved on, or gone: nothing to send
+	}
+	var rec record
+	if err := json.Unmarshal(entry.Value(), &rec); err != nil || len(rec.Outbox) == 0 {
+		return true
+	}
+	if err := c.publish(ctx, rec.Outbox); err != nil {
+		c.log.Warn("outbox not sent; trying again", "job_id", jobID, "err", err)
+		return false
+	}
+	c.log.Info("outbox sent after its step failed to", "job_id", jobID, "commands", len(rec.Outbox))
+	c.clearOutbox(ctx, jobID, rec, rev)
+	return true
 }
 
 // pendingClear is a clear waiting for its delay: the record it clears.
@@ -101,6 +174,9 @@ func (c *Coordinator) clearAfterDelay(jobID string, rec record, rev uint64) {
 func (c *Coordinator) Close() error {
 	c.clears.mu.Lock()
 	c.clears.closed = true
+	for _, t := range c.clears.retries {
+		t.Stop() // the next start's Recover sends what they would have
+	}
 	waiting := map[string]pendingClear{}
 	for jobID, p := range c.clears.pending {
 		if p.timer.Stop() { // stopped before it ran: its work is done here
