@@ -20,7 +20,10 @@ import (
 // It returns EPERM for unshare(2) and clone(2) with CLONE_NEWUSER, and
 // ENOSYS for clone3(2), whose flags are behind a pointer a filter cannot
 // read (glibc then falls back to clone, as Docker's default profile makes
-// it do). Another ABI on the same machine (x32, i386) is refused outright.
+// it do). It also returns EPERM for the kernel keyring calls (add_key,
+// keyctl, request_key): keyrings are not namespaced, so a key one run
+// stores another could read; Docker's default profile refuses them too.
+// Another ABI on the same machine (x32, i386) is refused outright.
 // The filter is assembled with golang.org/x/net/bpf, as libseccomp would
 // compile it, without cgo.
 
@@ -41,12 +44,13 @@ const (
 type seccompArch struct {
 	audit                  uint32
 	unshare, clone, clone3 uint32
-	x32                    bool // syscall numbers with x32SyscallBit are another ABI
+	keyrings               [3]uint32 // add_key, request_key, keyctl
+	x32                    bool      // syscall numbers with x32SyscallBit are another ABI
 }
 
 var seccompArches = map[string]seccompArch{
-	"amd64": {audit: 0xc000003e, unshare: 272, clone: 56, clone3: 435, x32: true},
-	"arm64": {audit: 0xc00000b7, unshare: 97, clone: 220, clone3: 435},
+	"amd64": {audit: 0xc000003e, unshare: 272, clone: 56, clone3: 435, keyrings: [3]uint32{248, 249, 250}, x32: true},
+	"arm64": {audit: 0xc00000b7, unshare: 97, clone: 220, clone3: 435, keyrings: [3]uint32{217, 218, 219}},
 }
 
 // seccompFilter is the compiled filter, as bubblewrap's --seccomp reads it:
@@ -65,6 +69,9 @@ func seccompFilter(goarch string) ([]byte, error) {
 	}
 	if a.x32 {
 		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32SyscallBit, SkipFalse: 1}, deny)
+	}
+	for _, nr := range a.keyrings {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: 1}, deny)
 	}
 	prog = append(prog,
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: a.clone3, SkipFalse: 1},

@@ -71,6 +71,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend) {
 		{"KillParentAndKillAllContained", testKillParentAndAll},
 		{"HostSecretsUnreadable", testHostSecrets},
 		{"NestedUserNamespacesRefused", testNestedUserNamespaces},
+		{"KernelKeyringsRefused", testKeyringsRefused},
 		{"DiskQuotaHolds", testDiskQuota},
 		{"StdioConversation", testStdioConversation},
 		{"StdioFailureKillsTheRun", testStdioFailureKills},
