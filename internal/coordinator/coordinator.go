@@ -336,19 +336,23 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	if err != nil || rec == nil {
 		return false, err
 	}
+	published := false
 	if len(rec.Outbox) > 0 && !c.states.sent(jobID, rev) {
 		// The previous step's commands may not have gone out.
 		if err := c.publish(ctx, rec.Outbox); err != nil {
 			return false, err
 		}
+		published = true
 	}
 	next, cmds := c.cfg.Machine.Step(rec.State, *ev)
 	if len(cmds) == 0 && kept {
 		return true, nil // stale or duplicate for the kept copy: is it for the stored state?
 	}
 	if len(cmds) == 0 {
-		if len(rec.Outbox) > 0 {
-			c.clearOutbox(ctx, jobID, *rec, rev) // it is out now
+		if published {
+			// Out now. One this turn did not send is its step's to clear
+			// (outboxSent), which may still be sending it, and fail.
+			c.clearOutbox(ctx, jobID, *rec, rev)
 		}
 		return false, nil // stale or duplicate event: nothing changes
 	}

@@ -323,6 +323,50 @@ func TestFailedAnnounceIsCarriedByTheNextStep(t *testing.T) {
 	assertUniqueEvents(t, e, "job-ann")
 }
 
+// TestFailedAnnounceSurvivesAStepThatChangesNothing: while a step's
+// events go out, the job's next turn is an input that changes nothing (a
+// duplicate); then the events fail. That turn must not clear the stored
+// outbox it did not send itself: the failed step's input, redelivered,
+// finds the outbox and sends its events.
+func TestFailedAnnounceSurvivesAStepThatChangesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pub := &gatedEvents{inner: e.pub}
+	c := e.coordinator(t, nil, pub, nil)
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-dup", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	planResult := resultMsg(t, answer(t, e.commands(t)[0]))
+	if err := c.HandleResult(ctxT(t), planResult); err != nil {
+		t.Fatal(err)
+	}
+	var code messages.StageCommand
+	for _, cmd := range e.commands(t) {
+		if cmd.Stage == messages.StageCode {
+			code = cmd
+		}
+	}
+	pub.gate = func() error {
+		if err := c.HandleResult(ctxT(t), planResult); err != nil { // a duplicate: changes nothing
+			return err
+		}
+		return errInjected
+	}
+	codeResult := resultMsg(t, answer(t, code))
+	if err := c.HandleResult(ctxT(t), codeResult); !errors.Is(err, errInjected) {
+		t.Fatalf("the code result's step = %v, want the injected failure", err)
+	}
+	if err := c.HandleResult(ctxT(t), codeResult); err != nil { // redelivered
+		t.Fatal(err)
+	}
+	for _, ev := range e.events(t, "job-dup") {
+		if ev.Type == messages.EventStageFinished && ev.Stage == messages.StageCode {
+			return
+		}
+	}
+	t.Error("no stage_finished event for code: the failed step's events were lost")
+}
+
 // gatedEvents calls gate, once it is set, before the next event it
 // publishes, and fails that publish with gate's error (once).
 type gatedEvents struct {

@@ -25,9 +25,13 @@ import (
 // comes first needs no clear at all (that step's record replaces the
 // outbox), and the kept copy remembers that its outbox is out, so that
 // step does not publish it again. A job that waits longer on a stage is
-// cleared as before. Finished jobs are cleared at once. The delay is far
-// inside the duplicate window (two minutes by default), so a crash in it
-// leaves copies that JetStream drops (Config.OutboxClearDelay).
+// cleared as before. Finished jobs are cleared at once
+// (Config.OutboxClearDelay). A crash in the delay leaves an outbox that
+// is out already: the job's next input, or Recover at the next start,
+// sends it again, and JetStream drops the copies that come within the
+// stage streams' duplicate window (bus.DefaultDuplicateWindow, ten
+// minutes); a later copy of a stage command is refused by its worker's
+// admission check once its stage is no longer pending.
 
 // DefaultOutboxClearDelay is Config.OutboxClearDelay's default.
 const DefaultOutboxClearDelay = time.Second
