@@ -652,6 +652,9 @@ func (c *Coordinator) Recover(ctx context.Context) error {
 	for key := range lister.Keys() {
 		entry, err := c.cfg.States.Get(ctx, key)
 		if err != nil {
+			if !errors.Is(err, jetstream.ErrKeyNotFound) { // gone since it was listed: nothing to send
+				c.log.Warn("recover: job state not read; its outbox, if any, goes with its next input", "job_id", key, "err", err)
+			}
 			continue
 		}
 		var rec record
