@@ -256,11 +256,11 @@ func (m *Stepper) agentAdvance() {
 	if s.Done() || s.Phase != PhaseBuilding && s.Phase != PhasePackages {
 		return // a late build only registered its image
 	}
-	img, set, ready := m.env(0, false)
+	img, built, ready := m.env(0, false)
 	if s.Done() || !ready {
 		return
 	}
-	s.Image, s.BuiltPackages = img, set
+	s.Image, s.BuiltPackages = img, built.Packages
 	m.runTests()
 }
 

@@ -78,7 +78,7 @@ func (m *Stepper) advanceCandidates() {
 		if c.done() || c.Solution == nil || m.busy(c.Index, messages.StageRunTests) {
 			continue
 		}
-		img, _, ready := m.env(c.Index, false)
+		img, built, ready := m.env(c.Index, false)
 		if s.Done() {
 			return
 		}
@@ -90,7 +90,9 @@ func (m *Stepper) advanceCandidates() {
 			s.Iteration = 1 // the candidate round is one iteration
 		}
 		m.dispatchWith(messages.StageRunTests, messages.RunTestsInput{
-			Image: img, Code: c.Solution.Code, Tests: s.Tests.Code, Samples: s.Samples,
+			// Env: the worker builds (or finds) the candidate's own
+			// environment; without it, it ran in the base one.
+			Image: img, Env: built, Code: c.Solution.Code, Tests: s.Tests.Code, Samples: s.Samples,
 			Timeout: s.Spec.Options.Timeout, Resources: s.Spec.Options.Resources,
 		}, Pending{Candidate: c.Index})
 	}

@@ -45,10 +45,10 @@ var harnessPackages = []string{"pytest"}
 // once each, and not while the code is still being rewritten (codeBusy).
 // A build is dispatched as soon as the set is known, whatever else is
 // pending; a set whose build named invalid packages fails the line.
-func (m *Stepper) env(c int, codeBusy bool) (image string, set []string, ready bool) {
+func (m *Stepper) env(c int, codeBusy bool) (image string, built messages.BuildInput, ready bool) {
 	sol, pkgs, asked := m.line(c)
 	if sol == nil || m.busy(c, messages.StagePackages, messages.StagePackageReplacement) {
-		return "", nil, false
+		return "", built, false
 	}
 	dists, unknown := m.scan(sol)
 	if still := unmapped(unknown, dists, *pkgs, *asked); len(still) > 0 {
@@ -56,16 +56,16 @@ func (m *Stepper) env(c int, codeBusy bool) (image string, set []string, ready b
 			*asked = append(*asked, still...)
 			m.askPackages(c, still)
 		}
-		return "", nil, false
+		return "", built, false
 	}
-	set = removePackages(normPackages(m.substitute(append(append([]string{}, *pkgs...), dists...))), append(append([]string{}, m.s.InvalidPackages...), harnessPackages...))
+	set := removePackages(normPackages(m.substitute(append(append([]string{}, *pkgs...), dists...))), append(append([]string{}, m.s.InvalidPackages...), harnessPackages...))
 	*pkgs = set
 	sys := normPackages(removePackages(m.substitute(append(append([]string{}, m.s.SystemPackages...), sol.SystemPackages...)), m.s.InvalidPackages))
 	if c == 0 {
 		m.s.SystemPackages = sys
 	}
 	image, ready = m.build(c, set, sys)
-	return image, set, ready
+	return image, messages.BuildInput{Packages: set, SystemPackages: sys, Name: m.s.Spec.Name}, ready
 }
 
 // unmapped is the imports the scan could not map that no package of the

@@ -248,7 +248,7 @@ func (m *Stepper) lineReady() bool {
 	}
 	codeBusy := m.busy(0, messages.StageCode, messages.StageFix, messages.StageVerify)
 	testsBusy := m.busy(0, messages.StageTests, messages.StagePatchTests)
-	img, set, ready := m.env(0, codeBusy)
+	img, built, ready := m.env(0, codeBusy)
 	switch {
 	case s.Done():
 		return false
@@ -262,7 +262,7 @@ func (m *Stepper) lineReady() bool {
 		}
 		return false
 	}
-	s.Image, s.BuiltPackages = img, set
+	s.Image, s.BuiltPackages = img, built.Packages
 	return true
 }
 

@@ -1140,6 +1140,34 @@ func TestCandidates(t *testing.T) {
 			t.Errorf("notes %q", s.Notes)
 		}
 	})
+	t.Run("each candidate's tests run in its own environment", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t)
+		candidatesWorld(w, 2)
+		w.fn[messages.StageCode] = func(c *messages.StageCommand, n int) any {
+			in := inputOf[messages.CodeInput](t, c)
+			sol := solution(fmt.Sprintf("def f():\n    return %d\n", in.Candidate))
+			sol.Packages = []string{fmt.Sprintf("pkg%d", in.Candidate)}
+			return sol
+		}
+		spec := baseSpec()
+		spec.Options.Candidates = 3
+		s, _, cmds := run(t, w, spec, nil)
+		if s.Status != messages.StatusSucceeded {
+			t.Fatalf("status %s (%s)", s.Status, s.Error)
+		}
+		runs := dispatches(cmds, messages.StageRunTests)
+		if len(runs) == 0 {
+			t.Fatal("no test run")
+		}
+		for _, c := range runs {
+			in := inputOf[messages.RunTestsInput](t, c)
+			want := "pkg" + strings.TrimSpace(in.Code[strings.LastIndex(in.Code, "return ")+len("return "):])
+			if !slices.Contains(in.Env.Packages, want) || in.Image == "" {
+				t.Errorf("the tests of %q run on image %q with packages %v: want the candidate's own (%s)", strings.TrimSpace(in.Code), in.Image, in.Env.Packages, want)
+			}
+		}
+	})
 	t.Run("none passes: the best is repaired", func(t *testing.T) {
 		t.Parallel()
 		w := newWorld(t)
