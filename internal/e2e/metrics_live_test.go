@@ -326,7 +326,8 @@ func TestMetricsAfterJob(t *testing.T) {
 	fake.On("fix_verification", fakellm.JSON(messages.FixVerification{AllFixesApplied: true, MissingFixes: []string{}}))
 	e := startMetricsStack(t, fake)
 	prom := startPrometheus(t, promBin, e)
-	if res := submitJob(t, e); res.Attempts != 2 {
+	res := submitJob(t, e)
+	if res.Attempts != 2 {
 		t.Errorf("attempts = %d, want 2 (stages %v)", res.Attempts, stageNames(&res))
 	}
 	scraped := checkScrapes(t, e)
@@ -349,6 +350,26 @@ func TestMetricsAfterJob(t *testing.T) {
 	}
 	checkNATSMonitor(t, e.monitor)
 	checkDashboardsLive(t, prom)
+	checkWorkersServeNoAPI(t, e, res.JobID)
+}
+
+// checkWorkersServeNoAPI: a worker's endpoint, open without tokens,
+// serves its metrics and no job data: its NATS client could read any
+// job's state, code and tests.
+func checkWorkersServeNoAPI(t *testing.T, e binaryEndpoints, jobID string) {
+	t.Helper()
+	for _, b := range []string{metrics.BinLLMWorker, metrics.BinSandboxWorker} {
+		for _, path := range []string{"/v1/jobs", "/v1/jobs/" + jobID, "/v1/jobs/" + jobID + "/iterations", "/v1/summaries"} {
+			resp, err := http.Get("http://" + e.metrics[b] + path)
+			if err != nil {
+				t.Fatalf("%s %s: %v", b, path, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("%s serves %s: %s, want 404 (a worker's endpoint carries no job data)", b, path, resp.Status)
+			}
+		}
+	}
 }
 
 // checkNATSMonitor: the embedded server's monitoring endpoint answers.

@@ -25,6 +25,10 @@ type server struct {
 	listen func(config.Config) string
 	// access is who may use that endpoint (httpapi.FromConfig).
 	access func(cfg config.Config, listen string, log *slog.Logger) (httpapi.Options, error)
+	// api: the endpoint serves the HTTP API (the coordinator's); a
+	// worker's serves /metrics and health only. A worker's client can
+	// read every job's state, and its endpoint is open by default.
+	api bool
 	// canEmbed: the binary takes --embedded and then hosts the NATS server.
 	canEmbed bool
 	// canScript: the binary calls the model, and takes --transcript
@@ -36,7 +40,7 @@ type server struct {
 
 // servers are the server binaries, by the role each runs.
 var servers = map[Role]server{
-	RoleCoordinator: {listen: func(c config.Config) string { return c.HTTPListen }, access: httpapi.FromConfig, canEmbed: true,
+	RoleCoordinator: {listen: func(c config.Config) string { return c.HTTPListen }, access: httpapi.FromConfig, api: true, canEmbed: true,
 		noNATS: "no NATS to join: set AUTOCODER_NATS_URL, or run coordinator --embedded"},
 	RoleLLMWorker: {listen: func(c config.Config) string { return c.MetricsListen }, access: httpapi.MetricsFromConfig, canScript: true,
 		noNATS: "no NATS to join: set AUTOCODER_NATS_URL (a coordinator --embedded hosts one)"},
@@ -97,7 +101,11 @@ func Serve(ctx context.Context, role Role, o ServeOptions) error {
 		return err
 	}
 	limits := httpapi.Limits{MaxConns: maxConns, MaxConnsPerClient: perClient, Logger: o.Logger.With("component", "http")}
-	if err := serveHTTP(ctx, srv.listen(o.Config), httpapi.Handler(st.Client, m.Handler(), access), limits, o.Logger.With("role", role)); err != nil {
+	c := st.Client
+	if !srv.api {
+		c = nil // httpapi serves no route that needs one
+	}
+	if err := serveHTTP(ctx, srv.listen(o.Config), httpapi.Handler(c, m.Handler(), access), limits, o.Logger.With("role", role)); err != nil {
 		return err
 	}
 	return st.Close()
