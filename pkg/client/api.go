@@ -13,11 +13,17 @@ import (
 )
 
 // Request sends req (JSON) on a message API subject (docs/api.md) and
-// decodes the coordinator's answer into reply.
+// decodes the coordinator's answer into reply, waiting at most
+// Config.RequestWait when ctx has no deadline.
 func (c *Client) Request(ctx context.Context, subject string, req, reply any) error {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.RequestWait)
+		defer cancel()
 	}
 	m, err := c.js.Conn().RequestWithContext(ctx, subject, b)
 	if errors.Is(err, nats.ErrNoResponders) {

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -60,5 +61,32 @@ func TestClaimCheckBothWays(t *testing.T) {
 	got, err := c.Watch(ctxT(t), id, func(e messages.Event) error { seen = append(seen, len(e.Message)); return nil })
 	if err != nil || !got.Success || len(seen) != 1 || seen[0] != len(big) {
 		t.Fatalf("Watch: %v, %+v, event sizes %v", err, got, seen)
+	}
+}
+
+// TestRequestUnansweredEnds: a request a coordinator took and never
+// answered (it stopped) ends after RequestWait, with an error, though its
+// context has no deadline (an HTTP handler's has none).
+func TestRequestUnansweredEnds(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
+	taken, err := env.JS.Conn().SubscribeSync(messages.SubjectAPISubmit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = taken.Unsubscribe() })
+	c := client.New(env.JS, client.Config{RequestWait: 300 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.SubmitRequest(context.Background(), messages.APIRequest{Spec: &messages.JobSpec{Prompt: "p"}})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("an unanswered request: %v, want it ended by its wait", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("an unanswered request still waits")
 	}
 }

@@ -53,7 +53,14 @@ type Config struct {
 	// PollInterval is how often Wait asks for a result once a job's
 	// last event is seen; 0: 20ms.
 	PollInterval time.Duration
+	// RequestWait bounds a request to the coordinators (Request) whose
+	// context has no deadline: one that took it and stopped, or a request
+	// NATS refused, is never answered. 0: DefaultRequestWait.
+	RequestWait time.Duration
 }
+
+// DefaultRequestWait is Config.RequestWait's default.
+const DefaultRequestWait = 30 * time.Second
 
 // Client submits jobs and follows them. It is safe for concurrent use.
 type Client struct {
@@ -73,6 +80,9 @@ func New(js jetstream.JetStream, cfg Config) *Client {
 	}
 	if c.cfg.PollInterval <= 0 {
 		c.cfg.PollInterval = 20 * time.Millisecond
+	}
+	if c.cfg.RequestWait <= 0 {
+		c.cfg.RequestWait = DefaultRequestWait
 	}
 	return c
 }
