@@ -89,7 +89,20 @@ func Handler(c *client.Client, metrics http.Handler, o Options) http.Handler {
 			mux.HandleFunc(rt.pattern, a.access.require(rt.scope, func(w http.ResponseWriter, r *http.Request) { handle(a, w, r) }))
 		}
 	}
-	return a.access.checkHost(mux)
+	return a.access.checkHost(crossOrigin(mux))
+}
+
+// crossOrigin refuses a state-changing request a browser sends from
+// another site (Sec-Fetch-Site, or an Origin that is not this host):
+// with AUTOCODER_HTTP_AUTH=none nothing else stops a page the user visits
+// from submitting jobs or pausing pools on a loopback API. The web UI is
+// same-origin, and clients that are not browsers send neither header.
+func crossOrigin(h http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusForbidden, messages.CodeForbidden, "a cross-origin request from a browser: refused")
+	}))
+	return cop.Handler(h)
 }
 
 func (a *api) index(w http.ResponseWriter, r *http.Request) {

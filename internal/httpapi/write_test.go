@@ -24,11 +24,14 @@ func TestWriteEndpointsWithoutCoordinator(t *testing.T) {
 	c := client.New(be.JS, be.Resources, be.Publisher)
 	srv := httptest.NewServer(Handler(c, nil, Options{Open: true}))
 	t.Cleanup(srv.Close)
-	call := func(method, path, body string) (int, string) {
+	call := func(method, path, body string, header ...string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -75,6 +78,20 @@ func TestWriteEndpointsWithoutCoordinator(t *testing.T) {
 		if status != tc.status || !strings.Contains(body, tc.want) {
 			t.Errorf("%s %s: %d %s; want %d with %q", tc.method, tc.path, status, body, tc.status, tc.want)
 		}
+	}
+	// A browser's request from another site changes nothing (auth none
+	// has no token to stop it); one from the UI's own origin, and one
+	// from a client that is not a browser, go through.
+	for _, h := range [][]string{{"Sec-Fetch-Site", "cross-site"}, {"Origin", "https://evil.example"}} {
+		if status, body := call("POST", "/v1/pools/llm/pause", ``, h...); status != http.StatusForbidden || !strings.Contains(body, "cross-origin") {
+			t.Errorf("a cross-origin pause (%s: %s): %d %s, want 403", h[0], h[1], status, body)
+		}
+	}
+	if status, _ := call("POST", "/v1/jobs", `{"v":1,"spec":{"prompt":"p","outputs":{"a":"int"}}}`, "Sec-Fetch-Site", "same-origin"); status != 503 {
+		t.Errorf("a same-origin submit: %d, want it through (503: no coordinator)", status)
+	}
+	if status, _ := call("GET", "/v1/tasks", "", "Sec-Fetch-Site", "cross-site"); status != 200 {
+		t.Errorf("a cross-origin read: %d, want 200 (reads change nothing)", status)
 	}
 	// The uploaded sample is in the store under its hash.
 	_, body := call("POST", "/v1/samples?name=data.csv", "a,b\n1,2\n")
