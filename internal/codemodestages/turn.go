@@ -23,10 +23,21 @@ func (h *Handlers) turn(ctx context.Context, cmd *messages.StageCommand, in mess
 	if h.cfg.Model == nil {
 		return none, bus.Permanent(errors.New("codemode_turn: this llm-worker's model client cannot hold a chat"))
 	}
-	sys := codemode.SystemPrompt(codemode.PromptConfig{Prefix: in.SystemPromptPrefix, Tools: in.Tools, Skills: in.Skills, MultiTurn: in.MultiTurn,
+	// The job's model settings, as every model stage applies them
+	// (llmstages/settings.go). Code mode's system message has no persona
+	// paragraph to replace: options.system_prompt comes first as one,
+	// after the prefixes; the instructions after it keep the reply's
+	// format, which the stage depends on.
+	var s messages.StageSettings
+	if cmd.Settings != nil {
+		s = *cmd.Settings
+	}
+	prefix := joinParagraphs(s.SystemPromptPrefix, in.SystemPromptPrefix, s.SystemPrompt)
+	sys := codemode.SystemPrompt(codemode.PromptConfig{Prefix: prefix, Tools: in.Tools, Skills: in.Skills, MultiTurn: in.MultiTurn,
 		Starlark: in.Interpreter == messages.InterpreterStarlark})
 	conv := codemode.Conversation(sys, in.History, in.Message, in.Steps, in.MultiTurn)
-	reply, err := h.cfg.Model.Chat(llm.WithStage(ctx, string(cmd.Stage)), llm.ChatRequest{Model: cmd.Model, Messages: conv})
+	reply, err := h.cfg.Model.Chat(llm.WithStage(ctx, string(cmd.Stage)), llm.ChatRequest{Model: cmd.Model, Messages: conv,
+		MaxTokens: s.MaxTokens, Sampling: llm.Sampling{Temperature: s.Temperature, TopP: s.TopP, Seed: s.Seed}})
 	if err != nil {
 		return stagework.Output[messages.CodeModeTurnOutput]{Usage: reply.Usage}, fmt.Errorf("codemode_turn: %w", err)
 	}
@@ -39,6 +50,17 @@ func (h *Handlers) turn(ctx context.Context, cmd *messages.StageCommand, in mess
 		{Role: "user", Content: lastUser(conv), Stage: messages.StageCodeModeTurn},
 		{Role: "assistant", Content: reply.Content, Stage: messages.StageCodeModeTurn},
 	}}, nil
+}
+
+// joinParagraphs joins the texts that are not blank, a blank line apart.
+func joinParagraphs(texts ...string) string {
+	var out []string
+	for _, t := range texts {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // lastUser is the message the model answered, for the job's history.
