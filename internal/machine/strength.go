@@ -49,7 +49,7 @@ func (m *Stepper) testsPassed() {
 	o := s.Spec.Options
 	m.Enter(PhaseMeasuring)
 	m.Dispatch(messages.StageMutate, messages.MutateInput{
-		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages},
+		Image: s.Image, Env: messages.BuildInput{Packages: s.BuiltPackages, SystemPackages: s.SystemPackages, Name: s.Spec.Name},
 		Code: s.Solution.Code, Tests: s.Tests.Code, Samples: s.Samples, Resources: o.Resources,
 		Seed: mutationSeed, MaxMutants: o.MaxMutants, Budget: o.MutationBudget,
 	})

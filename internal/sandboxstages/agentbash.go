@@ -49,7 +49,7 @@ func (h *Handlers) bash(ctx context.Context, cmd *messages.StageCommand, in mess
 		out.Verdict, out.Result = messages.VerdictTests, "pytest runs as the job's test stage"
 		return out, nil
 	}
-	spec, cleanup, err := h.bashSpec(ctx, cmd, in, root, command)
+	spec, redact, cleanup, err := h.bashSpec(ctx, cmd, in, root, command)
 	if err != nil {
 		return out, err
 	}
@@ -57,6 +57,9 @@ func (h *Handlers) bash(ctx context.Context, cmd *messages.StageCommand, in mess
 	res, err := h.backend.Run(ctx, spec)
 	if err != nil {
 		return out, fmt.Errorf("run bash in %s sandbox: %w", h.backend.Name(), err)
+	}
+	if redact != nil { // what the model reads names no secret's value
+		res.Stdout, res.Stderr = redact(res.Stdout), redact(res.Stderr)
 	}
 	out.Verdict, out.Result, out.TimedOut = messages.VerdictOK, bashResult(res), res.TimedOut
 	archive, ok := res.Outputs[workspaceArchive]
@@ -87,8 +90,14 @@ func bashCommand(arguments string) (string, error) {
 }
 
 // bashSpec is the sandbox run of one command: the workspace's files, its
-// links made again by the wrapper, the samples under /var/inputs.
-func (h *Handlers) bashSpec(ctx context.Context, cmd *messages.StageCommand, in messages.AgentToolInput, root, command string) (sandbox.RunSpec, func(), error) {
+// links made again by the wrapper, the samples under /var/inputs, the
+// job's env_vars and secrets (with what redacts the secrets' values from
+// its output) as in every sandbox run of the job.
+func (h *Handlers) bashSpec(ctx context.Context, cmd *messages.StageCommand, in messages.AgentToolInput, root, command string) (spec sandbox.RunSpec, redact func([]byte) []byte, cleanup func(), err error) {
+	vars, redact, err := h.jobEnv(cmd) // settings.go
+	if err != nil {
+		return spec, nil, nil, bus.Permanent(err)
+	}
 	files := map[string][]byte{}
 	var links strings.Builder
 	for _, p := range slices.Sorted(maps.Keys(in.Workspace)) {
@@ -98,23 +107,27 @@ func (h *Handlers) bashSpec(ctx context.Context, cmd *messages.StageCommand, in 
 		}
 		data, err := os.ReadFile(filepath.Join(root, p))
 		if err != nil {
-			return sandbox.RunSpec{}, nil, err
+			return spec, nil, nil, err
 		}
 		files[p] = data
 	}
 	inputs, err := h.fetch(ctx, in.Samples)
 	if err != nil {
-		return sandbox.RunSpec{}, nil, err
+		return spec, nil, nil, err
 	}
-	inputs, cleanup, err := unpackDirs(in.Samples, inputs)
+	inputs, cleanup, err = unpackDirs(in.Samples, inputs)
 	if err != nil {
-		return sandbox.RunSpec{}, nil, err
+		return spec, nil, nil, err
 	}
-	env, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: in.Env.Packages, SystemPackages: in.Env.SystemPackages})
+	env, err := h.backend.Build(ctx, sandbox.EnvSpec{Packages: in.Env.Packages, SystemPackages: in.Env.SystemPackages, Name: in.Env.Name})
 	if err != nil {
 		cleanup()
-		return sandbox.RunSpec{}, nil, fmt.Errorf("prepare environment: %w", err)
+		return spec, nil, nil, fmt.Errorf("prepare environment: %w", err)
 	}
+	if vars == nil {
+		vars = map[string]string{}
+	}
+	vars["PYTHONDONTWRITEBYTECODE"], vars["MPLBACKEND"] = "1", "Agg"
 	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	// The command runs in a shell of its own; the wrapper then archives
 	// the workspace, whatever the command did, and exits with its status.
@@ -124,10 +137,10 @@ func (h *Handlers) bashSpec(ctx context.Context, cmd *messages.StageCommand, in 
 	return sandbox.RunSpec{
 		Env: env.ID, Files: files, Inputs: inputs,
 		Argv:    []string{"bash", "-c", wrapper, "agent-bash", command},
-		EnvVars: map[string]string{"PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"},
+		EnvVars: vars,
 		Timeout: l.timeout, Memory: l.memory, CPUs: l.cpus, OutputLimit: 64 << 10,
 		CollectOutputs: true, JobID: cmd.JobID,
-	}, cleanup, nil
+	}, redact, cleanup, nil
 }
 
 // bashResult is a command's exit status and output, as the model reads it.

@@ -97,7 +97,7 @@ func (h *Handlers) Register(mux *stagework.Mux) {
 	stagework.Register(mux, messages.StageRunTests, h.runTests, backend, secrets)
 	stagework.Register(mux, messages.StageAcceptance, h.runScript, backend, secrets)
 	stagework.Register(mux, messages.StageRun, h.runScript, backend, secrets)
-	stagework.Register(mux, messages.StageAgentTool, h.agentTool, backend) // agent.go
+	stagework.Register(mux, messages.StageAgentTool, h.agentTool, backend, secrets) // agent.go
 	stagework.Register(mux, messages.StageMutate, h.mutate, backend, secrets,
 		stagework.DependsOn("mutate", sandbox.MutateScriptVersion)) // mutate.go
 }

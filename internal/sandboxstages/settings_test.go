@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/internal/bus/bustest"
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandboxstages"
 	"github.com/autocoder/autocoder/internal/secretsource"
@@ -126,4 +128,42 @@ type noJobs struct{}
 
 func (noJobs) PendingStage(context.Context, string, int) (messages.Stage, bool, error) {
 	return "", false, nil
+}
+
+// TestAgentBashGetsTheJobsSettings: an agent's bash command runs with the
+// job's env_vars and secrets, as every sandbox run of the job does, and
+// what the model reads of it names no secret's value; its environment is
+// built under the job's name.
+func TestAgentBashGetsTheJobsSettings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "API_TOKEN"), []byte("tok-e2e-secret\n"), 0o600)
+	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
+	printsEnv := func(spec sandbox.RunSpec) (sandbox.RunResult, error) {
+		return sandbox.RunResult{Stdout: []byte("REGION=" + spec.EnvVars["REGION"] + " API_TOKEN=" + spec.EnvVars["API_TOKEN"] + "\n")}, nil
+	}
+	own := &fakeBackend{run: printsEnv}
+	_, mux := newSettingsStages(t, sandboxstages.Config{Backend: own, Samples: &fetcher{}, Secrets: secretsource.New(dir, []byte("key")),
+		Workspace: sandboxstages.ObjectStoreWorkspace{Obj: be.Resources.Outputs}})
+	cmd := command(t, messages.StageAgentTool, messages.AgentToolInput{
+		Call:      messages.AgentToolCall{ID: "c1", Name: messages.ToolBash, Arguments: `{"command": "env"}`},
+		Workspace: messages.Workspace{}, Image: "env-", Env: messages.BuildInput{Name: "weekly-report"}})
+	cmd.Settings = &messages.StageSettings{EnvVars: map[string]string{"REGION": "north"}, Secrets: []string{"API_TOKEN"}}
+	out, _, err := mux.Serve(ctxT(t), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res messages.AgentToolOutput
+	if err := json.Unmarshal(out.Value, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Result, "REGION=north") || !strings.Contains(res.Result, "API_TOKEN=[secret API_TOKEN]") {
+		t.Errorf("the model reads %q", res.Result)
+	}
+	if got := own.runs[0].EnvVars["API_TOKEN"]; got != "tok-e2e-secret" {
+		t.Errorf("the sandbox got API_TOKEN=%q", got)
+	}
+	if own.builds[0].Name != "weekly-report" {
+		t.Errorf("the environment was built as %q, want the job's name", own.builds[0].Name)
+	}
 }
