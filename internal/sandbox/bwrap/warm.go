@@ -503,23 +503,33 @@ func (b *Backend) zygoteFor(envDir string) (*zygote, error) {
 	}
 	b.evictLocked()
 	b.warm.mu.Unlock()
-	start := func() {
+	// claim: the caller runs on the zygote. It is counted in flight
+	// before ready is closed, so an eviction for another environment
+	// cannot stop it before its first run.
+	start := func(claim bool) {
 		defer close(next.ready)
-		if next.z, next.err = b.startZygote(envDir); next.err != nil {
-			next.failed = time.Now()
-			b.log.Warn("warm runner could not start", "env", filepath.Base(envDir), "err", next.err)
+		z, err := b.startZygote(envDir)
+		if err != nil {
+			next.err, next.failed = err, time.Now()
+			b.log.Warn("warm runner could not start", "env", filepath.Base(envDir), "err", err)
+			return
 		}
+		// No lock: nothing reads z before ready is closed.
+		z.lastUsed = time.Now()
+		if claim {
+			z.inflight.Add(1)
+		}
+		next.z = z
 	}
 	if slot == nil {
-		start()
-		return b.use(next)
+		start(true)
+		return next.z, next.err
 	}
-	go start()
-	why := slot.err
-	if why == nil {
-		why = fmt.Errorf("it exited: %s", firstLine(string(slot.z.output.Bytes())))
+	go start(false)
+	if slot.err != nil { // its retry is due
+		return nil, &warmFallback{reason: WarmFallbackStart, err: slot.err}
 	}
-	return nil, &warmFallback{reason: WarmFallbackDead, err: why}
+	return nil, &warmFallback{reason: WarmFallbackDead, err: fmt.Errorf("it exited: %s", firstLine(string(slot.z.output.Bytes())))}
 }
 
 // use takes a run on a slot whose start has ended.
@@ -700,15 +710,19 @@ func (b *Backend) launchZygote(z *zygote, s *sandboxSpec, ctl *os.File) error {
 		_, err := z.ctl.Read(buf[:])
 		ready <- err
 	}()
+	readDone := false
 	select {
 	case err = <-ready:
+		readDone = true
 	case <-time.After(warmStartTimeout):
 		err = errors.New("not ready in time")
 	}
 	if err != nil {
 		z.kill()
 		<-z.dead
-		<-ready
+		if !readDone { // a zygote that died before it was ready had answered already: waiting again hung for ever
+			<-ready
+		}
 		return fmt.Errorf("sandbox: warm runner: %w: %s", err, firstLine(string(z.output.Bytes())))
 	}
 	return nil

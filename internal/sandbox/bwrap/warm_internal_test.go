@@ -1,8 +1,10 @@
 package bwrap
 
 import (
+	"errors"
 	"log/slog"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -17,12 +19,7 @@ import (
 // eviction, Close). By then its pidfd's number may be another process's
 // pidfd (another run's sandbox): that process must not be signalled.
 func TestZygoteKillAfterItsDeath(t *testing.T) {
-	b, err := New(Config{Python: "/usr/bin/python3", StateDir: t.TempDir(), WarmRunner: true,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newWarmBackend(t)
 	env, err := b.Build(t.Context(), sandbox.EnvSpec{})
 	if err != nil {
 		t.Fatal(err)
@@ -111,4 +108,96 @@ func waitSpareMade(t *testing.T, z *zygote) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestNewZygoteInFlightWhenReady: a zygote's first run holds it from the
+// moment its start ends. Whoever takes warm.mu then (as an eviction for
+// another environment does) finds it in flight, not idle with no last
+// use: the least recently used, stopped before it ran anything.
+func TestNewZygoteInFlightWhenReady(t *testing.T) {
+	b := newWarmBackend(t)
+	envDir := baseEnvDir(t, b)
+	got := make(chan *zygote, 1)
+	go func() {
+		z, err := b.zygoteFor(envDir)
+		if err != nil {
+			t.Errorf("zygoteFor: %v", err)
+		}
+		got <- z
+	}()
+	var slot *zygoteSlot
+	for slot == nil {
+		b.warm.mu.Lock()
+		if slot = b.warm.zygotes[envDir]; slot == nil {
+			b.warm.mu.Unlock()
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// Holding warm.mu, as evictLocked does.
+	select {
+	case <-slot.ready:
+	case <-time.After(2 * time.Minute):
+		b.warm.mu.Unlock()
+		t.Fatal("the zygote did not start")
+	}
+	if slot.z == nil {
+		b.warm.mu.Unlock()
+		t.Fatalf("start failed: %v", slot.err)
+	}
+	inflight, lastUsed := slot.z.inflight.Load(), slot.z.lastUsed
+	b.warm.mu.Unlock()
+	if z := <-got; z != nil {
+		z.inflight.Add(-1)
+	}
+	if inflight != 1 || lastUsed.IsZero() {
+		t.Errorf("a started zygote before its first run: %d in flight, last used %v; an eviction would stop it", inflight, lastUsed)
+	}
+}
+
+// TestZygoteStartRetryCountedAsStart: the retry of a start that failed
+// (once warmRetryAfter has passed) is a fallback for reason start, not
+// dead: no zygote died.
+func TestZygoteStartRetryCountedAsStart(t *testing.T) {
+	b := newWarmBackend(t)
+	envDir := filepath.Join(t.TempDir(), "no-such-env") // bubblewrap cannot bind it: the start fails
+	if _, err := b.zygoteFor(envDir); err == nil {
+		t.Fatal("a zygote started on an environment that does not exist")
+	}
+	b.warm.mu.Lock()
+	slot := b.warm.zygotes[envDir]
+	slot.failed = slot.failed.Add(-2 * warmRetryAfter)
+	b.warm.mu.Unlock()
+	_, err := b.zygoteFor(envDir)
+	var fb *warmFallback
+	if !errors.As(err, &fb) || fb.reason != WarmFallbackStart {
+		t.Errorf("retrying a failed start: %v, want a fallback for reason %q", err, WarmFallbackStart)
+	}
+	b.warm.mu.Lock()
+	retry := b.warm.zygotes[envDir]
+	b.warm.mu.Unlock()
+	<-retry.ready
+}
+
+func newWarmBackend(t *testing.T) *Backend {
+	t.Helper()
+	b, err := New(Config{Python: "/usr/bin/python3", StateDir: t.TempDir(), WarmRunner: true,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func baseEnvDir(t *testing.T, b *Backend) string {
+	t.Helper()
+	env, err := b.Build(t.Context(), sandbox.EnvSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := b.envDir(env.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
