@@ -19,23 +19,23 @@ func (a *api) codeModeTools(w http.ResponseWriter, r *http.Request) {
 	entries := r.URL.Query()["tool"]
 	for _, e := range entries {
 		if _, err := messages.ParseToolRef(e); err != nil {
-			http.Error(w, "tool: "+err.Error(), http.StatusBadRequest)
+			writeError(w, http.StatusBadRequest, messages.CodeInvalid, "tool: "+err.Error())
 			return
 		}
 	}
 	if len(entries) == 0 || len(entries) > client.MaxListedTools {
-		http.Error(w, "give between 1 and "+strconv.Itoa(client.MaxListedTools)+" tools as ?tool=name or ?tool=alias=served_name", http.StatusBadRequest)
+		writeError(w, http.StatusBadRequest, messages.CodeInvalid, "give between 1 and "+strconv.Itoa(client.MaxListedTools)+" tools as ?tool=name or ?tool=alias=served_name")
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	desc, err := a.c.CodeModeTools(ctx, entries)
 	if err != nil {
-		status := http.StatusServiceUnavailable
+		status, code := http.StatusServiceUnavailable, messages.CodeUnavailable
 		if strings.Contains(err.Error(), "no process serves the tool") {
-			status = http.StatusNotFound
+			status, code = http.StatusNotFound, messages.CodeNotFound
 		}
-		http.Error(w, err.Error(), status)
+		writeError(w, status, code, err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -54,7 +54,7 @@ func (a *api) codeModeFile(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	// A file in a folder comes as one segment with its slash escaped.
 	if name == "" || path.Clean(name) != name || path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
-		http.Error(w, "invalid file name", http.StatusBadRequest)
+		writeError(w, http.StatusBadRequest, messages.CodeInvalid, "invalid file name")
 		return
 	}
 	res, err := a.c.Result(r.Context(), id)
@@ -72,9 +72,9 @@ func (a *api) codeModeFile(w http.ResponseWriter, r *http.Request) {
 	}, w)
 	switch {
 	case errors.Is(err, client.ErrNoFile):
-		http.Error(w, "the job has no stored file "+name, http.StatusNotFound)
+		writeError(w, http.StatusNotFound, messages.CodeNotFound, "the job has no stored file "+name)
 	case err != nil && !started:
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		writeError(w, http.StatusServiceUnavailable, messages.CodeUnavailable, err.Error())
 	case err != nil:
 		panic(http.ErrAbortHandler) // bytes went out: cut the response
 	}

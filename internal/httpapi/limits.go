@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/autocoder/autocoder/internal/bus"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // What one HTTP endpoint may hold. About 20,000 unauthenticated
@@ -223,7 +224,7 @@ func bodyDeadlines(h http.Handler, l Limits) http.Handler {
 		}
 		rc := http.NewResponseController(w)
 		if err := rc.SetReadDeadline(time.Now().Add(d)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			http.Error(w, "request body: "+err.Error(), http.StatusInternalServerError)
+			writeError(w, http.StatusInternalServerError, messages.CodeInternal, "request body: "+err.Error())
 			return
 		}
 		r.Body = &deadlineBody{ReadCloser: r.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}

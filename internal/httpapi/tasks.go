@@ -39,7 +39,7 @@ func (a *api) tasks(w http.ResponseWriter, r *http.Request) {
 func (a *api) task(w http.ResponseWriter, r *http.Request) {
 	t, err := a.c.Task(r.Context(), r.PathValue("name"))
 	if errors.Is(err, client.ErrNoTask) {
-		http.Error(w, "no such task", http.StatusNotFound)
+		writeError(w, http.StatusNotFound, messages.CodeNotFound, "no such task")
 		return
 	}
 	writeResult(w, t, err)
@@ -63,7 +63,7 @@ func (a *api) registerTask(w http.ResponseWriter, r *http.Request) {
 	var fe *messages.FieldError
 	switch {
 	case errors.Is(err, client.ErrTaskForbidden):
-		http.Error(w, err.Error(), http.StatusForbidden)
+		writeError(w, http.StatusForbidden, messages.CodeForbidden, err.Error())
 	case errors.As(err, &fe):
 		if fe.Field == "job" {
 			fe = &messages.FieldError{Field: "job_id", Msg: fe.Msg}
@@ -73,7 +73,7 @@ func (a *api) registerTask(w http.ResponseWriter, r *http.Request) {
 		}
 		writeReply(w, messages.ReplyOf("", fe), nil)
 	case err != nil:
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		writeError(w, http.StatusServiceUnavailable, messages.CodeUnavailable, err.Error())
 	default:
 		writeJSON(w, http.StatusCreated, t)
 	}

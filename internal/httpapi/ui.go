@@ -216,7 +216,7 @@ func (a *api) sample(w http.ResponseWriter, r *http.Request) {
 	}
 	name := r.PathValue("name")
 	if !messages.ValidName(name) {
-		http.Error(w, "invalid sample name", http.StatusBadRequest)
+		writeError(w, http.StatusBadRequest, messages.CodeInvalid, "invalid sample name")
 		return
 	}
 	res, err := a.c.Result(r.Context(), id)
@@ -232,9 +232,9 @@ func (a *api) sample(w http.ResponseWriter, r *http.Request) {
 	}, w)
 	switch {
 	case errors.Is(err, client.ErrNoSample):
-		http.Error(w, "the job has no original sample "+name, http.StatusNotFound)
+		writeError(w, http.StatusNotFound, messages.CodeNotFound, "the job has no original sample "+name)
 	case err != nil && !started:
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		writeError(w, http.StatusServiceUnavailable, messages.CodeUnavailable, err.Error())
 	case err != nil:
 		panic(http.ErrAbortHandler) // bytes went out: cut the response so the download is not taken as whole
 	}

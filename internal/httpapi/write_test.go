@@ -59,7 +59,9 @@ func TestWriteEndpointsWithoutCoordinator(t *testing.T) {
 		{"POST", "/v1/tasks/t1/run", `{"options":{"retries":2,"secrets":["DB_URL"],"timeout":"2s"}}`, 503, `"kind":"unavailable"`},
 		// Tasks are kept in their bucket: no coordinator needed.
 		{"GET", "/v1/tasks", "", 200, `[]`},
-		{"GET", "/v1/tasks/t1", "", 404, `no such task`},
+		{"GET", "/v1/tasks/t1", "", 404, `{"error":"no such task","code":"not_found"}`},
+		// Every error answer is JSON, these too.
+		{"GET", "/v1/codemode/tools", "", 400, `"code":"invalid"`},
 		{"POST", "/v1/tasks/t1", `{"job_id":"job-1"}`, 400, `"field":"job_id"`},
 		{"POST", "/v1/tasks/t1", `{"job_id":"job-1","defaults":{"timeout":"2h"}}`, 400, `"field":"defaults.timeout"`},
 		{"POST", "/v1/tasks/bad.name", `{"job_id":"job-1"}`, 400, `"field":"task"`},
