@@ -20,6 +20,8 @@ type api struct {
 	c      *client.Client
 	prom   http.Handler // nil: no /metrics
 	access *access
+	// uploads holds a slot per sample upload in progress (putSample).
+	uploads chan struct{}
 }
 
 // route is one endpoint: its pattern, the scope its token needs ("" for
@@ -80,7 +82,13 @@ func hasClient(a *api) bool { return a.c != nil }
 // readiness, the queues and workers, pausing and resuming a pool, the
 // caller's scopes. Every error answer is JSON (errors.go).
 func Handler(c *client.Client, metrics http.Handler, o Options) http.Handler {
-	a := &api{c: c, access: &access{Options: o, tickets: newTickets()}, prom: metrics}
+	h, _ := handler(c, metrics, o)
+	return h
+}
+
+// handler is Handler, and the api it serves (for the tests).
+func handler(c *client.Client, metrics http.Handler, o Options) (http.Handler, *api) {
+	a := &api{c: c, access: &access{Options: o, tickets: newTickets()}, prom: metrics, uploads: make(chan struct{}, maxUploads)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", noRoute) // what no route takes: a JSON 404 too
 	for _, rt := range allRoutes() {
@@ -89,7 +97,7 @@ func Handler(c *client.Client, metrics http.Handler, o Options) http.Handler {
 			mux.HandleFunc(rt.pattern, a.access.require(rt.scope, func(w http.ResponseWriter, r *http.Request) { handle(a, w, r) }))
 		}
 	}
-	return a.access.checkHost(crossOrigin(mux))
+	return a.access.checkHost(crossOrigin(mux)), a
 }
 
 // crossOrigin refuses a state-changing request a browser sends from

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -121,12 +122,29 @@ func (a *api) runTask(w http.ResponseWriter, r *http.Request) {
 	writeReply(w, reply, err)
 }
 
+// maxUploads bounds the sample uploads in progress at once: each is
+// spooled to a temporary file (up to messages.MaxSampleBytes) before the
+// store takes it, on the disk an embedded NATS may share.
+const maxUploads = 4
+
 // putSample is POST /v1/samples?name=sales.csv: the body is the file; the
 // answer is its object reference for a spec's samples.
 func (a *api) putSample(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("name")
 	if name == "" {
 		writeInvalid(w, &messages.FieldError{Field: "name", Msg: "name= is required: the sample's file name (its extension is kept)"})
+		return
+	}
+	if r.ContentLength > messages.MaxSampleBytes { // refused before a byte is read
+		writeError(w, http.StatusRequestEntityTooLarge, messages.CodeTooLarge, fmt.Sprintf("%v: larger than %s", client.ErrSampleTooLarge, messages.FormatBytes(messages.MaxSampleBytes)))
+		return
+	}
+	select {
+	case a.uploads <- struct{}{}:
+		defer func() { <-a.uploads }()
+	default:
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, messages.CodeUnavailable, fmt.Sprintf("%d sample uploads are in progress: retry", maxUploads))
 		return
 	}
 	ref, err := a.c.PutSample(r.Context(), name, r.Body)

@@ -1,12 +1,16 @@
 package httpapi
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/bus/bustest"
@@ -107,5 +111,73 @@ func TestWriteEndpointsWithoutCoordinator(t *testing.T) {
 	}
 	if _, err := be.Resources.Samples.GetInfo(t.Context(), ref.ObjectName()); err != nil {
 		t.Errorf("uploaded sample not in the store: %v", err)
+	}
+}
+
+// TestSampleUploadsAreBounded: an upload that says it is over the bound is
+// refused before a byte is read, and past maxUploads uploads in progress
+// the next is told to retry, not spooled to disk beside them.
+func TestSampleUploadsAreBounded(t *testing.T) {
+	t.Parallel()
+	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
+	c := client.New(be.JS, be.Resources, be.Publisher)
+	h, a := handler(c, nil, Options{Open: true})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	post := func(body io.Reader, length int64) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest("POST", srv.URL+"/v1/samples?name=data.csv", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ContentLength = length
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	// Said to be over the bound: answered without the body being sent.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST /v1/samples?name=data.csv HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n", messages.MaxSampleBytes+1)
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	conn.Close()
+	if err != nil || !strings.Contains(status, "413") {
+		t.Errorf("an upload said to be over the bound: %q (%v), want 413", status, err)
+	}
+	// maxUploads uploads whose bodies have not ended hold their slots.
+	var writers []*io.PipeWriter
+	done := make(chan *http.Response, maxUploads)
+	for range maxUploads {
+		pr, pw := io.Pipe()
+		writers = append(writers, pw)
+		go func() { done <- post(pr, -1) }()
+		if _, err := pw.Write([]byte("a,b\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); len(a.uploads) < maxUploads; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d uploads hold a slot, want %d", len(a.uploads), maxUploads)
+		}
+	}
+	resp := post(strings.NewReader("a,b\n1,2\n"), -1)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("an upload past %d in progress: %s, want 503 with Retry-After", maxUploads, resp.Status)
+	}
+	for _, pw := range writers {
+		pw.Close()
+	}
+	for range maxUploads {
+		if r := <-done; r.StatusCode != http.StatusCreated {
+			t.Errorf("an upload in progress: %s, want 201", r.Status)
+		}
+	}
+	if resp := post(strings.NewReader("a,b\n1,2\n"), -1); resp.StatusCode != http.StatusCreated {
+		t.Errorf("an upload once the others ended: %s, want 201", resp.Status)
 	}
 }
