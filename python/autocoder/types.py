@@ -121,6 +121,23 @@ def arg_value(value, field):
 _DURATION = re.compile(r"^([+-])?P(?:([\d.]+)W)?(?:([\d.]+)D)?(?:T(?:([\d.]+)H)?(?:([\d.]+)M)?(?:([\d.]+)S)?)?$")
 
 
+# The server writes a fraction of a second with as many digits as it
+# needs (up to nanoseconds); datetime.fromisoformat before Python 3.11
+# takes three or six only.
+_FRACTION = re.compile(r"^(.*T\d\d:\d\d:\d\d)\.(\d+)(.*)$")
+
+
+def parse_datetime(v):
+    """A datetime as the server writes it (RFC 3339), on Python 3.9 too."""
+    if not isinstance(v, str):
+        return datetime.datetime.fromisoformat(v)
+    s = v[:-1] + "+00:00" if v.endswith("Z") else v
+    m = _FRACTION.match(s)
+    if m:
+        s = "%s.%s%s" % (m.group(1), (m.group(2) + "000000")[:6], m.group(3))
+    return datetime.datetime.fromisoformat(s)
+
+
 def output_value(t, v, fetch_output, name):
     """An output's value from the result as its Python type."""
     if v is None:
@@ -132,8 +149,7 @@ def output_value(t, v, fetch_output, name):
     if t == "bool":
         return bool(v)
     if t == "datetime":
-        s = v[:-1] + "+00:00" if isinstance(v, str) and v.endswith("Z") else v
-        return datetime.datetime.fromisoformat(s)
+        return parse_datetime(v)
     if t == "timedelta":
         if isinstance(v, (int, float)):
             return datetime.timedelta(seconds=v)
