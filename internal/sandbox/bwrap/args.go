@@ -40,7 +40,7 @@ var topLevel = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 func (b *Backend) args(s *sandboxSpec) []string {
 	a := &bwrapArgs{made: map[string]bool{"/": true}}
 	a.namespaces(b.root)
-	a.add("--hostname", "sandbox", "--die-with-parent", "--new-session", "--info-fd", "3", "--clearenv",
+	a.add("--hostname", "sandbox", "--die-with-parent", "--new-session", "--json-status-fd", "3", "--clearenv",
 		"--seccomp", "5") // seccomp.go: no nested user namespaces
 	a.environment(s.env)
 	a.systemDirs()

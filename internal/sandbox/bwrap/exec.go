@@ -123,7 +123,7 @@ func (b *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 	// write finishes (or fails, if bwrap died) before sandboxInit returns.
 	writeDone := pipes.sendArgs(options)
 	defer func() { <-writeDone }()
-	pidfd := sandboxInit(pipes.infoR)
+	pidfd, status := sandboxInit(pipes.infoR)
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
 	}
@@ -143,11 +143,12 @@ func (b *Backend) exec(ctx context.Context, s *sandboxSpec) (execResult, error) 
 	if cancelled {
 		return res, fmt.Errorf("sandbox: run cancelled: %w", context.Cause(ctx))
 	}
-	return res, b.execError(res, waitErr)
+	return res, b.execError(res, waitErr, status)
 }
 
 // bwrapPipes are the three pipes to bubblewrap besides its output: it
-// reports its sandbox's init on info (fd 3, --info-fd), reads its options
+// reports its sandbox's init and the command's exit on info (fd 3,
+// --json-status-fd; status), reads its options
 // from args (fd 4, --args) and its seccomp filter from seccomp (fd 5,
 // --seccomp). The options go through a pipe, not argv: the sandbox can
 // read its init's /proc/1/cmdline, which would show host paths.
@@ -236,7 +237,7 @@ func (b *Backend) bwrapCmd(s *sandboxSpec, pipes *bwrapPipes, stdout, stderr io.
 	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap needs nothing of the worker's environment
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{pipes.infoW, pipes.argsR, pipes.seccompR} // fd 3: --info-fd, fd 4: --args, fd 5: --seccomp
+	cmd.ExtraFiles = []*os.File{pipes.infoW, pipes.argsR, pipes.seccompR} // fd 3: --json-status-fd, fd 4: --args, fd 5: --seccomp
 	// Pdeathsig: a worker that dies takes its sandboxes with it
 	// (bubblewrap's --die-with-parent does the rest).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -298,7 +299,7 @@ func waitOrKill(ctx context.Context, cmd *exec.Cmd, pidfd int, timeout time.Dura
 // execError is the error of a sandbox that ran to its end or its timeout:
 // none for the command's own failures, one when bubblewrap could not be
 // waited for or could not set the sandbox up.
-func (b *Backend) execError(res execResult, waitErr error) error {
+func (b *Backend) execError(res execResult, waitErr error, status *bwrapStatus) error {
 	var exitErr *exec.ExitError
 	switch {
 	case waitErr == nil, errors.As(waitErr, &exitErr):
@@ -309,29 +310,57 @@ func (b *Backend) execError(res execResult, waitErr error) error {
 	default:
 		return fmt.Errorf("sandbox: wait for %s: %w", b.bwrap, waitErr)
 	}
-	if !res.timedOut && setupFailed(res) {
+	if !res.timedOut && res.exitCode != 0 && !status.commandRan() {
 		return fmt.Errorf("sandbox: bubblewrap could not set up the sandbox: %s", firstLine(string(res.stderr)))
 	}
 	return nil
 }
 
-// sandboxInit reads bubblewrap's --info-fd report and returns a pidfd for
-// the sandbox's init process (-1 when it is already gone). A pidfd cannot
-// be confused with a later process that reuses the pid.
-func sandboxInit(info *os.File) int {
+// sandboxInit reads bubblewrap's first --json-status-fd report and returns
+// a pidfd for the sandbox's init process (-1 when it is already gone), and
+// the status, to read the rest from once bubblewrap has exited. A pidfd
+// cannot be confused with a later process that reuses the pid.
+func sandboxInit(info *os.File) (int, *bwrapStatus) {
 	_ = info.SetReadDeadline(time.Now().Add(10 * time.Second))
+	status := &bwrapStatus{r: info, dec: json.NewDecoder(info)}
 	var v struct {
 		ChildPID int `json:"child-pid"`
 	}
-	// Decode one value: the fd may stay open as long as the sandbox runs.
-	if err := json.NewDecoder(info).Decode(&v); err != nil || v.ChildPID <= 0 {
-		return -1
+	// Decode one value: the fd stays open as long as the sandbox runs.
+	if err := status.dec.Decode(&v); err != nil || v.ChildPID <= 0 {
+		return -1, status
 	}
 	fd, err := unix.PidfdOpen(v.ChildPID, 0)
 	if err != nil {
-		return -1
+		return -1, status
 	}
-	return fd
+	return fd, status
+}
+
+// bwrapStatus is bubblewrap's --json-status-fd. After the child's pid it
+// reports the command's exit code, but only when the sandbox was set up
+// and the command executed: its absence is how a failed setup is told
+// from the command's own failure. The command cannot write to it
+// (bubblewrap closes it in the sandbox), unlike its stderr, where a
+// program can print "bwrap: ..." itself.
+type bwrapStatus struct {
+	r   *os.File
+	dec *json.Decoder
+}
+
+// commandRan reads the rest of the status (bubblewrap has exited, so it
+// ends) and says whether it reported the command's exit code.
+func (s *bwrapStatus) commandRan() bool {
+	_ = s.r.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		var v map[string]json.RawMessage
+		if err := s.dec.Decode(&v); err != nil {
+			return false
+		}
+		if _, ok := v["exit-code"]; ok {
+			return true
+		}
+	}
 }
 
 // reap kills the sandbox's init (a no-op when it has exited) and waits up
@@ -354,24 +383,6 @@ func (b *Backend) reap(pidfd int) bool {
 		}
 		return err == nil && n > 0
 	}
-}
-
-// setupFailed tells the failures of bubblewrap, prlimit and setpriv (the
-// sandbox never ran) from the command's. Their messages are prefixed with
-// the tool's name, and the command has not started when they print. That
-// the command itself cannot be executed ("failed to execute", exit 126 or
-// 127) is the command's failure, as in a shell.
-func setupFailed(r execResult) bool {
-	if r.exitCode == 0 {
-		return false
-	}
-	s := string(r.stderr)
-	for _, tool := range []string{"bwrap: ", "prlimit: ", "setpriv: "} {
-		if strings.HasPrefix(s, tool) && !strings.HasPrefix(s, tool+"failed to execute") {
-			return true
-		}
-	}
-	return false
 }
 
 // writeEtc writes the synthesized /etc files into dir.

@@ -697,7 +697,8 @@ func (b *Backend) launchZygote(z *zygote, s *sandboxSpec, ctl *os.File) error {
 	}
 	ctl.Close() // the zygote has it; a zygote that dies then closes the socket
 	<-pipes.sendArgs(b.args(s))
-	z.proc = zygoteProc{pid: cmd.Process.Pid, pidfd: sandboxInit(pipes.infoR)}
+	pidfd, _ := sandboxInit(pipes.infoR)
+	z.proc = zygoteProc{pid: cmd.Process.Pid, pidfd: pidfd}
 	go func() {
 		z.proc.waitExit()
 		_ = cmd.Wait()
