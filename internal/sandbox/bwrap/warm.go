@@ -396,8 +396,9 @@ func (b *Backend) finishWarm(ctx context.Context, spec sandbox.RunSpec, w *warmR
 		cancelled = true
 	case <-stdio.Failed(): // its error is the run's (Finish)
 	}
-	// The run's process is pid 1 of its namespace: once it exits the
-	// kernel kills the rest; the cgroup catches anything else.
+	// pid 1 of the run's namespace (zygote.py's reaper) exits with the
+	// run's process, and the kernel then kills the rest; the cgroup
+	// catches anything else.
 	cg.kill()
 	if !ended {
 		w.conn.Close() // the reader ends

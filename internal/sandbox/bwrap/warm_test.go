@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,29 +55,84 @@ func TestWarmFallback(t *testing.T) {
 	}
 	run := func() string {
 		t.Helper()
-		// The run's own pid: 1 in a warm child's pid namespace, more in
-		// a cold run's (bubblewrap's init is 1).
-		res, err := p.Run(t.Context(), sandbox.RunSpec{Env: env.ID, Argv: []string{"python", "-c", "import os; print(os.getpid())"},
-			Timeout: 60 * time.Second})
+		res, err := p.Run(t.Context(), sandbox.RunSpec{Env: env.ID, Timeout: 60 * time.Second,
+			Argv: []string{"python", "-c", `import sys; print("warm" if "pytest" in sys.modules else "cold")`}})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("Run: %v %d %s", err, res.ExitCode, res.Stderr)
 		}
 		return strings.TrimSpace(string(res.Stdout))
 	}
-	if pid := run(); pid != "1" {
-		t.Fatalf("first run: pid %s, not a warm child", pid)
+	if how := run(); how != "warm" {
+		t.Fatalf("first run: %s", how)
 	}
 	if n := bwrap.KillZygotes(p); n != 1 {
 		t.Fatalf("%d zygotes killed, want 1", n)
 	}
-	if pid := run(); pid == "1" {
-		t.Errorf("run after the kill: pid 1, a warm child")
+	if how := run(); how != "cold" {
+		t.Errorf("run after the kill: %s", how)
 	}
 	if got := fallbacks(t, reg); got != 1 {
 		t.Errorf("fallbacks counted: %v, want 1", got)
 	}
-	if pid := run(); pid != "1" {
-		t.Errorf("run after the fallback: pid %s, not a warm child (no new zygote)", pid)
+	if how := run(); how != "warm" {
+		t.Errorf("run after the fallback: %s (no new zygote)", how)
+	}
+}
+
+// TestWarmRunIsNotInit: a warm run's process is not pid 1 of its pid
+// namespace, as in a cold run (bubblewrap's init is): a signal it sends
+// itself kills it, and its orphans are reaped (zombies would count
+// against the pids limit).
+func TestWarmRunIsNotInit(t *testing.T) {
+	p := newBackend(t, bwrap.Config{WarmRunner: true, OnWarmFallback: func(reason string) {
+		t.Errorf("warm runner fell back to a cold run: %s", reason)
+	}})
+	env, err := p.Build(t.Context(), sandbox.EnvSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(code string) sandbox.RunResult {
+		t.Helper()
+		res, err := p.Run(t.Context(), sandbox.RunSpec{Env: env.ID, Argv: []string{"python", "-c", code}, Timeout: time.Minute})
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return res
+	}
+	res := run(`import os, signal, sys, time
+print("warm" if "pytest" in sys.modules else "cold", os.getpid(), flush=True)
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(30)
+print("survived SIGTERM")`)
+	if res.ExitCode != 128+int(syscall.SIGTERM) || !strings.HasPrefix(string(res.Stdout), "warm ") || strings.Contains(string(res.Stdout), "survived") {
+		t.Errorf("a warm run that sends itself SIGTERM: exit %d, stdout %q; want 143, warm, killed", res.ExitCode, res.Stdout)
+	}
+	res = run(`import os, sys, time
+print("warm" if "pytest" in sys.modules else "cold")
+for _ in range(5):
+    if os.fork() == 0:
+        if os.fork() == 0:
+            time.sleep(0.2)
+            os._exit(0)  # an orphan by now: its parent exited
+        os._exit(0)
+    os.wait()
+def others():
+    # The state of every process but the run's and pid 1: the orphans
+    # run, then are zombies until pid 1 reaps them.
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit() and int(p) not in (1, os.getpid()):
+            try:
+                out.append(open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                pass
+    return sorted(out)
+deadline = time.monotonic() + 20
+while others() and time.monotonic() < deadline:
+    time.sleep(0.05)
+print("left", others())`)
+	if res.ExitCode != 0 || string(res.Stdout) != "warm\nleft []\n" {
+		t.Errorf("a warm run's orphans: exit %d, stdout %q, stderr %s; want warm and no zombies left", res.ExitCode, res.Stdout, res.Stderr)
 	}
 }
 

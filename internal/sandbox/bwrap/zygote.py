@@ -17,8 +17,9 @@
 #      collects from, as it does a cold run's directories), closes the
 #      socket;
 #   4. sets the rlimits, drops to the run's uid with no capabilities and
-#      no_new_privs, closes every other descriptor and runs the argv
-#      in-process (runpy).
+#      no_new_privs, closes every other descriptor, forks once more and
+#      runs the argv in-process (runpy) in that fork; pid 1 stays behind
+#      as the namespace's reaper (reap_run) and exits with its status.
 # The zygote waits for the child (a pidfd) and sends its exit status on
 # the run's socket.
 import ctypes, json, os, resource, selectors, signal, socket, struct, sys
@@ -149,14 +150,46 @@ def drop_privileges(req):
 
 def run(req):
     os.chdir("/workspace")
+    req["rlimits"]["nproc"] += 1  # the reaper is a process of the run's uid too
     drop_privileges(req)
     os.closerange(3, 1 << 20)
-    warm_run(req["argv"], req["env"])  # warmrun.py, prepended
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = 0  # no reaper: the run is pid 1
+    if pid == 0:
+        warm_run(req["argv"], req["env"])  # warmrun.py, prepended
+    reap_run(pid)
+
+
+def reap_run(pid):
+    # pid 1 of the run's pid namespace, as bubblewrap's init is in a cold
+    # run: the kernel hands it the run's orphans (unreaped, their zombies
+    # would count against the pids limit) and drops the signals it has no
+    # handler for (so the run, not pid 1, dies of a signal it sends
+    # itself). It reaps, and exits with the run's status once the run's
+    # process has exited; the kernel then kills what is left.
+    for sig in signal.valid_signals():
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            try:
+                signal.signal(sig, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+    for fd in (0, 1, 2):
+        os.close(fd)  # the run's output ends when the run's processes are gone
+    while True:
+        try:
+            died, status = os.wait()
+        except ChildProcessError:
+            os._exit(2)
+        if died == pid:
+            code = os.waitstatus_to_exitcode(status)
+            os._exit(code if code >= 0 else 128 - code)
 
 
 def child(run_sock, in_fd, out_fd, err_fd, procs):
-    # pid 1 of the run's pid namespace; nothing of other runs but
-    # descriptors, closed first.
+    # pid 1 of the run's pid namespace (its reaper, once the run is
+    # forked); nothing of other runs but descriptors, closed first.
     keep = sorted([run_sock, in_fd, out_fd, err_fd] + procs)
     low = 3
     for fd in keep:
