@@ -27,6 +27,7 @@ import (
 func agentSpec(maxTurns int) messages.JobSpec {
 	s := answerSpec()
 	s.Options.Backend = messages.BackendAgent
+	s.Options.MaxIterations = 0 // the agent refuses it: agent_max_turns bounds it
 	s.Options.AgentMaxTurns = maxTurns
 	return s
 }

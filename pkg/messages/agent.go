@@ -146,11 +146,18 @@ type AgentReport struct {
 }
 
 // validateAgent refuses what the agent backend would otherwise ignore: the
-// agent checks its work with the tests it writes and runs (run_tests), and
-// its turns do not carry documentation.
+// agent checks its work with the tests it writes and runs (run_tests), its
+// turns do not carry documentation, and agent_max_turns, not
+// max_iterations, bounds it. The pipeline ignores agent_max_turns.
 func (s *JobSpec) validateAgent() error {
 	if s.Options.Backend != BackendAgent {
+		if s.Options.AgentMaxTurns != 0 {
+			return &FieldError{"options.agent_max_turns", "applies only to options.backend: agent (the pipeline is bounded by options.max_iterations)"}
+		}
 		return nil
+	}
+	if s.Options.MaxIterations != 0 {
+		return &FieldError{"options.max_iterations", "does not apply to options.backend: agent (its turns are bounded by options.agent_max_turns)"}
 	}
 	if s.Options.ValidatesByRun() {
 		return &FieldError{"options.validate", "run cannot be combined with options.backend: agent (the agent checks its script with the tests it writes)"}

@@ -150,20 +150,31 @@ func (s *JobSpec) validateCodeMode() error {
 	case c.MaxTurns > 0 && c.MaxRetries != nil:
 		return &FieldError{"max_retries", "is for single-shot jobs; a job with max_turns is multi-turn"}
 	}
-	if err := s.Options.validateCodeModeOptions(); err != nil {
-		return err
+	return s.validateCodeModeSettings()
+}
+
+// validateCodeModeSettings checks context and the options of a code-mode
+// job: those it ignores are refused, those it uses checked as for the
+// pipeline.
+func (s *JobSpec) validateCodeModeSettings() error {
+	if len(s.Context) > 0 {
+		return &FieldError{"context", "does not apply to mode: codemode (its turns carry skills, not documentation)"}
 	}
-	return s.Options.validateChoices()
+	o := &s.Options
+	for _, check := range []func() error{o.validateCodeModeOptions, o.validateChoices, o.validateModel, o.validateSandbox} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // validateCodeModeOptions refuses the options a code-mode job would ignore
-// (they are about the generated script and its tests): only model, cache
-// and token_budget apply.
+// (about the generated script and its tests, or never read by its stages):
+// model, cache, token_budget, sandbox_retries and the model's settings
+// apply.
 func (o *Options) validateCodeModeOptions() error {
-	ignored := []struct {
-		field string
-		set   bool
-	}{
+	ignored := append([]optionSet{
 		{"options.max_iterations", o.MaxIterations != 0},
 		{"options.skip_tests", o.SkipTests},
 		{"options.max_sample_rows", o.MaxSampleRows != 0},
@@ -173,16 +184,36 @@ func (o *Options) validateCodeModeOptions() error {
 		{"options.backend", o.Backend != ""},
 		{"options.candidates", o.Candidates != 0},
 		{"options.first_pass", o.FirstPass != ""},
-	}
-	for _, opt := range ignored {
-		if opt.set {
-			return &FieldError{opt.field, "does not apply to mode: codemode (model, cache and token_budget do)"}
-		}
+		{"options.validate", o.Validate != ""},
+		{"options.agent_max_turns", o.AgentMaxTurns != 0},
+		{"options.env_vars", len(o.EnvVars) > 0},
+		{"options.secrets", len(o.Secrets) > 0},
+		{"options.python", o.Python != ""},
+		{"options.mutation", o.Mutation != ""},
+	}, o.mutationTuning()...)
+	if f := firstSet(ignored); f != "" {
+		return &FieldError{f, "does not apply to mode: codemode (model, cache, token_budget, sandbox_retries and the model's settings do)"}
 	}
 	if o.TokenBudget < 0 {
 		return &FieldError{"options.token_budget", "must not be negative"}
 	}
 	return nil
+}
+
+// optionSet is an option's field and whether a spec sets it.
+type optionSet struct {
+	field string
+	set   bool
+}
+
+// firstSet is the field of the first option set, "" when none is.
+func firstSet(opts []optionSet) string {
+	for _, o := range opts {
+		if o.set {
+			return o.field
+		}
+	}
+	return ""
 }
 
 // MultiTurn reports whether the job runs turns with observations.

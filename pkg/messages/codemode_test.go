@@ -2,8 +2,10 @@ package messages
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCodeModeValidate(t *testing.T) {
@@ -41,6 +43,29 @@ func TestCodeModeValidate(t *testing.T) {
 		{"resources", func(s *JobSpec) { s.Options.Resources.Memory = "1Gi" }, "options.resources"},
 		{"bad cache", func(s *JobSpec) { s.Options.Cache = "sometimes" }, "options.cache"},
 		{"negative token budget", func(s *JobSpec) { s.Options.TokenBudget = -1 }, "options.token_budget"},
+		// The settings its stages never read are refused, not dropped.
+		{"env_vars", func(s *JobSpec) { s.Options.EnvVars = map[string]string{"A": "1"} }, "options.env_vars"},
+		{"secrets", func(s *JobSpec) { s.Options.Secrets = []string{"TOKEN"} }, "options.secrets"},
+		{"python", func(s *JobSpec) { s.Options.Python = "3.12" }, "options.python"},
+		{"validate", func(s *JobSpec) { s.Options.Validate = ValidateRun }, "options.validate"},
+		{"agent_max_turns", func(s *JobSpec) { s.Options.AgentMaxTurns = 5 }, "options.agent_max_turns"},
+		{"mutation", func(s *JobSpec) { s.Options.Mutation = MutationOff }, "options.mutation"},
+		{"min_test_strength", func(s *JobSpec) { s.Options.MinTestStrength = 0.5 }, "options.min_test_strength"},
+		{"strengthen_rounds", func(s *JobSpec) { s.Options.StrengthenRounds = 1 }, "options.strengthen_rounds"},
+		{"max_mutants", func(s *JobSpec) { s.Options.MaxMutants = 5 }, "options.max_mutants"},
+		{"mutation_budget", func(s *JobSpec) { s.Options.MutationBudget = Duration(time.Minute) }, "options.mutation_budget"},
+		{"context", func(s *JobSpec) { s.Context = []string{"docs/"} }, "context"},
+		// What applies is checked as for the pipeline.
+		{"the settings that apply", func(s *JobSpec) {
+			s.Options = Options{Model: "m", SandboxRetries: 2, Temperature: ptr(0.5), TopP: ptr(0.9), Seed: ptr(int64(1)),
+				MaxTokens: 100, SystemPrompt: "s", SystemPromptPrefix: "p"}
+		}, ""},
+		{"bad model", func(s *JobSpec) { s.Options.Model = "a model" }, "options.model"},
+		{"sandbox_retries too many", func(s *JobSpec) { s.Options.SandboxRetries = MaxSandboxRetries + 1 }, "options.sandbox_retries"},
+		{"temperature too high", func(s *JobSpec) { s.Options.Temperature = ptr(2.5) }, "options.temperature"},
+		{"top_p zero", func(s *JobSpec) { s.Options.TopP = ptr(0.0) }, "options.top_p"},
+		{"max_tokens negative", func(s *JobSpec) { s.Options.MaxTokens = -1 }, "options.max_tokens"},
+		{"system_prompt not text", func(s *JobSpec) { s.Options.SystemPrompt = "a\x00b" }, "options.system_prompt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,6 +151,65 @@ func TestParseToolRef(t *testing.T) {
 	for _, bad := range []string{"", "=x", "x=", "a=b=c", "1x", "a.b"} {
 		if _, err := ParseToolRef(bad); err == nil {
 			t.Errorf("ParseToolRef(%q) accepted", bad)
+		}
+	}
+}
+
+// TestNormalisedSpecsValidate: a normalised spec (a result's, which the web
+// UI's Rerun submits again) validates, and carries no default of a setting
+// that does not apply to its kind of job.
+func TestNormalisedSpecsValidate(t *testing.T) {
+	t.Parallel()
+	for name, spec := range map[string]JobSpec{
+		"codemode":      {Mode: ModeCodeMode, CodeModeSpec: CodeModeSpec{Message: "hi", Tools: []string{"a"}}},
+		"pipeline":      {Prompt: "p"},
+		"candidates":    {Prompt: "p", Options: Options{Candidates: 3}},
+		"skip_tests":    {Prompt: "p", Options: Options{SkipTests: true}},
+		"validate: run": {Prompt: "p", Options: Options{Validate: ValidateRun}},
+		"agent":         {Prompt: "p", Options: Options{Backend: BackendAgent}},
+	} {
+		if err := spec.Validate(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		spec.Normalize("")
+		if err := spec.Validate(); err != nil {
+			t.Errorf("%s: the normalised spec is refused: %v", name, err)
+		}
+	}
+	cm := JobSpec{Mode: ModeCodeMode, CodeModeSpec: CodeModeSpec{Message: "hi"}}
+	cm.Normalize("m")
+	if want := (Options{Model: "m", Cache: CacheAuto}); !reflect.DeepEqual(cm.Options, want) {
+		t.Errorf("normalised code-mode options %+v, want only %+v", cm.Options, want)
+	}
+}
+
+// TestStoredResultsRunAgain: a result stored when Normalize filled options
+// that do not apply (its spec is what a run, a task and the web UI's Rerun
+// submit again) reads back with a spec that validates.
+func TestStoredResultsRunAgain(t *testing.T) {
+	t.Parallel()
+	old := Options{Model: "m", MaxIterations: DefaultMaxIterations, MaxSampleRows: DefaultMaxSampleRows, Cache: CacheAuto,
+		Timeout: Duration(DefaultTimeout), Resources: Resources{CPU: 1, Memory: DefaultMemory}, Backend: BackendPipeline, Candidates: 1,
+		Mutation: MutationOff, MinTestStrength: DefaultMinTestStrength, StrengthenRounds: DefaultStrengthenRounds,
+		MaxMutants: DefaultMaxMutants, MutationBudget: Duration(DefaultMutationBudget)}
+	with := func(edit func(*Options)) Options { o := old; edit(&o); return o }
+	for name, spec := range map[string]JobSpec{
+		"agent":         {Prompt: "p", Options: with(func(o *Options) { o.Backend, o.AgentMaxTurns = BackendAgent, DefaultAgentMaxTurns })},
+		"skip_tests":    {Prompt: "p", Options: with(func(o *Options) { o.SkipTests, o.FirstPass = true, FirstPassOneRound })},
+		"skip_tests, 3": {Prompt: "p", Options: with(func(o *Options) { o.SkipTests, o.Candidates, o.FirstPass = true, 3, FirstPassPlanFirst })},
+		"validate: run": {Prompt: "p", Options: with(func(o *Options) { o.Validate = ValidateRun })},
+		"codemode":      {Mode: ModeCodeMode, CodeModeSpec: CodeModeSpec{Message: "hi"}, Options: old},
+	} {
+		b, err := json.Marshal(Result{JobID: "j", Spec: &spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Result
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := got.Spec.Validate(); err != nil {
+			t.Errorf("%s: the stored spec is refused: %v", name, err)
 		}
 	}
 }

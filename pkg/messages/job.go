@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -146,6 +147,19 @@ type Result struct {
 	CostByModel map[string]ModelCost `json:"cost_by_model,omitempty"`
 }
 
+// UnmarshalJSON reads a stored result, whose spec an older Normalize may
+// have filled with options Validate now refuses (JobSpec.dropUnapplied).
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result
+	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
+		return err
+	}
+	if r.Spec != nil {
+		r.Spec.dropUnapplied()
+	}
+	return nil
+}
+
 // ModelCost is what one model's calls of a job used and cost.
 type ModelCost struct {
 	InputTokens  int     `json:"input_tokens"`
@@ -171,7 +185,7 @@ func DecodeJobSpecJSON(data []byte) (*JobSpec, error) {
 	dec.DisallowUnknownFields()
 	var spec JobSpec
 	if err := dec.Decode(&spec); err != nil {
-		return nil, jsonFieldError(err)
+		return nil, jsonFieldError(err, raw)
 	}
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -222,7 +236,8 @@ func CheckKnownFields(raw any) error {
 	return walk("", top)
 }
 
-func jsonFieldError(err error) error {
+// jsonFieldError names the field of a decoding error of the spec raw.
+func jsonFieldError(err error, raw any) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		field := te.Field
@@ -234,9 +249,32 @@ func jsonFieldError(err error) error {
 	msg := err.Error()
 	// Errors from a field's own UnmarshalJSON (e.g. Duration) carry no path.
 	if strings.Contains(msg, "duration") {
-		return &FieldError{"options.timeout", msg}
+		return &FieldError{badDurationOption(raw), msg}
 	}
 	return &FieldError{"", "invalid job spec: " + msg}
+}
+
+// badDurationOption names the first duration option of raw that does not
+// decode ("options" if none is found): every Duration field of Options
+// is tried, so one added later is named too.
+func badDurationOption(raw any) string {
+	top, _ := raw.(map[string]any)
+	opts, _ := top["options"].(map[string]any)
+	t := reflect.TypeFor[Options]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		v, ok := opts[name]
+		if f.Type != reflect.TypeFor[Duration]() || !ok {
+			continue
+		}
+		b, _ := json.Marshal(v)
+		var d Duration
+		if d.UnmarshalJSON(b) != nil {
+			return "options." + name
+		}
+	}
+	return "options"
 }
 
 func goTypeWord(kind string) string {

@@ -263,6 +263,7 @@ func (s *JobSpec) Validate() error {
 		s.validateCodeRunner,
 		s.validateAgent,
 		o.validateMutation, // strength.go
+		s.validateMutationApplies,
 		s.validateFirstPass,
 	}
 	for _, check := range checks {
@@ -350,6 +351,11 @@ func (o *Options) validateLimits() error {
 	if o.Candidates < 0 || o.Candidates > 16 {
 		return &FieldError{"options.candidates", "must be between 1 and 16"}
 	}
+	if o.Candidates > 1 && o.SkipTests {
+		// Candidates are chosen by their tests; without tests one solution
+		// would be written.
+		return &FieldError{"options.candidates", "must be 1 with options.skip_tests (candidates are chosen by their tests)"}
+	}
 	if o.TokenBudget < 0 {
 		return &FieldError{"options.token_budget", "must not be negative"}
 	}
@@ -414,7 +420,8 @@ func (o *Options) validateBasePackages() error {
 var PackageNameRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._,-]+\])?((==|>=|<=|~=|!=|<|>)[A-Za-z0-9.*+!-]+(,(==|>=|<=|~=|!=|<|>)[A-Za-z0-9.*+!-]+)*)?$`)
 
 // Normalize fills in defaults. defaultModel is used when Options.Model is empty
-// (pass "" for DefaultModel).
+// (pass "" for DefaultModel). It fills only options that apply to the job,
+// so a normalised spec (a result's, which Rerun submits again) validates.
 func (s *JobSpec) Normalize(defaultModel string) {
 	o := &s.Options
 	if o.Model == "" {
@@ -423,14 +430,17 @@ func (s *JobSpec) Normalize(defaultModel string) {
 			o.Model = DefaultModel
 		}
 	}
-	if o.MaxIterations == 0 {
+	if o.Cache == "" {
+		o.Cache = CacheAuto
+	}
+	if s.Mode == ModeCodeMode {
+		return // of the defaults, only model and cache apply (validateCodeModeOptions)
+	}
+	if o.MaxIterations == 0 && o.Backend != BackendAgent {
 		o.MaxIterations = DefaultMaxIterations
 	}
 	if o.MaxSampleRows == 0 {
 		o.MaxSampleRows = DefaultMaxSampleRows
-	}
-	if o.Cache == "" {
-		o.Cache = CacheAuto
 	}
 	if o.Timeout == 0 {
 		o.Timeout = Duration(DefaultTimeout)
@@ -452,6 +462,29 @@ func (s *JobSpec) Normalize(defaultModel string) {
 	}
 	s.normalizeMutation() // strength.go
 	s.normalizeFirstPass()
+}
+
+// dropUnapplied clears the defaults an older Normalize wrote where they do
+// not apply (max_iterations on the agent backend, the mutation settings of
+// a job without generated tests, the pipeline's defaults in code mode), and
+// candidates above 1 with skip_tests, which ran with one: a result stored
+// before Validate refused them still runs again (submit run, a task, the
+// web UI's Rerun). None of them changed what the job did.
+func (s *JobSpec) dropUnapplied() {
+	o := &s.Options
+	if s.Mode == ModeCodeMode {
+		o.MaxIterations, o.MaxSampleRows, o.Timeout, o.Resources, o.Backend, o.Candidates = 0, 0, 0, Resources{}, "", 0
+		o.Mutation = ""
+	}
+	if o.Backend == BackendAgent {
+		o.MaxIterations = 0
+	}
+	if s.Mode == ModeCodeMode || o.noTestsToMutate() != "" {
+		o.MinTestStrength, o.StrengthenRounds, o.MaxMutants, o.MutationBudget = 0, 0, 0, 0
+	}
+	if o.SkipTests && o.Candidates > 1 {
+		o.Candidates = 1
+	}
 }
 
 // ObjectRef is a sample's place in the object store: its content hash and the

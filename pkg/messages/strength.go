@@ -134,16 +134,59 @@ func (o *Options) validateMutation() error {
 	return nil
 }
 
+// mutationTuning are the mutation options besides options.mutation.
+func (o *Options) mutationTuning() []optionSet {
+	return []optionSet{
+		{"options.min_test_strength", o.MinTestStrength != 0},
+		{"options.strengthen_rounds", o.StrengthenRounds != 0},
+		{"options.max_mutants", o.MaxMutants != 0},
+		{"options.mutation_budget", o.MutationBudget != 0},
+	}
+}
+
+// noTestsToMutate names why a pipeline job has no generated tests to
+// measure by mutation, "" when it has them.
+func (o *Options) noTestsToMutate() string {
+	switch {
+	case o.SkipTests:
+		return "options.skip_tests"
+	case o.ValidatesByRun():
+		return "options.validate: run"
+	case o.Backend == BackendAgent:
+		return "options.backend: agent"
+	}
+	return ""
+}
+
+// validateMutationApplies refuses the mutation options a job without
+// generated tests would ignore, as validateFirstPass does first_pass;
+// mutation: off says what happens there and is accepted (Normalize
+// writes it).
+func (s *JobSpec) validateMutationApplies() error {
+	o := &s.Options
+	why := o.noTestsToMutate()
+	if why == "" {
+		return nil
+	}
+	opts := append([]optionSet{{"options.mutation", o.Mutation != "" && o.Mutation != MutationOff}}, o.mutationTuning()...)
+	if f := firstSet(opts); f != "" {
+		return &FieldError{f, "does not apply with " + why + " (there are no generated tests to measure by mutation)"}
+	}
+	return nil
+}
+
 // normalizeMutation fills in the mutation defaults. A job whose tests are
-// not generated (skip_tests, validate: run, the agent backend, code mode)
-// has nothing to mutate against: mutation is off there.
+// not generated (skip_tests, validate: run, the agent backend) has nothing
+// to mutate against: mutation is off there, and the settings of a
+// measurement are left out (Validate refuses them).
 func (s *JobSpec) normalizeMutation() {
 	o := &s.Options
+	if o.noTestsToMutate() != "" {
+		o.Mutation = MutationOff
+		return
+	}
 	if o.Mutation == "" {
 		o.Mutation = MutationOn
-	}
-	if o.SkipTests || o.Validate == ValidateRun || o.Backend == BackendAgent || s.Mode == ModeCodeMode {
-		o.Mutation = MutationOff
 	}
 	if o.MinTestStrength == 0 {
 		o.MinTestStrength = DefaultMinTestStrength
