@@ -102,13 +102,16 @@ class AutoCoderAgent:
     url and token are the HTTP API's (default: AUTOCODER_URL and
     AUTOCODER_TOKEN, a token with scope submit). A job names a model from
     the operator's model table; it never carries a key or an endpoint, so
-    api_key and api_base are refused.
+    api_key and api_base are refused. A setting the job would ignore is
+    refused too: max_iterations with the agent backend, agent_max_turns
+    without it, image_config's registry and registry_secret. Left out,
+    max_iterations and agent_max_turns are the server's defaults (10, 50).
     """
 
     def __init__(self, model=None, name="auto-coder", system_prompt=None, api_key=None, api_base=None,
                  litellm_params=None, base_packages=None, resources=None, image_config=None,
-                 max_iterations=10, max_sample_rows=100, skip_tests=False, sandbox_retries=0, timeout=None,
-                 env_vars=None, secrets=None, cache="auto", backend="pipeline", agent_max_turns=50,
+                 max_iterations=None, max_sample_rows=100, skip_tests=False, sandbox_retries=0, timeout=None,
+                 env_vars=None, secrets=None, cache="auto", backend="pipeline", agent_max_turns=None,
                  block_network=None, *, system_prompt_prefix=None, temperature=None, max_tokens=None,
                  top_p=None, seed=None, python_version=None, token_budget=None,
                  url=None, token=None, wait=1800.0, poll_interval=0.5):
@@ -122,6 +125,18 @@ class AutoCoderAgent:
         if backend not in _BACKENDS:
             raise InvalidRequestError("unsupported backend %r (want pipeline or agent; litellm and claude are "
                                       "their reference names)" % (backend,), "backend")
+        # Each bound is read by one backend only; the other's is refused, not dropped.
+        if _BACKENDS[backend] == "agent" and max_iterations is not None:
+            raise InvalidRequestError("does not apply to backend %r (agent_max_turns bounds the agent)" % (backend,),
+                                      "max_iterations")
+        if _BACKENDS[backend] != "agent" and agent_max_turns is not None:
+            raise InvalidRequestError("applies only to backend agent (max_iterations bounds backend %r)" % (backend,),
+                                      "agent_max_turns")
+        for field in ("registry", "registry_secret"):
+            value = image_config.get(field) if isinstance(image_config, dict) else getattr(image_config, field, None)
+            if value is not None:
+                raise InvalidRequestError("images are built and kept by the operator's sandbox workers; a job names "
+                                          "no registry (only python_version is taken)", "image_config." + field)
         params = dict(litellm_params or {})
         unknown = sorted(set(params) - set(_LITELLM_PARAMS))
         if unknown:
@@ -148,8 +163,9 @@ class AutoCoderAgent:
     def _options(model, system_prompt, prefix, params, base_packages, resources, python, max_iterations,
                  max_sample_rows, skip_tests, sandbox_retries, timeout, env_vars, secrets, cache, backend,
                  agent_max_turns, token_budget):
-        o = {"max_iterations": max_iterations, "max_sample_rows": max_sample_rows, "cache": cache, "backend": backend}
-        pairs = (("model", model), ("system_prompt", system_prompt), ("system_prompt_prefix", prefix),
+        o = {"max_sample_rows": max_sample_rows, "cache": cache, "backend": backend}
+        pairs = (("model", model), ("max_iterations", max_iterations), ("agent_max_turns", agent_max_turns),
+                 ("system_prompt", system_prompt), ("system_prompt_prefix", prefix),
                  ("base_packages", list(base_packages) if base_packages else None),
                  ("resources", _resources(resources, "resources")), ("python", python),
                  ("skip_tests", skip_tests or None), ("sandbox_retries", sandbox_retries or None),
@@ -159,8 +175,6 @@ class AutoCoderAgent:
         for k, v in pairs:
             if v is not None:
                 o[k] = v
-        if backend == "agent":
-            o["agent_max_turns"] = agent_max_turns
         o.update(params)
         return o
 

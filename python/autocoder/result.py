@@ -99,10 +99,12 @@ class CodeGenEvalResult:
         values; the settings (resources, retries, timeout, env_vars,
         secrets, cache) are laid over the job's. Returns the outputs in
         their declared order (one output: its value). A run that fails
-        raises RunError with its result. name is the reference's sandbox
-        name; runs here are named by their job ID."""
+        raises RunError with its result. name, the reference's sandbox
+        name, is refused: runs here are named by their job ID."""
         from .agent import run_options
 
+        if name is not None:
+            raise InvalidRequestError("a run is named by its job ID here; leave name out", "name")
         self._check_runnable()
         body = self._run_body(overrides)
         opts = run_options(resources, retries, timeout, env_vars, secrets, cache)

@@ -44,6 +44,13 @@ def result(job_id, success=True, outputs=None, spec=None, **extra):
     return r
 
 
+class ImageConfig:
+    """flyte's ImageConfig's shape."""
+
+    def __init__(self, registry=None, registry_secret=None, python_version=None):
+        self.registry, self.registry_secret, self.python_version = registry, registry_secret, python_version
+
+
 class ClientTest(unittest.TestCase):
     def setUp(self):
         self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeAPI)
@@ -106,6 +113,12 @@ class ClientTest(unittest.TestCase):
             (lambda: self.agent(litellm_params={"frequency_penalty": 1}), "litellm_params.frequency_penalty"),
             (lambda: self.agent(resources={"gpu": 1}), "resources"),
             (lambda: self.agent(timeout=-1), "timeout"),
+            # Settings the job would ignore are refused, not dropped.
+            (lambda: self.agent(backend="agent", max_iterations=5), "max_iterations"),
+            (lambda: self.agent(agent_max_turns=20), "agent_max_turns"),
+            (lambda: self.agent(backend="litellm", agent_max_turns=20), "agent_max_turns"),
+            (lambda: self.agent(image_config={"registry": "ghcr.io/me"}), "image_config.registry"),
+            (lambda: self.agent(image_config=ImageConfig(registry_secret="pull")), "image_config.registry_secret"),
             (lambda: self.agent().generate(prompt="p", outputs={"x": complex}), "outputs.x"),
             (lambda: self.agent().generate(prompt="p", inputs={"when": datetime.datetime}), "inputs.when"),
             (lambda: self.agent().generate(prompt="p", samples={"s": 42}), "samples.s"),
@@ -118,6 +131,18 @@ class ClientTest(unittest.TestCase):
                 self.assertEqual(cm.exception.field, field)
                 self.assertIsInstance(cm.exception, ValueError)
         self.assertEqual(self.srv.requests, [])
+
+    def test_bounds_go_only_where_they_apply(self):
+        self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-5"})
+        self.routes[("GET", "/v1/jobs/job-5/result")] = (200, result("job-5"))
+        for kw, want in [({}, {}), ({"max_iterations": 3}, {"max_iterations": 3}),
+                         ({"backend": "agent"}, {}), ({"backend": "claude", "agent_max_turns": 20}, {"agent_max_turns": 20})]:
+            with self.subTest(kw=kw):
+                self.srv.requests = []
+                self.agent(**kw).generate(prompt="p")
+                o = self.sent("POST", "/v1/jobs")[0]["spec"]["options"]
+                got = {k: o[k] for k in ("max_iterations", "agent_max_turns") if k in o}
+                self.assertEqual(got, want)
 
     def test_server_errors(self):
         self.routes[("POST", "/v1/jobs")] = (400, {"v": 1, "error": "spec.options.temperature: must be between 0 and 2",
@@ -195,6 +220,9 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(InvalidRequestError) as cm:
             res.run(nope=1)
         self.assertEqual(cm.exception.field, "run.args.nope")
+        with self.assertRaises(InvalidRequestError) as cm:
+            res.run(name="sandbox-1")  # the reference's sandbox name: nothing here would use it
+        self.assertEqual(cm.exception.field, "name")
 
         self.routes[("POST", "/v1/tasks/monthly")] = (201, {"name": "monthly", "job_id": "job-3", "defaults": {"timeout": "30s"}})
         task = res.as_task("monthly", timeout=30, env_vars={"A": "1"})
