@@ -96,9 +96,16 @@ func (c Config) Validate() error {
 	return c.Stack.Validate()
 }
 
-// jobOptions are the jobs' options: max_iterations, then Options.
+// jobOptions are the jobs' options: max_iterations, then Options. The
+// agent backend is bounded by agent_max_turns and refuses max_iterations:
+// it goes only when an --option names it.
 func (c Config) jobOptions() (map[string]any, error) {
 	o := map[string]any{"max_iterations": c.withDefaults().MaxIterations}
+	defer func() {
+		if o["backend"] == "agent" && !c.optionNamed("max_iterations") {
+			delete(o, "max_iterations")
+		}
+	}()
 	for _, kv := range c.Options {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -111,6 +118,16 @@ func (c Config) jobOptions() (map[string]any, error) {
 		o[k] = val
 	}
 	return o, nil
+}
+
+// optionNamed reports whether an --option sets name.
+func (c Config) optionNamed(name string) bool {
+	for _, kv := range c.Options {
+		if k, _, _ := strings.Cut(kv, "="); k == name {
+			return true
+		}
+	}
+	return false
 }
 
 // multi is a repeatable string flag.
