@@ -1,6 +1,7 @@
 """The HTTP API (docs/api.md) over urllib: a bearer token, JSON bodies,
 and the API's answers turned into this client's errors."""
 
+import http.client
 import json
 import os
 import urllib.error
@@ -59,14 +60,22 @@ class Connection:
             req.add_header("Authorization", "Bearer " + self.token)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as r:
+                want, got = r.headers.get("Content-Length"), 0
                 while True:
                     chunk = r.read(1 << 16)
                     if not chunk:
-                        return
+                        break
+                    got += len(chunk)
                     out.write(chunk)
+                # read(n) returns what came when the body ends early: a
+                # file cut short must not pass for the whole of it.
+                if want is not None and want.isdigit() and got < int(want):
+                    raise http.client.IncompleteRead(b"", int(want) - got)
         except urllib.error.HTTPError as e:
             raise _error("GET", path, e.code, e.read()) from None
-        except (urllib.error.URLError, OSError) as e:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+            # HTTPException: the server cut the body short (IncompleteRead),
+            # as it does when a download fails its check midway.
             raise UnavailableError("GET %s: %s" % (path, e)) from None
 
 

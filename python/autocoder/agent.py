@@ -272,20 +272,23 @@ def _add(tar, full, rel, field):
             tar.addfile(info, f)
 
 
-def wait_result(conn, job_id, wait, poll_interval):
+def wait_result(conn, job_id, wait, poll_interval, unknown_after=None):
     """Polls the job's result until it is finished: the API answers 202
     with the result so far while the job runs, 404 until the coordinator
-    has stored it."""
+    has stored it. A 404 past unknown_after seconds (None: the whole wait,
+    for a job this client just submitted) is NotFoundError: no such job."""
     from .errors import NotFoundError
 
-    deadline = time.monotonic() + wait
+    start = time.monotonic()
+    deadline = start + wait
     while True:
         try:
             status, _, raw = conn.request("GET", "/v1/jobs/%s/result" % _http.quote(job_id))
             if status != 202:
                 return json.loads(raw)
         except NotFoundError:
-            pass
+            if unknown_after is not None and time.monotonic() - start >= unknown_after:
+                raise
         except UnavailableError:
             if time.monotonic() > deadline:
                 raise
@@ -294,9 +297,24 @@ def wait_result(conn, job_id, wait, poll_interval):
         time.sleep(poll_interval)
 
 
-def result_of(job_id, url=None, token=None, wait=0.0, poll_interval=0.5):
+def result_of(job_id, url=None, token=None, wait=0.0, poll_interval=0.5, outputs=None):
     """The result of an existing job (waiting up to wait seconds for it),
-    with run() and as_task() like generate's."""
+    with run() and as_task() like generate's. outputs, the output names in
+    their declared order, orders what run() returns: the server keeps the
+    spec's outputs by name, so without it they come in alphabetical order.
+    A job the server does not know raises NotFoundError (after a few
+    seconds when waiting: one just submitted is stored in a moment)."""
     conn = _http.Connection(url, token)
-    raw = wait_result(conn, job_id, wait, poll_interval)
-    return CodeGenEvalResult(raw, conn, poll_interval=poll_interval)
+    raw = wait_result(conn, job_id, wait, poll_interval, unknown_after=min(wait, _UNKNOWN_AFTER))
+    declared = (raw.get("spec") or {}).get("outputs") or {}
+    if outputs is not None:
+        missing = [n for n in outputs if n not in declared]
+        if missing or len(list(outputs)) != len(declared):
+            raise InvalidRequestError("outputs %s: the job declares %s" % (list(outputs), sorted(declared)), "outputs")
+        outputs = {n: declared[n] for n in outputs}
+    return CodeGenEvalResult(raw, conn, outputs=outputs, poll_interval=poll_interval)
+
+
+# _UNKNOWN_AFTER is how long result_of, when it waits, takes a 404 for a
+# job not stored yet.
+_UNKNOWN_AFTER = 5.0

@@ -28,8 +28,12 @@ class File:
         if os.path.isdir(path):
             path = os.path.join(path, self.name)
         tmp = path + ".part"
-        with open(tmp, "wb") as out:
-            self._fetch(out)
+        try:
+            with open(tmp, "wb") as out:
+                self._fetch(out)
+        except BaseException:
+            os.remove(tmp)  # a download cut short leaves nothing behind
+            raise
         os.replace(tmp, path)
         self.path = path
         return path

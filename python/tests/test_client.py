@@ -12,6 +12,7 @@ import unittest
 import autocoder
 from autocoder import (AuthError, AutoCoderAgent, Dir, File, InvalidRequestError, Resources, RunError,
                        UnavailableError)
+from autocoder import _http
 from autocoder.types import output_value, wire_type
 
 
@@ -177,6 +178,45 @@ class ClientTest(unittest.TestCase):
         res = self.agent().generate(prompt="p", outputs={"n": int})
         self.assertTrue(res.success)
         self.assertEqual(res.outputs, {"n": 3})
+
+    def test_result_of(self):
+        # An unknown job is NotFoundError, not a wait that times out.
+        with self.assertRaises(autocoder.NotFoundError):
+            autocoder.result_of("no-such-job", url=self.url, token="tok")
+        # The server keeps the outputs by name: outputs= gives their order.
+        spec = {"outputs": {"total_revenue": "float", "total_units": "int", "row_count": "int"}}
+        self.routes[("GET", "/v1/jobs/job-9/result")] = (200, result("job-9", spec=spec,
+                                                                       outputs={"total_revenue": 1.5, "total_units": 2, "row_count": 3}))
+        res = autocoder.result_of("job-9", url=self.url, token="tok")
+        self.assertEqual(list(res.declared_outputs), ["row_count", "total_revenue", "total_units"])
+        res = autocoder.result_of("job-9", url=self.url, token="tok", outputs=["total_revenue", "total_units", "row_count"])
+        self.assertEqual(res._values(), (1.5, 2, 3))
+        with self.assertRaises(autocoder.InvalidRequestError):
+            autocoder.result_of("job-9", url=self.url, token="tok", outputs=["total_revenue"])
+
+    def test_download_cut_short(self):
+        # The server cuts a download whose bytes fail their check midway:
+        # an UnavailableError, and no partial file left behind.
+        class Short(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Length", "100")
+                self.end_headers()
+                self.wfile.write(b"only ten b")
+
+            def log_message(self, *args):
+                pass
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Short)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        conn = _http.Connection("http://127.0.0.1:%d" % srv.server_address[1], "tok")
+        f = File(name="out.csv", object="sha256:" + "b" * 64, size=100, _fetch=lambda out: conn.stream_to("/x", out))
+        dest = tempfile.mkdtemp()
+        with self.assertRaises(autocoder.UnavailableError):
+            f.download(dest)
+        self.assertEqual(os.listdir(dest), [])
 
     def test_json_errors_by_status(self):
         # Every error answer is JSON ({"error", "code", "field"}): the status
