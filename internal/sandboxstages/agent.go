@@ -53,6 +53,13 @@ func (h *Handlers) agentTool(ctx context.Context, cmd *messages.StageCommand, in
 	if h.workspace == nil {
 		return none, bus.Permanent(errors.New("this sandbox worker has no workspace store for agent tool calls"))
 	}
+	// The job's secrets are in its bash commands' environment, so any file
+	// a command wrote may hold one: every tool's result and the job's own
+	// files are redacted before the model or the job's state sees them.
+	_, redact, err := h.jobEnv(cmd) // settings.go
+	if err != nil {
+		return none, bus.Permanent(err)
+	}
 	root, err := os.MkdirTemp("", "autocoder-agent-*")
 	if err != nil {
 		return none, err
@@ -94,6 +101,12 @@ func (h *Handlers) agentTool(ctx context.Context, cmd *messages.StageCommand, in
 		out.Workspace = in.Workspace
 		if out.Files, err = h.ownFiles(ctx, out.Workspace); err != nil {
 			return none, err
+		}
+	}
+	if redact != nil {
+		out.Result = string(redact([]byte(out.Result)))
+		for name, text := range out.Files {
+			out.Files[name] = string(redact([]byte(text)))
 		}
 	}
 	return stagework.Output[messages.AgentToolOutput]{Value: out}, nil

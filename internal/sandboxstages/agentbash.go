@@ -30,9 +30,10 @@ const workspaceArchive = "agent-workspace.tar"
 const bashResultBudget = 8000
 
 // bash checks a command with the shell policy, then runs it inside the
-// sandbox with the workspace mounted (never on this host): no network, only
-// the sandbox's own environment variables, the job's limits. A command
-// that runs pytest is not run here: the job's test stage runs the tests.
+// sandbox with the workspace mounted (never on this host): no network,
+// the job's env_vars and secrets (redacted from what the model reads),
+// the job's limits. A command that runs pytest is not run here: the job's
+// test stage runs the tests.
 func (h *Handlers) bash(ctx context.Context, cmd *messages.StageCommand, in messages.AgentToolInput, root string) (messages.AgentToolOutput, error) {
 	out := messages.AgentToolOutput{Workspace: in.Workspace}
 	command, err := bashCommand(in.Call.Arguments)
@@ -71,7 +72,11 @@ func (h *Handlers) bash(ctx context.Context, cmd *messages.StageCommand, in mess
 		if errors.Is(err, errWorkspaceFull) {
 			return out, err
 		}
-		return out, bus.Permanent(fmt.Errorf("unpack the workspace after bash: %w", err))
+		// The command's to answer for (a crafted archive): the model is
+		// told, and the workspace stays as it was.
+		out.Verdict = messages.VerdictError
+		out.Result += "\n(the workspace could not be read back after the command, so its changes are lost: " + err.Error() + ")"
+		return out, nil
 	}
 	return out, nil
 }
@@ -131,9 +136,13 @@ func (h *Handlers) bashSpec(ctx context.Context, cmd *messages.StageCommand, in 
 	l := h.limits(cmd.JobID, cmd.Stage, in.Timeout, in.Resources)
 	// The command runs in a shell of its own; the wrapper then archives
 	// the workspace, whatever the command did, and exits with its status.
+	// The archive gets its name only once tar has written all of it: one
+	// cut short (a file tar cannot read, the run's time up) is not taken
+	// for the whole workspace.
 	wrapper := "cd " + sandbox.WorkspaceDir + "\n" + links.String() +
 		"bash -c \"$1\" </dev/null\nstatus=$?\ncd " + sandbox.WorkspaceDir +
-		" && tar --exclude=./.harness -cf " + sandbox.OutputsDir + "/" + workspaceArchive + " . 2>/dev/null\nexit $status\n"
+		" && tar --exclude=./.harness -cf " + sandbox.OutputsDir + "/" + workspaceArchive + ".part . 2>/dev/null" +
+		" && mv " + sandbox.OutputsDir + "/" + workspaceArchive + ".part " + sandbox.OutputsDir + "/" + workspaceArchive + "\nexit $status\n"
 	return sandbox.RunSpec{
 		Env: env.ID, Files: files, Inputs: inputs,
 		Argv:    []string{"bash", "-c", wrapper, "agent-bash", command},

@@ -3,10 +3,13 @@ package sandboxstages_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/bus/bustest"
@@ -165,5 +168,57 @@ func TestAgentBashGetsTheJobsSettings(t *testing.T) {
 	}
 	if own.builds[0].Name != "weekly-report" {
 		t.Errorf("the environment was built as %q, want the job's name", own.builds[0].Name)
+	}
+}
+
+// TestAgentToolsKeepSecretsAndTheWorkspace, in the real process sandbox:
+// a job secret a bash command wrote to a file does not reach the model by
+// read_file, nor the job's state by its own files; a command after which
+// tar cannot archive the workspace (a file it cannot read) loses its
+// changes and says so, rather than dropping that file from the workspace.
+func TestAgentToolsKeepSecretsAndTheWorkspace(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "API_TOKEN"), []byte("tok-e2e-secret\n"), 0o600)
+	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
+	ws := sandboxstages.ObjectStoreWorkspace{Obj: be.Resources.Outputs}
+	_, mux := newSettingsStages(t, sandboxstages.Config{Backend: newProcessBackend(t), Samples: &fetcher{}, Secrets: secretsource.New(dir, []byte("key")),
+		Workspace: ws})
+	call := func(workspace messages.Workspace, name, args string) messages.AgentToolOutput {
+		t.Helper()
+		cmd := command(t, messages.StageAgentTool, messages.AgentToolInput{
+			Call: messages.AgentToolCall{ID: "c", Name: name, Arguments: args}, Workspace: workspace, Timeout: messages.Duration(time.Minute)})
+		cmd.Settings = &messages.StageSettings{Secrets: []string{"API_TOKEN"}}
+		out, _, err := mux.Serve(ctxT(t), cmd)
+		if err != nil {
+			t.Fatalf("%s %s: %v", name, args, err)
+		}
+		var res messages.AgentToolOutput
+		if err := json.Unmarshal(out.Value, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	ref, err := ws.Put(ctxT(t), []byte("def f():\n    return 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := messages.Workspace{"solution.py": ref}
+	wrote := call(start, messages.ToolBash, `{"command": "printenv API_TOKEN > env.txt; echo \"TOKEN = '$API_TOKEN'\" >> solution.py"}`)
+	if wrote.Verdict != messages.VerdictOK || wrote.Workspace["env.txt"] == "" {
+		t.Fatalf("bash: %+v", wrote)
+	}
+	read := call(wrote.Workspace, messages.ToolReadFile, `{"path": "env.txt"}`)
+	if strings.Contains(read.Result+strings.Join(slices.Collect(maps.Values(read.Files)), ""), "tok-e2e-secret") ||
+		!strings.Contains(read.Result, "[secret API_TOKEN]") {
+		t.Errorf("read_file gave %q, files %q: want the secret's value redacted", read.Result, read.Files)
+	}
+	if strings.Contains(wrote.Files["solution.py"], "tok-e2e-secret") {
+		t.Errorf("the job's own file holds the secret: %q", wrote.Files["solution.py"])
+	}
+
+	locked := call(start, messages.ToolBash, `{"command": "echo x > new.txt; chmod 000 solution.py"}`)
+	if locked.Workspace["solution.py"] != ref || locked.Workspace["new.txt"] != "" || !strings.Contains(locked.Result, "changes are lost") {
+		t.Errorf("after a command tar could not archive: workspace %v, result %q; want it as it was, and said", locked.Workspace, locked.Result)
 	}
 }
