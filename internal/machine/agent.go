@@ -286,7 +286,14 @@ func (m *Stepper) agentTested(p Pending, out messages.TestReport) {
 	if !rep.OK() {
 		verdict = messages.VerdictError
 	}
-	m.agentAnswer(verdict, testResult(rep), reportSummary(rep), m.since(p))
+	result := testResult(rep)
+	if a.Call != nil && a.Call.Name == messages.ToolBash {
+		// The command was not run: a model that chained setup before
+		// pytest must not think its setup ran.
+		result = "this bash command ran pytest, so the job's test stage ran instead and nothing else of the command ran " +
+			"(run other commands on their own)\n" + result
+	}
+	m.agentAnswer(verdict, result, reportSummary(rep), m.since(p))
 }
 
 // since is how long ago, on the coordinator's clock, p was dispatched.

@@ -114,6 +114,14 @@ func TestAgentPath(t *testing.T) {
 	if last.Role != "tool" || last.ToolCallID != "c6" || !strings.Contains(last.Content, "1 passed") {
 		t.Errorf("the model did not read the test run as c6's result: %+v", last)
 	}
+	if !strings.Contains(last.Content, "nothing else of the command ran") {
+		t.Errorf("a bash command that ran pytest does not say the rest of it did not run: %q", last.Content)
+	}
+	for _, m := range s.Agent.Messages {
+		if m.ToolCallID == "c4" && strings.Contains(m.Content, "nothing else") {
+			t.Errorf("run_tests's result speaks of a command: %q", m.Content)
+		}
+	}
 }
 
 func TestAgentEnds(t *testing.T) {

@@ -47,7 +47,7 @@ func (h *Handlers) bash(ctx context.Context, cmd *messages.StageCommand, in mess
 		out.Verdict, out.Result = messages.VerdictDenied, "denied by the shell policy: "+v.Reason
 		return out, nil
 	case v.Pytest:
-		out.Verdict, out.Result = messages.VerdictTests, "pytest runs as the job's test stage"
+		out.Verdict, out.Result = messages.VerdictTests, "pytest runs as the job's test stage; nothing else of this command runs"
 		return out, nil
 	}
 	spec, redact, cleanup, err := h.bashSpec(ctx, cmd, in, root, command)
