@@ -12,7 +12,7 @@ var agentSystem string
 
 // AgentVersion identifies the agent's prompt texts: it is part of the
 // agent_turn stage's cache key. Bump it when Agent's output can change.
-const AgentVersion = "agent-1"
+const AgentVersion = "agent-2"
 
 // Agent builds the start of the agent backend's conversation: the rules and
 // tools, then the task with its script protocol and the sample data. The
