@@ -137,13 +137,7 @@ accounts { TEAM { jetstream { max_file: `+fmt.Sprint(limit)+`, max_mem: -1 }, us
 func TestStoreBoundsFitAServerThatReportsNoLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 2 << 30
-	srv := startConfServer(t, "jetstream { store_dir: %q, max_file_store: "+fmt.Sprint(limit)+" }\n")
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	nc, js := startNoLimitServer(t, limit)
 	info, err := js.AccountInfo(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
@@ -227,13 +221,7 @@ func TestStoreBoundsFitAServerThatReportsNoLimit(t *testing.T) {
 func TestFittedStoreWaitsForAnotherCoordinatorsProbe(t *testing.T) {
 	t.Parallel()
 	const limit = 2 << 30
-	srv := startConfServer(t, "jetstream { store_dir: %q, max_file_store: "+fmt.Sprint(limit)+" }\n")
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	_, js := startNoLimitServer(t, limit)
 	if _, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{}); err != nil {
 		t.Fatal(err)
 	}
@@ -340,6 +328,21 @@ func TestStoreBoundsFitAClusterThatReportsNoLimit(t *testing.T) {
 	if waited := time.Since(start); waited < bus.ClusterReportWait {
 		t.Errorf("the refusal came after %v, want a wait of %v for the cluster's usage reports", waited, bus.ClusterReportWait)
 	}
+}
+
+// startNoLimitServer starts a nats-server whose JetStream has limit
+// bytes of file storage and whose account reports no limit, and connects
+// to it.
+func startNoLimitServer(t *testing.T, limit int64) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	srv := startConfServer(t, "jetstream { store_dir: %q, max_file_store: "+fmt.Sprint(limit)+" }\n")
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	return nc, js
 }
 
 // startConfServer starts a nats-server on a free port from the

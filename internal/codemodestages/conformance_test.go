@@ -35,6 +35,17 @@ func TestExecConformance(t *testing.T) {
 
 func TestTurnConformance(t *testing.T) {
 	t.Parallel()
+	_, model := programModel(t)
+	handlertest.Run(t, func(t *testing.T) *stagework.Mux { return mux(t, codemodestages.Config{Model: model}) }, handlertest.Config{
+		Stages: []messages.Stage{messages.StageCodeModeTurn},
+		Inputs: map[messages.Stage]any{messages.StageCodeModeTurn: messages.CodeModeTurnInput{Message: "one", MultiTurn: true}},
+	})
+}
+
+// programModel is the real OpenAI client over HTTP to a fake server that
+// answers every chat with a one-line program.
+func programModel(t *testing.T) (*fakellm.Server, *llm.OpenAI) {
+	t.Helper()
 	fake := fakellm.New()
 	t.Cleanup(fake.Close)
 	fake.On(fakellm.NoSchema, fakellm.Text("```python\n1\n```"))
@@ -42,10 +53,7 @@ func TestTurnConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handlertest.Run(t, func(t *testing.T) *stagework.Mux { return mux(t, codemodestages.Config{Model: model}) }, handlertest.Config{
-		Stages: []messages.Stage{messages.StageCodeModeTurn},
-		Inputs: map[messages.Stage]any{messages.StageCodeModeTurn: messages.CodeModeTurnInput{Message: "one", MultiTurn: true}},
-	})
+	return fake, model
 }
 
 // mux has the code-mode stages of handlers made with cfg.

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/autocoder/autocoder/internal/codemodestages"
-	"github.com/autocoder/autocoder/internal/fakellm"
-	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -17,13 +15,7 @@ import (
 // format (over the real OpenAI client, to the fake server).
 func TestTurnSendsTheJobsModelSettings(t *testing.T) {
 	t.Parallel()
-	fake := fakellm.New()
-	t.Cleanup(fake.Close)
-	fake.On(fakellm.NoSchema, fakellm.Text("```python\n1\n```"))
-	model, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: fake.URL(), APIKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fake, model := programModel(t)
 	h := mux(t, codemodestages.Config{Model: model})
 	in, err := json.Marshal(messages.CodeModeTurnInput{Message: "one", SystemPromptPrefix: "Mode prefix."})
 	if err != nil {
