@@ -433,7 +433,7 @@ func (c *Coordinator) load(ctx context.Context, jobID string, kind machine.Input
 		return nil, 0, fmt.Errorf("load job %s: %w", jobID, err)
 	}
 	var rec record
-	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
+	if err := decodeRecord(entry.Value(), &rec); err != nil {
 		return nil, 0, bus.Permanent(fmt.Errorf("job %s: corrupt state: %w", jobID, err))
 	}
 	return &rec, entry.Revision(), nil
@@ -451,12 +451,13 @@ func (c *Coordinator) store(ctx context.Context, jobID string, rec record, rev u
 	if len(b) > c.cfg.MaxStateBytes {
 		return 0, false, &overBoundError{jobID: jobID, size: len(b), limit: c.cfg.MaxStateBytes}
 	}
-	c.noteWrite(jobID, b, &rec.State)
+	stored := storedRecord(b)
+	c.noteWrite(jobID, stored, &rec.State)
 	created := rev == 0
 	if created {
-		rev, err = c.cfg.States.Create(ctx, bus.JobKey(jobID), b)
+		rev, err = c.cfg.States.Create(ctx, bus.JobKey(jobID), stored)
 	} else {
-		rev, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev)
+		rev, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), stored, rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		c.states.drop(jobID)
@@ -484,8 +485,9 @@ func (c *Coordinator) clearOutbox(ctx context.Context, jobID string, rec record,
 	if err != nil {
 		return
 	}
-	c.noteWrite(jobID, b, &rec.State)
-	rev, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev)
+	stored := storedRecord(b)
+	c.noteWrite(jobID, stored, &rec.State)
+	rev, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), stored, rev)
 	if err != nil {
 		c.states.drop(jobID) // the kept copy still has the outbox, or is stale
 		if !errors.Is(err, jetstream.ErrKeyExists) {
@@ -658,7 +660,7 @@ func (c *Coordinator) Recover(ctx context.Context) error {
 			continue
 		}
 		var rec record
-		if json.Unmarshal(entry.Value(), &rec) != nil || len(rec.Outbox) == 0 {
+		if decodeRecord(entry.Value(), &rec) != nil || len(rec.Outbox) == 0 {
 			continue
 		}
 		c.log.Info("re-publishing outbox", "job_id", key, "commands", len(rec.Outbox))
@@ -682,7 +684,7 @@ func LoadState(ctx context.Context, kv jetstream.KeyValue, jobID string) (machin
 		return machine.State{}, err
 	}
 	var rec record
-	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
+	if err := decodeRecord(entry.Value(), &rec); err != nil {
 		return machine.State{}, fmt.Errorf("job %s: corrupt state: %w", jobID, err)
 	}
 	return rec.State, nil

@@ -160,7 +160,7 @@ func (c *Coordinator) loadRecord(ctx context.Context, jobID string) (*record, er
 		return nil, fmt.Errorf("load job %s: %w", jobID, err)
 	}
 	var rec record
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+	if err := decodeRecord(e.Value(), &rec); err != nil {
 		return nil, fmt.Errorf("job %s: corrupt state: %w", jobID, err)
 	}
 	return &rec, nil
@@ -262,7 +262,7 @@ func (c *Coordinator) reopen(ctx context.Context, l *messages.DeadLetter) (bool,
 			return false, fmt.Errorf("load job %s: %w", l.JobID, err)
 		}
 		var now record
-		if err := json.Unmarshal(e.Value(), &now); err != nil {
+		if err := decodeRecord(e.Value(), &now); err != nil {
 			return false, fmt.Errorf("job %s: corrupt state: %w", l.JobID, err)
 		}
 		if _, pending := now.State.Pending[l.Seq]; pending && !now.State.Done() {
@@ -280,7 +280,7 @@ func (c *Coordinator) reopen(ctx context.Context, l *messages.DeadLetter) (bool,
 		if err != nil {
 			return false, fmt.Errorf("marshal job %s: %w", l.JobID, err)
 		}
-		if _, err := c.cfg.States.Update(ctx, bus.JobKey(l.JobID), b, e.Revision()); errors.Is(err, jetstream.ErrKeyExists) {
+		if _, err := c.cfg.States.Update(ctx, bus.JobKey(l.JobID), storedRecord(b), e.Revision()); errors.Is(err, jetstream.ErrKeyExists) {
 			continue
 		} else if err != nil {
 			return false, fmt.Errorf("re-open job %s: %w", l.JobID, err)

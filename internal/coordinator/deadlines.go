@@ -146,7 +146,11 @@ func (c *Coordinator) track(due map[string]time.Time, e jetstream.KeyValueEntry)
 
 // deadlineFields decodes what nextDeadline reads of a stored record: the
 // job's options, phase and pending stages.
-func deadlineFields(b []byte) (*machine.State, error) {
+func deadlineFields(value []byte) (*machine.State, error) {
+	b, err := bus.DecodeStateRecord(value)
+	if err != nil {
+		return nil, err
+	}
 	var s machine.State
 	var spec struct {
 		Options messages.Options `json:"options"`

@@ -289,6 +289,16 @@ func (e *env) result(t *testing.T, jobID string) *messages.Result {
 	return &r
 }
 
+// decodeStored reads a value of the state bucket (stored compressed:
+// bus.EncodeStateRecord) into v.
+func decodeStored(value []byte, v any) error {
+	b, err := bus.DecodeStateRecord(value)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
 // outboxLen reads the number of commands a job's stored record still
 // holds for publishing.
 func (e *env) outboxLen(t *testing.T, jobID string) int {
@@ -300,7 +310,7 @@ func (e *env) outboxLen(t *testing.T, jobID string) int {
 	var rec struct {
 		Outbox []json.RawMessage `json:"outbox"`
 	}
-	if err := json.Unmarshal(en.Value(), &rec); err != nil {
+	if err := decodeStored(en.Value(), &rec); err != nil {
 		t.Fatal(err)
 	}
 	return len(rec.Outbox)

@@ -52,7 +52,7 @@ func LoadIterations(ctx context.Context, kv jetstream.KeyValue, jobID string) ([
 		return nil, err
 	}
 	var rec record
-	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
+	if err := decodeRecord(entry.Value(), &rec); err != nil {
 		return nil, fmt.Errorf("job %s: corrupt state: %w", jobID, err)
 	}
 	return rec.Iterations, nil

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -98,7 +97,7 @@ func (c *Coordinator) retryOutbox(jobID string, rev uint64) bool {
 		return err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) // moved on, or gone: nothing to send
 	}
 	var rec record
-	if err := json.Unmarshal(entry.Value(), &rec); err != nil || len(rec.Outbox) == 0 {
+	if err := decodeRecord(entry.Value(), &rec); err != nil || len(rec.Outbox) == 0 {
 		return true
 	}
 	if err := c.publish(ctx, rec.Outbox); err != nil {

@@ -127,9 +127,9 @@ func (c *Coordinator) endOversized(ctx context.Context, jobID string, rec record
 		return fmt.Errorf("job %s: %w", jobID, err)
 	}
 	if rev == 0 {
-		_, err = c.cfg.States.Create(ctx, bus.JobKey(jobID), b)
+		_, err = c.cfg.States.Create(ctx, bus.JobKey(jobID), storedRecord(b))
 	} else {
-		_, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), b, rev)
+		_, err = c.cfg.States.Update(ctx, bus.JobKey(jobID), storedRecord(b), rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		c.cfg.Metrics.CASConflict()

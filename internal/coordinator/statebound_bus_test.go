@@ -81,7 +81,7 @@ func TestStepOverTheBoundEndsTheJob(t *testing.T) {
 			Status string `json:"status"`
 		} `json:"state"`
 	}
-	if err := json.Unmarshal(en.Value(), &rec); err != nil || rec.State.Phase != "done" || rec.State.Status != "failed" {
+	if err := decodeStored(en.Value(), &rec); err != nil || rec.State.Phase != "done" || rec.State.Status != "failed" {
 		t.Errorf("stored state: %+v (%v)", rec.State, err)
 	}
 	if len(en.Value()) > 1<<20 {

@@ -81,7 +81,11 @@ func (j KVJobs) PendingStage(ctx context.Context, jobID string, seq int) (messag
 	if err != nil {
 		return "", false, fmt.Errorf("load job %s: %w", jobID, err)
 	}
-	rec, err := decodeJobRecord(entry.Value())
+	b, err := bus.DecodeStateRecord(entry.Value())
+	if err != nil {
+		return "", false, fmt.Errorf("job %s: %w", jobID, err)
+	}
+	rec, err := decodeJobRecord(b)
 	if err != nil {
 		return "", false, fmt.Errorf("job %s: corrupt state: %w", jobID, err)
 	}
