@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/internal/client"
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
@@ -110,6 +111,21 @@ func BenchmarkStageHop(b *testing.B) {
 	b.ReportMetric(us(percentile(rtts, 50)), "rtt-p50-us")
 	b.ReportMetric(us(rp99), "rtt-p99-us")
 	b.ReportMetric(float64(hp99)/float64(rp99), "p99/rtt")
+	b.ReportMetric(float64(r.writes(b, "KV_"+bus.BucketJobIndex))/float64(n+1), "index-writes/job")
+	b.ReportMetric(float64(r.writes(b, "KV_"+bus.BucketJobState))/float64(n+1), "state-writes/job")
+}
+
+// writes is how many messages stream has stored since it was made: a
+// bucket's writes (the warm-up job's too).
+func (r *rig) writes(b *testing.B, stream string) uint64 {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := r.st.JS.Stream(ctx, stream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s.CachedInfo().State.LastSeq
 }
 
 // BenchmarkJobSync measures what flushing every JetStream write

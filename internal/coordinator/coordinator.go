@@ -76,6 +76,11 @@ type Config struct {
 	// it first (outbox.go). Zero means DefaultOutboxClearDelay; negative,
 	// at once (a second write on every step).
 	OutboxClearDelay time.Duration
+	// IndexDelay is how long a running job's changed index line waits
+	// before it is written, so that one write carries the changes of
+	// every step in between (index.go). Zero means DefaultIndexDelay;
+	// negative, every line at once.
+	IndexDelay time.Duration
 }
 
 // Coordinator owns the job state machines: it applies each submission and
@@ -86,6 +91,7 @@ type Coordinator struct {
 	log    *slog.Logger
 	states *stateCache
 	clears clears   // outbox.go
+	lines  lines    // index.go
 	locks  jobLocks // joblocks.go
 	offers offers   // offer.go
 	// written are the records being written, for the deadline watch
@@ -120,6 +126,9 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.OutboxClearDelay == 0 {
 		cfg.OutboxClearDelay = DefaultOutboxClearDelay
+	}
+	if cfg.IndexDelay == 0 {
+		cfg.IndexDelay = DefaultIndexDelay
 	}
 	c := &Coordinator{cfg: cfg, log: cfg.Logger, states: newStateCache(cfg.StateCacheBytes)}
 	c.offers.slots = make(chan struct{}, maxOffersInHand)
@@ -383,7 +392,7 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	// announce lock): the next step need not publish this outbox again.
 	c.states.markSent(jobID, rev)
 	t.toAnnounce()
-	c.indexStep(ctx, rec.State, next)
+	c.indexStep(ctx, t, rec.State, next)
 	if err := c.announceInTurn(ctx, t, cmds); err != nil {
 		c.states.drop(jobID) // the next event reads the stored outbox and publishes it again
 		return false, err

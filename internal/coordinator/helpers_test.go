@@ -47,6 +47,8 @@ type env struct {
 	// test says otherwise, so a test that counts writes or reads the
 	// outbox after a step sees it cleared (outbox_test.go has the delay).
 	clearDelay time.Duration
+	// indexDelay is the coordinators' IndexDelay (zero: the default).
+	indexDelay time.Duration
 }
 
 func newEnv(t *testing.T) *env {
@@ -73,7 +75,8 @@ func (e *env) coordinator(t *testing.T, states jetstream.KeyValue, pub coordinat
 		}
 	}
 	c, err := coordinator.New(coordinator.Config{States: states, Results: e.res.JobResults, Index: e.res.JobIndex, Publisher: pub,
-		Now: func() time.Time { return t0 }, DefaultModel: "test-model", Metrics: m, OutboxClearDelay: e.clearDelay})
+		Now: func() time.Time { return t0 }, DefaultModel: "test-model", Metrics: m, OutboxClearDelay: e.clearDelay,
+		IndexDelay: e.indexDelay})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/autocoder/autocoder/internal/machine"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Steps of one job are taken one at a time in this coordinator. Results of
@@ -32,6 +33,9 @@ type jobLock struct {
 	// get out, for the next step to announce first (announceInTurn).
 	// Guarded by announce.
 	unsent []machine.Command
+	// line is the job's index line waiting for its delay (index.go).
+	// Guarded by announce.
+	line *messages.JobSummary
 }
 
 // acquire returns the job's locks, counted as used until release.

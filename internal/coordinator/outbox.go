@@ -172,9 +172,11 @@ func (c *Coordinator) clearAfterDelay(jobID string, rec record, rev uint64) {
 }
 
 // Close clears the outboxes whose clears are still waiting, so a
-// coordinator that stops leaves no outbox behind that is out already.
-// Steps taken after Close clear at once.
+// coordinator that stops leaves no outbox behind that is out already, and
+// writes the index lines still waiting. Steps taken after Close clear, and
+// write their lines, at once.
 func (c *Coordinator) Close() error {
+	c.closeLines() // index.go
 	c.clears.mu.Lock()
 	c.clears.closed = true
 	for _, t := range c.clears.retries {

@@ -118,7 +118,7 @@ func (c *Coordinator) endOversized(ctx context.Context, jobID string, rec record
 	if len(cmds) == 0 {
 		return nil // already finished: nothing to end
 	}
-	c.indexStep(ctx, rec.State, next) // first, as applyOnce does: who sees the result lists the job finished
+	c.indexStep(ctx, nil, rec.State, next) // first, as applyOnce does: who sees the result lists the job finished
 	if err := c.publish(ctx, cmds); err != nil {
 		return err
 	}
