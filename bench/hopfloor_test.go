@@ -78,6 +78,12 @@ func benchHopFloor(b *testing.B, mode string) {
 
 	// The worker: reads the job's state before it runs the command.
 	admit := func(key string) { _, err := kv.Get(ctx, key); admitted <- err }
+	commandMsg := func(key string) *nats.Msg {
+		m := nats.NewMsg("bench.floor.command")
+		m.Header.Set("key", key)
+		m.Data = command
+		return m
+	}
 	var send func(key string) error
 	if mode == "one-write" {
 		sub, err := nc.Subscribe("bench.floor.command", func(m *nats.Msg) { admit(m.Header.Get("key")) })
@@ -85,12 +91,7 @@ func benchHopFloor(b *testing.B, mode string) {
 			b.Fatal(err)
 		}
 		defer sub.Unsubscribe()
-		send = func(key string) error {
-			m := nats.NewMsg("bench.floor.command")
-			m.Header.Set("key", key)
-			m.Data = command
-			return nc.PublishMsg(m)
-		}
+		send = func(key string) error { return nc.PublishMsg(commandMsg(key)) }
 	} else {
 		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCH_FLOOR_COMMANDS", Subjects: []string{"bench.floor.command"},
 			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage}); err != nil {
@@ -114,10 +115,7 @@ func benchHopFloor(b *testing.B, mode string) {
 		}
 		defer cc.Stop()
 		send = func(key string) error {
-			m := nats.NewMsg("bench.floor.command")
-			m.Header.Set("key", key)
-			m.Data = command
-			_, err := js.PublishMsg(ctx, m)
+			_, err := js.PublishMsg(ctx, commandMsg(key))
 			return err
 		}
 	}
