@@ -144,6 +144,15 @@ type PythonVersioned interface {
 	PythonVersion() string
 }
 
+// Identified is a Backend that says, in one line, what its runs run on
+// beyond its name: the interpreter's full version, the base image's ID.
+// Sandbox stage results are cached under it, so a worker moved to another
+// interpreter or base image does not serve results computed on the old
+// one (nor a fleet's workers each other's, when theirs differ).
+type Identified interface {
+	Identity() string
+}
+
 // MajorMinor is "3.11" of a sys.version such as "3.11.2 (main, ...)", or
 // "" for anything else.
 func MajorMinor(sysVersion string) string {

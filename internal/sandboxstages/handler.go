@@ -88,17 +88,18 @@ func New(cfg Config) (*Handlers, error) {
 }
 
 // Register puts the sandbox stages on mux. Each depends on the backend
-// (stagework.DependsOn).
+// (stagework.DependsOn); each that runs code, also on what the job's runs
+// run on and on its secrets (keyPart).
 func (h *Handlers) Register(mux *stagework.Mux) {
 	backend := stagework.DependsOn("backend", h.backend.Name())
-	secrets := stagework.KeyPart(h.keyPart) // the job's secrets, hashed (settings.go)
-	stagework.Register(mux, messages.StageProfile, h.profile, backend)
-	stagework.Register(mux, messages.StageBuild, h.build, backend)
-	stagework.Register(mux, messages.StageRunTests, h.runTests, backend, secrets)
-	stagework.Register(mux, messages.StageAcceptance, h.runScript, backend, secrets)
-	stagework.Register(mux, messages.StageRun, h.runScript, backend, secrets)
-	stagework.Register(mux, messages.StageAgentTool, h.agentTool, backend, secrets) // agent.go
-	stagework.Register(mux, messages.StageMutate, h.mutate, backend, secrets,
+	runsOn := stagework.KeyPart(h.keyPart)                             // the interpreter or image, and the job's secrets, hashed (settings.go)
+	stagework.Register(mux, messages.StageProfile, h.profile, backend) // in Go: no sandbox
+	stagework.Register(mux, messages.StageBuild, h.build, backend, runsOn)
+	stagework.Register(mux, messages.StageRunTests, h.runTests, backend, runsOn)
+	stagework.Register(mux, messages.StageAcceptance, h.runScript, backend, runsOn)
+	stagework.Register(mux, messages.StageRun, h.runScript, backend, runsOn)
+	stagework.Register(mux, messages.StageAgentTool, h.agentTool, backend, runsOn) // agent.go
+	stagework.Register(mux, messages.StageMutate, h.mutate, backend, runsOn,
 		stagework.DependsOn("mutate", sandbox.MutateScriptVersion)) // mutate.go
 }
 

@@ -86,13 +86,23 @@ func (h *Handlers) jobEnv(cmd *messages.StageCommand) (map[string]string, func([
 	return env, func(b []byte) []byte { return secretsource.Redact(b, values) }, nil
 }
 
-// keyPart is what a sandbox stage's cache key gets beyond its command: an
-// HMAC of the values of the job's secrets on this worker, so a rotated
-// secret is not answered from the cache (stagework.KeyPart). A secret the
-// worker lacks fails the stage, saying so.
+// keyPart is what a sandbox stage's cache key gets beyond its command
+// (stagework.KeyPart): what the job's runs run on here
+// (sandbox.Identified: the interpreter, the base image), so a result
+// computed on another is not served, and an HMAC of the values of the
+// job's secrets on this worker, so a rotated secret is not answered from
+// the cache. A secret the worker lacks fails the stage, saying so.
 func (h *Handlers) keyPart(_ context.Context, cmd *messages.StageCommand) ([]byte, error) {
+	o, err := h.forPython(cmd)
+	if err != nil {
+		return nil, bus.Permanent(err)
+	}
+	part := []byte{}
+	if id, ok := o.backend.(sandbox.Identified); ok {
+		part = append(part, id.Identity()...)
+	}
 	if cmd.Settings == nil || len(cmd.Settings.Secrets) == 0 {
-		return nil, nil
+		return part, nil
 	}
 	if h.secrets == nil {
 		return nil, bus.Permanent(fmt.Errorf("the job names secrets (%s) and this sandbox worker has no secret source", strings.Join(cmd.Settings.Secrets, ", ")))
@@ -101,5 +111,5 @@ func (h *Handlers) keyPart(_ context.Context, cmd *messages.StageCommand) ([]byt
 	if err != nil {
 		return nil, bus.Permanent(err)
 	}
-	return h.secrets.KeyPart(values), nil
+	return append(append(part, 0), h.secrets.KeyPart(values)...), nil
 }

@@ -222,3 +222,37 @@ func TestAgentToolsKeepSecretsAndTheWorkspace(t *testing.T) {
 		t.Errorf("after a command tar could not archive: workspace %v, result %q; want it as it was, and said", locked.Workspace, locked.Result)
 	}
 }
+
+// identifiedBackend is a fake backend that says what it runs on.
+type identifiedBackend struct {
+	*fakeBackend
+	id string
+}
+
+func (b identifiedBackend) Identity() string { return b.id }
+
+// TestKeyHoldsWhatRunsRunOn: a sandbox stage that runs code is cached under
+// what it runs on (sandbox.Identified), so a worker moved to another
+// interpreter or base image does not serve the results of the old one.
+func TestKeyHoldsWhatRunsRunOn(t *testing.T) {
+	key := func(id string, stage messages.Stage, in any) string {
+		_, mux := newSettingsStages(t, sandboxstages.Config{Backend: identifiedBackend{&fakeBackend{}, id}, Samples: &fetcher{}})
+		k, err := newKeyExecutor(t, mux).Key(ctxT(t), command(t, stage, in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	for stage, in := range map[messages.Stage]any{
+		messages.StageBuild:    messages.BuildInput{Packages: []string{}},
+		messages.StageRunTests: messages.RunTestsInput{Image: "env-", Code: "x = 1", Tests: "def test_x(): pass"},
+	} {
+		on311 := key("python 3.11.2 (main, Mar 13 2023)", stage, in)
+		if again := key("python 3.11.2 (main, Mar 13 2023)", stage, in); again != on311 {
+			t.Errorf("%s: the same interpreter gives another key", stage)
+		}
+		if on312 := key("python 3.12.1 (main, Dec 8 2023)", stage, in); on312 == on311 {
+			t.Errorf("%s: Python 3.12 has the key of 3.11", stage)
+		}
+	}
+}

@@ -398,4 +398,7 @@ func firstLine(s string) string {
 // PythonVersion is the interpreter's major and minor version, "3.11".
 func (b *Backend) PythonVersion() string { return sandbox.MajorMinor(b.py.Version) }
 
+// Identity implements sandbox.Identified: the interpreter's sys.version.
+func (b *Backend) Identity() string { return "python " + firstLine(b.py.Version) }
+
 var _ sandbox.PythonVersioned = (*Backend)(nil)

@@ -339,4 +339,10 @@ func remaining(ctx context.Context, limit time.Duration) time.Duration {
 // PythonVersion is the base image's Python, major and minor: "3.11".
 func (b *Backend) PythonVersion() string { return sandbox.MajorMinor(b.base.Python) }
 
+// Identity implements sandbox.Identified: the base image's ID and its
+// python3's sys.version.
+func (b *Backend) Identity() string {
+	return "image " + b.base.ID + " python " + firstLine(b.base.Python)
+}
+
 var _ sandbox.PythonVersioned = (*Backend)(nil)
