@@ -92,7 +92,8 @@ func New(cfg Config) (*Handlers, error) {
 // run on and on its secrets (keyPart).
 func (h *Handlers) Register(mux *stagework.Mux) {
 	backend := stagework.DependsOn("backend", h.backend.Name())
-	runsOn := stagework.KeyPart(h.keyPart)                             // the interpreter or image, and the job's secrets, hashed (settings.go)
+	// The interpreter or image, and the job's secrets, hashed (settings.go).
+	runsOn := stagework.KeyPart(h.keyPart)
 	stagework.Register(mux, messages.StageProfile, h.profile, backend) // in Go: no sandbox
 	stagework.Register(mux, messages.StageBuild, h.build, backend, runsOn)
 	stagework.Register(mux, messages.StageRunTests, h.runTests, backend, runsOn)
