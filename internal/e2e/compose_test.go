@@ -153,6 +153,15 @@ func TestComposeConfig(t *testing.T) {
 
 func checkComposeServices(t *testing.T, s map[string]composeService) {
 	t.Helper()
+	// A docker sandbox on an engine elsewhere refuses to start without a
+	// build network (docker.engineIsLocal).
+	for name, svc := range s {
+		host := svc.Environment["DOCKER_HOST"]
+		local := host == "" || strings.HasPrefix(host, "unix://") || strings.Contains(host, "://127.0.0.1") || strings.Contains(host, "://localhost")
+		if svc.Environment["AUTOCODER_SANDBOX"] == "docker" && !local && svc.Environment["AUTOCODER_DOCKER_BUILD_NETWORK"] == "" {
+			t.Errorf("service %s: a docker sandbox on the engine at %s with no AUTOCODER_DOCKER_BUILD_NETWORK: it refuses to start", name, host)
+		}
+	}
 	if c := strings.Join(s["nats"].Command, " "); !strings.Contains(c, "-js") || !strings.Contains(c, "-m 8222") {
 		t.Errorf("nats runs %q, want JetStream (-js) and monitoring (-m 8222)", c)
 	}
