@@ -177,7 +177,7 @@ func (f *jobFlags) stackOptions(cfg config.Config, io IO, jobDir string) (_ wiri
 	case !f.local:
 		return opts, stopModel, nil
 	}
-	opts.Roles = []wiring.Role{wiring.RoleLocal}
+	onEmbedded(&opts, wiring.RoleLocal)
 	if f.transcript == "" && (cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "") {
 		return opts, stopModel, nil // a given --transcript wins over a configured model
 	}

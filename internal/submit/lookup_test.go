@@ -98,7 +98,11 @@ func TestLookupAfterLocalJob(t *testing.T) {
 	requireSandboxTools(t)
 	cfg := firstPassConfig(t, "return 42", answerCode, answerTests)
 
-	code, stdout, stderr := runCLI(t, cfg, "--local", "--json", "--prompt", "Compute 42 and write it as answer.",
+	// --local runs on the embedded NATS even when a deployment's is set
+	// (as after `eval "$(submit profile env)"`): it never joins it.
+	joined := cfg
+	joined.NATSURL = "nats://127.0.0.1:1"
+	code, stdout, stderr := runCLI(t, joined, "--local", "--json", "--prompt", "Compute 42 and write it as answer.",
 		"--output", "answer=int", "--option", "max_iterations=2")
 	if code != ExitSuccess {
 		t.Fatalf("local job: exit %d\nstderr:\n%s", code, stderr)

@@ -136,9 +136,17 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 func (f *rerunFlags) stackOptions(cfg config.Config, io IO) wiring.Options {
 	opts := cliStack(cfg, io)
 	if f.local {
-		opts.Roles = []wiring.Role{wiring.RoleCoordinator, wiring.RoleSandboxWorker}
+		onEmbedded(&opts, wiring.RoleCoordinator, wiring.RoleSandboxWorker)
 	}
 	return opts
+}
+
+// onEmbedded makes opts run roles on the embedded NATS of the state dir,
+// whatever AUTOCODER_NATS_URL (or a profile) says: --local never joins a
+// deployment, where its workers would answer the fleet's stages.
+func onEmbedded(opts *wiring.Options, roles ...wiring.Role) {
+	opts.Config.NATSURL = ""
+	opts.Roles = roles
 }
 
 // scriptSource is the finished, successful job whose script a rerun runs:
