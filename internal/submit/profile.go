@@ -348,8 +348,9 @@ func sortedKeys(m map[string]Profile) []string {
 // withProfile is cfg with the chosen profile filling what the environment
 // left unset. The profile is --profile NAME (taken out of args, wherever
 // it is), else AUTOCODER_PROFILE, else the current one; the current one
-// applies only when no NATS URL is set (the environment names another
-// deployment then), and never to --local (which runs its own).
+// applies only when no NATS URL is set, by the environment or by
+// --nats-url (either names another deployment, which must not get the
+// profile's credentials), and never to --local (which runs its own).
 func withProfile(cfg config.Config, args []string) (config.Config, []string, error) {
 	name, args, err := profileFlag(args)
 	if err != nil {
@@ -360,7 +361,7 @@ func withProfile(cfg config.Config, args []string) (config.Config, []string, err
 	}
 	explicit := name != ""
 	if len(args) > 0 && (args[0] == "profile" || args[0] == "completion" || args[0] == "__complete" || args[0] == "version") ||
-		slices.Contains(args, "--local") || slices.Contains(args, "-local") || (!explicit && cfg.NATSURL != "") {
+		flagGiven(args, "local") || (!explicit && (cfg.NATSURL != "" || flagGiven(args, "nats-url"))) {
 		return cfg, args, nil
 	}
 	pf, _, err := loadProfiles()
@@ -391,6 +392,25 @@ func withProfile(cfg config.Config, args []string) (config.Config, []string, err
 		cfg.NATSPasswordFile = "" // a password in the environment wins over the profile's file
 	}
 	return cfg, args, nil
+}
+
+// flagGiven reports whether args, up to "--", give the flag name in any of
+// the forms the flag package reads (-name, --name, either with =value); a
+// boolean given =false is not.
+func flagGiven(args []string, name string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		n, v, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if n == name && (!hasValue || v != "false") {
+			return true
+		}
+	}
+	return false
 }
 
 // profileFlag takes --profile NAME (or --profile=NAME) out of args.

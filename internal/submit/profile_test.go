@@ -69,8 +69,17 @@ func TestProfiles(t *testing.T) {
 	if err != nil || got.NATSURL != "nats://other:4222" || got.NATSUser != "producer" || strings.Join(args, " ") != "status job-1" {
 		t.Errorf("--profile prod: %v, url %q user %q args %q", err, got.NATSURL, got.NATSUser, args)
 	}
-	if got, _, _ := withProfile(cfg, []string{"--local", "--prompt", "x"}); got.NATSURL != "" {
-		t.Errorf("--local took the profile's NATS %q", got.NATSURL)
+	// So does one given as a flag, in any form: the current profile's
+	// credentials do not go to another server.
+	for _, args := range [][]string{{"status", "job-1", "--nats-url", "nats://other:4222"}, {"status", "-nats-url=nats://other:4222", "job-1"}} {
+		if got, _, _ := withProfile(cfg, args); got.NATSUser != "" || got.NATSPasswordFile != "" {
+			t.Errorf("%q: the current profile's credentials went with it: user %q", args, got.NATSUser)
+		}
+	}
+	for _, args := range [][]string{{"--local", "--prompt", "x"}, {"--local=true", "--prompt", "x"}} {
+		if got, _, _ := withProfile(cfg, args); got.NATSURL != "" {
+			t.Errorf("%q took the profile's NATS %q", args, got.NATSURL)
+		}
 	}
 	if code, _, stderr := runCLI(t, cfg, "status", "job-1", "--profile", "nope"); code != ExitUsage || !strings.Contains(stderr, "profile nope: not saved") {
 		t.Errorf("--profile nope: exit %d %q", code, stderr)
