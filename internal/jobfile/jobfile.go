@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -63,9 +64,22 @@ func Decode(data []byte) (*messages.JobSpec, error) {
 	if trimmed[0] == '{' {
 		return messages.DecodeJobSpecJSON(trimmed)
 	}
+	// One document: yaml.Unmarshal would read the first and drop the rest
+	// unchecked, so a file of several submitted only its first.
 	var raw any
-	if err := yaml.Unmarshal(data, &raw); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&raw); err != nil {
 		return nil, &messages.FieldError{Msg: "malformed YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	for { // empty documents (a --- at the end) are nothing
+		var more any
+		err := dec.Decode(&more)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil || more != nil {
+			return nil, &messages.FieldError{Msg: "a job file holds one YAML document: this one has more (a line of ---)"}
+		}
 	}
 	raw, err := jsonable(raw, "")
 	if err != nil {

@@ -33,6 +33,8 @@ func TestDecodeRejectsBadInputNamingTheField(t *testing.T) {
 		{"options not a mapping", "prompt: x\noptions: 3\n", "options: must be a mapping"},
 		{"bad input name", "prompt: x\ninputs: {class: int}\n", "inputs.class: must be a Python identifier"},
 		{"bad memory", "prompt: x\noptions: {resources: {memory: lots}}\n", "options.resources.memory"},
+		{"two documents", "prompt: a\n---\nprompt: b\n", "one YAML document"},
+		{"a bad second document", "prompt: a\n---\nprompt: [unclosed\n", "one YAML document"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,8 +50,12 @@ func cancelCmd(ctx context.Context, in *invocation) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("job %s: cancel sent, but the job has not finished (is a coordinator running?): %w", id, err)
 	}
-	if *asJSON {
-		return ExitSuccess, printJSON(in.io.Stdout, res)
+	if *asJSON { // the exit code says what the text would
+		code := ExitSuccess
+		if res.Cancelled == nil {
+			code = ExitFailed
+		}
+		return code, printJSON(in.io.Stdout, res)
 	}
 	if c := res.Cancelled; c != nil {
 		fmt.Fprintf(in.io.Stdout, "job %s cancelled by %s at %s\n", id, messages.Printable(c.By), c.At.Local().Format(time.DateTime))

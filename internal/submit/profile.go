@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,6 +181,9 @@ func profileSetCmd(_ context.Context, in *invocation) (int, error) {
 			continue
 		}
 		v := *f.dst
+		if (f.flag == "nats-url" || f.flag == "http-url") && hasUserinfo(v) {
+			return 0, &messages.FieldError{Field: f.flag, Msg: "a user or password in the URL would be kept and shown: give --user and --password-file (or --token-file)"}
+		}
 		if f.file && v != "" {
 			if v, err = filepath.Abs(v); err != nil {
 				return 0, err
@@ -203,6 +207,17 @@ func profileSetCmd(_ context.Context, in *invocation) (int, error) {
 	}
 	fmt.Fprintln(in.io.Stdout)
 	return ExitSuccess, nil
+}
+
+// hasUserinfo reports whether the URL (or a list of them, comma-separated)
+// names a user or password.
+func hasUserinfo(urls string) bool {
+	for _, s := range strings.Split(urls, ",") {
+		if u, err := url.Parse(strings.TrimSpace(s)); err == nil && u.User != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // profileField is the field of p a `profile set` flag sets.

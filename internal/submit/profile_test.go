@@ -92,6 +92,11 @@ func TestProfiles(t *testing.T) {
 	if code, _, stderr := runCLI(t, cfg, "profile", "set", "x", "--password-file", filepath.Join(secretDir, "missing")); code != ExitUsage || !strings.Contains(stderr, "password-file") {
 		t.Errorf("a missing password file: exit %d %q", code, stderr)
 	}
+	for _, u := range []string{"nats://producer:hunter2@nats.example:4222", "nats://a:4222,nats://u:hunter2@b:4222"} {
+		if code, stdout, stderr := runCLI(t, cfg, "profile", "set", "withpw", "--nats-url", u); code != ExitUsage || !strings.Contains(stderr, "password-file") || strings.Contains(stdout+stderr, "hunter2") {
+			t.Errorf("a password in the URL %s: exit %d %q", u, code, stderr)
+		}
+	}
 	if code, _, stderr := runCLI(t, cfg, "profile", "set", "bad/name", "--user", "u"); code != ExitUsage || !strings.Contains(stderr, "profile") {
 		t.Errorf("a bad name: exit %d %q", code, stderr)
 	}
