@@ -89,32 +89,11 @@ func (e *Executor) claimOrWait(ctx context.Context, cmd *messages.StageCommand, 
 
 // hold renews the claim every third of its lease until released.
 func (e *Executor) hold(ctx context.Context, name, token string) *inflight {
-	leaser, renews := e.cfg.Cache.(cache.Leaser)
-	stop := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		if !renews {
-			return // the lease alone bounds it
-		}
-		tick := time.NewTicker(e.cfg.ClaimLease / 3)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if err := leaser.ExtendLock(ctx, name, token, e.cfg.ClaimLease); err != nil {
-					e.log.Warn("in-flight claim not renewed", "claim", name, "err", err)
-				}
-			}
-		}
-	}()
+	stop := cache.Renew(ctx, e.cfg.Cache, name, token, e.cfg.ClaimLease, func(err error) {
+		e.log.Warn("in-flight claim not renewed", "claim", name, "err", err)
+	})
 	return &inflight{release: func() {
-		close(stop)
-		<-stopped
+		stop()
 		e.unlock(ctx, name, token)
 	}}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,6 +29,42 @@ var (
 	_ Leaser = (*Redis)(nil)
 	_ Leaser = (*Signed)(nil)
 )
+
+// Renew keeps the lock name, held with token, by extending its lease to
+// lease every third of it, until stop is called or ctx ends: a holder
+// that works on keeps its lock, one that crashed loses it within one
+// lease. When c cannot renew (not a Leaser) the lease alone bounds the
+// lock. failed, if not nil, hears of each renewal that failed. stop waits
+// for the renewals to end; it may be called more than once.
+func Renew(ctx context.Context, c Cache, name, token string, lease time.Duration, failed func(error)) (stop func()) {
+	leaser, renews := c.(Leaser)
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		if !renews {
+			return
+		}
+		tick := time.NewTicker(lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if err := leaser.ExtendLock(ctx, name, token, lease); err != nil && failed != nil {
+					failed(err)
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done) })
+		<-stopped
+	}
+}
 
 // extendScript renews the lock only if it still holds the caller's token,
 // in one atomic step (see unlockScript).

@@ -104,6 +104,8 @@ func TestRedisRefusals(t *testing.T) {
 		{"wrong requirepass", pass.UserURL("", wrong), cache.RedisOptions{}, "WRONGPASS"},
 		{"unknown CA", tlsSrv.UserURL("", aclPassword), cache.RedisOptions{}, "certificate"},
 		{"TLS files on redis://", pass.UserURL("", aclPassword), cache.RedisOptions{CAFile: tlsSrv.TLS().CA}, "not rediss://"},
+		// A key without its certificate is not dropped in silence.
+		{"TLS key alone", tlsSrv.UserURL("", aclPassword), cache.RedisOptions{KeyFile: tlsSrv.TLS().CA}, "client certificate"},
 		{"unparsable URL", "redis://user:" + wrong + "@127.0.0.1:notaport/0", cache.RedisOptions{}, "redis url"},
 	}
 	for _, tc := range tests {

@@ -13,7 +13,7 @@ import (
 
 // applyTLS adds o's CA and client certificate to a rediss:// connection.
 func (o RedisOptions) applyTLS(opts *redis.Options) error {
-	if o.CAFile == "" && o.CertFile == "" {
+	if o.CAFile == "" && o.CertFile == "" && o.KeyFile == "" {
 		return nil
 	}
 	if opts.TLSConfig == nil {

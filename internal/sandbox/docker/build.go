@@ -106,9 +106,13 @@ func (b *Backend) buildOnce(ctx context.Context, name string, pip, apt []string)
 	lock := buildLockName(name)
 	waiting := false
 	for {
-		token, err := b.cfg.Cache.TryLock(ctx, lock, b.cfg.BuildTimeout+time.Minute)
+		token, err := b.cfg.Cache.TryLock(ctx, lock, buildLockLease)
 		if err == nil {
+			stop := cache.Renew(ctx, b.cfg.Cache, lock, token, buildLockLease, func(err error) {
+				b.log.Warn("image build lock not renewed", "image", name, "err", err)
+			})
 			defer func() {
+				stop()
 				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 				defer cancel()
 				if err := b.cfg.Cache.Unlock(uctx, lock, token); err != nil {
@@ -122,7 +126,10 @@ func (b *Backend) buildOnce(ctx context.Context, name string, pip, apt []string)
 			return b.build(ctx, name, pip, apt)
 		}
 		if !errors.Is(err, cache.ErrLockHeld) {
-			return sandbox.Env{}, fmt.Errorf("docker: build %s: take the build lock: %w", name, err)
+			// The cache is away: build without the lock, as a stage
+			// computes without its claim (at worst, twice).
+			b.log.Warn("image build lock not taken; building without it", "image", name, "err", err)
+			return b.build(ctx, name, pip, apt)
 		}
 		if !waiting {
 			waiting = true

@@ -212,6 +212,37 @@ func TestBuildOnceAcrossWorkers(t *testing.T) {
 	}
 }
 
+// lockless is a cache whose locks cannot be taken: Redis away.
+type lockless struct{ cache.Cache }
+
+func (lockless) TryLock(context.Context, string, time.Duration) (string, error) {
+	return "", errors.New("redis: connection refused")
+}
+
+// TestBuildWithoutItsLock: a cache that cannot give the build lock (Redis
+// away) does not fail the build: it is built without the lock.
+func TestBuildWithoutItsLock(t *testing.T) {
+	t.Parallel()
+	wheels := t.TempDir()
+	pkg := "acprobe-" + nonce(t)
+	writeWheel(t, wheels, pkg, "two")
+	c, err := cache.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	cfg := wheelConfig(t, wheels, nil)
+	cfg.Cache = lockless{c}
+	b := newBackend(t, cfg)
+	var id string
+	removeImages(t, &id)
+	env, err := b.Build(t.Context(), sandbox.EnvSpec{Packages: []string{pkg}})
+	id = env.ID
+	if err != nil || id == "" {
+		t.Fatalf("Build with the cache's locks away: %q, %v", id, err)
+	}
+}
+
 // TestBuildIncrementalAndNames: a superset of a built package set is built
 // FROM that image; names are stable whatever the order and spelling of
 // the packages; a cache hit makes no build.

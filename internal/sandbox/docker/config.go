@@ -38,6 +38,10 @@ const (
 	sandboxUser           = "10001:10001"
 	maxBuildLog           = 16 << 10
 	buildLockPollInterval = time.Second
+	// buildLockLease is the image build lock's lease, renewed while the
+	// build runs (cache.Renew): a worker that dies mid-build holds up the
+	// others for one lease, not for its whole BuildTimeout.
+	buildLockLease = 30 * time.Second
 )
 
 // Config configures the Docker backend. The zero value of every field means
