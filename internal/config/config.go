@@ -98,6 +98,13 @@ type Config struct {
 	// can then hand workers forged results. A value strconv.ParseBool does
 	// not read is an error (Validate).
 	CacheUnsigned bool
+	// CacheTTL is how long the stage cache keeps a result
+	// (AUTOCODER_CACHE_TTL, a duration; default DefaultCacheTTL; 0 keeps
+	// them for ever). Content-addressed keys are seldom read again, so
+	// without one a shared Redis grows until it refuses writes (and with
+	// them the in-flight claims), and the embedded cache until the disk
+	// is full.
+	CacheTTL time.Duration
 	// StageDeadlines overrides the coordinator's stage deadlines
 	// (AUTOCODER_STAGE_DEADLINES), e.g. "build=45m,plan=5m": how long a
 	// dispatched stage may wait for its result before its job fails with
@@ -170,6 +177,7 @@ func FromEnv() Config {
 		RedisTLSKey:         os.Getenv("AUTOCODER_REDIS_TLS_KEY"),
 	}
 	c.CacheUnsigned = c.envBool("AUTOCODER_CACHE_UNSIGNED")
+	c.CacheTTL = c.envDuration("AUTOCODER_CACHE_TTL", DefaultCacheTTL)
 	c.readRunCeilings()
 	c.readMonitor()
 	c.readModelBounds()
@@ -213,6 +221,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.WorkerName, "worker-name", c.WorkerName, "worker name on results (AUTOCODER_WORKER_NAME)")
 	fs.Var(secretFlag{&c.CacheKeys}, "cache-keys", "stage cache HMAC keys, id:base64secret,...; the first signs (AUTOCODER_CACHE_KEYS; prefer --cache-key-file: a flag shows in ps)")
 	fs.StringVar(&c.CacheKeyFile, "cache-key-file", c.CacheKeyFile, "file holding the stage cache keys (AUTOCODER_CACHE_KEY_FILE)")
+	fs.DurationVar(&c.CacheTTL, "cache-ttl", c.CacheTTL, "how long the stage cache keeps a result; 0: for ever (AUTOCODER_CACHE_TTL)")
 	fs.BoolVar(&c.CacheUnsigned, "cache-unsigned", c.CacheUnsigned, "use a Redis cache without a key: anyone who can write to it can forge results (AUTOCODER_CACHE_UNSIGNED)")
 	fs.StringVar(&c.StageDeadlines, "stage-deadlines", c.StageDeadlines, "per-stage deadlines, e.g. build=45m,plan=5m (AUTOCODER_STAGE_DEADLINES)")
 	c.registerRunCeilings(fs)
@@ -253,6 +262,23 @@ func (c *Config) envInt(k string) int {
 		c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not a whole number", k, v))
 	}
 	return n
+}
+
+// DefaultCacheTTL is Config.CacheTTL's default: a month.
+const DefaultCacheTTL = 30 * 24 * time.Hour
+
+// envDuration reads the duration in environment variable k (45m, 720h);
+// unset is def, a negative or unreadable one an error Validate reports.
+func (c *Config) envDuration(k string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(os.Getenv(k))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not a duration of zero or more, such as 720h", k, v))
+	}
+	return d
 }
 
 // envBool reads the boolean in environment variable k (strconv.ParseBool:
@@ -340,6 +366,9 @@ func (c *Config) validateBounds() error {
 // validateCacheKeys checks the cache key settings that need no I/O. Its
 // errors name the setting and the bad entry, never a secret.
 func (c *Config) validateCacheKeys() error {
+	if c.CacheTTL < 0 { // a flag's; the environment's is checked as it is read
+		return fmt.Errorf("--cache-ttl %v: must not be negative", c.CacheTTL)
+	}
 	if c.CacheKeys != "" && c.CacheKeyFile != "" {
 		return errors.New("AUTOCODER_CACHE_KEYS and AUTOCODER_CACHE_KEY_FILE are both set: keep one")
 	}

@@ -305,3 +305,26 @@ func TestBadNumbersAreErrors(t *testing.T) {
 		t.Errorf("good values: %v, concurrency %d, unsigned %v", err, c.Concurrency, c.CacheUnsigned)
 	}
 }
+
+// TestCacheTTL: a month unless set; 0 keeps results for ever; a negative
+// or unreadable one is refused, naming the variable.
+func TestCacheTTL(t *testing.T) {
+	for _, tc := range []struct {
+		env     string
+		want    time.Duration
+		wantErr bool
+	}{{"", DefaultCacheTTL, false}, {"0", 0, false}, {"72h", 72 * time.Hour, false}, {"-1h", 0, true}, {"a week", 0, true}} {
+		t.Setenv("AUTOCODER_CACHE_TTL", tc.env)
+		c := FromEnv()
+		err := c.Validate()
+		if tc.wantErr {
+			if err == nil || !strings.Contains(err.Error(), "AUTOCODER_CACHE_TTL") {
+				t.Errorf("%q: %v, want an error naming AUTOCODER_CACHE_TTL", tc.env, err)
+			}
+			continue
+		}
+		if c.CacheTTL != tc.want {
+			t.Errorf("%q: CacheTTL %v, want %v", tc.env, c.CacheTTL, tc.want)
+		}
+	}
+}

@@ -44,6 +44,7 @@ func OpenCache(ctx context.Context, cfg config.Config, log *slog.Logger, m *metr
 		if err != nil {
 			return nil, err
 		}
+		go d.SweepEvery(cache.SweepInterval) // ends when the cache is closed
 		inner = d
 	}
 	c, err := signCache(inner, keys, cfg, log, m)

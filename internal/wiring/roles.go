@@ -102,7 +102,7 @@ func (st *Stack) startLLMWorker(ctx context.Context) error {
 	}
 	llmStages, err := llmstages.New(llmstages.Config{Client: model, MaxPromptBytes: bounds.PromptBytes,
 		Logger: st.log.With("component", "llm-stages"), Context: docs, ContextBytes: bounds.ContextBytes,
-		FailedRuns: cache.FailedRuns{Cache: c}})
+		FailedRuns: cache.FailedRuns{Cache: c, TTL: st.opts.Config.CacheTTL}})
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 	sandboxStages, err := sandboxstages.New(sandboxstages.Config{Backend: backend, Samples: store,
 		Outputs:    sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs},
 		Workspace:  sandboxstages.ObjectStoreWorkspace{Obj: st.Resources.Outputs},
-		FailedRuns: cache.FailedRuns{Cache: c}, Logger: st.log.With("component", "sandbox-stages"),
+		FailedRuns: cache.FailedRuns{Cache: c, TTL: st.opts.Config.CacheTTL}, Logger: st.log.With("component", "sandbox-stages"),
 		Ceilings: sandboxstages.Ceilings{Timeout: rc.Timeout, Memory: rc.Memory, CPUs: rc.CPUs,
 			Outputs: sandbox.OutputCaps{MaxFiles: rc.OutputFiles, MaxBytes: rc.OutputBytes}},
 		Secrets: secrets, Python: python, PythonBackends: others})
@@ -242,7 +242,7 @@ func (st *Stack) startStageWorker(pool messages.Pool, c cache.Cache, defaultSlot
 		return fmt.Errorf("%s: subscribe to cancellations: %w", name, err)
 	}
 	st.closers = append(st.closers, sub.Unsubscribe)
-	x, err := stagework.NewExecutor(stagework.Config{Mux: mux, Pool: pool, Publisher: st.Publisher, Offers: st.Publisher, Cache: c,
+	x, err := stagework.NewExecutor(stagework.Config{Mux: mux, Pool: pool, Publisher: st.Publisher, Offers: st.Publisher, Cache: c, CacheTTL: cfg.CacheTTL,
 		Jobs: stagework.KVJobs{KV: st.Resources.JobState}, Cancels: cancels,
 		Logger: st.log.With("component", name), Worker: cfg.WorkerName, Metrics: m,
 		Announce: st.announcer(pool)}) // ops.go

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -46,16 +47,27 @@ const staleTempAge = time.Hour
 // flock(2), which the kernel releases if a process dies.
 //
 // Expiry uses the wall clock, because it must mean the same thing to every
-// process sharing the directory. Nothing runs in the background: expired
-// entries are removed when they are next read.
+// process sharing the directory. An expired entry is removed when it is
+// next read, and, since a content-addressed key seldom is, by a sweep of
+// the whole directory (RemoveExpired), which its owner runs in the
+// background (SweepEvery): the workers do, every SweepInterval.
 type Dir struct {
-	root   string
-	now    func() time.Time // the clock for TTLs and lock expiry; tests replace it
-	closed atomic.Bool
+	root      string
+	now       func() time.Time // the clock for TTLs and lock expiry; tests replace it
+	closed    atomic.Bool
+	done      chan struct{} // closed by Close: the sweeps stop
+	closeOnce sync.Once
 }
 
+// SweepInterval is how often the workers' Dir removes the entries that
+// expired unread.
+const SweepInterval = 6 * time.Hour
+
 // OpenDir opens (creating if needed) a Dir cache rooted at dir.
-func OpenDir(dir string) (*Dir, error) {
+func OpenDir(dir string) (*Dir, error) { return openDir(dir, time.Now) }
+
+// openDir is OpenDir on the clock now.
+func openDir(dir string, now func() time.Time) (*Dir, error) {
 	if dir == "" {
 		return nil, errors.New("cache: open dir: empty path")
 	}
@@ -68,9 +80,64 @@ func OpenDir(dir string) (*Dir, error) {
 			return nil, fmt.Errorf("cache: open dir %s: %w", dir, err)
 		}
 	}
-	d := &Dir{root: root, now: time.Now}
+	d := &Dir{root: root, now: now, done: make(chan struct{})}
 	d.removeStaleTemps()
 	return d, nil
+}
+
+// SweepEvery runs RemoveExpired at once and then every interval, until
+// the cache is closed.
+func (d *Dir) SweepEvery(every time.Duration) {
+	for {
+		d.RemoveExpired()
+		select {
+		case <-d.done:
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
+// RemoveExpired removes the entries whose ttl has passed, and any that is
+// damaged, and returns how many it removed. It stops early once the cache
+// is closed.
+func (d *Dir) RemoveExpired() int {
+	n := 0
+	_ = filepath.WalkDir(filepath.Join(d.root, dirData), func(path string, e fs.DirEntry, err error) error {
+		if d.closed.Load() {
+			return filepath.SkipAll
+		}
+		if err == nil && e.Type().IsRegular() && d.removeIfExpired(path) {
+			n++
+		}
+		return nil // best effort: an unreadable part is left for the next sweep
+	})
+	return n
+}
+
+// removeIfExpired removes the entry at path if its header says it expired,
+// or is not a whole header.
+func (d *Dir) removeIfExpired(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	var hdr [entryHeaderLen]byte
+	if _, err := io.ReadFull(f, hdr[:]); err == nil && string(hdr[:4]) == entryMagic {
+		expiry := int64(binary.BigEndian.Uint64(hdr[4:12]))
+		if expiry == 0 || d.now().UnixNano() < expiry {
+			return false
+		}
+	} else if d.now().Sub(fi.ModTime()) < staleTempAge {
+		return false // a damaged entry may be a write landing: Get discards it
+	}
+	d.discard(path, fi)
+	return true
 }
 
 // Get implements Cache.
@@ -102,7 +169,7 @@ func (d *Dir) Get(ctx context.Context, key string) ([]byte, error) {
 	sum := binary.BigEndian.Uint32(hdr[20:24])
 	// Checking length against the file size first also bounds the allocation
 	// below by what is really on disk.
-	if string(hdr[:4]) != entryMagic || length != uint64(fi.Size()-entryHeaderLen) {
+	if string(hdr[:4]) != entryMagic || length != uint64(fi.Size()-entryHeaderLen) || length > MaxValueBytes {
 		d.discard(path, fi)
 		return nil, ErrMiss
 	}
@@ -124,6 +191,9 @@ func (d *Dir) Get(ctx context.Context, key string) ([]byte, error) {
 // Set implements Cache.
 func (d *Dir) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	if err := checkSetTTL(ttl); err != nil {
+		return err
+	}
+	if err := checkValue(value); err != nil {
 		return err
 	}
 	if err := d.check(ctx, "set"); err != nil {
@@ -253,6 +323,7 @@ func (d *Dir) Unlock(ctx context.Context, name, token string) error {
 // OpenDir. It is safe to call more than once.
 func (d *Dir) Close() error {
 	d.closed.Store(true)
+	d.closeOnce.Do(func() { close(d.done) })
 	return nil
 }
 

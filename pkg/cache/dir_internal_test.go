@@ -32,14 +32,39 @@ func (c *fakeClock) Advance(d time.Duration) {
 // openDirAt opens a Dir in a fresh directory whose clock the test controls.
 func openDirAt(t *testing.T) (*Dir, *fakeClock) {
 	t.Helper()
-	d, err := OpenDir(t.TempDir())
+	clk := &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	d, err := openDir(t.TempDir(), clk.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
-	clk := &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-	d.now = clk.Now
 	return d, clk
+}
+
+// TestDirSweepRemovesEntriesExpiredUnread: RemoveExpired deletes the
+// entries whose ttl has passed, which nobody reads again, and keeps the
+// others.
+func TestDirSweepRemovesEntriesExpiredUnread(t *testing.T) {
+	t.Parallel()
+	d, clk := openDirAt(t)
+	ctx := t.Context()
+	for key, ttl := range map[string]time.Duration{"old": time.Minute, "kept": 0, "later": time.Hour} {
+		if err := d.Set(ctx, key, []byte(key), ttl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(2 * time.Minute)
+	if n := d.RemoveExpired(); n != 1 {
+		t.Errorf("RemoveExpired removed %d entries, want 1", n)
+	}
+	if _, err := os.Stat(dirEntryPath(d.root, "old")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the expired entry's file: %v, want it gone", err)
+	}
+	for _, key := range []string{"kept", "later"} {
+		if v, err := d.Get(ctx, key); err != nil || string(v) != key {
+			t.Errorf("Get %s after the sweep: %q, %v", key, v, err)
+		}
+	}
 }
 
 func TestDirExpiredEntryIsRemoved(t *testing.T) {

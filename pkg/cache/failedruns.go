@@ -15,8 +15,8 @@ import (
 // Cache remembers nothing.
 type FailedRuns struct {
 	Cache Cache
-	// TTL is how long a failure is remembered; zero means the cache's
-	// stage-result lifetime (no expiry).
+	// TTL is how long a failure is remembered (the workers give it the
+	// stage results' lifetime, AUTOCODER_CACHE_TTL); zero: no expiry.
 	TTL time.Duration
 }
 

@@ -89,19 +89,35 @@ func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("cache: redis get: %w", err)
 	}
-	v, err := r.client.Get(ctx, key).Bytes()
+	res, err := redisBoundedGet.Run(ctx, r.client, []string{key}, MaxValueBytes).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrMiss
 	}
 	if err != nil {
 		return nil, r.wrap("get", err)
 	}
-	return v, nil
+	v, ok := res.(string)
+	if !ok {
+		return nil, ErrMiss // over MaxValueBytes: not read
+	}
+	return []byte(v), nil
 }
+
+// boundedGetScript is GET of a value no larger than ARGV[1], in one
+// round trip; a larger one is -1, never sent.
+const boundedGetScript = `if redis.call("STRLEN", KEYS[1]) > tonumber(ARGV[1]) then
+	return -1
+end
+return redis.call("GET", KEYS[1])`
+
+var redisBoundedGet = redis.NewScript(boundedGetScript)
 
 // Set implements Cache.
 func (r *Redis) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	if err := checkSetTTL(ttl); err != nil {
+		return err
+	}
+	if err := checkValue(value); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

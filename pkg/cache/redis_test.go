@@ -29,6 +29,21 @@ func TestRedisConformance(t *testing.T) {
 	})
 }
 
+// TestRedisOversizedValueIsNotRead: a value over MaxValueBytes that
+// someone wrote to the Redis directly is a miss, not a load of it.
+func TestRedisOversizedValueIsNotRead(t *testing.T) {
+	t.Parallel()
+	url := testredis.Start(t)
+	c := openRedis(t, url)
+	key := cache.Key("stage", []byte("forged"))
+	if err := rawClient(t, url).Set(t.Context(), key, make([]byte, cache.MaxValueBytes+1), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(t.Context(), key); !errors.Is(err, cache.ErrMiss) {
+		t.Fatalf("Get of an oversized value: %d bytes, err %v; want ErrMiss", len(v), err)
+	}
+}
+
 func TestRedisKeyLayout(t *testing.T) {
 	t.Parallel()
 	url := testredis.Start(t)

@@ -20,6 +20,14 @@ func checkSetTTL(ttl time.Duration) error {
 	return nil
 }
 
+// checkValue rejects a value over MaxValueBytes, which Get would not read.
+func checkValue(value []byte) error {
+	if len(value) > MaxValueBytes {
+		return fmt.Errorf("cache: a value of %d bytes is over the %d-byte bound", len(value), MaxValueBytes)
+	}
+	return nil
+}
+
 // checkLockTTL rejects a lock without a positive ttl: a lock that never
 // expires would outlive a crashed holder forever.
 func checkLockTTL(ttl time.Duration) error {

@@ -56,6 +56,7 @@ func Run(t *testing.T, newCache func(t *testing.T) cache.Cache) {
 		{"EmptyValue", testEmptyValue},
 		{"BinaryValue", testBinaryValue},
 		{"LargeValue", testLargeValue},
+		{"OversizedValue", testOversizedValue},
 		{"KeysAreIndependent", testKeysAreIndependent},
 		{"ValuesAreCopied", testValuesAreCopied},
 		{"TTLExpires", testTTLExpires},
@@ -153,6 +154,17 @@ func testLargeValue(t *testing.T, c cache.Cache) {
 	k := newKey(t)
 	mustSet(t, c, k, v, 0)
 	wantValue(t, c, k, v)
+}
+
+// testOversizedValue: a value over MaxValueBytes is refused, not stored.
+func testOversizedValue(t *testing.T, c cache.Cache) {
+	k := newKey(t)
+	if err := c.Set(t.Context(), k, make([]byte, cache.MaxValueBytes+1), 0); err == nil {
+		t.Fatal("Set of a value over MaxValueBytes succeeded")
+	}
+	if _, err := c.Get(t.Context(), k); !errors.Is(err, cache.ErrMiss) {
+		t.Fatalf("Get after a refused Set: err = %v, want ErrMiss", err)
+	}
 }
 
 func testKeysAreIndependent(t *testing.T, c cache.Cache) {
