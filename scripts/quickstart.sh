@@ -48,6 +48,11 @@ if ! bwrap --unshare-all --die-with-parent --ro-bind / / true 2>/dev/null; then
   exit 1
 fi
 
-say "building and running the sales example: go run ./cmd/submit --local examples/sales/job.yaml $*"
+say "building and running the sales example: submit --local examples/sales/job.yaml $*"
 say "(the first build compiles every dependency and takes a few minutes; later runs start in seconds)"
-exec go run ./cmd/submit --local examples/sales/job.yaml "$@"
+# Built, then run in this shell's place: `go run` would turn submit's exit
+# codes (2 a bad job, 3 no infrastructure: docs/usage.md) into 1.
+bin="${TMPDIR:-/tmp}/autocoder-quickstart"
+mkdir -p "$bin"
+go build -o "$bin/submit" ./cmd/submit
+exec "$bin/submit" --local examples/sales/job.yaml "$@"
