@@ -113,6 +113,12 @@ func TestCLITerminal(t *testing.T) {
 			t.Errorf("watch the --wait %s job: %v\n%s%s", wait, err, out.stdout, out.stderr)
 		}
 	}
+	// With --json, a program reading stdout gets JSON: a running job's result object.
+	out, err = runSubmitSplit(ctx, bin, env, jobFile, "--json", "--wait", "0", "--option", "cache=disable")
+	var left messages.Result
+	if jerr := json.Unmarshal([]byte(out.stdout), &left); err != nil || jerr != nil || !messages.ValidJobID(left.JobID) || left.Status != messages.StatusRunning {
+		t.Errorf("--json --wait 0: %v, stdout %q (%v); want a result object of a running job", err, out.stdout, jerr)
+	}
 
 	checkTaskReplace(t, ctx, bin, env, jobID)
 	checkPoolPause(t, ctx, st, bin, env)

@@ -109,7 +109,7 @@ func (f *jobFlags) submitAndFollow(ctx context.Context, in *invocation, spec mes
 		return 0, err
 	}
 	fmt.Fprintf(in.io.Stderr, "job %s submitted\n", jobID)
-	res, err := follow(ctx, st.Client, jobID, in.io, f.wait, f.local)
+	res, err := follow(ctx, st.Client, jobID, in.io, f.wait, f.local, f.format)
 	if errors.Is(err, errLeftRunning) {
 		return ExitSuccess, nil
 	}
@@ -235,21 +235,28 @@ var errLeftRunning = errors.New("left running")
 
 // follow watches job id, just submitted, for at most wait. With wait 0,
 // or when wait runs out, the job is left running (not with --local: it
-// runs inside this command): its id goes on stdout, how to get back to
-// it on stderr, and the error is errLeftRunning. Ctrl-C is a
+// runs inside this command): its id goes on stdout (in format: a result
+// object of a running job, for a program that reads JSON or YAML), how to
+// get back to it on stderr, and the error is errLeftRunning. Ctrl-C is a
 // detachedError.
-func follow(ctx context.Context, c *client.Client, id string, io IO, wait time.Duration, local bool) (*messages.Result, error) {
-	if wait <= 0 && !local {
-		fmt.Fprintln(io.Stdout, id)
+func follow(ctx context.Context, c *client.Client, id string, io IO, wait time.Duration, local bool, format outputFormat) (*messages.Result, error) {
+	leftRunning := func() (*messages.Result, error) {
+		if format == formatHuman {
+			fmt.Fprintln(io.Stdout, id)
+		} else if err := printAs(io.Stdout, format, messages.Result{V: messages.WireVersion, JobID: id, Status: messages.StatusRunning}); err != nil {
+			return nil, err
+		}
 		return nil, errLeftRunning
+	}
+	if wait <= 0 && !local {
+		return leftRunning()
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, max(wait, 0))
 	defer cancel()
 	res, err := watch(waitCtx, c, id, io)
 	if err != nil && !local && ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded) {
 		printFollowHints(io.Stderr, fmt.Sprintf("job %s is still running after --wait %v; it goes on", id, wait), id)
-		fmt.Fprintln(io.Stdout, id)
-		return nil, errLeftRunning
+		return leftRunning()
 	}
 	if err != nil {
 		return nil, detached(waitCtx, fmt.Errorf("job %s: %w", id, err), id, local)

@@ -184,7 +184,11 @@ func submitRerun(ctx context.Context, c *client.Client, from string, req message
 		return nil, err
 	}
 	fmt.Fprintf(io.Stderr, "run %s of job %s submitted\n", id, from)
-	return follow(ctx, c, id, io, f.wait, f.local) // job.go
+	format := formatHuman
+	if f.asJSON {
+		format = formatJSON
+	}
+	return follow(ctx, c, id, io, f.wait, f.local, format) // job.go
 }
 
 // report saves the outputs with --out, then prints the result object
