@@ -25,6 +25,16 @@ import (
 // StrengthLog is the test-strength part of the state.
 type StrengthLog struct {
 	Strength *messages.StrengthReport `json:"test_strength,omitempty"`
+	// Passed is the code, tests and report that last passed, kept while
+	// stronger tests are tried on them (fallBack).
+	Passed *PassedRun `json:"passed_before_strengthening,omitempty"`
+}
+
+// PassedRun is a test run that passed: the code, the tests, the report.
+type PassedRun struct {
+	Solution messages.Solution    `json:"solution"`
+	Tests    messages.Tests       `json:"tests"`
+	Report   *messages.TestReport `json:"report,omitempty"`
 }
 
 // Bounds of the stored report.
@@ -41,6 +51,7 @@ const mutationSeed = 1
 // testsPassed takes the job's passing tests to their measurement, or to
 // the acceptance run when the job does not measure them.
 func (m *Stepper) testsPassed() {
+	m.s.Passed = nil // these are the passing ones now
 	if !m.measures() {
 		m.accept()
 		return
@@ -75,7 +86,7 @@ func (m *Stepper) mutated(_ Pending, ts messages.TestStrength) {
 		s.Strength = r
 	}
 	r.TestStrength = boundStrength(ts)
-	if len(r.Scores) < maxStoredScores {
+	if len(r.Scores) < maxStoredScores && ts.Error == "" { // a measurement that failed has no score
 		r.Scores = append(r.Scores, ts.Score)
 	}
 	if why := m.enough(r); why != "" {
@@ -133,10 +144,30 @@ func (m *Stepper) strengthened(_ Pending, t messages.Tests) {
 		m.accept()
 		return
 	}
+	s.Passed = &PassedRun{Solution: *s.Solution, Tests: *s.Tests, Report: s.LastReport}
 	s.Tests = &t
 	m.Note(fmt.Sprintf("stronger tests (round %d): they run on the solution; a new test that fails is diagnosed and repaired like any", r.Rounds))
 	m.Enter(PhaseRepairing)
 	m.advance()
+}
+
+// fallBack ends a job whose stronger tests still fail when its test runs
+// run out on the code and tests that passed before them, and reports
+// whether it did: the strength is advisory, and a job whose tests passed
+// does not fail for having tried to strengthen them.
+func (m *Stepper) fallBack() bool {
+	s := m.s
+	p, r := s.Passed, s.Strength
+	if p == nil || r == nil {
+		return false
+	}
+	s.Solution, s.Tests, s.LastReport, s.Passed = &p.Solution, &p.Tests, p.Report, nil
+	s.Tracks = nil
+	r.Outcome = fmt.Sprintf("%.2f; the stronger tests of round %d still failed after %d test runs (max_iterations): the code and tests that passed before them are kept",
+		r.Score, r.Rounds, s.Iteration)
+	m.Note("test strength: " + r.Outcome)
+	m.accept()
+	return true
 }
 
 // strengthFailed lets the job go on when a measurement or a strengthening

@@ -90,6 +90,39 @@ func TestStrengthLoop(t *testing.T) {
 			},
 		},
 		{
+			name: "stronger tests that still fail when the test runs run out give way to the tests that passed",
+			spec: func(o *messages.Options) { o.MaxIterations = 2 },
+			script: func(w *world) {
+				w.answers[messages.StageMutate] = []any{weak(0.5)}
+				w.answers[messages.StageStrengthenTests] = []any{messages.Tests{Code: strongerTests}}
+				w.answers[messages.StageRunTests] = []any{pass(1), fail("test_edge")}
+			},
+			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "mutate", "strengthen_tests", "run_tests"},
+			wantStatus: messages.StatusSucceeded,
+			check: func(t *testing.T, s State) {
+				if s.Tests.Code == strongerTests || s.LastReport == nil || !s.LastReport.OK() {
+					t.Errorf("kept tests %q, report %+v: want the tests that passed, and their report", s.Tests.Code, s.LastReport)
+				}
+				if r := s.Strength; r == nil || !strings.Contains(r.Outcome, "still failed") || r.Score != 0.5 {
+					t.Errorf("test_strength %+v", r)
+				}
+			},
+		},
+		{
+			name: "a measurement that failed adds no score",
+			script: func(w *world) {
+				w.answers[messages.StageMutate] = []any{weak(0.5), messages.TestStrength{Score: 1, Error: "the budget ran out"}}
+				w.answers[messages.StageStrengthenTests] = []any{messages.Tests{Code: strongerTests}}
+			},
+			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "mutate", "strengthen_tests", "run_tests", "mutate"},
+			wantStatus: messages.StatusSucceeded,
+			check: func(t *testing.T, s State) {
+				if r := s.Strength; r == nil || !cmp.Equal(r.Scores, []float64{0.5}) || !strings.Contains(r.Outcome, "not measured") {
+					t.Errorf("test_strength %+v", r)
+				}
+			},
+		},
+		{
 			name:       "mutation: measure makes no model call",
 			spec:       func(o *messages.Options) { o.Mutation = messages.MutationMeasure },
 			script:     func(w *world) { w.answers[messages.StageMutate] = []any{weak(0.25)} },

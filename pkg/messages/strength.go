@@ -123,7 +123,7 @@ func (o *Options) validateMutation() error {
 	}
 	switch {
 	case o.MinTestStrength < 0 || o.MinTestStrength > 1:
-		return &FieldError{"options.min_test_strength", "must be between 0 and 1"}
+		return &FieldError{"options.min_test_strength", "must be above 0 and at most 1 (0 reads as unset, the default 0.8; to measure without a threshold, set mutation: measure)"}
 	case o.StrengthenRounds < 0 || o.StrengthenRounds > MaxStrengthenRounds:
 		return &FieldError{"options.strengthen_rounds", fmt.Sprintf("must be between 1 and %d", MaxStrengthenRounds)}
 	case o.MaxMutants < 0 || o.MaxMutants > MaxMaxMutants:
