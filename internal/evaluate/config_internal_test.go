@@ -2,6 +2,10 @@ package evaluate
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -21,5 +25,51 @@ func TestJobOptionsFitTheBackend(t *testing.T) {
 		if _, err := messages.DecodeJobSpecJSON(raw); err != nil {
 			t.Errorf("options %v: %v", o, err)
 		}
+	}
+}
+
+// TestTasksAskedForAreRunOrRefused: a --task that names no problem, or one
+// --every leaves out, is an error naming it, not a problem dropped in
+// silence.
+func TestTasksAskedForAreRunOrRefused(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "problems.jsonl")
+	var lines []string
+	for i := range 3 {
+		b, _ := json.Marshal(map[string]string{"task_id": fmt.Sprintf("T/%d", i), "prompt": "def f():\n", "canonical_solution": "    return 1\n",
+			"test": "def check(candidate):\n    assert candidate() == 1\n", "entry_point": "f"})
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := selectProblems(Config{Problems: path, Every: 1, Tasks: []string{"T/0", "T/2"}}); err != nil || len(ps) != 2 {
+		t.Fatalf("two tasks: %d problems, %v", len(ps), err)
+	}
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Problems: path, Every: 1, Tasks: []string{"T/0", "T/9"}}, "--task T/9: no such problem"},
+		{Config{Problems: path, Every: 2, Tasks: []string{"T/0", "T/1"}}, "--task T/1: left out by --every 2"},
+	} {
+		if _, err := selectProblems(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("tasks %v every %d: %v, want %q", tc.cfg.Tasks, tc.cfg.Every, err, tc.want)
+		}
+	}
+}
+
+// TestHiddenErrorIsNotAFalseSuccess: a job whose hidden tests eval could
+// not run is not judged a false success; it is counted apart.
+func TestHiddenErrorIsNotAFalseSuccess(t *testing.T) {
+	t.Parallel()
+	rows := map[string]Row{
+		"a": {Success: true, Hidden: HiddenError},
+		"b": {Success: true, Hidden: HiddenFailed},
+		"c": {Success: true, Hidden: HiddenPassed},
+	}
+	s := Summarize([]string{"a", "b", "c"}, rows)
+	if s.FalseSuccess != 1 || s.HiddenErrors != 1 || s.Successes != 3 {
+		t.Errorf("false successes %d, hidden errors %d, successes %d; want 1, 1, 3", s.FalseSuccess, s.HiddenErrors, s.Successes)
 	}
 }

@@ -22,6 +22,7 @@ type Summary struct {
 	Failures     int // jobs that did not (failed or errored)
 	FalseFailure int // ... while the hidden tests pass
 	Errored      int // jobs that ended on an infrastructure error
+	HiddenErrors int // problems whose hidden tests eval could not run (its own sandbox failed)
 	Iterations   int // sums, for the means
 	LLMCalls     int
 	Tokens       int
@@ -68,6 +69,9 @@ func (s *Summary) add(r Row) {
 	}
 	if r.Status == messages.StatusErrored {
 		s.Errored++
+	}
+	if r.Hidden == HiddenError {
+		s.HiddenErrors++
 	}
 	s.Iterations += r.Iterations
 	s.LLMCalls += r.LLMCalls
@@ -155,6 +159,7 @@ func WriteMarkdown(w io.Writer, title string, order []string, rows map[string]Ro
 	fmt.Fprintf(&b, "| false success | %s (%d of %d successes) |\n", pct(s.FalseSuccessRate()), s.FalseSuccess, s.Successes)
 	fmt.Fprintf(&b, "| false failure | %s (%d of %d failures) |\n", pct(s.FalseFailureRate()), s.FalseFailure, s.Failures)
 	fmt.Fprintf(&b, "| errored jobs | %d |\n", s.Errored)
+	fmt.Fprintf(&b, "| hidden tests not run (eval's sandbox failed) | %d |\n", s.HiddenErrors)
 	fmt.Fprintf(&b, "| iterations per problem | %.2f |\n", mean(float64(s.Iterations), s.Done))
 	fmt.Fprintf(&b, "| model calls per problem | %.2f |\n", mean(float64(s.LLMCalls), s.Done))
 	fmt.Fprintf(&b, "| tokens per problem | %.0f |\n", mean(float64(s.Tokens), s.Done))

@@ -65,8 +65,12 @@ type StrengthCols struct {
 }
 
 // FalseSuccess reports a job that said success while the hidden tests fail
-// (or could not judge its script).
-func (r Row) FalseSuccess() bool { return r.Success && r.Hidden != HiddenPassed }
+// (or there was no script to run them on). One whose hidden tests could not
+// be run (HiddenError: eval's own sandbox failed) is not judged: it is
+// counted apart (Summary.HiddenErrors).
+func (r Row) FalseSuccess() bool {
+	return r.Success && r.Hidden != HiddenPassed && r.Hidden != HiddenError
+}
 
 // FalseFailure reports a job that gave up on a script the hidden tests pass.
 func (r Row) FalseFailure() bool { return !r.Success && r.Hidden == HiddenPassed }

@@ -99,6 +99,14 @@ func selectProblems(cfg Config) ([]problemset.Problem, error) {
 			out = append(out, p)
 		}
 	}
+	for _, id := range cfg.Tasks { // a task asked for by name is run, or the run says why not
+		if !slices.ContainsFunc(out, func(p problemset.Problem) bool { return p.TaskID == id }) {
+			if !slices.ContainsFunc(all, func(p problemset.Problem) bool { return p.TaskID == id }) {
+				return nil, fmt.Errorf("--task %s: no such problem in %s", id, path)
+			}
+			return nil, fmt.Errorf("--task %s: left out by --every %d or --limit %d", id, cfg.Every, cfg.Limit)
+		}
+	}
 	if len(out) == 0 {
 		return nil, errors.New("no problem of the set is selected (--every, --limit, --task)")
 	}
