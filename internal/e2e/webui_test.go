@@ -211,6 +211,15 @@ func TestWebUI(t *testing.T) {
 		t.Errorf("the page reconnected with %q, want a ticket and the last event id", resumed.Encode())
 	}
 	page.run("live again", chromedp.WaitVisible(chromedp.CSS(`#live[data-state="live"]`)), chromedp.WaitVisible(chromedp.CSS(`#running li[data-stage="plan"][data-state="running"]`)))
+	// The server out of reach for a moment (the ticket's fetch fails, as
+	// on a refused connection, twice): the page keeps trying, and is live
+	// again. It once gave up at the first failed fetch, "reconnecting" for
+	// ever.
+	streams.failTickets(2)
+	opened = streams.count()
+	srv.CloseClientConnections()
+	streams.waitNext(t, opened)
+	page.run("live after the server came back", chromedp.WaitVisible(chromedp.CSS(`#live[data-state="live"]`)))
 	// Rerun submits its spec again (202 and the new job's ID), Cancel ends
 	// it (200 and the result, which says who cancelled it): cancelled, with
 	// the plan stopped in flight in its timeline.
@@ -749,6 +758,15 @@ type eventRequests struct {
 	mu      sync.Mutex
 	queries []url.Values
 	held    map[string]*heldBody // by path: the next response's body is held
+	refuse  int                  // ticket requests still to cut off, as a server out of reach would
+}
+
+// failTickets makes the next n ticket requests fail as a fetch does when
+// the server is out of reach: the connection closes with no answer.
+func (e *eventRequests) failTickets(n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.refuse = n
 }
 
 // heldBody is a response whose headers went out and whose body waits for
@@ -777,7 +795,14 @@ func (e *eventRequests) record(next http.Handler) http.Handler {
 		}
 		held := e.held[r.URL.Path]
 		delete(e.held, r.URL.Path)
+		refuse := strings.HasSuffix(r.URL.Path, "/ticket") && e.refuse > 0
+		if refuse {
+			e.refuse--
+		}
 		e.mu.Unlock()
+		if refuse {
+			panic(http.ErrAbortHandler) // the connection closes, no answer: fetch throws
+		}
 		if held == nil {
 			next.ServeHTTP(w, r)
 			return

@@ -182,7 +182,9 @@ func (a *api) output(w http.ResponseWriter, r *http.Request) {
 		writeInvalid(w, &messages.FieldError{Field: "name", Msg: "not an output name"})
 		return
 	}
-	res, err := a.c.Result(r.Context(), id)
+	// Status, not Result: a running job back in repair after an acceptance
+	// run that failed lists that run's outputs, and the UI offers them.
+	res, err := a.c.Status(r.Context(), id)
 	if err != nil {
 		writeClientError(w, err)
 		return
@@ -219,7 +221,7 @@ func (a *api) sample(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, messages.CodeInvalid, "invalid sample name")
 		return
 	}
-	res, err := a.c.Result(r.Context(), id)
+	res, err := a.c.Status(r.Context(), id) // a running job's samples too
 	if err != nil {
 		writeResult(w, nil, err)
 		return

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"net/http/httptest"
+	"io/fs"
 	"strings"
 	"testing"
 
@@ -99,6 +100,26 @@ func TestSummariesQuery(t *testing.T) {
 		(&api{}).summaries(w, httptest.NewRequest("GET", "/v1/summaries?"+q, nil))
 		if w.Code != http.StatusBadRequest {
 			t.Errorf("?%s: %d, want 400", q, w.Code)
+		}
+	}
+}
+
+// TestUICallsRelativePaths: every API call of the UI is relative (v1/...),
+// so the UI works behind a proxy that serves it under a sub-path; the job
+// page's Rerun once posted to /v1/jobs.
+func TestUICallsRelativePaths(t *testing.T) {
+	t.Parallel()
+	names, err := fs.Glob(uiFiles, "ui/*.js")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("ui scripts: %v %v", names, err)
+	}
+	for _, name := range names {
+		b, err := fs.ReadFile(uiFiles, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := strings.Index(string(b), `api("/`); i >= 0 {
+			t.Errorf("%s calls an absolute path: %q", name, string(b[i:min(len(b), i+40)]))
 		}
 	}
 }

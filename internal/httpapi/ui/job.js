@@ -61,11 +61,18 @@ function refreshSoon(me) {
 async function connect(me) {
   // EventSource sends no Authorization header: a ticket good for this
   // job's events and a few seconds goes in the URL instead of the token.
+  // A server out of reach makes fetch throw: try again later, as for an
+  // answer that is not a ticket, or the stream would stay down for good.
   let ticket = "";
-  const tr = await api(path(me.id) + "/ticket", { method: "POST" });
-  if (me.stopped) return;
-  if (tr.ok) ticket = (await tr.json()).ticket;
-  else if (tr.status !== 404) { reconnectLater(me); return; }
+  try {
+    const tr = await api(path(me.id) + "/ticket", { method: "POST" });
+    if (me.stopped) return;
+    if (tr.ok) ticket = (await tr.json()).ticket;
+    else if (tr.status !== 404) { reconnectLater(me); return; }
+  } catch (err) {
+    if (!me.stopped) reconnectLater(me);
+    return;
+  }
   if (me.stopped) return;
   const q = new URLSearchParams();
   if (ticket) q.set("ticket", ticket);
@@ -226,7 +233,7 @@ async function act(me, what) {
     // Rerun submits the job's spec again as a new job (POST /v1/jobs);
     // cancel is the job's own endpoint.
     const resp = what === "rerun"
-      ? await api("/v1/jobs", { method: "POST", headers: { "Content-Type": "application/json" },
+      ? await api("v1/jobs", { method: "POST", headers: { "Content-Type": "application/json" },
         body: JSON.stringify({ v: 1, spec: me.res && me.res.spec }) })
       : await api(path(me.id) + "/" + what, { method: "POST" });
     let body = (await resp.text()).trim();

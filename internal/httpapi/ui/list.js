@@ -76,10 +76,20 @@ function skeleton(v) {
   form, h("div", { class: "filters", id: "filters" }), bulk, h("div", { id: "list-body" }, h("p", { class: "muted" }, "Loading…"))));
 }
 
+// localDayStart is the start of day (YYYY-MM-DD) in the browser's zone,
+// as RFC 3339; a value that is not a date goes as it is.
+function localDayStart(day) {
+  const t = new Date(day + "T00:00");
+  return isNaN(t) ? day : t.toISOString();
+}
+
 async function loadList(v) {
   const q = v.q;
   const p = new URLSearchParams({ limit: String(PAGE), offset: String(q.offset), sort: q.sort });
-  for (const k of ["status", "q", "since", "until"]) if (q[k]) p.set(k, q[k]);
+  for (const k of ["status", "q"]) if (q[k]) p.set(k, q[k]);
+  // A date picked is a day where the browser is, as the table shows times:
+  // its start there goes to the server, which reads a bare date as UTC.
+  for (const k of ["since", "until"]) if (q[k]) p.set(k, localDayStart(q[k]));
   const resp = await api("v1/summaries?" + p);
   if (!resp.ok) {
     const why = resp.status === 401 ? "An API token is needed: enter one above." : "The job list is not available: " + resp.status + " " + (await errorText(resp));
