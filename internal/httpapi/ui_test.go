@@ -1,9 +1,9 @@
 package httpapi
 
 import (
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"io/fs"
 	"strings"
 	"testing"
 
