@@ -40,7 +40,8 @@ type Config struct {
 	// PriceIn and PriceOut are the model's prices in US dollars per million
 	// input and output tokens, for the cost columns; zero: cost is zero.
 	PriceIn, PriceOut float64
-	// ProblemTimeout bounds one problem's job; zero: 20 minutes.
+	// ProblemTimeout bounds one problem's job, which is cancelled past it
+	// (a failure with no script); zero: 20 minutes.
 	ProblemTimeout time.Duration
 	// Progress draws a progress bar (on a terminal); otherwise a line per
 	// problem.

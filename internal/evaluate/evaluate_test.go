@@ -17,6 +17,7 @@ import (
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/evaluate"
 	"github.com/autocoder/autocoder/internal/problemset"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // datasets is the HumanEval directory; outside CI a missing one is a skip.
@@ -89,6 +90,23 @@ func TestEvaluateCanonical(t *testing.T) {
 	for _, want := range []string{"| pass@1 on hidden tests | 100.0% (11 of 11) |", "| false success | 0.0% (0 of 11 successes) |", "| HumanEval/160 | succeeded | true | passed |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("results.md lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// A job past --problem-timeout is cancelled, not left running beside the
+// next problems, and its row says so: a failure with no script.
+func TestEvaluateProblemTimeoutCancelsTheJob(t *testing.T) {
+	t.Parallel()
+	cfg := evalConfig(t, "canonical", 80) // 0, 80, 160
+	cfg.ProblemTimeout = time.Millisecond
+	s, log := run(t, t.Context(), cfg)
+	if s.Done != s.Problems || s.HiddenPassed != 0 || s.Successes != 0 {
+		t.Fatalf("summary %+v\n%s", s, log)
+	}
+	for _, rec := range readCSV(t, filepath.Join(cfg.Out, evaluate.CSVFile))[1:] {
+		if rec[1] != string(messages.StatusCancelled) || rec[3] != evaluate.HiddenNone {
+			t.Errorf("row %q: want the job cancelled and no hidden test run", rec[:4])
 		}
 	}
 }

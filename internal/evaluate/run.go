@@ -261,11 +261,49 @@ func (e *evaluation) job(ctx context.Context, p problemset.Problem) (Row, error)
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.ProblemTimeout)
 	defer cancel()
 	res, err := e.st.Client.Watch(wctx, row.JobID, nil)
+	if err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+		return e.timedOut(ctx, p, row)
+	}
 	if err != nil {
 		return row, fmt.Errorf("watch job %s: %w", row.JobID, err)
 	}
 	fill(&row, res, e.cfg)
 	row.Hidden, row.HiddenDetail = e.hidden(ctx, p, res)
+	return row, nil
+}
+
+// timedOut cancels a job that ran past --problem-timeout, so it spends
+// nothing more and does not run beside the next problems past --parallel,
+// and makes its row from the cancelled result: a failure, with no script
+// to run the hidden tests on.
+func (e *evaluation) timedOut(ctx context.Context, p problemset.Problem, row Row) (Row, error) {
+	why := fmt.Sprintf("past --problem-timeout %v", e.cfg.ProblemTimeout)
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for { // a submission not taken yet has no job to cancel: wait for it
+		_, err := e.st.Client.Cancel(wctx, row.JobID, "eval", why)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, client.ErrNotFound) || wctx.Err() != nil {
+			return row, fmt.Errorf("job %s %s, and not cancelled: %w", row.JobID, why, err)
+		}
+		select {
+		case <-wctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	res, err := e.st.Client.WaitResult(wctx, row.JobID)
+	if err != nil {
+		return row, fmt.Errorf("job %s %s: cancelled, and its result not seen: %w", row.JobID, why, err)
+	}
+	fill(&row, res, e.cfg)
+	if res.Cancelled == nil { // it finished on its own first: judged as any
+		row.Hidden, row.HiddenDetail = e.hidden(ctx, p, res)
+		return row, nil
+	}
+	row.Error = why + ": cancelled"
+	row.Hidden = HiddenNone
 	return row, nil
 }
 
