@@ -356,6 +356,12 @@ func checkListActions(t *testing.T, page *uiPage, cancelled, rerun, launched str
 	if n := page.count(`tr.job`); n != 1 {
 		t.Errorf("the cancelled filter shows %d jobs, want 1", n)
 	}
+	// A page past the last (emptied by a bulk cancel, or a filter that now
+	// matches fewer) goes back to the last page with jobs.
+	page.visit("#/?status=cancelled&offset=50", `tr.job[data-id="`+cancelled+`"]`)
+	if p := page.text(`#pager`); !strings.Contains(p, "1–1 of 1") {
+		t.Errorf("past the last page the pager shows %q, want 1–1 of 1", p)
+	}
 	page.visit("#/", `#search`)
 	page.run("search", chromedp.SendKeys(chromedp.CSS(`#search`), "launched"), chromedp.Click(chromedp.CSS(`#search-form button`)),
 		chromedp.WaitVisible(chromedp.CSS(`tr.job[data-id="`+launched+`"]`)))

@@ -102,6 +102,12 @@ async function loadList(v) {
 
 function render(v, page) {
   const q = v.q;
+  if (page.jobs.length === 0 && q.offset > 0) {
+    // This page emptied (its jobs cancelled, or the filter now matches
+    // fewer): the last page that has jobs, not "26–25 of 25".
+    go(Object.assign({}, q, { offset: Math.max(0, Math.floor((page.total - 1) / PAGE) * PAGE) }));
+    return;
+  }
   $("filters").replaceChildren(...STATUSES.map((s) => {
     const n = s ? (page.counts[s] || 0) : Object.values(page.counts).reduce((a, b) => a + b, 0);
     return h("button", { class: s === q.status ? "on" : null, "data-filter": s || "all", onclick: () => go(Object.assign({}, q, { status: s, offset: 0 })) },
