@@ -774,8 +774,14 @@ def run(opt, original, mutants, report, started):
             break
         with open(SOLUTION, "w", encoding="utf-8") as f:
             f.write(m.source)
-        code, _, _ = run_child(run_tests, min(per_mutant, max(budget_left(), 1)), per_mutant_cpu)
-        m.status = "survived" if code == 0 else "timed_out" if code is None else "killed"
+        limit = min(per_mutant, max(budget_left(), 1))
+        code, took, _ = run_child(run_tests, limit, per_mutant_cpu)
+        if code is None and limit < per_mutant and took >= limit:
+            # The budget ended it, not the mutant's own limit: not judged
+            # (a hang is one that outlives per_mutant), so not a kill.
+            m.status = "not_run"
+        else:
+            m.status = "survived" if code == 0 else "timed_out" if code is None else "killed"
     with open(SOLUTION, "w", encoding="utf-8") as f:
         f.write(original)
     for m in mutants:

@@ -20,7 +20,7 @@ var mutateScript []byte
 
 // MutateScriptVersion names mutate.py's behaviour; a stage that runs it
 // puts it in its cache key. Bump it with every change to mutate.py.
-const MutateScriptVersion = "mutate-3"
+const MutateScriptVersion = "mutate-4"
 
 // Files of a mutation run, under /workspace.
 const (

@@ -57,6 +57,7 @@ func RunMutation(t *testing.T, b sandbox.Backend, problems []problemset.Problem)
 		{"EquivalentMutant", testMutationEquivalent},
 		{"HangingMutantKilled", testMutationHang},
 		{"BudgetBoundsTheRun", testMutationBudget},
+		{"BudgetCutIsNotAKill", testMutationBudgetCut},
 		{"SeededSample", testMutationSeeded},
 		{"FailingTests", testMutationFailingTests},
 		{"UnparsableCode", testMutationUnparsable},
@@ -159,6 +160,18 @@ func testMutationBudget(t *testing.T, run func(*testing.T, sandbox.MutationRun) 
 	_, err := sandbox.MutationRunSpec(sandbox.MutationRun{Budget: sandbox.MaxMutateBudget + time.Second})
 	if err == nil {
 		t.Error("a budget over the bound is accepted")
+	}
+}
+
+// A mutant the budget cuts off (it waits, without computing, past what is
+// left of the budget, and its own wall-clock limit is longer) is not run,
+// not killed: the budget, not the mutant, ended it.
+func testMutationBudgetCut(t *testing.T, run func(*testing.T, sandbox.MutationRun) messages.TestStrength) {
+	code := "import time\n\n\ndef f(n):\n    if n > 5:\n        time.sleep(1000)\n    return n\n"
+	tests := "from solution import f\n\n\ndef test_f():\n    assert f(5) == 5\n"
+	ts := run(t, sandbox.MutationRun{Code: code, Tests: tests, Budget: 8 * time.Second})
+	if ts.Error != "" || ts.TimedOut != 0 || ts.NotRun == 0 || !ts.Partial {
+		t.Errorf("want the mutant cut by the budget not run, none timed out, the run partial: %+v", ts)
 	}
 }
 
