@@ -159,6 +159,25 @@ func TestEvaluateResumes(t *testing.T) {
 	}
 }
 
+// Rows are resumed only by a run with the settings they were made with: a
+// run with another model (here the other fake) into the same --out is
+// refused, not reported with the first run's figures.
+func TestEvaluateRefusesToResumeOtherSettings(t *testing.T) {
+	t.Parallel()
+	cfg := evalConfig(t, "canonical", 80)
+	run(t, t.Context(), cfg)
+	other := cfg
+	other.Fake = "plausible-wrong"
+	var out, errs bytes.Buffer
+	_, err := evaluate.Run(t.Context(), other, slog.New(slog.DiscardHandler), &out, &errs)
+	if err == nil || !strings.Contains(err.Error(), "other settings") {
+		t.Fatalf("a run with another model into the same --out: %v, want a refusal", err)
+	}
+	if _, log := run(t, t.Context(), cfg); !strings.Contains(log, "3 of 3 problems") {
+		t.Errorf("the same settings again do not resume:\n%s", log)
+	}
+}
+
 // cancelAfterLine cancels the run at its first progress line: a problem
 // has finished.
 type cancelAfterLine struct {

@@ -1,11 +1,15 @@
 package evaluate
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -47,6 +51,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, stdout, stderr io.Wr
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return Summary{}, err
 	}
+	if err := keepSettings(cfg); err != nil {
+		return Summary{}, err
+	}
 	results, rows, err := openResults(filepath.Join(cfg.Out, ResultsFile))
 	if err != nil {
 		return Summary{}, err
@@ -77,6 +84,46 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, stdout, stderr io.Wr
 		s.Done, s.Problems, pct(s.PassAt1()), pct(s.FalseSuccessRate()), s.FalseSuccess, s.Successes,
 		pct(s.FalseFailureRate()), s.FalseFailure, s.Failures, filepath.Join(cfg.Out, CSVFile), MarkdownFile, cfg.Out)
 	return s, runErr
+}
+
+// SettingsFile records, beside the results, what they were made with.
+const SettingsFile = "settings.json"
+
+// keepSettings writes what this run's rows depend on (the problem set's
+// content, the model or fake mode, the job options) to SettingsFile, and
+// refuses to resume rows made with other settings: a finished row is
+// kept as it is, so a run with another model would report the old one's.
+func keepSettings(cfg Config) error {
+	path := cfg.Problems
+	if path == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		path = problemset.DefaultPath(wd)
+	}
+	set, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(set)
+	options := slices.Sorted(slices.Values(cfg.Options))
+	cur, err := json.MarshalIndent(map[string]any{"problems_sha256": hex.EncodeToString(sum[:]), "fake": cfg.Fake,
+		"model": cfg.Stack.Model, "max_iterations": cfg.MaxIterations, "options": options}, "", "  ")
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(cfg.Out, SettingsFile)
+	old, err := os.ReadFile(file)
+	switch {
+	case err == nil && !bytes.Equal(bytes.TrimSpace(old), cur):
+		return fmt.Errorf("the results in %s were made with other settings (%s): give another --out, or remove it to start again", cfg.Out, file)
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	return os.WriteFile(file, append(cur, '\n'), 0o644)
 }
 
 // selectProblems loads the set and keeps every Nth, up to Limit.
