@@ -94,13 +94,9 @@ const SettingsFile = "settings.json"
 // refuses to resume rows made with other settings: a finished row is
 // kept as it is, so a run with another model would report the old one's.
 func keepSettings(cfg Config) error {
-	path := cfg.Problems
-	if path == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		path = problemset.DefaultPath(wd)
+	path, err := problemsPath(cfg)
+	if err != nil {
+		return err
 	}
 	set, err := os.ReadFile(path)
 	if err != nil {
@@ -126,15 +122,24 @@ func keepSettings(cfg Config) error {
 	return os.WriteFile(file, append(cur, '\n'), 0o644)
 }
 
+// problemsPath is the problem set's file: Config.Problems, else HumanEval
+// at problemset.DefaultPath of the working directory.
+func problemsPath(cfg Config) (string, error) {
+	if cfg.Problems != "" {
+		return cfg.Problems, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return problemset.DefaultPath(wd), nil
+}
+
 // selectProblems loads the set and keeps every Nth, up to Limit.
 func selectProblems(cfg Config) ([]problemset.Problem, error) {
-	path := cfg.Problems
-	if path == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, err
-		}
-		path = problemset.DefaultPath(wd)
+	path, err := problemsPath(cfg)
+	if err != nil {
+		return nil, err
 	}
 	all, err := problemset.Load(path)
 	if err != nil {
