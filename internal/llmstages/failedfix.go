@@ -5,13 +5,15 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/pkg/cache"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // FailedRunChecker tells whether code was already tested with tests and
-// failed: the negative cache the sandbox-worker fills (cache.FailedRuns).
+// failed in an environment with every package of env: the negative cache
+// the sandbox-worker fills (cache.FailedRuns).
 type FailedRunChecker interface {
-	Failed(ctx context.Context, code, tests string) (bool, error)
+	Failed(ctx context.Context, code, tests string, env cache.RunEnv) (bool, error)
 }
 
 // repeatedFixPrompt is what the model hears when its fix is code that
@@ -33,7 +35,10 @@ func (h *Handlers) avoidFailedFix(ctx context.Context, cmd *messages.StageComman
 		// asks again with escalating instructions.
 		return out, nil
 	}
-	failed, err := h.cfg.FailedRuns.Failed(ctx, s.Code, in.Tests)
+	// The next run has at least the packages of the last one and those the
+	// fix declares: code that failed without one of them is worth a run.
+	env := cache.RunEnv{Packages: append(append([]string(nil), in.Packages...), s.Packages...), SystemPackages: s.SystemPackages}
+	failed, err := h.cfg.FailedRuns.Failed(ctx, s.Code, in.Tests, env)
 	if err != nil {
 		h.log.WarnContext(ctx, "negative cache not checked", "job_id", cmd.JobID, "stage", cmd.Stage, "err", err)
 		return out, nil

@@ -2,6 +2,7 @@ package llmstages
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -11,8 +12,9 @@ import (
 
 // TestFixOfAKnownFailureIsAskedAgain: a fix whose code the negative cache
 // knows failed these tests is sent back to the model once, in the same
-// conversation; both calls are counted. Unchanged code and code the cache
-// does not know go through with one call.
+// conversation; both calls are counted. Unchanged code, code the cache
+// does not know, and code that failed without a package the next run will
+// have (the last run's, or one the fix declares) go through with one call.
 func TestFixOfAKnownFailureIsAskedAgain(t *testing.T) {
 	t.Parallel()
 	const tests = "def test_x(): assert x == 1\n"
@@ -22,23 +24,30 @@ func TestFixOfAKnownFailureIsAskedAgain(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = dir.Close() })
 	failed := cache.FailedRuns{Cache: dir}
-	if err := failed.Remember(t.Context(), "x = 2\n", tests); err != nil {
+	if err := failed.Remember(t.Context(), "x = 2\n", tests, cache.RunEnv{Packages: []string{"numpy"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name, current, proposed string
+		lastRun, declared       string // the last run's packages, the fix's (JSON lists)
 		wantCalls               int
 	}{
-		{"back to a failed code", "x = 3\n", "x = 2\n", 2},
-		{"a new code", "x = 3\n", "x = 1\n", 1},
-		{"unchanged (the machine's to catch)", "x = 2\n", "x = 2\n", 1},
+		{"back to a failed code", "x = 3\n", "x = 2\n", `["numpy"]`, `[]`, 2},
+		{"a new code", "x = 3\n", "x = 1\n", `["numpy"]`, `[]`, 1},
+		{"unchanged (the machine's to catch)", "x = 2\n", "x = 2\n", `["numpy"]`, `[]`, 1},
+		{"back to a failed code, which lacked a package the last run had", "x = 3\n", "x = 2\n", `["NumPy", "pandas"]`, `[]`, 1},
+		{"back to a failed code, with a package it lacked", "x = 3\n", "x = 2\n", `["numpy"]`, `["Pandas>=2"]`, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			reply := `{"language":"python","code":"` + strings.TrimSuffix(tc.proposed, "\n") + `\n","packages":[],"system_packages":[]}`
+			reply := `{"language":"python","code":"` + strings.TrimSuffix(tc.proposed, "\n") + `\n","packages":` + tc.declared + `,"system_packages":[]}`
 			fc := &fakeClient{replies: map[string]string{"solution": reply}}
 			h := newHandlers(t, fc, Config{FailedRuns: failed})
-			in := messages.FixInput{Task: task, Code: tc.current, Tests: tests,
+			var lastRun []string
+			if err := json.Unmarshal([]byte(tc.lastRun), &lastRun); err != nil {
+				t.Fatal(err)
+			}
+			in := messages.FixInput{Task: task, Code: tc.current, Tests: tests, Packages: lastRun,
 				Failures: []messages.Failure{{TestName: "test_x", ErrorType: messages.ErrorLogic}}}
 			out, err := h.Handle(context.Background(), command(t, messages.StageFix, in))
 			if err != nil {

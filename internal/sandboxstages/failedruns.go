@@ -3,13 +3,16 @@ package sandboxstages
 import (
 	"context"
 
+	"github.com/autocoder/autocoder/pkg/cache"
+
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // FailedRunRecorder remembers the (code, tests) pairs whose test run
-// failed: the negative cache the fix stage checks (cache.FailedRuns).
+// failed, with the packages it ran with: the negative cache the fix stage
+// checks (cache.FailedRuns).
 type FailedRunRecorder interface {
-	Remember(ctx context.Context, code, tests string) error
+	Remember(ctx context.Context, code, tests string, env cache.RunEnv) error
 }
 
 // rememberFailure records a failing run that follows from its code and
@@ -20,7 +23,7 @@ func (h *Handlers) rememberFailure(ctx context.Context, jobID string, in message
 	if h.failedRuns == nil || rep.OK() || !rep.Hermetic() {
 		return
 	}
-	if err := h.failedRuns.Remember(ctx, in.Code, in.Tests); err != nil {
+	if err := h.failedRuns.Remember(ctx, in.Code, in.Tests, cache.RunEnv{Packages: in.Env.Packages, SystemPackages: in.Env.SystemPackages}); err != nil {
 		h.log.Warn("failing run not remembered", "job_id", jobID, "err", err)
 	}
 }
