@@ -26,8 +26,8 @@ end
 return 0`
 
 // Redis is a Cache on a Redis server, shared by every worker of a fleet.
-// Locks are single-instance Redis locks (SET NX PX plus a compare-and-delete
-// script), which is all a cache needs: a lost lock costs a duplicate
+// Locks are single-instance Redis locks (a set-if-absent script and a
+// compare-and-delete script), which is all a cache needs: a lost lock costs a duplicate
 // computation, never a wrong result.
 type Redis struct {
 	client *redis.Client
@@ -155,15 +155,32 @@ func (r *Redis) TryLock(ctx context.Context, name string, ttl time.Duration) (st
 	if err != nil {
 		return "", err
 	}
-	err = r.client.SetArgs(ctx, lockKey(name), token, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
-	if errors.Is(err, redis.Nil) {
-		return "", ErrLockHeld
-	}
+	took, err := redisLock.Run(ctx, r.client, []string{lockKey(name)}, token, ttl.Milliseconds()).Int()
 	if err != nil {
 		return "", r.wrap("lock", err)
 	}
+	if took == 0 {
+		return "", ErrLockHeld
+	}
 	return token, nil
 }
+
+// lockScript takes the lock for ARGV[1] unless someone else holds it. A
+// plain SET NX is not safe to retry: when its reply is lost on the way and
+// go-redis sends it again, the second finds the first's lock and the
+// caller waits a whole lease on a lock it holds. The script answers a
+// retry with the same token as taken.
+const lockScript = `local holder = redis.call("GET", KEYS[1])
+if holder == false then
+	redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+	return 1
+end
+if holder == ARGV[1] then
+	return 1
+end
+return 0`
+
+var redisLock = redis.NewScript(lockScript)
 
 // Unlock implements Cache.
 func (r *Redis) Unlock(ctx context.Context, name, token string) error {
