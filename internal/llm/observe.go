@@ -52,6 +52,26 @@ func stageOf(ctx context.Context) string {
 	return "none"
 }
 
+type tableNameKey struct{}
+
+// withTableName labels the model calls made with ctx by the model table's
+// name for the model (Router), which the request itself no longer carries
+// once it names the endpoint's model: calls, tokens and errors are then
+// labelled as cost is, and two rows that send one remote model to
+// different endpoints stay apart.
+func withTableName(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, tableNameKey{}, name)
+}
+
+// modelLabel is the model's name in the Observer's figures: the table's
+// name withTableName put in ctx, else the name the request sent.
+func modelLabel(ctx context.Context, sent string) string {
+	if s, ok := ctx.Value(tableNameKey{}).(string); ok && s != "" {
+		return s
+	}
+	return sent
+}
+
 // nopObserver records nothing: OpenAIConfig.Observer's default.
 type nopObserver struct{}
 
@@ -94,5 +114,5 @@ func (c *OpenAI) observe(ctx context.Context, model string, began time.Time, err
 		}
 		kind, usage = attemptKind(err, a), openai.Usage{}
 	}
-	c.observer.CallDone(model, stageOf(ctx), kind, c.clock.Now().Sub(began), usage.PromptTokens, usage.CompletionTokens)
+	c.observer.CallDone(modelLabel(ctx, model), stageOf(ctx), kind, c.clock.Now().Sub(began), usage.PromptTokens, usage.CompletionTokens)
 }

@@ -216,7 +216,7 @@ func (c *OpenAI) Structured(ctx context.Context, req StructuredRequest) (Structu
 			perr = fmt.Errorf("the model refused: %s", choice.Message.Refusal)
 		}
 		truncated := choice.FinishReason == openai.FinishReasonLength
-		c.observer.InvalidReply(req.Model, stageOf(ctx))
+		c.observer.InvalidReply(modelLabel(ctx, req.Model), stageOf(ctx))
 		if try >= c.maxCorrections {
 			return out, fmt.Errorf("%w for schema %s (%d replies): %w", ErrInvalidReply, name, try+1, perr)
 		}

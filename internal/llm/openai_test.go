@@ -690,7 +690,8 @@ func deref(f *float64) any {
 
 // TestRouter: two models of a table reach two endpoints with their own
 // keys, under the names the endpoints know them by; each call is priced
-// from the table; an unknown model and a prompt past a model's context
+// from the table, and its calls are counted, under the table's name (so
+// cost and calls join in the metrics); an unknown model and a prompt past a model's context
 // fail at once, permanently.
 func TestRouter(t *testing.T) {
 	t.Parallel()
@@ -706,7 +707,8 @@ func TestRouter(t *testing.T) {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	var seen []string
-	r, err := llm.NewRouter(tb, llm.OpenAIConfig{HTTPClient: &http.Client{Transport: tr}}, func(m, stage string, u messages.Usage) {
+	obs := &modelNames{}
+	r, err := llm.NewRouter(tb, llm.OpenAIConfig{HTTPClient: &http.Client{Transport: tr}, Observer: obs}, func(m, stage string, u messages.Usage) {
 		seen = append(seen, fmt.Sprintf("%s:%s:%g", m, stage, u.Cost))
 	})
 	if err != nil {
@@ -727,6 +729,9 @@ func TestRouter(t *testing.T) {
 	if strings.Join(seen, ",") != "big:none:0.006,small:plan:0.001" {
 		t.Errorf("usage seen: %v", seen)
 	}
+	if got := strings.Join(obs.names(), ","); got != "big:none,small:plan" {
+		t.Errorf("calls observed as %s, want big:none,small:plan (the table's names, as cost is)", got)
+	}
 	_, err = r.Structured(t.Context(), planRequest("huge"))
 	if !errors.Is(err, llm.ErrUnknownModel) || !llm.IsPermanent(err) || !strings.Contains(err.Error(), "big, small") {
 		t.Errorf("unknown model: %v", err)
@@ -738,5 +743,61 @@ func TestRouter(t *testing.T) {
 	}
 	if len(b.Requests()) != 1 {
 		t.Error("a refused call reached the endpoint")
+	}
+}
+
+// modelNames is an llm.Observer that keeps the model and stage of each call.
+type modelNames struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (o *modelNames) CallDone(model, stage, _ string, _ time.Duration, _, _ int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seen = append(o.seen, model+":"+stage)
+}
+
+func (o *modelNames) InvalidReply(string, string) {}
+
+func (o *modelNames) names() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.seen...)
+}
+
+// TestRouterOpenTableLabels: an open table (no model table configured)
+// sends any valid name to its default's endpoint under that name, but
+// counts and prices every name it does not list under llm.OtherModels, so
+// names a submitter invents cannot make metric series without bound.
+func TestRouterOpenTableLabels(t *testing.T) {
+	t.Parallel()
+	srv := fakellm.New()
+	t.Cleanup(srv.Close)
+	srv.On("plan", fakellm.JSON(testPlan).Usage(10, 10))
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	obs := &modelNames{}
+	var priced []string
+	r, err := llm.NewRouter(modeltable.Single("gpt-x", srv.URL(), "key"), llm.OpenAIConfig{HTTPClient: &http.Client{Transport: tr}, Observer: obs},
+		func(m, _ string, _ messages.Usage) { priced = append(priced, m) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"", "invented-1", "invented-2"} {
+		if _, err := r.Structured(t.Context(), planRequest(name)); err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+	}
+	sent := srv.Requests()
+	if len(sent) != 3 || sent[1].Model != "invented-1" || sent[2].Model != "invented-2" {
+		t.Errorf("the endpoint heard %d requests (%+v); want the names as sent", len(sent), sent)
+	}
+	want := "gpt-x:none," + llm.OtherModels + ":none," + llm.OtherModels + ":none"
+	if got := strings.Join(obs.names(), ","); got != want {
+		t.Errorf("calls observed as %s, want %s", got, want)
+	}
+	if got := strings.Join(priced, ","); got != "gpt-x,"+llm.OtherModels+","+llm.OtherModels {
+		t.Errorf("priced as %s", got)
 	}
 }

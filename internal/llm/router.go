@@ -76,8 +76,22 @@ func (r *Router) route(name string, prompt int) (modeltable.Model, *OpenAI, erro
 func (r *Router) priced(ctx context.Context, m modeltable.Model, u *messages.Usage) {
 	u.Cost = m.Cost(*u)
 	if r.onUsage != nil && u.Calls > 0 {
-		r.onUsage(m.Name, stageOf(ctx), *u)
+		r.onUsage(r.label(m), stageOf(ctx), *u)
 	}
+}
+
+// OtherModels is the model label, in metrics and usage, of every call an
+// open table sends to its default's endpoint under a name it does not
+// list: a label per name would let whoever submits jobs make a metric
+// series per name they invent.
+const OtherModels = "other"
+
+// label is m's name in metrics: its table name, or OtherModels.
+func (r *Router) label(m modeltable.Model) string {
+	if r.clients[m.Name] == nil {
+		return OtherModels
+	}
+	return m.Name
 }
 
 // Structured implements Client.
@@ -91,7 +105,7 @@ func (r *Router) Structured(ctx context.Context, req StructuredRequest) (Structu
 		return StructuredReply{}, err
 	}
 	req.Model = m.RemoteName()
-	reply, err := c.Structured(ctx, req)
+	reply, err := c.Structured(withTableName(ctx, r.label(m)), req)
 	r.priced(ctx, m, &reply.Usage)
 	return reply, err
 }
@@ -107,7 +121,7 @@ func (r *Router) Chat(ctx context.Context, req ChatRequest) (ChatReply, error) {
 		return ChatReply{}, err
 	}
 	req.Model = m.RemoteName()
-	reply, err := c.Chat(ctx, req)
+	reply, err := c.Chat(withTableName(ctx, r.label(m)), req)
 	r.priced(ctx, m, &reply.Usage)
 	return reply, err
 }
