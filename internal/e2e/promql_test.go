@@ -26,7 +26,7 @@ type promQL struct {
 // promFunctions are the functions and aggregation operators the dashboards may call.
 var promFunctions = []string{"sum", "max", "min", "avg", "count", "topk", "bottomk", "rate", "irate", "increase",
 	"histogram_quantile", "clamp_min", "clamp_max", "abs", "time", "vector", "scalar", "count_over_time",
-	"max_over_time", "avg_over_time", "delta", "deriv", "label_replace", "ceil"}
+	"max_over_time", "avg_over_time", "delta", "deriv", "label_replace", "ceil", "absent"}
 
 var promKeywords = []string{"and", "or", "unless", "bool", "offset"}
 

@@ -34,12 +34,13 @@ func newStageMetrics(reg prometheus.Registerer, stages messages.StageTable) (*st
 		return nil, err
 	}
 	if m.refused, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: StageCommandsRefusedTotal,
-		Help: "Stage commands refused because the coordinator did not send them, by stage and reason."}, []string{"stage", "reason"})); err != nil {
+		Help: "Stage commands refused because the coordinator does not have them pending, by stage and reason " +
+			"(wrong_pool and unknown_job: not the coordinator's; job_finished and not_pending: routine, a cancelled job's queued commands or a redelivery)."}, []string{"stage", "reason"})); err != nil {
 		return nil, err
 	}
 	for _, s := range stages.Stages() {
 		m.known[s] = true
-		for _, reason := range []string{stagework.RefusedWrongPool, stagework.RefusedNotPending} {
+		for _, reason := range stagework.RefusalReasons {
 			m.refused.WithLabelValues(string(s), reason) // every series from the start: rates see the first refusal
 		}
 	}

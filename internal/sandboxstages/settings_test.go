@@ -129,8 +129,8 @@ func (nopPublisher) PublishJSON(context.Context, string, any, string) error { re
 
 type noJobs struct{}
 
-func (noJobs) PendingStage(context.Context, string, int) (messages.Stage, bool, error) {
-	return "", false, nil
+func (noJobs) PendingStage(context.Context, string, int) (messages.Stage, stagework.JobStatus, error) {
+	return "", stagework.JobUnknown, nil
 }
 
 // TestAgentBashGetsTheJobsSettings: an agent's bash command runs with the

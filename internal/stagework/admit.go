@@ -27,10 +27,20 @@ import (
 // Jobs tells the executor which stage commands the coordinator has sent.
 type Jobs interface {
 	// PendingStage returns the stage the coordinator has pending as seq of
-	// job jobID. ok is false when it has none: no such job, a finished job,
-	// or a seq not (or no longer) pending. err is for a lookup that failed.
-	PendingStage(ctx context.Context, jobID string, seq int) (stage messages.Stage, ok bool, err error)
+	// job jobID, and what it knows of the job. stage is "" when it has
+	// none: no such job (JobUnknown), a finished job (JobFinished), or a
+	// seq not (or no longer) pending. err is for a lookup that failed.
+	PendingStage(ctx context.Context, jobID string, seq int) (stage messages.Stage, job JobStatus, err error)
 }
+
+// JobStatus is what the job-state bucket says of a command's job.
+type JobStatus int
+
+const (
+	JobUnknown  JobStatus = iota // no record: the coordinator never had the job, or it expired
+	JobRunning                   // a record of a job not finished
+	JobFinished                  // a record of a finished job
+)
 
 // KVJobs reads the job-state bucket (bus.BucketJobState), read only.
 type KVJobs struct {
@@ -73,38 +83,46 @@ func decodeJobRecord(b []byte) (jobRecord, error) {
 const phaseDone = "done"
 
 // PendingStage implements Jobs.
-func (j KVJobs) PendingStage(ctx context.Context, jobID string, seq int) (messages.Stage, bool, error) {
+func (j KVJobs) PendingStage(ctx context.Context, jobID string, seq int) (messages.Stage, JobStatus, error) {
 	entry, err := j.KV.Get(ctx, bus.JobKey(jobID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return "", false, nil
+		return "", JobUnknown, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("load job %s: %w", jobID, err)
+		return "", JobUnknown, fmt.Errorf("load job %s: %w", jobID, err)
 	}
 	b, err := bus.DecodeStateRecord(entry.Value())
 	if err != nil {
-		return "", false, fmt.Errorf("job %s: %w", jobID, err)
+		return "", JobUnknown, fmt.Errorf("job %s: %w", jobID, err)
 	}
 	rec, err := decodeJobRecord(b)
 	if err != nil {
-		return "", false, fmt.Errorf("job %s: corrupt state: %w", jobID, err)
+		return "", JobUnknown, fmt.Errorf("job %s: corrupt state: %w", jobID, err)
 	}
-	p, ok := rec.State.Pending[seq]
-	if !ok || rec.State.Phase == phaseDone {
-		return "", false, nil
+	if rec.State.Phase == phaseDone {
+		return "", JobFinished, nil
 	}
-	return p.Stage, true, nil
+	return rec.State.Pending[seq].Stage, JobRunning, nil
 }
 
 // DefaultConfirmWait is how long the executor looks for a command's
 // pending stage before refusing it (Config.ConfirmWait).
 const DefaultConfirmWait = time.Second
 
-// Refusal reasons, the reason label of the refusal metric.
+// Refusal reasons, the reason label of the refusal metric. The first two
+// are never the coordinator's doing: someone publishes on the stage
+// subjects who should not (the alert AutocoderCommandsRefused). The other
+// two are routine: commands still queued when their job was cancelled or
+// failed, and a command delivered again after its result was applied.
 const (
-	RefusedWrongPool  = "wrong_pool"  // a stage another pool does
-	RefusedNotPending = "not_pending" // no such job, finished, or not this seq and stage
+	RefusedWrongPool   = "wrong_pool"   // a stage another pool does
+	RefusedUnknownJob  = "unknown_job"  // no record of the job
+	RefusedJobFinished = "job_finished" // the job is finished
+	RefusedNotPending  = "not_pending"  // the job runs, with not this seq and stage pending
 )
+
+// RefusalReasons are every refusal reason.
+var RefusalReasons = []string{RefusedWrongPool, RefusedUnknownJob, RefusedJobFinished, RefusedNotPending}
 
 // refusal says why a command is not run.
 type refusal struct {
@@ -128,16 +146,19 @@ func (e *Executor) admit(ctx context.Context, cmd *messages.StageCommand) (*refu
 	wait, cancel := context.WithTimeout(ctx, e.cfg.ConfirmWait)
 	defer cancel()
 	for pause := 50 * time.Millisecond; ; pause *= 2 {
-		stage, ok, err := e.cfg.Jobs.PendingStage(ctx, cmd.JobID, cmd.Seq)
+		stage, job, err := e.cfg.Jobs.PendingStage(ctx, cmd.JobID, cmd.Seq)
 		if err != nil {
 			return nil, err
 		}
 		switch {
-		case ok && stage == cmd.Stage:
+		case stage == cmd.Stage:
 			return nil, nil
-		case ok:
+		case stage != "":
 			// Pending as another stage: no wait makes that right.
 			return &refusal{RefusedNotPending, fmt.Sprintf("seq %d is pending as %s, not %s", cmd.Seq, stage, cmd.Stage)}, nil
+		case job == JobFinished:
+			// A finished job never has anything pending again.
+			return &refusal{RefusedJobFinished, "the job is finished"}, nil
 		}
 		t := time.NewTimer(pause)
 		select {
@@ -145,6 +166,9 @@ func (e *Executor) admit(ctx context.Context, cmd *messages.StageCommand) (*refu
 			t.Stop()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			if job == JobUnknown {
+				return &refusal{RefusedUnknownJob, "the coordinator has no record of the job"}, nil
 			}
 			return &refusal{RefusedNotPending, "the coordinator has no such stage pending"}, nil
 		case <-t.C:

@@ -141,10 +141,10 @@ func TestCommandsTheCoordinatorDidNotSendAreRefused(t *testing.T) {
 		cmd    messages.StageCommand
 		reason string
 	}{
-		{"unknown job", attacker, stagework.RefusedNotPending},
+		{"unknown job", attacker, stagework.RefusedUnknownJob},
 		{"seq not pending", notPending, stagework.RefusedNotPending},
 		{"another stage than the pending one", otherStage, stagework.RefusedNotPending},
-		{"finished job", done, stagework.RefusedNotPending},
+		{"finished job", done, stagework.RefusedJobFinished},
 		{"another pool's stage", otherPool, stagework.RefusedWrongPool},
 	}
 	for _, tc := range tests {

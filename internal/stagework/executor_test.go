@@ -187,8 +187,8 @@ func newExecutor(t *testing.T, h *handler, p stagework.Publisher, c cache.Cache,
 // (the stage of command()): the executor's own behaviour, admission apart.
 type pendingAs struct{ stage messages.Stage }
 
-func (p pendingAs) PendingStage(context.Context, string, int) (messages.Stage, bool, error) {
-	return p.stage, true, nil
+func (p pendingAs) PendingStage(context.Context, string, int) (messages.Stage, stagework.JobStatus, error) {
+	return p.stage, stagework.JobRunning, nil
 }
 
 func TestCacheModes(t *testing.T) {

@@ -274,11 +274,14 @@ func execute(ctx context.Context, h *stagework.Mux, cmd *messages.StageCommand) 
 // coordinator sent.
 type dispatched struct{ cmd *messages.StageCommand }
 
-func (d dispatched) PendingStage(_ context.Context, jobID string, seq int) (messages.Stage, bool, error) {
-	if jobID != d.cmd.JobID || seq != d.cmd.Seq {
-		return "", false, nil
+func (d dispatched) PendingStage(_ context.Context, jobID string, seq int) (messages.Stage, stagework.JobStatus, error) {
+	switch {
+	case jobID != d.cmd.JobID:
+		return "", stagework.JobUnknown, nil
+	case seq != d.cmd.Seq:
+		return "", stagework.JobRunning, nil
 	}
-	return d.cmd.Stage, true, nil
+	return d.cmd.Stage, stagework.JobRunning, nil
 }
 
 // publisher keeps the result the executor publishes.
