@@ -14,8 +14,9 @@ import (
 //	RetryAfter(err, d)  NakWithDelay(d): redelivered after d
 //	any other error     NakWithDelay(WorkerConfig.RetryDelay(n)): exponential backoff
 //
-// A failure on the last delivery (Message.LastDelivery) is terminated
-// instead of retried, and a handler cancelled by shutdown is Nak'ed at once
+// A failure on the last delivery (Message.LastDelivery) is handed back at
+// once, so the server gives the message up with a max-deliveries advisory
+// and a coordinator dead-letters it; and a handler cancelled by shutdown is Nak'ed at once
 // so another worker picks it up. Stage handlers do not see this: the stage
 // executor (internal/stagework, policy.go) answers for them with a result.
 

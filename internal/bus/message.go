@@ -72,7 +72,7 @@ func (m *Message) NumDelivered() uint64 { return m.meta.NumDelivered }
 
 // LastDelivery reports whether this is the consumer's last delivery of the
 // message (MaxDeliver reached): if the handler fails now, the message is
-// terminated, so a handler can publish a final failure (e.g. a StageResult
+// given up to the dead letters, so a handler can publish a final failure (e.g. a StageResult
 // with ErrorInfra) instead of returning the error.
 func (m *Message) LastDelivery() bool {
 	return m.maxDeliver > 0 && m.meta.NumDelivered >= uint64(m.maxDeliver)

@@ -9,7 +9,7 @@ const (
 	OutcomeAck       Outcome = "ack"       // handler succeeded
 	OutcomeRetry     Outcome = "retry"     // NakWithDelay: an error or RetryAfter
 	OutcomeTerm      Outcome = "term"      // Permanent, or not a JetStream message
-	OutcomeExhausted Outcome = "exhausted" // failed on its last delivery; terminated
+	OutcomeExhausted Outcome = "exhausted" // failed on its last delivery; left to the dead letters
 	OutcomeShutdown  Outcome = "shutdown"  // handed back (Nak) because the worker stopped
 )
 

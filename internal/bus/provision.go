@@ -68,8 +68,10 @@ type ProvisionConfig struct {
 	// has the same lease, stagework.DefaultClaimLease).
 	AckWait time.Duration
 	// MaxDeliver is how many times one message is delivered before it is
-	// given up: on the last delivery a Worker terminates a message whose
-	// handler still fails (see Message.LastDelivery). -1 means no limit.
+	// given up: the server then sends a max-deliveries advisory, which a
+	// coordinator turns into a dead letter (a Worker hands a message whose
+	// handler fails on its last delivery back for that, see
+	// Message.LastDelivery). -1 means no limit.
 	// Default 5. The delay between deliveries is the Worker's (RetryDelay),
 	// not the consumer's: a consumer BackOff would also stretch every
 	// NakWithDelay, because the server measures a Nak delay against the

@@ -439,10 +439,16 @@ func (w *Worker) settle(hctx context.Context, msg *Message, herr error) {
 		w.log.Error("message failed permanently; terminated", append(msg.logAttrs(), "error", herr)...)
 		err = jm.TermWithReason(termReason(herr))
 	case msg.LastDelivery():
+		// Handed back, not terminated: the server then gives the message
+		// up itself, with the max-deliveries advisory a coordinator turns
+		// into a dead letter and a failed stage or submission
+		// (coordinator/deadletters.go). A terminated message of a work
+		// queue is simply gone: a submission or a result lost without a
+		// word, its job waiting for ever or for its stage deadline.
 		outcome = OutcomeExhausted
-		w.log.Error("message failed on its last delivery; terminated",
+		w.log.Error("message failed on its last delivery; handed back for the dead letters",
 			append(msg.logAttrs(), "max_deliver", w.maxDeliver, "error", herr)...)
-		err = jm.TermWithReason(termReason(fmt.Errorf("max deliveries (%d) reached: %w", w.maxDeliver, herr)))
+		err = jm.Nak()
 	default:
 		outcome = OutcomeRetry
 		delay, ok := RetryDelayOf(herr)

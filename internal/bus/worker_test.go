@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -158,9 +159,31 @@ func TestWorkerErrorRedeliversWithBackoff(t *testing.T) {
 	}
 }
 
-func TestWorkerTerminatesOnLastDelivery(t *testing.T) {
+// TestWorkerGivesUpToTheDeadLettersOnLastDelivery: a message whose handler
+// still fails on its last delivery is handed back, not terminated, so the
+// server gives it up with the max-deliveries advisory a coordinator turns
+// into a dead letter; the message stays in its stream for that
+// coordinator to copy. Terminated, it was gone without a word.
+func TestWorkerGivesUpToTheDeadLettersOnLastDelivery(t *testing.T) {
 	t.Parallel()
-	pub, res := llmWorkers(t, bus.ProvisionConfig{MaxDeliver: 2})
+	srv, js := newBus(t)
+	res, err := bus.Provision(ctxT(t), js, bus.ProvisionConfig{MemoryStorage: true, MaxDeliver: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := bus.NewPublisher(js, bus.PublisherConfig{})
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	advisories := make(chan *nats.Msg, 4)
+	if _, err := nc.ChanSubscribe(bus.AdvisoryMaxDeliveries, advisories); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	got := make(chan delivery, 3)
 	metrics := newRecMetrics()
 	startWorker(t, res.StageConsumers[messages.PoolLLM], bus.HandlerFunc(func(_ context.Context, m *bus.Message) error {
@@ -180,10 +203,27 @@ func TestWorkerTerminatesOnLastDelivery(t *testing.T) {
 			t.Errorf("outcome = %s, want %s", o, want)
 		}
 	}
-	// Terminated, so it does not sit in the work queue forever.
-	waitFor(t, "the exhausted message to leave the stream", func() bool {
-		return streamMsgs(t, res.Stages[messages.PoolLLM]) == 0
-	})
+	select {
+	case m := <-advisories:
+		var adv struct {
+			Stream     string `json:"stream"`
+			StreamSeq  uint64 `json:"stream_seq"`
+			Deliveries uint64 `json:"deliveries"`
+		}
+		if err := json.Unmarshal(m.Data, &adv); err != nil || adv.Stream != bus.StageStream(messages.PoolLLM) || adv.StreamSeq != 1 || adv.Deliveries != 2 {
+			t.Errorf("advisory %s (%v): want stream %s, seq 1, 2 deliveries", m.Data, err, bus.StageStream(messages.PoolLLM))
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("no max-deliveries advisory: nothing would dead-letter the message")
+	}
+	if n := streamMsgs(t, res.Stages[messages.PoolLLM]); n != 1 {
+		t.Errorf("%d messages in the stream, want the given-up one kept for its dead letter", n)
+	}
+	select {
+	case d := <-got:
+		t.Errorf("delivered again past MaxDeliver: %+v", d)
+	case <-time.After(200 * time.Millisecond):
+	}
 }
 
 func TestWorkerRecoversPanic(t *testing.T) {
