@@ -251,8 +251,21 @@ func (c *Coordinator) reject(ctx context.Context, jobID string, err error) error
 	if err := c.publish(ctx, cmds); err != nil {
 		return err
 	}
+	c.countFinished(cmds)
 	c.index(ctx, machine.RejectedSummary(res))
 	return nil
+}
+
+// countFinished counts the job a step's commands finish, if they do, in
+// the finished-job metrics. Called once per step that finishes a job, not
+// where the result goes out: an outbox is sent again (a failed announce,
+// Recover at every start) and the job would count twice.
+func (c *Coordinator) countFinished(cmds []machine.Command) {
+	for _, cmd := range cmds {
+		if cmd.Finish != nil {
+			c.cfg.Metrics.Finished(cmd.Finish)
+		}
+	}
 }
 
 // HandleResult is the bus.Handler for stage results.
@@ -380,6 +393,7 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 		return again, err
 	}
 	rev = newRev
+	c.countFinished(cmds) // once: the compare-and-set took the step, and outboxes are sent again
 	// The stage commands go first: the next hop waits on them, and no
 	// client sees them. The index line goes before the result and the
 	// events: whoever sees the result or the last event and then lists
@@ -395,6 +409,12 @@ func (c *Coordinator) applyOnce(ctx context.Context, jobID string, ev *machine.I
 	c.indexStep(ctx, t, rec.State, next)
 	if err := c.announceInTurn(ctx, t, cmds); err != nil {
 		c.states.drop(jobID) // the next event reads the stored outbox and publishes it again
+		if next.Done() {
+			// A finished job has no next event, and the input that ended
+			// it may never come again (a deadline's sweep, a dead letter's
+			// advisory): its result and last events go out from here.
+			c.retryOutboxLater(jobID, rev, outboxRetryDelay) // outbox.go
+		}
 		return false, err
 	}
 	c.cfg.Metrics.Stepped(string(ev.Kind), dispatched(cmds))
@@ -641,7 +661,6 @@ func (c *Coordinator) carryOut(ctx context.Context, cmd machine.Command) error {
 		if _, err := c.cfg.Results.Put(ctx, bus.JobKey(cmd.Finish.JobID), b); err != nil {
 			return fmt.Errorf("store result of job %s: %w", cmd.Finish.JobID, err)
 		}
-		c.cfg.Metrics.Finished(cmd.Finish)
 		c.replyResult(ctx, cmd.Finish, b) // api.go
 	case cmd.Emit != nil:
 		e := cmd.Emit
@@ -653,13 +672,16 @@ func (c *Coordinator) carryOut(ctx context.Context, cmd machine.Command) error {
 }
 
 // Recover publishes the outboxes of every stored job, for a coordinator
-// that starts after a crash between storing a state and publishing its commands.
+// that starts after a crash between storing a state and publishing its
+// commands. An outbox that fails to go out is tried again later, on its
+// own, and the others are sent; the error joins those failures.
 func (c *Coordinator) Recover(ctx context.Context) error {
 	lister, err := c.cfg.States.ListKeys(ctx)
 	if err != nil {
 		return fmt.Errorf("list jobs: %w", err)
 	}
 	defer lister.Stop()
+	var failed error
 	for key := range lister.Keys() {
 		entry, err := c.cfg.States.Get(ctx, key)
 		if err != nil {
@@ -674,11 +696,16 @@ func (c *Coordinator) Recover(ctx context.Context) error {
 		}
 		c.log.Info("re-publishing outbox", "job_id", key, "commands", len(rec.Outbox))
 		if err := c.publish(ctx, rec.Outbox); err != nil {
-			return err
+			// One job's failure is not every later job's: they are sent,
+			// and this one is tried again on its own.
+			c.log.Warn("recover: outbox not sent; trying again", "job_id", key, "err", err)
+			failed = errors.Join(failed, err)
+			c.retryOutboxLater(key, entry.Revision(), outboxRetryDelay) // a job's key is its ID
+			continue
 		}
 		c.clearOutbox(ctx, key, rec, entry.Revision())
 	}
-	return nil
+	return failed
 }
 
 // State returns a job's current state.

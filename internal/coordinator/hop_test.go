@@ -385,3 +385,53 @@ func (p *gatedEvents) PublishJSON(ctx context.Context, subject string, v any, ms
 	}
 	return p.inner.PublishJSON(ctx, subject, v, msgID)
 }
+
+// TestFinishedJobsOutboxIsSentByItsCoordinator: the step that finishes a
+// job stores its state, then fails to send its events. No input will
+// come again for a finished job (a cancel made in-process here; a
+// deadline's sweep or a dead letter's advisory in a fleet), so the
+// coordinator sends the outbox itself: the job's last events go out and
+// its outbox is cleared, without another input. The job counts once in
+// the finished jobs, though its result went out twice.
+func TestFinishedJobsOutboxIsSentByItsCoordinator(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	flaky := &flakyPublisher{inner: e.pub, prefix: bus.EventSubject("job-ended")}
+	reg := prometheus.NewRegistry()
+	c := e.coordinator(t, nil, flaky, reg)
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-ended", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	flaky.fails.Store(1) // the cancel's step stores the state, then fails to announce
+	if err := c.Cancel(ctxT(t), "job-ended", "test"); err == nil {
+		t.Fatal("Cancel: no error, though its announcement failed")
+	}
+	finished := func() bool {
+		for _, ev := range e.events(t, "job-ended") {
+			if ev.Type == messages.EventJobFinished {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(testTimeout); !finished(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no job_finished event: the outbox of the finished job was never sent")
+		}
+	}
+	if res := e.result(t, "job-ended"); res.Status != messages.StatusCancelled {
+		t.Errorf("result status %s, want cancelled", res.Status)
+	}
+	for deadline := time.Now().Add(testTimeout); e.outboxLen(t, "job-ended") != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("outbox of %d commands left after it was sent", e.outboxLen(t, "job-ended"))
+		}
+	}
+	n := 0.0
+	for _, v := range counters(t, reg, "autocoder_jobs_finished_total") {
+		n += v
+	}
+	if n != 1 {
+		t.Errorf("the job counted %v times in autocoder_jobs_finished_total, want once", n)
+	}
+}

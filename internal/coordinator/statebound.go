@@ -122,6 +122,7 @@ func (c *Coordinator) endOversized(ctx context.Context, jobID string, rec record
 	if err := c.publish(ctx, cmds); err != nil {
 		return err
 	}
+	c.countFinished(cmds)
 	b, err := trimJSON(record{State: next}, c.cfg.MaxStateBytes, nil)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", jobID, err)
