@@ -106,7 +106,7 @@ def _prebuild_pytest_config(config):
     config.get_config = get_config
 
 
-def _run_argv(argv):
+def _run_argv(argv, ns):
     # argv is the run's argv without "python": ["-m", mod, ...], ["-c",
     # code, ...] or [script, ...], after an optional "-I" (sandbox.WarmArgs
     # lets nothing else through). sys.path[0] is what a fresh interpreter
@@ -126,14 +126,53 @@ def _run_argv(argv):
     if isolated:
         del _sys.path[0]
     if argv[0] == "-m":
-        _runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        return _runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
     elif argv[0] == "-c":
         main = _types.ModuleType("__main__")
         main.__dict__["__builtins__"] = __builtins__
         _sys.modules["__main__"] = main
+        ns[0] = main.__dict__  # the namespace, should the program not end
         exec(compile(argv[1], "<string>", "exec"), main.__dict__)
+        return main.__dict__
     else:
-        _runpy.run_path(argv[0], run_name="__main__")
+        return _runpy.run_path(argv[0], run_name="__main__")
+
+
+def _finalize(ns, before):
+    # A fresh interpreter's last steps, after its atexit handlers: the
+    # modules' globals are cleared, what they held is finalized, and a
+    # last collection runs. A file the program opened and never closed is
+    # flushed there (a script's `f = open("out.json", "w"); f.write(...)`):
+    # without this, os._exit would drop its buffer, and a run that writes
+    # its output so would pass cold and fail warm. The run's own namespace
+    # and the modules it imported are cleared, not the runner's. A file
+    # the clearing does not free (held by a frame of an uncaught
+    # exception, or in a cycle, where a collection may close its buffer
+    # before its text layer has written into it) is flushed by hand, text
+    # layers first. warm_run froze what existed before the run, so the
+    # collector sees only the run's objects.
+    import gc, io
+    dicts = [d for d in ns if isinstance(d, dict)]
+    for name, mod in list(_sys.modules.items()):
+        if name not in before:
+            d = getattr(mod, "__dict__", None)
+            if isinstance(d, dict):
+                dicts.append(d)
+    for d in dicts:
+        try:
+            d.clear()
+        except BaseException:
+            pass
+    files = [o for o in gc.get_objects() if isinstance(o, io.IOBase)]
+    files.sort(key=lambda f: not isinstance(f, io.TextIOBase))
+    for f in files:
+        try:
+            if not f.closed:
+                f.flush()
+        except BaseException:
+            pass
+    files = None
+    gc.collect()
 
 
 def _exit_code(e):
@@ -158,9 +197,16 @@ def warm_run(argv, env):
         _signal.signal(s, _signal.SIG_IGN)
     for s in (_signal.SIGCHLD, _signal.SIGALRM, _signal.SIGUSR1, _signal.SIGTERM):
         _signal.signal(s, _signal.SIG_DFL)
+    # What exists now is the runner's: frozen, the collector leaves it
+    # alone (and does not walk it), and _finalize finds the run's files
+    # among the run's own objects.
+    import gc
+    gc.freeze()
     code = 0
+    before = set(_sys.modules)
+    ns = [None]
     try:
-        _run_argv(argv)
+        ns[0] = _run_argv(argv, ns)
     except SystemExit as e:
         code = _exit_code(e)
     except BaseException as e:
@@ -168,6 +214,7 @@ def warm_run(argv, env):
         while tb is not None and tb.tb_frame.f_code.co_filename in ("<warm-runner>", _runpy.__file__):
             tb = tb.tb_next
         _sys.excepthook(type(e), e.with_traceback(tb), tb)
+        e = tb = None  # its frames hold the run's globals, which _finalize must free
         code = 1
     # A fresh interpreter's shutdown, in its order: threading's exit hooks
     # (concurrent.futures joins its workers there) and the joining of
@@ -180,6 +227,13 @@ def warm_run(argv, env):
     try:
         import atexit
         atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    try:
+        _finalize(ns, before)
+    except BaseException:
+        pass
+    try:
         _sys.stdout.flush()
         _sys.stderr.flush()
     except BaseException:

@@ -126,6 +126,7 @@ func WarmIsolation(t *testing.T, b sandbox.Backend) {
 		t.Errorf("python -I probe.py: %v %q, want a warm run without /workspace on sys.path", err, out)
 	}
 	warmDistributions(t, b, env.ID)
+	warmUnclosedFiles(t, b, env.ID)
 	f := &fixture{b: b, env: env.ID}
 	warmPytestConfig(t, f)
 	if rep := f.runTests(t, sandbox.TestRun{Code: "X = 0\n", Tests: plantTests}); !rep.OK() {
@@ -208,5 +209,50 @@ func warmPytestConfig(t *testing.T, f *fixture) {
 		Timeout: 60 * time.Second})
 	if err != nil || res.ExitCode != 0 {
 		t.Errorf("pytest with other plugin arguments: %v\n%s", err, dump(res))
+	}
+}
+
+// unclosedCode writes its output as scripts models write often do: to a
+// file opened at module level and never closed, held by the module's
+// globals (which its function keeps in a cycle, as every script's
+// functions do), then ends as its argument says.
+const unclosedCode = `import sys
+out = open("/var/outputs/unclosed.txt", "w")
+out.write("declared output")
+def keep():
+    return out
+if sys.argv[1] == "exit":
+    sys.exit(0)
+if sys.argv[1] == "raise":
+    raise RuntimeError("after the write")
+`
+
+// warmUnclosedFiles: a warm run ends as a fresh interpreter does, which
+// clears its module globals after the atexit handlers, so a file the
+// program left open is flushed: its output is whole, whether the program
+// is a script, a -c program, or one that ends by sys.exit or an uncaught
+// exception. A warm child that only called os._exit dropped the buffer,
+// and a run that passes cold failed warm.
+func warmUnclosedFiles(t *testing.T, b sandbox.Backend, env string) {
+	t.Helper()
+	for _, tc := range []struct {
+		name string
+		argv []string
+		exit int
+	}{
+		{"script", []string{"python", "out.py", "end"}, 0},
+		{"script, sys.exit", []string{"python", "out.py", "exit"}, 0},
+		{"script, an uncaught exception", []string{"python", "out.py", "raise"}, 1},
+		{"-c", []string{"python", "-c", unclosedCode, "end"}, 0},
+	} {
+		res, err := b.Run(t.Context(), sandbox.RunSpec{Env: env, Argv: tc.argv, CollectOutputs: true,
+			Files: map[string][]byte{"out.py": []byte(unclosedCode)}, Timeout: 60 * time.Second})
+		if err != nil || res.ExitCode != tc.exit {
+			t.Errorf("%s: %v, exit %d (want %d)\n%s", tc.name, err, res.ExitCode, tc.exit, dump(res))
+			continue
+		}
+		if got := string(res.Outputs["unclosed.txt"]); got != "declared output" {
+			t.Errorf("%s: the unclosed file holds %q, want %q, as a fresh interpreter leaves it", tc.name, got, "declared output")
+		}
 	}
 }
