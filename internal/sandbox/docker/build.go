@@ -291,6 +291,10 @@ func (b *Backend) imageBuild(ctx context.Context, name string, from parent, pip,
 		PullParent:  false,
 		NetworkMode: b.cfg.BuildNetwork,
 		Version:     build.BuilderV1,
+		// pip may run here (BuildNetwork), and with it a package's build
+		// code: capped as in pip's own container.
+		Memory:     max(b.cfg.BuildMemory, 0),
+		MemorySwap: max(b.cfg.BuildMemory, 0),
 		// No Ulimits: Podman's compat API refuses Docker's format, and
 		// build steps run trusted installers with the engine's defaults.
 		Labels: labels,

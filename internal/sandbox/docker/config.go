@@ -19,6 +19,7 @@ import (
 const (
 	DefaultBaseImage      = "python:3.12-slim"
 	DefaultBuildTimeout   = 15 * time.Minute
+	DefaultBuildMemory    = 2 << 30
 	DefaultPidsLimit      = 256
 	DefaultTmpSize        = 128 << 20
 	DefaultShmSize        = 64 << 20
@@ -109,6 +110,11 @@ type Config struct {
 	BuildNetwork string
 	// BuildTimeout bounds one image build. Default 15m.
 	BuildTimeout time.Duration
+	// BuildMemory caps the memory (no swap) of the container pip runs in:
+	// pip runs the build code of the packages it installs (setup.py of an
+	// sdist), whose names the model chose, and /tmp there is a tmpfs that
+	// counts against it. Default 2 GiB; negative: no cap.
+	BuildMemory int64
 
 	// PidsLimit caps processes and threads in one sandbox. Default 256.
 	PidsLimit int64
@@ -167,6 +173,7 @@ func (c *Config) setDefaults() error {
 		c.Worker = fmt.Sprintf("%s-%d", h, os.Getpid())
 	}
 	c.BuildTimeout = cmp.Or(c.BuildTimeout, DefaultBuildTimeout)
+	c.BuildMemory = cmp.Or(c.BuildMemory, DefaultBuildMemory)
 	c.PidsLimit = cmp.Or(c.PidsLimit, DefaultPidsLimit)
 	c.TmpSize = cmp.Or(c.TmpSize, DefaultTmpSize)
 	c.MaxFileSize = cmp.Or(c.MaxFileSize, DefaultMaxFileSize)

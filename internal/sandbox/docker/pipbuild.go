@@ -101,7 +101,8 @@ func withProxy(argv, trusted []string) []string {
 }
 
 // createBuildContainer creates pip's container: root (pip installs into
-// the system), no network, no capabilities, /tmp a tmpfs, and no lifecycle
+// the system), no network, no capabilities, /tmp a tmpfs, memory capped
+// (Config.BuildMemory), and no lifecycle
 // labels (they would be committed into the image; it is removed by this
 // worker, or by hand if the worker dies mid-build).
 func (b *Backend) createBuildContainer(ctx context.Context, job pipJob, cmd []string) (string, error) {
@@ -123,7 +124,11 @@ func (b *Backend) createBuildContainer(ctx context.Context, job pipJob, cmd []st
 		Tmpfs:       map[string]string{"/tmp": "rw,nosuid,nodev,size=2g,mode=1777"},
 		LogConfig:   container.LogConfig{Type: "none"},
 		Resources: container.Resources{
-			PidsLimit: &b.cfg.PidsLimit,
+			// Memory and swap alike: a setup.py that allocates without end
+			// ends its build, not the engine host.
+			Memory:     max(b.cfg.BuildMemory, 0),
+			MemorySwap: max(b.cfg.BuildMemory, 0),
+			PidsLimit:  &b.cfg.PidsLimit,
 			Ulimits: []*container.Ulimit{
 				{Name: "nofile", Soft: b.cfg.NoFile, Hard: b.cfg.NoFile},
 				{Name: "nproc", Soft: b.cfg.NProc, Hard: b.cfg.NProc},
