@@ -249,8 +249,11 @@ func (c *Coordinator) expire(ctx context.Context, jobID string, now time.Time) e
 // pause for a model provider's outage leaves the jobs waiting rather than
 // failing them. A stage a worker already took keeps its deadline.
 
-// pauses reads the pools' pause switches; none without Config.Resources,
-// or when they cannot be read (deadlines then count from dispatch).
+// pauses reads the pools' pause switches; none without Config.Resources.
+// A switch that cannot be read (the bucket away, a value that does not
+// decode) counts as paused for this sweep: a deadline held back a sweep
+// late can be made up, a queued stage failed during a pause cannot, and
+// the workers, which keep the last switch they read, may well be paused.
 func (c *Coordinator) pauses(ctx context.Context) map[messages.Pool]*messages.PoolPause {
 	out := map[messages.Pool]*messages.PoolPause{}
 	if c.cfg.Resources == nil || c.cfg.Resources.Pools == nil {
@@ -259,8 +262,8 @@ func (c *Coordinator) pauses(ctx context.Context) map[messages.Pool]*messages.Po
 	for _, pool := range messages.Pools() {
 		p, err := bus.PoolPauseOf(ctx, c.cfg.Resources.Pools, pool)
 		if err != nil {
-			c.log.Warn("read a pool's pause switch for the deadlines", "pool", pool, "err", err)
-			continue
+			c.log.Warn("a pool's pause switch unread: its queued stages' deadlines wait", "pool", pool, "err", err)
+			p = &messages.PoolPause{Pool: string(pool), Paused: true}
 		}
 		out[pool] = p
 	}

@@ -366,3 +366,56 @@ func TestPausedPoolStopsTheDeadlineOfQueuedStages(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreadablePauseHoldsTheDeadlineOfQueuedStages: a pool's pause switch
+// that does not decode counts as paused: the queued plan of a job past its
+// deadline is not failed while it cannot be read, and is failed once the
+// switch reads again, running.
+func TestUnreadablePauseHoldsTheDeadlineOfQueuedStages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var now atomic.Pointer[time.Time]
+	setNow := func(tm time.Time) { now.Store(&tm) }
+	setNow(t0)
+	ticks := make(chan time.Time)
+	c, err := coordinator.New(coordinator.Config{States: e.res.JobState, Results: e.res.JobResults, Publisher: e.pub,
+		DefaultModel: "test-model", Now: func() time.Time { return *now.Load() }, Ticks: ticks, Resources: e.res, JS: e.js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchDeadlines(t, c)
+	ctx := ctxT(t)
+	if _, err := e.res.Pools.Put(ctx, bus.PoolKey(messages.PoolLLM), []byte("{not a pause")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.HandleSubmit(ctx, submitMsg(t, "job-unread", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	rev := e.counts(t, "job-unread").StateRev
+	setNow(t0.Add(3 * coordinator.DefaultStepDeadline))
+	for range 5 {
+		ticks <- time.Time{}
+	}
+	if got := e.counts(t, "job-unread").StateRev; got != rev {
+		t.Fatalf("a queued stage was failed while its pool's switch could not be read (revision %d -> %d)", rev, got)
+	}
+	if err := bus.SetPoolPause(ctx, e.res.Pools, messages.PoolPause{Pool: string(messages.PoolLLM), Paused: false, By: "test", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(testTimeout); ; {
+		select {
+		case ticks <- time.Time{}:
+		case <-ctx.Done():
+			t.Fatal("no result")
+		}
+		if _, err := e.res.JobResults.Get(ctx, bus.JobKey("job-unread")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stage was not failed once the switch read again")
+		}
+	}
+	if r := e.result(t, "job-unread"); r.Status != messages.StatusErrored || !strings.Contains(r.Error, "missed its deadline") {
+		t.Fatalf("result: %s %q, want the deadline's error", r.Status, r.Error)
+	}
+}

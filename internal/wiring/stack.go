@@ -370,10 +370,37 @@ func (st *Stack) watchDeadlines() {
 	st.wg.Add(1)
 	go func() {
 		defer st.wg.Done()
-		if err := st.Coord.WatchDeadlines(st.parts); err != nil && !errors.Is(err, context.Canceled) {
-			st.log.Error("stage deadlines stopped", "err", err)
-		}
+		keepRunning(st.parts, st.log, "stage deadlines", st.Coord.WatchDeadlines)
 	}()
+}
+
+// keepRunning runs fn until ctx ends, and again each time it returns
+// before that, after a pause that doubles from a second to 30 s (back to a
+// second after a run of a minute or more). A watch whose NATS consumer
+// could not be made again ends with an error; without this, what it
+// watched for (jobs whose worker died) would go unseen until a restart,
+// with the process otherwise healthy.
+func keepRunning(ctx context.Context, log *slog.Logger, name string, fn func(context.Context) error) {
+	const first, most, long = time.Second, 30 * time.Second, time.Minute
+	for wait := first; ; {
+		began := time.Now()
+		err := fn(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) >= long {
+			wait = first
+		}
+		log.Error(name+" stopped; starting again", "in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, most)
+	}
 }
 
 // serveAPI answers the message API and takes the max-deliveries advisories
