@@ -501,11 +501,12 @@ func TestBadCommandIsPermanent(t *testing.T) {
 }
 
 // TestPublishFailureRetriedFromCache: the work is done but its result is not
-// out; the redelivery is answered from the cache, not computed again.
+// out, after every attempt of its delivery; the redelivery is answered from
+// the cache, not computed again.
 func TestPublishFailureRetriedFromCache(t *testing.T) {
 	t.Parallel()
 	h, p, c := &handler{version: "v1"}, &publisher{}, newMemCache()
-	p.fails.Store(1)
+	p.fails.Store(int32(1 + stagework.PublishRetries))
 	r := newExecutor(t, h, p, c, nil)
 	cmd := command(messages.CacheAuto)
 	if err := r.Handle(ctxT(t), message(t, cmd, 1)); err == nil || bus.IsPermanent(err) {
@@ -517,6 +518,40 @@ func TestPublishFailureRetriedFromCache(t *testing.T) {
 	res := p.results()
 	if h.calls.Load() != 1 || len(res) != 1 || !res[0].Result.Cached {
 		t.Errorf("calls %d, results %+v: want the redelivery served from the cache", h.calls.Load(), res)
+	}
+}
+
+// TestPublishFailureRetriedInTheDelivery: a result whose publish fails
+// once is published again within the same delivery, so a stage the cache
+// cannot answer again (cache mode override, or a failed result) is not run
+// a second time by a redelivery.
+func TestPublishFailureRetriedInTheDelivery(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		mode messages.CacheMode
+		fail bool
+	}{
+		{"override", messages.CacheOverride, false},
+		{"a failed result", messages.CacheAuto, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h, p := &handler{version: "v1"}, &publisher{}
+			if tc.fail {
+				h.fn = func(context.Context, *messages.StageCommand) (stagework.Output[any], error) {
+					return stagework.Output[any]{}, bus.Permanent(errors.New("the model refused"))
+				}
+			}
+			p.fails.Store(1)
+			r := newExecutor(t, h, p, newMemCache(), nil)
+			if err := r.Handle(ctxT(t), message(t, command(tc.mode), 1)); err != nil {
+				t.Fatalf("Handle = %v, want the result published on a second attempt", err)
+			}
+			if n, res := h.calls.Load(), p.results(); n != 1 || len(res) != 1 {
+				t.Errorf("%d handler calls, %d results: want one of each", n, len(res))
+			}
+		})
 	}
 }
 

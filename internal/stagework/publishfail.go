@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/autocoder/autocoder/internal/bus"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -16,6 +17,10 @@ import (
 // cached result failed to publish on every delivery, the command was
 // dropped, and the job ran until its deadline.
 
+// publishRetryWaits are the pauses before each new attempt of a result's
+// publish within one delivery of its command.
+var publishRetryWaits = []time.Duration{200 * time.Millisecond, time.Second, 3 * time.Second}
+
 // publishOrFail offers res to the coordinators (bus/offer.go) and, when
 // none takes it, publishes it; when that fails for good it publishes the
 // failure instead. It returns an error only for a publish to retry.
@@ -23,7 +28,28 @@ func (e *Executor) publishOrFail(ctx context.Context, msg *bus.Message, res *mes
 	if e.cfg.Offers != nil && e.cfg.Offers.OfferJSON(ctx, bus.OfferSubject(e.cfg.Pool, res.JobID), res) {
 		return nil
 	}
-	err := e.cfg.Publisher.PublishJSON(ctx, bus.ResultSubject(e.cfg.Pool, res.JobID), res, bus.ResultMsgID(e.cfg.Pool, res.JobID, res.Seq))
+	publish := func() error {
+		return e.cfg.Publisher.PublishJSON(ctx, bus.ResultSubject(e.cfg.Pool, res.JobID), res, bus.ResultMsgID(e.cfg.Pool, res.JobID, res.Seq))
+	}
+	err := publish()
+	// Tried again here first, while the worker's heartbeat keeps the
+	// command: a redelivery is answered from the cache only when the stage
+	// is cached and its result storable, and otherwise runs the stage, and
+	// pays its model call, again (a failed result, a run that timed out,
+	// cache mode override or disable).
+	for _, wait := range publishRetryWaits {
+		if err == nil || ctx.Err() != nil || errors.Is(err, bus.ErrPayloadTooLarge) {
+			break
+		}
+		e.log.Warn("stage result not published; trying again", "job_id", res.JobID, "stage", res.Stage, "seq", res.Seq, "in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+			err = publish()
+		}
+	}
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
