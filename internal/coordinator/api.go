@@ -74,8 +74,20 @@ func (c *Coordinator) ServeAPI(ctx context.Context, ready func()) error {
 	// request waits for a KV read or a publish, so each runs in its own
 	// goroutine, at most maxConcurrentRequests at once.
 	slots := make(chan struct{}, maxConcurrentRequests)
-	var running sync.WaitGroup
-	defer running.Wait()
+	// A handler nats.go is still running when ServeAPI returns must not
+	// start a request then: running.Add during running.Wait panics, and a
+	// request would outlive the connection. stopping, under mu, says so.
+	var (
+		running  sync.WaitGroup
+		mu       sync.Mutex
+		stopping bool
+	)
+	defer func() {
+		mu.Lock()
+		stopping = true
+		mu.Unlock()
+		running.Wait()
+	}()
 	var subs []*nats.Subscription
 	defer func() {
 		for _, s := range subs {
@@ -89,7 +101,14 @@ func (c *Coordinator) ServeAPI(ctx context.Context, ready func()) error {
 			case <-ctx.Done():
 				return
 			}
+			mu.Lock()
+			if stopping || ctx.Err() != nil {
+				mu.Unlock()
+				<-slots
+				return
+			}
 			running.Add(1)
+			mu.Unlock()
 			go func() {
 				defer func() { <-slots; running.Done() }()
 				rctx, cancel := context.WithTimeout(ctx, requestTimeout)
