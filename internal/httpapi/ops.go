@@ -104,7 +104,12 @@ func reasonBody(w http.ResponseWriter, r *http.Request) (string, bool) {
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxCancelBody))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+	err := dec.Decode(&body)
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		writeBodyError(w, err)
+		return "", false
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
 		writeInvalid(w, &messages.FieldError{Field: "reason", Msg: "the body must be {\"reason\": \"...\"} or nothing: " + err.Error()})
 		return "", false
 	}

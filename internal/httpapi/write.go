@@ -214,10 +214,22 @@ func dlqSeq(w http.ResponseWriter, r *http.Request) (uint64, bool) {
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
 	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, messages.CodeTooLarge, "request body: "+err.Error())
+		writeBodyError(w, err)
 		return nil, false
 	}
 	return body, true
+}
+
+// writeBodyError answers a request whose body could not be read: 413 when
+// it was over its bound, else 400 (a body cut off, a malformed chunk, the
+// server's read timeout), which a client must not take for "make it
+// smaller".
+func writeBodyError(w http.ResponseWriter, err error) {
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		writeError(w, http.StatusRequestEntityTooLarge, messages.CodeTooLarge, "request body: "+err.Error())
+		return
+	}
+	writeError(w, http.StatusBadRequest, messages.CodeInvalid, "request body not read: "+err.Error())
 }
 
 // decodeBody decodes a JSON body strictly into v; a bad one is answered

@@ -85,6 +85,26 @@ func TestWriteEndpointsWithoutCoordinator(t *testing.T) {
 			t.Errorf("%s %s: %d %s; want %d with %q", tc.method, tc.path, status, body, tc.status, tc.want)
 		}
 	}
+	// A body over its bound is 413; one that could not be read for any
+	// other reason (a malformed chunk here) is 400: the client must not
+	// be told to make it smaller.
+	if status, body := call("POST", "/v1/jobs", strings.Repeat(" ", maxRequestBytes+1)); status != http.StatusRequestEntityTooLarge || !strings.Contains(body, `"code":"too_large"`) {
+		t.Errorf("a body over the bound: %d %s, want 413", status, body)
+	}
+	if status, body := call("POST", "/v1/jobs/job-1/cancel", `{"reason":"`+strings.Repeat("x", maxCancelBody)+`"}`); status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a cancel body over its bound: %d %s, want 413", status, body)
+	}
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /v1/jobs HTTP/1.1\r\nHost: "+srv.Listener.Addr().String()+"\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if status, err := bufio.NewReader(conn).ReadString('\n'); err != nil || !strings.Contains(status, " 400 ") {
+		t.Errorf("a malformed chunked body: %q (%v), want 400", status, err)
+	}
 	// A browser's request from another site changes nothing (auth none
 	// has no token to stop it); one from the UI's own origin, and one
 	// from a client that is not a browser, go through.
