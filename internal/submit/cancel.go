@@ -42,6 +42,9 @@ func cancelCmd(ctx context.Context, in *invocation) (int, error) {
 		return 0, err
 	case before.Status != messages.StatusRunning:
 		fmt.Fprintf(in.io.Stderr, "job %s had already finished (%s): nothing to cancel\n", id, before.Status)
+		if *asJSON { // the result it finished with, as the HTTP API's 409 has it
+			return ExitFailed, printJSON(in.io.Stdout, before)
+		}
 		return ExitFailed, nil
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, *wait)

@@ -135,6 +135,9 @@ func TestRunFlagSpecBadInput(t *testing.T) {
 		{[]string{"--local", "--prompt", "p", "--option", "resources.memory=1"}, "options.resources.memory"},
 		{[]string{"--local", "--prompt", "p", "--input", "x=int", "--output", "x=int", "--allow-outside", "--sample", "x=" + sample}, "inputs.x: name is already used"},
 		{[]string{"--local", "--prompt", "p", "job.yaml"}, "give a job file or --prompt"},
+		// --out with a job left running would write nothing.
+		{[]string{"--prompt", "p", "--out", filepath.Join(dir, "out"), "--wait", "0"}, "--out with --wait 0s"},
+		{[]string{"run", "job-1", "--out", filepath.Join(dir, "out"), "--wait", "0"}, "--out with --wait 0s"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {

@@ -91,14 +91,17 @@ func submitCmd(ctx context.Context, in *invocation) (int, error) {
 // on and how to follow or cancel it (detached).
 func (f *jobFlags) submitAndFollow(ctx context.Context, in *invocation, spec messages.JobSpec, jobDir string,
 	then func(ctx context.Context, c *client.Client, res *messages.Result) (int, error)) (int, error) {
+	if f.local && f.wait <= 0 {
+		return 0, usagef("--wait %v with --local: the job runs inside this command, so it cannot be left running", f.wait)
+	}
+	if f.outDir != "" && f.wait <= 0 {
+		return 0, usagef("--out with --wait %v: a job left running has nothing to write yet; `submit result JOB_ID --out DIR` writes it once it ends", f.wait)
+	}
 	opts, stopModel, err := f.stackOptions(in.cfg, in.io, jobDir)
 	if err != nil {
 		return 0, err
 	}
 	defer stopModel()
-	if f.local && f.wait <= 0 {
-		return 0, usagef("--wait %v with --local: the job runs inside this command, so it cannot be left running", f.wait)
-	}
 	st, err := wiring.Start(ctx, opts) // bounded by the connect timeout, not by --wait
 	if err != nil {
 		return 0, err

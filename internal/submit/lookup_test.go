@@ -151,6 +151,15 @@ func TestLookupAfterLocalJob(t *testing.T) {
 			t.Errorf("events %v: want job_started first and job_finished last", types)
 		}
 	})
+	// Cancelling a finished job fails (exit 1); with --json its result is
+	// on stdout, as the HTTP API's 409 has it, for a program to read.
+	t.Run("cancel finished", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, cfg, "cancel", "--json", job.JobID)
+		var got messages.Result
+		if err := json.Unmarshal([]byte(stdout), &got); code != ExitFailed || err != nil || got.JobID != job.JobID || got.Status != job.Status {
+			t.Errorf("cancel --json of a finished job: exit %d, stdout %q (%v), stderr %q; want exit 1 and its result", code, stdout, err, stderr)
+		}
+	})
 	t.Run("unknown job", func(t *testing.T) {
 		for _, what := range []string{"status", "result", "events", "cancel"} {
 			code, _, stderr := runCLI(t, cfg, what, "job-nobody")

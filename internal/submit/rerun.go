@@ -78,6 +78,12 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	if err := cfg.Validate(); err != nil {
 		return 0, usagef("%v", err)
 	}
+	if f.local && f.wait <= 0 {
+		return 0, usagef("--wait %v with --local: the run happens inside this command, so it cannot be left running", f.wait)
+	}
+	if f.outDir != "" && f.wait <= 0 {
+		return 0, usagef("--out with --wait %v: a run left running has nothing to write yet; `submit result JOB_ID --out DIR` writes it once it ends", f.wait)
+	}
 	if !f.local && cfg.NATSURL == "" {
 		return 0, usagef("no NATS to join: set AUTOCODER_NATS_URL, or use --local for embedded defaults")
 	}
@@ -99,9 +105,6 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	opts, err := f.run.runOptions()
 	if err != nil {
 		return 0, err
-	}
-	if f.local && f.wait <= 0 {
-		return 0, usagef("--wait %v with --local: the run happens inside this command, so it cannot be left running", f.wait)
 	}
 	st, err := wiring.Start(ctx, f.stackOptions(cfg, io)) // bounded by the connect timeout, not by --wait
 	if err != nil {
