@@ -173,7 +173,10 @@ func (b *Backend) warmRequest(spec sandbox.RunSpec, args []string, uid uint32, m
 	}
 	files := make(map[string]string, len(spec.Files))
 	for name, data := range spec.Files {
-		files[name] = hex.EncodeToString(data)
+		// Clean, as the cold run writes it: the zygote makes each parent
+		// directory of the name as it stands, and "a/./b" would make "a/."
+		// after "a".
+		files[filepath.Clean(name)] = hex.EncodeToString(data)
 	}
 	etc := etcFiles(uid)
 	l := b.runLimits(memory, timeout, cpus)
