@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -257,7 +259,7 @@ func (b *Backend) pipInstall(ctx context.Context, id string, base sandboxSpec, m
 	var argv []string
 	argv, pip.env, pip.extraRO = b.pipCommand(missing)
 	pip.argv = egress.ForwarderArgv(b.py.Executable, "/tmp/"+pipReport, argv)
-	pip.extraEtc = buildEtc
+	pip.extraEtc = b.pipConfigs()
 	pip.timeout = remaining(ctx, b.cfg.BuildTimeout)
 	fmt.Fprintf(log, "pip install %s\n", strings.Join(missing, " "))
 	res, err := b.exec(ctx, &pip)
@@ -402,11 +404,17 @@ func (b *Backend) pipCommand(pkgs []string) (argv []string, env map[string]strin
 
 // pipEnv is the worker's PIP_* variables for a non-isolated pip: source
 // URLs without credentials, and no PIP_PROXY (the egress proxy is pip's).
+// A client certificate (its key) never enters a build, nor a config file
+// that holds credentials.
 func (b *Backend) pipEnv() (env map[string]string, ro []string) {
 	env = map[string]string{}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(k, "PIP_") || k == "PIP_PROXY" {
+		if !strings.HasPrefix(k, "PIP_") || k == "PIP_PROXY" || k == "PIP_CLIENT_CERT" {
+			continue
+		}
+		if k == "PIP_CONFIG_FILE" && v != os.DevNull && !credentialFree(v) {
+			b.log.Warn("PIP_CONFIG_FILE holds credentials: builds run without it (give the index with AUTOCODER_PIP_INDEX_URL)", "file", v)
 			continue
 		}
 		if slices.Contains(pipURLVars, k) {
@@ -641,4 +649,53 @@ func checkSystemPackages(ctx context.Context, pkgs []string) error {
 			"(install them on the host, or use the docker backend)", sandbox.ErrBuildFailed, strings.Join(missing, " "))
 	}
 	return nil
+}
+
+// pipConfigs are the /etc entries of pip's configuration a build sees
+// (buildEtc): those that exist and hold no credentials. Build code reads
+// whatever is bound into its sandbox and may leave it in the environment,
+// where a later run can print it: an index URL's user:password belongs in
+// AUTOCODER_PIP_INDEX_URL, which the egress proxy keeps.
+func (b *Backend) pipConfigs() []string {
+	var out []string
+	for _, e := range buildEtc {
+		if credentialFree("/etc/" + e) {
+			out = append(out, e)
+		} else {
+			b.log.Warn("pip configuration holds credentials: builds run without it (give the index with AUTOCODER_PIP_INDEX_URL)", "path", "/etc/"+e)
+		}
+	}
+	return out
+}
+
+// pipCredential matches what gives a pip configuration away as holding a
+// secret: a URL with user information, or a client certificate setting.
+var pipCredential = regexp.MustCompile(`(?i)://[^/\s@]+@|client[-_]cert`)
+
+// credentialFree reports whether the file, or every file under the
+// directory, at path holds no credential pipCredential finds. A path that
+// does not exist is free of them; one that cannot be read is not.
+func credentialFree(path string) bool {
+	free := true
+	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if pipCredential.Match(data) {
+			free = false
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	return free && err == nil
 }
