@@ -3,6 +3,7 @@ package wiring
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/secretsource"
@@ -19,10 +20,17 @@ const secretLabel = "autocoder:v1:secret-values"
 
 // secretSource is the worker's secret source: AUTOCODER_SECRETS_DIR and
 // AUTOCODER_SECRET_<NAME>, hashed under a key derived from the cache
-// keyring (shared by the workers of one cache) or, without one, a key of
-// this process.
+// keyring (shared by the workers of one cache), the embedded cache's key
+// file without one, or a key of this process on a Redis without keys.
 func (st *Stack) secretSource() (*secretsource.Source, error) {
-	kr, err := st.opts.Config.CacheKeyring()
+	cfg := st.opts.Config
+	kr, err := cfg.CacheKeyring()
+	if err == nil && kr == nil && cfg.RedisURL == "" {
+		// The embedded cache's own key, kept in the state directory (as
+		// signCache does): a key made up per process would give every
+		// stage with secrets a new cache key at each restart.
+		kr, err = cache.LoadOrCreateKeyFile(filepath.Join(cfg.StateDir, localCacheKeyFile))
+	}
 	if err != nil {
 		return nil, err
 	}
