@@ -79,7 +79,8 @@ func Read(r io.Reader) ([]Problem, error) {
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
-	for n := 1; sc.Scan(); n++ {
+	n := 1
+	for ; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" {
 			continue
@@ -99,6 +100,9 @@ func Read(r io.Reader) ([]Problem, error) {
 			return nil, fmt.Errorf("line %d: more than %d problems", n, MaxProblems)
 		}
 		out = append(out, p)
+	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return nil, fmt.Errorf("line %d: longer than %d bytes", n, maxLineBytes)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
