@@ -419,6 +419,22 @@ func (g *runCgroup) kill() {
 	}
 }
 
+// waitEmpty waits, for at most bound, until no process is left in the
+// cgroup: a kill is delivered asynchronously, and what a run leaves is
+// collected only once nothing of it can still write.
+func (g *runCgroup) waitEmpty(bound time.Duration) {
+	deadline := time.Now().Add(bound)
+	for _, dir := range g.dirs {
+		for {
+			data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			if err != nil || len(strings.TrimSpace(string(data))) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
 // destroy kills whatever is still in the cgroup and removes it. Normally
 // the sandbox is gone already (its pid namespace died with its init); this
 // catches anything that was not.

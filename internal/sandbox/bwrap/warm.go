@@ -407,6 +407,14 @@ func (b *Backend) finishWarm(ctx context.Context, spec sandbox.RunSpec, w *warmR
 		w.conn.Close() // the reader ends
 		<-exitc
 	}
+	if !ended || out.TimedOut || cancelled {
+		// Killed, not ended: the socket closing says nothing of the run's
+		// processes, which may still be dying, and still writing what
+		// collectWarm reads. (A run that ended has none left: its pid 1
+		// is gone, and the kernel reaps a pid namespace before its init
+		// is.)
+		cg.waitEmpty(5 * time.Second)
+	}
 	w.waitOutput()
 	stdioErr := stdio.Finish()
 	if zygoteDied {
