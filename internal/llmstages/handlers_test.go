@@ -310,11 +310,42 @@ func TestDiagnoseNormalisation(t *testing.T) {
 	with := func(f messages.Failure, mod func(*messages.Failure)) messages.Failure { mod(&f); return f }
 	tests := []struct {
 		name      string
+		code      string // the solution; "x = 1\n" when empty
 		report    messages.TestReport
 		reply     messages.Diagnosis
 		want      messages.Diagnosis
 		wantNotes []string
 	}{
+		{
+			name: "tests that import the solution under another name: a test error, nothing to install",
+			report: failingReport(tc("test_solution", "", messages.OutcomeError,
+				"ModuleNotFoundError: No module named 'sales_report'")),
+			reply: messages.Diagnosis{
+				Failures:      []messages.Failure{with(logic("test_solution"), func(f *messages.Failure) { f.ErrorType = "environment" })},
+				NeedsPackages: []string{"sales-report"},
+			},
+			want: messages.Diagnosis{
+				Failures: []messages.Failure{with(logic("test_solution"), func(f *messages.Failure) {
+					f.ErrorType = messages.ErrorTestError
+					f.RootCause = "the tests import module sales_report, which solution.py does not import and no known package provides: most likely the solution under another name"
+					f.SuggestedFix = "import what the tests use from solution (the module under test is solution.py)"
+				})},
+				NeedsPackages: []string{}, NeedsSystemPackages: []string{},
+			},
+			wantNotes: []string{`dropped needed package "sales-report"`, "reclassified as a test error"},
+		},
+		{
+			name: "an unknown module the solution imports is still a package to install",
+			code: "import acmeparse\n",
+			report: failingReport(tc("test_solution", "", messages.OutcomeError,
+				"ModuleNotFoundError: No module named 'acmeparse'")),
+			reply: messages.Diagnosis{Failures: []messages.Failure{with(logic("test_solution"), func(f *messages.Failure) { f.ErrorType = "environment" })}},
+			want: messages.Diagnosis{
+				Failures:      []messages.Failure{with(logic("test_solution"), func(f *messages.Failure) { f.ErrorType = messages.ErrorEnvironment })},
+				NeedsPackages: []string{"acmeparse"}, NeedsSystemPackages: []string{},
+			},
+			wantNotes: []string{`added needed package "acmeparse"`},
+		},
 		{
 			name:   "unknown error type is logic; passing and unknown tests dropped",
 			report: failingReport(tc("test_ok", "test_solution", messages.OutcomePassed, ""), tc("test_a", "test_solution", messages.OutcomeFailed, "assert 1 == 2")),
@@ -425,7 +456,11 @@ func TestDiagnoseNormalisation(t *testing.T) {
 			t.Parallel()
 			fc := &fakeClient{replies: map[string]string{"diagnosis": mustJSON(t, tt.reply)}}
 			h := newHandlers(t, fc, Config{})
-			in := messages.DiagnoseInput{Task: task, Code: "x = 1\n", Tests: "def test_a(): pass\n", Report: tt.report}
+			code := tt.code
+			if code == "" {
+				code = "x = 1\n"
+			}
+			in := messages.DiagnoseInput{Task: task, Code: code, Tests: "def test_a(): pass\n", Report: tt.report}
 			out, err := h.Handle(context.Background(), command(t, messages.StageDiagnose, in))
 			if err != nil {
 				t.Fatal(err)

@@ -291,7 +291,7 @@ func sessionFailure(r messages.TestReport) messages.Failure {
 //     environment failures are added as distributions, and an environment
 //     failure with nothing to install becomes logic (rebuilding the same
 //     image cannot fix it).
-func normaliseDiagnosis(d *messages.Diagnosis, r messages.TestReport, std pyscan.Set) notes {
+func normaliseDiagnosis(d *messages.Diagnosis, r messages.TestReport, code string, std pyscan.Set) notes {
 	var n notes
 	failing := protocol.FailingTests(r)
 	cases := failingCases(r)
@@ -315,7 +315,25 @@ func normaliseDiagnosis(d *messages.Diagnosis, r messages.TestReport, std pyscan
 	if len(failing) == 0 {
 		texts = append(texts, r.Output)
 	}
-	addMissingModules(d, texts, std, &n)
+	invented := addMissingModules(d, texts, std, pyscan.NewSet(pyscan.Imports(code)...), &n)
+	for i, f := range d.Failures {
+		if f.ErrorType != messages.ErrorEnvironment {
+			continue
+		}
+		c := cases[f.TestName]
+		mods := missingModules(f.ErrorMessage, f.ActualBehavior, f.RootCause, c.Message, c.Details)
+		if len(failing) == 0 {
+			mods = append(mods, missingModules(r.Output)...)
+		}
+		if len(mods) == 0 || !allIn(mods, invented) {
+			continue
+		}
+		d.Failures[i].ErrorType = messages.ErrorTestError
+		d.Failures[i].RootCause = fmt.Sprintf("the tests import module %s, which %s does not import and no known package provides: "+
+			"most likely the solution under another name", mods[0], protocol.SolutionFile)
+		d.Failures[i].SuggestedFix = "import what the tests use from solution (the module under test is " + protocol.SolutionFile + ")"
+		n.add("%s: missing module %s only the tests import reclassified as a test error", f.TestName, mods[0])
+	}
 	if len(d.NeedsPackages) == 0 && len(d.NeedsSystemPackages) == 0 {
 		for i, f := range d.Failures {
 			if f.ErrorType == messages.ErrorEnvironment {
@@ -407,9 +425,36 @@ func assignFailure(f messages.Failure, failing []string, got map[string]messages
 }
 
 // addMissingModules adds to d's needed packages the distributions of the
-// modules that "No module named" errors in texts name.
-func addMissingModules(d *messages.Diagnosis, texts []string, std pyscan.Set, n *notes) {
+// modules that "No module named" errors in texts name. A module no table
+// knows is taken for its own distribution only when the solution imports
+// it (imported: its top-level names): one only the tests import is a name
+// the tests made up (real models write `from sales_report import total`
+// for the solution), which installing a package of that name cannot fix
+// and which may well name some other project's package. Those are
+// returned, top-level, and taken out of the packages the model asked for.
+func addMissingModules(d *messages.Diagnosis, texts []string, std pyscan.Set, imported pyscan.Set, n *notes) (invented pyscan.Set) {
 	dists, unknown := pyscan.Resolver{Stdlib: std}.Distributions(missingModules(texts...))
+	invented = pyscan.NewSet()
+	kept := unknown[:0]
+	for _, m := range unknown {
+		if top, _, _ := strings.Cut(m, "."); imported.Has(top) {
+			kept = append(kept, m)
+		} else {
+			invented[top] = struct{}{}
+		}
+	}
+	unknown = kept
+	if len(invented) > 0 {
+		asked := d.NeedsPackages[:0]
+		for _, p := range d.NeedsPackages {
+			if _, made := invented[strings.ReplaceAll(protocol.CanonicalName(p), "-", "_")]; made {
+				n.add("dropped needed package %q: only the tests import it, and no table knows it", p)
+				continue
+			}
+			asked = append(asked, p)
+		}
+		d.NeedsPackages = asked
+	}
 	have := map[string]bool{}
 	for _, p := range d.NeedsPackages {
 		have[protocol.CanonicalName(p)] = true
@@ -423,6 +468,17 @@ func addMissingModules(d *messages.Diagnosis, texts []string, std pyscan.Set, n 
 			n.add("added needed package %q from a missing-module error", p)
 		}
 	}
+	return invented
+}
+
+// allIn reports whether the top-level name of every module of mods is in set.
+func allIn(mods []string, set pyscan.Set) bool {
+	for _, m := range mods {
+		if !set.Has(m) {
+			return false
+		}
+	}
+	return true
 }
 
 // normaliseVerification keeps all_fixes_applied and missing_fixes
