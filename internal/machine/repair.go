@@ -42,7 +42,7 @@ import (
 //     missing; after the third attempt the round proceeds anyway.
 //
 // Reclassification (classify): a failure that survived
-//   - a test patch becomes logic: the test was patched and fails the same
+//   - a test patch that was applied becomes logic: the test was patched and fails the same
 //     way, so the code is at fault;
 //   - a code fix that was verified as applied (the check found the
 //     suggested change, or the verify stage confirmed it; merely changed
@@ -331,7 +331,7 @@ func classify(f messages.Failure, t *Track, newEnv bool) (cls messages.ErrorType
 // repair (see the top of this file); ok is false when none applies.
 func classifySurvivor(model messages.ErrorType, t *Track) (cls messages.ErrorType, why string, ok bool) {
 	switch {
-	case t.LastRepair == RoutePatch:
+	case t.LastRepair == RoutePatch && t.LastApplied: // a patch never applied left the test as it was: it says nothing
 		return messages.ErrorLogic, "its failure survived a patch of the test, so the code is at fault", true
 	case t.LastRepair == RouteFix && model == messages.ErrorTestError:
 		return model, "", true
@@ -384,8 +384,13 @@ func (m *Stepper) route(_ Pending, d messages.Diagnosis) {
 		failures = failuresFromReport(s.LastReport)
 		m.Note("the diagnosis named no failure: fixing the code against the test report")
 	}
-	added := newPackages(s.Packages, validPackages(d.NeedsPackages))
-	addedSys := newPackages(s.SystemPackages, validPackages(d.NeedsSystemPackages))
+	// New is what the build has not had yet: a package it refused, or one
+	// every environment has (pytest), is not new, or an environment
+	// failure naming it would go to the packages route, and rebuild the
+	// same image, for ever.
+	known := append(append(append([]string{}, s.Packages...), s.InvalidPackages...), harnessPackages...)
+	added := newPackages(known, validPackages(d.NeedsPackages))
+	addedSys := newPackages(append(append([]string{}, s.SystemPackages...), s.InvalidPackages...), validPackages(d.NeedsSystemPackages))
 	p := planRepair(failures, s.Tracks, len(added)+len(addedSys) > 0)
 	m.recordFlips(p.Flips)
 	m.routeTracks(p.Logic, messages.ErrorLogic, RouteFix)

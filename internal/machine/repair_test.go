@@ -251,6 +251,12 @@ func TestPlanRepair(t *testing.T) {
 			wantFlips: []string{"a: test_error->logic"},
 		},
 		{
+			name:     "a test_error whose patch was never applied stays a test error",
+			failures: []messages.Failure{f("a", messages.ErrorTestError)},
+			tracks:   []Track{survived("a", RoutePatch, false, messages.ErrorTestError)},
+			want:     routed{TestErrors: []string{"a"}},
+		},
+		{
 			name:      "a logic failure that survived a verified fix is routed to a test patch",
 			failures:  []messages.Failure{f("a", messages.ErrorLogic)},
 			tracks:    []Track{survived("a", RouteFix, true, messages.ErrorLogic)},
@@ -547,6 +553,20 @@ func TestRepairRounds(t *testing.T) {
 					t.Errorf("rebuild packages %v, image %s", b.Packages, s.Image)
 				}
 			},
+		},
+		{
+			// pytest is in every environment: naming it is nothing new to
+			// install, so the failure goes to the code, not to a rebuild
+			// of the same image (which looped until stuck detection).
+			name: "an environment failure naming a package every environment has is fixed in the code",
+			script: func(w *world) {
+				w.answers[messages.StageRunTests] = []any{fail("test_a"), pass(1)}
+				w.answers[messages.StageDiagnose] = []any{messages.Diagnosis{Failures: []messages.Failure{
+					{TestName: "test_a", ErrorType: messages.ErrorEnvironment}}, NeedsPackages: []string{"pytest"}}}
+				w.answers[messages.StageFix] = []any{solution("def f():\n    return 2\n")}
+			},
+			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "diagnose", "fix", "run_tests"},
+			wantStatus: messages.StatusSucceeded,
 		},
 		{
 			name: "a failed verification leaves the fix unverified, and the loop goes on",
