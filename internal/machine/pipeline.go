@@ -302,7 +302,7 @@ func (m *Stepper) report(out messages.TestReport) {
 	}
 	sigs := m.observe(rep)
 	if s.Iteration >= s.Spec.Options.MaxIterations {
-		if m.fallBack() { // strength.go
+		if m.fallBack(fmt.Sprintf("still failed after %d test runs (max_iterations)", s.Iteration)) { // strength.go
 			return
 		}
 		m.Finish(messages.StatusFailed, fmt.Sprintf("tests still failing after %d iterations (max_iterations): %s", s.Iteration, reportSummary(rep)))

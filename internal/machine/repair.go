@@ -198,6 +198,9 @@ func (m *Stepper) repeated(fp, what string) bool {
 func (m *Stepper) unstick(why string) {
 	s := m.s
 	if s.Regenerations >= maxRegenerations {
+		if m.fallBack("still failed when the loop got stuck (" + why + ")") { // strength.go
+			return
+		}
 		m.Finish(messages.StatusFailed, fmt.Sprintf("stuck: iteration %d repeated %s, after %d regenerations of the code; stopping instead of repeating it (%s)",
 			s.Iteration, why, s.Regenerations, m.failingSummary()))
 		return

@@ -134,6 +134,9 @@ func (m *Stepper) stageFailed(p Pending, r *messages.StageResult) {
 		m.candidateFailed(p, r) // candidates.go
 		return
 	}
+	if m.fallBack(fmt.Sprintf("were still being repaired when the %s stage failed (%s)", r.Stage, firstLine(r.Error))) { // strength.go
+		return
+	}
 	status := messages.StatusErrored
 	if r.ErrorKind == messages.ErrorPermanent {
 		status = messages.StatusFailed
@@ -172,6 +175,9 @@ func (m *Stepper) dispatchWith(stage messages.Stage, input any, p Pending) {
 		return
 	}
 	pool := messages.DefaultStages().Pool(stage)
+	if pool == messages.PoolLLM && overBudget(s) && m.fallBack(fmt.Sprintf("were still being repaired when the token budget (%d) ran out", s.Spec.Options.TokenBudget)) { // strength.go
+		return
+	}
 	if pool == messages.PoolLLM && overBudget(s) {
 		m.Finish(messages.StatusFailed, fmt.Sprintf("token budget exceeded: %d tokens used, options.token_budget is %d (stopped before the %s stage)",
 			tokensUsed(s), s.Spec.Options.TokenBudget, stage))

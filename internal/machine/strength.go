@@ -151,11 +151,13 @@ func (m *Stepper) strengthened(_ Pending, t messages.Tests) {
 	m.advance()
 }
 
-// fallBack ends a job whose stronger tests still fail when its test runs
-// run out on the code and tests that passed before them, and reports
+// fallBack ends a job whose stronger tests do not pass when the loop
+// cannot go on (its test runs or its token budget ran out, it got stuck, a
+// stage of the repair failed: why says which, after "the stronger tests
+// of round N") on the code and tests that passed before them, and reports
 // whether it did: the strength is advisory, and a job whose tests passed
 // does not fail for having tried to strengthen them.
-func (m *Stepper) fallBack() bool {
+func (m *Stepper) fallBack(why string) bool {
 	s := m.s
 	p, r := s.Passed, s.Strength
 	if p == nil || r == nil {
@@ -163,8 +165,9 @@ func (m *Stepper) fallBack() bool {
 	}
 	s.Solution, s.Tests, s.LastReport, s.Passed = &p.Solution, &p.Tests, p.Report, nil
 	s.Tracks = nil
-	r.Outcome = fmt.Sprintf("%.2f; the stronger tests of round %d still failed after %d test runs (max_iterations): the code and tests that passed before them are kept",
-		r.Score, r.Rounds, s.Iteration)
+	s.Round = nil
+	r.Outcome = fmt.Sprintf("%.2f; the stronger tests of round %d %s: the code and tests that passed before them are kept",
+		r.Score, r.Rounds, why)
 	m.Note("test strength: " + r.Outcome)
 	m.accept()
 	return true

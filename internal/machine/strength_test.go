@@ -109,6 +109,48 @@ func TestStrengthLoop(t *testing.T) {
 			},
 		},
 		{
+			// The world's results count 15 tokens each: six (90) when the
+			// strengthening is decided, under the budget of 100; eight
+			// (120) after the stronger tests' run, so their diagnosis is
+			// not called.
+			name: "stronger tests that still fail when the token budget runs out give way to the tests that passed",
+			spec: func(o *messages.Options) { o.TokenBudget = 100 },
+			script: func(w *world) {
+				w.answers[messages.StageMutate] = []any{weak(0.5)}
+				w.answers[messages.StageStrengthenTests] = []any{messages.Tests{Code: strongerTests}}
+				w.answers[messages.StageRunTests] = []any{pass(1), fail("test_edge")}
+			},
+			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "mutate", "strengthen_tests", "run_tests"},
+			wantStatus: messages.StatusSucceeded,
+			check: func(t *testing.T, s State) {
+				if s.Tests.Code == strongerTests || s.LastReport == nil || !s.LastReport.OK() {
+					t.Errorf("kept tests %q, report %+v: want the tests that passed, and their report", s.Tests.Code, s.LastReport)
+				}
+				if r := s.Strength; r == nil || !strings.Contains(r.Outcome, "token budget") {
+					t.Errorf("test_strength %+v", r)
+				}
+			},
+		},
+		{
+			name: "stronger tests whose repair fails give way to the tests that passed",
+			script: func(w *world) {
+				w.answers[messages.StageMutate] = []any{weak(0.5)}
+				w.answers[messages.StageStrengthenTests] = []any{messages.Tests{Code: strongerTests}}
+				w.answers[messages.StageRunTests] = []any{pass(1), fail("test_edge")}
+				w.errs[messages.StageDiagnose] = messages.ErrorPermanent
+			},
+			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "mutate", "strengthen_tests", "run_tests", "diagnose"},
+			wantStatus: messages.StatusSucceeded,
+			check: func(t *testing.T, s State) {
+				if s.Tests.Code == strongerTests {
+					t.Errorf("kept tests %q: want the tests that passed", s.Tests.Code)
+				}
+				if r := s.Strength; r == nil || !strings.Contains(r.Outcome, "diagnose stage failed") {
+					t.Errorf("test_strength %+v", r)
+				}
+			},
+		},
+		{
 			name: "a measurement that failed adds no score",
 			script: func(w *world) {
 				w.answers[messages.StageMutate] = []any{weak(0.5), messages.TestStrength{Score: 1, Error: "the budget ran out"}}
