@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/internal/stagework"
 	"github.com/autocoder/autocoder/pkg/cache"
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -37,7 +38,8 @@ func (h *Handlers) avoidFailedFix(ctx context.Context, cmd *messages.StageComman
 	}
 	// The next run has at least the packages of the last one and those the
 	// fix declares: code that failed without one of them is worth a run.
-	env := cache.RunEnv{Packages: append(append([]string(nil), in.Packages...), s.Packages...), SystemPackages: s.SystemPackages}
+	env := cache.RunEnv{Packages: protocol.CanonicalNames(append(append([]string(nil), in.Packages...), s.Packages...)),
+		SystemPackages: protocol.CanonicalNames(s.SystemPackages)}
 	failed, err := h.cfg.FailedRuns.Failed(ctx, s.Code, in.Tests, env)
 	if err != nil {
 		h.log.WarnContext(ctx, "negative cache not checked", "job_id", cmd.JobID, "stage", cmd.Stage, "err", err)

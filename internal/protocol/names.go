@@ -20,3 +20,14 @@ func CanonicalName(req string) string {
 	}
 	return strings.ToLower(nameSeparatorsRe.ReplaceAllString(name, "-"))
 }
+
+// CanonicalNames is CanonicalName of each of reqs, empty ones left out.
+func CanonicalNames(reqs []string) []string {
+	out := make([]string, 0, len(reqs))
+	for _, r := range reqs {
+		if c := CanonicalName(r); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package sandboxstages
 import (
 	"context"
 
+	"github.com/autocoder/autocoder/internal/protocol"
 	"github.com/autocoder/autocoder/pkg/cache"
 
 	"github.com/autocoder/autocoder/pkg/messages"
@@ -23,7 +24,7 @@ func (h *Handlers) rememberFailure(ctx context.Context, jobID string, in message
 	if h.failedRuns == nil || rep.OK() || !rep.Hermetic() {
 		return
 	}
-	if err := h.failedRuns.Remember(ctx, in.Code, in.Tests, cache.RunEnv{Packages: in.Env.Packages, SystemPackages: in.Env.SystemPackages}); err != nil {
+	if err := h.failedRuns.Remember(ctx, in.Code, in.Tests, cache.RunEnv{Packages: protocol.CanonicalNames(in.Env.Packages), SystemPackages: protocol.CanonicalNames(in.Env.SystemPackages)}); err != nil {
 		h.log.Warn("failing run not remembered", "job_id", jobID, "err", err)
 	}
 }

@@ -6,9 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
-
-	"github.com/autocoder/autocoder/internal/protocol"
 )
 
 // FailedRuns is the negative cache: (code, tests) pairs whose test run
@@ -25,7 +24,8 @@ type FailedRuns struct {
 }
 
 // RunEnv is the package set a test run ran with: code that failed for want
-// of a package has not failed in an environment that has it.
+// of a package has not failed in an environment that has it. Names are
+// compared as given: give each in one normal form (PEP 503's, for pip's).
 type RunEnv struct {
 	Packages       []string `json:"packages,omitempty"`
 	SystemPackages []string `json:"system_packages,omitempty"`
@@ -86,15 +86,10 @@ func (f FailedRuns) Failed(ctx context.Context, code, tests string, env RunEnv) 
 	return covers(v.Env.Packages, env.Packages) && covers(v.Env.SystemPackages, env.SystemPackages), nil
 }
 
-// covers reports whether every package of want is in have, by canonical
-// name ("Pandas>=2" is "pandas").
+// covers reports whether every package of want is in have.
 func covers(have, want []string) bool {
-	names := make(map[string]bool, len(have))
-	for _, h := range have {
-		names[protocol.CanonicalName(h)] = true
-	}
 	for _, w := range want {
-		if c := protocol.CanonicalName(w); c != "" && !names[c] {
+		if !slices.Contains(have, w) {
 			return false
 		}
 	}
