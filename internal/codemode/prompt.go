@@ -75,8 +75,26 @@ expression is the answer. If it fails, you will see the error and write the
 program again.
 `
 
-// fenceRe matches a fenced code block; the language tag is optional.
-var fenceRe = regexp.MustCompile("(?s)```[A-Za-z0-9_+-]*[ \t]*\n(.*?)```")
+// fenceRe matches a fenced code block; the language tag is optional. Its
+// closing fence is on a line of its own, as Markdown has it: a program
+// that prints "```json" is not cut there.
+var fenceRe = regexp.MustCompile("(?s)```[A-Za-z0-9_+-]*[ \t]*\n(.*?)\n[ \t]*```[ \t]*(?:\n|$)")
+
+// openFenceRe finds a code block's opening fence at the start of a line.
+var openFenceRe = regexp.MustCompile("(?m)^[ \t]*```")
+
+// Cut reports whether a reply that holds no complete program was cut
+// short rather than meant: the model stopped at its token limit (finish
+// reason "length"), said nothing, or opened a code block it never
+// closed. Such a reply is neither an answer nor a program: it is asked
+// for again (CutFeedback). A reply whose program is whole runs, whatever
+// was cut after it.
+func Cut(reply, finishReason string) bool {
+	if _, _, ok := ExtractCode(reply); ok {
+		return false
+	}
+	return finishReason == "length" || strings.TrimSpace(reply) == "" || openFenceRe.MatchString(reply)
+}
 
 // ExtractCode returns the program in a model reply (the first fenced code
 // block) and the reply's prose around it. ok is false when the reply has
@@ -155,6 +173,15 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 // no program.
 const NoCodeFeedback = "Your reply has no code block. Reply with the program in one fenced code block."
 
+// CutFeedback is what the model is told of a reply that was cut short
+// (Cut).
+func CutFeedback(multiTurn bool) string {
+	if multiTurn {
+		return "Your reply was cut off before it ended (or was empty). Reply again, shorter: one program in a fenced code block, or the answer in plain text."
+	}
+	return "Your reply was cut off before it ended (or was empty). Reply again, shorter: the program in one fenced code block."
+}
+
 // RetryFeedback is the message that gives a failed program's error back
 // to the model.
 func RetryFeedback(observation string) string {
@@ -177,6 +204,8 @@ func Conversation(system string, history []messages.ChatMessage, message string,
 		conv = append(conv, llm.ChatMessage{Role: "assistant", Content: st.Reply})
 		var told string
 		switch {
+		case st.Cut:
+			told = CutFeedback(multiTurn)
 		case st.NoCode:
 			told = NoCodeFeedback
 		case multiTurn:

@@ -139,13 +139,21 @@ type session struct {
 }
 
 // ask sends the conversation so far; the caller appends the reply's step.
-func (s *session) ask(ctx context.Context) (string, error) {
+// cut says the reply has no whole program and was cut short (Cut).
+func (s *session) ask(ctx context.Context) (reply string, cut bool, err error) {
 	conv := Conversation(s.system, s.history, s.message, s.steps, s.a.MaxTurns > 0)
-	reply, err := s.a.Model.Chat(ctx, llm.ChatRequest{Model: s.a.ModelName, Messages: conv})
+	r, err := s.a.Model.Chat(ctx, llm.ChatRequest{Model: s.a.ModelName, Messages: conv})
 	if err != nil {
-		return "", fmt.Errorf("codemode: model: %w", err)
+		return "", false, fmt.Errorf("codemode: model: %w", err)
 	}
-	return reply.Content, nil
+	return r.Content, Cut(r.Content, r.FinishReason), nil
+}
+
+// cutShort records a reply that was cut short (Cut), to be asked again.
+func (s *session) cutShort(turn int, reply string) {
+	const why = "the reply was cut off before it ended (or was empty)"
+	s.event(Event{Turn: turn, Type: EventError, Error: why})
+	s.steps = append(s.steps, messages.CodeModeStep{Reply: reply, Cut: true})
 }
 
 func (s *session) event(e Event) { s.res.Events = append(s.res.Events, e) }
@@ -154,9 +162,13 @@ func (s *session) event(e Event) { s.res.Events = append(s.res.Events, e) }
 func (s *session) multiTurn(ctx context.Context) (SessionResult, error) {
 	for turn := 1; turn <= s.a.MaxTurns; turn++ {
 		s.res.Turns = turn
-		reply, err := s.ask(ctx)
+		reply, cut, err := s.ask(ctx)
 		if err != nil {
 			return s.res, err
+		}
+		if cut {
+			s.cutShort(turn, reply)
+			continue
 		}
 		code, prose, ok := ExtractCode(reply)
 		if !ok {
@@ -187,9 +199,14 @@ func (s *session) singleShot(ctx context.Context) (SessionResult, error) {
 	var last string
 	for attempt := 1; attempt <= retries+1; attempt++ {
 		s.res.Turns = attempt
-		reply, err := s.ask(ctx)
+		reply, cut, err := s.ask(ctx)
 		if err != nil {
 			return s.res, err
+		}
+		if cut {
+			last = "the reply was cut off before it ended (or was empty)"
+			s.cutShort(attempt, reply)
+			continue
 		}
 		code, prose, ok := ExtractCode(reply)
 		if !ok {

@@ -266,3 +266,59 @@ func equalJSON(got, want any) bool {
 }
 
 func writeFile(path, text string) error { return os.WriteFile(path, []byte(text), 0o600) }
+
+// TestSessionCutReplyIsNotTheAnswer: a reply cut off at the model's token
+// limit (here inside its code block), or an empty one, is neither the
+// final answer of a multi-turn session nor a program: the model is told
+// and asked again, and the session goes on to the real answer. Before, the
+// cut reply ended the session as its answer.
+func TestSessionCutReplyIsNotTheAnswer(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, 1)
+	fake := fakellm.New()
+	t.Cleanup(fake.Close)
+	fake.On(fakellm.NoSchema,
+		fakellm.Truncated("Let me look.\n```python\nw = get_weather(city="),
+		fakellm.Text(""),
+		fakellm.Text(program(`get_weather(city="Paris")["temp_c"]`)),
+		fakellm.Text("It is 21 degrees in Paris."))
+	model, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: fake.URL(), APIKey: "test-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &codemode.Session{Model: model, ModelName: "fake-model", Tools: fx.tools, MaxTurns: 5}
+	res := runSession(t, a, "How warm is Paris?")
+	if res.Summary != "It is 21 degrees in Paris." || res.Error != "" || res.Turns != 4 {
+		t.Fatalf("result %+v: want the real answer after the cut replies, in 4 turns", res)
+	}
+	if told := lastUserMessage(t, fake, 1); !strings.Contains(told, "cut off") {
+		t.Errorf("after the cut reply the model was told %q", told)
+	}
+}
+
+// TestExtractCodeKeepsFencesInsideTheProgram: a program that prints a
+// Markdown fence is taken whole: the block ends at a fence on a line of
+// its own.
+func TestExtractCodeKeepsFencesInsideTheProgram(t *testing.T) {
+	t.Parallel()
+	prog := "report = \"```json\\n\" + data + \"\\n```\"\nprint(report)"
+	code, prose, ok := codemode.ExtractCode("Here it is.\n```python\n" + prog + "\n```\nDone.")
+	if !ok || code != prog || prose != "Here it is.\n\nDone." {
+		t.Errorf("ExtractCode: ok %v, code %q, prose %q; want the whole program", ok, code, prose)
+	}
+	for _, tc := range []struct {
+		reply, finish string
+		cut           bool
+	}{
+		{"```python\nx = (", "length", true},
+		{"```python\nx = (", "stop", true}, // a block never closed
+		{"", "stop", true},
+		{"The answer is 4.", "length", true},
+		{"The answer is 4.", "stop", false},
+		{"```python\nx = 1\n```\nand then I went on and o", "length", false}, // the program is whole
+	} {
+		if got := codemode.Cut(tc.reply, tc.finish); got != tc.cut {
+			t.Errorf("Cut(%q, %s) = %v, want %v", tc.reply, tc.finish, got, tc.cut)
+		}
+	}
+}

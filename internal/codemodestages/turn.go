@@ -42,7 +42,7 @@ func (h *Handlers) turn(ctx context.Context, cmd *messages.StageCommand, in mess
 		return stagework.Output[messages.CodeModeTurnOutput]{Usage: reply.Usage}, fmt.Errorf("codemode_turn: %w", err)
 	}
 	code, prose, ok := codemode.ExtractCode(reply.Content)
-	out := messages.CodeModeTurnOutput{Reply: reply.Content, Prose: prose}
+	out := messages.CodeModeTurnOutput{Reply: reply.Content, Prose: prose, Cut: codemode.Cut(reply.Content, reply.FinishReason)}
 	if ok {
 		out.Code = code
 	}

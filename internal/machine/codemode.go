@@ -102,6 +102,22 @@ func (m *Stepper) codeModeTurn() {
 func (m *Stepper) codeModeReplied(_ Pending, out messages.CodeModeTurnOutput) {
 	s, cm := m.s, m.s.CodeMode
 	spec := s.Spec.CodeModeSpec
+	if out.Code == "" && out.Cut {
+		// Cut short: not the answer, whatever it says; asked again.
+		const why = "the reply was cut off before it ended (or was empty)"
+		cm.Steps = append(cm.Steps, trimStep(messages.CodeModeStep{Reply: out.Reply, Cut: true}))
+		m.codeModeEvent(messages.CodeModeEvent{Type: "error", Error: why, Text: out.Prose})
+		if !spec.MultiTurn() {
+			m.codeModeRetry(why)
+			return
+		}
+		if cm.Turns >= s.Spec.MaxTurns {
+			m.codeModeFail(messages.MaxTurnsReason(s.Spec.MaxTurns))
+			return
+		}
+		m.codeModeTurn()
+		return
+	}
 	if out.Code == "" {
 		if spec.MultiTurn() {
 			cm.Summary = out.Prose

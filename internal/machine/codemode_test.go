@@ -69,6 +69,33 @@ func TestCodeModeMultiTurn(t *testing.T) {
 	}
 }
 
+// TestCodeModeCutReplyIsAskedAgain: a reply cut short (the worker says
+// Cut: the token limit, an empty reply) is not the final answer of a
+// multi-turn job: the model is asked again, with the step marked cut, and
+// the real answer ends the job.
+func TestCodeModeCutReplyIsAskedAgain(t *testing.T) {
+	t.Parallel()
+	cut := messages.CodeModeTurnOutput{Reply: "Let me check.\n```python\nget_weather(", Prose: "Let me check.\n```python\nget_weather(", Cut: true}
+	w := codeModeWorld(t, []messages.CodeModeTurnOutput{cut, turnAnswer}, nil)
+	var last messages.CodeModeTurnInput
+	w.fn[messages.StageCodeModeTurn] = func(c *messages.StageCommand, _ int) any {
+		if err := json.Unmarshal(c.Input, &last); err != nil {
+			t.Fatal(err)
+		}
+		return nil
+	}
+	s, _, cmds := run(t, w, codeModeSpec(5, 0), nil)
+	if got := strings.Join(stagesOf(cmds), ","); got != "codemode_tools,codemode_turn,codemode_turn" || s.Status != messages.StatusSucceeded {
+		t.Fatalf("stages %s, status %s (%s)", got, s.Status, s.Error)
+	}
+	if r := ResultOf(s).CodeMode; r.Summary != "It is 21 C." || r.Turns != 2 {
+		t.Fatalf("codemode result %+v: want the real answer, in 2 turns", r)
+	}
+	if len(last.Steps) != 1 || !last.Steps[0].Cut {
+		t.Errorf("the second turn's steps %+v: want the cut reply, marked", last.Steps)
+	}
+}
+
 func TestCodeModeMaxTurns(t *testing.T) {
 	t.Parallel()
 	w := codeModeWorld(t, []messages.CodeModeTurnOutput{turnWithCode}, []messages.CodeModeExecOutput{runOK})

@@ -249,6 +249,9 @@ type CodeModeStep struct {
 	Observation string `json:"observation,omitempty"`
 	Failed      bool   `json:"failed,omitempty"`  // the program failed
 	NoCode      bool   `json:"no_code,omitempty"` // single-shot: the reply had no program
+	// Cut: the reply was cut short (the model's token limit, nothing
+	// said, a code block never closed): neither an answer nor a program.
+	Cut bool `json:"cut,omitempty"`
 }
 
 // CodeModeToolsInput asks for the descriptions of the job's tools (as
@@ -282,6 +285,9 @@ type CodeModeTurnOutput struct {
 	Reply string `json:"reply"`
 	Code  string `json:"code,omitempty"`
 	Prose string `json:"prose,omitempty"`
+	// Cut: the reply has no whole program and was cut short (see
+	// CodeModeStep.Cut); it is asked for again, never taken for the answer.
+	Cut bool `json:"cut,omitempty"`
 }
 
 // CodeModeExecInput runs one program with the job's tools.
