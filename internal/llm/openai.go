@@ -212,20 +212,25 @@ func (c *OpenAI) Structured(ctx context.Context, req StructuredRequest) (Structu
 			out.JSON = obj
 			return out, nil
 		}
-		if choice.Message.Refusal != "" {
-			perr = fmt.Errorf("the model refused: %s", choice.Message.Refusal)
-		}
 		truncated := choice.FinishReason == openai.FinishReasonLength
 		c.observer.InvalidReply(modelLabel(ctx, req.Model), stageOf(ctx))
+		if choice.Message.Refusal != "" {
+			// Asking again gets the refusal again, at a price.
+			return out, fmt.Errorf("%w for schema %s: the model refused: %s", ErrInvalidReply, name, choice.Message.Refusal)
+		}
 		if try >= c.maxCorrections {
 			return out, fmt.Errorf("%w for schema %s (%d replies): %w", ErrInvalidReply, name, try+1, perr)
 		}
 		c.log.LogAttrs(ctx, slog.LevelWarn, "llm: invalid reply; asking again",
 			slog.String("schema", name), slog.String("model", req.Model), slog.Bool("truncated", truncated),
 			slog.String("error", perr.Error()))
-		msgs = append(msgs,
-			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: content},
-			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: correction(name, perr, truncated)})
+		if strings.TrimSpace(content) != "" {
+			// An empty one is left out: an assistant message with neither
+			// content nor tool calls is refused by the API (400), which
+			// would fail the stage for good.
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: content})
+		}
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: correction(name, perr, truncated)})
 	}
 }
 

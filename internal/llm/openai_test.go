@@ -332,6 +332,51 @@ func TestStructuredUnauthorizedErrorMessage(t *testing.T) {
 	}
 }
 
+// TestCutStringIsAskedAgain: a reply cut off (max_tokens) inside a string
+// field is not repaired by closing the string, which would pass a program
+// or a test file cut short as whole: the field is dropped, the schema
+// misses it, and the model is asked again, told it was cut off.
+func TestCutStringIsAskedAgain(t *testing.T) {
+	t.Parallel()
+	s, c, _ := setup(t, nil, nil)
+	s.On("plan", fakellm.Truncated(`{"description": "sum the sales", "approach": "read the CSV with csv.DictReader`), fakellm.JSON(testPlan))
+	reply, err := c.Structured(t.Context(), planRequest("m"))
+	if err != nil {
+		t.Fatalf("Structured: %v", err)
+	}
+	if diff := cmp.Diff(testPlan, decodePlan(t, reply)); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want the cut reply asked again once", len(reqs))
+	}
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1].Content; !strings.Contains(last, "cut off") {
+		t.Errorf("the correction says %q, want it to say the reply was cut off", last)
+	}
+}
+
+// TestEmptyReplyIsNotEchoed: an empty reply (a reasoning model that spent
+// its tokens thinking) is asked again without an empty assistant message,
+// which the API refuses with a 400 that would fail the stage for good.
+func TestEmptyReplyIsNotEchoed(t *testing.T) {
+	t.Parallel()
+	s, c, _ := setup(t, nil, nil)
+	s.On("plan", fakellm.Truncated(""), fakellm.JSON(testPlan))
+	if _, err := c.Structured(t.Context(), planRequest("m")); err != nil {
+		t.Fatalf("Structured: %v", err)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	for _, m := range reqs[1].Messages {
+		if m.Role == "assistant" && strings.TrimSpace(m.Content) == "" {
+			t.Errorf("the correction carries an empty assistant message: %+v", reqs[1].Messages)
+		}
+	}
+}
+
 // Replies that need repair, each accepted on the first call.
 func TestStructuredRepairsReplies(t *testing.T) {
 	t.Parallel()
@@ -345,7 +390,6 @@ func TestStructuredRepairsReplies(t *testing.T) {
 		{"prose around", fakellm.Text("Sure! Here is the plan {as asked}:\n" + good + "\nLet me know {if} you need more.")},
 		{"think block", fakellm.Text(`<think>maybe {"description": "x"}</think>` + good)},
 		{"nested under schema name", fakellm.Text(`{"plan": ` + good + `}`)},
-		{"truncated in last string", fakellm.Truncated(`{"description": "sum the sales", "approach": "read the CSV with csv.DictReader`)},
 		{"truncated in fence", fakellm.Truncated("```json\n{\"description\": \"sum the sales\", \"approach\": \"read the CSV with csv.DictReader\", \"notes\": [\"a\", \"b")},
 	}
 	for _, tt := range tests {

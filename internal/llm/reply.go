@@ -237,15 +237,12 @@ func closeTruncated(s string) (string, bool) {
 		return b.String()
 	}
 
-	// First try: keep everything, closing the string the cut fell in.
-	whole := s
-	if inStr {
-		if esc {
-			whole = whole[:len(whole)-1] // a lone backslash escapes nothing
-		}
-		whole += `"`
-	}
-	if fixed := strings.TrimRight(whole, " \t\r\n") + closers(top); json.Valid([]byte(fixed)) {
+	// First try: keep everything, when the cut fell between values. A
+	// string the cut fell in is never closed: its value is cut short (a
+	// test file, a program) and would pass the schema as if it were whole,
+	// to fail later at a price. The field is dropped instead (a cut point
+	// below), and a required one then asks the model again.
+	if fixed := strings.TrimRight(s, " \t\r\n") + closers(top); !inStr && json.Valid([]byte(fixed)) {
 		return fixed, true
 	}
 	for i := len(cuts) - 1; i >= 0; i-- {

@@ -29,9 +29,13 @@ func TestParseReply(t *testing.T) {
 		{"prose with braces first", `Use {x}. {"description": "d", "approach": "a"} Thanks {y`, want, ""},
 		{"think", `<think>{"description": "draft"}</think>{"description": "d", "approach": "a"}`, want, ""},
 		{"nested", `{"plan": {"description": "d", "approach": "a"}}`, want, ""},
-		{"truncated string", `{"description": "d", "approach": "a`, want, ""},
+		// A string the cut fell in is not closed: the field goes, and a
+		// required one is missing (a test file or a program cut short
+		// would otherwise pass as whole).
+		{"truncated string", `{"description": "d", "approach": "a`, "", `missing required field "approach"`},
 		{"truncated after key", `{"approach": "a", "description": "d", "extra"`, `{"approach":"a","description":"d"}`, ""},
-		{"truncated escape", `{"description": "d", "approach": "a\`, want, ""},
+		{"truncated escape", `{"description": "d", "approach": "a\`, "", `missing required field "approach"`},
+		{"truncated in a string after a whole field", `{"approach": "a", "description": "d", "extra": "cut`, `{"approach":"a","description":"d"}`, ""},
 		{"truncated array", `{"description": "d", "approach": "a", "x": [1, 2`, `{"description":"d","approach":"a","x":[1,2]}`, ""},
 		{"truncated inner object", `{"description": "d", "approach": "a", "x": [{"k": 1}, {"k": `, `{"description":"d","approach":"a","x":[{"k":1}]}`, ""},
 		{"truncated, field missing", `{"description": "d", "appro`, "", `missing required field "approach"`},
