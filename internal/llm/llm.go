@@ -32,6 +32,11 @@ type StructuredRequest struct {
 	// MaxTokens caps the reply; zero means the server's default.
 	MaxTokens int
 	Sampling
+	// Check, if set, judges a reply that fits the schema (its JSON): an
+	// error is sent back to the model as a reply that does not fit is,
+	// within the call's corrections (an empty program, say, which a schema
+	// sent to every server cannot refuse).
+	Check func(json.RawMessage) error
 }
 
 // Sampling are a job's sampling settings (options.temperature, top_p,

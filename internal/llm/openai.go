@@ -208,6 +208,9 @@ func (c *OpenAI) Structured(ctx context.Context, req StructuredRequest) (Structu
 		content := choice.Message.Content
 		out.Raw = content
 		obj, perr := parseReply(content, name, node)
+		if perr == nil && req.Check != nil {
+			perr = req.Check(obj)
+		}
 		if perr == nil {
 			out.JSON = obj
 			return out, nil

@@ -80,3 +80,43 @@ func TestTestsFromTheTask(t *testing.T) {
 		t.Errorf("tests prompt is not the task-only one:\n%s", msgs[0].Content)
 	}
 }
+
+// TestEmptyProgramIsCorrected: a reply that fits the schema but holds no
+// program (a local model in JSON mode writes "code": "" and the program in
+// a fenced block after the JSON) is sent back to the model in the same
+// call, as a reply that does not fit is; the stage takes the second
+// reply. Before, the stage failed for good. The same for empty tests.
+func TestEmptyProgramIsCorrected(t *testing.T) {
+	t.Parallel()
+	srv := fakellm.New()
+	t.Cleanup(srv.Close)
+	srv.On("solution",
+		fakellm.Text("{\"language\": \"python\", \"code\": \"\", \"packages\": [], \"system_packages\": []}\n```python\ndef total(rows):\n    return sum(rows)\n```"),
+		fakellm.JSON(messages.Solution{Language: "python", Code: "def total(rows):\n    return sum(rows)\n", Packages: []string{}, SystemPackages: []string{}}))
+	srv.On("tests",
+		fakellm.JSON(messages.Tests{Code: "```python\n```"}),
+		fakellm.JSON(messages.Tests{Code: "from solution import total\n\ndef test_total():\n    assert total([1, 2]) == 3\n"}))
+	client, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: srv.URL(), APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHandlers(t, client, Config{})
+	out, err := h.Handle(context.Background(), command(t, messages.StageCode, messages.CodeInput{Task: task}))
+	if err != nil {
+		t.Fatalf("code: %v", err)
+	}
+	if got := value[messages.CodeOutput](t, out); !strings.HasPrefix(got.Code, "def total") || out.Usage.Calls != 2 {
+		t.Errorf("code %q in %d calls: want the corrected program, in 2", got.Code, out.Usage.Calls)
+	}
+	out, err = h.Handle(context.Background(), command(t, messages.StageTests, messages.TestsInput{Task: task}))
+	if err != nil {
+		t.Fatalf("tests: %v", err)
+	}
+	if got := value[messages.Tests](t, out); !strings.Contains(got.Code, "def test_total") || out.Usage.Calls != 2 {
+		t.Errorf("tests %q in %d calls: want the corrected file, in 2", got.Code, out.Usage.Calls)
+	}
+	reqs := srv.Requests()
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1].Content; !strings.Contains(last, `"code" field is empty`) {
+		t.Errorf("the correction says %q", last)
+	}
+}

@@ -139,6 +139,15 @@ func badInput(stage messages.Stage, format string, args ...any) error {
 // call makes the structured call of cmd's stage with schema and decodes
 // the reply into out.Value, with the usage and the conversation.
 func call[T any](ctx context.Context, h *Handlers, cmd *messages.StageCommand, schema llm.Schema, msgs []messages.ChatMessage) (stagework.Output[T], error) {
+	return callChecked[T](ctx, h, cmd, schema, msgs, nil)
+}
+
+// callChecked is call with check, if not nil, judging each reply that
+// fits the schema: its error goes back to the model as a correction, in
+// the same call (llm.StructuredRequest.Check), instead of failing the
+// stage (an empty program: real models put it in a fenced block after
+// the JSON).
+func callChecked[T any](ctx context.Context, h *Handlers, cmd *messages.StageCommand, schema llm.Schema, msgs []messages.ChatMessage, check func(T) error) (stagework.Output[T], error) {
 	var out stagework.Output[T]
 	model := cmp.Or(cmd.Model, h.cfg.Model)
 	msgs = personalize(cmd, msgs) // settings.go
@@ -147,7 +156,17 @@ func call[T any](ctx context.Context, h *Handlers, cmd *messages.StageCommand, s
 	}
 	ctx = llm.WithStage(ctx, string(cmd.Stage)) // the model calls' stage label
 	sampling, maxTokens := h.sampling(cmd)      // settings.go
-	reply, err := h.client.Structured(ctx, llm.StructuredRequest{Model: model, Messages: msgs, Schema: schema, MaxTokens: maxTokens, Sampling: sampling})
+	req := llm.StructuredRequest{Model: model, Messages: msgs, Schema: schema, MaxTokens: maxTokens, Sampling: sampling}
+	if check != nil {
+		req.Check = func(raw json.RawMessage) error {
+			var v T
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return err
+			}
+			return check(v)
+		}
+	}
+	reply, err := h.client.Structured(ctx, req)
 	out.Usage = reply.Usage
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", cmd.Stage, err)
@@ -212,7 +231,12 @@ func (h *Handlers) plan(ctx context.Context, cmd *messages.StageCommand, in mess
 	if err != nil {
 		return none, err
 	}
-	out, err := call[messages.Plan](ctx, h, cmd, llm.PlanSchema, msgs)
+	out, err := callChecked(ctx, h, cmd, llm.PlanSchema, msgs, func(p messages.Plan) error {
+		if strings.TrimSpace(p.Description) == "" && strings.TrimSpace(p.Approach) == "" {
+			return errors.New("the plan is empty: describe the task and the approach")
+		}
+		return nil
+	})
 	if err != nil {
 		return as(out, planWithContext{}), err
 	}
@@ -246,7 +270,7 @@ func (h *Handlers) plannedSolution(ctx context.Context, cmd *messages.StageComma
 		messages.Solution
 		Plan *messages.Plan `json:"plan"`
 	}
-	out, err := call[reply](ctx, h, cmd, llm.PlannedSolutionSchema, msgs)
+	out, err := callChecked(ctx, h, cmd, llm.PlannedSolutionSchema, msgs, func(r reply) error { return checkCode(r.Code) })
 	if err != nil {
 		return as(out, solutionWithContext{}), err
 	}
@@ -289,7 +313,7 @@ func (h *Handlers) fix(ctx context.Context, cmd *messages.StageCommand, in messa
 }
 
 func (h *Handlers) solution(ctx context.Context, cmd *messages.StageCommand, msgs []messages.ChatMessage, keep []string, use *messages.StageContext) (stagework.Output[solutionWithContext], error) {
-	out, err := call[messages.Solution](ctx, h, cmd, llm.SolutionSchema, msgs)
+	out, err := callChecked(ctx, h, cmd, llm.SolutionSchema, msgs, func(s messages.Solution) error { return checkCode(s.Code) })
 	if err != nil {
 		return as(out, solutionWithContext{}), err
 	}
@@ -301,13 +325,26 @@ func (h *Handlers) solution(ctx context.Context, cmd *messages.StageCommand, msg
 	return as(out, solutionWithContext{Solution: s, ContextUse: messages.ContextUse{Context: use}}), nil
 }
 
+// checkCode refuses a reply whose program is empty, for a correction.
+func checkCode(code string) error {
+	if strings.TrimSpace(stripFences(code)) == "" {
+		return errors.New(`the "code" field is empty: put the whole program in it`)
+	}
+	return nil
+}
+
 var importsSolutionRe = regexp.MustCompile(`(?m)^\s*(from\s+solution\s+import|import\s+solution\b)`)
 
 func (h *Handlers) tests(ctx context.Context, cmd *messages.StageCommand, in messages.TestsInput) (stagework.Output[messages.Tests], error) {
 	if err := requireTask(cmd.Stage, in.Task); err != nil {
 		return stagework.Output[messages.Tests]{}, err
 	}
-	out, err := call[messages.Tests](ctx, h, cmd, llm.TestsSchema, prompts.Tests(in))
+	out, err := callChecked(ctx, h, cmd, llm.TestsSchema, prompts.Tests(in), func(t messages.Tests) error {
+		if strings.TrimSpace(stripFences(t.Code)) == "" {
+			return errors.New(`the "code" field is empty: put the whole pytest file in it`)
+		}
+		return nil
+	})
 	if err != nil {
 		return out, err
 	}
