@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -340,14 +339,22 @@ func setMaxTokens(r *openai.ChatCompletionRequest, n int) {
 	r.MaxTokens = n
 }
 
+// greedyEpsilon stands for a temperature or top_p of 0. Not the smallest
+// float32 (1.4e-45), which go-openai's maintainers suggest: llama.cpp (and
+// so Ollama) samples greedily only at a temperature of 0 or less and
+// divides the logits by any other, which overflows at 1.4e-45 and leaves
+// NaN probabilities. 1e-6 is under vLLM's greedy threshold (1e-5), and a
+// division llama.cpp survives with the same greedy choice.
+const greedyEpsilon = 1e-6
+
 // setSampling sets a job's sampling settings. go-openai omits a zero
 // temperature or top_p (omitempty on float32: sashabaranov/go-openai#9),
-// so an explicit 0 goes as the smallest float32 above it, as its
-// maintainers advise: the server samples greedily all the same.
+// so an explicit 0 goes as greedyEpsilon, which every server samples
+// greedily.
 func setSampling(r *openai.ChatCompletionRequest, s Sampling) {
 	f32 := func(v float64) float32 {
 		if v == 0 {
-			return math.SmallestNonzeroFloat32
+			return greedyEpsilon
 		}
 		return float32(v)
 	}

@@ -690,7 +690,8 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 
 // TestSamplingSent: a job's sampling settings go with every structured and
 // chat call; a temperature of 0 arrives as (nearly) 0, not as the server's
-// default; without settings none is sent.
+// default, and not so near that a server dividing by it overflows
+// (llama.cpp below about 1e-38); without settings none is sent.
 func TestSamplingSent(t *testing.T) {
 	t.Parallel()
 	s, c, _ := setup(t, nil, nil)
@@ -714,7 +715,7 @@ func TestSamplingSent(t *testing.T) {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	r := reqs[0]
-	if r.Temperature == nil || *r.Temperature > 1e-30 || r.TopP == nil || float32(*r.TopP) != float32(0.9) || r.Seed == nil || *r.Seed != 7 || r.MaxTokens != 300 {
+	if r.Temperature == nil || *r.Temperature > 1e-5 || *r.Temperature < 1e-9 || r.TopP == nil || float32(*r.TopP) != float32(0.9) || r.Seed == nil || *r.Seed != 7 || r.MaxTokens != 300 {
 		t.Errorf("structured request: temperature %v top_p %v seed %v max_tokens %d", deref(r.Temperature), deref(r.TopP), r.Seed, r.MaxTokens)
 	}
 	if r := reqs[1]; r.Temperature == nil || float32(*r.Temperature) != float32(0.9) || r.Seed == nil || r.TopP != nil {
