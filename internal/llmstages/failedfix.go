@@ -53,7 +53,15 @@ func (h *Handlers) avoidFailedFix(ctx context.Context, cmd *messages.StageComman
 		msgs = append(msgs, messages.ChatMessage{Role: m.Role, Content: m.Content})
 	}
 	msgs = append(msgs, messages.ChatMessage{Role: "user", Content: repeatedFixPrompt})
-	again, err := h.solution(ctx, cmd, msgs, in.Packages, use)
+	// The conversation carries the job's system prompt settings already:
+	// the second call must not apply them again.
+	plain := *cmd
+	if cmd.Settings != nil {
+		st := *cmd.Settings
+		st.SystemPrompt, st.SystemPromptPrefix = "", ""
+		plain.Settings = &st
+	}
+	again, err := h.solution(ctx, &plain, msgs, in.Packages, use)
 	again.Usage = again.Usage.Add(out.Usage)
 	if err != nil {
 		return again, err

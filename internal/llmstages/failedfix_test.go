@@ -73,3 +73,37 @@ func TestFixOfAKnownFailureIsAskedAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestFixAskedAgainKeepsItsSystemPrompt: the second call of a fix that went
+// back to a failed code carries the job's system prompt prefix once, as
+// the first did, not twice.
+func TestFixAskedAgainKeepsItsSystemPrompt(t *testing.T) {
+	t.Parallel()
+	const tests = "def test_x(): assert x == 1\n"
+	dir, err := cache.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dir.Close() })
+	failed := cache.FailedRuns{Cache: dir}
+	if err := failed.Remember(t.Context(), "x = 2\n", tests, cache.RunEnv{}); err != nil {
+		t.Fatal(err)
+	}
+	fc := &fakeClient{replies: map[string]string{"solution": `{"language":"python","code":"x = 2\n","packages":[],"system_packages":[]}`}}
+	h := newHandlers(t, fc, Config{FailedRuns: failed})
+	cmd := command(t, messages.StageFix, messages.FixInput{Task: task, Code: "x = 3\n", Tests: tests,
+		Failures: []messages.Failure{{TestName: "test_x", ErrorType: messages.ErrorLogic}}})
+	cmd.Settings = &messages.StageSettings{SystemPromptPrefix: "PREFIX-Q"}
+	if _, err := h.Handle(context.Background(), cmd); err != nil {
+		t.Fatal(err)
+	}
+	calls := fc.calls()
+	if len(calls) != 2 {
+		t.Fatalf("%d calls, want 2", len(calls))
+	}
+	for i, c := range calls {
+		if n := strings.Count(c.Messages[0].Content, "PREFIX-Q"); c.Messages[0].Role != "system" || n != 1 {
+			t.Errorf("call %d: the system message has the prefix %d times, want once: %q", i+1, n, c.Messages[0].Content)
+		}
+	}
+}
