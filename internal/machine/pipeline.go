@@ -290,6 +290,7 @@ func (m *Stepper) tested(p Pending, out messages.TestReport) {
 // report handles the job's own test run (not a candidate's).
 func (m *Stepper) report(out messages.TestReport) {
 	s := m.s
+	out = m.unskip(out)
 	rep := trimReport(out)
 	s.LastReport = &rep
 	if rep.OK() {
@@ -414,4 +415,35 @@ func reportSummary(r messages.TestReport) string {
 		return fmt.Sprintf("%d passed", r.Passed)
 	}
 	return fmt.Sprintf("%d passed, %d failed, %d errors", r.Passed, r.Failed, r.Errors)
+}
+
+// unskip turns back into failures the tests that failed before and are
+// skipped now: a test patch that skips a failing test (pytest.skip, a skip
+// or an xfail mark, which JUnit reports as skipped) has not made it pass,
+// and the job must not pass on it.
+func (m *Stepper) unskip(r messages.TestReport) messages.TestReport {
+	failed := map[string]bool{}
+	for _, t := range m.s.Tracks {
+		failed[t.Test] = true
+	}
+	if len(failed) == 0 || r.Skipped == 0 {
+		return r
+	}
+	cases := append([]messages.TestCase(nil), r.Cases...)
+	var again []string
+	for i, c := range cases {
+		if c.Outcome != messages.OutcomeSkipped || !failed[protocol.TestID(c)] {
+			continue
+		}
+		cases[i].Outcome = messages.OutcomeFailed
+		cases[i].Message = strings.TrimSpace("skipped after it failed: a skipped test does not pass; make it pass instead (" + c.Message + ")")
+		r.Skipped--
+		r.Failed++
+		again = append(again, protocol.TestID(c))
+	}
+	if len(again) > 0 {
+		r.Cases = cases
+		m.Note("failed before and skipped now, counted as failing: " + joinShort(again, 5))
+	}
+	return r
 }

@@ -555,6 +555,31 @@ func TestRepairRounds(t *testing.T) {
 			},
 		},
 		{
+			// A patch that makes the failing test skip itself: the run has
+			// no failure, but the test did not pass; the loop goes on.
+			name: "a failing test that is skipped after its patch still fails",
+			script: func(w *world) {
+				tests := "from solution import f\n\n\ndef test_a():\n    assert f() == 2\n"
+				w.answers[messages.StageTests] = []any{messages.Tests{Code: tests}}
+				skipped := messages.TestReport{Passed: 1, Skipped: 1, Cases: []messages.TestCase{
+					{Name: "test_a", Outcome: messages.OutcomeSkipped, Message: "not sure of it"}}}
+				w.answers[messages.StageRunTests] = []any{fail("test_a"), skipped, pass(1)}
+				w.answers[messages.StageDiagnose] = []any{
+					messages.Diagnosis{Failures: []messages.Failure{{TestName: "test_a", ErrorType: messages.ErrorTestError}}},
+					messages.Diagnosis{Failures: []messages.Failure{{TestName: "test_a", ErrorType: messages.ErrorLogic}}}}
+				w.answers[messages.StagePatchTests] = []any{messages.PatchTestsOutput{
+					Tests: "import pytest\nfrom solution import f\n\n\ndef test_a():\n    pytest.skip('not sure of it')\n"}}
+				w.answers[messages.StageFix] = []any{solution("def f():\n    return 2\n")}
+			},
+			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "diagnose", "patch_tests", "run_tests", "diagnose", "fix", "run_tests"},
+			wantStatus: messages.StatusSucceeded,
+			check: func(t *testing.T, s State, cmds []Command) {
+				if !hasNote(s, "failed before and skipped now, counted as failing: test_a") {
+					t.Errorf("notes %q lack the skipped failure", s.Notes)
+				}
+			},
+		},
+		{
 			// pytest is in every environment: naming it is nothing new to
 			// install, so the failure goes to the code, not to a rebuild
 			// of the same image (which looped until stuck detection).
