@@ -193,8 +193,10 @@ func (m *Stepper) repeated(fp, what string) bool {
 }
 
 // unstick changes strategy when the loop made no progress: it regenerates
-// the code from the plan with the failure history as hints, or, when it has
-// done that maxRegenerations times, stops the job.
+// the code from the plan with the failure history as hints (the tests,
+// when every failure left is the tests' own: patches did not mend them,
+// and new code cannot), or, when it has done that maxRegenerations times,
+// stops the job.
 func (m *Stepper) unstick(why string) {
 	s := m.s
 	if s.Regenerations >= maxRegenerations {
@@ -206,13 +208,25 @@ func (m *Stepper) unstick(why string) {
 		return
 	}
 	s.Regenerations++
-	m.Note(fmt.Sprintf("stuck: iteration %d repeated %s; regenerating the code from the plan (regeneration %d of %d) instead of patching it",
-		s.Iteration, why, s.Regenerations, maxRegenerations))
+	testsAtFault := len(s.Tracks) > 0 && !s.Spec.Options.SkipTests
+	for _, t := range s.Tracks {
+		testsAtFault = testsAtFault && t.Class == messages.ErrorTestError
+	}
 	for i := range s.Tracks {
 		s.Tracks[i].Repair, s.Tracks[i].Applied = RouteRegenerate, false
 	}
 	s.Round = nil
 	m.Enter(PhaseGenerating)
+	if testsAtFault {
+		m.Note(fmt.Sprintf("stuck: iteration %d repeated %s, every failure the tests' own; regenerating the tests from the task (regeneration %d of %d) instead of patching them",
+			s.Iteration, why, s.Regenerations, maxRegenerations))
+		s.Tests = nil
+		m.Dispatch(messages.StageTests, messages.TestsInput{Task: s.Task, DataContext: s.DataContext, Plan: planOf(s),
+			Attempt: s.Regenerations, Hints: m.failureHistory()})
+		return
+	}
+	m.Note(fmt.Sprintf("stuck: iteration %d repeated %s; regenerating the code from the plan (regeneration %d of %d) instead of patching it",
+		s.Iteration, why, s.Regenerations, maxRegenerations))
 	m.Dispatch(messages.StageCode, messages.CodeInput{
 		Task: s.Task, DataContext: s.DataContext, Plan: planOf(s), BasePackages: s.Spec.Options.BasePackages,
 		Attempt: s.Regenerations, Hints: m.failureHistory(),

@@ -422,6 +422,38 @@ func TestRepairRounds(t *testing.T) {
 			},
 		},
 		{
+			// The model calls the failure the test's own and its patches
+			// change nothing: new code cannot mend the test, so the tests
+			// are written again (with the history), and the new ones pass.
+			name: "stuck on the tests' own failures: the tests are regenerated, not the code",
+			script: func(w *world) {
+				w.answers[messages.StageRunTests] = []any{fail("test_a"), fail("test_a"), pass(1)}
+				w.answers[messages.StageDiagnose] = []any{messages.Diagnosis{Failures: []messages.Failure{
+					{TestName: "test_a", ErrorMessage: "assert 1 == 2", SuggestedFix: "expect 1", ErrorType: messages.ErrorTestError}}}}
+				// Patches that change nothing: the test stays as it was.
+				w.fn[messages.StagePatchTests] = func(c *messages.StageCommand, _ int) any {
+					var in messages.PatchTestsInput
+					if err := json.Unmarshal(c.Input, &in); err != nil {
+						t.Fatal(err)
+					}
+					return messages.PatchTestsOutput{Tests: in.Tests, Unapplied: []string{"test_a"}}
+				}
+			},
+			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "diagnose", "patch_tests", "patch_tests", "patch_tests",
+				"run_tests", "tests", "run_tests"},
+			wantStatus: messages.StatusSucceeded,
+			check: func(t *testing.T, s State, cmds []Command) {
+				ts := dispatches(cmds, messages.StageTests)
+				regen := inputOf[messages.TestsInput](t, ts[len(ts)-1])
+				if regen.Attempt != 1 || len(regen.Hints) == 0 || !strings.Contains(regen.Hints[0], "test_a") {
+					t.Errorf("regeneration input %+v", regen)
+				}
+				if !hasNote(s, "regenerating the tests from the task") {
+					t.Errorf("notes %q", s.Notes)
+				}
+			},
+		},
+		{
 			name:   "stuck: regenerate twice with the history, then stop",
 			script: stuckWorld,
 			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "diagnose", "fix", "fix", "fix", "run_tests",

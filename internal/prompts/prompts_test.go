@@ -64,6 +64,7 @@ func builders() map[string][]messages.ChatMessage {
 		"tests":            Tests(messages.TestsInput{Task: task, DataContext: "sales.csv: 3 rows", Plan: plan}),
 		"code_inline_plan": Code(messages.CodeInput{Task: task, DataContext: "sales.csv: 3 rows", BasePackages: []string{"numpy"}, PlanInline: true}),
 		"tests_from_task":  Tests(messages.TestsInput{Task: task, DataContext: "sales.csv: 3 rows"}),
+		"tests_regen":      Tests(messages.TestsInput{Task: task, Plan: plan, Attempt: 1, Hints: []string{"test_totals: AssertionError: assert 3 == 4 (failing since iteration 1; tried: test patch x3)"}}),
 		"packages":         Packages(messages.PackagesInput{Imports: []string{"frobnicate", "google.cloud.spanner"}}),
 		"diagnose":         Diagnose(messages.DiagnoseInput{Task: task, Plan: plan, Code: "def f(): pass\n", Tests: "def test_totals(): pass\n", Report: report, Packages: []string{"pandas"}, Hints: []string{"test_totals failed again after a fix"}}),
 		"fix":              Fix(messages.FixInput{Task: task, Plan: plan, Code: "def f(): pass\n", Tests: "def test_totals(): pass\n", Failures: failures, Packages: []string{"pandas"}}),

@@ -123,8 +123,26 @@ Reply fields:
 	renderTask(&b, in.Task)
 	renderDataContext(&b, in.DataContext)
 	renderPlan(&b, in.Plan)
+	renderTestsHistory(&b, in)
 	b.WriteString("\nWrite test_solution.py now.\n")
 	return chat(system, b.String())
+}
+
+// renderTestsHistory tells the model, when the tests are written again,
+// why: the earlier ones kept failing on their own mistakes.
+func renderTestsHistory(b *strings.Builder, in messages.TestsInput) {
+	if len(in.Hints) == 0 && in.Attempt == 0 {
+		return
+	}
+	b.WriteString("\n## Earlier tests were wrong\n\n")
+	b.WriteString("Earlier test files for this task kept failing because of their own mistakes (wrong expected values, names or imports), and patching them did not help, so test_solution.py is being written again from scratch")
+	if in.Attempt > 0 {
+		fmt.Fprintf(b, " (attempt %d)", in.Attempt+1)
+	}
+	b.WriteString(". Work each expected value out from the task, and do not repeat their mistakes.\n")
+	if len(in.Hints) > 0 {
+		b.WriteString(data("Failure history of the earlier tests", "text", "- "+strings.Join(trimAll(in.Hints, fieldBudget), "\n- ")))
+	}
 }
 
 // testsFromTask writes the tests from the task alone: the one-round
@@ -142,6 +160,7 @@ Reply fields:
 	var b strings.Builder
 	renderTask(&b, in.Task)
 	renderDataContext(&b, in.DataContext)
+	renderTestsHistory(&b, in)
 	b.WriteString("\nWrite test_solution.py now.\n")
 	return chat(system, b.String())
 }

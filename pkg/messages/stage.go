@@ -172,6 +172,11 @@ type TestsInput struct {
 	Task        TaskSpec `json:"task"`
 	DataContext string   `json:"data_context,omitempty"`
 	Plan        Plan     `json:"plan"`
+	// Attempt counts regenerations of the tests: the loop was stuck on
+	// failures that were the tests' own, so they are written again, with
+	// Hints (the failure history) to avoid.
+	Attempt int      `json:"attempt,omitempty"`
+	Hints   []string `json:"hints,omitempty"`
 }
 
 // Tests is the `tests` structured reply.
