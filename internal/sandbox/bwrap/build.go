@@ -21,6 +21,7 @@ import (
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/egress"
 	"github.com/autocoder/autocoder/internal/trim"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // builderVersion is part of every Env.ID: bump it when the layout of an
@@ -228,7 +229,7 @@ func (b *Backend) removeBuildDir(d *buildDir) {
 // untrusted as the names it came from.
 func (b *Backend) buildSpec(d *buildDir) sandboxSpec {
 	return sandboxSpec{envDir: d.venv, envRW: true, tmpDir: d.work, etcDir: d.etc, uid: d.uid,
-		outputLimit: 1 << 20, limits: limits{nproc: int64(b.cfg.MaxProcs), nofile: 4096},
+		outputLimit: 1 << 20, limits: limits{nproc: int64(b.cfg.MaxProcs), nofile: 4096, fsize: max(b.cfg.BuildDisk, 0)},
 		cgroup: b.runCgroupLimits(max(b.cfg.BuildMemory, 0), 0)}
 }
 
@@ -262,8 +263,15 @@ func (b *Backend) pipInstall(ctx context.Context, id string, base sandboxSpec, m
 	pip.extraEtc = b.pipConfigs()
 	pip.timeout = remaining(ctx, b.cfg.BuildTimeout)
 	fmt.Fprintf(log, "pip install %s\n", strings.Join(missing, " "))
-	res, err := b.exec(ctx, &pip)
+	pctx, stopPip := context.WithCancelCause(ctx)
+	defer stopPip(nil)
+	stopWatch := watchDisk(pctx, stopPip, b.cfg.BuildDisk, base.envDir, base.tmpDir)
+	res, err := b.exec(pctx, &pip)
+	stopWatch()
 	closeSession()
+	if over := context.Cause(pctx); errors.Is(over, errBuildDisk) {
+		return nil, fmt.Errorf("sandbox: build %s: pip: %w", id, over)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: build %s: pip: %w", id, err)
 	}
@@ -698,4 +706,66 @@ func credentialFree(path string) bool {
 		return true
 	}
 	return free && err == nil
+}
+
+// errBuildDisk is the cause a build is stopped with when it writes more
+// than Config.BuildDisk.
+var errBuildDisk = errors.New("the build wrote more to disk than its cap (BuildDisk)")
+
+// buildDiskEvery is how often watchDisk measures a build's directories.
+const buildDiskEvery = time.Second
+
+// watchDisk measures dirs every buildDiskEvery until stop is called, and
+// stops the build (cancel, with errBuildDisk) once they hold more than
+// limit bytes together. RLIMIT_FSIZE bounds each file at once; this bounds
+// their sum, within a second's writing. A limit of 0 or less watches
+// nothing.
+func watchDisk(ctx context.Context, cancel context.CancelCauseFunc, limit int64, dirs ...string) (stop func()) {
+	if limit <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(buildDiskEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if n := diskUse(dirs...); n > limit {
+					cancel(fmt.Errorf("%w: %s written, the cap is %s", errBuildDisk, messages.FormatBytes(n), messages.FormatBytes(limit)))
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
+}
+
+// diskUse is the bytes the regular files under dirs take.
+func diskUse(dirs ...string) int64 {
+	var n int64
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
+		_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return nil
+			}
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+			return nil
+		})
+	}
+	return n
 }

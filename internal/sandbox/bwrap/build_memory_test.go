@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
@@ -68,6 +69,47 @@ func TestBuildCodeHasAMemoryCap(t *testing.T) {
 		_, err := p.Build(t.Context(), sandbox.EnvSpec{Packages: []string{"memhog"}})
 		if (err != nil) != c.wantErr {
 			t.Errorf("%s: Build error %v, want an error: %v", c.name, err, c.wantErr)
+		}
+	}
+}
+
+// TestBuildCodeHasADiskCap: a build's writes to the worker's disk (its
+// venv and its /tmp) are capped: a setup.py that writes 48 files of 1 MiB,
+// a little at a time, fails the build under a 16 MiB cap, and the same
+// package builds with no cap. A single file over the cap fails at once
+// (RLIMIT_FSIZE).
+func TestBuildCodeHasADiskCap(t *testing.T) {
+	// Not parallel: t.Setenv (build isolation off, as above).
+	t.Setenv("PIP_NO_BUILD_ISOLATION", "0")
+	wheels := t.TempDir()
+	writeSdist(t, wheels, "diskhog", `import os, tempfile, time
+d = tempfile.mkdtemp()
+for i in range(48):
+    with open(os.path.join(d, "f%d" % i), "wb") as f:
+        f.write(os.urandom(1 << 20))
+    time.sleep(0.05)`)
+	writeSdist(t, wheels, "bigfile", `import os, tempfile
+with open(os.path.join(tempfile.mkdtemp(), "big"), "wb") as f:
+    for _ in range(32):
+        f.write(b"x" * (1 << 20))`)
+	for _, c := range []struct {
+		name, pkg string
+		disk      int64
+		wantErr   string // "": none; "cap": one naming the disk cap; "any"
+	}{
+		{"many files, capped at 16 MiB", "diskhog", 16 << 20, "cap"},
+		{"one big file, capped at 16 MiB", "bigfile", 16 << 20, "any"},
+		{"many files, no cap", "diskhog", -1, ""},
+	} {
+		p := newBackend(t, bwrap.Config{PipFindLinks: []string{wheels}, BuildDisk: c.disk})
+		_, err := p.Build(t.Context(), sandbox.EnvSpec{Packages: []string{c.pkg}})
+		switch {
+		case c.wantErr == "" && err != nil:
+			t.Errorf("%s: Build error %v, want none", c.name, err)
+		case c.wantErr != "" && err == nil:
+			t.Errorf("%s: Build succeeded, want an error", c.name)
+		case c.wantErr == "cap" && !strings.Contains(err.Error(), "cap (BuildDisk)"):
+			t.Errorf("%s: Build error %v, want one naming the disk cap", c.name, err)
 		}
 	}
 }

@@ -15,6 +15,7 @@ const (
 	DefaultBuildTimeout = 15 * time.Minute
 	DefaultMaxProcs     = 256
 	DefaultBuildMemory  = 2 << 30
+	DefaultBuildDisk    = 10 << 30
 	DefaultTmpSize      = 128 << 20
 	DefaultMaxFileSize  = 1 << 30
 	DefaultDiskQuota    = 256 << 20
@@ -63,6 +64,12 @@ type Config struct {
 	// packages it installs (setup.py of an sdist), whose names the model
 	// chose. Default 2 GiB; negative: no cap.
 	BuildMemory int64
+	// BuildDisk caps what an environment build writes to the worker's disk
+	// (the venv and the build's /tmp, together): build code whose package
+	// the model named could otherwise fill the disk every run needs. It is
+	// also each file's size limit (RLIMIT_FSIZE). Default 10 GiB; negative:
+	// no cap.
+	BuildDisk int64
 
 	// MaxProcs is RLIMIT_NPROC for a sandbox: processes and threads. When
 	// the worker runs as root, each run has its own host uid and the limit
@@ -113,6 +120,7 @@ func (c *Config) setDefaults() error {
 	c.Bwrap = cmp.Or(c.Bwrap, "bwrap")
 	c.BuildTimeout = cmp.Or(c.BuildTimeout, DefaultBuildTimeout)
 	c.BuildMemory = cmp.Or(c.BuildMemory, DefaultBuildMemory)
+	c.BuildDisk = cmp.Or(c.BuildDisk, DefaultBuildDisk)
 	c.MaxProcs = cmp.Or(c.MaxProcs, DefaultMaxProcs)
 	c.TmpSize = cmp.Or(c.TmpSize, DefaultTmpSize)
 	c.MaxFileSize = cmp.Or(c.MaxFileSize, DefaultMaxFileSize)
