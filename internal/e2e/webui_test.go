@@ -132,6 +132,7 @@ func TestWebUI(t *testing.T) {
 		page.run("list "+id, chromedp.WaitVisible(chromedp.CSS(`tr.job[data-id="`+id+`"]`)))
 	}
 	page.clean("the job list")
+	checkRedrawKeepsDetails(t, page)
 	page.run("filter failed", chromedp.Click(chromedp.CSS(`button[data-filter="failed"]`)), chromedp.WaitVisible(chromedp.CSS(`button.on[data-filter="failed"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`tr.job[data-id="`+failed.JobID+`"]`)))
 	if n := page.count(`tr.job`); n != 2 {
@@ -912,5 +913,37 @@ func checkDownloads(t *testing.T, base, token, jobID string) {
 	}
 	if resp, _ := get("answer"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET a scalar output: %s, want 404", resp.Status)
+	}
+}
+
+// checkRedrawKeepsDetails: a live job page is drawn again whenever a stage
+// ends; each <details> the user opened or closed stays so (dom.js,
+// keepDetails), where the redraw closed the traceback being read. Run on
+// the page's own module, in the browser.
+func checkRedrawKeepsDetails(t *testing.T, page *uiPage) {
+	t.Helper()
+	const js = `(async () => {
+  const { keepDetails, h } = await import("./ui/dom.js");
+  const root = h("div", { id: "redraw-probe" });
+  document.body.append(root);
+  const draw = () => root.replaceChildren(h("section", { id: "case-a" },
+    h("details", {}, h("summary", {}, "traceback"), "x"),
+    h("details", {}, h("summary", {}, "traceback"), "y"),
+    h("details", { open: true }, h("summary", {}, "pytest output"), "z")));
+  draw();
+  const before = root.querySelectorAll("details");
+  before[1].open = true;  // opened by the user
+  before[2].open = false; // closed by the user
+  keepDetails(root, draw);
+  const after = [...root.querySelectorAll("details")];
+  root.remove();
+  return after[0] !== before[0] && after.map((d) => d.open).join(",");
+})()`
+	got, err := chromedp.Run(page.ctx, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("keepDetails in the browser: %v", err)
+	}
+	if got != "false,true,false" {
+		t.Errorf("after a redraw the details are open %q, want false,true,false (as the user left them)", got)
 	}
 }

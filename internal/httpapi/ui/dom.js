@@ -24,6 +24,28 @@ export function h(tag, attrs, ...children) {
   return el;
 }
 
+// keepDetails runs redraw, which replaces what root holds, and leaves each
+// <details> as the user left it (open or closed), found again by where it
+// is: the id of the nearest element above it, its summary's text and its
+// rank among those alike. A live page redraws whenever a stage ends, which
+// closed the traceback the user was reading.
+export function keepDetails(root, redraw) {
+  const keyed = () => {
+    const seen = new Map();
+    return [...root.querySelectorAll("details")].map((d) => {
+      const anchor = d.parentElement ? d.parentElement.closest("[id]") : null;
+      const summary = d.querySelector("summary");
+      const base = (anchor ? anchor.id : "") + "|" + (summary ? summary.textContent : "");
+      const n = seen.get(base) || 0;
+      seen.set(base, n + 1);
+      return [base + "|" + n, d];
+    });
+  };
+  const open = new Map(keyed().map(([k, d]) => [k, d.open]));
+  redraw();
+  for (const [k, d] of keyed()) if (open.has(k)) d.open = open.get(k);
+}
+
 // The API token lives in sessionStorage: asked for once per tab, sent as a
 // header, never put in a URL.
 const TOKEN_KEY = "autocoder-token";

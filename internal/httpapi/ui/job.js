@@ -2,7 +2,7 @@
 // iteration log with diffs (GET v1/jobs/<id>/iterations), and, while the
 // job runs, its events over SSE, resumed from the last event id after a
 // dropped connection.
-import { $, h, api, authHeaders, can, saveBlob, fmtTime, fmtMS, fmtInt, durationOf, statusEl, pre, diffEl } from "./dom.js";
+import { $, h, api, authHeaders, can, saveBlob, fmtTime, fmtMS, fmtInt, durationOf, statusEl, pre, diffEl, keepDetails } from "./dom.js";
 import { codePre } from "./highlight.js";
 import { activitySection } from "./activity.js";
 
@@ -14,11 +14,13 @@ export function stopJob() {
   if (live.source) live.source.close();
   for (const t of live.timers) clearTimeout(t);
   clearInterval(live.ticker);
+  for (const url of live.charts.values()) url.then((u) => u && URL.revokeObjectURL(u));
   live = null;
 }
 
 export async function showJob(id) {
-  live = { id, source: null, lastId: 0, running: new Map(), timers: [], stopped: false, res: null, its: [], tab: null, retry: 0 };
+  live = { id, source: null, lastId: 0, running: new Map(), timers: [], stopped: false, res: null, its: [], tab: null, retry: 0,
+    charts: new Map() }; // a chart's object -> its blob URL (a promise), fetched once per page
   const me = live;
   me.canSubmit = await can("submit"); // Cancel, Rerun and Edit only for a token that may submit
   if (me.stopped) return;
@@ -191,7 +193,7 @@ function render(me) {
     r.cancelled ? h("p", { id: "job-cancelled" }, "Cancelled by ", h("b", {}, r.cancelled.by), " at " + fmtTime(r.cancelled.at),
       r.cancelled.reason ? ": " + r.cancelled.reason : "") : null,
     downloads(r));
-  $("view").replaceChildren(...[
+  keepDetails($("view"), () => $("view").replaceChildren(...[
     h("p", {}, h("a", { href: "#/" }, "← all jobs")),
     head,
     running ? h("section", {}, h("h2", {}, "Running now"), h("ul", { id: "running" })) : null,
@@ -205,7 +207,7 @@ function render(me) {
       strengthSection(r),
       activitySection(r), // activity.js: what the model did
       notesSection(r),
-      dataSection(r)])].filter(Boolean));
+      dataSection(r)])].filter(Boolean)));
   renderRunning(me);
 }
 
@@ -438,7 +440,7 @@ function codeModeSection(me) {
     h("p", {}, h("b", {}, "Value "), h("span", { class: "mono", id: "codemode-value" }, JSON.stringify(cm.value))),
     charts.length ? h("div", { id: "charts", class: "charts" }, charts.map((f) => {
       const fig = h("figure", { "data-chart": f.name }, h("figcaption", { class: "mono" }, f.name));
-      if (f.object) showChart(me.id, f, fig);
+      if (f.object) showChart(me, f, fig);
       return fig;
     })) : null,
     others.length ? h("ul", { id: "codemode-files" }, others.map((f) => h("li", { "data-file": f.name },
@@ -460,8 +462,12 @@ async function fetchFile(id, f, save) {
   return url;
 }
 
-async function showChart(id, f, fig) {
-  const url = await fetchFile(id, f, false);
+// showChart shows a chart's image, fetched once for the page (a redraw
+// reuses it; the page's end revokes it): each redraw fetched it again and
+// left the last blob in memory.
+async function showChart(me, f, fig) {
+  if (!me.charts.has(f.object)) me.charts.set(f.object, fetchFile(me.id, f, false));
+  const url = await me.charts.get(f.object);
   if (url) fig.prepend(h("img", { src: url, alt: f.name, "data-loaded": "1" }));
 }
 
