@@ -8,6 +8,13 @@ import (
 	"github.com/xuri/excelize/v2"
 )
 
+// Bounds of an .xlsx unpacked: the whole, and each part read into memory
+// (larger worksheets go to temporary files).
+const (
+	xlsxUnzipLimit = 1 << 30
+	xlsxXMLLimit   = 16 << 20
+)
+
 // scanExcel reads the first sheet (pandas.read_excel's default) with two
 // excelize row iterators in step, one giving stored values and one giving
 // displayed text: a cell is read as pandas would (numbers as stored, dates
@@ -16,7 +23,10 @@ import (
 func (sc *scanner) scanExcel() error {
 	sp := sc.sp
 	sp.Format, sp.Encoding = FormatExcel, ""
-	f, err := excelize.OpenFile(sc.file.Name())
+	// An .xlsx is a zip: excelize reads every part but the worksheets into
+	// memory, up to its own default of about 16 GiB unpacked. A few MiB
+	// can unpack to that (a zip bomb), in the sandbox-worker's process.
+	f, err := excelize.OpenFile(sc.file.Name(), excelize.Options{UnzipSizeLimit: xlsxUnzipLimit, UnzipXMLSizeLimit: xlsxXMLLimit})
 	if err != nil {
 		return fmt.Errorf("xlsx: %w", err)
 	}

@@ -83,6 +83,11 @@ func parquetColumns(schema *parquet.Schema) ([]string, []pqColumn, error) {
 		if lt := typ.LogicalType(); lt != nil {
 			c.logical = lt.Value
 			if d, ok := lt.Value.(*format.DecimalType); ok {
+				// Checked here: the file says it, and the reader does
+				// not check it (a scale of 2^31-1 made decimalText loop).
+				if d.Scale < 0 || d.Scale > maxDecimalScale || d.Precision > 0 && d.Scale > d.Precision {
+					return nil, nil, fmt.Errorf("parquet: column %s: a decimal of scale %d and precision %d", names[i], d.Scale, d.Precision)
+				}
 				c.scale = d.Scale
 			}
 		}
@@ -343,16 +348,21 @@ func formatInstant(at instant, utc bool) string {
 	return t.Format(layout)
 }
 
+// maxDecimalScale is the largest decimal scale a Parquet file may declare
+// here: Parquet's own decimals hold at most 38 digits (FIXED_LEN_BYTE_ARRAY
+// of 16 bytes); 76 leaves room for wider ones.
+const maxDecimalScale = 76
+
 // decimalText places the decimal point scale digits from the right.
 func decimalText(n *big.Int, scale int32) string {
 	s := n.String()
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
-	if scale > 0 {
-		for int32(len(s)) <= scale {
-			s = "0" + s
+	if scale > 0 && scale <= maxDecimalScale {
+		if pad := int(scale) + 1 - len(s); pad > 0 {
+			s = strings.Repeat("0", pad) + s
 		}
-		s = s[:int32(len(s))-scale] + "." + s[int32(len(s))-scale:]
+		s = s[:len(s)-int(scale)] + "." + s[len(s)-int(scale):]
 	}
 	if neg {
 		s = "-" + s

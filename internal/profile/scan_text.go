@@ -202,6 +202,10 @@ func (cw *colWorkers) stop() {
 	cw.wg.Wait()
 }
 
+// firstLineBytes bounds what is kept of a first line: 300 characters of
+// up to 4 bytes.
+const firstLineBytes = 4 * 300
+
 // scanText is the fallback for anything that is text but not a table: line
 // count (within the byte cap) and the first lines.
 func (sc *scanner) scanText() error {
@@ -209,26 +213,33 @@ func (sc *scanner) scanText() error {
 	sp.Format = FormatText
 	br := bufio.NewReaderSize(sc.limit, 64<<10)
 	var line []byte
+	inLine := false // part of a line was read
 	for {
 		if sc.raw.n >= sc.opts.MaxScanBytes {
+			if len(line) > 0 && len(sp.FirstLines) < firstLinesShown { // the start of a line the cap cut
+				sp.FirstLines = append(sp.FirstLines, truncateRunes(trimEOL(string(line)), 300))
+			}
 			sp.Truncated = true
 			sp.Notes = append(sp.Notes, fmt.Sprintf("lines counted in the first %s of %s", sizeText(sc.raw.n), sizeText(sp.SizeBytes)))
 			break
 		}
 		sc.limit.reset() // a text line may be any length: only the byte cap applies
 		chunk, err := br.ReadSlice('\n')
-		if len(sp.FirstLines) < firstLinesShown {
-			line = append(line, chunk...)
+		// Only a line's start is shown (300 characters): more of it is
+		// not kept, or a file of one 2 GiB line is held whole.
+		if len(sp.FirstLines) < firstLinesShown && len(line) < firstLineBytes {
+			line = append(line, chunk[:min(len(chunk), firstLineBytes-len(line))]...)
 		}
+		inLine = inLine || len(chunk) > 0
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue // a long line: keep reading it
 		}
-		if len(chunk) > 0 {
+		if inLine { // a last line without its newline counts too, however long
 			sp.Lines++
 			if len(sp.FirstLines) < firstLinesShown {
 				sp.FirstLines = append(sp.FirstLines, truncateRunes(trimEOL(string(line)), 300))
 			}
-			line = line[:0]
+			line, inLine = line[:0], false
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
