@@ -141,4 +141,3 @@ func TestLongTextLineIsNotHeld(t *testing.T) {
 		t.Errorf("profiling a 64 MiB line allocated %d MiB: the line was held", alloc>>20)
 	}
 }
-
