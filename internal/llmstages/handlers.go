@@ -419,7 +419,7 @@ func (h *Handlers) diagnose(ctx context.Context, cmd *messages.StageCommand, in 
 	if err != nil {
 		return out, err
 	}
-	out.Notes = normaliseDiagnosis(&out.Value, in.Report, in.Code, h.stdlib(in.Stdlib))
+	out.Notes = normaliseDiagnosis(&out.Value, in.Report, in.Code, in.Tests, h.stdlib(in.Stdlib))
 	return out, nil
 }
 

@@ -311,13 +311,16 @@ func TestDiagnoseNormalisation(t *testing.T) {
 	tests := []struct {
 		name      string
 		code      string // the solution; "x = 1\n" when empty
+		tests     string // the tests; "def test_a(): pass\n" when empty
 		report    messages.TestReport
 		reply     messages.Diagnosis
 		want      messages.Diagnosis
 		wantNotes []string
 	}{
 		{
-			name: "tests that import the solution under another name: a test error, nothing to install",
+			name:  "tests that import the solution under another name: a test error, nothing to install",
+			code:  "def total(rows):\n    return sum(rows)\n",
+			tests: "from sales_report import total\n\n\ndef test_total():\n    assert total([1, 2]) == 3\n",
 			report: failingReport(tc("test_solution", "", messages.OutcomeError,
 				"ModuleNotFoundError: No module named 'sales_report'")),
 			reply: messages.Diagnosis{
@@ -333,6 +336,20 @@ func TestDiagnoseNormalisation(t *testing.T) {
 				NeedsPackages: []string{}, NeedsSystemPackages: []string{},
 			},
 			wantNotes: []string{`dropped needed package "sales-report"`, "reclassified as a test error"},
+		},
+		{
+			// A package the tests need that the solution does not: a module
+			// no table knows, whose names are not the solution's.
+			name:  "an unknown module the tests need for themselves is still a package to install",
+			tests: "import acmecheck\n\n\ndef test_a():\n    assert acmecheck.valid(1)\n",
+			report: failingReport(tc("test_solution", "", messages.OutcomeError,
+				"ModuleNotFoundError: No module named 'acmecheck'")),
+			reply: messages.Diagnosis{Failures: []messages.Failure{with(logic("test_solution"), func(f *messages.Failure) { f.ErrorType = "environment" })}},
+			want: messages.Diagnosis{
+				Failures:      []messages.Failure{with(logic("test_solution"), func(f *messages.Failure) { f.ErrorType = messages.ErrorEnvironment })},
+				NeedsPackages: []string{"acmecheck"}, NeedsSystemPackages: []string{},
+			},
+			wantNotes: []string{`added needed package "acmecheck"`},
 		},
 		{
 			name: "an unknown module the solution imports is still a package to install",
@@ -460,7 +477,11 @@ func TestDiagnoseNormalisation(t *testing.T) {
 			if code == "" {
 				code = "x = 1\n"
 			}
-			in := messages.DiagnoseInput{Task: task, Code: code, Tests: "def test_a(): pass\n", Report: tt.report}
+			tests := tt.tests
+			if tests == "" {
+				tests = "def test_a(): pass\n"
+			}
+			in := messages.DiagnoseInput{Task: task, Code: code, Tests: tests, Report: tt.report}
 			out, err := h.Handle(context.Background(), command(t, messages.StageDiagnose, in))
 			if err != nil {
 				t.Fatal(err)

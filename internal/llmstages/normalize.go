@@ -1,6 +1,7 @@
 package llmstages
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strings"
@@ -291,7 +292,7 @@ func sessionFailure(r messages.TestReport) messages.Failure {
 //     environment failures are added as distributions, and an environment
 //     failure with nothing to install becomes logic (rebuilding the same
 //     image cannot fix it).
-func normaliseDiagnosis(d *messages.Diagnosis, r messages.TestReport, code string, std pyscan.Set) notes {
+func normaliseDiagnosis(d *messages.Diagnosis, r messages.TestReport, code, tests string, std pyscan.Set) notes {
 	var n notes
 	failing := protocol.FailingTests(r)
 	cases := failingCases(r)
@@ -315,7 +316,7 @@ func normaliseDiagnosis(d *messages.Diagnosis, r messages.TestReport, code strin
 	if len(failing) == 0 {
 		texts = append(texts, r.Output)
 	}
-	invented := addMissingModules(d, texts, std, pyscan.NewSet(pyscan.Imports(code)...), &n)
+	invented := addMissingModules(d, texts, std, solutionAliases(code, tests), &n)
 	for i, f := range d.Failures {
 		if f.ErrorType != messages.ErrorEnvironment {
 			continue
@@ -426,21 +427,21 @@ func assignFailure(f messages.Failure, failing []string, got map[string]messages
 
 // addMissingModules adds to d's needed packages the distributions of the
 // modules that "No module named" errors in texts name. A module no table
-// knows is taken for its own distribution only when the solution imports
-// it (imported: its top-level names): one only the tests import is a name
-// the tests made up (real models write `from sales_report import total`
-// for the solution), which installing a package of that name cannot fix
-// and which may well name some other project's package. Those are
-// returned, top-level, and taken out of the packages the model asked for.
-func addMissingModules(d *messages.Diagnosis, texts []string, std pyscan.Set, imported pyscan.Set, n *notes) (invented pyscan.Set) {
+// knows that is one of aliases (solutionAliases: the tests take from it
+// what solution.py defines) is not a package: real models write
+// `from sales_report import total` for the solution, which installing a
+// package of that name cannot fix (and may install some other project's).
+// Those are returned, top-level, and taken out of the packages the model
+// asked for.
+func addMissingModules(d *messages.Diagnosis, texts []string, std pyscan.Set, aliases pyscan.Set, n *notes) (invented pyscan.Set) {
 	dists, unknown := pyscan.Resolver{Stdlib: std}.Distributions(missingModules(texts...))
 	invented = pyscan.NewSet()
 	kept := unknown[:0]
 	for _, m := range unknown {
-		if top, _, _ := strings.Cut(m, "."); imported.Has(top) {
-			kept = append(kept, m)
-		} else {
+		if top, _, _ := strings.Cut(m, "."); aliases.Has(top) {
 			invented[top] = struct{}{}
+		} else {
+			kept = append(kept, m)
 		}
 	}
 	unknown = kept
@@ -448,7 +449,7 @@ func addMissingModules(d *messages.Diagnosis, texts []string, std pyscan.Set, im
 		asked := d.NeedsPackages[:0]
 		for _, p := range d.NeedsPackages {
 			if _, made := invented[strings.ReplaceAll(protocol.CanonicalName(p), "-", "_")]; made {
-				n.add("dropped needed package %q: only the tests import it, and no table knows it", p)
+				n.add("dropped needed package %q: the tests import the solution's names from it, and no table knows it", p)
 				continue
 			}
 			asked = append(asked, p)
@@ -512,6 +513,59 @@ func suggestedFixes(failures []messages.Failure) []string {
 			fix = "fix " + firstLine(f.ErrorMessage)
 		}
 		out = append(out, f.TestName+": "+fix)
+	}
+	return out
+}
+
+var (
+	// fromImportRe is `from M import a, b as c` (parenthesised too).
+	fromImportRe = regexp.MustCompile(`(?m)^[ \t]*from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+\(?([^)\n]+)`)
+	// plainImportRe is `import M` or `import M as a`.
+	plainImportRe = regexp.MustCompile(`(?m)^[ \t]*import[ \t]+([A-Za-z_][\w.]*)(?:[ \t]+as[ \t]+([A-Za-z_]\w*))?[ \t]*$`)
+	// topLevelNameRe is a name solution.py defines at its top level.
+	topLevelNameRe = regexp.MustCompile(`(?m)^(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)|^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[^=]`)
+)
+
+// solutionAliases are the top-level modules, other than solution, that
+// the tests take names from which solution.py defines (`from sales_report
+// import total`, `import sales_report` then `sales_report.total`): the
+// solution under another name. A module the solution itself imports is
+// not one.
+func solutionAliases(code, tests string) pyscan.Set {
+	defined := map[string]bool{}
+	for _, m := range topLevelNameRe.FindAllStringSubmatch(code, -1) {
+		defined[m[1]+m[2]] = true
+	}
+	own := pyscan.NewSet(pyscan.Imports(code)...)
+	out := pyscan.NewSet()
+	add := func(module string, names []string) {
+		top, _, _ := strings.Cut(module, ".")
+		if top == "solution" || own.Has(top) {
+			return
+		}
+		for _, name := range names {
+			if defined[name] {
+				out[top] = struct{}{}
+				return
+			}
+		}
+	}
+	for _, m := range fromImportRe.FindAllStringSubmatch(tests, -1) {
+		var names []string
+		for _, part := range strings.Split(m[2], ",") {
+			if name, _, _ := strings.Cut(strings.TrimSpace(part), " "); name != "" {
+				names = append(names, name)
+			}
+		}
+		add(m[1], names)
+	}
+	for _, m := range plainImportRe.FindAllStringSubmatch(tests, -1) {
+		ref := cmp.Or(m[2], m[1])
+		var names []string
+		for _, a := range regexp.MustCompile(`\b`+regexp.QuoteMeta(ref)+`\.([A-Za-z_]\w*)`).FindAllStringSubmatch(tests, -1) {
+			names = append(names, a[1])
+		}
+		add(m[1], names)
 	}
 	return out
 }
