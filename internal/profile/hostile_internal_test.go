@@ -2,13 +2,16 @@ package profile
 
 import (
 	"archive/zip"
+	"context"
 	"io"
 	"math/big"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -139,5 +142,42 @@ func TestLongTextLineIsNotHeld(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
 		t.Errorf("profiling a 64 MiB line allocated %d MiB: the line was held", alloc>>20)
+	}
+}
+
+// TestWideHeaders: a header of 200k repeated names is renamed as pandas
+// does in linear time (the renaming once counted each suffix up from 1:
+// quadratic, a hang); a header past MaxColumns profiles its first
+// MaxColumns columns, says so, and does not call its rows ragged.
+func TestWideHeaders(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, header, row string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(header+"\n"+row+"\n"+row+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const dups = 200_000
+	repeated := write("repeated.csv", strings.Repeat("a,", dups-1)+"a", strings.Repeat("1,", dups-1)+"1")
+	names := make([]string, MaxColumns+5000)
+	for i := range names {
+		names[i] = "c" + strconv.Itoa(i)
+	}
+	wide := write("wide.csv", strings.Join(names, ","), strings.Repeat("1,", len(names)-1)+"1")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // a deadline for a hang, not a speed
+	defer cancel()
+	rep, err := Profile(ctx, []Sample{{Name: "repeated", FileName: "repeated.csv", Path: repeated}, {Name: "wide", FileName: "wide.csv", Path: wide}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, ws := rep.Samples[0], rep.Samples[1]
+	if len(rs.Columns) != MaxColumns || rs.Columns[1].Name != "a.1" {
+		t.Errorf("repeated header: %d columns, second %q; want %d, a.1", len(rs.Columns), rs.Columns[1].Name, MaxColumns)
+	}
+	if len(ws.Columns) != MaxColumns || ws.RaggedLong != 0 || !strings.Contains(strings.Join(ws.Notes, "\n"), "the first 10000 are profiled") {
+		t.Errorf("wide header: %d columns, %d ragged rows, notes %q", len(ws.Columns), ws.RaggedLong, ws.Notes)
 	}
 }

@@ -115,8 +115,11 @@ func (t *table) excelRow(rec []string) {
 	if len(rec) > len(t.cols) {
 		// Cells right of the header: pandas names them "Unnamed: n".
 		for i := len(t.cols); i < len(rec); i++ {
-			t.addColumn(fmt.Sprintf("Unnamed: %d", i))
+			if t.addColumn(fmt.Sprintf("Unnamed: %d", i)) < 0 {
+				break
+			}
 		}
+		rec = rec[:min(len(rec), len(t.cols))]
 	}
 	for len(rec) < len(t.cols) {
 		rec = append(rec, "") // trailing empty cells are left out of a row

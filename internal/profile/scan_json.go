@@ -32,6 +32,9 @@ func (jt *jsonTable) col(name string) int {
 		return i
 	}
 	i := jt.t.addColumn(strings.Clone(name))
+	if i < 0 {
+		return i // past MaxColumns: the key's values are left out
+	}
 	jt.index[name] = i
 	jt.seen = append(jt.seen, 0)
 	return i
@@ -96,7 +99,7 @@ func (jt *jsonTable) element(dec *json.Decoder) error {
 }
 
 func (jt *jsonTable) value(ci int, raw []byte) {
-	if jt.seen[ci] == jt.gen {
+	if ci < 0 || jt.seen[ci] == jt.gen {
 		return // a repeated key: the first value counts
 	}
 	jt.seen[ci] = jt.gen

@@ -147,7 +147,9 @@ func (t *table) startColumnWorkers() *colWorkers {
 	workers := max(1, min(n, runtime.GOMAXPROCS(0), 4))
 	cw := &colWorkers{t: t, workers: workers, free: make(chan *rowBatch, batchesAlive), fulls: make([]chan *rowBatch, workers)}
 	for range batchesAlive {
-		cw.free <- &rowBatch{recs: make([][]string, 0, batchRows), hashes: make([]uint64, 0, batchRows*n)}
+		// The hashes grow as the rows need: sized up front for a header
+		// of 100k columns they were gigabytes.
+		cw.free <- &rowBatch{recs: make([][]string, 0, batchRows), hashes: make([]uint64, 0, min(batchRows*n, 1<<16))}
 	}
 	for w := range workers {
 		cw.fulls[w] = make(chan *rowBatch, batchesAlive)
@@ -174,6 +176,7 @@ func (cw *colWorkers) work(w int) {
 			}
 		}
 		if b.pending.Add(-1) == 0 {
+			clear(b.recs) // the records go with the batch, not with its reuse
 			cw.free <- b
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -22,9 +23,15 @@ type table struct {
 	// cells is the current row as text, for hashing and the sample rows.
 	cells               []string
 	shortRows, longRows int
-	expectCols          int // header width, for budget shares
-	idTracked           int // columns keeping id hashes
+	expectCols          int  // header width, for budget shares
+	idTracked           int  // columns keeping id hashes
+	capped              bool // columns past MaxColumns were left out
 }
+
+// MaxColumns bounds the columns profiled per sample: each costs its own
+// accumulators (a few KiB), and a header of a million names is a few MiB
+// of text. The rest are left out, with a note.
+const MaxColumns = 10000
 
 func (sc *scanner) newTable(names []string) *table {
 	t := &table{sc: sc, res: newRowReservoir(sc.opts.MaxSampleRows, sc.opts.Seed)}
@@ -32,17 +39,27 @@ func (sc *scanner) newTable(names []string) *table {
 	if renamed {
 		sc.sp.Notes = append(sc.sp.Notes, "empty or repeated header names are renamed as pandas does (\"Unnamed: 3\", \"name.1\")")
 	}
-	t.expectCols = len(names)
+	t.expectCols = min(len(names), MaxColumns)
 	for _, n := range names {
-		t.addColumn(n)
+		if t.addColumn(n) < 0 {
+			break
+		}
 	}
 	return t
 }
 
 // addColumn adds a column. Its shares of the memory budgets count the
 // columns known by then: all of a header's, or a JSON key's predecessors.
+// Past MaxColumns it adds none and returns -1 (noted once).
 func (t *table) addColumn(name string) int {
 	i := len(t.cols)
+	if i >= MaxColumns {
+		if !t.capped {
+			t.capped = true
+			t.sc.sp.Notes = append(t.sc.sp.Notes, fmt.Sprintf("more than %d columns: the first %d are profiled, the rest left out", MaxColumns, MaxColumns))
+		}
+		return -1
+	}
 	n := max(t.expectCols, i+1)
 	c := newColAcc(name, max(minStoredPerColumn, storedValuesBudget/n),
 		min(exactDistinctKeys, max(minDistinctPerColumn, distinctKeysBudget/n)), t.sc.opts.Seed, i)
@@ -69,7 +86,9 @@ func (t *table) fitRow(rec []string) []string {
 	case len(rec) < n:
 		t.shortRows++
 	case len(rec) > n:
-		t.longRows++
+		if !t.capped { // cells of columns left out are not a ragged row
+			t.longRows++
+		}
 		rec = rec[:n]
 	}
 	return rec
@@ -106,15 +125,36 @@ func mixRowHash(rh, h uint64) uint64 {
 	return bits.RotateLeft64((rh^h)*0x9e3779b97f4a7c15, 29)
 }
 
-// addRow records the row's hash and offers it to the reservoir.
+// addRow records the row's hash and offers it to the reservoir. A kept
+// row's cells are copies cut to what is shown of them: a cell of 30 MiB
+// is not held for a 200-character view, nor does it hold the record it
+// came from.
 func (t *table) addRow(rh uint64, cells []string) {
 	t.hashes = append(t.hashes, rh)
 	if t.res.want(t.rows) {
 		row := make([]string, len(t.cols))
-		copy(row, cells)
+		for i := range min(len(row), len(cells)) {
+			row[i] = strings.Clone(cutCell(cells[i]))
+		}
 		t.res.put(t.rows, row)
 	}
 	t.rows++
+}
+
+// keptCellBytes bounds a sample cell as kept: sampleCellRunes characters
+// of up to 4 bytes, and one more to say it was cut.
+const keptCellBytes = 4*sampleCellRunes + 4
+
+// cutCell is s cut to keptCellBytes, on a character's start.
+func cutCell(s string) string {
+	if len(s) <= keptCellBytes {
+		return s
+	}
+	i := keptCellBytes
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
 }
 
 // finish fills the sample profile. truncated: rows remain past the cap.
@@ -235,6 +275,7 @@ func pandasNames(names []string) ([]string, bool) {
 		seen[n]++
 	}
 	used := make(map[string]bool, len(names))
+	next := map[string]int{} // a repeated name's next suffix to try: linear in the names, however repeated
 	renamed := false
 	for i, n := range names {
 		if n == "" {
@@ -242,10 +283,11 @@ func pandasNames(names []string) ([]string, bool) {
 			renamed = true
 		}
 		if used[n] {
-			k := 1
+			k := max(next[n], 1)
 			for used[fmt.Sprintf("%s.%d", n, k)] || (seen[fmt.Sprintf("%s.%d", n, k)] > 0) {
 				k++
 			}
+			next[n] = k + 1
 			n = fmt.Sprintf("%s.%d", n, k)
 			renamed = true
 		}
