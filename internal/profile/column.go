@@ -2,6 +2,7 @@ package profile
 
 import (
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,8 +77,10 @@ type colAcc struct {
 	idHashes []uint64
 	trackID  bool
 	scratch  dtParse
-	// decimalComma counts string values that are numbers with a decimal comma.
-	decimalComma int
+	// decimalComma counts string values that are numbers with a decimal
+	// comma; thousandsComma those grouped in threes by commas ("12,500",
+	// "1,234.5"), which a decimal comma reading would get wrong.
+	decimalComma, thousandsComma int
 }
 
 func newColAcc(name string, storeLimit, distinctLimit int, seed uint64, idx int) *colAcc {
@@ -150,7 +153,14 @@ func (c *colAcc) addText(s string, h uint64) {
 	if isDecimalComma(t) {
 		c.decimalComma++
 	}
+	if thousandsRe.MatchString(t) {
+		c.thousandsComma++
+	}
 }
+
+// thousandsRe is a number whose integer digits are grouped in threes by
+// commas, as US and Excel exports write them.
+var thousandsRe = regexp.MustCompile(`^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$`)
 
 // isDecimalComma: "1,5", "-0,25", "1.234,5" (a European decimal comma).
 func isDecimalComma(s string) bool {
@@ -393,8 +403,11 @@ func idishName(name string) bool {
 // profile turns the accumulator into a ColumnProfile.
 func (c *colAcc) profile() *ColumnProfile {
 	cp := &ColumnProfile{Name: c.name, Nulls: c.nulls, Nested: c.nested}
-	cp.DecimalComma = c.decimalComma > 0 && c.decimalComma == c.kinds[kString] &&
-		c.kinds[kFloat]+c.kinds[kBool]+c.kinds[kDate] == 0
+	numbersAsText := c.kinds[kFloat]+c.kinds[kBool]+c.kinds[kDate] == 0
+	// Every text value grouped in threes ("1,234", "12,500"): a thousands
+	// separator, not a decimal comma, which would read 1,234 as 1.234.
+	cp.ThousandsComma = c.thousandsComma > 0 && c.thousandsComma == c.kinds[kString] && numbersAsText
+	cp.DecimalComma = !cp.ThousandsComma && c.decimalComma > 0 && c.decimalComma == c.kinds[kString] && numbersAsText
 	present := c.countKinds(cp)
 	cp.Type = c.columnType(cp.Count, present)
 	if present < 2 || cp.Type != TypeString {

@@ -165,6 +165,9 @@ func (c *ColumnProfile) panderaType() (dtype string, kwargs []string, comment st
 		if c.DecimalComma {
 			return "object", nil, `numbers with a decimal comma: pandas reads them as text unless decimal=","`
 		}
+		if c.ThousandsComma {
+			return "object", nil, `numbers with a thousands separator: pandas reads them as text unless thousands=","`
+		}
 		if len(c.Kinds) > 1 {
 			return "object", nil, "mixed values: " + kindsText(c)
 		}

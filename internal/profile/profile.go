@@ -174,6 +174,10 @@ type ColumnProfile struct {
 	// DecimalComma: every string value is a number written with a decimal
 	// comma ("1,5"); pandas reads them as numbers with decimal=",".
 	DecimalComma bool
+	// ThousandsComma: every string value is a number whose digits are
+	// grouped in threes by commas ("1,234", "12,500.5"); pandas reads them
+	// as numbers with thousands=",".
+	ThousandsComma bool
 }
 
 // NumericStats are computed over every scanned value, at full float64 precision.

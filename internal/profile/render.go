@@ -151,6 +151,9 @@ func (c *ColumnProfile) describe(rows int) string {
 	if c.DecimalComma {
 		b.WriteString("; numbers written with a decimal comma (pandas: decimal=\",\")")
 	}
+	if c.ThousandsComma {
+		b.WriteString("; numbers written with a thousands separator, as 1,234 (pandas: thousands=\",\")")
+	}
 	c.writeTop(&b)
 	if c.Type == TypeString && c.MaxLen > 0 {
 		if c.MinLen == c.MaxLen {

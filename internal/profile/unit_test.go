@@ -331,3 +331,31 @@ func TestWideFile(t *testing.T) {
 		t.Errorf("%d id-like columns, want %d", ids, cols)
 	}
 }
+
+// TestThousandsSeparators: a column of numbers grouped in threes by
+// commas, as US and Excel exports write them ("1,234", "12,500"), is told
+// to the model as a thousands separator (thousands=","), never as a
+// decimal comma, which would read 1,234 as 1.234; a European decimal comma
+// ("1,5") stays one.
+func TestThousandsSeparators(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sales.csv")
+	body := "amount,rate\n999,\"1,5\"\n\"1,234\",\"2,25\"\n\"12,500\",\"0,5\"\n\"2,000\",\"3,75\"\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Profile(t.Context(), []Sample{{Name: "sales", FileName: "sales.csv", Path: path}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	amount, rate := rep.Samples[0].Columns[0], rep.Samples[0].Columns[1]
+	if !amount.ThousandsComma || amount.DecimalComma {
+		t.Errorf("amount: thousands %v, decimal comma %v; want a thousands separator", amount.ThousandsComma, amount.DecimalComma)
+	}
+	if !rate.DecimalComma || rate.ThousandsComma {
+		t.Errorf("rate: thousands %v, decimal comma %v; want a decimal comma", rate.ThousandsComma, rate.DecimalComma)
+	}
+	if text := rep.DataContext(); !strings.Contains(text, `thousands=","`) {
+		t.Errorf("the data context does not say thousands=\",\":\n%s", text)
+	}
+}
