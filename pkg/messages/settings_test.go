@@ -30,6 +30,8 @@ func TestSettingsRefused(t *testing.T) {
 		{`{"env_vars": {"A": "1"}, "secrets": ["A"]}`, "options.secrets[0]"},
 		{`{"python": "2.7"}`, "options.python"},
 		{`{"sandbox_retries": 11}`, "options.sandbox_retries"},
+		{`{"max_sample_rows": 1001}`, "options.max_sample_rows"},
+		{`{"max_sample_rows": -1}`, "options.max_sample_rows"},
 		{`{"sandbox_retries": 1, "bogus": 1}`, "options.bogus"},
 	}
 	for _, tt := range tests {

@@ -65,6 +65,9 @@ const (
 	DefaultModel         = "gpt-4.1"
 	DefaultMaxIterations = 10
 	DefaultMaxSampleRows = 100
+	// MaxSampleRowsLimit bounds options.max_sample_rows: the rows go into
+	// every prompt's data context, whose budget would cut them anyway.
+	MaxSampleRowsLimit = 1000
 	DefaultTimeout       = 60 * time.Second
 	// MaxTimeout is the longest options.timeout a job may ask for.
 	MaxTimeout = time.Hour
@@ -345,8 +348,8 @@ func (o *Options) validateLimits() error {
 	if o.MaxIterations > 100 {
 		return &FieldError{"options.max_iterations", "must be at most 100"}
 	}
-	if o.MaxSampleRows < 0 {
-		return &FieldError{"options.max_sample_rows", "must not be negative"}
+	if o.MaxSampleRows < 0 || o.MaxSampleRows > MaxSampleRowsLimit {
+		return &FieldError{"options.max_sample_rows", fmt.Sprintf("must be between 0 and %d: the rows are shown in every prompt", MaxSampleRowsLimit)}
 	}
 	if o.Candidates < 0 || o.Candidates > 16 {
 		return &FieldError{"options.candidates", "must be between 1 and 16"}
