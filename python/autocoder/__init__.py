@@ -12,17 +12,17 @@
     total_revenue, total_units, row_count = result.run()
 
 The HTTP API is at AUTOCODER_URL (default http://127.0.0.1:8080), with the
-token in AUTOCODER_TOKEN (scope submit). docs/python.md has the rest.
+token in AUTOCODER_TOKEN (scope submit). docs/clients.md has the rest.
 """
 
-from .agent import AutoCoderAgent, result_of
+from .agent import AutoCoderAgent, cancel, result_of
 from .errors import (AuthError, AutoCoderError, InvalidRequestError, NotFoundError, RunError, UnavailableError,
                      WaitTimeout)
 from .result import CodeGenEvalResult, Solution, Task
 from .types import Dir, File, Resources
 
 __all__ = [
-    "AutoCoderAgent", "result_of", "CodeGenEvalResult", "Solution", "Task", "File", "Dir", "Resources",
+    "AutoCoderAgent", "result_of", "cancel", "CodeGenEvalResult", "Solution", "Task", "File", "Dir", "Resources",
     "AutoCoderError", "InvalidRequestError", "UnavailableError", "AuthError", "NotFoundError", "RunError",
     "WaitTimeout",
 ]

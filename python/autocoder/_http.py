@@ -4,6 +4,7 @@ and the API's answers turned into this client's errors."""
 import http.client
 import json
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -11,6 +12,38 @@ import urllib.request
 from .errors import AuthError, InvalidRequestError, NotFoundError, UnavailableError
 
 DEFAULT_URL = "http://127.0.0.1:8080"
+
+# UPLOAD_TIMEOUT bounds a sample's upload: after the last byte the server
+# hashes and stores the file (up to 2 GiB) before it answers.
+UPLOAD_TIMEOUT = 600.0
+
+# BUSY_RETRIES is how often a request answered 503 or 429 with a
+# Retry-After (the server busy: four uploads at once, say) is sent again.
+BUSY_RETRIES = 5
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuses to follow a redirect: urllib would send the token on to
+    wherever it points (another host included) and turn a POST into a GET."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        raise UnavailableError("%s %s: the server answered %d, a redirect to %s; autocoder's API does not redirect, "
+                               "so the client does not follow it (check the URL)" % (req.get_method(), req.full_url, code, newurl))
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
+def _retry_after(e):
+    """The seconds a busy answer (503 or 429 with Retry-After) asks to
+    wait, or None."""
+    if e.code not in (429, 503):
+        return None
+    value = e.headers.get("Retry-After") if e.headers else None
+    try:
+        return max(0.0, min(float(value), 60.0))
+    except (TypeError, ValueError):
+        return None
 
 
 class Connection:
@@ -33,21 +66,28 @@ class Connection:
 
     def request(self, method, path, body=None, data=None, content_type="application/json"):
         """Sends a request and returns (status, headers, bytes) of a 2xx
-        answer; any other answer raises the matching error."""
+        answer; any other answer raises the matching error. A busy answer
+        (503 or 429 with Retry-After) is waited out and sent again, a few
+        times."""
         if body is not None:
             data = json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", content_type)
-        if self.token:
-            req.add_header("Authorization", "Bearer " + self.token)
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                return r.status, r.headers, r.read()
-        except urllib.error.HTTPError as e:
-            raise _error(method, path, e.code, e.read()) from None
-        except (urllib.error.URLError, OSError) as e:
-            raise UnavailableError("%s %s: %s (is autocoder's HTTP API at %s?)" % (method, path, e, self.url)) from None
+        for attempt in range(BUSY_RETRIES + 1):
+            req = urllib.request.Request(self.url + path, data=data, method=method)
+            if data is not None:
+                req.add_header("Content-Type", content_type)
+            if self.token:
+                req.add_header("Authorization", "Bearer " + self.token)
+            try:
+                with _opener.open(req, timeout=self.timeout) as r:
+                    return r.status, r.headers, r.read()
+            except urllib.error.HTTPError as e:
+                wait = _retry_after(e)
+                raw = e.read()
+                if wait is None or attempt == BUSY_RETRIES:
+                    raise _error(method, path, e.code, raw) from None
+                time.sleep(wait)
+            except (urllib.error.URLError, OSError) as e:
+                raise UnavailableError("%s %s: %s (is autocoder's HTTP API at %s?)" % (method, path, e, self.url)) from None
 
     def json(self, method, path, body=None):
         _, _, raw = self.request(method, path, body=body)
@@ -59,7 +99,7 @@ class Connection:
         if self.token:
             req.add_header("Authorization", "Bearer " + self.token)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:
+            with _opener.open(req, timeout=self.timeout) as r:
                 want, got = r.headers.get("Content-Length"), 0
                 while True:
                     chunk = r.read(1 << 16)
@@ -98,28 +138,39 @@ def _error(method, path, status, raw):
     code = (reply.get("code") or reply.get("kind") or "") if body else ""
     where = "%s %s: %d %s" % (method, path, status, message)
     if status in (401, 403):
-        return AuthError(where)
-    if status == 404:
-        return NotFoundError(where)
-    if status in (400, 413) or code == "invalid":
-        return InvalidRequestError(message if body else where, field)
-    return UnavailableError(message if body else where)
+        err = AuthError(where)
+    elif status == 404:
+        err = NotFoundError(where)
+    elif status in (400, 413) or code == "invalid":
+        err = InvalidRequestError(message if body else where, field)
+    else:
+        err = UnavailableError(message if body else where)
+    # What the server said, for a caller that tells a full store (507)
+    # from a busy one (503), or a too-large request (413) from a bad one.
+    err.status, err.code = status, code
+    return err
 
 
 def upload(conn, file_name, path):
     """Uploads the file at path as a sample named file_name (its extension
-    is kept) and returns its object reference."""
+    is kept) and returns its object reference. A busy server (503 with
+    Retry-After: it takes a few uploads at once) is waited out."""
     size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        req = urllib.request.Request(conn.url + "/v1/samples?name=" + quote(file_name), data=f, method="POST")
-        req.add_header("Content-Type", "application/octet-stream")
-        req.add_header("Content-Length", str(size))
-        if conn.token:
-            req.add_header("Authorization", "Bearer " + conn.token)
-        try:
-            with urllib.request.urlopen(req, timeout=conn.timeout) as r:
-                return json.loads(r.read())["object"]
-        except urllib.error.HTTPError as e:
-            raise _error("POST", "/v1/samples", e.code, e.read()) from None
-        except (urllib.error.URLError, OSError) as e:
-            raise UnavailableError("upload %s: %s" % (file_name, e)) from None
+    for attempt in range(BUSY_RETRIES + 1):
+        with open(path, "rb") as f:
+            req = urllib.request.Request(conn.url + "/v1/samples?name=" + quote(file_name), data=f, method="POST")
+            req.add_header("Content-Type", "application/octet-stream")
+            req.add_header("Content-Length", str(size))
+            if conn.token:
+                req.add_header("Authorization", "Bearer " + conn.token)
+            try:
+                with _opener.open(req, timeout=max(conn.timeout, UPLOAD_TIMEOUT)) as r:
+                    return json.loads(r.read())["object"]
+            except urllib.error.HTTPError as e:
+                wait = _retry_after(e)
+                raw = e.read()
+                if wait is None or attempt == BUSY_RETRIES:
+                    raise _error("POST", "/v1/samples", e.code, raw) from None
+            except (urllib.error.URLError, OSError) as e:
+                raise UnavailableError("upload %s: %s" % (file_name, e)) from None
+        time.sleep(wait)

@@ -2,13 +2,15 @@
 autocoder's HTTP API. Its constructor takes the settings of every job it
 submits; generate(...) submits one, waits for it and returns its result."""
 
+import datetime
 import json
 import os
+import secrets as _secrets
 import tempfile
 import time
 
 from . import _http
-from .errors import InvalidRequestError, UnavailableError, WaitTimeout
+from .errors import AutoCoderError, InvalidRequestError, UnavailableError, WaitTimeout
 from .result import CodeGenEvalResult
 from .types import INPUT_TYPES, OUTPUT_TYPES, Dir, File, is_dataframe, wire_type
 
@@ -193,6 +195,10 @@ class AutoCoderAgent:
         for k, t in (inputs or {}).items():
             if samples and k in samples:
                 continue  # a sample is a File input already (the reference adds it; here it is a sample)
+            if k in RUN_KEYWORDS:
+                # result.run(timeout=30) would set the run's timeout, never the input.
+                raise InvalidRequestError("%s is a setting of result.run(), so it cannot be an input's name: rename the input"
+                                          % k, "inputs." + k)
             in_types[k] = wire_type(t, "inputs." + k, INPUT_TYPES)
         spec = {"name": self.name, "prompt": prompt, "options": dict(self.options)}
         if schema:
@@ -205,10 +211,70 @@ class AutoCoderAgent:
             spec["outputs"] = out_types
         if samples:
             spec["samples"] = {k: upload_sample(self.conn, k, v, "samples." + k) for k, v in samples.items()}
-        reply = self.conn.json("POST", "/v1/jobs", {"v": 1, "spec": spec})
-        raw = wait_result(self.conn, reply["job_id"], self.wait if wait is None else wait, self.poll_interval)
+        job_id = submit(self.conn, "/v1/jobs", {"v": 1, "spec": spec})
+        with job_context(job_id):
+            raw = wait_result(self.conn, job_id, self.wait if wait is None else wait, self.poll_interval)
         return CodeGenEvalResult(raw, self.conn, inputs=in_types, outputs=out_types, samples=list(samples or {}),
                                  poll_interval=self.poll_interval, wait=self.wait)
+
+
+# RUN_KEYWORDS are result.run()'s own keywords: an input of such a name
+# could never be given there.
+RUN_KEYWORDS = frozenset(("name", "resources", "retries", "timeout", "env_vars", "secrets", "cache", "wait"))
+
+# SUBMIT_RETRIES is how often a submission that got no answer (the server
+# unreachable, or a 503) is sent again, with the same job ID, so the server
+# queues it once however often it arrives.
+SUBMIT_RETRIES = 3
+
+# SUBMIT_BACKOFF is the first pause before a submission is sent again; it
+# doubles (at most 10 s).
+SUBMIT_BACKOFF = 1.0
+
+
+def new_job_id():
+    """A fresh job ID, as the server makes them: time-ordered, then random."""
+    return "job-" + datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S") + "-" + _secrets.token_hex(5)
+
+
+def submit(conn, path, body):
+    """POSTs a job (or a run) under a job ID made here and returns the ID.
+    A request that got no answer is sent again with the same ID: the
+    server answers a known ID with it and queues nothing twice."""
+    body = dict(body, job_id=body.get("job_id") or new_job_id())
+    for attempt in range(SUBMIT_RETRIES + 1):
+        try:
+            return conn.json("POST", path, body)["job_id"]
+        except UnavailableError:
+            if attempt == SUBMIT_RETRIES:
+                raise
+            time.sleep(min(SUBMIT_BACKOFF * 2.0 ** attempt, 10.0))
+
+
+class job_context:
+    """Gives every AutoCoderError raised inside it the job's ID (the job goes
+    on: result_of follows it, cancel stops it), and cancels nothing."""
+
+    def __init__(self, job_id):
+        self.job_id = job_id
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, err, tb):
+        if isinstance(err, AutoCoderError) and err.job_id is None:
+            err.job_id = self.job_id
+            err.args = (("%s (job %s goes on)" % (err.args[0], self.job_id),) + err.args[1:]) if err.args else err.args
+        return False
+
+
+def cancel(job_id, reason="", url=None, token=None):
+    """Cancels a running job (POST /v1/jobs/<id>/cancel; scope submit) and
+    returns its result, which says who cancelled it. A job that had
+    finished already raises UnavailableError with status 409."""
+    conn = _http.Connection(url, token)
+    body = {"reason": reason} if reason else None
+    return CodeGenEvalResult(conn.json("POST", "/v1/jobs/%s/cancel" % _http.quote(job_id), body), conn)
 
 
 def upload_sample(conn, name, value, field):
@@ -281,11 +347,16 @@ def wait_result(conn, job_id, wait, poll_interval, unknown_after=None):
 
     start = time.monotonic()
     deadline = start + wait
+    path = "/v1/jobs/%s/result" % _http.quote(job_id)
     while True:
+        pause = poll_interval
         try:
-            status, _, raw = conn.request("GET", "/v1/jobs/%s/result" % _http.quote(job_id))
+            # The slim view while it runs: the full result so far (its
+            # conversation, its data context) is rebuilt for every poll.
+            status, headers, raw = conn.request("GET", path + "?view=slim")
             if status != 202:
-                return json.loads(raw)
+                return json.loads(conn.request("GET", path)[2])
+            pause = max(poll_interval, _seconds(headers.get("Retry-After")))
         except NotFoundError:
             if unknown_after is not None and time.monotonic() - start >= unknown_after:
                 raise
@@ -294,7 +365,15 @@ def wait_result(conn, job_id, wait, poll_interval, unknown_after=None):
                 raise
         if time.monotonic() > deadline:
             raise WaitTimeout("job %s did not finish within %gs; it goes on" % (job_id, wait), job_id)
-        time.sleep(poll_interval)
+        time.sleep(min(pause, max(0.0, deadline - time.monotonic()) + 0.01))
+
+
+def _seconds(value):
+    """A Retry-After in seconds (0 when absent or not a number), at most 10."""
+    try:
+        return max(0.0, min(float(value), 10.0))
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def result_of(job_id, url=None, token=None, wait=0.0, poll_interval=0.5, outputs=None):

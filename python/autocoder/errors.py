@@ -4,7 +4,18 @@ failed."""
 
 
 class AutoCoderError(Exception):
-    """Base class of every error this client raises."""
+    """Base class of every error this client raises.
+
+    An error of a server's answer has ``status`` (the HTTP status) and
+    ``code`` (the API's error code: "invalid", "unavailable", ...); one
+    raised after a job was submitted has ``job_id``, the job that goes on
+    (follow it with result_of, stop it with cancel). Each is None when it
+    does not apply.
+    """
+
+    status = None
+    code = None
+    job_id = None
 
 
 class InvalidRequestError(AutoCoderError, ValueError):
@@ -42,7 +53,7 @@ class NotFoundError(AutoCoderError):
 
 class WaitTimeout(AutoCoderError, TimeoutError):
     """The job did not finish within the wait; it goes on. ``job_id`` says
-    which one to follow."""
+    which one to follow (result_of) or stop (cancel)."""
 
     def __init__(self, message, job_id):
         super().__init__(message)

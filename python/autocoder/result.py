@@ -101,7 +101,7 @@ class CodeGenEvalResult:
         their declared order (one output: its value). A run that fails
         raises RunError with its result. name, the reference's sandbox
         name, is refused: runs here are named by their job ID."""
-        from .agent import run_options
+        from .agent import run_options, submit
 
         if name is not None:
             raise InvalidRequestError("a run is named by its job ID here; leave name out", "name")
@@ -110,8 +110,7 @@ class CodeGenEvalResult:
         opts = run_options(resources, retries, timeout, env_vars, secrets, cache)
         if opts:
             body["options"] = opts
-        reply = self._conn.json("POST", "/v1/jobs/%s/run" % _http.quote(self.job_id), body)
-        return self._finish(reply["job_id"], wait)
+        return self._finish(submit(self._conn, "/v1/jobs/%s/run" % _http.quote(self.job_id), body), wait)
 
     def _run_body(self, overrides):
         from .agent import upload_sample
@@ -134,9 +133,10 @@ class CodeGenEvalResult:
         return body
 
     def _finish(self, run_id, wait):
-        from .agent import wait_result
+        from .agent import job_context, wait_result
 
-        raw = wait_result(self._conn, run_id, self._wait if wait is None else wait, self._poll)
+        with job_context(run_id):
+            raw = wait_result(self._conn, run_id, self._wait if wait is None else wait, self._poll)
         run = CodeGenEvalResult(raw, self._conn, inputs=self.declared_inputs, outputs=self.declared_outputs,
                                 samples=self._sample_names, poll_interval=self._poll, wait=self._wait)
         if not run.success:
@@ -181,12 +181,11 @@ class Task:
     def run(self, *, resources=None, retries=None, timeout=None, env_vars=None, secrets=None, cache=None,
             wait=None, **inputs):
         """Runs the task with inputs; the settings are laid over the task's defaults."""
-        from .agent import run_options
+        from .agent import run_options, submit
 
         r = self._result
         body = r._run_body(inputs)
         opts = run_options(resources, retries, timeout, env_vars, secrets, cache)
         if opts:
             body["options"] = opts
-        reply = r._conn.json("POST", "/v1/tasks/%s/run" % _http.quote(self.name), body)
-        return r._finish(reply["job_id"], wait)
+        return r._finish(submit(r._conn, "/v1/tasks/%s/run" % _http.quote(self.name), body), wait)

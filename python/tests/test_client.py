@@ -29,6 +29,8 @@ class FakeAPI(http.server.BaseHTTPRequestHandler):
         status, reply = self.server.route(self.command, self.path, body)
         data = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
         self.send_response(status)
+        if status in (429, 503) and getattr(self.server, "retry_after", None) is not None:
+            self.send_header("Retry-After", self.server.retry_after)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -52,7 +54,9 @@ class ImageConfig:
         self.registry, self.registry_secret, self.python_version = registry, registry_secret, python_version
 
 
-class ClientTest(unittest.TestCase):
+class ClientFixture(unittest.TestCase):
+    """A fake API on a port of its own, and an agent that talks to it."""
+
     def setUp(self):
         self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeAPI)
         self.srv.requests = []
@@ -62,9 +66,13 @@ class ClientTest(unittest.TestCase):
         self.addCleanup(self.srv.server_close)
         self.addCleanup(self.srv.shutdown)
         self.url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+        self._backoff, autocoder.agent.SUBMIT_BACKOFF = autocoder.agent.SUBMIT_BACKOFF, 0.0
         self.sample = os.path.join(tempfile.mkdtemp(), "sales.csv")
         with open(self.sample, "w") as f:
             f.write("a,b\n1,2\n")
+
+    def tearDown(self):
+        autocoder.agent.SUBMIT_BACKOFF = self._backoff
 
     def agent(self, **kw):
         return AutoCoderAgent(url=self.url, token="tok", poll_interval=0.01, wait=5, **kw)
@@ -72,6 +80,8 @@ class ClientTest(unittest.TestCase):
     def sent(self, method, path):
         return [json.loads(b) for m, p, _, b in self.srv.requests if m == method and p.split("?")[0] == path]
 
+
+class ClientTest(ClientFixture):
     def test_settings_go_with_the_job(self):
         self.routes[("POST", "/v1/samples")] = (201, {"object": "sha256:" + "a" * 64 + ".csv"})
         self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-1"})
@@ -256,6 +266,7 @@ class ClientTest(unittest.TestCase):
         self.routes[("GET", "/v1/jobs/run-1/result")] = (200, result("run-1", outputs={"total": 9.5}, spec=spec))
         self.assertEqual(res.run(threshold=2.5, timeout=5, resources={"memory": "256Mi"}, retries=1), 9.5)
         body = self.sent("POST", "/v1/jobs/job-3/run")[0]
+        self.assertRegex(body.pop("job_id"), r"^job-\d{8}-\d{6}-[0-9a-f]{10}$")  # made here: a retry submits once
         self.assertEqual(body, {"args": {"threshold": "2.5"}, "options": {"timeout": "5s", "resources": {"memory": "256Mi"}, "retries": 1}})
         with self.assertRaises(InvalidRequestError) as cm:
             res.run(nope=1)
@@ -302,3 +313,105 @@ class ClientTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RobustnessTest(ClientFixture):
+    """What a client needs from a real network: waiting cheaply, submitting
+    once however often it retries, waiting out a busy server, not following
+    redirects with its token, and saying which job goes on."""
+
+    def test_polls_slim_then_fetches_the_result_once(self):
+        self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-5"})
+        answers = [(202, result("job-5", success=False, status="running", error="")), (200, result("job-5"))]
+        route = self.srv.route
+
+        def sequence(method, path, body):
+            if path.startswith("/v1/jobs/job-5/result"):
+                return answers.pop(0) if len(answers) > 1 else answers[0]
+            return route(method, path, body)
+
+        self.srv.route = sequence
+        self.agent().generate(prompt="p")
+        gets = [p for m, p, _, _ in self.srv.requests if m == "GET"]
+        self.assertEqual(gets, ["/v1/jobs/job-5/result?view=slim", "/v1/jobs/job-5/result?view=slim", "/v1/jobs/job-5/result"])
+
+    def test_submit_retried_with_the_same_job_id(self):
+        answers = [(503, {"v": 1, "error": "no coordinator answered", "kind": "unavailable"}), (202, {"v": 1, "job_id": "x"})]
+        route = self.srv.route
+
+        def sequence(method, path, body):
+            if method == "POST" and path == "/v1/jobs":
+                status, reply = answers.pop(0)
+                if status == 202:
+                    reply = {"v": 1, "job_id": json.loads(body)["job_id"]}
+                return status, reply
+            if method == "GET" and path.startswith("/v1/jobs/job-"):
+                return 200, result(path.split("/")[3])
+            return route(method, path, body)
+
+        self.srv.route = sequence
+        self.assertTrue(self.agent().generate(prompt="p").success)
+        ids = [b["job_id"] for b in self.sent("POST", "/v1/jobs")]
+        self.assertEqual(len(ids), 2)
+        self.assertEqual(ids[0], ids[1])
+
+    def test_inputs_named_like_run_settings_refused(self):
+        for name in ("timeout", "cache", "wait", "secrets"):
+            with self.assertRaises(InvalidRequestError) as cm:
+                self.agent().generate(prompt="p", inputs={name: int})
+            self.assertEqual(cm.exception.field, "inputs." + name)
+        self.assertEqual(self.sent("POST", "/v1/jobs"), [])
+
+    def test_redirect_not_followed_with_the_token(self):
+        other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeAPI)
+        other.requests, other.route = [], lambda m, p, b: (200, {"v": 1, "job_id": "stolen"})
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        self.addCleanup(other.server_close)
+        self.addCleanup(other.shutdown)
+
+        class Redirect(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.send_response(302)
+                self.send_header("Location", "http://127.0.0.1:%d/v1/jobs" % other.server_address[1])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        redirecting = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+        threading.Thread(target=redirecting.serve_forever, daemon=True).start()
+        self.addCleanup(redirecting.server_close)
+        self.addCleanup(redirecting.shutdown)
+        agent = AutoCoderAgent(url="http://127.0.0.1:%d" % redirecting.server_address[1], token="secret-token", wait=1)
+        with self.assertRaises(UnavailableError) as cm:
+            agent.generate(prompt="p")
+        self.assertIn("redirect", str(cm.exception))
+        self.assertEqual(other.requests, [], "the redirect was followed")
+
+    def test_busy_upload_waited_out(self):
+        answers = [(503, {"error": "4 sample uploads are in progress: retry", "code": "unavailable"}),
+                   (201, {"object": "sha256:" + "b" * 64 + ".csv"})]
+        route = self.srv.route
+
+        def sequence(method, path, body):
+            if path.startswith("/v1/samples"):
+                return answers.pop(0) if len(answers) > 1 else answers[0]
+            return route(method, path, body)
+
+        self.srv.route = sequence
+        self.srv.retry_after = "0"
+        self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-6"})
+        self.routes[("GET", "/v1/jobs/job-6/result")] = (200, result("job-6"))
+        res = self.agent().generate(prompt="p", samples={"sales": self.sample})
+        self.assertTrue(res.success)
+        self.assertEqual(len([1 for m, p, _, _ in self.srv.requests if p.startswith("/v1/samples")]), 2)
+
+    def test_errors_after_submit_name_the_job(self):
+        self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-7"})
+        self.routes[("GET", "/v1/jobs/job-7/result")] = (507, {"error": "the store is full", "code": "unavailable"})
+        with self.assertRaises(UnavailableError) as cm:
+            self.agent().generate(prompt="p", wait=0.05)
+        err = cm.exception
+        self.assertEqual((err.job_id, err.status, err.code), ("job-7", 507, "unavailable"))
+        self.assertIn("job-7", str(err))
