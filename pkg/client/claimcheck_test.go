@@ -90,3 +90,21 @@ func TestRequestUnansweredEnds(t *testing.T) {
 		t.Fatal("an unanswered request still waits")
 	}
 }
+
+// TestWaitBacksOff: Wait on a job that does not finish looks again soon at
+// first and then every second at most often: over three seconds, a few
+// reads, where a look every 20 ms made about 150.
+func TestWaitBacksOff(t *testing.T) {
+	t.Parallel()
+	env := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
+	c := client.New(env.JS, client.Config{})
+	before := env.JS.Conn().Stats().OutMsgs
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := c.Wait(ctx, client.NewJobID()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait on a job that never finishes: %v", err)
+	}
+	if n := env.JS.Conn().Stats().OutMsgs - before; n > 40 {
+		t.Errorf("Wait sent %d messages in 3 s: it did not back off", n)
+	}
+}

@@ -50,8 +50,10 @@ type Config struct {
 	// that end with it, the only ones a producer may publish on
 	// (identity.go). "": the coordinator role's subjects.
 	Identity string
-	// PollInterval is how often Wait asks for a result once a job's
-	// last event is seen; 0: 20ms.
+	// PollInterval is how soon Wait asks for a result again at first; the
+	// pause then doubles, up to MaxPollInterval, so a job just finished is
+	// seen at once and one that runs for minutes costs a read a second.
+	// 0: 20ms.
 	PollInterval time.Duration
 	// RequestWait bounds a request to the coordinators (Request) whose
 	// context has no deadline: one that took it and stopped, or a request
@@ -198,6 +200,7 @@ func (c *Client) Status(ctx context.Context, jobID string) (*messages.Result, er
 // (watchStallAfter), so an answer lost while NATS fails over is asked
 // again rather than waited for until ctx ends.
 func (c *Client) Wait(ctx context.Context, jobID string) (*messages.Result, error) {
+	pause := c.cfg.PollInterval
 	for {
 		tctx, cancel := context.WithTimeout(ctx, watchStallAfter)
 		r, err := c.Result(tctx, jobID)
@@ -211,7 +214,11 @@ func (c *Client) Wait(ctx context.Context, jobID string) (*messages.Result, erro
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(c.cfg.PollInterval):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, max(MaxPollInterval, c.cfg.PollInterval))
 	}
 }
+
+// MaxPollInterval is the longest pause of Wait between two looks.
+const MaxPollInterval = time.Second
