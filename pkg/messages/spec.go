@@ -68,7 +68,7 @@ const (
 	// MaxSampleRowsLimit bounds options.max_sample_rows: the rows go into
 	// every prompt's data context, whose budget would cut them anyway.
 	MaxSampleRowsLimit = 1000
-	DefaultTimeout       = 60 * time.Second
+	DefaultTimeout     = 60 * time.Second
 	// MaxTimeout is the longest options.timeout a job may ask for.
 	MaxTimeout = time.Hour
 )
