@@ -555,6 +555,17 @@ func (d *dtAcc) add(p dtParse, text string) {
 	}
 }
 
+// shapeCount is how many time shapes the values have.
+func (d *dtAcc) shapeCount() int {
+	n := 0
+	for _, c := range d.shapes {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 func (d *dtAcc) stats() *DatetimeStats {
 	if d.n == 0 {
 		return nil
@@ -575,6 +586,26 @@ func (d *dtAcc) stats() *DatetimeStats {
 		if d.fit[p] == d.n {
 			full = append(full, p)
 		}
+	}
+	if len(full) > 0 && full[0] != patISO && d.shapeCount() > 1 {
+		// One date part, several time shapes (2024/01/05 and
+		// 2024/01/05 14:30): no one format reads them all, so each is told
+		// with its count, as mixed formats are.
+		p := full[0]
+		for s, n := range d.shapes {
+			if n == 0 {
+				continue
+			}
+			ts := timeShape(s)
+			if d.frac && ts&tsTime != 0 {
+				ts |= tsFrac
+			}
+			l, f := layoutOf(p, ts)
+			st.Mixed = append(st.Mixed, LayoutCount{Layout: l, Strftime: f, Count: n})
+		}
+		slices.SortStableFunc(st.Mixed, func(a, b LayoutCount) int { return b.Count - a.Count })
+		st.Min, st.Max = d.minText[p], d.maxText[p]
+		return st
 	}
 	if len(full) > 0 {
 		p := full[0] // table order puts pandas' default reading first

@@ -359,3 +359,29 @@ func TestThousandsSeparators(t *testing.T) {
 		t.Errorf("the data context does not say thousands=\",\":\n%s", text)
 	}
 }
+
+// TestDatesWithAndWithoutATime: a column whose dates have a time of day
+// on some values only (2024/01/05 and 2024/01/05 14:30) has no one format
+// that reads them all: it is told as mixed, each shape with its count,
+// where it was told the majority's format, on which pandas fails for the
+// rest ("unconverted data remains").
+func TestDatesWithAndWithoutATime(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "orders.csv")
+	body := "ordered\n2024/01/05\n2024/01/06\n2024/01/07\n2024/01/08 14:30\n2024/01/09 09:15\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Profile(t.Context(), []Sample{{Name: "orders", FileName: "orders.csv", Path: path}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Samples[0].Columns[0]
+	if c.Time == nil || len(c.Time.Mixed) != 2 || c.Time.Mixed[0].Strftime != "%Y/%m/%d" || c.Time.Mixed[0].Count != 3 ||
+		c.Time.Mixed[1].Strftime != "%Y/%m/%d %H:%M" || c.Time.Mixed[1].Count != 2 {
+		t.Fatalf("time %+v: want two shapes, 3 dates and 2 with a time", c.Time)
+	}
+	if text := rep.DataContext(); !strings.Contains(text, "format='mixed'") {
+		t.Errorf("the data context does not say the formats are mixed:\n%s", text)
+	}
+}
