@@ -20,7 +20,12 @@ const (
 // displayed text: a cell is read as pandas would (numbers as stored, dates
 // as dates), which neither iterator alone tells. Styles would, but reading
 // them loads the whole sheet.
-func (sc *scanner) scanExcel() error {
+func (sc *scanner) scanExcel() (err error) {
+	defer func() { // as scanParquet: a malformed file is the sample's error
+		if r := recover(); r != nil {
+			err = fmt.Errorf("xlsx: the file is malformed (the reader failed: %v)", r)
+		}
+	}()
 	sp := sc.sp
 	sp.Format, sp.Encoding = FormatExcel, ""
 	// An .xlsx is a zip: excelize reads every part but the worksheets into

@@ -31,7 +31,16 @@ type pqColumn struct {
 
 // scanParquet reads rows group by group with parquet-go's generic row
 // reader (pages are decoded as needed, not the whole file).
-func (sc *scanner) scanParquet() error {
+func (sc *scanner) scanParquet() (err error) {
+	// The reader trusts the file's metadata, and panics on some that lie
+	// (a fixed-length decimal of no length): a malformed file is the
+	// sample's error, not a worker's panic, which is retried as if the
+	// next try could read it.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("parquet: the file is malformed (the reader failed: %v)", r)
+		}
+	}()
 	sp := sc.sp
 	sp.Format, sp.Encoding = FormatParquet, ""
 	pf, err := parquet.OpenFile(sc.file, sp.SizeBytes)
