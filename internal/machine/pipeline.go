@@ -313,6 +313,10 @@ func (m *Stepper) report(out messages.TestReport) {
 	if m.repeated(fp, "the same code, tests, packages and failures") {
 		return
 	}
+	if m.stale() { // repair.go
+		m.unstick(fmt.Sprintf("the same failures for %d test runs, through repairs", staleRuns))
+		return
+	}
 	m.Enter(PhaseDiagnosing)
 	m.Dispatch(messages.StageDiagnose, messages.DiagnoseInput{
 		Task: s.Task, Plan: planOf(s), Code: s.Solution.Code, Tests: s.Tests.Code,

@@ -14,7 +14,9 @@ import (
 //     signature is the one it had before the last round survived the
 //     repair that round gave it.
 //  2. Stuck detection: a run whose fingerprint (code, tests, packages,
-//     signatures) was already seen made no progress. The strategy changes:
+//     signatures) was already seen made no progress, and so did staleRuns
+//     runs in a row whose every failure kept its signature (the code
+//     reworded, not fixed). The strategy changes:
 //     the code is regenerated from the plan, with the failure history as
 //     hints, up to maxRegenerations times; after that the job stops with
 //     the reason. So the loop never repeats itself without progress.
@@ -65,6 +67,30 @@ type RepairLog struct {
 	Seen          []Fingerprint `json:"seen,omitempty"`   // failing states already tested (stuck detection)
 	Round         *Round        `json:"round,omitempty"`  // the repair round in progress
 	Regenerations int           `json:"regenerations,omitempty"`
+	// RegeneratedAt is the iteration of the last regeneration: failures
+	// that outlast staleRuns test runs after it are stuck (stale).
+	RegeneratedAt int `json:"regenerated_at,omitempty"`
+}
+
+// staleRuns is how many test runs in a row every failure may keep its
+// signature, through repairs, before the loop counts as stuck though the
+// code changed each time: a model whose fixes only reword the code never
+// repeats a fingerprint, and would spend every iteration so.
+const staleRuns = 3
+
+// stale reports whether every failing test has failed the same way for
+// the last staleRuns runs, all since the last regeneration.
+func (m *Stepper) stale() bool {
+	s := m.s
+	if len(s.Tracks) == 0 || s.Iteration-s.RegeneratedAt < staleRuns {
+		return false
+	}
+	for _, t := range s.Tracks {
+		if t.Runs < staleRuns {
+			return false
+		}
+	}
+	return true
 }
 
 // Route is the repair a failing test got in a round.
@@ -208,6 +234,7 @@ func (m *Stepper) unstick(why string) {
 		return
 	}
 	s.Regenerations++
+	s.RegeneratedAt = s.Iteration
 	testsAtFault := len(s.Tracks) > 0 && !s.Spec.Options.SkipTests
 	for _, t := range s.Tracks {
 		testsAtFault = testsAtFault && t.Class == messages.ErrorTestError

@@ -454,6 +454,27 @@ func TestRepairRounds(t *testing.T) {
 			},
 		},
 		{
+			// Every fix rewords the code, so no fingerprint repeats, and the
+			// failure stays the same: after three runs the loop is stuck.
+			name: "stuck: the same failure through reworded fixes regenerates the code",
+			script: func(w *world) {
+				w.answers[messages.StageRunTests] = []any{fail("test_f"), fail("test_f"), fail("test_f"), pass(1)}
+				w.answers[messages.StageDiagnose] = []any{messages.Diagnosis{Failures: []messages.Failure{
+					{TestName: "test_f", ErrorMessage: "assert 1 == 2", ErrorType: messages.ErrorLogic}}}}
+				w.fn[messages.StageFix] = func(_ *messages.StageCommand, n int) any {
+					return solution(fmt.Sprintf("def f():\n    # attempt %d\n    return 1\n", n))
+				}
+			},
+			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "diagnose", "fix", "run_tests", "diagnose", "fix",
+				"run_tests", "code", "run_tests"},
+			wantStatus: messages.StatusSucceeded,
+			check: func(t *testing.T, s State, cmds []Command) {
+				if !hasNote(s, "the same failures for 3 test runs, through repairs") {
+					t.Errorf("notes %q", s.Notes)
+				}
+			},
+		},
+		{
 			name:   "stuck: regenerate twice with the history, then stop",
 			script: stuckWorld,
 			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "diagnose", "fix", "fix", "fix", "run_tests",
@@ -1062,7 +1083,14 @@ func TestStateAndPromptsStayBounded(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	big := strings.Repeat("y", 40000)
-	w.fn[messages.StageRunTests] = func(c *messages.StageCommand, n int) any { r := hugeReport(240); r.Output += fmt.Sprint(n); return r }
+	w.fn[messages.StageRunTests] = func(c *messages.StageCommand, n int) any {
+		r := hugeReport(240)
+		r.Output += fmt.Sprint(n)
+		for i := range r.Cases { // failures that change every run: a loop that moves, so it runs long
+			r.Cases[i].Message = "round " + string(rune('a'+n)) + ": " + r.Cases[i].Message
+		}
+		return r
+	}
 	w.fn[messages.StageDiagnose] = func(c *messages.StageCommand, n int) any {
 		var d messages.Diagnosis
 		for i := range 300 {
