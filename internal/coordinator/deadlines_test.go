@@ -299,6 +299,23 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return sum
 }
 
+// sweptCoordinator is a coordinator of e whose deadlines are watched, on a
+// clock set by setNow (t0 at first) and swept at each send on ticks.
+func sweptCoordinator(t *testing.T, e *env) (c *coordinator.Coordinator, setNow func(time.Time), ticks chan time.Time) {
+	t.Helper()
+	var now atomic.Pointer[time.Time]
+	setNow = func(tm time.Time) { now.Store(&tm) }
+	setNow(t0)
+	ticks = make(chan time.Time)
+	c, err := coordinator.New(coordinator.Config{States: e.res.JobState, Results: e.res.JobResults, Publisher: e.pub,
+		DefaultModel: "test-model", Now: func() time.Time { return *now.Load() }, Ticks: ticks, Resources: e.res, JS: e.js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchDeadlines(t, c)
+	return c, setNow, ticks
+}
+
 // TestPausedPoolStopsTheDeadlineOfQueuedStages: the plan of a job waits in
 // the paused llm pool's queue past its deadline and is not failed; once
 // the pool is resumed its deadline counts from the resume, and it is
@@ -306,16 +323,7 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestPausedPoolStopsTheDeadlineOfQueuedStages(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	var now atomic.Pointer[time.Time]
-	setNow := func(tm time.Time) { now.Store(&tm) }
-	setNow(t0)
-	ticks := make(chan time.Time)
-	c, err := coordinator.New(coordinator.Config{States: e.res.JobState, Results: e.res.JobResults, Publisher: e.pub,
-		DefaultModel: "test-model", Now: func() time.Time { return *now.Load() }, Ticks: ticks, Resources: e.res, JS: e.js})
-	if err != nil {
-		t.Fatal(err)
-	}
-	watchDeadlines(t, c)
+	c, setNow, ticks := sweptCoordinator(t, e)
 	ctx := ctxT(t)
 	pause := func(paused bool, at time.Time) {
 		t.Helper()
@@ -374,16 +382,7 @@ func TestPausedPoolStopsTheDeadlineOfQueuedStages(t *testing.T) {
 func TestUnreadablePauseHoldsTheDeadlineOfQueuedStages(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	var now atomic.Pointer[time.Time]
-	setNow := func(tm time.Time) { now.Store(&tm) }
-	setNow(t0)
-	ticks := make(chan time.Time)
-	c, err := coordinator.New(coordinator.Config{States: e.res.JobState, Results: e.res.JobResults, Publisher: e.pub,
-		DefaultModel: "test-model", Now: func() time.Time { return *now.Load() }, Ticks: ticks, Resources: e.res, JS: e.js})
-	if err != nil {
-		t.Fatal(err)
-	}
-	watchDeadlines(t, c)
+	c, setNow, ticks := sweptCoordinator(t, e)
 	ctx := ctxT(t)
 	if _, err := e.res.Pools.Put(ctx, bus.PoolKey(messages.PoolLLM), []byte("{not a pause")); err != nil {
 		t.Fatal(err)

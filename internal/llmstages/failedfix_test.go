@@ -18,15 +18,7 @@ import (
 func TestFixOfAKnownFailureIsAskedAgain(t *testing.T) {
 	t.Parallel()
 	const tests = "def test_x(): assert x == 1\n"
-	dir, err := cache.OpenDir(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dir.Close() })
-	failed := cache.FailedRuns{Cache: dir}
-	if err := failed.Remember(t.Context(), "x = 2\n", tests, cache.RunEnv{Packages: []string{"numpy"}}); err != nil {
-		t.Fatal(err)
-	}
+	failed := failedRun(t, "x = 2\n", tests, cache.RunEnv{Packages: []string{"numpy"}})
 	for _, tc := range []struct {
 		name, current, proposed string
 		lastRun, declared       string // the last run's packages, the fix's (JSON lists)
@@ -80,15 +72,7 @@ func TestFixOfAKnownFailureIsAskedAgain(t *testing.T) {
 func TestFixAskedAgainKeepsItsSystemPrompt(t *testing.T) {
 	t.Parallel()
 	const tests = "def test_x(): assert x == 1\n"
-	dir, err := cache.OpenDir(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dir.Close() })
-	failed := cache.FailedRuns{Cache: dir}
-	if err := failed.Remember(t.Context(), "x = 2\n", tests, cache.RunEnv{}); err != nil {
-		t.Fatal(err)
-	}
+	failed := failedRun(t, "x = 2\n", tests, cache.RunEnv{})
 	fc := &fakeClient{replies: map[string]string{"solution": `{"language":"python","code":"x = 2\n","packages":[],"system_packages":[]}`}}
 	h := newHandlers(t, fc, Config{FailedRuns: failed})
 	cmd := command(t, messages.StageFix, messages.FixInput{Task: task, Code: "x = 3\n", Tests: tests,
@@ -106,4 +90,20 @@ func TestFixAskedAgainKeepsItsSystemPrompt(t *testing.T) {
 			t.Errorf("call %d: the system message has the prefix %d times, want once: %q", i+1, n, c.Messages[0].Content)
 		}
 	}
+}
+
+// failedRun is a negative cache, on a cache of its own, that remembers
+// code failing tests in env.
+func failedRun(t *testing.T, code, tests string, env cache.RunEnv) cache.FailedRuns {
+	t.Helper()
+	dir, err := cache.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dir.Close() })
+	failed := cache.FailedRuns{Cache: dir}
+	if err := failed.Remember(t.Context(), code, tests, env); err != nil {
+		t.Fatal(err)
+	}
+	return failed
 }

@@ -1,45 +1,13 @@
 package bwrap_test
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
 	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
+	"github.com/autocoder/autocoder/internal/sandbox/sandboxtest"
 )
-
-// writeSdist writes name-1.0.tar.gz, a source distribution whose setup.py
-// runs setupCode first: pip runs it when it builds the package.
-func writeSdist(t *testing.T, dir, name, setupCode string) {
-	t.Helper()
-	files := map[string]string{
-		"setup.py": setupCode + "\nfrom setuptools import setup\nsetup(name='" + name + "', version='1.0', py_modules=[])\n",
-		"PKG-INFO": "Metadata-Version: 2.1\nName: " + name + "\nVersion: 1.0\n",
-	}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for file, body := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name + "-1.0/" + file, Mode: 0o644, Size: int64(len(body))}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(body))
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+"-1.0.tar.gz"), buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestBuildCodeHasAMemoryCap: pip runs a package's build code (setup.py of
 // an sdist) and the package names come from the model, so a build runs in
@@ -52,7 +20,7 @@ func TestBuildCodeHasAMemoryCap(t *testing.T) {
 	// t.Setenv.
 	t.Setenv("PIP_NO_BUILD_ISOLATION", "0") // pip reads "0" as "off", i.e. --no-build-isolation
 	wheels := t.TempDir()
-	writeSdist(t, wheels, "memhog", "blob = b'x' * (600 << 20)  # filled, so every page is touched")
+	sandboxtest.WriteSdist(t, wheels, "memhog", "blob = b'x' * (600 << 20)  # filled, so every page is touched")
 
 	for _, c := range []struct {
 		name    string
@@ -82,13 +50,13 @@ func TestBuildCodeHasADiskCap(t *testing.T) {
 	// Not parallel: t.Setenv (build isolation off, as above).
 	t.Setenv("PIP_NO_BUILD_ISOLATION", "0")
 	wheels := t.TempDir()
-	writeSdist(t, wheels, "diskhog", `import os, tempfile, time
+	sandboxtest.WriteSdist(t, wheels, "diskhog", `import os, tempfile, time
 d = tempfile.mkdtemp()
 for i in range(48):
     with open(os.path.join(d, "f%d" % i), "wb") as f:
         f.write(os.urandom(1 << 20))
     time.sleep(0.05)`)
-	writeSdist(t, wheels, "bigfile", `import os, tempfile
+	sandboxtest.WriteSdist(t, wheels, "bigfile", `import os, tempfile
 with open(os.path.join(tempfile.mkdtemp(), "big"), "wb") as f:
     for _ in range(32):
         f.write(b"x" * (1 << 20))`)

@@ -1,45 +1,11 @@
 package docker_test
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/internal/sandbox/sandboxtest"
 )
-
-// writeSdist writes name-1.0.tar.gz, a source distribution whose setup.py
-// runs setupCode first: pip runs it when it builds the package.
-func writeSdist(t *testing.T, dir, name, setupCode string) {
-	t.Helper()
-	files := map[string]string{
-		"setup.py": setupCode + "\nfrom setuptools import setup\nsetup(name='" + name + "', version='1.0', py_modules=[])\n",
-		"PKG-INFO": "Metadata-Version: 2.1\nName: " + name + "\nVersion: 1.0\n",
-	}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for file, body := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name + "-1.0/" + file, Mode: 0o644, Size: int64(len(body))}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+"-1.0.tar.gz"), buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestBuildCodeHasAMemoryCap: pip runs a package's build code (setup.py of
 // an sdist) and the package names come from the model, so the container pip
@@ -62,7 +28,7 @@ func TestBuildCodeHasAMemoryCap(t *testing.T) {
 				t.Parallel()
 				wheels := t.TempDir()
 				pkg := "memhog-" + nonce(t)
-				writeSdist(t, wheels, pkg, "blob = b'x' * (600 << 20)  # filled, so every page is touched")
+				sandboxtest.WriteSdist(t, wheels, pkg, "blob = b'x' * (600 << 20)  # filled, so every page is touched")
 				cfg := wheelConfig(t, wheels, nil)
 				cfg.BuildMemory, cfg.BuildNetwork = c.memory, network
 				// The image's setuptools builds the sdist: isolation would
