@@ -34,16 +34,21 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 _opener = urllib.request.build_opener(_NoRedirect)
 
 
+def retry_after(value, most):
+    """A Retry-After header's seconds, at most most; None when it is
+    absent or not a number of seconds."""
+    try:
+        return max(0.0, min(float(value), most))
+    except (TypeError, ValueError):
+        return None
+
+
 def _retry_after(e):
     """The seconds a busy answer (503 or 429 with Retry-After) asks to
     wait, or None."""
     if e.code not in (429, 503):
         return None
-    value = e.headers.get("Retry-After") if e.headers else None
-    try:
-        return max(0.0, min(float(value), 60.0))
-    except (TypeError, ValueError):
-        return None
+    return retry_after(e.headers.get("Retry-After") if e.headers else None, 60.0)
 
 
 class Connection:
@@ -71,23 +76,20 @@ class Connection:
         times."""
         if body is not None:
             data = json.dumps(body).encode()
-        for attempt in range(BUSY_RETRIES + 1):
+
+        def send():
             req = urllib.request.Request(self.url + path, data=data, method=method)
             if data is not None:
                 req.add_header("Content-Type", content_type)
             if self.token:
                 req.add_header("Authorization", "Bearer " + self.token)
-            try:
-                with _opener.open(req, timeout=self.timeout) as r:
-                    return r.status, r.headers, r.read()
-            except urllib.error.HTTPError as e:
-                wait = _retry_after(e)
-                raw = e.read()
-                if wait is None or attempt == BUSY_RETRIES:
-                    raise _error(method, path, e.code, raw) from None
-                time.sleep(wait)
-            except (urllib.error.URLError, OSError) as e:
-                raise UnavailableError("%s %s: %s (is autocoder's HTTP API at %s?)" % (method, path, e, self.url)) from None
+            with _opener.open(req, timeout=self.timeout) as r:
+                return r.status, r.headers, r.read()
+
+        try:
+            return _busy_retried(method, path, send)
+        except (urllib.error.URLError, OSError) as e:
+            raise UnavailableError("%s %s: %s (is autocoder's HTTP API at %s?)" % (method, path, e, self.url)) from None
 
     def json(self, method, path, body=None):
         _, _, raw = self.request(method, path, body=body)
@@ -156,21 +158,33 @@ def upload(conn, file_name, path):
     is kept) and returns its object reference. A busy server (503 with
     Retry-After: it takes a few uploads at once) is waited out."""
     size = os.path.getsize(path)
-    for attempt in range(BUSY_RETRIES + 1):
-        with open(path, "rb") as f:
+
+    def send():
+        with open(path, "rb") as f:  # opened again for each attempt: a body is read once
             req = urllib.request.Request(conn.url + "/v1/samples?name=" + quote(file_name), data=f, method="POST")
             req.add_header("Content-Type", "application/octet-stream")
             req.add_header("Content-Length", str(size))
             if conn.token:
                 req.add_header("Authorization", "Bearer " + conn.token)
-            try:
-                with _opener.open(req, timeout=max(conn.timeout, UPLOAD_TIMEOUT)) as r:
-                    return json.loads(r.read())["object"]
-            except urllib.error.HTTPError as e:
-                wait = _retry_after(e)
-                raw = e.read()
-                if wait is None or attempt == BUSY_RETRIES:
-                    raise _error("POST", "/v1/samples", e.code, raw) from None
-            except (urllib.error.URLError, OSError) as e:
-                raise UnavailableError("upload %s: %s" % (file_name, e)) from None
+            with _opener.open(req, timeout=max(conn.timeout, UPLOAD_TIMEOUT)) as r:
+                return json.loads(r.read())["object"]
+
+    try:
+        return _busy_retried("POST", "/v1/samples", send)
+    except (urllib.error.URLError, OSError) as e:
+        raise UnavailableError("upload %s: %s" % (file_name, e)) from None
+
+
+def _busy_retried(method, path, send):
+    """send()'s answer; a busy answer (503 or 429 with Retry-After) is
+    waited out and sent again, BUSY_RETRIES times at most, and any other
+    HTTP error is the matching error of this client."""
+    for attempt in range(BUSY_RETRIES + 1):
+        try:
+            return send()
+        except urllib.error.HTTPError as e:
+            wait = _retry_after(e)
+            raw = e.read()
+            if wait is None or attempt == BUSY_RETRIES:
+                raise _error(method, path, e.code, raw) from None
         time.sleep(wait)

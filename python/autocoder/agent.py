@@ -356,7 +356,7 @@ def wait_result(conn, job_id, wait, poll_interval, unknown_after=None):
             status, headers, raw = conn.request("GET", path + "?view=slim")
             if status != 202:
                 return json.loads(conn.request("GET", path)[2])
-            pause = max(poll_interval, _seconds(headers.get("Retry-After")))
+            pause = max(poll_interval, _http.retry_after(headers.get("Retry-After"), 10.0) or 0.0)
         except NotFoundError:
             if unknown_after is not None and time.monotonic() - start >= unknown_after:
                 raise
@@ -367,13 +367,6 @@ def wait_result(conn, job_id, wait, poll_interval, unknown_after=None):
             raise WaitTimeout("job %s did not finish within %gs; it goes on" % (job_id, wait), job_id)
         time.sleep(min(pause, max(0.0, deadline - time.monotonic()) + 0.01))
 
-
-def _seconds(value):
-    """A Retry-After in seconds (0 when absent or not a number), at most 10."""
-    try:
-        return max(0.0, min(float(value), 10.0))
-    except (TypeError, ValueError):
-        return 0.0
 
 
 def result_of(job_id, url=None, token=None, wait=0.0, poll_interval=0.5, outputs=None):

@@ -77,6 +77,18 @@ class ClientFixture(unittest.TestCase):
     def agent(self, **kw):
         return AutoCoderAgent(url=self.url, token="tok", poll_interval=0.01, wait=5, **kw)
 
+    def answer_in_turn(self, prefix, answers):
+        """Requests whose path starts with prefix get answers in turn, the
+        last one again and again; the others, the routes."""
+        route = self.srv.route
+
+        def sequence(method, path, body):
+            if path.startswith(prefix):
+                return answers.pop(0) if len(answers) > 1 else answers[0]
+            return route(method, path, body)
+
+        self.srv.route = sequence
+
     def sent(self, method, path):
         return [json.loads(b) for m, p, _, b in self.srv.requests if m == method and p.split("?")[0] == path]
 
@@ -177,14 +189,7 @@ class ClientTest(ClientFixture):
         answers = [(404, {"error": "job not found", "code": "not_found"}),
                    (202, result("job-4", success=False, status="running", error="")),
                    (200, result("job-4", outputs={"n": 3}))]
-        route = self.srv.route
-
-        def sequence(method, path, body):
-            if path.startswith("/v1/jobs/job-4/result"):
-                return answers.pop(0) if len(answers) > 1 else answers[0]
-            return route(method, path, body)
-
-        self.srv.route = sequence
+        self.answer_in_turn("/v1/jobs/job-4/result", answers)
         res = self.agent().generate(prompt="p", outputs={"n": int})
         self.assertTrue(res.success)
         self.assertEqual(res.outputs, {"n": 3})
@@ -323,14 +328,7 @@ class RobustnessTest(ClientFixture):
     def test_polls_slim_then_fetches_the_result_once(self):
         self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-5"})
         answers = [(202, result("job-5", success=False, status="running", error="")), (200, result("job-5"))]
-        route = self.srv.route
-
-        def sequence(method, path, body):
-            if path.startswith("/v1/jobs/job-5/result"):
-                return answers.pop(0) if len(answers) > 1 else answers[0]
-            return route(method, path, body)
-
-        self.srv.route = sequence
+        self.answer_in_turn("/v1/jobs/job-5/result", answers)
         self.agent().generate(prompt="p")
         gets = [p for m, p, _, _ in self.srv.requests if m == "GET"]
         self.assertEqual(gets, ["/v1/jobs/job-5/result?view=slim", "/v1/jobs/job-5/result?view=slim", "/v1/jobs/job-5/result"])
@@ -392,14 +390,7 @@ class RobustnessTest(ClientFixture):
     def test_busy_upload_waited_out(self):
         answers = [(503, {"error": "4 sample uploads are in progress: retry", "code": "unavailable"}),
                    (201, {"object": "sha256:" + "b" * 64 + ".csv"})]
-        route = self.srv.route
-
-        def sequence(method, path, body):
-            if path.startswith("/v1/samples"):
-                return answers.pop(0) if len(answers) > 1 else answers[0]
-            return route(method, path, body)
-
-        self.srv.route = sequence
+        self.answer_in_turn("/v1/samples", answers)
         self.srv.retry_after = "0"
         self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-6"})
         self.routes[("GET", "/v1/jobs/job-6/result")] = (200, result("job-6"))
