@@ -11,6 +11,7 @@ packages=(
   python3-pandas   # data tasks and the sales example
   python3-numpy
   python3-jsonschema  # checks what the API example scripts get against docs/schemas
+  python3-mypy     # type-checks the Python client (internal/e2e TestPythonClientTypes)
   python3-pip      # installs packages into sandbox environments
   python3-venv
   util-linux       # prlimit

@@ -161,3 +161,19 @@ func TestPythonClientUnitTests(t *testing.T) {
 	}
 	t.Logf("%s", out)
 }
+
+// TestPythonClientTypes type-checks the client with mypy --strict, as
+// Python 3.9 (the oldest it supports) reads it: the hints its users' type
+// checkers and editors see must hold. Debian's python3-mypy
+// (scripts/setup.sh); without it the test fails, it does not skip.
+func TestPythonClientTypes(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	cmd := exec.Command(python, "-m", "mypy", "--strict", "--python-version", "3.9", "--no-incremental", "autocoder")
+	cmd.Dir = filepath.Join(root, "python")
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "MYPY_CACHE_DIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Success: no issues found") {
+		t.Fatalf("mypy --strict python/autocoder: %v\n%s", err, out)
+	}
+}

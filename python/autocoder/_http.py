@@ -1,6 +1,8 @@
 """The HTTP API (docs/api.md) over urllib: a bearer token, JSON bodies,
 and the API's answers turned into this client's errors."""
 
+from __future__ import annotations
+
 import http.client
 import json
 import os
@@ -8,8 +10,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from email.message import Message
+from typing import IO, Any, Callable, Optional, TypeVar
 
-from .errors import AuthError, InvalidRequestError, NotFoundError, UnavailableError
+from .errors import AuthError, AutoCoderError, InvalidRequestError, NotFoundError, UnavailableError
+
+T = TypeVar("T")
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -26,7 +32,8 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Refuses to follow a redirect: urllib would send the token on to
     wherever it points (another host included) and turn a POST into a GET."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str, headers: Message,
+                         newurl: str) -> Optional[urllib.request.Request]:
         raise UnavailableError("%s %s: the server answered %d, a redirect to %s; autocoder's API does not redirect, "
                                "so the client does not follow it (check the URL)" % (req.get_method(), req.full_url, code, newurl))
 
@@ -34,16 +41,18 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 _opener = urllib.request.build_opener(_NoRedirect)
 
 
-def retry_after(value, most):
+def retry_after(value: Optional[str], most: float) -> Optional[float]:
     """A Retry-After header's seconds, at most most; None when it is
     absent or not a number of seconds."""
+    if value is None:
+        return None
     try:
         return max(0.0, min(float(value), most))
     except (TypeError, ValueError):
         return None
 
 
-def _retry_after(e):
+def _retry_after(e: urllib.error.HTTPError) -> Optional[float]:
     """The seconds a busy answer (503 or 429 with Retry-After) asks to
     wait, or None."""
     if e.code not in (429, 503):
@@ -56,20 +65,21 @@ class Connection:
     token, else AUTOCODER_URL and AUTOCODER_TOKEN (or AUTOCODER_TOKEN_FILE),
     else http://127.0.0.1:8080 without a token."""
 
-    def __init__(self, url=None, token=None, timeout=60.0):
-        self.url = (url or os.environ.get("AUTOCODER_URL") or DEFAULT_URL).rstrip("/")
+    def __init__(self, url: Optional[str] = None, token: Optional[str] = None, timeout: float = 60.0) -> None:
+        self.url: str = (url or os.environ.get("AUTOCODER_URL") or DEFAULT_URL).rstrip("/")
         if token is None:
             token = os.environ.get("AUTOCODER_TOKEN")
         if token is None and os.environ.get("AUTOCODER_TOKEN_FILE"):
             with open(os.environ["AUTOCODER_TOKEN_FILE"]) as f:
                 token = f.read().strip()
-        self.token = token
+        self.token: Optional[str] = token
         self.timeout = timeout
 
-    def __repr__(self):  # never the token
+    def __repr__(self) -> str:  # never the token
         return "Connection(%r)" % self.url
 
-    def request(self, method, path, body=None, data=None, content_type="application/json"):
+    def request(self, method: str, path: str, body: Any = None, data: Optional[bytes] = None,
+                content_type: str = "application/json") -> tuple[int, Message, bytes]:
         """Sends a request and returns (status, headers, bytes) of a 2xx
         answer; any other answer raises the matching error. A busy answer
         (503 or 429 with Retry-After) is waited out and sent again, a few
@@ -77,7 +87,7 @@ class Connection:
         if body is not None:
             data = json.dumps(body).encode()
 
-        def send():
+        def send() -> tuple[int, Message, bytes]:
             req = urllib.request.Request(self.url + path, data=data, method=method)
             if data is not None:
                 req.add_header("Content-Type", content_type)
@@ -91,11 +101,11 @@ class Connection:
         except (urllib.error.URLError, OSError) as e:
             raise UnavailableError("%s %s: %s (is autocoder's HTTP API at %s?)" % (method, path, e, self.url)) from None
 
-    def json(self, method, path, body=None):
+    def json(self, method: str, path: str, body: Any = None) -> Any:
         _, _, raw = self.request(method, path, body=body)
         return json.loads(raw)
 
-    def stream_to(self, path, out):
+    def stream_to(self, path: str, out: IO[bytes]) -> None:
         """GETs path and writes the body to the binary file out."""
         req = urllib.request.Request(self.url + path, method="GET")
         if self.token:
@@ -121,11 +131,11 @@ class Connection:
             raise UnavailableError("GET %s: %s" % (path, e)) from None
 
 
-def quote(segment):
+def quote(segment: str) -> str:
     return urllib.parse.quote(segment, safe="")
 
 
-def _error(method, path, status, raw):
+def _error(method: str, path: str, status: int, raw: bytes) -> AutoCoderError:
     """The error of a non-2xx answer. Every error answer of the HTTP API is
     JSON, {"error", "code", "field"} (an APIReply also has "kind"); the
     status picks the class, as for a plain-text answer from a proxy."""
@@ -139,6 +149,7 @@ def _error(method, path, status, raw):
     field = reply.get("field", "") if body else ""
     code = (reply.get("code") or reply.get("kind") or "") if body else ""
     where = "%s %s: %d %s" % (method, path, status, message)
+    err: AutoCoderError
     if status in (401, 403):
         err = AuthError(where)
     elif status == 404:
@@ -153,13 +164,13 @@ def _error(method, path, status, raw):
     return err
 
 
-def upload(conn, file_name, path):
+def upload(conn: Connection, file_name: str, path: str) -> Any:
     """Uploads the file at path as a sample named file_name (its extension
     is kept) and returns its object reference. A busy server (503 with
     Retry-After: it takes a few uploads at once) is waited out."""
     size = os.path.getsize(path)
 
-    def send():
+    def send() -> Any:
         with open(path, "rb") as f:  # opened again for each attempt: a body is read once
             req = urllib.request.Request(conn.url + "/v1/samples?name=" + quote(file_name), data=f, method="POST")
             req.add_header("Content-Type", "application/octet-stream")
@@ -175,7 +186,7 @@ def upload(conn, file_name, path):
         raise UnavailableError("upload %s: %s" % (file_name, e)) from None
 
 
-def _busy_retried(method, path, send):
+def _busy_retried(method: str, path: str, send: Callable[[], T]) -> T:
     """send()'s answer; a busy answer (503 or 429 with Retry-After) is
     waited out and sent again, BUSY_RETRIES times at most, and any other
     HTTP error is the matching error of this client."""
@@ -187,4 +198,5 @@ def _busy_retried(method, path, send):
             raw = e.read()
             if wait is None or attempt == BUSY_RETRIES:
                 raise _error(method, path, e.code, raw) from None
-        time.sleep(wait)
+            time.sleep(wait)
+    raise AssertionError("unreachable: the last attempt returns or raises")

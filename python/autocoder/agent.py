@@ -2,23 +2,27 @@
 autocoder's HTTP API. Its constructor takes the settings of every job it
 submits; generate(...) submits one, waits for it and returns its result."""
 
+from __future__ import annotations
+
 import datetime
 import json
 import os
 import secrets as _secrets
 import tempfile
 import time
+from types import TracebackType
+from typing import Any, Iterable, Mapping, Optional, Union
 
 from . import _http
 from .errors import AutoCoderError, InvalidRequestError, UnavailableError, WaitTimeout
 from .result import CodeGenEvalResult
-from .types import INPUT_TYPES, OUTPUT_TYPES, Dir, File, is_dataframe, wire_type
+from .types import INPUT_TYPES, OUTPUT_TYPES, Dir, File, TypeLike, is_dataframe, wire_type
 
 _BACKENDS = {"pipeline": "pipeline", "litellm": "pipeline", "agent": "agent", "claude": "agent"}
 _LITELLM_PARAMS = ("temperature", "max_tokens", "top_p", "seed")
 
 
-def _duration(seconds, field):
+def _duration(seconds: Optional[Union[float, str]], field: str) -> Optional[str]:
     """A timeout in seconds (int or float), or a duration text ("90s"), as the wire's."""
     if seconds is None:
         return None
@@ -29,7 +33,7 @@ def _duration(seconds, field):
     return "%gs" % seconds
 
 
-def _resources(r, field):
+def _resources(r: Any, field: str) -> Optional[dict[str, Any]]:
     """Resources, a dict {"cpu", "memory"} or any object with cpu and memory
     (flyte.Resources) as the wire's."""
     if r is None:
@@ -41,7 +45,7 @@ def _resources(r, field):
         cpu, mem = r.get("cpu"), r.get("memory")
     else:
         cpu, mem = getattr(r, "cpu", None), getattr(r, "memory", None)
-    out = {}
+    out: dict[str, Any] = {}
     if cpu is not None:
         try:
             out["cpu"] = float(cpu)
@@ -52,7 +56,7 @@ def _resources(r, field):
     return out or None
 
 
-def _secret_names(secrets, field):
+def _secret_names(secrets: Any, field: str) -> Optional[list[str]]:
     """Secret names: strings, or objects with a key (flyte.Secret; its
     as_env_var when it names one). Values never leave the worker."""
     if secrets is None:
@@ -68,9 +72,11 @@ def _secret_names(secrets, field):
     return names
 
 
-def run_options(resources=None, retries=None, timeout=None, env_vars=None, secrets=None, cache=None):
+def run_options(resources: Any = None, retries: Optional[int] = None, timeout: Optional[Union[float, str]] = None,
+                env_vars: Optional[Mapping[str, Any]] = None, secrets: Any = None,
+                cache: Optional[str] = None) -> Optional[dict[str, Any]]:
     """The settings of a run (RunOptions on the wire), None when none is given."""
-    o = {}
+    o: dict[str, Any] = {}
     res = _resources(resources, "resources")
     if res:
         o["resources"] = res
@@ -110,13 +116,18 @@ class AutoCoderAgent:
     max_iterations and agent_max_turns are the server's defaults (10, 50).
     """
 
-    def __init__(self, model=None, name="auto-coder", system_prompt=None, api_key=None, api_base=None,
-                 litellm_params=None, base_packages=None, resources=None, image_config=None,
-                 max_iterations=None, max_sample_rows=100, skip_tests=False, sandbox_retries=0, timeout=None,
-                 env_vars=None, secrets=None, cache="auto", backend="pipeline", agent_max_turns=None,
-                 block_network=None, *, system_prompt_prefix=None, temperature=None, max_tokens=None,
-                 top_p=None, seed=None, python_version=None, token_budget=None,
-                 url=None, token=None, wait=1800.0, poll_interval=0.5):
+    def __init__(self, model: Optional[str] = None, name: str = "auto-coder", system_prompt: Optional[str] = None,
+                 api_key: Optional[str] = None, api_base: Optional[str] = None,
+                 litellm_params: Optional[Mapping[str, Any]] = None, base_packages: Optional[Iterable[str]] = None,
+                 resources: Any = None, image_config: Any = None, max_iterations: Optional[int] = None,
+                 max_sample_rows: int = 100, skip_tests: bool = False, sandbox_retries: int = 0,
+                 timeout: Optional[Union[float, str]] = None, env_vars: Optional[Mapping[str, Any]] = None, secrets: Any = None,
+                 cache: str = "auto", backend: str = "pipeline", agent_max_turns: Optional[int] = None,
+                 block_network: Optional[bool] = None, *, system_prompt_prefix: Optional[str] = None,
+                 temperature: Optional[float] = None, max_tokens: Optional[int] = None, top_p: Optional[float] = None,
+                 seed: Optional[int] = None, python_version: Optional[Union[str, tuple[int, ...], list[int]]] = None,
+                 token_budget: Optional[int] = None, url: Optional[str] = None, token: Optional[str] = None,
+                 wait: float = 1800.0, poll_interval: float = 0.5) -> None:
         for field, value in (("api_key", api_key), ("api_base", api_base)):
             if value is not None:
                 raise InvalidRequestError("a job names a model from the operator's model table; "
@@ -162,11 +173,13 @@ class AutoCoderAgent:
                                      timeout, env_vars, secrets, cache, _BACKENDS[backend], agent_max_turns, token_budget)
 
     @staticmethod
-    def _options(model, system_prompt, prefix, params, base_packages, resources, python, max_iterations,
-                 max_sample_rows, skip_tests, sandbox_retries, timeout, env_vars, secrets, cache, backend,
-                 agent_max_turns, token_budget):
-        o = {"max_sample_rows": max_sample_rows, "cache": cache, "backend": backend}
-        pairs = (("model", model), ("max_iterations", max_iterations), ("agent_max_turns", agent_max_turns),
+    def _options(model: Optional[str], system_prompt: Optional[str], prefix: Optional[str], params: Mapping[str, Any],
+                 base_packages: Optional[Iterable[str]], resources: Any, python: Optional[str], max_iterations: Optional[int],
+                 max_sample_rows: int, skip_tests: bool, sandbox_retries: int, timeout: Optional[Union[float, str]],
+                 env_vars: Optional[Mapping[str, Any]], secrets: Any, cache: str, backend: str,
+                 agent_max_turns: Optional[int], token_budget: Optional[int]) -> dict[str, Any]:
+        o: dict[str, Any] = {"max_sample_rows": max_sample_rows, "cache": cache, "backend": backend}
+        pairs: tuple[tuple[str, Any], ...] = (("model", model), ("max_iterations", max_iterations), ("agent_max_turns", agent_max_turns),
                  ("system_prompt", system_prompt), ("system_prompt_prefix", prefix),
                  ("base_packages", list(base_packages) if base_packages else None),
                  ("resources", _resources(resources, "resources")), ("python", python),
@@ -180,7 +193,9 @@ class AutoCoderAgent:
         o.update(params)
         return o
 
-    def generate(self, prompt, schema=None, constraints=None, samples=None, inputs=None, outputs=None, *, wait=None):
+    def generate(self, prompt: str, schema: Optional[str] = None, constraints: Optional[Iterable[str]] = None,
+                 samples: Optional[Mapping[str, Any]] = None, inputs: Optional[Mapping[str, TypeLike]] = None,
+                 outputs: Optional[Mapping[str, TypeLike]] = None, *, wait: Optional[float] = None) -> CodeGenEvalResult:
         """Submits a job, waits for it and returns its CodeGenEvalResult.
 
         samples maps a name to a file path, a File, or a pandas DataFrame
@@ -191,7 +206,7 @@ class AutoCoderAgent:
         result whose success is False, as the reference's does.
         """
         out_types = {k: wire_type(t, "outputs." + k, OUTPUT_TYPES) for k, t in (outputs or {}).items()}
-        in_types = {}
+        in_types: dict[str, str] = {}
         for k, t in (inputs or {}).items():
             if samples and k in samples:
                 continue  # a sample is a File input already (the reference adds it; here it is a sample)
@@ -200,7 +215,7 @@ class AutoCoderAgent:
                 raise InvalidRequestError("%s is a setting of result.run(), so it cannot be an input's name: rename the input"
                                           % k, "inputs." + k)
             in_types[k] = wire_type(t, "inputs." + k, INPUT_TYPES)
-        spec = {"name": self.name, "prompt": prompt, "options": dict(self.options)}
+        spec: dict[str, Any] = {"name": self.name, "prompt": prompt, "options": dict(self.options)}
         if schema:
             spec["schema"] = schema
         if constraints:
@@ -232,43 +247,45 @@ SUBMIT_RETRIES = 3
 SUBMIT_BACKOFF = 1.0
 
 
-def new_job_id():
+def new_job_id() -> str:
     """A fresh job ID, as the server makes them: time-ordered, then random."""
     return "job-" + datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S") + "-" + _secrets.token_hex(5)
 
 
-def submit(conn, path, body):
+def submit(conn: _http.Connection, path: str, body: Mapping[str, Any]) -> str:
     """POSTs a job (or a run) under a job ID made here and returns the ID.
     A request that got no answer is sent again with the same ID: the
     server answers a known ID with it and queues nothing twice."""
     body = dict(body, job_id=body.get("job_id") or new_job_id())
     for attempt in range(SUBMIT_RETRIES + 1):
         try:
-            return conn.json("POST", path, body)["job_id"]
+            job_id: str = conn.json("POST", path, body)["job_id"]
+            return job_id
         except UnavailableError:
             if attempt == SUBMIT_RETRIES:
                 raise
             time.sleep(min(SUBMIT_BACKOFF * 2.0 ** attempt, 10.0))
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 class job_context:
     """Gives every AutoCoderError raised inside it the job's ID (the job goes
     on: result_of follows it, cancel stops it), and cancels nothing."""
 
-    def __init__(self, job_id):
+    def __init__(self, job_id: str) -> None:
         self.job_id = job_id
 
-    def __enter__(self):
+    def __enter__(self) -> job_context:
         return self
 
-    def __exit__(self, typ, err, tb):
+    def __exit__(self, typ: Optional[type[BaseException]], err: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         if isinstance(err, AutoCoderError) and err.job_id is None:
             err.job_id = self.job_id
             err.args = (("%s (job %s goes on)" % (err.args[0], self.job_id),) + err.args[1:]) if err.args else err.args
-        return False
 
 
-def cancel(job_id, reason="", url=None, token=None):
+def cancel(job_id: str, reason: str = "", url: Optional[str] = None, token: Optional[str] = None) -> CodeGenEvalResult:
     """Cancels a running job (POST /v1/jobs/<id>/cancel; scope submit) and
     returns its result, which says who cancelled it. A job that had
     finished already raises UnavailableError with status 409."""
@@ -277,7 +294,7 @@ def cancel(job_id, reason="", url=None, token=None):
     return CodeGenEvalResult(conn.json("POST", "/v1/jobs/%s/cancel" % _http.quote(job_id), body), conn)
 
 
-def upload_sample(conn, name, value, field):
+def upload_sample(conn: _http.Connection, name: str, value: Any, field: str) -> Any:
     """Uploads a sample (a path, a File, a Dir, a DataFrame) and returns its
     object reference. A DataFrame is written to CSV here, without its index."""
     if is_dataframe(value):
@@ -304,7 +321,7 @@ def upload_sample(conn, name, value, field):
     return _http.upload(conn, name + os.path.splitext(path)[1], path)
 
 
-def _upload_dir(conn, name, path, field):
+def _upload_dir(conn: _http.Connection, name: str, path: str, field: str) -> Any:
     """A directory as the tar archive autocoder takes for a Dir input:
     regular files and directories only, sorted, with fixed modes and times."""
     import tarfile
@@ -324,7 +341,7 @@ def _upload_dir(conn, name, path, field):
         os.remove(tmp)
 
 
-def _add(tar, full, rel, field):
+def _add(tar: Any, full: str, rel: str, field: str) -> None:
     info = tar.gettarinfo(full, arcname=rel.replace(os.sep, "/"))
     if not (info.isfile() or info.isdir()):
         raise InvalidRequestError("%s is not a regular file or directory" % full, field)
@@ -338,7 +355,8 @@ def _add(tar, full, rel, field):
             tar.addfile(info, f)
 
 
-def wait_result(conn, job_id, wait, poll_interval, unknown_after=None):
+def wait_result(conn: _http.Connection, job_id: str, wait: float, poll_interval: float,
+                unknown_after: Optional[float] = None) -> dict[str, Any]:
     """Polls the job's result until it is finished: the API answers 202
     with the result so far while the job runs, 404 until the coordinator
     has stored it. A 404 past unknown_after seconds (None: the whole wait,
@@ -355,7 +373,8 @@ def wait_result(conn, job_id, wait, poll_interval, unknown_after=None):
             # conversation, its data context) is rebuilt for every poll.
             status, headers, raw = conn.request("GET", path + "?view=slim")
             if status != 202:
-                return json.loads(conn.request("GET", path)[2])
+                result: dict[str, Any] = json.loads(conn.request("GET", path)[2])
+                return result
             pause = max(poll_interval, _http.retry_after(headers.get("Retry-After"), 10.0) or 0.0)
         except NotFoundError:
             if unknown_after is not None and time.monotonic() - start >= unknown_after:
@@ -369,7 +388,8 @@ def wait_result(conn, job_id, wait, poll_interval, unknown_after=None):
 
 
 
-def result_of(job_id, url=None, token=None, wait=0.0, poll_interval=0.5, outputs=None):
+def result_of(job_id: str, url: Optional[str] = None, token: Optional[str] = None, wait: float = 0.0,
+              poll_interval: float = 0.5, outputs: Optional[Iterable[str]] = None) -> CodeGenEvalResult:
     """The result of an existing job (waiting up to wait seconds for it),
     with run() and as_task() like generate's. outputs, the output names in
     their declared order, orders what run() returns: the server keeps the
@@ -380,11 +400,12 @@ def result_of(job_id, url=None, token=None, wait=0.0, poll_interval=0.5, outputs
     raw = wait_result(conn, job_id, wait, poll_interval, unknown_after=min(wait, _UNKNOWN_AFTER))
     declared = (raw.get("spec") or {}).get("outputs") or {}
     if outputs is not None:
-        missing = [n for n in outputs if n not in declared]
-        if missing or len(list(outputs)) != len(declared):
-            raise InvalidRequestError("outputs %s: the job declares %s" % (list(outputs), sorted(declared)), "outputs")
-        outputs = {n: declared[n] for n in outputs}
-    return CodeGenEvalResult(raw, conn, outputs=outputs, poll_interval=poll_interval)
+        names = list(outputs)  # read once: a generator is spent by its first pass
+        missing = [n for n in names if n not in declared]
+        if missing or len(names) != len(declared):
+            raise InvalidRequestError("outputs %s: the job declares %s" % (names, sorted(declared)), "outputs")
+        return CodeGenEvalResult(raw, conn, outputs={n: declared[n] for n in names}, poll_interval=poll_interval)
+    return CodeGenEvalResult(raw, conn, poll_interval=poll_interval)
 
 
 # _UNKNOWN_AFTER is how long result_of, when it waits, takes a 404 for a

@@ -2,6 +2,13 @@
 the field at fault for a request that is wrong, the result for a run that
 failed."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from .result import CodeGenEvalResult
+
 
 class AutoCoderError(Exception):
     """Base class of every error this client raises.
@@ -13,9 +20,9 @@ class AutoCoderError(Exception):
     does not apply.
     """
 
-    status = None
-    code = None
-    job_id = None
+    status: Optional[int] = None
+    code: Optional[str] = None
+    job_id: Optional[str] = None
 
 
 class InvalidRequestError(AutoCoderError, ValueError):
@@ -27,12 +34,12 @@ class InvalidRequestError(AutoCoderError, ValueError):
     ("outputs.total", "temperature").
     """
 
-    def __init__(self, message, field=""):
+    def __init__(self, message: str, field: str = "") -> None:
         super().__init__(message)
         self.field = field
         self.message = message
 
-    def __str__(self):
+    def __str__(self) -> str:
         if self.field and not self.message.startswith(self.field):
             return "%s: %s" % (self.field, self.message)
         return self.message
@@ -55,7 +62,7 @@ class WaitTimeout(AutoCoderError, TimeoutError):
     """The job did not finish within the wait; it goes on. ``job_id`` says
     which one to follow (result_of) or stop (cancel)."""
 
-    def __init__(self, message, job_id):
+    def __init__(self, message: str, job_id: str) -> None:
         super().__init__(message)
         self.job_id = job_id
 
@@ -65,6 +72,6 @@ class RunError(AutoCoderError):
     output was missing or did not parse. ``result`` is the run's result
     (``result.error``, ``result.output``)."""
 
-    def __init__(self, message, result):
+    def __init__(self, message: str, result: CodeGenEvalResult) -> None:
         super().__init__(message)
         self.result = result

@@ -1,11 +1,23 @@
 """Python types and the wire's: declared inputs and outputs, values sent as
 arguments and read back as outputs, files and directories, resources."""
 
+from __future__ import annotations
+
 import datetime
 import os
 import re
+from typing import IO, Any, Callable, Optional, Union
 
 from .errors import InvalidRequestError
+
+# Fetch writes a remote file's bytes to out.
+Fetch = Callable[[IO[bytes]], None]
+
+# A declared type: a Python type (float, File) or its wire name ("float").
+TypeLike = Union[type, str]
+
+# PathLike is what names a local file: a path text or an os.PathLike.
+PathLike = Union[str, "os.PathLike[str]"]
 
 
 class File:
@@ -13,20 +25,21 @@ class File:
     upload (``samples={"sales": File("sales.csv")}``), or a File output or
     original sample of a result, which ``download(path)`` writes."""
 
-    def __init__(self, path=None, *, name=None, object=None, size=None, _fetch=None):
-        self.path = os.fspath(path) if path is not None else None
+    def __init__(self, path: Optional[PathLike] = None, *, name: Optional[str] = None, object: Any = None,
+                 size: Optional[int] = None, _fetch: Optional[Fetch] = None) -> None:
+        self.path: Optional[str] = os.fspath(path) if path is not None else None
         self.name = name
         self.object = object
         self.size = size
         self._fetch = _fetch
 
-    def download(self, path):
+    def download(self, path: str) -> str:
         """Writes the remote file to path (a directory: path/<its name>)
         and returns the path written."""
         if self._fetch is None:
             raise InvalidRequestError("this File is local (%s), not a result's" % self.path)
         if os.path.isdir(path):
-            path = os.path.join(path, self.name)
+            path = os.path.join(path, self.name or "")
         tmp = path + ".part"
         try:
             with open(tmp, "wb") as out:
@@ -38,12 +51,12 @@ class File:
         self.path = path
         return path
 
-    def __fspath__(self):
+    def __fspath__(self) -> str:
         if self.path is None:
             raise TypeError("remote File %s: download it first" % self.name)
         return self.path
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "File(%r)" % (self.path or self.object)
 
 
@@ -51,7 +64,7 @@ class Dir(File):
     """A directory: as a type, a local directory to upload, or a Dir output,
     which ``download(path)`` unpacks into path."""
 
-    def download(self, path):
+    def download(self, path: str) -> str:
         """Unpacks the remote directory into the directory path (made if
         need be), as path/<its name>, and returns that path."""
         import tarfile
@@ -69,13 +82,14 @@ class Dir(File):
                     if m.name.startswith("/") or ".." in m.name.split("/") or m.name.split("/")[0] != self.name:
                         raise InvalidRequestError("archive member %r is outside %s" % (m.name, self.name))
                 if hasattr(tarfile, "data_filter"):
-                    tar.extractall(path, members=members, filter="data")
+                    extract: Any = tar.extractall  # filter= is 3.12's (and backports'), newer than some type stubs
+                    extract(path, members=members, filter="data")
                 else:
                     tar.extractall(path, members=members)
-        self.path = os.path.join(path, self.name)
+        self.path = os.path.join(path, self.name or "")
         return self.path
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Dir(%r)" % (self.path or self.object)
 
 
@@ -83,15 +97,15 @@ class Resources:
     """CPU and memory of a sandbox run, like flyte.Resources: cpu in cores,
     memory as a quantity ("1Gi", "512Mi")."""
 
-    def __init__(self, cpu=None, memory=None):
+    def __init__(self, cpu: Optional[float] = None, memory: Optional[str] = None) -> None:
         self.cpu = cpu
         self.memory = memory
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Resources(cpu=%r, memory=%r)" % (self.cpu, self.memory)
 
 
-_TYPES = {
+_TYPES: dict[type, str] = {
     str: "str", int: "int", float: "float", bool: "bool",
     datetime.datetime: "datetime", datetime.timedelta: "timedelta",
     File: "File", Dir: "Dir",
@@ -101,7 +115,7 @@ INPUT_TYPES = ("str", "int", "float", "bool", "File", "Dir")
 OUTPUT_TYPES = ("str", "int", "float", "bool", "datetime", "timedelta", "File", "Dir")
 
 
-def wire_type(t, field, allowed):
+def wire_type(t: TypeLike, field: str, allowed: tuple[str, ...]) -> str:
     """The wire name of a declared type: a Python type (float, File, ...)
     or its name ("float")."""
     name = _TYPES.get(t) if isinstance(t, type) else t if isinstance(t, str) else None
@@ -113,7 +127,7 @@ def wire_type(t, field, allowed):
     return name
 
 
-def arg_value(value, field):
+def arg_value(value: Any, field: str) -> str:
     """A scalar input's value as the text the script gets."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -131,7 +145,7 @@ _DURATION = re.compile(r"^([+-])?P(?:([\d.]+)W)?(?:([\d.]+)D)?(?:T(?:([\d.]+)H)?
 _FRACTION = re.compile(r"^(.*T\d\d:\d\d:\d\d)\.(\d+)(.*)$")
 
 
-def parse_datetime(v):
+def parse_datetime(v: Any) -> datetime.datetime:
     """A datetime as the server writes it (RFC 3339), on Python 3.9 too."""
     if not isinstance(v, str):
         return datetime.datetime.fromisoformat(v)
@@ -142,7 +156,7 @@ def parse_datetime(v):
     return datetime.datetime.fromisoformat(s)
 
 
-def output_value(t, v, fetch_output, name):
+def output_value(t: Optional[str], v: Any, fetch_output: Callable[[str], Fetch], name: str) -> Any:
     """An output's value from the result as its Python type."""
     if v is None:
         return None
@@ -169,7 +183,7 @@ def output_value(t, v, fetch_output, name):
     return v
 
 
-def is_dataframe(value):
+def is_dataframe(value: object) -> bool:
     """A pandas DataFrame, told by its class (pandas is never imported here)."""
     cls = type(value)
     return cls.__name__ == "DataFrame" and cls.__module__.split(".")[0] == "pandas" and hasattr(value, "to_csv")
