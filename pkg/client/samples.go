@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -43,11 +44,47 @@ func PutFile(ctx context.Context, store jetstream.ObjectStore, name, path string
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return messages.SampleRef{}, err
 		}
-		if _, err := store.Put(ctx, jetstream.ObjectMeta{Name: ref.ObjectName()}, f); err != nil {
+		// The bytes sent must be the bytes hashed: a file written to
+		// meanwhile (a log still growing) would be stored under a name its
+		// content does not match, refused by every worker, and never
+		// uploaded again (GetInfo finds the name).
+		body := &hashedExactly{r: io.LimitReader(f, n+1), h: sha256.New(), size: n, want: ref.SHA256, path: path}
+		if _, err := store.Put(ctx, jetstream.ObjectMeta{Name: ref.ObjectName()}, body); err != nil {
 			return messages.SampleRef{}, fmt.Errorf("upload sample %s: %w", name, StoreFull(messages.ObjectStoreSamples, err))
 		}
 	}
 	return messages.SampleRef{Name: name, Object: ref.String(), FileName: name + ref.Ext, Size: n}, nil
+}
+
+// ErrChangedDuringUpload is PutFile's refusal of a file whose content
+// changed between its hash and its upload; the partial upload is removed.
+var ErrChangedDuringUpload = errors.New("changed while it was uploaded")
+
+// hashedExactly reads r, which must give size bytes whose SHA-256 is want
+// (hex); anything else fails the read at its end, before the object store
+// takes the last chunk (it purges what it stored of a failed Put).
+type hashedExactly struct {
+	r    io.Reader
+	h    hash.Hash
+	size int64
+	read int64
+	want string
+	path string
+}
+
+func (b *hashedExactly) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.h.Write(p[:n])
+	b.read += int64(n)
+	switch {
+	case b.read > b.size:
+		return 0, fmt.Errorf("%s %w: it grew past the %d bytes hashed", b.path, ErrChangedDuringUpload, b.size)
+	case err == io.EOF && b.read != b.size:
+		return 0, fmt.Errorf("%s %w: %d bytes, not the %d hashed", b.path, ErrChangedDuringUpload, b.read, b.size)
+	case err == io.EOF && hex.EncodeToString(b.h.Sum(nil)) != b.want:
+		return 0, fmt.Errorf("%s %w: its content is not what was hashed", b.path, ErrChangedDuringUpload)
+	}
+	return n, err
 }
 
 // ErrSymlink is PutFile's refusal of a symbolic link.
