@@ -37,7 +37,7 @@ type AgentState struct {
 	Files     map[string]string        `json:"files,omitempty"` // the job's own files (AgentToolOutput.Files)
 	// Ended: the model replied without tool calls; the final checks run.
 	Ended       bool                      `json:"ended,omitempty"`
-	PassedKey   string                    `json:"passed_key,omitempty"` // code, tests and packages of the last passing test run
+	PassedKey   string                    `json:"passed_key,omitempty"` // code, tests and packages of the last test run, when it passed
 	Trace       []messages.ToolCallRecord `json:"trace,omitempty"`
 	Dropped     int                       `json:"dropped,omitempty"`
 	CallsByTool map[string]int            `json:"calls_by_tool,omitempty"`
@@ -246,6 +246,10 @@ func (m *Stepper) agentRunTests() {
 	s.Solution = &messages.Solution{Language: "python", Code: code,
 		Packages: listFile(a.Files["packages.txt"]), SystemPackages: listFile(a.Files["system_packages.txt"])}
 	s.Tests = &messages.Tests{Code: tests}
+	// The solution, tests and image are this run's now: a pass of an
+	// earlier workspace no longer vouches for them (agentEnd), even when
+	// the model goes back to that workspace's files.
+	a.PassedKey = ""
 	m.Enter(PhaseBuilding)
 	m.agentAdvance()
 }

@@ -225,3 +225,39 @@ func TestTrimAgentMessages(t *testing.T) {
 		t.Errorf("%d messages, the last trimmed: want every message kept and the latest whole", n)
 	}
 }
+
+// TestAgentRevertedWorkspaceIsTestedAgain: tests pass on workspace A, the
+// model changes it to B and the tests fail, then it writes A back and
+// ends. A's earlier pass does not vouch for what the job holds now (B's
+// solution and image, from the last run): the tests run again, and the
+// acceptance run and the result are A's.
+func TestAgentRevertedWorkspaceIsTestedAgain(t *testing.T) {
+	t.Parallel()
+	write := func(id, code string) messages.AgentTurnOutput {
+		return turn(agentCall(id+"s", messages.ToolWriteFile, map[string]string{"path": "solution.py", "content": code}),
+			agentCall(id+"t", messages.ToolWriteFile, map[string]string{"path": "test_solution.py", "content": "def test(): pass\n"}),
+			agentCall(id+"r", messages.ToolRunTests, nil))
+	}
+	w := agentWorld(t, write("a", "x = 1\n"), write("b", "x = 2\n"),
+		turn(agentCall("revert", messages.ToolWriteFile, map[string]string{"path": "solution.py", "content": "x = 1\n"})),
+		messages.AgentTurnOutput{Content: "done"})
+	w.answers[messages.StageRunTests] = []any{pass(1), fail("test"), pass(1)}
+	s, _, cmds := run(t, w, agentSpecOf(0), nil)
+	if s.Status != messages.StatusSucceeded {
+		t.Fatalf("status %s: %s", s.Status, s.Error)
+	}
+	if n := strings.Count(strings.Join(stagesOf(cmds), " "), "run_tests"); n != 3 {
+		t.Errorf("%d test runs, want 3 (A, B, A again): %v", n, stagesOf(cmds))
+	}
+	var accepted messages.AcceptanceInput
+	for _, c := range cmds {
+		if c.Dispatch != nil && c.Dispatch.Stage == messages.StageAcceptance {
+			if err := json.Unmarshal(c.Dispatch.Input, &accepted); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if accepted.Code != "x = 1\n" || s.Solution == nil || s.Solution.Code != "x = 1\n" {
+		t.Errorf("acceptance ran %q, the result holds %+v; want A's code", accepted.Code, s.Solution)
+	}
+}
