@@ -112,6 +112,9 @@ func (wr wireRequest) request(authorization string) (Request, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("messages[%d].content: %w", i, err))
 		}
+		if err := contentRequired(m); err != nil {
+			errs = append(errs, fmt.Errorf("messages[%d]: %w", i, err))
+		}
 		msg := Message{Role: m.Role, Content: content, ToolCallID: m.ToolCallID}
 		for _, tc := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
@@ -152,6 +155,23 @@ func (wr wireRequest) request(authorization string) (Request, error) {
 
 // messageText reads a message content: a string, null, or a list of parts
 // whose text parts are joined.
+// contentRequired is OpenAI's rule on a message without content (absent
+// or null, as go-openai sends an empty string): only an assistant message
+// with tool calls may have none. A client that sends an empty tool result
+// or an empty assistant turn gets the 400 the real API answers.
+func contentRequired(m wireMessage) error {
+	if len(m.Content) != 0 && string(m.Content) != "null" {
+		return nil
+	}
+	switch {
+	case m.Role == "assistant" && len(m.ToolCalls) > 0:
+		return nil
+	case m.Role == "assistant":
+		return errors.New("an assistant message needs content or tool_calls")
+	}
+	return fmt.Errorf("a %s message needs content (got none)", m.Role)
+}
+
 func messageText(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil

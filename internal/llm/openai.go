@@ -415,6 +415,9 @@ type ChatReply struct {
 	Usage        messages.Usage
 }
 
+// emptyToolResult is what the model reads of a tool result with no text.
+const emptyToolResult = "(empty: the tool returned no output)"
+
 // Chat sends one turn with tools, with the same retries as Structured.
 func (c *OpenAI) Chat(ctx context.Context, req ChatRequest) (ChatReply, error) {
 	var out ChatReply
@@ -425,7 +428,13 @@ func (c *OpenAI) Chat(ctx context.Context, req ChatRequest) (ChatReply, error) {
 	setMaxTokens(&r, req.MaxTokens)
 	setSampling(&r, req.Sampling)
 	for _, m := range req.Messages {
+		if m.Content == "" && len(m.ToolCalls) == 0 && m.Role != openai.ChatMessageRoleTool {
+			continue // a turn with nothing in it: the API refuses it (400), and it says nothing
+		}
 		om := openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		if om.Content == "" && m.Role == openai.ChatMessageRoleTool {
+			om.Content = emptyToolResult // the API needs a tool result's content
+		}
 		for _, tc := range m.ToolCalls {
 			om.ToolCalls = append(om.ToolCalls, openai.ToolCall{
 				ID:       tc.ID,

@@ -846,3 +846,29 @@ func TestRouterOpenTableLabels(t *testing.T) {
 		t.Errorf("priced as %s", got)
 	}
 }
+
+// TestChatEmptyMessages: a conversation may hold messages with no text (a
+// tool's empty result, read_file of an empty packages.txt; a final reply
+// with neither text nor tool calls). The API refuses such a message with a
+// 400, which fails the stage for good, so Chat sends what it means
+// instead: the tool result says it is empty, the empty turn is left out.
+func TestChatEmptyMessages(t *testing.T) {
+	t.Parallel()
+	s, c, _ := setup(t, nil, nil)
+	s.On(fakellm.NoSchema, fakellm.Text("done"))
+	call := llm.ToolCall{ID: "c1", Name: "read_file", Arguments: `{"path":"packages.txt"}`}
+	conv := []llm.ChatMessage{
+		{Role: "user", Content: "Write solution.py."},
+		{Role: "assistant", ToolCalls: []llm.ToolCall{call}},
+		{Role: "tool", ToolCallID: "c1", Content: ""},
+		{Role: "assistant", Content: ""},
+		{Role: "user", Content: "The acceptance run failed; fix it."},
+	}
+	if _, err := c.Chat(t.Context(), llm.ChatRequest{Model: "m", Messages: conv}); err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	sent := s.Requests()[0].Messages
+	if len(sent) != 4 || sent[2].Role != "tool" || sent[2].Content == "" || sent[3].Role != "user" {
+		t.Errorf("messages sent: %+v; want the empty tool result said and the empty turn left out", sent)
+	}
+}
