@@ -31,8 +31,7 @@ const bashResultBudget = 8000
 
 // bash checks a command with the shell policy, then runs it inside the
 // sandbox with the workspace mounted (never on this host): no network,
-// the job's env_vars and secrets (redacted from what the model reads),
-// the job's limits. A command that runs pytest is not run here: the job's
+// the job's env_vars but not its secrets (bashSpec), the job's limits. A command that runs pytest is not run here: the job's
 // test stage runs the tests.
 func (h *Handlers) bash(ctx context.Context, cmd *messages.StageCommand, in messages.AgentToolInput, root string) (messages.AgentToolOutput, error) {
 	out := messages.AgentToolOutput{Workspace: in.Workspace}
@@ -96,12 +95,22 @@ func bashCommand(arguments string) (string, error) {
 
 // bashSpec is the sandbox run of one command: the workspace's files, its
 // links made again by the wrapper, the samples under /var/inputs, the
-// job's env_vars and secrets (with what redacts the secrets' values from
-// its output) as in every sandbox run of the job.
+// job's env_vars (and what redacts its secrets' values from the output).
+//
+// The job's secrets are not in a command's environment. Redaction cuts out
+// a value only as it is: the model drives this shell, and one instruction
+// hidden in a sample (printenv | base64) would hand it the secret in a
+// form no redaction knows. The test and acceptance runs, whose code the
+// job keeps, get them as every other run of the job does.
 func (h *Handlers) bashSpec(ctx context.Context, cmd *messages.StageCommand, in messages.AgentToolInput, root, command string) (spec sandbox.RunSpec, redact func([]byte) []byte, cleanup func(), err error) {
 	vars, redact, err := h.jobEnv(cmd) // settings.go
 	if err != nil {
 		return spec, nil, nil, bus.Permanent(err)
+	}
+	if cmd.Settings != nil {
+		for _, name := range cmd.Settings.Secrets {
+			delete(vars, name)
+		}
 	}
 	files := map[string][]byte{}
 	var links strings.Builder

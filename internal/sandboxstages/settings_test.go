@@ -2,6 +2,7 @@ package sandboxstages_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"maps"
 	"os"
@@ -134,9 +135,9 @@ func (noJobs) PendingStage(context.Context, string, int) (messages.Stage, stagew
 }
 
 // TestAgentBashGetsTheJobsSettings: an agent's bash command runs with the
-// job's env_vars and secrets, as every sandbox run of the job does, and
-// what the model reads of it names no secret's value; its environment is
-// built under the job's name.
+// job's env_vars, but not its secrets: the model drives that shell, and a
+// secret it could print encoded (printenv | base64) would pass any
+// redaction. Its environment is built under the job's name.
 func TestAgentBashGetsTheJobsSettings(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -160,11 +161,11 @@ func TestAgentBashGetsTheJobsSettings(t *testing.T) {
 	if err := json.Unmarshal(out.Value, &res); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(res.Result, "REGION=north") || !strings.Contains(res.Result, "API_TOKEN=[secret API_TOKEN]") {
+	if !strings.Contains(res.Result, "REGION=north API_TOKEN=\n") {
 		t.Errorf("the model reads %q", res.Result)
 	}
-	if got := own.runs[0].EnvVars["API_TOKEN"]; got != "tok-e2e-secret" {
-		t.Errorf("the sandbox got API_TOKEN=%q", got)
+	if got, ok := own.runs[0].EnvVars["API_TOKEN"]; ok {
+		t.Errorf("the agent's shell got the secret API_TOKEN=%q", got)
 	}
 	if own.builds[0].Name != "weekly-report" {
 		t.Errorf("the environment was built as %q, want the job's name", own.builds[0].Name)
@@ -172,10 +173,11 @@ func TestAgentBashGetsTheJobsSettings(t *testing.T) {
 }
 
 // TestAgentToolsKeepSecretsAndTheWorkspace, in the real process sandbox:
-// a job secret a bash command wrote to a file does not reach the model by
-// read_file, nor the job's state by its own files; a command after which
-// tar cannot archive the workspace (a file it cannot read) loses its
-// changes and says so, rather than dropping that file from the workspace.
+// a job's secret is not in the agent's shell, so neither a file a command
+// wrote nor an encoded copy of it reaches the model by read_file or the
+// job's state by its own files; a command after which tar cannot archive
+// the workspace (a file it cannot read) loses its changes and says so,
+// rather than dropping that file from the workspace.
 func TestAgentToolsKeepSecretsAndTheWorkspace(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -204,14 +206,20 @@ func TestAgentToolsKeepSecretsAndTheWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := messages.Workspace{"solution.py": ref}
-	wrote := call(start, messages.ToolBash, `{"command": "printenv API_TOKEN > env.txt; echo \"TOKEN = '$API_TOKEN'\" >> solution.py"}`)
-	if wrote.Verdict != messages.VerdictOK || wrote.Workspace["env.txt"] == "" {
+	wrote := call(start, messages.ToolBash, `{"command": "env > env.txt; env | base64 > env.b64; echo \"TOKEN = '$API_TOKEN'\" >> solution.py; env | base64"}`)
+	if wrote.Verdict != messages.VerdictOK || wrote.Workspace["env.txt"] == "" || wrote.Workspace["env.b64"] == "" {
 		t.Fatalf("bash: %+v", wrote)
 	}
-	read := call(wrote.Workspace, messages.ToolReadFile, `{"path": "env.txt"}`)
-	if strings.Contains(read.Result+strings.Join(slices.Collect(maps.Values(read.Files)), ""), "tok-e2e-secret") ||
-		!strings.Contains(read.Result, "[secret API_TOKEN]") {
-		t.Errorf("read_file gave %q, files %q: want the secret's value redacted", read.Result, read.Files)
+	encoded := base64.StdEncoding.EncodeToString([]byte("tok-e2e-secret"))
+	for _, f := range []string{"env.txt", "env.b64"} {
+		read := call(wrote.Workspace, messages.ToolReadFile, `{"path": "`+f+`"}`)
+		plain, _ := base64.StdEncoding.DecodeString(strings.ReplaceAll(read.Result, "\n", ""))
+		if seen := read.Result + string(plain) + strings.Join(slices.Collect(maps.Values(read.Files)), ""); strings.Contains(seen, "tok-e2e-secret") {
+			t.Errorf("read_file %s gave %q: the secret reached the model", f, read.Result)
+		}
+	}
+	if plain, _ := base64.StdEncoding.DecodeString(wrote.Result); strings.Contains(wrote.Result+string(plain), "tok-e2e-secret") || strings.Contains(wrote.Result, encoded[:12]) {
+		t.Errorf("bash gave %q: the secret reached the model", wrote.Result)
 	}
 	if strings.Contains(wrote.Files["solution.py"], "tok-e2e-secret") {
 		t.Errorf("the job's own file holds the secret: %q", wrote.Files["solution.py"])
