@@ -290,3 +290,38 @@ func TestModelCost(t *testing.T) {
 		}
 	}
 }
+
+// describedBackend says which Python it runs and what its runs run on.
+type describedBackend struct{ scriptedBackend }
+
+func (describedBackend) PythonVersion() string { return "3.12" }
+func (describedBackend) Identity() string      { return "python 3.12.1, base sha256:abc" }
+
+// TestObserveBackendKeepsWhatTheBackendSays: counting a backend's runs
+// hides nothing it says of itself. Every server's sandbox worker runs its
+// backend counted; were its Python version lost, a job asking for another
+// Python would run on this one, and were its identity lost, results from
+// another interpreter or base image would be served from the cache.
+func TestObserveBackendKeepsWhatTheBackendSays(t *testing.T) {
+	t.Parallel()
+	b, err := metrics.ObserveBackend(describedBackend{}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := b.(sandbox.PythonVersioned)
+	if !ok || v.PythonVersion() != "3.12" {
+		t.Errorf("counted backend: PythonVersioned %v, want it saying 3.12", ok)
+	}
+	id, ok := b.(sandbox.Identified)
+	if !ok || id.Identity() != "python 3.12.1, base sha256:abc" {
+		t.Errorf("counted backend: Identified %v, want the backend's identity", ok)
+	}
+	// One that says neither still cannot say.
+	quiet, err := metrics.ObserveBackend(scriptedBackend{}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := quiet.(sandbox.PythonVersioned); ok && v.PythonVersion() != "" {
+		t.Errorf("a backend that does not say its Python: counted, it says %q", v.PythonVersion())
+	}
+}

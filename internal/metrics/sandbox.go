@@ -28,7 +28,30 @@ type observedBackend struct {
 	runSecs, buildSecs prometheus.Observer
 }
 
-var _ sandbox.Backend = (*observedBackend)(nil)
+var (
+	_ sandbox.Backend         = (*observedBackend)(nil)
+	_ sandbox.PythonVersioned = (*observedBackend)(nil)
+	_ sandbox.Identified      = (*observedBackend)(nil)
+)
+
+// PythonVersion implements sandbox.PythonVersioned: the counted backend's
+// ("" when it cannot say, as when it does not implement it). A wrapper
+// that hid it would let a job asking for another Python run on this one.
+func (o *observedBackend) PythonVersion() string {
+	if v, ok := o.Backend.(sandbox.PythonVersioned); ok {
+		return v.PythonVersion()
+	}
+	return ""
+}
+
+// Identity implements sandbox.Identified: the counted backend's, which
+// sandbox stage results are cached under ("" when it says none).
+func (o *observedBackend) Identity() string {
+	if id, ok := o.Backend.(sandbox.Identified); ok {
+		return id.Identity()
+	}
+	return ""
+}
 
 // ObserveBackend returns b with its runs counted by outcome
 // (SandboxRunsTotal, SandboxRunSeconds) and its builds by outcome (ok,
