@@ -194,13 +194,14 @@ func (c *Coordinator) HandleSubmit(ctx context.Context, msg *bus.Message) error 
 	if len(sub.Run) > 0 && string(sub.Run) != "null" {
 		return c.submitRun(ctx, sub.JobID, sub.Run) // run.go
 	}
-	var spec messages.JobSpec
-	if err := json.Unmarshal(sub.Spec, &spec); err != nil {
+	// Strictly, as the HTTP API reads it (Contract 1): a field this
+	// coordinator does not know, a typo of an option, is refused by name
+	// rather than left at its default.
+	parsed, err := messages.DecodeJobSpecJSON(sub.Spec)
+	if err != nil {
 		return c.reject(ctx, sub.JobID, fmt.Errorf("spec: %w", err))
 	}
-	if err := spec.Validate(); err != nil {
-		return c.reject(ctx, sub.JobID, err)
-	}
+	spec := *parsed
 	if err := c.checkOffered(&spec); err != nil {
 		return c.reject(ctx, sub.JobID, err)
 	}

@@ -109,6 +109,11 @@ func TestInvalidSubmissionIsFinished(t *testing.T) {
 		{"wrong type in the spec", `{"v":1,"job_id":"job-bad","spec":{"prompt":"p","options":{"max_iterations":"ten"}}}`, "max_iterations"},
 		{"spec is not an object", `{"v":1,"job_id":"job-bad","spec":"summarize"}`, "spec"},
 		{"a newer message version", `{"v":99,"job_id":"job-bad","spec":{"prompt":"p"}}`, "version 99 is newer"},
+		// Contract 1: an unknown field is refused, naming it, on the bus as
+		// through the API; a typo never leaves the default in its place.
+		{"an unknown option", `{"v":1,"job_id":"job-bad","spec":{"prompt":"p","options":{"max_iteration":3}}}`, "options.max_iteration"},
+		{"an unknown spec field", `{"v":1,"job_id":"job-bad","spec":{"prompt":"p","sample":{}}}`, "sample"},
+		{"an unknown run option", `{"v":1,"job_id":"job-bad","run":{"from_job":"job-src","options":{"retry":2}}}`, "retry"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,8 +24,8 @@ import (
 // run with the reason.
 func (c *Coordinator) submitRun(ctx context.Context, jobID string, raw json.RawMessage) error {
 	var req messages.RunRequest
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return c.reject(ctx, jobID, &messages.FieldError{Field: "run", Msg: err.Error()})
+	if err := messages.DecodeStrict(raw, &req); err != nil {
+		return c.reject(ctx, jobID, fmt.Errorf("run: %w", err)) // an unknown field too, by name
 	}
 	sub, err := c.PrepareRun(ctx, jobID, req)
 	if err != nil {
