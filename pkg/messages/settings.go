@@ -210,8 +210,7 @@ func (r *RunOptions) Over(base *RunOptions) *RunOptions {
 	if r.Cache != "" {
 		out.Cache = r.Cache
 	}
-	out.EnvVars = mergeEnv(out.EnvVars, r.EnvVars)
-	out.Secrets = joinNames(out.Secrets, r.Secrets)
+	out.EnvVars, out.Secrets = layerEnv(out.EnvVars, out.Secrets, r.EnvVars, r.Secrets)
 	return &out
 }
 
@@ -235,19 +234,33 @@ func (r *RunOptions) ApplyTo(o *Options) {
 	if r.Cache != "" {
 		o.Cache = r.Cache
 	}
-	o.EnvVars = mergeEnv(o.EnvVars, r.EnvVars)
-	o.Secrets = joinNames(o.Secrets, r.Secrets)
-	for name := range o.EnvVars { // a secret of the run wins over a plain value of the job
-		if slices.Contains(r.Secrets, name) {
-			delete(o.EnvVars, name)
+	o.EnvVars, o.Secrets = layerEnv(o.EnvVars, o.Secrets, r.EnvVars, r.Secrets)
+}
+
+// layerEnv lays a run's env_vars and secrets over those below it (a job's,
+// or a task's defaults): a name the run gives is the run's, in the run's
+// kind. A secret of the run wins over a plain value below it, and a plain
+// value of the run over a secret below it; a name in both kinds would be
+// refused.
+func layerEnv(env map[string]string, secrets []string, runEnv map[string]string, runSecrets []string) (map[string]string, []string) {
+	env = mergeEnv(env, runEnv) // a copy: the layer below is not changed
+	secrets = joinNames(secrets, runSecrets)
+	for name := range env {
+		if slices.Contains(runSecrets, name) {
+			delete(env, name)
 		}
 	}
-	for i := 0; i < len(o.Secrets); i++ { // a plain value of the run wins over a secret of the job
-		if _, plain := r.EnvVars[o.Secrets[i]]; plain {
-			o.Secrets = slices.Delete(o.Secrets, i, i+1)
-			i--
-		}
+	secrets = slices.DeleteFunc(secrets, func(name string) bool {
+		_, plain := runEnv[name]
+		return plain
+	})
+	if len(env) == 0 {
+		env = nil
 	}
+	if len(secrets) == 0 {
+		secrets = nil
+	}
+	return env, secrets
 }
 
 func mergeEnv(base, over map[string]string) map[string]string {

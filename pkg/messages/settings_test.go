@@ -70,6 +70,16 @@ func TestRunOptions(t *testing.T) {
 	if (*RunOptions)(nil).Over(nil) != nil || (&RunOptions{}).Over(nil) != nil {
 		t.Error("no options lay over nothing as something")
 	}
+	// Over a task's defaults as over a job's: a name the run gives is the
+	// run's, in the run's kind (task register --secret DB, task run --env DB=test).
+	crossed := (&RunOptions{EnvVars: map[string]string{"S1": "test"}, Secrets: []string{"B"}}).Over(defaults)
+	if diff := cmp.Diff(&RunOptions{Resources: Resources{Memory: "256Mi"}, Timeout: Duration(30 * time.Second), Retries: &three,
+		EnvVars: map[string]string{"A": "task", "S1": "test"}, Secrets: []string{"B"}}, crossed); diff != "" {
+		t.Errorf("Over, names in the other kind (-want +got):\n%s", diff)
+	}
+	if crossed.Validate() != nil || defaults.EnvVars["S1"] != "" || len(defaults.Secrets) != 1 {
+		t.Errorf("the layered options do not validate (%v), or the defaults changed: %+v", crossed.Validate(), defaults)
+	}
 	job := Options{Timeout: Duration(time.Minute), Resources: Resources{CPU: 1, Memory: "1Gi"}, SandboxRetries: 0,
 		EnvVars: map[string]string{"S2": "plain", "C": "job"}, Secrets: []string{"B"}}
 	got.ApplyTo(&job)
