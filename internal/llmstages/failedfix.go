@@ -31,7 +31,10 @@ const repeatedFixPrompt = "That code was already tested with these tests and fai
 // takes over. A cache that cannot answer costs the check, never the stage.
 func (h *Handlers) avoidFailedFix(ctx context.Context, cmd *messages.StageCommand, in messages.FixInput, out stagework.Output[solutionWithContext]) (stagework.Output[solutionWithContext], error) {
 	s, use := out.Value.Solution, out.Value.Context
-	if h.cfg.FailedRuns == nil || strings.TrimSpace(s.Code) == strings.TrimSpace(in.Code) {
+	if h.cfg.FailedRuns == nil || cmd.Cache != "" && cmd.Cache != messages.CacheAuto {
+		return out, nil // cache: override and disable read nothing from the cache, this included
+	}
+	if strings.TrimSpace(s.Code) == strings.TrimSpace(in.Code) {
 		// Unchanged code is the machine's to catch: its mechanical check
 		// asks again with escalating instructions.
 		return out, nil

@@ -22,13 +22,17 @@ func TestFixOfAKnownFailureIsAskedAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name, current, proposed string
 		lastRun, declared       string // the last run's packages, the fix's (JSON lists)
+		cache                   messages.CacheMode
 		wantCalls               int
 	}{
-		{"back to a failed code", "x = 3\n", "x = 2\n", `["numpy"]`, `[]`, 2},
-		{"a new code", "x = 3\n", "x = 1\n", `["numpy"]`, `[]`, 1},
-		{"unchanged (the machine's to catch)", "x = 2\n", "x = 2\n", `["numpy"]`, `[]`, 1},
-		{"back to a failed code, which lacked a package the last run had", "x = 3\n", "x = 2\n", `["NumPy", "pandas"]`, `[]`, 1},
-		{"back to a failed code, with a package it lacked", "x = 3\n", "x = 2\n", `["numpy"]`, `["Pandas>=2"]`, 1},
+		{"back to a failed code", "x = 3\n", "x = 2\n", `["numpy"]`, `[]`, "", 2},
+		{"a new code", "x = 3\n", "x = 1\n", `["numpy"]`, `[]`, "", 1},
+		{"unchanged (the machine's to catch)", "x = 2\n", "x = 2\n", `["numpy"]`, `[]`, "", 1},
+		{"back to a failed code, which lacked a package the last run had", "x = 3\n", "x = 2\n", `["NumPy", "pandas"]`, `[]`, "", 1},
+		{"back to a failed code, with a package it lacked", "x = 3\n", "x = 2\n", `["numpy"]`, `["Pandas>=2"]`, "", 1},
+		// cache: override and disable read nothing from the cache.
+		{"back to a failed code, cache: override", "x = 3\n", "x = 2\n", `["numpy"]`, `[]`, messages.CacheOverride, 1},
+		{"back to a failed code, cache: disable", "x = 3\n", "x = 2\n", `["numpy"]`, `[]`, messages.CacheDisable, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -41,7 +45,9 @@ func TestFixOfAKnownFailureIsAskedAgain(t *testing.T) {
 			}
 			in := messages.FixInput{Task: task, Code: tc.current, Tests: tests, Packages: lastRun,
 				Failures: []messages.Failure{{TestName: "test_x", ErrorType: messages.ErrorLogic}}}
-			out, err := h.Handle(context.Background(), command(t, messages.StageFix, in))
+			cmd := command(t, messages.StageFix, in)
+			cmd.Cache = tc.cache
+			out, err := h.Handle(context.Background(), cmd)
 			if err != nil {
 				t.Fatal(err)
 			}

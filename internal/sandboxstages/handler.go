@@ -178,7 +178,7 @@ func (h *Handlers) runTests(ctx context.Context, cmd *messages.StageCommand, in 
 	if err != nil {
 		return none, fmt.Errorf("run tests: %w", err)
 	}
-	h.rememberFailure(ctx, cmd.JobID, in, rep)
+	h.rememberFailure(ctx, cmd, in, rep)
 	return stagework.Output[messages.TestReport]{Value: rep}, nil
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/autocoder/autocoder/internal/sandbox/bwrap"
 	"github.com/autocoder/autocoder/internal/sandboxstages"
 	"github.com/autocoder/autocoder/internal/stagework"
+	"github.com/autocoder/autocoder/pkg/cache"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -580,6 +581,35 @@ func TestDefaultCeilings(t *testing.T) {
 		if got.Timeout != tc.want.Timeout || got.Memory != tc.want.Memory || got.CPUs != tc.want.CPUs {
 			t.Errorf("%s: the backend got timeout %s, memory %d, %v CPUs; want %s, %d, %v", tc.name,
 				got.Timeout, got.Memory, got.CPUs, tc.want.Timeout, tc.want.Memory, tc.want.CPUs)
+		}
+	}
+}
+
+// TestFailedRunRemembered: a test run that fails on its code and tests is
+// remembered in the negative cache (the fix stage reads it), unless the
+// job said cache: disable, which leaves no trace in the cache.
+func TestFailedRunRemembered(t *testing.T) {
+	t.Parallel()
+	b := &fakeBackend{run: func(spec sandbox.RunSpec) (sandbox.RunResult, error) {
+		return sandbox.RunResult{ExitCode: 1, Stdout: []byte("1 failed, 1 passed"), Files: map[string][]byte{sandbox.JUnitFile: []byte(junitPass)}}, nil
+	}}
+	for _, mode := range []messages.CacheMode{messages.CacheAuto, messages.CacheDisable} {
+		dir, err := cache.OpenDir(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = dir.Close() })
+		failed := cache.FailedRuns{Cache: dir}
+		h := newStages(t, sandboxstages.Config{Backend: b, Samples: &fetcher{}, FailedRuns: failed})
+		in := messages.RunTestsInput{Image: "env-", Code: "def f(): pass\n", Tests: "def test_a(): pass\n", Timeout: messages.Duration(45 * time.Second)}
+		cmd := command(t, messages.StageRunTests, in)
+		cmd.Cache = mode
+		if _, err := h.Handle(ctxT(t), cmd); err != nil {
+			t.Fatal(err)
+		}
+		known, err := failed.Failed(ctxT(t), in.Code, in.Tests, cache.RunEnv{})
+		if err != nil || known != (mode == messages.CacheAuto) {
+			t.Errorf("cache %s: the failure is remembered: %v (%v)", mode, known, err)
 		}
 	}
 }
