@@ -2,6 +2,7 @@ package machine
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -259,5 +260,29 @@ func TestAgentRevertedWorkspaceIsTestedAgain(t *testing.T) {
 	}
 	if accepted.Code != "x = 1\n" || s.Solution == nil || s.Solution.Code != "x = 1\n" {
 		t.Errorf("acceptance ran %q, the result holds %+v; want A's code", accepted.Code, s.Solution)
+	}
+}
+
+// TestAgentSkipTestsBuildsTheImage: with skip_tests the agent's tests are
+// not run, but the job still produces its code, its packages and its
+// image (Contract 1), so a later run has an environment with packages.txt.
+func TestAgentSkipTestsBuildsTheImage(t *testing.T) {
+	t.Parallel()
+	w := agentWorld(t,
+		turn(agentCall("s", messages.ToolWriteFile, map[string]string{"path": "solution.py", "content": "import pandas\n"}),
+			agentCall("p", messages.ToolWriteFile, map[string]string{"path": "packages.txt", "content": "pandas\n"})),
+		messages.AgentTurnOutput{Content: "done"})
+	spec := agentSpecOf(0)
+	spec.Options.SkipTests = true
+	s, _, cmds := run(t, w, spec, nil)
+	if s.Status != messages.StatusSucceeded {
+		t.Fatalf("status %s: %s", s.Status, s.Error)
+	}
+	stages := strings.Join(stagesOf(cmds), " ")
+	if !strings.Contains(stages, "build") || strings.Contains(stages, "run_tests") {
+		t.Errorf("stages %s: want a build and no test run", stages)
+	}
+	if s.Image == "" || s.Solution == nil || !slices.Contains(s.Solution.Packages, "pandas") {
+		t.Errorf("image %q, solution %+v: want the environment of packages.txt", s.Image, s.Solution)
 	}
 }
