@@ -1,6 +1,7 @@
 package sandboxstages
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -122,6 +123,24 @@ func oversized(files map[string]string) string {
 	return ""
 }
 
+// toolArguments are a tool call's arguments as the JSON object the tools
+// read. Models send other shapes too: nothing at all for a call that
+// needs no argument, or the object encoded once more, as a JSON string;
+// neither is something the model could tell it got wrong.
+func toolArguments(raw string) []byte {
+	b := bytes.TrimSpace([]byte(raw))
+	if len(b) == 0 || string(b) == "null" {
+		return []byte("{}")
+	}
+	var inner string
+	if b[0] == '"' && json.Unmarshal(b, &inner) == nil {
+		if t := strings.TrimSpace(inner); strings.HasPrefix(t, "{") {
+			return []byte(t)
+		}
+	}
+	return b
+}
+
 // fileTool does write_file, read_file, edit_file and list_files in root.
 func fileTool(root string, call messages.AgentToolCall) (verdict, result string) {
 	var args struct {
@@ -130,7 +149,7 @@ func fileTool(root string, call messages.AgentToolCall) (verdict, result string)
 		Old     *string `json:"old"`
 		New     *string `json:"new"`
 	}
-	if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
+	if err := json.Unmarshal(toolArguments(call.Arguments), &args); err != nil {
 		return messages.VerdictError, fmt.Sprintf("the arguments of %s are not a JSON object: %v", call.Name, err)
 	}
 	str := func(p *string) string {
@@ -146,7 +165,7 @@ func fileTool(root string, call messages.AgentToolCall) (verdict, result string)
 	case messages.ToolReadFile:
 		result, err = readFile(root, str(args.Path))
 	case messages.ToolEditFile:
-		result, err = editFile(root, str(args.Path), args.Old, str(args.New))
+		result, err = editFile(root, str(args.Path), args.Old, args.New)
 	case messages.ToolListFiles:
 		result, err = listFiles(root, str(args.Path))
 	default:
@@ -196,9 +215,11 @@ func readFile(root, path string) (string, error) {
 	return trim.Middle(string(data), maxReadResult), nil
 }
 
-func editFile(root, path string, old *string, replacement string) (string, error) {
-	if path == "" || old == nil {
-		return "", errors.New("edit_file needs path, old and new")
+func editFile(root, path string, old, replacement *string) (string, error) {
+	if path == "" || old == nil || replacement == nil {
+		// Without new, the old text would be cut out: a model that named
+		// the field otherwise would lose code without knowing it.
+		return "", errors.New("edit_file needs path, old and new (new may be empty, but must be given)")
 	}
 	full, err := workspace.Resolve(root, path)
 	if err != nil {
@@ -208,7 +229,7 @@ func editFile(root, path string, old *string, replacement string) (string, error
 	if err != nil {
 		return "", fmt.Errorf("edit_file %s: %w", path, hostless(err))
 	}
-	edited, err := workspace.Edit(string(data), *old, replacement)
+	edited, err := workspace.Edit(string(data), *old, *replacement)
 	if err != nil {
 		return "", fmt.Errorf("edit_file %s: %w", path, err)
 	}

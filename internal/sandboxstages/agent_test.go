@@ -81,6 +81,8 @@ func TestFileToolErrors(t *testing.T) {
 		{messages.ToolReadFile, `not json`, "not a JSON object"},
 		{"rm_rf", `{}`, `there is no tool "rm_rf"`},
 		{messages.ToolWriteFile, `{"path":"b.py"}`, "needs path and content"},
+		// Without new the old text would silently go.
+		{messages.ToolEditFile, `{"path":"a.py","old":"x = 1","replacement":"z"}`, "needs path, old and new"},
 	}
 	for _, tc := range tests {
 		verdict, result := fileTool(root, messages.AgentToolCall{Name: tc.tool, Arguments: tc.args})
@@ -154,5 +156,27 @@ func TestFileToolErrorsSayNothingOfTheHost(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestToolArgumentsInOtherShapes: arguments as models send them besides a
+// JSON object (the object encoded again as a JSON string, nothing at all
+// for a call without arguments) are read as the object they mean.
+func TestToolArgumentsInOtherShapes(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "a.py"), []byte("x = 1\n"), 0o644)
+	for _, tc := range []struct{ tool, args, want string }{
+		{messages.ToolReadFile, `"{\"path\": \"a.py\"}"`, "x = 1"},
+		{messages.ToolListFiles, ``, "a.py"},
+		{messages.ToolListFiles, `null`, "a.py"},
+	} {
+		verdict, result := fileTool(root, messages.AgentToolCall{Name: tc.tool, Arguments: tc.args})
+		if verdict != messages.VerdictOK || !strings.Contains(result, tc.want) {
+			t.Errorf("%s %s: %s %q, want it read with %q", tc.tool, tc.args, verdict, result, tc.want)
+		}
+	}
+	if cmd, err := bashCommand(`"{\"command\": \"ls\"}"`); err != nil || cmd != "ls" {
+		t.Errorf("bash with its arguments encoded again: %q, %v", cmd, err)
 	}
 }

@@ -84,7 +84,7 @@ func bashCommand(arguments string) (string, error) {
 	var args struct {
 		Command *string `json:"command"`
 	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
+	if err := json.Unmarshal(toolArguments(arguments), &args); err != nil {
 		return "", fmt.Errorf("the arguments of bash are not a JSON object: %w", err)
 	}
 	if args.Command == nil || strings.TrimSpace(*args.Command) == "" {
