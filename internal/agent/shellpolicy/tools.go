@@ -45,6 +45,14 @@ func writeAll(allowDevices bool) func(c *checker, name string, args []*syntax.Wo
 // checkCp lets cp read from anywhere and write only into the workspace:
 // its destination is -t DIR (in any spelling) or the last operand.
 func checkCp(c *checker, name string, args []*syntax.Word) {
+	if lits, ok := c.literals(name, args); ok {
+		if p, refusal := cpOptions.parse(lits); refusal == "" {
+			if _, link := p.has("-s", "--symbolic-link"); link {
+				c.refuse("%s -s is not allowed: it makes a symbolic link, which can point outside the workspace (as ln would); copy the file instead", name)
+				return
+			}
+		}
+	}
 	checkTarget(c, name, args, cpOptions, false)
 }
 
@@ -325,6 +333,11 @@ func checkAssigning(c *checker, name string, args []*syntax.Word) {
 		return
 	}
 	for _, s := range lits {
+		if (name == "mapfile" || name == "readarray") && strings.HasPrefix(s, "-") && strings.ContainsRune(s[1:], 'C') {
+			// -C names a command bash runs for each line read: code, not a name.
+			c.refuse("%s -C is not allowed: its callback is a command the policy cannot check; read the lines and loop over them", name)
+			return
+		}
 		c.checkName(strings.TrimPrefix(s, "-v"))
 	}
 }
