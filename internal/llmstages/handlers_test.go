@@ -876,3 +876,24 @@ func diffValue(t *testing.T, want any, out stagework.Output[json.RawMessage]) st
 	}
 	return cmp.Diff(want, got.Elem().Interface())
 }
+
+// TestModelWritesForTheJobsPython: a job on another Python than the
+// default (options.python) tells the model so, where the prompts name the
+// default: its code must not use syntax or modules that version lacks.
+// The setting reaches model stages (messages.SettingsFor), so their cache
+// keys differ between versions too.
+func TestModelWritesForTheJobsPython(t *testing.T) {
+	t.Parallel()
+	fc := &fakeClient{replies: map[string]string{"solution": `{"language":"python","code":"x = 1\n","packages":[],"system_packages":[]}`}}
+	h := newHandlers(t, fc, Config{})
+	cmd := command(t, messages.StageFix, messages.FixInput{Task: task, Code: "x = 3\n", Tests: "def test_x(): pass\n",
+		Failures: []messages.Failure{{TestName: "test_x", ErrorType: messages.ErrorLogic}}})
+	cmd.Settings = messages.SettingsFor(messages.PoolLLM, &messages.Options{Python: "3.9"})
+	if _, err := h.Handle(context.Background(), cmd); err != nil {
+		t.Fatal(err)
+	}
+	sys := fc.calls()[0].Messages[0]
+	if sys.Role != "system" || !strings.Contains(sys.Content, "Python 3.9") || strings.Contains(sys.Content, "Python 3.11") {
+		t.Errorf("system message: %q; want it naming Python 3.9 only", sys.Content)
+	}
+}

@@ -9,7 +9,7 @@ import (
 )
 
 // A job's model settings (options.temperature, max_tokens, top_p, seed,
-// system_prompt, system_prompt_prefix) come with each of its model stage
+// system_prompt, system_prompt_prefix, python) come with each of its model stage
 // commands (messages.StageSettings) and go with every call the stage
 // makes; they are part of the stage's cache key (stagework.Executor.Key).
 
@@ -21,10 +21,11 @@ func settingsOf(cmd *messages.StageCommand) messages.StageSettings {
 	return *cmd.Settings
 }
 
-// personalize applies the job's system prompt settings to a conversation.
+// personalize applies the job's system prompt settings and its Python
+// version to a conversation.
 func personalize(cmd *messages.StageCommand, msgs []messages.ChatMessage) []messages.ChatMessage {
 	s := settingsOf(cmd)
-	return prompts.Personalize(msgs, s.SystemPrompt, s.SystemPromptPrefix)
+	return prompts.Personalize(prompts.ForPython(msgs, s.Python), s.SystemPrompt, s.SystemPromptPrefix)
 }
 
 // sampling is the job's sampling settings and reply cap (the job's

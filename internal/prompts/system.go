@@ -42,3 +42,24 @@ func Personalize(msgs []messages.ChatMessage, systemPrompt, prefix string) []mes
 	sys := strings.TrimSpace(strings.Join([]string{strings.TrimSpace(prefix), strings.TrimSpace(systemPrompt)}, "\n\n"))
 	return append([]messages.ChatMessage{{Role: "system", Content: sys}}, out...)
 }
+
+// DefaultPython is the Python version the prompt texts name: the one a job
+// without options.python runs on (Debian 12's).
+const DefaultPython = "3.11"
+
+// ForPython names the job's Python version (options.python) where the
+// system messages name DefaultPython: the model writes for the interpreter
+// the code will run on, its syntax and its standard library. An empty
+// version, or the default, changes nothing; msgs is not modified.
+func ForPython(msgs []messages.ChatMessage, version string) []messages.ChatMessage {
+	if version == "" || version == DefaultPython {
+		return msgs
+	}
+	out := append([]messages.ChatMessage(nil), msgs...)
+	for i, m := range out {
+		if m.Role == "system" {
+			out[i].Content = strings.ReplaceAll(m.Content, "Python "+DefaultPython, "Python "+version)
+		}
+	}
+	return out
+}

@@ -306,8 +306,11 @@ type StageSettings struct {
 func SettingsFor(pool Pool, o *Options) *StageSettings {
 	var s StageSettings
 	if pool == PoolLLM {
+		// Python too: the model writes for the job's interpreter (a 3.9 job
+		// gets no match statement), and a reply for one version is not
+		// cached for another.
 		s = StageSettings{Temperature: o.Temperature, MaxTokens: o.MaxTokens, TopP: o.TopP, Seed: o.Seed,
-			SystemPrompt: o.SystemPrompt, SystemPromptPrefix: o.SystemPromptPrefix}
+			SystemPrompt: o.SystemPrompt, SystemPromptPrefix: o.SystemPromptPrefix, Python: o.Python}
 	} else {
 		s = StageSettings{EnvVars: o.EnvVars, Secrets: o.Secrets, Python: o.Python}
 	}
