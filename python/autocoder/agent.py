@@ -126,7 +126,11 @@ class AutoCoderAgent:
                  block_network: Optional[bool] = None, *, system_prompt_prefix: Optional[str] = None,
                  temperature: Optional[float] = None, max_tokens: Optional[int] = None, top_p: Optional[float] = None,
                  seed: Optional[int] = None, python_version: Optional[Union[str, tuple[int, ...], list[int]]] = None,
-                 token_budget: Optional[int] = None, url: Optional[str] = None, token: Optional[str] = None,
+                 token_budget: Optional[int] = None, candidates: Optional[int] = None,
+                 validate: Optional[str] = None, first_pass: Optional[str] = None, mutation: Optional[str] = None,
+                 min_test_strength: Optional[float] = None, strengthen_rounds: Optional[int] = None,
+                 max_mutants: Optional[int] = None, mutation_budget: Optional[Union[float, str]] = None,
+                 url: Optional[str] = None, token: Optional[str] = None,
                  wait: float = 1800.0, poll_interval: float = 0.5) -> None:
         for field, value in (("api_key", api_key), ("api_base", api_base)):
             if value is not None:
@@ -171,6 +175,15 @@ class AutoCoderAgent:
         self.options = self._options(model, system_prompt, system_prompt_prefix, params, base_packages, resources,
                                      python_version, max_iterations, max_sample_rows, skip_tests, sandbox_retries,
                                      timeout, env_vars, secrets, cache, _BACKENDS[backend], agent_max_turns, token_budget)
+        # autocoder's own settings (docs/settings.md): the server checks each
+        # and refuses, by name, one the job would ignore.
+        settings: tuple[tuple[str, Any], ...] = (
+            ("candidates", candidates), ("validate", validate), ("first_pass", first_pass), ("mutation", mutation),
+            ("min_test_strength", min_test_strength), ("strengthen_rounds", strengthen_rounds),
+            ("max_mutants", max_mutants), ("mutation_budget", _duration(mutation_budget, "mutation_budget")))
+        for k, v in settings:
+            if v is not None:
+                self.options[k] = v
 
     @staticmethod
     def _options(model: Optional[str], system_prompt: Optional[str], prefix: Optional[str], params: Mapping[str, Any],

@@ -121,11 +121,28 @@ class ClientTest(ClientFixture):
         self.assertEqual((o["python"], o["timeout"], o["resources"]), ("3.12", "90s", {"cpu": 2.0, "memory": "2Gi"}))
         self.assertEqual((o["secrets"], o["env_vars"], o["sandbox_retries"]), (["DB_PASSWORD", "API_TOKEN"], {"REGION": "north"}, 2))
         self.assertEqual((o["system_prompt"], o["backend"]), ("Be terse.", "pipeline"))
+        for k in ("candidates", "validate", "first_pass", "mutation", "min_test_strength", "strengthen_rounds",
+                  "max_mutants", "mutation_budget"):
+            self.assertNotIn(k, o)  # left out: the server's defaults
         self.assertTrue(all(auth == "Bearer tok" for _, _, auth, _ in self.srv.requests))
         self.assertTrue(res.success)
         self.assertEqual(res.outputs, {"total": 3.5, "n": 2})
         self.assertEqual(res._values(), (2, 3.5))  # the caller's declared order
         self.assertEqual((res.total_input_tokens, res.total_output_tokens, res.total_cost), (10, 5, 0.25))
+
+    def test_autocoder_settings_go_with_the_job(self):
+        self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-2"})
+        self.routes[("GET", "/v1/jobs/job-2/result")] = (200, result("job-2"))
+        agent = self.agent(candidates=3, first_pass="plan_first", mutation="on", min_test_strength=0.9,
+                           strengthen_rounds=3, max_mutants=60, mutation_budget=120)
+        agent.generate(prompt="sum")
+        o = self.sent("POST", "/v1/jobs")[0]["spec"]["options"]
+        self.assertEqual((o["candidates"], o["first_pass"], o["mutation"], o["min_test_strength"]), (3, "plan_first", "on", 0.9))
+        self.assertEqual((o["strengthen_rounds"], o["max_mutants"], o["mutation_budget"]), (3, 60, "120s"))
+        self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-3"})
+        self.routes[("GET", "/v1/jobs/job-3/result")] = (200, result("job-3"))
+        self.agent(validate="run").generate(prompt="sum")
+        self.assertEqual(self.sent("POST", "/v1/jobs")[-1]["spec"]["options"]["validate"], "run")
 
     def test_refused_before_sending(self):
         cases = [
