@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -60,15 +61,21 @@ print(json.dumps(missing))
 // MaxMissingModules bounds what CheckImports reports.
 const MaxMissingModules = 20
 
-// CheckImports runs the import check of code (solution.py) in a sandbox of
-// env and returns the top-level modules it imports that env cannot find,
-// sorted as they appear. An error means the check could not run.
-func CheckImports(ctx context.Context, b Backend, env, code string, jobID string) ([]string, error) {
-	res, err := b.Run(ctx, RunSpec{
-		Env: env, JobID: jobID, Timeout: 60 * time.Second, OutputLimit: 64 << 10,
+// ImportCheckTimeout is how long the import check may take at most.
+const ImportCheckTimeout = 60 * time.Second
+
+// CheckImports runs the import check of code (solution.py) in a sandbox
+// and returns the top-level modules it imports that the environment cannot
+// find, sorted as they appear. frame is the run's environment, job and
+// limits (the worker's ceilings: the check is a run like any other); a
+// zero Timeout is ImportCheckTimeout. An error means the check could not run.
+func CheckImports(ctx context.Context, b Backend, frame RunSpec, code string) ([]string, error) {
+	spec := RunSpec{Env: frame.Env, JobID: frame.JobID, Timeout: cmp.Or(frame.Timeout, ImportCheckTimeout),
+		Memory: frame.Memory, CPUs: frame.CPUs, OutputLimit: 64 << 10,
 		Files: map[string][]byte{SolutionFile: []byte(code), ".harness/check_imports.py": []byte(importCheck)},
 		Argv:  []string{"python", "-I", ".harness/check_imports.py"},
-	})
+	}
+	res, err := b.Run(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("import check in %s sandbox: %w", b.Name(), err)
 	}

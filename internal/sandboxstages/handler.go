@@ -236,7 +236,7 @@ func (h *Handlers) runScript(ctx context.Context, cmd *messages.StageCommand, in
 		return none, bus.Permanent(err)
 	}
 	if in.CheckImports {
-		if out, missing, err := h.checkImports(ctx, cmd.JobID, image, in.Code); err != nil || missing {
+		if out, missing, err := h.checkImports(ctx, cmd, image, in.Code); err != nil || missing {
 			return out, err
 		}
 	}

@@ -613,3 +613,35 @@ func TestFailedRunRemembered(t *testing.T) {
 		}
 	}
 }
+
+// TestProbesWithinCeilings: the worker's own runs for a job (the build's
+// standard-library probe, the code runner's import check) stay within its
+// ceilings as the job's runs do: an operator's AUTOCODER_MAX_MEMORY of
+// 512 MiB is not a 1 GiB probe.
+func TestProbesWithinCeilings(t *testing.T) {
+	t.Parallel()
+	b := &fakeBackend{run: func(spec sandbox.RunSpec) (sandbox.RunResult, error) {
+		return sandbox.RunResult{Stdout: []byte("[]")}, nil
+	}}
+	ceil := sandboxstages.Ceilings{Timeout: 20 * time.Second, Memory: 512 << 20, CPUs: 0.5}
+	h := newStages(t, sandboxstages.Config{Backend: b, Samples: &fetcher{}, Ceilings: ceil})
+	out, err := h.Handle(ctxT(t), command(t, messages.StageBuild, messages.BuildInput{Packages: []string{}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := value[messages.BuildOutput](t, out).Image
+	if _, err := h.Handle(ctxT(t), command(t, messages.StageAcceptance, messages.AcceptanceInput{Image: image,
+		Code: "import json\n", CheckImports: true})); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.runs) < 3 {
+		t.Fatalf("%d runs, want the probe, the import check and the script", len(b.runs))
+	}
+	for _, spec := range b.runs {
+		if spec.Timeout > ceil.Timeout || spec.Memory == 0 || spec.Memory > ceil.Memory || spec.CPUs == 0 || spec.CPUs > ceil.CPUs {
+			t.Errorf("%v: timeout %s, memory %d, %v CPUs; want within the ceilings %s", spec.Argv, spec.Timeout, spec.Memory, spec.CPUs, ceil)
+		}
+	}
+}

@@ -15,8 +15,11 @@ import (
 // in its sandbox, and missing ones end the stage with an environment
 // diagnosis (missing is true) instead of a crash the model would read as
 // its own mistake.
-func (h *Handlers) checkImports(ctx context.Context, jobID, image, code string) (stagework.Output[messages.AcceptanceOutput], bool, error) {
-	mods, err := sandbox.CheckImports(ctx, h.backend, image, code, jobID)
+func (h *Handlers) checkImports(ctx context.Context, cmd *messages.StageCommand, image, code string) (stagework.Output[messages.AcceptanceOutput], bool, error) {
+	// Within this worker's ceilings, as every run of the job is.
+	l := h.limits(cmd.JobID, cmd.Stage, messages.Duration(sandbox.ImportCheckTimeout), messages.Resources{})
+	mods, err := sandbox.CheckImports(ctx, h.backend, sandbox.RunSpec{Env: image, JobID: cmd.JobID, Timeout: l.timeout,
+		Memory: l.memory, CPUs: l.cpus}, code)
 	if err != nil {
 		return stagework.Output[messages.AcceptanceOutput]{}, false, fmt.Errorf("check imports: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/pyscan"
 	"github.com/autocoder/autocoder/internal/sandbox"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // stdlibProbeAttempts bounds how often a worker tries to learn its
@@ -36,11 +37,14 @@ func (h *Handlers) stdlib(ctx context.Context, jobID, env string) []string {
 		return p.names
 	}
 	p.attempts++
+	l := h.limits(jobID, messages.StageBuild, messages.Duration(30*time.Second), messages.Resources{}) // the ceilings hold here too
 	res, err := h.backend.Run(ctx, sandbox.RunSpec{
 		Env:         env,
 		JobID:       jobID, // the first job to build on this worker pays for the probe
 		Argv:        []string{"python", "-I", "-c", pyscan.StdlibScript},
-		Timeout:     30 * time.Second,
+		Timeout:     l.timeout,
+		Memory:      l.memory,
+		CPUs:        l.cpus,
 		OutputLimit: 256 << 10,
 	})
 	if ctx.Err() != nil {
