@@ -7,7 +7,7 @@
 // byte budget, and otherwise the best BM25 matches for a query that do.
 //
 //	bundle, err := docsearch.Load([]string{"docs/"})               // submitter side
-//	corpus := docsearch.NewCorpus(docsearch.Split(bundle.Files, 1500)) // llm-worker side, once per job
+//	corpus := docsearch.NewCorpus(docsearch.Split(bundle.Files, 1500)) // llm-worker side, once per job (NewCorpusSized: chunks as the prompt renders them)
 //	sel := corpus.Select(task.Prompt, 24<<10)                        // per call; sel.Retrieved: ranked, not all
 //
 // The ranker is a small Okapi BM25 (k1 1.2, b 0.75) over lower-cased
@@ -18,5 +18,6 @@ package docsearch
 
 // Version identifies the loading, chunking and ranking rules: a change to
 // any of them changes what a prompt holds, so it is part of the cache
-// version of the stages that use them (llmstages).
-const Version = "1"
+// version of the stages that use them (llmstages). 2: HTML parsed as a
+// browser does, unique file names, and chunks counted as rendered.
+const Version = "2"

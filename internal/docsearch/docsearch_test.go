@@ -117,7 +117,7 @@ func TestSelectAllWhenItFits(t *testing.T) {
 
 func TestSelectRetrievesWithinBudget(t *testing.T) {
 	t.Parallel()
-	budget := size(chunks[1]) + size(chunks[3])
+	budget := Size(chunks[1]) + Size(chunks[3])
 	sel := Select(chunks, "read a frame and verify its CRC checksum", budget)
 	if !sel.Retrieved {
 		t.Fatal("Select over budget did not retrieve")
@@ -126,7 +126,7 @@ func TestSelectRetrievesWithinBudget(t *testing.T) {
 	used := 0
 	for _, h := range sel.Hits {
 		got = append(got, h.Heading)
-		used += size(h.Chunk)
+		used += Size(h.Chunk)
 	}
 	if diff := cmp.Diff([]string{"Checksums", "Frames"}, got); diff != "" {
 		t.Errorf("retrieved (-want +got):\n%s", diff)
@@ -221,5 +221,87 @@ func TestCorpusConcurrentSelect(t *testing.T) {
 		if sel := <-done; !sel.Retrieved || len(sel.Hits) == 0 || sel.Hits[0].Heading != "Checksums" {
 			t.Errorf("concurrent Select = %+v, want the checksum chunk first", sel)
 		}
+	}
+}
+
+// TestStripHTMLKeepsTheRest: an element that opens a skipped part and is
+// never closed in the source (a self-closing <svg/>, an omitted </head>)
+// ends where a browser ends it: the text after it is kept. A heading is
+// one line whatever its layout, and an empty one writes nothing.
+func TestStripHTMLKeepsTheRest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, doc, want string }{
+		{"self-closing svg", `<p>Before <svg viewBox="0 0 1 1"/> after.</p><p>Next paragraph.</p>`, "Before  after.\n\nNext paragraph."},
+		{"omitted head end", `<html><head><title>T</title><body><h1>Title</h1><p>Body text.</p>`, "# Title\n\nBody text."},
+		{"pretty-printed heading", "<h2>\n    Frame\n    format\n</h2>\n<p>A frame.</p>", "## Frame format\n\nA frame."},
+		{"empty heading", `<h2> </h2><h3><svg/></h3><p>Text.</p>`, "Text."},
+	} {
+		if got := StripHTML(tc.doc); got != tc.want {
+			t.Errorf("%s: StripHTML = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestLoadNamesUnique: two files of one name in different folders keep
+// enough of their paths to be told apart in prompts and context_used.
+func TestLoadNamesUnique(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a", "README.md"), "a")
+	write(t, filepath.Join(dir, "b", "README.md"), "b")
+	write(t, filepath.Join(dir, "x", "docs", "guide.md"), "x")
+	write(t, filepath.Join(dir, "y", "docs", "guide.md"), "y")
+	write(t, filepath.Join(dir, "c", "other.md"), "c")
+	b, err := Load([]string{filepath.Join(dir, "a", "README.md"), filepath.Join(dir, "b", "README.md"),
+		filepath.Join(dir, "x", "docs"), filepath.Join(dir, "y", "docs"), filepath.Join(dir, "c", "other.md"), filepath.Join(dir, "a", "README.md")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range b.Files {
+		got = append(got, f.Path+"="+f.Text)
+	}
+	want := []string{"a/README.md=a", "b/README.md=b", "x/docs/guide.md=x", "y/docs/guide.md=y", "other.md=c"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+}
+
+// TestLoadFollowsLinks: a folder given as a symbolic link is read (it came
+// out empty), and links inside a folder are followed, to files and
+// folders, a loop read once.
+func TestLoadFollowsLinks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	write(t, filepath.Join(real, "guide.md"), "guide")
+	write(t, filepath.Join(dir, "elsewhere", "more.md"), "more")
+	link := filepath.Join(dir, "docs")
+	for _, l := range [][2]string{{real, link}, {filepath.Join(dir, "elsewhere", "more.md"), filepath.Join(real, "more.md")},
+		{real, filepath.Join(real, "loop")}} {
+		if err := os.Symlink(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := Load([]string{link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []messages.ContextFile{{Path: "docs/guide.md", Text: "guide"}, {Path: "docs/more.md", Text: "more"}}
+	if diff := cmp.Diff(want, b.Files); diff != "" {
+		t.Errorf("Load of a linked folder (-want +got):\n%s", diff)
+	}
+	files, err := FolderFiles(link, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var links []string
+	for _, f := range files {
+		if f.Link != "" {
+			links = append(links, filepath.Base(f.Link))
+		}
+	}
+	if diff := cmp.Diff([]string{"loop", "more.md"}, links); diff != "" {
+		t.Errorf("FolderFiles without following: links (-want +got):\n%s", diff)
 	}
 }

@@ -15,42 +15,49 @@ var blocks = map[string]bool{"p": true, "div": true, "br": true, "li": true, "tr
 
 // StripHTML returns an HTML document's text: tags and scripts dropped,
 // entities decoded, headings written as Markdown headings ("## Title") so
-// Split cuts the text at them as it does Markdown.
+// Split cuts the text at them as it does Markdown. The document is parsed
+// as a browser does (golang.org/x/net/html), so an omitted </head> or a
+// self-closing <svg/> ends where the browser ends it, not at the end of
+// the document; a heading with no text writes nothing.
 func StripHTML(doc string) string {
-	z := html.NewTokenizer(strings.NewReader(doc))
+	root, err := html.Parse(strings.NewReader(doc))
+	if err != nil { // only a failing reader, never a strings.Reader
+		return ""
+	}
 	var b strings.Builder
-	skip := 0
-	for {
-		switch z.Next() {
-		case html.ErrorToken:
-			return tidy(b.String())
-		case html.TextToken:
-			if skip == 0 {
-				b.Write(z.Text())
+	render(&b, root)
+	return tidy(b.String())
+}
+
+// render writes n's documentation text.
+func render(b *strings.Builder, n *html.Node) {
+	switch n.Type {
+	case html.TextNode:
+		b.WriteString(n.Data)
+		return
+	case html.CommentNode, html.DoctypeNode:
+		return
+	case html.ElementNode:
+		switch {
+		case skipped[n.Data]:
+			return
+		case headingLevel(n.Data) > 0:
+			var t strings.Builder
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				render(&t, c)
 			}
-		case html.StartTagToken, html.SelfClosingTagToken:
-			name, _ := z.TagName()
-			tag := string(name)
-			switch {
-			case skipped[tag]:
-				skip++
-			case headingLevel(tag) > 0:
-				b.WriteString("\n\n" + strings.Repeat("#", headingLevel(tag)) + " ")
-			case blocks[tag]:
-				b.WriteString("\n")
+			// One line, however the source was laid out (<h2>\n  Title\n</h2>).
+			if title := strings.Join(strings.Fields(t.String()), " "); title != "" {
+				b.WriteString("\n\n" + strings.Repeat("#", headingLevel(n.Data)) + " " + title + "\n\n")
 			}
-		case html.EndTagToken:
-			name, _ := z.TagName()
-			tag := string(name)
-			switch {
-			case skipped[tag] && skip > 0:
-				skip--
-			case headingLevel(tag) > 0:
-				b.WriteString("\n\n")
-			case blocks[tag]:
-				b.WriteString("\n")
-			}
+			return
+		case blocks[n.Data]:
+			b.WriteString("\n")
+			defer b.WriteString("\n")
 		}
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		render(b, c)
 	}
 }
 

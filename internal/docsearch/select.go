@@ -9,6 +9,10 @@ type Selection struct {
 	// are the best matches for the query; false when Hits are every chunk,
 	// in order, with score 0.
 	Retrieved bool
+	// Dropped counts the chunks that matched the query but were passed
+	// over because they did not fit the room left (all of them, when
+	// Hits is empty: the budget holds no chunk).
+	Dropped int
 }
 
 // Corpus is a context's chunks, indexed the first time a selection needs
@@ -16,16 +20,23 @@ type Selection struct {
 // model call of a job.
 type Corpus struct {
 	chunks []Chunk
-	total  int // bytes, as size counts them
+	cost   map[Chunk]int
+	total  int // bytes, as cost counts them
 	once   sync.Once
 	ix     *Index
 }
 
-// NewCorpus returns a corpus of chunks.
-func NewCorpus(chunks []Chunk) *Corpus {
-	c := &Corpus{chunks: chunks}
+// NewCorpus returns a corpus of chunks, each costing Size.
+func NewCorpus(chunks []Chunk) *Corpus { return NewCorpusSized(chunks, Size) }
+
+// NewCorpusSized returns a corpus of chunks in which a chunk costs what
+// cost says: the bytes the caller's prompt spends on it, rendered.
+func NewCorpusSized(chunks []Chunk, cost func(Chunk) int) *Corpus {
+	c := &Corpus{chunks: chunks, cost: make(map[Chunk]int, len(chunks))}
 	for _, ch := range chunks {
-		c.total += size(ch)
+		n := cost(ch)
+		c.cost[ch] = n
+		c.total += n
 	}
 	return c
 }
@@ -43,9 +54,11 @@ func (c *Corpus) Select(query string, budget int) Selection {
 	sel := Selection{Retrieved: true}
 	room := budget
 	for _, h := range c.ix.Search(query) {
-		if n := size(h.Chunk); n <= room {
+		if n := c.cost[h.Chunk]; n <= room {
 			sel.Hits = append(sel.Hits, h)
 			room -= n
+		} else {
+			sel.Dropped++
 		}
 	}
 	return sel
@@ -59,5 +72,7 @@ func Select(chunks []Chunk, query string, budget int) Selection {
 	return NewCorpus(chunks).Select(query, budget)
 }
 
-// size is what a chunk costs in a prompt: its text and a line naming it.
-func size(c Chunk) int { return len(c.Text) + len(c.File) + len(c.Heading) + 32 }
+// Size is a chunk's cost by default, an estimate: its text, its file name
+// and heading and 32 bytes of wrapping. A caller that knows how it renders
+// chunks counts that instead (NewCorpusSized).
+func Size(c Chunk) int { return len(c.Text) + len(c.File) + len(c.Heading) + 32 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/autocoder/autocoder/internal/docsearch"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -39,7 +40,7 @@ var ErrOutside = errors.New("refused")
 // Resolve checks spec's local sample and context paths and rewrites them
 // to the files they name (object references are left as they are). A
 // sample must be a readable regular file; a context entry a file or a
-// folder, with no symbolic link inside it.
+// folder, with no symbolic link where docsearch reads it (Context).
 func (lf LocalFiles) Resolve(spec *messages.JobSpec) error {
 	for _, name := range slices.Sorted(maps.Keys(spec.Samples)) {
 		p := spec.Samples[name]
@@ -82,24 +83,62 @@ func (lf LocalFiles) Sample(p string) (string, error) {
 	return full, nil
 }
 
-// Context resolves one context path: a file, or a folder in which no
-// entry is a symbolic link (docsearch reads every file in it).
+// Context resolves one context path: a file, or a folder. In a folder,
+// the files docsearch reads are those docsearch.FolderFiles lists (one
+// rule for both): without AllowOutside, none of them may be or lie behind
+// a symbolic link (hidden folders and files that are not documentation
+// are not read, so their links do not matter); with it, links are
+// followed, as Load follows them.
 func (lf LocalFiles) Context(p string) (string, error) {
 	full, fi, err := lf.resolve("context path", p)
 	if err != nil || !fi.IsDir() || lf.AllowOutside {
 		return full, err
 	}
+	files, err := docsearch.FolderFiles(full, false)
+	if err != nil {
+		return "", fmt.Errorf("context path %s: %w", p, unwrapPath(err))
+	}
+	for _, f := range files {
+		if f.Link != "" {
+			rel, _ := filepath.Rel(full, f.Link)
+			return "", fmt.Errorf("%s is a symbolic link, %w (pass --allow-outside to follow it)", filepath.Join(p, rel), ErrOutside)
+		}
+	}
+	return full, nil
+}
+
+// Folder resolves a folder path (a Dir input of submit run), uploaded as
+// a tar archive of its files and folders. Its own path follows the rule
+// of samples: without AllowOutside it lies inside Dir with no link on the
+// way; with it, it is resolved to its target. Inside it, a symbolic link
+// is refused either way: the archive holds regular files and folders only
+// (client.Run), and the whole tree goes to the script, so nothing in it
+// may point elsewhere.
+func (lf LocalFiles) Folder(p string) (string, error) {
+	full, fi, err := lf.resolve("folder", p)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory (%s)", p, fileKind(fi.Mode()))
+	}
 	err = filepath.WalkDir(full, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			rel, _ := filepath.Rel(full, path)
-			return fmt.Errorf("%s is a symbolic link, %w (pass --allow-outside to follow it)", filepath.Join(p, rel), ErrOutside)
+		rel, _ := filepath.Rel(full, path)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s is a symbolic link: a folder is uploaded with its regular files and folders only, never through links", filepath.Join(p, rel))
+		case !d.IsDir() && !d.Type().IsRegular():
+			return fmt.Errorf("%s is not a regular file or folder (%s): a folder is uploaded with its files and folders only", filepath.Join(p, rel), fileKind(d.Type()))
 		}
 		return nil
 	})
-	return full, err
+	if err != nil {
+		return "", err
+	}
+	return full, nil
 }
 
 // resolve finds p under the policy and returns its full path and its

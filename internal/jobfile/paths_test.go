@@ -108,3 +108,28 @@ func TestSampleWrapsErrOutside(t *testing.T) {
 		t.Errorf("a missing file: %v, want not found", err)
 	}
 }
+
+// TestContextFolderFollowsTheLoadersRule: a context folder is checked for
+// links where docsearch reads it and nowhere else. Links in a hidden
+// folder (.venv) or on files that are not documentation are never read,
+// so `--context .` is not refused for them; a link to a folder, or one
+// with a documentation name, is (without --allow-outside).
+func TestContextFolderFollowsTheLoadersRule(t *testing.T) {
+	t.Parallel()
+	outside := t.TempDir()
+	mustWrite(t, filepath.Join(outside, "notes.md"), "# outside\n")
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "proj", "README.md"), "# readme\n")
+	mustWrite(t, filepath.Join(dir, "proj", ".venv", "pyvenv.cfg"), "home = /usr/bin\n")
+	mustLink(t, "/usr/bin/python3", filepath.Join(dir, "proj", ".venv", "python"))
+	mustLink(t, filepath.Join(outside, "notes.md"), filepath.Join(dir, "proj", "data.csv"))
+	lf := LocalFiles{Dir: dir}
+	if got, err := lf.Context("proj"); err != nil || got != filepath.Join(dir, "proj") {
+		t.Errorf("Context(proj) with links only where docs are not read = %q, %v; want it accepted", got, err)
+	}
+	mustWrite(t, filepath.Join(dir, "linked", "README.md"), "# readme\n")
+	mustLink(t, outside, filepath.Join(dir, "linked", "sub"))
+	if _, err := lf.Context("linked"); !errors.Is(err, ErrOutside) || !strings.Contains(err.Error(), filepath.Join("linked", "sub")+" is a symbolic link") {
+		t.Errorf("Context(linked) with a linked folder = %v, want it refused", err)
+	}
+}

@@ -17,9 +17,10 @@ import (
 )
 
 // ContextSource fetches a job's context bundle (messages.ContextBundle) by
-// its object reference to a local file; *objects.Store is one.
+// its object reference to a local file, refusing an object over maxBytes
+// before downloading it (objects.ErrTooLarge); *objects.Store is one.
 type ContextSource interface {
-	Fetch(ctx context.Context, r messages.SampleRef) (string, error)
+	FetchMax(ctx context.Context, r messages.SampleRef, maxBytes int64) (string, error)
 }
 
 var _ ContextSource = (*objects.Store)(nil)
@@ -52,7 +53,9 @@ type solutionWithContext struct {
 
 // withContext puts the job's documentation into msgs: all of it when it
 // fits Options.ContextBytes, else the chunks that best match query. It
-// returns what went in, nil when the job has no context.
+// returns what went in, nil when the job has no context. The budget
+// counts each chunk as prompts.WithDocs renders it (label, fence and
+// text); the section's fixed heading, a few hundred bytes, is outside it.
 func (h *Handlers) withContext(ctx context.Context, stage messages.Stage, task messages.TaskSpec, query string, msgs []messages.ChatMessage) ([]messages.ChatMessage, *messages.StageContext, error) {
 	if len(task.Context) == 0 {
 		return msgs, nil, nil
@@ -62,6 +65,10 @@ func (h *Handlers) withContext(ctx context.Context, stage messages.Stage, task m
 		return nil, nil, err
 	}
 	sel := corpus.Select(query, h.cfg.ContextBytes)
+	if len(sel.Hits) == 0 && sel.Dropped > 0 {
+		h.log.Warn("no documentation chunk fits the context budget: the prompt goes without documentation",
+			"stage", stage, "matching_chunks", sel.Dropped, "context_bytes", h.cfg.ContextBytes, "chunk_bytes", h.cfg.ChunkBytes)
+	}
 	use := &messages.StageContext{Retrieved: sel.Retrieved, Chunks: make([]messages.ContextChunk, 0, len(sel.Hits))}
 	docs := make([]prompts.DocChunk, 0, len(sel.Hits))
 	for _, hit := range sel.Hits {
@@ -71,17 +78,46 @@ func (h *Handlers) withContext(ctx context.Context, stage messages.Stage, task m
 	return prompts.WithDocs(msgs, docs, sel.Retrieved), use, nil
 }
 
-// contextChunks fetches and splits every bundle of the job's context.
+// renderedSize is what a chunk costs in a prompt: the bytes
+// prompts.WithDocs writes for it, label and fence included.
+func renderedSize(c docsearch.Chunk) int {
+	return docsMessageLen(c) - docsHeaderLen()
+}
+
+// docsMessageLen is the length of the documentation message of chunks.
+func docsMessageLen(chunks ...docsearch.Chunk) int {
+	docs := make([]prompts.DocChunk, len(chunks))
+	for i, c := range chunks {
+		docs[i] = prompts.DocChunk{File: c.File, Index: c.Index, Heading: c.Heading, Text: c.Text}
+	}
+	out := prompts.WithDocs([]messages.ChatMessage{{Role: "user"}}, docs, true)
+	return len(out[0].Content)
+}
+
+// docsHeaderLen is the length of the documentation message's heading, the
+// part that does not depend on its chunks (the longer, retrieved, one):
+// the message of a and b is the heading once and each chunk's part.
+var docsHeaderLen = sync.OnceValue(func() int {
+	a, b := docsearch.Chunk{File: "a.md", Text: "a"}, docsearch.Chunk{File: "b.md", Index: 1, Heading: "B", Text: "b"}
+	return docsMessageLen(a) + docsMessageLen(b) - docsMessageLen(a, b)
+})
+
+// contextChunks fetches and splits every bundle of the job's context,
+// each once (a reference given twice is read once). The bounds of a
+// bundle (messages.MaxContextFiles and MaxContextBytes) hold for the
+// whole context, however many bundles it has: an object over the size
+// of a bundle is refused before it is downloaded.
 func (h *Handlers) contextChunks(ctx context.Context, stage messages.Stage, refs []string) ([]docsearch.Chunk, error) {
 	if h.cfg.Context == nil {
 		return nil, badInput(stage, "the job has context but this llm-worker has no context store (llmstages.Config.Context)")
 	}
 	var chunks []docsearch.Chunk
+	files, text := 0, 0
 	for _, ref := range refs {
 		if _, ok := messages.ParseObjectRef(ref); !ok {
 			return nil, badInput(stage, "context entry %q is not an object reference (submit uploads context files)", ref)
 		}
-		path, err := h.cfg.Context.Fetch(ctx, messages.SampleRef{Name: "context", Object: ref, FileName: "context.json"})
+		path, err := h.cfg.Context.FetchMax(ctx, messages.SampleRef{Name: "context", Object: ref, FileName: "context.json"}, maxBundleBytes)
 		if errors.Is(err, objects.ErrBadObject) {
 			return nil, badInput(stage, "context %s: %v", ref, err)
 		}
@@ -92,13 +128,24 @@ func (h *Handlers) contextChunks(ctx context.Context, stage messages.Stage, refs
 		if err != nil {
 			return nil, badInput(stage, "context %s: %v", ref, err)
 		}
+		files += len(b.Files)
+		for _, f := range b.Files {
+			text += len(f.Text)
+		}
+		if files > messages.MaxContextFiles || text > messages.MaxContextBytes {
+			return nil, badInput(stage, "context: its %d bundles hold more than %d files or %s of text (messages.MaxContextFiles, MaxContextBytes, for the whole context)",
+				len(refs), messages.MaxContextFiles, messages.FormatBytes(messages.MaxContextBytes))
+		}
 		chunks = append(chunks, docsearch.Split(b.Files, h.cfg.ChunkBytes)...)
 	}
 	return chunks, nil
 }
 
-// maxCorpora is how many jobs' contexts a worker keeps split and indexed
-// (each at most messages.MaxContextBytes of text).
+// maxCorpora is how many contexts (lists of bundle references) a worker
+// keeps split and indexed: the maxCorpora built last, first in first out
+// (a hit does not keep one longer). Each holds at most
+// messages.MaxContextBytes of text across its bundles (contextChunks),
+// with its chunks and their index.
 const maxCorpora = 4
 
 // corpora keeps the last contexts' corpora: a job's plan, code and fix
@@ -133,6 +180,7 @@ func (c *corpora) put(key string, v *docsearch.Corpus) {
 
 // corpus returns the job's context as a corpus, from the cache or built.
 func (h *Handlers) corpus(ctx context.Context, stage messages.Stage, refs []string) (*docsearch.Corpus, error) {
+	refs = dedupe(refs)
 	key := strings.Join(refs, "\n")
 	if c := h.corpora.get(key); c != nil {
 		return c, nil
@@ -141,9 +189,22 @@ func (h *Handlers) corpus(ctx context.Context, stage messages.Stage, refs []stri
 	if err != nil {
 		return nil, err
 	}
-	c := docsearch.NewCorpus(chunks)
+	c := docsearch.NewCorpusSized(chunks, renderedSize)
 	h.corpora.put(key, c)
 	return c, nil
+}
+
+// dedupe is refs without repeats, in order.
+func dedupe(refs []string) []string {
+	seen := make(map[string]bool, len(refs))
+	out := make([]string, 0, len(refs))
+	for _, r := range refs {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // readBundle reads and checks a context bundle file.

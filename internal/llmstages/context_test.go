@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,9 +153,9 @@ type countingSource struct {
 	n atomic.Int32
 }
 
-func (c *countingSource) Fetch(ctx context.Context, r messages.SampleRef) (string, error) {
+func (c *countingSource) FetchMax(ctx context.Context, r messages.SampleRef, maxBytes int64) (string, error) {
 	c.n.Add(1)
-	return c.ContextSource.Fetch(ctx, r)
+	return c.ContextSource.FetchMax(ctx, r, maxBytes)
 }
 
 // TestContextSplitOncePerJob: a job's plan and code calls read and split
@@ -184,5 +185,101 @@ func TestContextSplitOncePerJob(t *testing.T) {
 	}
 	if c.get("0") != nil || c.get("1") != nil || c.get(fmt.Sprint(maxCorpora+1)) == nil || len(c.byKey) != maxCorpora {
 		t.Errorf("the corpus cache keeps %d entries %v, want the last %d", len(c.byKey), c.order, maxCorpora)
+	}
+}
+
+// putBundle uploads one more bundle to st and returns its reference.
+func putBundle(t *testing.T, st *objects.Store, bundle messages.ContextBundle) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "bundle.json")
+	b, _ := json.Marshal(bundle)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := st.Put(context.Background(), "context", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.Object
+}
+
+// boundSource records the size bound of every fetch of the store it wraps.
+type boundSource struct {
+	ContextSource
+	n   atomic.Int32
+	max atomic.Int64
+}
+
+func (c *boundSource) FetchMax(ctx context.Context, r messages.SampleRef, maxBytes int64) (string, error) {
+	c.n.Add(1)
+	c.max.Store(maxBytes)
+	return c.ContextSource.FetchMax(ctx, r, maxBytes)
+}
+
+// TestContextBoundedPerJob: a context is bounded as a whole, not per
+// bundle. A reference given 64 times is fetched and split once (it built
+// 64 copies of every chunk), bundles that together pass
+// messages.MaxContextBytes are refused, and every fetch is bounded by the
+// size of a bundle, so a reference to a huge object is not downloaded.
+func TestContextBoundedPerJob(t *testing.T) {
+	t.Parallel()
+	st, ref := contextStore(t, zrlBundle)
+	src := &boundSource{ContextSource: st}
+	fc := &fakeClient{replies: map[string]string{"plan": `{"description":"d","approach":"a"}`}}
+	h := newHandlers(t, fc, Config{Context: src})
+	refs := make([]string, messages.MaxContextEntries)
+	for i := range refs {
+		refs[i] = ref
+	}
+	out, err := h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: messages.TaskSpec{Prompt: "p", Context: refs}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := usedOf(t, out); len(used.Chunks) != 3 || src.n.Load() != 1 {
+		t.Errorf("one bundle named %d times: %d chunks from %d fetches, want 3 chunks from 1", len(refs), len(used.Chunks), src.n.Load())
+	}
+	if got := src.max.Load(); got != maxBundleBytes {
+		t.Errorf("fetched with a bound of %d bytes, want %d (maxBundleBytes)", got, maxBundleBytes)
+	}
+
+	half := strings.Repeat("word ", messages.MaxContextBytes/10+1) // a little over half the bound
+	a := putBundle(t, st, messages.ContextBundle{Files: []messages.ContextFile{{Path: "a.md", Text: half}}})
+	b := putBundle(t, st, messages.ContextBundle{Files: []messages.ContextFile{{Path: "b.md", Text: half}}})
+	_, err = h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: messages.TaskSpec{Prompt: "p", Context: []string{a, b}}}))
+	if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "for the whole context") {
+		t.Errorf("two bundles over the bound together: %v, want ErrBadInput", err)
+	}
+}
+
+// TestContextBudgetCountsRenderedChunks: the documentation a prompt holds
+// stays within ContextBytes as rendered (labels and fences), not only as
+// the chunks' text; and when no chunk fits, the worker says so.
+func TestContextBudgetCountsRenderedChunks(t *testing.T) {
+	t.Parallel()
+	st, ref := contextStore(t, zrlBundle)
+	tk := messages.TaskSpec{Prompt: "Palette: teal, amber and violet colours of charts; records, values, sensor, retracted, themes.", Context: []string{ref}}
+	for budget := 150; budget <= 1400; budget += 10 {
+		fc := &fakeClient{replies: map[string]string{"plan": `{"description":"d","approach":"a"}`}}
+		h := newHandlers(t, fc, Config{Context: st, ContextBytes: budget})
+		if _, err := h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: tk})); err != nil {
+			t.Fatal(err)
+		}
+		msgs := fc.calls()[0].Messages
+		if len(msgs) < 3 || !strings.HasPrefix(msgs[len(msgs)-2].Content, "## Documentation") {
+			continue // nothing fitted
+		}
+		if n := len(msgs[len(msgs)-2].Content) - docsHeaderLen(); n > budget {
+			t.Errorf("budget %d: the documentation's chunks take %d bytes of the prompt", budget, n)
+		}
+	}
+
+	var log strings.Builder
+	fc := &fakeClient{replies: map[string]string{"plan": `{"description":"d","approach":"a"}`}}
+	h := newHandlers(t, fc, Config{Context: st, ContextBytes: 100, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if _, err := h.Handle(context.Background(), command(t, messages.StagePlan, messages.PlanInput{Task: tk})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "no documentation chunk fits the context budget") {
+		t.Errorf("no chunk fitted and nothing was logged: %q", log.String())
 	}
 }

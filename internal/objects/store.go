@@ -85,19 +85,52 @@ func (s *Store) Put(ctx context.Context, name, path string) (messages.SampleRef,
 	return client.PutFile(ctx, s.obj, name, path) // the one rule of uploads, the clients' too
 }
 
-// Fetch returns a local path holding the sample's bytes, downloading it once.
+// ErrTooLarge marks an object larger than its fetch allows; it is an
+// ErrBadObject (asking again cannot make it smaller).
+var ErrTooLarge = fmt.Errorf("%w: too large", ErrBadObject)
+
+// Fetch returns a local path holding the sample's bytes, downloading it
+// once: FetchMax with MaxObjectBytes.
 func (s *Store) Fetch(ctx context.Context, r messages.SampleRef) (string, error) {
+	return s.FetchMax(ctx, r, MaxObjectBytes)
+}
+
+// FetchMax is Fetch of an object of at most maxBytes: the object store's
+// size of it is checked before anything is downloaded, and the download
+// stops past that size, so a reference to a huge object costs neither
+// the time nor the disk of its bytes. A larger object is ErrTooLarge.
+func (s *Store) FetchMax(ctx context.Context, r messages.SampleRef, maxBytes int64) (string, error) {
 	ref, ok := messages.ParseObjectRef(r.Object)
 	if !ok {
 		return "", fmt.Errorf("sample %s: %w: bad object reference %q", r.Name, ErrBadObject, r.Object)
 	}
 	path := filepath.Join(s.dir, ref.SHA256)
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
+	cached := func() (string, bool, error) {
+		fi, err := os.Stat(path)
+		switch {
+		case err != nil:
+			return "", false, nil
+		case fi.Size() > maxBytes:
+			return "", true, fmt.Errorf("sample %s: %w: %s, over %s", r.Name, ErrTooLarge, messages.FormatBytes(fi.Size()), messages.FormatBytes(maxBytes))
+		}
+		return path, true, nil
+	}
+	if p, ok, err := cached(); ok {
+		return p, err
 	}
 	defer s.lock(ref.SHA256)()
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
+	if p, ok, err := cached(); ok {
+		return p, err
+	}
+	info, err := s.obj.GetInfo(ctx, ref.ObjectName())
+	if err != nil {
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			err = fmt.Errorf("%w: %w", ErrBadObject, err)
+		}
+		return "", fmt.Errorf("fetch sample %s: %w", r.Name, err)
+	}
+	if int64(info.Size) > maxBytes {
+		return "", fmt.Errorf("fetch sample %s: %w: %s, over %s", r.Name, ErrTooLarge, messages.FormatBytes(int64(info.Size)), messages.FormatBytes(maxBytes))
 	}
 	tmp, err := os.CreateTemp(s.dir, ref.SHA256+".part-*")
 	if err != nil {
@@ -105,7 +138,8 @@ func (s *Store) Fetch(ctx context.Context, r messages.SampleRef) (string, error)
 	}
 	defer os.Remove(tmp.Name())
 	h := sha256.New()
-	if err := s.download(ctx, ref.ObjectName(), io.MultiWriter(tmp, h)); err != nil {
+	n, err := s.download(ctx, ref.ObjectName(), io.MultiWriter(tmp, h), int64(info.Size))
+	if err != nil {
 		tmp.Close()
 		if errors.Is(err, jetstream.ErrObjectNotFound) {
 			err = fmt.Errorf("%w: %w", ErrBadObject, err)
@@ -114,6 +148,9 @@ func (s *Store) Fetch(ctx context.Context, r messages.SampleRef) (string, error)
 	}
 	if err := tmp.Close(); err != nil {
 		return "", err
+	}
+	if n != int64(info.Size) {
+		return "", fmt.Errorf("fetch sample %s: %w: %d bytes where the store says %d", r.Name, ErrBadObject, n, info.Size)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != ref.SHA256 {
 		return "", fmt.Errorf("fetch sample %s: %w: content hash %s does not match %s", r.Name, ErrBadObject, got, ref.SHA256)
@@ -127,14 +164,15 @@ func (s *Store) Fetch(ctx context.Context, r messages.SampleRef) (string, error)
 	return path, nil
 }
 
-func (s *Store) download(ctx context.Context, name string, w io.Writer) error {
+// download copies the object to w, at most size+1 bytes (one more than
+// the store's size of it, so a longer body shows), and returns the count.
+func (s *Store) download(ctx context.Context, name string, w io.Writer, size int64) (int64, error) {
 	res, err := s.obj.Get(ctx, name)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer res.Close()
-	_, err = io.Copy(w, res)
-	return err
+	return io.Copy(w, io.LimitReader(res, size+1))
 }
 
 // FetchAll fetches every sample and returns the map RunSpec.Inputs wants:

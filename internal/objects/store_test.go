@@ -359,3 +359,28 @@ func TestFetchAll(t *testing.T) {
 		t.Errorf("bad file names caused %d downloads", n)
 	}
 }
+
+// TestFetchMaxChecksSizeFirst: an object over the fetch's bound is refused
+// from the store's size of it, before a byte is downloaded; within the
+// bound it is fetched, and a cached copy is held to the bound too.
+func TestFetchMaxChecksSizeFirst(t *testing.T) {
+	t.Parallel()
+	st, cs, _ := newStore(t)
+	ref, err := st.Put(ctxT(t), "docs", writeFile(t, "bundle.json", csv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.FetchMax(ctxT(t), ref, int64(len(csv)-1))
+	if !errors.Is(err, objects.ErrTooLarge) || !errors.Is(err, objects.ErrBadObject) {
+		t.Errorf("FetchMax under the size = %v, want ErrTooLarge", err)
+	}
+	if n := cs.gets.Load(); n != 0 {
+		t.Errorf("%d downloads of an object over the bound, want none", n)
+	}
+	if _, err := st.FetchMax(ctxT(t), ref, int64(len(csv))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.FetchMax(ctxT(t), ref, 4); !errors.Is(err, objects.ErrTooLarge) {
+		t.Errorf("FetchMax of a cached object over the bound = %v, want ErrTooLarge", err)
+	}
+}

@@ -156,9 +156,24 @@ func (f *jobFlags) spec(args []string, stdin io.Reader) (spec *messages.JobSpec,
 	if err := (jobfile.LocalFiles{Dir: ".", AllowOutside: f.allowOutside}).Resolve(flagged); err != nil {
 		return nil, "", usagef("%v", err)
 	}
-	spec.Context = append(spec.Context, flagged.Context...)
-	if len(spec.Context) > 0 {
-		if _, err := docsearch.Load(spec.Context); err != nil { // checked before anything connects
+	if len(flagged.Context) > 0 {
+		spec.Context = append(spec.Context, flagged.Context...)
+		// The job was validated before the flags' entries joined it: again,
+		// so that they count towards messages.MaxContextEntries.
+		if err := spec.Validate(); err != nil {
+			return nil, "", usagef("%v", err)
+		}
+	}
+	// The local files are read before anything connects; object references
+	// (a spec reused from a result) name bundles uploaded already.
+	var local []string
+	for _, c := range spec.Context {
+		if _, isRef := messages.ParseObjectRef(c); !isRef {
+			local = append(local, c)
+		}
+	}
+	if len(local) > 0 {
+		if _, err := docsearch.Load(local); err != nil {
 			return nil, "", usagef("%v", err)
 		}
 	}

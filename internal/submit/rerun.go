@@ -29,7 +29,8 @@ type rerunFlags struct {
 	inputs  multi
 	samples multi
 	run     runOptionFlags
-	// allowOutside lets --sample paths leave the current folder.
+	// allowOutside lets --sample and File or Dir --input paths leave the
+	// current folder and follow symbolic links.
 	allowOutside bool
 }
 
@@ -38,7 +39,7 @@ func (f *rerunFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.asJSON, "json", false, "print the run's result object (Contract 5 (docs/contracts.md)) as JSON on stdout")
 	fs.StringVar(&f.outDir, "out", "", "write result.json and the File and Dir outputs to this folder")
 	fs.DurationVar(&f.wait, "wait", 30*time.Minute, "how long to follow the run; then (or with 0, at once) print its id and leave it running")
-	fs.Var(&f.inputs, "input", "name=value of an input (repeatable); a File or Dir input's value is a local path")
+	fs.Var(&f.inputs, "input", "name=value of an input (repeatable); a File or Dir input's value is a local path, inside the current folder")
 	fs.Var(&f.samples, "sample", "name=path of a new sample file in place of the job's (repeatable), inside the current folder")
 	fs.BoolVar(&f.allowOutside, "allow-outside", false, allowOutsideHelp)
 	f.run.register(fs)
@@ -115,7 +116,7 @@ func rerun(ctx context.Context, from, task string, f rerunFlags, cfg config.Conf
 	if err != nil {
 		return 0, err
 	}
-	req, files, err := rerunRequest(from, src.Spec, inputs, samples)
+	req, files, err := rerunRequest(from, src.Spec, inputs, samples, local)
 	if err != nil {
 		return 0, err
 	}
@@ -228,8 +229,12 @@ func pairs(list multi, flagName string) (map[string]string, error) {
 }
 
 // rerunRequest checks inputs and samples against the job's spec, strictly,
-// and returns the request and the local files to upload.
-func rerunRequest(from string, spec *messages.JobSpec, inputs, samples map[string]string) (messages.RunRequest, map[string]string, error) {
+// and returns the request and the local files to upload. A File or Dir
+// input's path is resolved under local, as a --sample path is (samples
+// come already resolved): a symbolic link is refused, or with
+// --allow-outside replaced by its target, so that a linked folder is
+// uploaded with its files, not as an empty archive.
+func rerunRequest(from string, spec *messages.JobSpec, inputs, samples map[string]string, local jobfile.LocalFiles) (messages.RunRequest, map[string]string, error) {
 	req := messages.RunRequest{FromJob: from, Args: map[string]string{}}
 	files := map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(inputs)) {
@@ -240,10 +245,15 @@ func rerunRequest(from string, spec *messages.JobSpec, inputs, samples map[strin
 		}
 		switch t {
 		case messages.TypeFile, messages.TypeDir:
-			if err := checkPath(v, t == messages.TypeDir); err != nil {
+			resolve := local.Sample
+			if t == messages.TypeDir {
+				resolve = local.Folder
+			}
+			p, err := resolve(v)
+			if err != nil {
 				return req, nil, usagef("--input %s (%s): %v", name, t, err)
 			}
-			files[name] = v
+			files[name] = p
 		default:
 			canon, err := messages.ParseInputValue(t, v)
 			if err != nil {
@@ -256,7 +266,7 @@ func rerunRequest(from string, spec *messages.JobSpec, inputs, samples map[strin
 		if _, ok := spec.Samples[name]; !ok {
 			return req, nil, usagef("--sample %s: job %s has no such sample (samples: %s)", name, from, strings.Join(slices.Sorted(maps.Keys(spec.Samples)), ", "))
 		}
-		if err := checkPath(samples[name], false); err != nil {
+		if err := checkPath(samples[name]); err != nil {
 			return req, nil, usagef("--sample %s: %v", name, err)
 		}
 		files[name] = samples[name]
@@ -267,14 +277,14 @@ func rerunRequest(from string, spec *messages.JobSpec, inputs, samples map[strin
 	return req, files, nil
 }
 
-func checkPath(p string, dir bool) error {
-	fi, err := os.Stat(p)
+// checkPath checks that a sample path resolved at the start (LocalFiles)
+// is still a regular file.
+func checkPath(p string) error {
+	fi, err := os.Lstat(p)
 	switch {
 	case err != nil:
 		return err
-	case dir && !fi.IsDir():
-		return fmt.Errorf("%s is not a directory", p)
-	case !dir && !fi.Mode().IsRegular():
+	case !fi.Mode().IsRegular():
 		return fmt.Errorf("%s is not a regular file", p)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/autocoder/autocoder/internal/jobfile"
 	"github.com/autocoder/autocoder/pkg/messages"
 )
 
@@ -39,19 +40,21 @@ func TestRerunRequest(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "new.csv")
 	os.WriteFile(file, []byte("a\n1\n"), 0o644)
+	os.Mkdir(filepath.Join(dir, "extra"), 0o755)
+	local := jobfile.LocalFiles{Dir: dir}
 	spec := &messages.JobSpec{Samples: map[string]string{"sales": "sha256:" + strings.Repeat("a", 64) + ".csv"},
 		Inputs: map[string]messages.Type{"n": messages.TypeInt, "x": messages.TypeFloat, "ok": messages.TypeBool, "s": messages.TypeStr,
 			"cfg": messages.TypeFile, "extra": messages.TypeDir}}
 	req, files, err := rerunRequest("job-1", spec,
-		map[string]string{"n": "+3", "x": "2.50", "ok": "false", "s": "a=b c", "cfg": file, "extra": dir},
-		map[string]string{"sales": file})
+		map[string]string{"n": "+3", "x": "2.50", "ok": "false", "s": "a=b c", "cfg": "new.csv", "extra": "extra"},
+		map[string]string{"sales": file}, local)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]string{"n": "3", "x": "2.5", "ok": "false", "s": "a=b c"}, req.Args); diff != "" || req.FromJob != "job-1" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"cfg": file, "extra": dir, "sales": file}, files); diff != "" {
+	if diff := cmp.Diff(map[string]string{"cfg": file, "extra": filepath.Join(dir, "extra"), "sales": file}, files); diff != "" {
 		t.Errorf("files (-want +got):\n%s", diff)
 	}
 	for _, bad := range []struct {
@@ -61,17 +64,47 @@ func TestRerunRequest(t *testing.T) {
 		{map[string]string{"ok": "yes"}, nil, `--input ok (bool): "yes" is not true or false`},
 		{map[string]string{"n": "1.5"}, nil, `--input n (int)`},
 		{map[string]string{"nope": "1"}, nil, "--input nope: job job-1 has no such input (inputs: cfg (File), extra (Dir), n (int), ok (bool), s (str), x (float))"},
-		{map[string]string{"cfg": dir}, nil, "is not a regular file"},
-		{map[string]string{"extra": file}, nil, "is not a directory"},
-		{map[string]string{"cfg": filepath.Join(dir, "missing")}, nil, "no such file"},
+		{map[string]string{"cfg": "extra"}, nil, "is not a regular file"},
+		{map[string]string{"extra": "new.csv"}, nil, "is not a directory"},
+		{map[string]string{"cfg": "missing"}, nil, "not found"},
+		{map[string]string{"cfg": file}, nil, "absolute paths and .. are refused"},
 		{nil, map[string]string{"orders": file}, "--sample orders: job job-1 has no such sample (samples: sales)"},
 		{nil, map[string]string{"sales": dir}, "is not a regular file"},
 	} {
-		_, _, err := rerunRequest("job-1", spec, bad.inputs, bad.samples)
+		_, _, err := rerunRequest("job-1", spec, bad.inputs, bad.samples, local)
 		var ue *usageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("rerunRequest(%v, %v) = %v, want a usage error with %q", bad.inputs, bad.samples, err, bad.want)
 		}
+	}
+}
+
+// TestRerunDirInputThroughLink: a Dir input given as a symbolic link to a
+// folder is refused (without --allow-outside) or resolved to the folder
+// (with it), never passed on as a link, which uploaded an empty archive.
+func TestRerunDirInputThroughLink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	os.MkdirAll(data, 0o755)
+	os.WriteFile(filepath.Join(data, "a.csv"), []byte("a\n1\n"), 0o644)
+	if err := os.Symlink(data, filepath.Join(dir, "link_to_dir")); err != nil {
+		t.Fatal(err)
+	}
+	spec := &messages.JobSpec{Inputs: map[string]messages.Type{"data": messages.TypeDir}}
+	in := map[string]string{"data": "link_to_dir"}
+	_, _, err := rerunRequest("job-1", spec, in, nil, jobfile.LocalFiles{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "link_to_dir is a symbolic link, refused") || !strings.Contains(err.Error(), "--allow-outside") {
+		t.Errorf("a linked Dir input without --allow-outside: %v, want a refusal naming the flag", err)
+	}
+	_, files, err := rerunRequest("job-1", spec, in, nil, jobfile.LocalFiles{Dir: dir, AllowOutside: true})
+	real, _ := filepath.EvalSymlinks(data)
+	if err != nil || files["data"] != real {
+		t.Errorf("a linked Dir input with --allow-outside: %v, %v; want the folder %s", files, err, real)
+	}
+	os.Symlink("/etc/passwd", filepath.Join(data, "passwd"))
+	if _, _, err := rerunRequest("job-1", spec, in, nil, jobfile.LocalFiles{Dir: dir, AllowOutside: true}); err == nil || !strings.Contains(err.Error(), "passwd is a symbolic link") {
+		t.Errorf("a Dir input holding a link: %v, want it refused", err)
 	}
 }
 

@@ -24,7 +24,8 @@ import (
 // new data (messages.SubmitJob.Run), with req.Options over the job's
 // settings. files maps sample names and File or Dir input names to local
 // paths: each file is uploaded to the samples object store, each directory
-// as a tar archive, and set in req.Samples. Follow the run with Watch,
+// as a tar archive, and set in req.Samples. A path that is a symbolic
+// link is refused (give its target), as is a link inside a directory. Follow the run with Watch,
 // like any job.
 func (c *Client) Run(ctx context.Context, jobID string, req messages.RunRequest, files map[string]string) error {
 	if !messages.ValidJobID(jobID) {
@@ -67,10 +68,17 @@ func (c *Client) RunTask(ctx context.Context, jobID, name string, args map[strin
 }
 
 // upload puts a file, or a directory as a tar archive, in the samples store.
+// A symbolic link is refused, as PutFile refuses one: a directory walk
+// does not descend into a root that is a link, so it would upload an
+// empty archive. Resolve links first (the CLI's jobfile.LocalFiles does,
+// under --allow-outside).
 func (c *Client) upload(ctx context.Context, name, p string) (string, error) {
-	fi, err := os.Stat(p)
+	fi, err := os.Lstat(p)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return "", fmt.Errorf("%s: %s is a symbolic link: give the path of its target", name, p)
 	}
 	if !fi.IsDir() {
 		ref, err := c.PutSampleFile(ctx, name, p)
