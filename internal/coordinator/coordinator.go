@@ -90,10 +90,11 @@ type Coordinator struct {
 	cfg    Config
 	log    *slog.Logger
 	states *stateCache
-	clears clears   // outbox.go
-	lines  lines    // index.go
-	locks  jobLocks // joblocks.go
-	offers offers   // offer.go
+	clears clears     // outbox.go
+	lines  lines      // index.go
+	locks  jobLocks   // joblocks.go
+	offers offers     // offer.go
+	bg     background // background.go: what Close waits for
 	// written are the records being written, for the deadline watch
 	// (deadlines.go).
 	written ownWrites

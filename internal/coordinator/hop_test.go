@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/autocoder/autocoder/internal/bus"
@@ -433,5 +434,64 @@ func TestFinishedJobsOutboxIsSentByItsCoordinator(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("the job counted %v times in autocoder_jobs_finished_total, want once", n)
+	}
+}
+
+// blockingKV holds every compare-and-set of the state bucket until release
+// is closed.
+type blockingKV struct {
+	jetstream.KeyValue
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	<-b.release
+	return b.KeyValue.Update(ctx, key, value, rev)
+}
+
+// TestCloseWaitsForOffersInHand: Close returns only once the offers it
+// was stepping are done, so none of them still uses the connection the
+// stack closes next; an offer that comes once Close has begun is answered
+// not taken (the worker publishes the result for the next coordinator).
+func TestCloseWaitsForOffersInHand(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.clearDelay = time.Hour
+	kv := &blockingKV{KeyValue: e.res.JobState, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	c := e.coordinator(t, kv, nil, nil)
+	if err := c.HandleSubmit(ctxT(t), submitMsg(t, "job-close", answerSpec())); err != nil {
+		t.Fatal(err)
+	}
+	res := answer(t, e.commands(t)[0])
+	answered := make(chan bool, 1)
+	c.HandleOffer(ctxT(t), offerMsg(t, res), func(taken bool) { answered <- taken })
+	select {
+	case <-kv.entered: // the offer's step is at its compare-and-set
+	case <-time.After(time.Minute):
+		t.Fatal("the offer's step never reached the state")
+	}
+	closed := make(chan struct{})
+	go func() { _ = c.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while an offer was still being stepped")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(kv.release)
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		t.Fatal("Close never returned")
+	}
+	if !<-answered {
+		t.Error("the offer in hand was not taken")
+	}
+	if late := offer(t, c, offerMsg(t, res)); late {
+		t.Error("an offer after Close was taken")
 	}
 }

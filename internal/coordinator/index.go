@@ -80,7 +80,7 @@ func (l *lines) wait(c *Coordinator, jobID string, jl *jobLock, sum messages.Job
 		l.mu.Lock()
 		delete(l.timers, jobID)
 		l.mu.Unlock()
-		c.writeLine(jobID, kept)
+		c.bg.track(func() { c.writeLine(jobID, kept) })
 	})}
 	return true
 }

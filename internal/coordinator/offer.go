@@ -117,13 +117,16 @@ func (c *Coordinator) HandleOffer(ctx context.Context, msg *bus.Message, answer 
 		return
 	}
 	step := c.offers.begin(&res)
-	if step == nil {
+	if step == nil || !c.bg.enter() { // closing: the stream's copy does it, for the next coordinator
+		if step != nil {
+			c.offers.end(&res, step, false)
+		}
 		<-c.offers.slots
 		answer(false)
 		return
 	}
 	go func() {
-		defer func() { <-c.offers.slots }()
+		defer func() { <-c.offers.slots; c.bg.exit() }()
 		err := c.apply(ctx, res.JobID, machine.Input{Kind: machine.InputStageResult, Time: c.cfg.Now(), Result: &res})
 		if err != nil {
 			c.log.Debug("offered result not taken; the worker publishes it", "job_id", res.JobID, "stage", res.Stage, "seq", res.Seq, "err", err)

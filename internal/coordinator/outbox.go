@@ -78,9 +78,11 @@ func (c *Coordinator) retryOutboxLater(jobID string, rev uint64, wait time.Durat
 			delete(c.clears.retries, jobID)
 		}
 		c.clears.mu.Unlock()
-		if !c.retryOutbox(jobID, rev) {
-			c.retryOutboxLater(jobID, rev, min(2*wait, maxOutboxRetryDelay))
-		}
+		c.bg.track(func() {
+			if !c.retryOutbox(jobID, rev) {
+				c.retryOutboxLater(jobID, rev, min(2*wait, maxOutboxRetryDelay))
+			}
+		})
 	})
 	c.clears.retries[jobID] = t
 }
@@ -146,7 +148,7 @@ func (c *Coordinator) clearLater(jobID string, rec record, rev uint64) bool {
 			delete(c.clears.pending, jobID)
 		}
 		c.clears.mu.Unlock()
-		c.clearAfterDelay(jobID, rec, rev)
+		c.bg.track(func() { c.clearAfterDelay(jobID, rec, rev) })
 	})
 	c.clears.pending[jobID] = pendingClear{timer: t, rec: rec, rev: rev}
 	return true
@@ -193,5 +195,6 @@ func (c *Coordinator) Close() error {
 	for jobID, p := range waiting {
 		c.clearAfterDelay(jobID, p.rec, p.rev)
 	}
+	c.bg.closeAndWait() // offers being stepped, timers that had fired
 	return nil
 }
