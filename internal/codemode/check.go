@@ -24,6 +24,70 @@ func Check(code string, tools *Registry) error {
 // builtinNames are the names the dialect adds to Starlark's universe.
 var builtinNames = []string{"is_error", "parallel_map"}
 
+// pythonKeywords are Python's keywords (and Starlark's load): a tool or a
+// parameter so named could not be called (get(from="a") is a syntax
+// error).
+var pythonKeywords = []string{
+	"False", "None", "True", "and", "as", "assert", "async", "await",
+	"break", "class", "continue", "def", "del", "elif", "else", "except",
+	"finally", "for", "from", "global", "if", "import", "in", "is",
+	"lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
+	"while", "with", "yield", "load",
+}
+
+// pythonBuiltinNames are the names a Python program finds defined: the
+// builtins (Debian's CPython 3.11's, site's included) and the prelude's
+// own. A tool so named would shadow them (a tool "sum" and the program's
+// sum(...)).
+var pythonBuiltinNames = []string{
+	"ArithmeticError", "AssertionError", "AttributeError", "BaseException", "BaseExceptionGroup", "BlockingIOError", "BrokenPipeError", "BufferError",
+	"BytesWarning", "ChildProcessError", "ConnectionAbortedError", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError", "DeprecationWarning", "EOFError",
+	"Ellipsis", "EncodingWarning", "EnvironmentError", "Exception", "ExceptionGroup", "False", "FileExistsError", "FileNotFoundError",
+	"FloatingPointError", "FutureWarning", "GeneratorExit", "IOError", "ImportError", "ImportWarning", "IndentationError", "IndexError",
+	"InterruptedError", "IsADirectoryError", "KeyError", "KeyboardInterrupt", "LookupError", "MemoryError", "ModuleNotFoundError", "NameError",
+	"None", "NotADirectoryError", "NotImplemented", "NotImplementedError", "OSError", "OverflowError", "PendingDeprecationWarning", "PermissionError",
+	"ProcessLookupError", "RecursionError", "ReferenceError", "ResourceWarning", "RuntimeError", "RuntimeWarning", "StopAsyncIteration", "StopIteration",
+	"SyntaxError", "SyntaxWarning", "SystemError", "SystemExit", "TabError", "TimeoutError", "True", "TypeError",
+	"UnboundLocalError", "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError", "UnicodeTranslateError", "UnicodeWarning", "UserWarning", "ValueError",
+	"Warning", "ZeroDivisionError", "abs", "aiter", "all", "anext", "any", "ascii",
+	"bin", "bool", "breakpoint", "bytearray", "bytes", "callable", "chr", "classmethod",
+	"compile", "complex", "copyright", "credits", "delattr", "dict", "dir", "divmod",
+	"enumerate", "eval", "exec", "exit", "filter", "float", "format", "frozenset",
+	"getattr", "globals", "hasattr", "hash", "help", "hex", "id", "input",
+	"int", "isinstance", "issubclass", "iter", "len", "license", "list", "locals",
+	"map", "max", "memoryview", "min", "next", "object", "oct", "open",
+	"ord", "pow", "print", "property", "quit", "range", "repr", "reversed",
+	"round", "set", "setattr", "slice", "sorted", "staticmethod", "str", "sum",
+	"super", "tuple", "type", "vars", "zip",
+	"ToolError", "LimitExceeded", "parallel_map", "OUTPUTS",
+}
+
+// nameProblem says why a tool name cannot be used in either dialect, or
+// "".
+func nameProblem(name string) string {
+	switch {
+	case !isIdentifier(name):
+		return "is not an identifier"
+	case slices.Contains(pythonKeywords, name):
+		return "is a Python keyword"
+	case isBuiltinName(name) || slices.Contains(pythonBuiltinNames, name):
+		return "shadows a builtin"
+	}
+	return ""
+}
+
+// paramNameProblem says why a parameter name cannot be used as a keyword
+// argument in either dialect, or "".
+func paramNameProblem(name string) string {
+	switch {
+	case !isIdentifier(name):
+		return "is not an identifier"
+	case slices.Contains(pythonKeywords, name):
+		return "is a Python keyword"
+	}
+	return ""
+}
+
 func isBuiltinName(name string) bool {
 	return starlark.Universe.Has(name) || strings.HasPrefix(name, "__") || slices.Contains(builtinNames, name)
 }

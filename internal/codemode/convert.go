@@ -134,22 +134,8 @@ func viaJSON(v any) (starlark.Value, error) {
 		return nil, fmt.Errorf("tool result of type %T is not JSON-able: %w", v, err)
 	}
 	var generic any
-	if err := json.Unmarshal(raw, &generic); err != nil {
+	if err := decodeJSON(raw, &generic); err != nil { // numbers as json.Number: 1 stays an int
 		return nil, fmt.Errorf("tool result of type %T: %w", v, err)
 	}
-	if _, isMap := generic.(map[string]any); !isMap {
-		if _, isList := generic.([]any); !isList {
-			return fromGoScalar(generic)
-		}
-	}
 	return fromGo(generic)
-}
-
-// fromGoScalar handles what json.Unmarshal yields for a scalar, where a
-// whole number must stay an int.
-func fromGoScalar(v any) (starlark.Value, error) {
-	if f, ok := v.(float64); ok && f == float64(int64(f)) {
-		return starlark.MakeInt64(int64(f)), nil
-	}
-	return fromGo(v)
 }

@@ -61,7 +61,11 @@ func ServeTool(nc *nats.Conn, t Tool) (micro.Service, error) {
 		return nil, fmt.Errorf("codemode: serve tool %s: %w", t.Name, err)
 	}
 	meta := map[string]string{metaDoc: t.Doc, metaParams: string(params), metaCacheable: strconv.FormatBool(!t.NoCache)}
-	handler := micro.HandlerFunc(func(req micro.Request) { respond(nc, req, serveCall(&t, req.Data())) })
+	handler := micro.HandlerFunc(func(req micro.Request) {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout(req.Headers()))
+		defer cancel()
+		respond(nc, req, serveCall(ctx, &t, req.Data()))
+	})
 	if err := svc.AddEndpoint(callEndpoint, handler, micro.WithEndpointSubject(ToolSubject(t.Name)), micro.WithEndpointMetadata(meta)); err != nil {
 		_ = svc.Stop()
 		return nil, fmt.Errorf("codemode: serve tool %s: %w", t.Name, err)
@@ -75,24 +79,43 @@ func ServeTool(nc *nats.Conn, t Tool) (micro.Service, error) {
 	return svc, nil
 }
 
-// serveCall runs one call of a served tool. Its context ends with the
-// request: the caller's wall-time limit is the caller's to enforce.
-func serveCall(t *Tool, data []byte) toolReply {
-	var args map[string]any
-	if err := decodeJSON(data, &args); err != nil {
-		return toolReply{Error: "arguments are not a JSON object: " + err.Error()}
+// MaxServedCallTime bounds one call of a served tool: the caller's
+// remaining time (the timeoutHeader of its request) when it sends one,
+// and never more than this.
+const MaxServedCallTime = 5 * time.Minute
+
+// timeoutHeader carries the caller's remaining time for a call, in
+// milliseconds: the served tool's context ends when the caller stops
+// waiting.
+const timeoutHeader = "Autocoder-Timeout-Ms"
+
+// callTimeout is how long a served call may run: the caller's remaining
+// time, at most MaxServedCallTime.
+func callTimeout(h micro.Headers) time.Duration {
+	d := MaxServedCallTime
+	if ms, err := strconv.ParseInt(h.Get(timeoutHeader), 10, 64); err == nil && ms > 0 && ms < d.Milliseconds() {
+		d = time.Duration(ms) * time.Millisecond
 	}
-	for k, v := range args {
-		args[k] = plainNumbers(v)
+	return d
+}
+
+// serveCall runs one call of a served tool, its arguments checked and
+// converted by the tool's declared parameters (a float parameter gets a
+// float64 even for 100). ctx ends when the caller stops waiting (see
+// callTimeout).
+func serveCall(ctx context.Context, t *Tool, data []byte) toolReply {
+	args, err := BindJSONArgs(*t, data)
+	if err != nil {
+		return toolReply{Error: err.Error()}
 	}
-	res, err := t.call(context.Background(), args)
+	res, err := t.call(ctx, args)
 	if err != nil {
 		return toolReply{Error: err.Error()}
 	}
 	if _, err := json.Marshal(res); err != nil {
 		return toolReply{Error: fmt.Sprintf("result is not JSON-able: %v", err)}
 	}
-	return toolReply{Result: res}
+	return toolReply{Result: keepFloats(res)} // 100.0 stays a float on the wire
 }
 
 // respond sends a call's reply; one larger than the connection may carry
@@ -150,8 +173,12 @@ func remoteTool(nc *nats.Conn, name string, ep micro.EndpointInfo) (Tool, error)
 		Func: func(ctx context.Context, args map[string]any) (any, error) {
 			return callRemote(ctx, nc, subject, args)
 		}}
-	if err := NewRegistry().Register(t); err != nil {
-		return Tool{}, err
+	// The parameters are checked here; the name where the tool is
+	// registered, under an alias if the served name is refused there.
+	probe := t
+	probe.Name = "served_tool"
+	if err := NewRegistry().Register(probe); err != nil {
+		return Tool{}, fmt.Errorf("codemode: tool %s: %w", name, err)
 	}
 	return t, nil
 }
@@ -163,7 +190,7 @@ type ToolCallError struct{ Msg string }
 func (e *ToolCallError) Error() string { return e.Msg }
 
 func callRemote(ctx context.Context, nc *nats.Conn, subject string, args map[string]any) (any, error) {
-	body, err := json.Marshal(args)
+	body, err := MarshalResult(args)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +226,12 @@ func toolRequest(ctx context.Context, nc *nats.Conn, subject string, body []byte
 		return nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := nc.PublishRequest(subject, inbox, body); err != nil {
+	req := &nats.Msg{Subject: subject, Reply: inbox, Data: body}
+	if deadline, ok := ctx.Deadline(); ok {
+		req.Header = nats.Header{}
+		req.Header.Set(timeoutHeader, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 1), 10))
+	}
+	if err := nc.PublishMsg(req); err != nil {
 		return nil, err
 	}
 	msg, err := sub.NextMsgWithContext(ctx)
@@ -263,26 +295,4 @@ func paramsOrEmpty(p []Param) []Param {
 		return []Param{}
 	}
 	return p
-}
-
-// plainNumbers turns the json.Numbers of decoded arguments into int64 or
-// float64, the types a ToolFunc is promised.
-func plainNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case []any:
-		for i := range x {
-			x[i] = plainNumbers(x[i])
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = plainNumbers(x[k])
-		}
-	}
-	return v
 }

@@ -11,6 +11,8 @@ import (
 //
 //	x + y        ->  __binop("+", x, y)        (also - * % | & ^ <<)
 //	x += y       ->  x += __augcheck("+", x, y)
+//	f()[g()] += y ->  __aug0 = f(); __aug1 = g(); __aug0[__aug1] += __augcheck("+", __aug0[__aug1], y)
+//	(x) += y     ->  x += __augcheck("+", x, y)
 //	x.name       ->  __attr(x, "name")          (reads only; not x.f = v)
 //	x[a:b:c]     ->  __built(x[a:b:c])          (x[a:b]: __sliced)
 //	{k: v}       ->  __built({k: v})
@@ -37,9 +39,14 @@ var augOps = map[syntax.Token]string{
 	syntax.PIPE_EQ: "|", syntax.AMP_EQ: "&", syntax.CIRCUMFLEX_EQ: "^", syntax.LTLT_EQ: "<<",
 }
 
+// augTempPrefix names the temporaries that hold the parts of an
+// augmented assignment's target, evaluated once.
+const augTempPrefix = "__aug"
+
 // rewriteFile rewrites f in place and reports whether the last statement
-// was an expression (whose value is bound to __result__).
-func rewriteFile(f *syntax.File) bool {
+// was an expression (whose value is bound to __result__). Its error is
+// an augmented assignment to a target it cannot charge.
+func rewriteFile(f *syntax.File) (bool, error) {
 	hasResult := false
 	if n := len(f.Stmts); n > 0 {
 		if es, ok := f.Stmts[n-1].(*syntax.ExprStmt); ok {
@@ -48,50 +55,119 @@ func rewriteFile(f *syntax.File) bool {
 			hasResult = true
 		}
 	}
-	rewriteStmts(f.Stmts)
-	return hasResult
+	r := &rewriter{}
+	f.Stmts = r.stmts(f.Stmts)
+	return hasResult, r.err
 }
 
-func rewriteStmts(stmts []syntax.Stmt) {
+// rewriter numbers the temporaries of augmented assignments and keeps the
+// first error.
+type rewriter struct {
+	temps int
+	err   error
+}
+
+func (r *rewriter) stmts(stmts []syntax.Stmt) []syntax.Stmt {
+	out := stmts[:0:0]
 	for _, s := range stmts {
-		rewriteStmt(s)
+		out = append(out, r.stmt(s)...)
 	}
+	return out
 }
 
-func rewriteStmt(s syntax.Stmt) {
+// stmt rewrites s; an augmented assignment may come out as several
+// statements (its target's parts into temporaries first).
+func (r *rewriter) stmt(s syntax.Stmt) []syntax.Stmt {
 	switch s := s.(type) {
 	case *syntax.AssignStmt:
-		rewriteAssign(s)
+		return r.assign(s)
 	case *syntax.DefStmt:
 		rewriteParams(s.Params)
-		rewriteStmts(s.Body)
+		s.Body = r.stmts(s.Body)
 	case *syntax.ExprStmt:
 		s.X = rewriteExpr(s.X)
 	case *syntax.IfStmt:
 		s.Cond = rewriteExpr(s.Cond)
-		rewriteStmts(s.True)
-		rewriteStmts(s.False)
+		s.True = r.stmts(s.True)
+		s.False = r.stmts(s.False)
 	case *syntax.ForStmt:
 		s.X = rewriteExpr(s.X)
-		rewriteStmts(s.Body)
+		s.Body = r.stmts(s.Body)
 	case *syntax.WhileStmt:
 		s.Cond = rewriteExpr(s.Cond)
-		rewriteStmts(s.Body)
+		s.Body = r.stmts(s.Body)
 	case *syntax.ReturnStmt:
 		if s.Result != nil {
 			s.Result = rewriteExpr(s.Result)
 		}
 	}
+	return []syntax.Stmt{s}
 }
 
-func rewriteAssign(s *syntax.AssignStmt) {
+func (r *rewriter) assign(s *syntax.AssignStmt) []syntax.Stmt {
+	var pre []syntax.Stmt
 	if op, ok := augOps[s.Op]; ok {
-		if lhsCopy := cloneTarget(s.LHS); lhsCopy != nil {
-			s.RHS = call(augcheckName, s.OpPos, str(op), rewriteExpr(lhsCopy), s.RHS)
+		s.LHS = unparen(s.LHS)
+		var lhsCopy syntax.Expr
+		pre, lhsCopy = r.augTarget(s.LHS)
+		if lhsCopy == nil {
+			if r.err == nil {
+				r.err = syntax.Error{Pos: s.OpPos, Msg: "this target of an augmented assignment is not supported; write x = x " + op + " y"}
+			}
+			return []syntax.Stmt{s}
 		}
+		s.RHS = call(augcheckName, s.OpPos, str(op), rewriteExpr(lhsCopy), s.RHS)
 	}
 	s.RHS = rewriteExpr(s.RHS)
 	s.LHS = rewriteTarget(s.LHS)
+	return append(pre, s)
+}
+
+// augTarget makes the target of an augmented assignment readable twice
+// (by __augcheck, then by the assignment) with each of its parts
+// evaluated once: a container or an index that is not a name or a literal
+// is assigned to a temporary first (pre). It returns the target's copy;
+// nil for a shape it does not handle.
+func (r *rewriter) augTarget(e syntax.Expr) (pre []syntax.Stmt, cp syntax.Expr) {
+	switch t := e.(type) {
+	case *syntax.Ident:
+		return nil, ident(t.Name, t.NamePos)
+	case *syntax.IndexExpr:
+		pre = append(pre, r.hoist(&t.X)...)
+		if _, lit := unparen(t.Y).(*syntax.Literal); !lit {
+			pre = append(pre, r.hoist(&t.Y)...)
+		}
+		return pre, &syntax.IndexExpr{X: cloneExprShallow(t.X), Lbrack: t.Lbrack, Y: cloneExprShallow(unparen(t.Y)), Rbrack: t.Rbrack}
+	case *syntax.DotExpr:
+		pre = r.hoist(&t.X)
+		return pre, &syntax.DotExpr{X: cloneExprShallow(t.X), Dot: t.Dot, NamePos: t.NamePos, Name: ident(t.Name.Name, t.Name.NamePos)}
+	}
+	return nil, nil
+}
+
+// hoist assigns *e to a new temporary, unless it is a name, and puts the
+// temporary's name in its place.
+func (r *rewriter) hoist(e *syntax.Expr) []syntax.Stmt {
+	x := unparen(*e)
+	if id, ok := x.(*syntax.Ident); ok {
+		*e = id
+		return nil
+	}
+	pos, _ := x.Span()
+	name := augTempPrefix + strconv.Itoa(r.temps)
+	r.temps++
+	*e = ident(name, pos)
+	return []syntax.Stmt{&syntax.AssignStmt{OpPos: pos, Op: syntax.EQ, LHS: ident(name, pos), RHS: rewriteExpr(x)}}
+}
+
+func unparen(e syntax.Expr) syntax.Expr {
+	for {
+		p, ok := e.(*syntax.ParenExpr)
+		if !ok {
+			return e
+		}
+		e = p.X
+	}
 }
 
 // rewriteTarget rewrites the sub-expressions of an assignment target but
@@ -116,31 +192,8 @@ func rewriteTarget(e syntax.Expr) syntax.Expr {
 	return e
 }
 
-// cloneTarget copies the target of an augmented assignment, which is read
-// once more by __augcheck; nil for shapes it does not copy.
-func cloneTarget(e syntax.Expr) syntax.Expr {
-	switch t := e.(type) {
-	case *syntax.Ident:
-		return ident(t.Name, t.NamePos)
-	case *syntax.IndexExpr:
-		x := cloneTarget(t.X)
-		if x == nil {
-			return nil
-		}
-		return &syntax.IndexExpr{X: x, Lbrack: t.Lbrack, Y: cloneExprShallow(t.Y), Rbrack: t.Rbrack}
-	case *syntax.DotExpr:
-		x := cloneTarget(t.X)
-		if x == nil {
-			return nil
-		}
-		return &syntax.DotExpr{X: x, Dot: t.Dot, NamePos: t.NamePos, Name: ident(t.Name.Name, t.Name.NamePos)}
-	}
-	return nil
-}
-
-// cloneExprShallow copies the index of an augmented target when it is a
-// name or a literal; other index expressions are shared, which is safe
-// because the resolver binds a reused node the same way both times.
+// cloneExprShallow copies a part of an augmented target, a name or a
+// literal (augTarget hoists the others).
 func cloneExprShallow(e syntax.Expr) syntax.Expr {
 	switch t := e.(type) {
 	case *syntax.Ident:

@@ -77,9 +77,12 @@ func Run(ctx context.Context, code string, tools *Registry, limits Limits) (Resu
 	if err := checkFile(f, tools); err != nil {
 		return Result{Duration: time.Since(start)}, err
 	}
-	hasResult := rewriteFile(f)
+	hasResult, err := rewriteFile(f)
+	if err != nil {
+		return Result{Duration: time.Since(start)}, syntaxError(err)
+	}
 
-	ctx, cancel := context.WithTimeout(ctx, limits.WallTime)
+	ctx, cancel := context.WithTimeout(WithCallOrdinals(ctx), limits.WallTime)
 	defer cancel()
 	rs := &runState{ctx: ctx, tools: tools, limits: limits}
 	predeclared := rs.predeclared()

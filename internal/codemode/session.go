@@ -30,14 +30,24 @@ type Session struct {
 	Model     Model
 	ModelName string // required
 	Tools     *Registry
-	Limits    Limits
+	// Limits bound each program. Starlark (no Interpreter) applies them
+	// all; an Interpreter applies them if it is a LimitedInterpreter
+	// (*pyexec.Runner applies WallTime, MaxOutputBytes, MaxToolCalls and
+	// MaxParallel over its own limits; MaxSteps and MaxAllocBytes are
+	// Starlark's), and Run refuses Limits an Interpreter cannot apply.
+	// Zero fields mean the defaults.
+	Limits Limits
 	// Skills are texts put in the system prompt; SkillFiles are read at
 	// each Run and put there too.
 	Skills             []string
 	SkillFiles         []string
 	SystemPromptPrefix string
 	MaxTurns           int
-	MaxRetries         int // single-shot only; 0 means DefaultMaxRetries
+	// MaxRetries is how many times a single-shot session asks for the
+	// program again after a failed one: 0 means no retry, as a job's
+	// max_retries: 0 does (a job without max_retries gets
+	// DefaultMaxRetries).
+	MaxRetries int
 	// ObservationBytes is the budget of one observation; 0 means
 	// DefaultObservationBytes.
 	ObservationBytes int
@@ -52,15 +62,27 @@ type Interpreter interface {
 	RunProgram(ctx context.Context, code string, tools *Registry) (Result, error)
 }
 
+// LimitedInterpreter is an Interpreter that runs a program under a
+// Session's Limits (those that apply to it; zero fields: its own).
+type LimitedInterpreter interface {
+	Interpreter
+	RunProgramLimits(ctx context.Context, code string, tools *Registry, limits Limits) (Result, error)
+}
+
 // run runs one program in the session's interpreter.
 func (a *Session) run(ctx context.Context, code string) (Result, error) {
 	if a.Interpreter != nil {
+		if li, ok := a.Interpreter.(LimitedInterpreter); ok && a.Limits != (Limits{}) {
+			return li.RunProgramLimits(ctx, code, a.Tools, a.Limits)
+		}
 		return a.Interpreter.RunProgram(ctx, code, a.Tools)
 	}
 	return Run(ctx, code, a.Tools, a.Limits)
 }
 
-// DefaultMaxRetries is the single-shot default of Session.MaxRetries.
+// DefaultMaxRetries is the single-shot retries of a code-mode job that
+// does not say (messages.CodeModeSpec.MaxRetries absent); a Session's
+// MaxRetries is what it says.
 const DefaultMaxRetries = 3
 
 // SessionResult is what Run produced. Error is set when the session gave up
@@ -100,6 +122,9 @@ func (a *Session) Run(ctx context.Context, message string, history []Message) (S
 	}
 	if a.MaxTurns < 0 || a.MaxRetries < 0 {
 		return SessionResult{}, errors.New("codemode: max_turns and max_retries must not be negative")
+	}
+	if _, limited := a.Interpreter.(LimitedInterpreter); a.Interpreter != nil && !limited && a.Limits != (Limits{}) {
+		return SessionResult{}, fmt.Errorf("codemode: the interpreter %T does not apply Session.Limits; set its own limits", a.Interpreter)
 	}
 	sys, err := a.systemPrompt()
 	if err != nil {
@@ -193,9 +218,6 @@ func (s *session) multiTurn(ctx context.Context) (SessionResult, error) {
 // singleShot asks for a program and retries it on errors.
 func (s *session) singleShot(ctx context.Context) (SessionResult, error) {
 	retries := s.a.MaxRetries
-	if retries == 0 {
-		retries = DefaultMaxRetries
-	}
 	var last string
 	for attempt := 1; attempt <= retries+1; attempt++ {
 		s.res.Turns = attempt

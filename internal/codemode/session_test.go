@@ -30,7 +30,7 @@ func newSession(t *testing.T, tools *codemode.Registry, replies ...string) (*cod
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &codemode.Session{Model: model, ModelName: "fake-model", Tools: tools}, fake
+	return &codemode.Session{Model: model, ModelName: "fake-model", Tools: tools, MaxRetries: codemode.DefaultMaxRetries}, fake
 }
 
 func program(code string) string { return "Here is the program.\n```python\n" + code + "\n```\n" }

@@ -61,14 +61,14 @@ type Registry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{tools: map[string]*Tool{}} }
 
-// Register adds a tool. Names must be identifiers, unique, and not shadow a
-// builtin.
+// Register adds a tool. Names must be identifiers, unique, neither a
+// Python keyword nor a builtin of Python (sum, open, ...), of Starlark or
+// of the prelude (ToolError, parallel_map, ...); parameter names must be
+// identifiers and not Python keywords (a parameter "from" could not be
+// passed by name).
 func (r *Registry) Register(t Tool) error {
-	if !isIdentifier(t.Name) {
-		return fmt.Errorf("codemode: tool name %q is not an identifier", t.Name)
-	}
-	if isBuiltinName(t.Name) {
-		return fmt.Errorf("codemode: tool name %q shadows a builtin", t.Name)
+	if why := nameProblem(t.Name); why != "" {
+		return fmt.Errorf("codemode: tool name %q %s (of Python or Starlark); serve or alias it under another name", t.Name, why)
 	}
 	if _, dup := r.tools[t.Name]; dup {
 		return fmt.Errorf("codemode: tool %q registered twice", t.Name)
@@ -78,8 +78,11 @@ func (r *Registry) Register(t Tool) error {
 	}
 	seen := map[string]bool{}
 	for _, p := range t.Params {
-		if !isIdentifier(p.Name) || seen[p.Name] {
-			return fmt.Errorf("codemode: tool %q: bad or repeated parameter %q", t.Name, p.Name)
+		if why := paramNameProblem(p.Name); why != "" {
+			return fmt.Errorf("codemode: tool %q: parameter name %q %s; rename the parameter", t.Name, p.Name, why)
+		}
+		if seen[p.Name] {
+			return fmt.Errorf("codemode: tool %q: repeated parameter %q", t.Name, p.Name)
 		}
 		seen[p.Name] = true
 		if !validType(p.Type) {
@@ -222,13 +225,17 @@ func checkParam(p Param, v starlark.Value) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("argument %q must be %s, got %s", p.Name, p.Type, v.Type())
 	}
-	gv := toGo(v)
-	if p.Type == TypeFloat {
-		if i, isInt := gv.(int64); isInt {
-			gv = float64(i)
+	if i, isInt := v.(starlark.Int); isInt {
+		switch p.Type {
+		case TypeFloat:
+			return float64(i.Float()), nil
+		case TypeInt:
+			if _, fits := i.Int64(); !fits {
+				return nil, fmt.Errorf("argument %q is out of range for int", p.Name)
+			}
 		}
 	}
-	return gv, nil
+	return toGo(v), nil
 }
 
 func (t *Tool) param(name string) (Param, bool) {

@@ -51,8 +51,14 @@ func (h *Handlers) exec(ctx context.Context, cmd *messages.StageCommand, in mess
 	}
 	var uncacheable atomic.Bool
 	reg = markUncacheable(reg, &uncacheable)
-	if h.cfg.Cache != nil && cmd.Cache != messages.CacheDisable {
-		reg = codemode.CachedTools(reg, h.cfg.Cache, in.Scope, 0)
+	if h.cfg.Cache != nil {
+		switch cmd.Cache {
+		case messages.CacheDisable:
+		case messages.CacheOverride: // recompute, then write
+			reg = codemode.RefreshedTools(reg, h.cfg.Cache, in.Scope, h.cfg.CacheTTL)
+		default: // auto
+			reg = codemode.CachedTools(reg, h.cfg.Cache, in.Scope, h.cfg.CacheTTL)
+		}
 	}
 	res, files, runErr := h.run(ctx, in, reg)
 	if runErr != nil && ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -24,7 +25,12 @@ type Config struct {
 	// nil fails those stages.
 	Conn *nats.Conn
 	// Cache keeps tool calls (content keys, scoped by the job); nil: none.
+	// A job's cache mode applies: auto reads and writes, override only
+	// writes, disable neither.
 	Cache cache.Cache
+	// CacheTTL is how long a tool call's entry is kept; 0 keeps it as
+	// long as the cache does (as the stage cache's TTL).
+	CacheTTL time.Duration
 	// Limits bound the programs of interpreter starlark; zero fields mean
 	// codemode's defaults.
 	Limits codemode.Limits
@@ -43,6 +49,9 @@ type Handlers struct{ cfg Config }
 
 // New validates cfg and returns the handlers.
 func New(cfg Config) (*Handlers, error) {
+	if cfg.CacheTTL < 0 {
+		return nil, errors.New("codemodestages: CacheTTL must not be negative")
+	}
 	if cfg.ObservationBytes < 0 {
 		return nil, errors.New("codemodestages: ObservationBytes must not be negative")
 	}

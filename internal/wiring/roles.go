@@ -193,7 +193,7 @@ func (st *Stack) startSandboxWorker(ctx context.Context) error {
 	}
 	// Code-mode programs: CPython in the sandbox (or Starlark here), with
 	// their tools over NATS and their files in the outputs store.
-	codeMode, err := codemodestages.New(codemodestages.Config{Conn: st.Conn, Cache: c,
+	codeMode, err := codemodestages.New(codemodestages.Config{Conn: st.Conn, Cache: c, CacheTTL: st.opts.Config.CacheTTL,
 		Python: &pyexec.Runner{Backend: backend}, Files: sandboxstages.ObjectStoreOutputs{Obj: st.Resources.Outputs}})
 	if err != nil {
 		return err

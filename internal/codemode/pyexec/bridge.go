@@ -294,7 +294,7 @@ func (b *bridge) answer(ctx context.Context, m message) (answer, *codemode.Error
 		}
 		return answer{ID: m.ID, Error: err.Error()}, nil
 	}
-	data, err := json.Marshal(res)
+	data, err := codemode.MarshalResult(res) // a float stays a float (100.0)
 	if err != nil {
 		return answer{ID: m.ID, Error: "the tool's result is not JSON: " + err.Error()}, nil
 	}

@@ -208,6 +208,8 @@ _TYPES = {
 
 def _plain(v, where):
     """v as JSON can carry it: tuples become lists, sets sorted lists."""
+    if isinstance(v, _Pending):
+        v = v._value()
     if v is None or isinstance(v, (str, bool, int)):
         return v
     if isinstance(v, float):
@@ -271,7 +273,7 @@ class _Tool:
             out[p["name"]] = _plain(v, "%s(): argument '%s'" % (self.name, p["name"]))
         return out
 
-    def _start(self, *args, **kwargs):
+    def _start(self, /, *args, **kwargs):
         """Sends the call and returns its _Future."""
         if os.getpid() != _PID:
             raise RuntimeError("%s(): tools can be called from the program's own process only, not from a forked one "
@@ -294,11 +296,36 @@ class _Tool:
         _send(msg)
         return fut
 
-    def __call__(self, *args, **kwargs):
-        return self._start(*args, **kwargs).result()
+    def __call__(self, /, *args, **kwargs):
+        fut = self._start(*args, **kwargs)
+        if _in_async_code():
+            return _Pending(fut)
+        return fut.result()
 
-    def _awaitable(self, *args, **kwargs):
+    def _awaitable(self, /, *args, **kwargs):
         return _Pending(self._start(*args, **kwargs))
+
+
+# The frames of a comprehension or a lambda: a tool call there, in async
+# code, is an awaitable (tasks = [get_weather(c) for c in cities]).
+_NESTED_FRAMES = frozenset(("<listcomp>", "<genexpr>", "<setcomp>", "<dictcomp>", "<lambda>"))
+_CO_COROUTINE = 0x80
+
+
+def _in_async_code():
+    """Whether a tool call is made in async code: an event loop runs in
+    this thread and the caller is a coroutine (async def), or a
+    comprehension or lambda of the program, not the program's top level
+    (whose plain calls stay values; there the calls that are awaited or
+    handed to asyncio.gather and the like are rewritten, see
+    _AwaitedCalls). A worker thread (asyncio.to_thread) runs no loop."""
+    aio = sys.modules.get("asyncio")
+    if aio is None or aio.events._get_running_loop() is None:
+        return False
+    code = sys._getframe(2).f_code  # the caller of _Tool.__call__
+    if code.co_flags & _CO_COROUTINE:
+        return code.co_name != "<module>"
+    return code.co_name in _NESTED_FRAMES and code.co_filename == PROGRAM
 
 
 def _awaitable(fn):
@@ -332,9 +359,21 @@ class _AwaitedCalls(ast.NodeTransformer):
 
 
 class _WrapAll(ast.NodeTransformer):
+    """Wraps every call in an argument of asyncio.gather and the like, and
+    every tool named there (asyncio.gather(*map(get_weather, cities)))."""
+
     def visit_Call(self, node):
-        self.generic_visit(node)
+        if not isinstance(node.func, ast.Name):
+            node.func = self.visit(node.func)
+        node.args = [self.visit(a) for a in node.args]
+        node.keywords = [self.visit(k) for k in node.keywords]
         return _wrap_call(node)
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id in _TOOLS:
+            wrapped = ast.Call(func=ast.Name(id="__codemode_awaitable__", ctx=ast.Load()), args=[node], keywords=[])
+            return ast.copy_location(wrapped, node)
+        return node
 
 
 def _wrap_call(call):
@@ -345,15 +384,37 @@ def _wrap_call(call):
 
 
 class _Pending:
-    """An awaited tool call: awaitable (so asyncio.gather runs calls at
-    once), and usable as its value too."""
+    """A tool call in async code: sent at once, and a coroutine (awaitable,
+    and accepted by asyncio.create_task, TaskGroup.create_task and
+    asyncio.gather, so gathered calls run concurrently); usable as its
+    value too."""
 
-    __slots__ = ("_fut",)
+    __slots__ = ("_fut", "_gen")
 
     def __init__(self, fut):
         self._fut = fut
+        self._gen = None
 
     def __await__(self):
+        return self._wait()
+
+    # The coroutine protocol (collections.abc.Coroutine), for a Task that
+    # drives the call.
+    def send(self, value):
+        if self._gen is None:
+            self._gen = self._wait()
+        return self._gen.send(value)
+
+    def throw(self, *exc):
+        if self._gen is None:
+            self._gen = self._wait()
+        return self._gen.throw(*exc)
+
+    def close(self):
+        if self._gen is not None:
+            self._gen.close()
+
+    def _wait(self):
         import asyncio
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
@@ -372,12 +433,14 @@ class _Pending:
                 pass  # the loop is closed: no one awaits any more
 
         self._fut.add_done_callback(done)
-        return waiter.__await__()
+        return (yield from waiter)
 
     def _value(self):
         return self._fut.result()
 
     def __getattr__(self, name):
+        if name.startswith(("__", "cr_", "gi_")):
+            raise AttributeError(name)  # asked of a coroutine (asyncio, inspect): not the value's
         return getattr(self._value(), name)
 
     def __getitem__(self, k):
@@ -409,6 +472,25 @@ class _Pending:
 
     def __float__(self):
         return float(self._value())
+
+    def __index__(self):
+        return self._value().__index__()
+
+    def __reversed__(self):
+        return reversed(self._value())
+
+
+def _binary(name):
+    def op(self, other):
+        f = getattr(self._value(), name, None)
+        return NotImplemented if f is None else f(other._value() if isinstance(other, _Pending) else other)
+    op.__name__ = name
+    return op
+
+
+for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "or", "and", "lt", "le", "gt", "ge"):
+    for _name in ("__%s__" % _op, "__r%s__" % _op) if _op not in ("lt", "le", "gt", "ge") else ("__%s__" % _op,):
+        setattr(_Pending, _name, _binary(_name))
 
 
 def _did_you_mean(name, candidates):
@@ -627,31 +709,76 @@ def _done(**msg):
     os._exit(0)
 
 
-def _run(code, spec):
-    limits = spec["limits"]
-    for desc in spec["tools"]:
-        _TOOLS[desc["name"]] = _Tool(desc, limits)
+# How deep the prelude's passes over the program's syntax tree may
+# recurse (a 500-term a + b + ... is 500 levels): above the default 1000,
+# well within the C stack (Python-to-Python calls use none in 3.11+).
+_AST_RECURSION = 8000
+
+_TOO_DEEP = ("the program nests too deeply to be checked (e.g. a very long chain of + or of elif): "
+             "split it into smaller expressions, or use a loop, a list or a dict")
+
+
+def _compile(code):
+    """Parses, checks and compiles the program; reports a failure (done)."""
     try:
         tree = ast.parse(code, PROGRAM)
     except SyntaxError as e:
         _done(ok=False, kind="syntax", line=e.lineno or 0, col=e.offset or 0, msg="%s: %s" % (type(e).__name__, e.msg))
+    except (RecursionError, MemoryError):
+        _done(ok=False, kind="check", msg=_TOO_DEEP)
     known = ["ToolError", "LimitExceeded", "parallel_map", "OUTPUTS"]
-    problem = _check(tree, known)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, _AST_RECURSION))
+    try:
+        problem = _check(tree, known)
+        if not problem:
+            tree = _AwaitedCalls().visit(tree)
+            has_value = bool(tree.body) and isinstance(tree.body[-1], ast.Expr)
+            if has_value:
+                last = tree.body[-1]
+                tree.body[-1] = ast.copy_location(ast.Assign(targets=[ast.Name(id=RESULT, ctx=ast.Store())], value=last.value), last)
+            ast.fix_missing_locations(tree)
+    except RecursionError:
+        problem = (0, _TOO_DEEP)
+    finally:
+        sys.setrecursionlimit(old)
     if problem:
         _done(ok=False, kind="check", line=problem[0], msg=problem[1])
-    tree = _AwaitedCalls().visit(tree)
-    has_value = bool(tree.body) and isinstance(tree.body[-1], ast.Expr)
-    if has_value:
-        last = tree.body[-1]
-        tree.body[-1] = ast.copy_location(ast.Assign(targets=[ast.Name(id=RESULT, ctx=ast.Store())], value=last.value), last)
-    ast.fix_missing_locations(tree)
+    try:
+        # The compiler's own depth limit follows the recursion limit.
+        compiled = compile(tree, PROGRAM, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    except RecursionError:
+        _done(ok=False, kind="check", msg=_TOO_DEEP)
+    except SyntaxError as e:
+        _done(ok=False, kind="syntax", line=e.lineno or 0, col=e.offset or 0, msg="%s: %s" % (type(e).__name__, e.msg))
+    return compiled, has_value
+
+
+def _main_module():
+    """A fresh module for the program, registered as __main__ (pickle,
+    typing and `import __main__` find the program's own names there, not
+    the prelude's); the prelude stays importable under another name."""
+    import types
+    sys.modules["__codemode_prelude__"] = sys.modules["__main__"]
+    mod = types.ModuleType("__main__")
+    mod.__file__ = os.path.abspath("program.py")
+    mod.__builtins__ = builtins
+    sys.modules["__main__"] = mod
+    env = mod.__dict__
+    env.update({"ToolError": ToolError, "LimitExceeded": LimitExceeded, "parallel_map": parallel_map,
+                "OUTPUTS": "/var/outputs", "__codemode_awaitable__": _awaitable})
+    env.update(_TOOLS)
+    return env
+
+
+def _run(code, spec):
+    limits = spec["limits"]
+    for desc in spec["tools"]:
+        _TOOLS[desc["name"]] = _Tool(desc, limits)
+    compiled, has_value = _compile(code)
     import linecache  # for the source lines of a traceback
     linecache.cache[PROGRAM] = (len(code), None, code.splitlines(True), PROGRAM)
-    compiled = compile(tree, PROGRAM, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-    env = {"__name__": "__main__", "__builtins__": builtins, "ToolError": ToolError,
-           "LimitExceeded": LimitExceeded, "parallel_map": parallel_map, "OUTPUTS": "/var/outputs",
-           "__codemode_awaitable__": _awaitable}
-    env.update(_TOOLS)
+    env = _main_module()
     try:
         if compiled.co_flags & 0x80:  # CO_COROUTINE: the program awaits at top level
             import asyncio

@@ -55,10 +55,14 @@ type Result struct {
 // *codemode.Error; any other error is the infrastructure's (the sandbox
 // could not run, ctx ended), and the Result is then empty.
 func (r *Runner) Run(ctx context.Context, code string, tools *codemode.Registry) (Result, error) {
+	return r.run(ctx, code, tools, r.Limits)
+}
+
+func (r *Runner) run(ctx context.Context, code string, tools *codemode.Registry, limits Limits) (Result, error) {
 	if r.Backend == nil {
 		return Result{}, errors.New("pyexec: Runner without a sandbox backend")
 	}
-	limits := r.Limits.WithDefaults()
+	limits = limits.WithDefaults()
 	spec, err := programSpec(tools, limits)
 	if err != nil {
 		return Result{}, err
@@ -68,6 +72,7 @@ func (r *Runner) Run(ctx context.Context, code string, tools *codemode.Registry)
 		return Result{}, err
 	}
 	b := newBridge(tools, limits)
+	ctx = codemode.WithCallOrdinals(ctx) // one program: cached tools number its identical calls
 	run := sandbox.RunSpec{
 		Env:  env,
 		Argv: []string{"python", "-I", "prelude.py"},
@@ -211,10 +216,33 @@ func IsImage(name string) bool {
 	return false
 }
 
-var _ codemode.Interpreter = (*Runner)(nil)
+var _ codemode.LimitedInterpreter = (*Runner)(nil)
 
 // RunProgram implements codemode.Interpreter (an Agent running Python).
 func (r *Runner) RunProgram(ctx context.Context, code string, tools *codemode.Registry) (codemode.Result, error) {
 	res, err := r.Run(ctx, code, tools)
+	return res.Result, err
+}
+
+// RunProgramLimits implements codemode.LimitedInterpreter: the run is
+// under r.Limits with the fields of a Session's Limits that apply to
+// Python (WallTime, MaxOutputBytes, MaxToolCalls, MaxParallel) put over
+// them when set. MaxSteps and MaxAllocBytes are Starlark's (a Python
+// program's memory is Limits.Memory, the sandbox's).
+func (r *Runner) RunProgramLimits(ctx context.Context, code string, tools *codemode.Registry, l codemode.Limits) (codemode.Result, error) {
+	limits := r.Limits
+	if l.WallTime > 0 {
+		limits.WallTime = l.WallTime
+	}
+	if l.MaxOutputBytes > 0 {
+		limits.MaxOutputBytes = l.MaxOutputBytes
+	}
+	if l.MaxToolCalls > 0 {
+		limits.MaxToolCalls = l.MaxToolCalls
+	}
+	if l.MaxParallel > 0 {
+		limits.MaxParallel = l.MaxParallel
+	}
+	res, err := r.run(ctx, code, tools, limits)
 	return res.Result, err
 }
