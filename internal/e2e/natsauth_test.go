@@ -85,7 +85,7 @@ func TestComposeNATSPermissions(t *testing.T) {
 		}
 	}
 	out2 := filepath.Join(dir, "out2")
-	code, stdout, stderr = cli(t, producer, "run", res.JobID, "--json", "--input", "threshold=15", "--input", "label=x",
+	code, stdout, stderr = cli(t, producer, "run", res.JobID, "--json", "--allow-outside", "--input", "threshold=15", "--input", "label=x",
 		"--input", "notes="+notes, "--input", "attachments="+attachments, "--out", out2)
 	if code != submit.ExitSuccess {
 		t.Fatalf("submit run: exit %d\nstderr:\n%s\nstdout:\n%s", code, stderr, stdout)
