@@ -5,7 +5,12 @@ FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
-COPY . .
+# Only the Go sources: .dockerignore (an allow-list) keeps everything else,
+# deploy/compose's secrets and tokens, .git and .state among it, out of the
+# build context, and these COPYs out of the stage whatever the context holds.
+COPY cmd ./cmd
+COPY internal ./internal
+COPY pkg ./pkg
 RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./cmd/...
 
 FROM debian:bookworm-slim

@@ -390,6 +390,12 @@ func (c *Config) validateAccess() error {
 	default:
 		return fmt.Errorf("AUTOCODER_HTTP_AUTH: %q is not token or none", c.HTTPAuth)
 	}
+	// none would serve the API open and drop the tokens without a word:
+	// whoever set both meant one of them.
+	if c.HTTPAuth == HTTPAuthNone && c.HTTPTokensFile != "" {
+		return fmt.Errorf("AUTOCODER_HTTP_AUTH=%s and AUTOCODER_HTTP_TOKENS_FILE contradict each other "+
+			"(none would serve the API without its tokens): unset one", HTTPAuthNone)
+	}
 	if (c.RedisTLSCert == "") != (c.RedisTLSKey == "") {
 		return errors.New("AUTOCODER_REDIS_TLS_CERT and AUTOCODER_REDIS_TLS_KEY go together: set both or neither")
 	}

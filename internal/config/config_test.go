@@ -170,7 +170,10 @@ func TestAccessSettings(t *testing.T) {
 		edit    func(*Config)
 		wantErr string
 	}{
-		{"auth none", func(c *Config) { c.HTTPAuth = HTTPAuthNone }, ""},
+		{"auth none", func(c *Config) { c.HTTPAuth, c.HTTPTokensFile = HTTPAuthNone, "" }, ""},
+		// The tokens would be dropped and the API served open.
+		{"auth none with a tokens file", func(c *Config) { c.HTTPAuth = HTTPAuthNone }, "AUTOCODER_HTTP_TOKENS_FILE contradict"},
+		{"token auth with a tokens file", func(c *Config) { c.HTTPAuth = HTTPAuthToken }, ""},
 		{"unknown auth", func(c *Config) { c.HTTPAuth = "basic" }, "AUTOCODER_HTTP_AUTH"},
 		{"a client cert without its key", func(c *Config) { c.RedisTLSCert = "/c.pem" }, "AUTOCODER_REDIS_TLS_KEY"},
 		{"cert and key", func(c *Config) { c.RedisTLSCert, c.RedisTLSKey = "/c.pem", "/k.pem" }, ""},
