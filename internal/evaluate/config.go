@@ -11,6 +11,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/fakellm"
+	"github.com/autocoder/autocoder/pkg/messages"
 )
 
 // Config is one evaluation. The zero value of each field is its default.
@@ -91,8 +92,19 @@ func (c Config) Validate() error {
 			return fmt.Errorf("--fake: %w", err)
 		}
 	}
-	if _, err := c.jobOptions(); err != nil {
+	opts, err := c.jobOptions()
+	if err != nil {
 		return err
+	}
+	// Every problem's job has these options: a spec they make invalid is
+	// refused here, before a row is written (or the out directory's
+	// settings), not as an errored row per problem.
+	raw, err := json.Marshal(map[string]any{"name": jobName("HumanEval/0"), "prompt": "sample problem", "options": opts})
+	if err != nil {
+		return err
+	}
+	if _, err := messages.DecodeJobSpecJSON(raw); err != nil {
+		return fmt.Errorf("--option: the job spec is refused: %w", err)
 	}
 	return c.Stack.Validate()
 }

@@ -73,3 +73,46 @@ func TestHiddenErrorIsNotAFalseSuccess(t *testing.T) {
 		t.Errorf("false successes %d, hidden errors %d, successes %d; want 1, 1, 3", s.FalseSuccess, s.HiddenErrors, s.Successes)
 	}
 }
+
+// TestBadOptionRefusedBeforeAnyRow: an --option the job spec refuses is a
+// Validate error naming the field (ParseArgs returns it before Run writes
+// a row or settings.json), not an errored row per problem.
+func TestBadOptionRefusedBeforeAnyRow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		opts []string
+		want string
+	}{
+		{[]string{"min_test_strength=2"}, "options.min_test_strength"},
+		{[]string{"mutation=off", "max_mutants=10"}, "options.max_mutants"},
+		{[]string{"no_such_option=1"}, "no_such_option"},
+	} {
+		c := Config{Options: tc.opts, Parallel: 1, Every: 1}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--option %v: %v, want an error naming %s", tc.opts, err, tc.want)
+		}
+	}
+}
+
+// TestPassAt1LeavesOutHiddenErrors: pass@1 is over the problems whose
+// hidden tests ran (or had no script to run on), not those eval could not
+// judge.
+func TestPassAt1LeavesOutHiddenErrors(t *testing.T) {
+	t.Parallel()
+	rows := map[string]Row{
+		"a": {Success: true, Hidden: HiddenPassed},
+		"b": {Success: true, Hidden: HiddenError},
+		"c": {Success: false, Hidden: HiddenNone},
+	}
+	s := Summarize([]string{"a", "b", "c"}, rows)
+	if s.PassAt1() != 0.5 || s.Judged() != 2 {
+		t.Errorf("pass@1 %v over %d, want 0.5 over 2", s.PassAt1(), s.Judged())
+	}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, "t", []string{"a", "b", "c"}, rows); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| pass@1 on hidden tests | 50.0% (1 of 2) |") {
+		t.Errorf("markdown:\n%s", b.String())
+	}
+}

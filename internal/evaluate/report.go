@@ -15,7 +15,8 @@ type Summary struct {
 	Problems int // in the set
 	Done     int // finished (rows without Pending)
 	// HiddenPassed counts the problems whose final script passes the
-	// hidden tests: pass@1 is HiddenPassed / Done.
+	// hidden tests: pass@1 is HiddenPassed / Judged() (Done less the
+	// problems whose hidden tests could not run, HiddenErrors).
 	HiddenPassed int
 	Successes    int // jobs that said success
 	FalseSuccess int // ... while the hidden tests fail
@@ -87,9 +88,15 @@ func (s *Summary) add(r Row) {
 	}
 }
 
-// PassAt1 is the share of finished problems whose final script passes the
-// hidden tests.
-func (s Summary) PassAt1() float64 { return ratio(s.HiddenPassed, s.Done) }
+// Judged is how many finished problems pass@1 is over: those whose hidden
+// tests ran, or that had no script to run them on (a fail). A problem
+// whose hidden tests eval could not run (HiddenErrors) is neither a pass
+// nor a fail.
+func (s Summary) Judged() int { return s.Done - s.HiddenErrors }
+
+// PassAt1 is the share of the judged problems (Judged) whose final script
+// passes the hidden tests.
+func (s Summary) PassAt1() float64 { return ratio(s.HiddenPassed, s.Judged()) }
 
 // FalseSuccessRate is the share of the jobs that said success whose script
 // fails the hidden tests.
@@ -155,7 +162,7 @@ func WriteMarkdown(w io.Writer, title string, order []string, rows map[string]Ro
 	fmt.Fprintf(&b, "# %s\n\n", title)
 	b.WriteString("| measure | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| problems | %d of %d finished |\n", s.Done, s.Problems)
-	fmt.Fprintf(&b, "| pass@1 on hidden tests | %s (%d of %d) |\n", pct(s.PassAt1()), s.HiddenPassed, s.Done)
+	fmt.Fprintf(&b, "| pass@1 on hidden tests | %s (%d of %d) |\n", pct(s.PassAt1()), s.HiddenPassed, s.Judged())
 	fmt.Fprintf(&b, "| false success | %s (%d of %d successes) |\n", pct(s.FalseSuccessRate()), s.FalseSuccess, s.Successes)
 	fmt.Fprintf(&b, "| false failure | %s (%d of %d failures) |\n", pct(s.FalseFailureRate()), s.FalseFailure, s.Failures)
 	fmt.Fprintf(&b, "| errored jobs | %d |\n", s.Errored)

@@ -85,8 +85,13 @@ func (m *Stepper) mutated(_ Pending, ts messages.TestStrength) {
 		r = &messages.StrengthReport{MinTestStrength: o.MinTestStrength}
 		s.Strength = r
 	}
+	if ts.Error == "" && ts.Judged() == 0 {
+		// No mutant judged (a report of an older worker says score 1): no
+		// score, not a pass of min_test_strength.
+		ts.Score, ts.Error = 0, messages.NotJudged+": no mutant was killed or survived"
+	}
 	r.TestStrength = boundStrength(ts)
-	if len(r.Scores) < maxStoredScores && ts.Error == "" { // a measurement that failed has no score
+	if len(r.Scores) < maxStoredScores && ts.Scored() { // a measurement that failed or judged nothing has no score
 		r.Scores = append(r.Scores, ts.Score)
 	}
 	if why := m.enough(r); why != "" {
@@ -114,10 +119,10 @@ func (m *Stepper) enough(r *messages.StrengthReport) string {
 		return "not measured: " + firstLine(r.Error)
 	case r.Judged() == 0:
 		return "no mutant to judge"
-	case r.Score >= o.MinTestStrength:
-		return fmt.Sprintf("%.2f, at least %.2f (min_test_strength)", r.Score, o.MinTestStrength)
 	case o.Mutation == messages.MutationMeasure:
 		return fmt.Sprintf("%.2f, measured only (mutation: measure)", r.Score)
+	case r.Score >= o.MinTestStrength:
+		return fmt.Sprintf("%.2f, at least %.2f (min_test_strength)", r.Score, o.MinTestStrength)
 	case len(r.Survivors) == 0:
 		return fmt.Sprintf("%.2f, with no survivor to show the model", r.Score)
 	case r.Rounds >= o.StrengthenRounds:
@@ -174,15 +179,24 @@ func (m *Stepper) fallBack(why string) bool {
 }
 
 // strengthFailed lets the job go on when a measurement or a strengthening
-// call failed: the tests pass, and their strength is advisory.
+// call failed: the tests pass, and their strength is advisory. A failed
+// measurement leaves the current tests unmeasured: the report's last
+// measurement (of tests since replaced by stronger ones) is dropped, its
+// score and survivors with it, and Error says why; Scores keeps the
+// measurements made. A failed strengthening call leaves the tests the last
+// measurement measured.
 func (m *Stepper) strengthFailed(_ Pending, r *messages.StageResult) {
 	s := m.s
 	why := fmt.Sprintf("the %s stage failed (%s)", r.Stage, firstLine(r.Error))
-	if s.Strength != nil {
+	switch {
+	case r.Stage == messages.StageMutate && s.Strength != nil:
+		s.Strength.TestStrength = messages.TestStrength{Seed: s.Strength.Seed, Error: trim.Middle(why, failureFieldBudget)}
 		s.Strength.Outcome = why
-	} else if r.Stage == messages.StageMutate {
+	case r.Stage == messages.StageMutate:
 		s.Strength = &messages.StrengthReport{MinTestStrength: s.Spec.Options.MinTestStrength, Outcome: why,
-			TestStrength: messages.TestStrength{Score: 1, Error: why}}
+			TestStrength: messages.TestStrength{Seed: mutationSeed, Error: trim.Middle(why, failureFieldBudget)}}
+	case s.Strength != nil:
+		s.Strength.Outcome = why
 	}
 	m.Note("test strength: " + why + "; going on without it")
 	m.accept()

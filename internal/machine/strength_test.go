@@ -243,6 +243,46 @@ func TestStrengthLoop(t *testing.T) {
 			},
 		},
 		{
+			name: "a failed re-measurement leaves the stronger tests unmeasured, not with the old score",
+			script: func(w *world) {
+				w.fn[messages.StageMutate] = func(_ *messages.StageCommand, n int) any {
+					if n == 0 {
+						return weak(0.5)
+					}
+					return messages.ErrorInfra
+				}
+				w.answers[messages.StageStrengthenTests] = []any{messages.Tests{Code: strongerTests}}
+			},
+			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "mutate", "strengthen_tests", "run_tests", "mutate"},
+			wantStatus: messages.StatusSucceeded,
+			check: func(t *testing.T, s State) {
+				r := ResultOf(s).TestStrength
+				if r == nil || r.Error == "" || r.Score != 0 || len(r.Survivors) != 0 || r.Killed+r.Survived != 0 ||
+					!cmp.Equal(r.Scores, []float64{0.5}) || !strings.Contains(r.Outcome, "mutate stage failed") {
+					t.Errorf("test_strength %+v", r)
+				}
+				if s.Tests.Code != strongerTests {
+					t.Error("the stronger tests were not kept")
+				}
+			},
+		},
+		{
+			name: "a measurement that judged no mutant has no score and passes nothing",
+			script: func(w *world) {
+				// as an older worker reported a budget that ran out first
+				w.answers[messages.StageMutate] = []any{messages.TestStrength{Points: 3, Mutants: 3, NotRun: 3, Partial: true, Score: 1}}
+			},
+			wantStages: []string{"plan", "code", "tests", "build", "run_tests", "mutate"},
+			wantStatus: messages.StatusSucceeded,
+			check: func(t *testing.T, s State) {
+				r := ResultOf(s).TestStrength
+				if r == nil || len(r.Scores) != 0 || r.Score != 0 || !strings.HasPrefix(r.Error, messages.NotJudged) ||
+					!strings.Contains(r.Outcome, "not measured") || strings.Contains(r.Outcome, "min_test_strength") {
+					t.Errorf("test_strength %+v", r)
+				}
+			},
+		},
+		{
 			name: "tests that could not be measured are not strengthened",
 			script: func(w *world) {
 				w.answers[messages.StageMutate] = []any{messages.TestStrength{Score: 1, Error: "the tests do not pass"}}

@@ -12,7 +12,19 @@ inputs could tell it apart, and it is likely the same function. Agreement
 on the tests' own calls alone, on calls that never reach the change, or
 that all raise, is no evidence: it is what weak tests look like; nor is
 agreement about an entry of a data table (a constant in a list, tuple, set
-or dict display), which a call may run past without using.
+or dict display), which a call may run past without using. For a mutation
+of a comparison or an and/or (or of an operand of a comparison), "ran the
+mutated line" is not enough: the comparison must have come out otherwise
+in the mutant on that call.
+
+Every test run (the unmutated tests', twice, and each mutant's) starts from
+a fresh copy of the workspace as it was before the first, with its own
+empty TMPDIR, and what it leaves running is killed: no run sees another's
+leftovers. Tests that pass once but not a second time are an error.
+
+The report goes to a file named for the run (--out-name-file: a file that
+holds the name, read and removed before any test runs); whatever is there
+is removed first, and a report that cannot be written is a non-zero exit.
 
 Bounded: at most --max-mutants mutants (a seeded sample of every mutation
 point when there are more), --budget seconds in all (mutants not started by
@@ -26,11 +38,12 @@ its deadline.
 
 The `if __name__ == "__main__":` block is not mutated: the tests import
 the module, and the acceptance run checks the script's main block.
-Docstrings, annotations, f-strings and string constants are not mutated
-either: their mutants say little about the tests.
+Docstrings, annotations and types (Literal[...], type aliases), f-strings
+and string constants are not mutated either: their mutants say little about
+the tests.
 
 Usage: python mutate.py [--seed N] [--max-mutants N] [--budget SECONDS]
-       [--max-survivors N] [--out PATH] [--list]
+       [--max-survivors N] [--out PATH | --out-name-file PATH] [--list]
 """
 
 import argparse
@@ -38,6 +51,7 @@ import ast
 import contextlib
 import copy
 import difflib
+import inspect
 import io
 import json
 import math
@@ -45,8 +59,11 @@ import os
 import pickle
 import random
 import re
+import shutil
 import signal
+import stat
 import sys
+import tempfile
 import time
 
 SOLUTION = "solution.py"
@@ -72,7 +89,7 @@ class Point:
     entry, which a call may run past without using, so agreement on calls
     is no evidence that its mutant is equivalent."""
 
-    def __init__(self, operator, line, description, start, end, text, in_data=False):
+    def __init__(self, operator, line, description, start, end, text, in_data=False, probe=None):
         self.operator = operator
         self.line = line
         self.description = description
@@ -80,6 +97,16 @@ class Point:
         self.end = end
         self.text = text
         self.in_data = in_data
+        # probe: the source span [start, end) of the expression whose value
+        # tells whether the mutation changed anything at a call (a
+        # comparison, an and/or), or None (then only whether its line ran).
+        self.probe = probe
+
+    def mutant_probe(self):
+        """probe, in the mutant's source."""
+        if self.probe is None:
+            return None
+        return self.probe[0], self.probe[1] + len(self.text.encode("utf-8")) - (self.end - self.start)
 
 
 BINOPS = {
@@ -146,6 +173,20 @@ class Source:
         return a, a + len(m.group(0).encode("utf-8"))
 
 
+TYPING_FORMS = {"Literal", "Annotated"}
+
+
+def is_type_alias(expr):
+    """Whether an assigned value is a typing construct (Literal[...],
+    Optional[...], Union[...]) rather than a value the code computes with."""
+    if not isinstance(expr, ast.Subscript):
+        return False
+    v = expr.value
+    if isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and v.value.id in ("typing", "t", "typing_extensions"):
+        return True
+    return isinstance(v, ast.Name) and v.id in TYPING_FORMS | {"Union", "Optional"}
+
+
 def is_main_guard(node):
     t = node.test
     return (
@@ -162,15 +203,28 @@ def is_main_guard(node):
 class Finder(ast.NodeVisitor):
     """Collects the mutation points of a module, in source order."""
 
-    def __init__(self, src):
+    def __init__(self, src, parents=None):
         self.src = src
         self.points = []
         self.displays = 0  # depth of list, tuple, set and dict displays
+        self.parents = parents or {}
 
     def add(self, operator, node, description, start, end, text):
         line = self.src.data.count(b"\n", 0, start) + 1  # where the change is, not where its node starts
         in_data = operator == "constant" and self.displays > 0
-        self.points.append(Point(operator, line, description, start, end, text, in_data))
+        probe = self.probe_of(node)
+        self.points.append(Point(operator, line, description, start, end, text, in_data, probe and self.src.span(probe)))
+
+    def probe_of(self, node):
+        """The comparison or and/or whose value a mutation of node changes
+        or not: node itself, or the comparison node is an operand of (through
+        arithmetic only); None for any other node."""
+        n = node
+        while isinstance(n, (ast.Constant, ast.UnaryOp, ast.BinOp)):
+            n = self.parents.get(n)
+        if isinstance(n, (ast.Compare, ast.BoolOp)) and (n is node or isinstance(node, (ast.Constant, ast.UnaryOp, ast.BinOp))):
+            return n
+        return None
 
     def visit_display(self, node):
         self.displays += 1
@@ -191,11 +245,29 @@ class Finder(ast.NodeVisitor):
         return
 
     def visit_AnnAssign(self, node):
+        a = node.annotation
+        if (isinstance(a, ast.Name) and a.id == "TypeAlias") or (isinstance(a, ast.Attribute) and a.attr == "TypeAlias"):
+            return  # X: TypeAlias = ...
         if node.value is not None:
             self.visit(node.value)
 
     def visit_arg(self, node):
         return  # annotations
+
+    def visit_Subscript(self, node):
+        v = node.value
+        name = v.id if isinstance(v, ast.Name) else v.attr if isinstance(v, ast.Attribute) else None
+        if name in TYPING_FORMS:
+            return  # a type: Literal[1, 2], Annotated[int, 3]
+        self.generic_visit(node)
+
+    def visit_TypeAlias(self, node):
+        return  # type X = ... (Python 3.12)
+
+    def visit_Assign(self, node):
+        if is_type_alias(node.value):
+            return  # X = Literal[...] / Union[...]: a type alias
+        self.generic_visit(node)
 
     def body(self, node):
         stmts = node.body
@@ -329,7 +401,11 @@ def mutants_of(text, seed, limit):
     src = Source(text)
     tree = ast.parse(text)
     base = ast.dump(tree)
-    finder = Finder(src)
+    parents = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    finder = Finder(src, parents)
     finder.visit(tree)
     seen = {base}
     out = []
@@ -402,6 +478,7 @@ def run_child(fn, timeout, cpu_limit=None):
     while True:
         done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
+            kill_descendants()  # what the run left running (a server, a daemon) ends with it
             return os.waitstatus_to_exitcode(status), time.monotonic() - start, usage.ru_utime + usage.ru_stime
         cpu = cpu_seconds(pid) if cpu_limit is not None else None
         if time.monotonic() >= deadline or (cpu is not None and cpu >= cpu_limit):
@@ -411,9 +488,57 @@ def run_child(fn, timeout, cpu_limit=None):
                 except (ProcessLookupError, PermissionError):
                     pass
             _, _, usage = os.wait4(pid, 0)
+            kill_descendants()
             return None, time.monotonic() - start, usage.ru_utime + usage.ru_stime
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
+
+
+def become_subreaper():
+    """Makes this process the parent of its orphaned descendants (Linux's
+    PR_SET_CHILD_SUBREAPER), so that a process a test run leaves behind,
+    even one that left its process group, can be found and killed."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+    except Exception:
+        pass
+
+
+def children_of(ppid):
+    out = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                data = f.read()
+            if int(data[data.rindex(")") + 2 :].split()[1]) == ppid:
+                out.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def kill_descendants():
+    """Kills and reaps every process left under this one: nothing a test
+    run started outlives it, to touch the next run or the report."""
+    me = os.getpid()
+    for _ in range(50):
+        kids = children_of(me)
+        if not kids:
+            return
+        for pid in kids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in kids:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
 
 
 def quiet(path=os.devnull):
@@ -497,11 +622,13 @@ class CallTimeout(BaseException):
 MUTANT_FILE = "<mutant>"
 
 
-def load(name, text, filename=SOLUTION):
+def load(name, text, filename=SOLUTION, probe=None):
     import types
 
     mod = types.ModuleType(name)
     mod.__file__ = os.path.join(os.getcwd(), SOLUTION)
+    if probe is not None:
+        setattr(mod, PROBE_NAME, probe)
     sys.modules[name] = mod
     exec(compile(text, filename, "exec"), mod.__dict__)
     return mod
@@ -592,20 +719,65 @@ def outcome(mod, name, args, kwargs, probe=None):
 
 
 def same(a, b):
+    """Whether two outcomes agree: True, False, or None when it cannot be
+    told (a call timed out, a value that compares by identity)."""
     if a[0] == "timeout" or b[0] == "timeout":
         return None  # cannot tell
     if a[0] != b[0]:
         return False
     if a[0] != "value":
         return a == b
-    return all(equal(x, y) for x, y in zip(a[1:], b[1:]))
+    verdict = True
+    for x, y in zip(a[1:], b[1:]):
+        e = equal(x, y)
+        if e is False:
+            return False
+        if e is None:
+            verdict = None
+    return verdict
 
 
-def equal(x, y):
-    if type(x) is not type(y):
+OWN_MODULES = ("solution", "solution_mutant")
+MAX_EQUAL_DEPTH = 50
+
+
+def own(t):
+    """Whether a class is defined by solution.py (the original module's or
+    the mutant's copy of it)."""
+    return getattr(t, "__module__", None) in OWN_MODULES
+
+
+def equal(x, y, depth=0):
+    """Whether two values agree: True, False, or None when it cannot be told.
+    The original and the mutant are two modules, each with its own classes:
+    instances of the classes solution.py defines are compared by qualified
+    name, then by value. Generators, coroutines and other values that only
+    compare by identity are undecided: two of them always differ."""
+    if depth > MAX_EQUAL_DEPTH:
+        return None
+    tx, ty = type(x), type(y)
+    if tx is not ty:
+        if own(tx) and own(ty) and tx.__qualname__ == ty.__qualname__:
+            return equal_own(x, y, depth)
         return False
+    if x is y:
+        return True
     if isinstance(x, float) and math.isnan(x) and math.isnan(y):
         return True
+    if inspect.isgenerator(x) or inspect.iscoroutine(x) or inspect.isasyncgen(x):
+        return None
+    if tx in (list, tuple):
+        if len(x) != len(y):
+            return False
+        return all_equal(zip(x, y), depth)
+    if tx is dict:
+        if len(x) != len(y) or any(k not in y for k in x):
+            return False if not any(own(type(k)) for k in x) else None
+        return all_equal(((x[k], y[k]) for k in x), depth)
+    if own(tx):
+        return equal_own(x, y, depth)
+    if getattr(tx, "__eq__", None) is object.__eq__:
+        return None  # compares by identity: a fresh object on each side always differs
     try:
         if hasattr(x, "equals") and callable(x.equals):  # pandas
             return bool(x.equals(y))
@@ -621,6 +793,65 @@ def equal(x, y):
         return pickle.dumps(x) == pickle.dumps(y)
     except Exception:
         return repr(x) == repr(y)
+
+
+def all_equal(pairs, depth):
+    verdict = True
+    for a, b in pairs:
+        e = equal(a, b, depth + 1)
+        if e is False:
+            return False
+        if e is None:
+            verdict = None
+    return verdict
+
+
+def equal_own(x, y, depth):
+    """Two instances of a class of solution.py (one class of that name in
+    each module, or the same): an enum by name and value, a tuple (a
+    namedtuple) by its items, any other by its attributes, or by repr."""
+    import enum
+
+    if isinstance(x, enum.Enum):
+        if not isinstance(y, enum.Enum) or x.name != y.name:
+            return False
+        return equal(x.value, y.value, depth + 1)
+    if isinstance(x, tuple):
+        if not isinstance(y, tuple) or len(x) != len(y):
+            return False
+        return all_equal(zip(x, y), depth)
+    if isinstance(x, BaseException):
+        return type(x).__qualname__ == type(y).__qualname__ and equal(list(x.args), list(y.args), depth + 1)
+    fields = state_of(x), state_of(y)
+    if fields[0] is not None and fields[1] is not None:
+        a, b = fields
+        if sorted(a) != sorted(b):
+            return False
+        r = all_equal(((a[k], b[k]) for k in a), depth)
+        if r is not None or type(x) is type(y):
+            return r
+    try:
+        rx, ry = repr(x), repr(y)
+    except Exception:
+        return None
+    if " at 0x" in rx or " at 0x" in ry:
+        return None  # the default repr: an address
+    return rx == ry
+
+
+def state_of(v):
+    """An object's attributes (__dict__ and __slots__), or None."""
+    out = {}
+    d = getattr(v, "__dict__", None)
+    if isinstance(d, dict):
+        out.update(d)
+    for cls in type(v).__mro__:
+        for name in getattr(cls, "__slots__", ()) if not isinstance(getattr(cls, "__slots__", ()), str) else (cls.__slots__,):
+            if name not in ("__dict__", "__weakref__") and hasattr(v, name):
+                out[name] = getattr(v, name)
+    if not out and d is None:
+        return None
+    return out
 
 
 def show(v):
@@ -647,12 +878,52 @@ def describe(o):
     return o[0]
 
 
-def compare(original, mutant_text, line, calls_path, out_path):
+PROBE_NAME = "__autocoder_probe__"
+MAX_PROBED = 10000  # values one call's probe keeps
+
+
+class ValueProbe:
+    """Records the values of the probed expression (the comparison or
+    and/or a mutation changes) during a call."""
+
+    def __init__(self):
+        self.values = []
+
+    def __call__(self, v):
+        if len(self.values) < MAX_PROBED:
+            try:
+                self.values.append(v if isinstance(v, bool) else ("other", repr(v)[:REPR_LIMIT]))
+            except Exception:
+                self.values.append(("other", type(v).__name__))
+        return v
+
+
+def instrument(text, span):
+    """text with the expression at span wrapped in the probe, or None when
+    that does not compile."""
+    if span is None:
+        return None
+    data = text.encode("utf-8")
+    a, b = span
+    out = data[:a] + (PROBE_NAME + "(").encode() + data[a:b] + b")" + data[b:]
+    try:
+        body = out.decode("utf-8")
+        compile(body, SOLUTION, "exec")
+    except (SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+    return body
+
+
+def compare(original, mutant_text, line, calls_path, out_path, spans=None):
     """Child: replays the recorded calls, and their neighbours, on the
     original and the mutant; writes the first call they disagree on. A call
     is informative when it is a perturbation, the original returned and the
-    mutated line ran: only agreement on such calls is evidence of an
-    equivalent mutant."""
+    mutation was exercised: the probed expression (the comparison or and/or
+    it changes, spans in the original and the mutant) took a different
+    value in the mutant than in the original, or, for a mutation without
+    one, its line ran. Only agreement on informative calls is evidence of an
+    equivalent mutant: agreement on calls where the comparison came out the
+    same either way says nothing of the inputs where it does not."""
     quiet()
 
     def alarm(signum, frame):
@@ -664,8 +935,14 @@ def compare(original, mutant_text, line, calls_path, out_path):
     try:
         with open(calls_path, "rb") as f:
             blobs = pickle.load(f)
-        orig = load("solution", original)
-        mut = load("solution_mutant", mutant_text, MUTANT_FILE)
+        probed = None
+        if spans is not None:
+            a, b = instrument(original, spans[0]), instrument(mutant_text, spans[1])
+            if a is not None and b is not None:
+                probed = ValueProbe(), ValueProbe()
+                original, mutant_text = a, b
+        orig = load("solution", original, probe=probed and probed[0])
+        mut = load("solution_mutant", mutant_text, MUTANT_FILE, probe=probed and probed[1])
         calls = []
         for blob in blobs:
             try:
@@ -677,18 +954,22 @@ def compare(original, mutant_text, line, calls_path, out_path):
             work += [(name, na, nkw, "near") for na, nkw in neighbours(a, kw)]
         timeouts = 0
         for name, a, kw, kind in work:
+            if probed:
+                probed[0].values, probed[1].values = [], []
             x = outcome(orig, name, a, kw)
             probe = LineProbe(line)
             y = outcome(mut, name, a, kw, probe)
             s = same(x, y)
             result["checked"] += 1
-            if x[0] == "value" and probe.hit and kind == "near":
+            exercised = probed[0].values != probed[1].values if probed else probe.hit
+            if x[0] == "value" and exercised and kind == "near" and s:
                 result["informative"] += 1
             if s is None:
                 result["undecided"] = True
-                timeouts += 1
-                if timeouts >= MAX_CALL_TIMEOUTS:
-                    break
+                if x[0] == "timeout" or y[0] == "timeout":
+                    timeouts += 1
+                    if timeouts >= MAX_CALL_TIMEOUTS:
+                        break
                 continue
             if not s:
                 result.update(differs=True, witness=call_text(name, a, kw), original=describe(x), mutant=describe(y), near=kind == "near")
@@ -710,12 +991,21 @@ def main(argv):
     ap.add_argument("--budget", type=float, default=90.0)
     ap.add_argument("--max-survivors", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(HARNESS, "mutation.json"))
+    ap.add_argument(
+        "--out-name-file",
+        help="a file under .harness that holds the report's name (mutation-<hex>.json, in .harness): "
+        "read and removed before any test runs, so that the tests cannot tell where the report goes",
+    )
     ap.add_argument("--list", action="store_true", help="write the mutants (with their source) and run nothing")
     opt = ap.parse_args(argv)
+    if opt.out_name_file:
+        opt.out = secret_out(opt.out_name_file)
+    become_subreaper()
     sys.dont_write_bytecode = True
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     os.makedirs(os.path.dirname(opt.out) or ".", exist_ok=True)
+    remove_path(opt.out)  # whatever is there is not this run's report
     started = time.monotonic()
     report = {"version": VERSION, "seed": opt.seed}
     with open(SOLUTION, encoding="utf-8") as f:
@@ -729,26 +1019,134 @@ def main(argv):
     if opt.list:
         report["list"] = [{"id": m.id, "operator": m.point.operator, "line": m.point.line, "description": m.point.description, "source": m.source} for m in mutants]
         return write(opt.out, report, started)
+    ws = Workspace(os.getcwd())  # as it is before any test runs
     try:
-        run(opt, original, mutants, report, started)
+        run(opt, original, mutants, report, started, ws)
+    except WorkspaceError as e:
+        report.update(error="the tests leave a workspace that cannot be reset: %s" % e, killed=0, survived=0, equivalent=0, timed_out=0, not_run=len(mutants))
+        report.pop("survivors", None)
+        report.pop("by_operator", None)
+        report.pop("partial", None)
     finally:
-        with open(SOLUTION, "w", encoding="utf-8") as f:
-            f.write(original)
+        with contextlib.suppress(Exception):
+            ws.reset()
+        ws.close()
     return write(opt.out, report, started)
 
 
-def run(opt, original, mutants, report, started):
+OUT_NAME = re.compile(r"^mutation-[0-9a-f]{16,64}\.json$")
+
+
+def secret_out(name_file):
+    """The report's path, from name_file, which is then removed: the name
+    is known to the caller that collects the report and to this process,
+    and nowhere the tests look (argv, the environment, the workspace)."""
+    with open(name_file, encoding="utf-8") as f:
+        name = f.read().strip()
+    os.remove(name_file)
+    if not OUT_NAME.match(name):
+        raise SystemExit("mutate.py: %s does not hold a report name (mutation-<hex>.json)" % name_file)
+    return os.path.join(HARNESS, name)
+
+
+class WorkspaceError(Exception):
+    pass
+
+
+def remove_path(path):
+    """Removes a file, link or directory tree; a directory the tests made
+    read-only is made writable first. Nothing there is not an error."""
+    def retry(fn, p, _exc):
+        parent = os.path.dirname(p)
+        for q in (parent, p):
+            with contextlib.suppress(OSError):
+                os.chmod(q, os.stat(q).st_mode | stat.S_IRWXU)
+        fn(p)
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path, onerror=retry)
+    else:
+        os.remove(path)
+
+
+class Workspace:
+    """A copy of the workspace (all but .harness) as it was before the
+    baseline: every test run, the baseline's and each mutant's, starts from
+    it, so that no run sees what another left behind (a directory made, a
+    file appended to), and each gets its own empty temporary directory."""
+
+    def __init__(self, root):
+        self.root = root
+        self.template = tempfile.mkdtemp(prefix="autocoder-workspace-")
+        for name in os.listdir(root):
+            if name != HARNESS:
+                copy_path(os.path.join(root, name), os.path.join(self.template, name))
+
+    def reset(self, solution=None):
+        """Makes the workspace the copy again, with solution as solution.py
+        when given."""
+        try:
+            for name in os.listdir(self.root):
+                if name != HARNESS:
+                    remove_path(os.path.join(self.root, name))
+            for name in os.listdir(self.template):
+                copy_path(os.path.join(self.template, name), os.path.join(self.root, name))
+            if solution is not None:
+                with open(os.path.join(self.root, SOLUTION), "w", encoding="utf-8") as f:
+                    f.write(solution)
+        except OSError as e:
+            raise WorkspaceError("%s: %s" % (type(e).__name__, e)) from e
+
+    def run(self, solution, fn, timeout, cpu_limit=None):
+        """run_child(fn, ...) in a fresh workspace with solution.py being
+        solution, and a fresh TMPDIR."""
+        self.reset(solution)
+        tmp = tempfile.mkdtemp(prefix="autocoder-tmp-")
+
+        def child():
+            os.environ["TMPDIR"] = tmp
+            tempfile.tempdir = None
+            return fn()
+
+        try:
+            return run_child(child, timeout, cpu_limit)
+        finally:
+            with contextlib.suppress(OSError):
+                remove_path(tmp)
+
+    def close(self):
+        with contextlib.suppress(OSError):
+            remove_path(self.template)
+
+
+def copy_path(src, dst):
+    if os.path.islink(src):
+        os.symlink(os.readlink(src), dst)
+    elif os.path.isdir(src):
+        shutil.copytree(src, dst, symlinks=True)
+    else:
+        shutil.copy2(src, dst)
+
+
+def run(opt, original, mutants, report, started, ws):
     import pytest  # noqa: F401  (imported once here, so every forked run starts warm)
 
-    calls = os.path.join(HARNESS, "calls.pkl")
-    log = os.path.join(HARNESS, "baseline.log")
+    calls = os.path.join(os.getcwd(), HARNESS, "calls.pkl")
+    log = os.path.join(os.getcwd(), HARNESS, "baseline.log")
     budget_left = lambda: opt.budget - (time.monotonic() - started)
 
     def baseline(record):
         def child():
             return run_tests(log, calls if record else None)
 
-        return run_child(child, max(budget_left() / 2, 5))
+        return ws.run(original, child, max(budget_left() / 2, 5))
+
+    def failed(code):
+        return "timed out" if code is None else "pytest exit code %d" % code
 
     code, took, cpu = baseline(True)
     if code != 0:  # perhaps the recording got in the way: once more without it
@@ -756,12 +1154,21 @@ def run(opt, original, mutants, report, started):
             os.remove(calls)
         code, took, cpu = baseline(False)
     if code != 0:
-        report["error"] = "the tests do not pass on solution.py (%s): %s" % (
-            "timed out" if code is None else "pytest exit code %d" % code,
-            tail(log),
+        report["error"] = "the tests do not pass on solution.py (%s): %s" % (failed(code), tail(log))
+        report["not_run"] = len(mutants)
+        return
+    # Every mutant runs the tests again, in a fresh copy of the workspace:
+    # tests that pass only once (on what a run before them left outside the
+    # workspace, on the clock, on chance) would kill every mutant.
+    again, took2, cpu2 = baseline(False)
+    if again != 0:
+        report["error"] = (
+            "the tests pass on solution.py once but not when run again in a fresh copy of the workspace "
+            "(%s), so a mutant's failure would say nothing: %s" % (failed(again), tail(log))
         )
         report["not_run"] = len(mutants)
         return
+    took, cpu = max(took, took2), max(cpu, cpu2)
     have_calls = os.path.exists(calls)
     # A mutant may use four times the unmutated run's CPU time, plus half a
     # second; the wall-clock limit, twenty times the unmutated run's, only
@@ -772,23 +1179,21 @@ def run(opt, original, mutants, report, started):
     for m in mutants:
         if budget_left() < min(per_mutant_cpu, 1.5):
             break
-        with open(SOLUTION, "w", encoding="utf-8") as f:
-            f.write(m.source)
         limit = min(per_mutant, max(budget_left(), 1))
-        code, took, _ = run_child(run_tests, limit, per_mutant_cpu)
+        code, took, _ = ws.run(m.source, run_tests, limit, per_mutant_cpu)
         if code is None and limit < per_mutant and took >= limit:
             # The budget ended it, not the mutant's own limit: not judged
             # (a hang is one that outlives per_mutant), so not a kill.
             m.status = "not_run"
         else:
             m.status = "survived" if code == 0 else "timed_out" if code is None else "killed"
-    with open(SOLUTION, "w", encoding="utf-8") as f:
-        f.write(original)
+    ws.reset(original)
     for m in mutants:
         if m.status != "survived" or not have_calls or budget_left() < 2:
             continue
         out = os.path.join(HARNESS, "compare-%d.json" % m.id)
-        run_child(lambda: compare(original, m.source, m.point.line, calls, out), min(max(budget_left(), 1), COMPARE_TIMEOUT))
+        spans = (m.point.probe, m.point.mutant_probe()) if m.point.probe else None
+        run_child(lambda: compare(original, m.source, m.point.line, calls, out, spans), min(max(budget_left(), 1), COMPARE_TIMEOUT))
         try:
             with open(out) as f:
                 c = json.load(f)
@@ -846,9 +1251,16 @@ def tail(path, n=600):
 
 
 def write(path, report, started):
+    """Writes the report to a file this process creates: whatever the tests
+    left at path is removed first, and a path that cannot be written is an
+    error (a non-zero exit), never someone else's report."""
     report["duration_ms"] = int((time.monotonic() - started) * 1000)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(report, f)
+    data = json.dumps(report).encode("utf-8")
+    kill_descendants()
+    remove_path(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
     return 0
 
 

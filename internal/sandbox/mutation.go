@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -13,19 +15,25 @@ import (
 )
 
 // mutateScript is the mutation tester (mutate.py): it runs inside the
-// sandbox, beside solution.py and test_solution.py, and writes MutationFile.
+// sandbox, beside solution.py and test_solution.py, and writes its report
+// under .harness, to a name made for the run (see MutationRunSpec).
 //
 //go:embed mutate.py
 var mutateScript []byte
 
 // MutateScriptVersion names mutate.py's behaviour; a stage that runs it
 // puts it in its cache key. Bump it with every change to mutate.py.
-const MutateScriptVersion = "mutate-4"
+const MutateScriptVersion = "mutate-5"
 
-// Files of a mutation run, under /workspace.
+// Files of a mutation run, under /workspace. The report's name is
+// mutationPrefix, a random hex nonce made for the run, and ".json": it is
+// written to mutationNameFile, which mutate.py reads and removes before any
+// test runs, so that the tests (which run as the same user, in the same
+// workspace) cannot tell where the report goes and leave one there.
 const (
-	mutateFile   = ".harness/mutate.py"
-	MutationFile = ".harness/mutation.json"
+	mutateFile       = ".harness/mutate.py"
+	mutationNameFile = ".harness/mutation.name"
+	mutationPrefix   = "mutation-"
 )
 
 // Defaults and bounds of a MutationRun: the job options' (options.max_mutants,
@@ -88,16 +96,23 @@ func (mr MutationRun) normalized() (MutationRun, error) {
 	return mr, nil
 }
 
-// MutationRunSpec is the RunSpec RunMutation uses.
+// MutationRunSpec is the RunSpec RunMutation uses. Its report is the one
+// file it collects (Collect[0]), under a name made for this spec.
 func MutationRunSpec(mr MutationRun) (RunSpec, error) {
 	mr, err := mr.normalized()
 	if err != nil {
 		return RunSpec{}, err
 	}
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		return RunSpec{}, fmt.Errorf("sandbox: mutation report name: %w", err)
+	}
+	name := mutationPrefix + hex.EncodeToString(nonce) + ".json"
 	return RunSpec{
 		Env: mr.Env,
 		Files: map[string][]byte{
 			SolutionFile: []byte(mr.Code), TestFile: []byte(mr.Tests), mutateFile: mutateScript,
+			mutationNameFile: []byte(name),
 		},
 		Inputs: mr.Inputs,
 		Argv: []string{"python", mutateFile,
@@ -105,13 +120,13 @@ func MutationRunSpec(mr MutationRun) (RunSpec, error) {
 			"--max-mutants", strconv.Itoa(mr.MaxMutants),
 			"--budget", strconv.FormatFloat(mr.Budget.Seconds(), 'f', -1, 64),
 			"--max-survivors", strconv.Itoa(mr.MaxSurvivors),
-			"--out", MutationFile,
+			"--out-name-file", mutationNameFile,
 		},
 		EnvVars: withHarnessEnv(mr.EnvVars),
 		Timeout: mr.Budget + mutateSlack,
 		Memory:  mr.Memory,
 		CPUs:    mr.CPUs,
-		Collect: []string{MutationFile},
+		Collect: []string{".harness/" + name},
 		JobID:   mr.JobID,
 	}, nil
 }
@@ -130,7 +145,7 @@ func RunMutation(ctx context.Context, b Backend, mr MutationRun) (messages.TestS
 	if err != nil {
 		return messages.TestStrength{}, fmt.Errorf("run mutation tests in %s sandbox: %w", b.Name(), err)
 	}
-	return ParseMutationReport(res.Redacted(mr.Redact), mr.Seed), nil
+	return ParseMutationReport(res.Redacted(mr.Redact), spec.Collect[0], mr.Seed), nil
 }
 
 // mutationReport is what mutate.py writes.
@@ -139,22 +154,30 @@ type mutationReport struct {
 	Version int `json:"version"`
 }
 
-// ParseMutationReport reads the report of a MutationRunSpec run.
-func ParseMutationReport(res RunResult, seed int64) messages.TestStrength {
-	data, ok := res.Files[MutationFile]
+// ParseMutationReport reads the report of a MutationRunSpec run, the file
+// report (the spec's Collect[0]). A run that exited non-zero, timed out or
+// left no report, and a report whose counts do not add up, are a
+// TestStrength with Error set, never a score: mutate.py exits 0 only when it
+// wrote its report itself. A measurement that judged no mutant (none made,
+// every one equivalent, or the budget ran out before the first) has no
+// score either: Error says it was not judged.
+func ParseMutationReport(res RunResult, report string, seed int64) messages.TestStrength {
+	data, ok := res.Files[report]
 	failed := func(why string) messages.TestStrength {
 		msg := why
 		if line := lastErrorLine(combinedOutput(res)); line != "" {
 			msg += ": " + line
 		}
-		return messages.TestStrength{Seed: seed, Score: 1, Error: trim.Head(msg, caseMessageLimit),
+		return messages.TestStrength{Seed: seed, Error: trim.Head(msg, caseMessageLimit),
 			DurationMS: res.Duration.Milliseconds()}
 	}
 	switch {
 	case res.TimedOut:
 		return failed("the mutation run timed out and was killed")
+	case res.ExitCode != 0:
+		return failed(fmt.Sprintf("the mutation run exited with code %d", res.ExitCode))
 	case !ok:
-		return failed(fmt.Sprintf("the mutation run exited with code %d without a report", res.ExitCode))
+		return failed("the mutation run exited without a report")
 	case len(data) > maxMutationReport:
 		return failed(fmt.Sprintf("the mutation report is %s, over the %s bound",
 			messages.FormatBytes(int64(len(data))), messages.FormatBytes(maxMutationReport)))
@@ -164,11 +187,57 @@ func ParseMutationReport(res RunResult, seed int64) messages.TestStrength {
 		return failed("the mutation report is unreadable: " + err.Error())
 	}
 	ts := rep.TestStrength
+	if why := inconsistent(ts); why != "" {
+		return failed("the mutation report does not add up (" + why + ")")
+	}
 	ts.Seed = seed
 	ts.Error = trim.Head(ts.Error, caseDetailsLimit)
-	ts.Score = 1
-	if j := ts.Judged(); j > 0 {
+	ts.Score = 0
+	switch j := ts.Judged(); {
+	case ts.Error != "":
+	case j > 0:
 		ts.Score = float64(ts.Killed) / float64(j)
+	default:
+		ts.Error = notJudged(ts)
 	}
 	return ts
+}
+
+// inconsistent says how a report's counts do not add up, "" when they do.
+func inconsistent(ts messages.TestStrength) string {
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"points", ts.Points}, {"mutants", ts.Mutants}, {"killed", ts.Killed}, {"survived", ts.Survived},
+		{"equivalent", ts.Equivalent}, {"timed_out", ts.TimedOut}, {"not_run", ts.NotRun}} {
+		if c.n < 0 {
+			return fmt.Sprintf("%s is %d", c.name, c.n)
+		}
+	}
+	switch {
+	case ts.Killed+ts.Survived+ts.Equivalent+ts.NotRun != ts.Mutants:
+		return fmt.Sprintf("%d killed, %d survived, %d equivalent and %d not run of %d mutants",
+			ts.Killed, ts.Survived, ts.Equivalent, ts.NotRun, ts.Mutants)
+	case ts.Mutants > ts.Points:
+		return fmt.Sprintf("%d mutants of %d points", ts.Mutants, ts.Points)
+	case ts.TimedOut > ts.Killed:
+		return fmt.Sprintf("%d timed out of %d killed", ts.TimedOut, ts.Killed)
+	case len(ts.Survivors) > ts.Survived:
+		return fmt.Sprintf("%d survivors listed of %d", len(ts.Survivors), ts.Survived)
+	case ts.Partial != (ts.NotRun > 0) && ts.Error == "":
+		return fmt.Sprintf("partial %t with %d not run", ts.Partial, ts.NotRun)
+	}
+	return ""
+}
+
+// notJudged is the Error of a measurement that judged no mutant.
+func notJudged(ts messages.TestStrength) string {
+	switch {
+	case ts.Mutants == 0:
+		return messages.NotJudged + ": solution.py has nothing to mutate"
+	case ts.NotRun > 0:
+		return fmt.Sprintf("%s: the time budget ran out before a mutant was judged (%d of %d not run, options.mutation_budget)",
+			messages.NotJudged, ts.NotRun, ts.Mutants)
+	}
+	return fmt.Sprintf("%s: all %d mutants are equivalent", messages.NotJudged, ts.Mutants)
 }

@@ -27,7 +27,10 @@ func printStrength(w io.Writer, ts *messages.StrengthReport) {
 	if ts.Partial {
 		fmt.Fprintf(w, ", %d not run: time budget", ts.NotRun)
 	}
-	fmt.Fprintf(w, "; min_test_strength %.2f)", ts.MinTestStrength)
+	if ts.MinTestStrength > 0 { // none with mutation: measure
+		fmt.Fprintf(w, "; min_test_strength %.2f", ts.MinTestStrength)
+	}
+	fmt.Fprint(w, ")")
 	if ts.Rounds > 0 {
 		fmt.Fprintf(w, "; %.2f before %d strengthening round(s): %d model call(s), %d tokens",
 			ts.InitialScore(), ts.Rounds, ts.Usage.Calls, ts.Usage.InputTokens+ts.Usage.OutputTokens)

@@ -485,6 +485,14 @@ func (s *JobSpec) dropUnapplied() {
 	if s.Mode == ModeCodeMode || o.noTestsToMutate() != "" {
 		o.MinTestStrength, o.StrengthenRounds, o.MaxMutants, o.MutationBudget = 0, 0, 0, 0
 	}
+	// An older Normalize filled the tuning in for mutation: off and
+	// measure too, where Validate now refuses what they ignore.
+	switch o.Mutation {
+	case MutationOff:
+		o.MinTestStrength, o.StrengthenRounds, o.MaxMutants, o.MutationBudget = 0, 0, 0, 0
+	case MutationMeasure:
+		o.MinTestStrength, o.StrengthenRounds = 0, 0
+	}
 	if o.SkipTests && o.Candidates > 1 {
 		o.Candidates = 1
 	}

@@ -25,8 +25,9 @@ type TestStrength struct {
 	// NotRun counts mutants left when the time budget ran out (Partial).
 	NotRun  int  `json:"not_run,omitempty"`
 	Partial bool `json:"partial,omitempty"`
-	// Score is Killed / (Killed + Survived), in [0, 1]; 1 when no mutant
-	// was judged (see Judged).
+	// Score is Killed / (Killed + Survived), in [0, 1]. A measurement that
+	// judged no mutant (see Judged) has no score: Error says so (NotJudged)
+	// and Score is 0.
 	Score float64 `json:"score"`
 	// ByOperator counts the mutants per kind of fault: arithmetic,
 	// comparison, boundary, boolean, constant, return.
@@ -36,13 +37,21 @@ type TestStrength struct {
 	Seed      int64             `json:"seed"`
 	// Error says why the tests' strength could not be measured (the tests
 	// do not pass on solution.py, solution.py does not parse, the run
-	// crashed); the counts are then zero.
+	// crashed; or NotJudged: no mutant was judged); Score is then 0 and
+	// means nothing.
 	Error      string `json:"error,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
 }
 
 // Judged is how many mutants the score is over: killed or survived.
 func (t TestStrength) Judged() int { return t.Killed + t.Survived }
+
+// NotJudged begins the Error of a measurement that judged no mutant: there
+// was none, every one was equivalent, or the time budget ran out first.
+const NotJudged = "not judged"
+
+// Scored reports whether t has a score: no Error, and a mutant judged.
+func (t TestStrength) Scored() bool { return t.Error == "" && t.Judged() > 0 }
 
 // OperatorCounts are the mutants of one kind of fault.
 type OperatorCounts struct {
@@ -158,27 +167,39 @@ func (o *Options) noTestsToMutate() string {
 	return ""
 }
 
-// validateMutationApplies refuses the mutation options a job without
-// generated tests would ignore, as validateFirstPass does first_pass;
-// mutation: off says what happens there and is accepted (Normalize
-// writes it).
+// validateMutationApplies refuses the mutation options a job would
+// ignore, as validateFirstPass does first_pass: every one in a job without
+// generated tests (mutation: off says what happens there and is accepted;
+// Normalize writes it), the tuning with mutation: off, and the
+// strengthening's (min_test_strength, strengthen_rounds) with mutation:
+// measure, which makes no model call.
 func (s *JobSpec) validateMutationApplies() error {
 	o := &s.Options
-	why := o.noTestsToMutate()
-	if why == "" {
+	if why := o.noTestsToMutate(); why != "" {
+		opts := append([]optionSet{{"options.mutation", o.Mutation != "" && o.Mutation != MutationOff}}, o.mutationTuning()...)
+		if f := firstSet(opts); f != "" {
+			return &FieldError{f, "does not apply with " + why + " (there are no generated tests to measure by mutation)"}
+		}
 		return nil
 	}
-	opts := append([]optionSet{{"options.mutation", o.Mutation != "" && o.Mutation != MutationOff}}, o.mutationTuning()...)
-	if f := firstSet(opts); f != "" {
-		return &FieldError{f, "does not apply with " + why + " (there are no generated tests to measure by mutation)"}
+	switch o.Mutation {
+	case MutationOff:
+		if f := firstSet(o.mutationTuning()); f != "" {
+			return &FieldError{f, "does not apply with options.mutation: off (nothing is measured)"}
+		}
+	case MutationMeasure:
+		if f := firstSet(o.mutationTuning()[:2]); f != "" {
+			return &FieldError{f, "does not apply with options.mutation: measure (the tests are measured, never strengthened; mutation: on strengthens them)"}
+		}
 	}
 	return nil
 }
 
-// normalizeMutation fills in the mutation defaults. A job whose tests are
-// not generated (skip_tests, validate: run, the agent backend) has nothing
-// to mutate against: mutation is off there, and the settings of a
-// measurement are left out (Validate refuses them).
+// normalizeMutation fills in the mutation defaults that apply. A job
+// whose tests are not generated (skip_tests, validate: run, the agent
+// backend) has nothing to mutate against: mutation is off there. Only the
+// settings the mode uses are filled in (Validate refuses the others):
+// none with mutation: off, no threshold or rounds with mutation: measure.
 func (s *JobSpec) normalizeMutation() {
 	o := &s.Options
 	if o.noTestsToMutate() != "" {
@@ -188,11 +209,16 @@ func (s *JobSpec) normalizeMutation() {
 	if o.Mutation == "" {
 		o.Mutation = MutationOn
 	}
-	if o.MinTestStrength == 0 {
-		o.MinTestStrength = DefaultMinTestStrength
+	if o.Mutation == MutationOff {
+		return
 	}
-	if o.StrengthenRounds == 0 {
-		o.StrengthenRounds = DefaultStrengthenRounds
+	if o.Mutation == MutationOn {
+		if o.MinTestStrength == 0 {
+			o.MinTestStrength = DefaultMinTestStrength
+		}
+		if o.StrengthenRounds == 0 {
+			o.StrengthenRounds = DefaultStrengthenRounds
+		}
 	}
 	if o.MaxMutants == 0 {
 		o.MaxMutants = DefaultMaxMutants
