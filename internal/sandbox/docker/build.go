@@ -275,8 +275,24 @@ func (b *Backend) imageLabels(from parent, pip, apt []string) map[string]string 
 }
 
 // imageBuild runs one image build of the Dockerfile for from, apt and
-// install (nil: no pip step), tagged name, and returns its log.
+// install (nil: no pip step), tagged name, and returns its log. A build
+// that met an image or layer removed under it (another build's cleanup, an
+// eviction) is run again: the engine's race, not the packages' failure.
 func (b *Backend) imageBuild(ctx context.Context, name string, from parent, pip, apt, install []string, labels map[string]string) (string, error) {
+	log, err := b.imageBuildOnce(ctx, name, from, pip, apt, install, labels)
+	for attempt := 1; err != nil && engineRaceRe.MatchString(err.Error()) && attempt < 3 && ctx.Err() == nil; attempt++ {
+		b.log.Warn("image build met a removal on the engine; building again", "image", name, "attempt", attempt+1, "err", err)
+		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		log, err = b.imageBuildOnce(ctx, name, from, pip, apt, install, labels)
+	}
+	return log, err
+}
+
+// engineRaceRe matches what Podman reports when an image or layer a build
+// looked up was removed meanwhile.
+var engineRaceRe = regexp.MustCompile(`layer not known|image not known|getting top layer info`)
+
+func (b *Backend) imageBuildOnce(ctx context.Context, name string, from parent, pip, apt, install []string, labels map[string]string) (string, error) {
 	start := time.Now()
 	dockerfile, wheels := b.dockerfile(from, apt, install)
 	buildCtx, err := contextTar(dockerfile, wheels)

@@ -40,3 +40,23 @@ func TestJobImageNames(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineRaceRecognised: what Podman says when a build's cache lookup
+// meets an image or layer removed meanwhile (seen in a CI run, with other
+// builds on the engine) is taken for the engine's race and built again;
+// an installer's failure is not.
+func TestEngineRaceRecognised(t *testing.T) {
+	t.Parallel()
+	race := "docker: build autocoder-env:bfc31b6e46e8: checking if cached image exists from a previous build: getting top layer info: layer not known"
+	if !engineRaceRe.MatchString(race) {
+		t.Errorf("not taken for a race: %q", race)
+	}
+	for _, failure := range []string{
+		"build failed: autocoder-env:x: The command '/bin/sh -c pip install nosuch' returned a non-zero code: 1",
+		"docker: build autocoder-env:x: a package source could not be reached: Temporary failure resolving 'deb.debian.org'",
+	} {
+		if engineRaceRe.MatchString(failure) {
+			t.Errorf("taken for a race: %q", failure)
+		}
+	}
+}
