@@ -313,6 +313,12 @@ func (h *Handlers) materialize(ctx context.Context, root string, ws messages.Wor
 			}
 			continue
 		}
+		if ws[p] == messages.DirEntry {
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				return err
+			}
+			continue
+		}
 		data, err := h.workspace.Get(ctx, ws[p])
 		if err != nil {
 			return err
@@ -347,6 +353,10 @@ func (h *Handlers) collect(ctx context.Context, root string) (messages.Workspace
 				return err
 			}
 			ws[rel] = messages.SymlinkPrefix + target
+		case d.IsDir():
+			if entries, err := os.ReadDir(p); err == nil && len(entries) == 0 {
+				ws[rel] = messages.DirEntry // empty: nothing else would say it is there
+			}
 		case d.Type().IsRegular():
 			data, err := os.ReadFile(p)
 			if err != nil {
@@ -372,7 +382,7 @@ func (h *Handlers) ownFiles(ctx context.Context, ws messages.Workspace) (map[str
 	out := map[string]string{}
 	for _, name := range ownFiles {
 		ref, ok := ws[name]
-		if !ok || strings.HasPrefix(ref, messages.SymlinkPrefix) {
+		if !ok || strings.HasPrefix(ref, messages.SymlinkPrefix) || ref == messages.DirEntry {
 			continue
 		}
 		data, err := h.workspace.Get(ctx, ref)

@@ -119,6 +119,10 @@ func (h *Handlers) bashSpec(ctx context.Context, cmd *messages.StageCommand, in 
 			fmt.Fprintf(&links, "mkdir -p -- %s && ln -sfn -- %s %s\n", shellQuote(path.Dir(p)), shellQuote(target), shellQuote(p))
 			continue
 		}
+		if in.Workspace[p] == messages.DirEntry {
+			fmt.Fprintf(&links, "mkdir -p -- %s\n", shellQuote(p))
+			continue
+		}
 		data, err := os.ReadFile(filepath.Join(root, p))
 		if err != nil {
 			return spec, nil, nil, err
@@ -232,8 +236,26 @@ func unpackEntry(root, name string, hdr *tar.Header, r io.Reader) error {
 		return os.Symlink(hdr.Linkname, target)
 	case tar.TypeReg:
 		return createFile(target, r, hdr.Size) // files.go
+	case tar.TypeLink:
+		// A hard link (cp -l, ln without -s): tar archives the second
+		// name as a link to the first, already unpacked; it becomes a
+		// copy of that file, as the workspace keeps files by content.
+		src := path.Clean(strings.TrimPrefix(hdr.Linkname, "./"))
+		if !filepath.IsLocal(src) || underLink(root, src) {
+			return nil
+		}
+		f, err := os.Open(filepath.Join(root, filepath.FromSlash(src)))
+		if err != nil {
+			return nil // not unpacked (left out above): nor is its link
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil
+		}
+		return createFile(target, f, fi.Size())
 	}
-	return nil // hard links, devices, FIFOs: not workspace files
+	return nil // devices, FIFOs: not workspace files
 }
 
 // underLink reports whether a parent of name inside root is a symbolic link.

@@ -264,3 +264,48 @@ func TestKeyHoldsWhatRunsRunOn(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentWorkspaceKeepsEmptyDirsAndHardLinks, in the real process
+// sandbox: a directory one command made empty is there for the next (mkdir
+// out, then a script writes into it), and a hard link a command made (cp
+// -l) is kept as a copy of its file, rather than both vanishing between
+// calls without the model being told.
+func TestAgentWorkspaceKeepsEmptyDirsAndHardLinks(t *testing.T) {
+	t.Parallel()
+	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
+	ws := sandboxstages.ObjectStoreWorkspace{Obj: be.Resources.Outputs}
+	_, mux := newSettingsStages(t, sandboxstages.Config{Backend: newProcessBackend(t), Samples: &fetcher{}, Workspace: ws})
+	call := func(workspace messages.Workspace, name, args string) messages.AgentToolOutput {
+		t.Helper()
+		cmd := command(t, messages.StageAgentTool, messages.AgentToolInput{
+			Call: messages.AgentToolCall{ID: "c", Name: name, Arguments: args}, Workspace: workspace, Timeout: messages.Duration(time.Minute)})
+		out, _, err := mux.Serve(ctxT(t), cmd)
+		if err != nil {
+			t.Fatalf("%s %s: %v", name, args, err)
+		}
+		var res messages.AgentToolOutput
+		if err := json.Unmarshal(out.Value, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	ref, err := ws.Put(ctxT(t), []byte("ANSWER = 42\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := call(messages.Workspace{"solution.py": ref}, messages.ToolBash, `{"command": "mkdir -p out/deep && cp -l solution.py copy.py"}`)
+	if made.Verdict != messages.VerdictOK || made.Workspace["out/deep"] != messages.DirEntry || made.Workspace["copy.py"] == "" {
+		t.Fatalf("after mkdir and cp -l: %+v", made)
+	}
+	used := call(made.Workspace, messages.ToolBash, `{"command": "echo x > out/deep/y.txt && cat copy.py"}`)
+	if used.Verdict != messages.VerdictOK || !strings.Contains(used.Result, "ANSWER = 42") || used.Workspace["out/deep/y.txt"] == "" {
+		t.Errorf("the next command: %q, workspace %v", used.Result, used.Workspace)
+	}
+	if _, ok := used.Workspace["out/deep"]; ok {
+		t.Errorf("a directory with a file in it kept its own entry: %v", used.Workspace)
+	}
+	listed := call(made.Workspace, messages.ToolListFiles, `{"path": "out"}`)
+	if !strings.Contains(listed.Result, "deep") {
+		t.Errorf("list_files out: %q, want the empty directory", listed.Result)
+	}
+}

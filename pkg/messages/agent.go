@@ -42,13 +42,19 @@ const (
 )
 
 // Workspace is the agent's per-job workspace: relative path -> the file's
-// object reference ("sha256:<hex>", content in the outputs object store) or
-// a symbolic link ("symlink:<target>"). Content-addressed, so a tool call's
-// input (and so its cache key) names exactly the files it sees.
+// object reference ("sha256:<hex>", content in the outputs object store),
+// a symbolic link ("symlink:<target>") or an empty directory ("dir:").
+// Content-addressed, so a tool call's input (and so its cache key) names
+// exactly the files it sees.
 type Workspace map[string]string
 
 // SymlinkPrefix marks a Workspace entry that is a symbolic link.
 const SymlinkPrefix = "symlink:"
+
+// DirEntry is a Workspace entry that is an empty directory: one a command
+// made (mkdir out) for a later one to write into. A directory with files
+// in it needs no entry of its own.
+const DirEntry = "dir:"
 
 // AgentToolCall is one call the model asked for; Arguments is its JSON text.
 type AgentToolCall struct {
