@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Optional, Union
 
 from . import _http
 from .errors import AutoCoderError, InvalidRequestError, UnavailableError, WaitTimeout
+from .context import upload_context
 from .result import CodeGenEvalResult
 from .types import INPUT_TYPES, OUTPUT_TYPES, Dir, File, TypeLike, is_dataframe, wire_type
 
@@ -208,13 +209,17 @@ class AutoCoderAgent:
 
     def generate(self, prompt: str, schema: Optional[str] = None, constraints: Optional[Iterable[str]] = None,
                  samples: Optional[Mapping[str, Any]] = None, inputs: Optional[Mapping[str, TypeLike]] = None,
-                 outputs: Optional[Mapping[str, TypeLike]] = None, *, wait: Optional[float] = None) -> CodeGenEvalResult:
+                 outputs: Optional[Mapping[str, TypeLike]] = None, *, wait: Optional[float] = None,
+                 context: Optional[Iterable[str]] = None) -> CodeGenEvalResult:
         """Submits a job, waits for it and returns its CodeGenEvalResult.
 
         samples maps a name to a file path, a File, or a pandas DataFrame
         (written to CSV here); inputs and outputs map names to Python types
         (str, int, float, bool, File, Dir; outputs also datetime and
-        timedelta). A request the server refuses raises
+        timedelta). context names documentation files or folders (Markdown,
+        text, HTML), read into one bundle and uploaded: the model is given
+        the parts of it that bear on each stage (docs/coderunner.md). A
+        request the server refuses raises
         InvalidRequestError with the field; a job that fails returns a
         result whose success is False, as the reference's does.
         """
@@ -239,6 +244,8 @@ class AutoCoderAgent:
             spec["outputs"] = out_types
         if samples:
             spec["samples"] = {k: upload_sample(self.conn, k, v, "samples." + k) for k, v in samples.items()}
+        if context:
+            spec["context"] = upload_context(self.conn, [context] if isinstance(context, str) else context)
         job_id = submit(self.conn, "/v1/jobs", {"v": 1, "spec": spec})
         with job_context(job_id):
             raw = wait_result(self.conn, job_id, self.wait if wait is None else wait, self.poll_interval)

@@ -144,6 +144,31 @@ class ClientTest(ClientFixture):
         self.agent(validate="run").generate(prompt="sum")
         self.assertEqual(self.sent("POST", "/v1/jobs")[-1]["spec"]["options"]["validate"], "run")
 
+    def test_context_uploaded_as_one_bundle(self):
+        ref = "sha256:" + "c" * 64 + ".json"
+        self.routes[("POST", "/v1/samples")] = (201, {"object": ref})
+        self.routes[("POST", "/v1/jobs")] = (202, {"v": 1, "job_id": "job-ctx"})
+        self.routes[("GET", "/v1/jobs/job-ctx/result")] = (200, result("job-ctx"))
+        docs = os.path.join(tempfile.mkdtemp(), "docs")
+        os.makedirs(os.path.join(docs, ".hidden"))
+        for name, text in {"guide.md": "# Guide\nCall load().", "api.html": "<html><head><title>t</title>"
+                           "<script>x()</script><body><h2>\n  Load\n</h2><p>load(path)<svg/></p><p>returns rows</p>",
+                           "notes.bin": "x", ".hidden/secret.md": "no"}.items():
+            with open(os.path.join(docs, name), "w") as f:
+                f.write(text)
+        self.agent(validate="run").generate(prompt="sum", context=[docs, "sha256:" + "d" * 64 + ".json"])
+        spec = self.sent("POST", "/v1/jobs")[0]["spec"]
+        self.assertEqual(spec["context"], ["sha256:" + "d" * 64 + ".json", ref])
+        (bundle,) = self.sent("POST", "/v1/samples")
+        self.assertEqual([f["path"] for f in bundle["files"]], ["docs/api.html", "docs/guide.md"])
+        page = bundle["files"][0]["text"]
+        self.assertIn("## Load", page)  # a heading kept, on one line
+        self.assertIn("returns rows", page)  # the text after a self-closing tag
+        self.assertNotIn("x()", page)
+        with self.assertRaises(InvalidRequestError) as e:
+            self.agent().generate(prompt="sum", context=[os.path.join(docs, "missing")])
+        self.assertEqual(e.exception.field, "context")
+
     def test_refused_before_sending(self):
         cases = [
             (lambda: self.agent(api_key="OPENAI_API_KEY"), "api_key"),
