@@ -15,7 +15,7 @@ import (
 // Version identifies the prompt texts. Bump it whenever a builder's output
 // can change for the same input: it is part of every LLM stage's cache key,
 // so stale replies to old prompts are not reused.
-const Version = "6"
+const Version = "7"
 
 // TestOutputBudget caps, in bytes, the pytest output in a diagnose prompt.
 // Callers trim it already; the cap here keeps a prompt bounded whatever they send.
