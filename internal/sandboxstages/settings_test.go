@@ -186,21 +186,7 @@ func TestAgentToolsKeepSecretsAndTheWorkspace(t *testing.T) {
 	ws := sandboxstages.ObjectStoreWorkspace{Obj: be.Resources.Outputs}
 	_, mux := newSettingsStages(t, sandboxstages.Config{Backend: newProcessBackend(t), Samples: &fetcher{}, Secrets: secretsource.New(dir, []byte("key")),
 		Workspace: ws})
-	call := func(workspace messages.Workspace, name, args string) messages.AgentToolOutput {
-		t.Helper()
-		cmd := command(t, messages.StageAgentTool, messages.AgentToolInput{
-			Call: messages.AgentToolCall{ID: "c", Name: name, Arguments: args}, Workspace: workspace, Timeout: messages.Duration(time.Minute)})
-		cmd.Settings = &messages.StageSettings{Secrets: []string{"API_TOKEN"}}
-		out, _, err := mux.Serve(ctxT(t), cmd)
-		if err != nil {
-			t.Fatalf("%s %s: %v", name, args, err)
-		}
-		var res messages.AgentToolOutput
-		if err := json.Unmarshal(out.Value, &res); err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	call := agentToolCaller(t, mux, &messages.StageSettings{Secrets: []string{"API_TOKEN"}})
 	ref, err := ws.Put(ctxT(t), []byte("def f():\n    return 1\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -275,20 +261,7 @@ func TestAgentWorkspaceKeepsEmptyDirsAndHardLinks(t *testing.T) {
 	be := bustest.Start(t, bus.ProvisionConfig{MemoryStorage: true})
 	ws := sandboxstages.ObjectStoreWorkspace{Obj: be.Resources.Outputs}
 	_, mux := newSettingsStages(t, sandboxstages.Config{Backend: newProcessBackend(t), Samples: &fetcher{}, Workspace: ws})
-	call := func(workspace messages.Workspace, name, args string) messages.AgentToolOutput {
-		t.Helper()
-		cmd := command(t, messages.StageAgentTool, messages.AgentToolInput{
-			Call: messages.AgentToolCall{ID: "c", Name: name, Arguments: args}, Workspace: workspace, Timeout: messages.Duration(time.Minute)})
-		out, _, err := mux.Serve(ctxT(t), cmd)
-		if err != nil {
-			t.Fatalf("%s %s: %v", name, args, err)
-		}
-		var res messages.AgentToolOutput
-		if err := json.Unmarshal(out.Value, &res); err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	call := agentToolCaller(t, mux, nil)
 	ref, err := ws.Put(ctxT(t), []byte("ANSWER = 42\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -307,5 +280,25 @@ func TestAgentWorkspaceKeepsEmptyDirsAndHardLinks(t *testing.T) {
 	listed := call(made.Workspace, messages.ToolListFiles, `{"path": "out"}`)
 	if !strings.Contains(listed.Result, "deep") {
 		t.Errorf("list_files out: %q, want the empty directory", listed.Result)
+	}
+}
+
+// agentToolCaller calls agent tools through mux with the job's settings
+// (nil: none) and returns their output.
+func agentToolCaller(t *testing.T, mux *stagework.Mux, settings *messages.StageSettings) func(messages.Workspace, string, string) messages.AgentToolOutput {
+	return func(workspace messages.Workspace, name, args string) messages.AgentToolOutput {
+		t.Helper()
+		cmd := command(t, messages.StageAgentTool, messages.AgentToolInput{
+			Call: messages.AgentToolCall{ID: "c", Name: name, Arguments: args}, Workspace: workspace, Timeout: messages.Duration(time.Minute)})
+		cmd.Settings = settings
+		out, _, err := mux.Serve(ctxT(t), cmd)
+		if err != nil {
+			t.Fatalf("%s %s: %v", name, args, err)
+		}
+		var res messages.AgentToolOutput
+		if err := json.Unmarshal(out.Value, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
 	}
 }
