@@ -116,11 +116,14 @@ func (c *Coordinator) HandleOffer(ctx context.Context, msg *bus.Message, answer 
 		answer(false) // busy: the stream's copy does it
 		return
 	}
+	if !c.bg.enter() { // closing: the stream's copy does it, for the next coordinator
+		<-c.offers.slots
+		answer(false)
+		return
+	}
 	step := c.offers.begin(&res)
-	if step == nil || !c.bg.enter() { // closing: the stream's copy does it, for the next coordinator
-		if step != nil {
-			c.offers.end(&res, step, false)
-		}
+	if step == nil {
+		c.bg.exit()
 		<-c.offers.slots
 		answer(false)
 		return

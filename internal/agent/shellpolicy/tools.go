@@ -45,14 +45,6 @@ func writeAll(allowDevices bool) func(c *checker, name string, args []*syntax.Wo
 // checkCp lets cp read from anywhere and write only into the workspace:
 // its destination is -t DIR (in any spelling) or the last operand.
 func checkCp(c *checker, name string, args []*syntax.Word) {
-	if lits, ok := c.literals(name, args); ok {
-		if p, refusal := cpOptions.parse(lits); refusal == "" {
-			if _, link := p.has("-s", "--symbolic-link"); link {
-				c.refuse("%s -s is not allowed: it makes a symbolic link, which can point outside the workspace (as ln would); copy the file instead", name)
-				return
-			}
-		}
-	}
 	checkTarget(c, name, args, cpOptions, false)
 }
 
@@ -70,6 +62,10 @@ func checkTarget(c *checker, name string, args []*syntax.Word, spec getoptSpec, 
 	p, refusal := spec.parse(lits)
 	if refusal != "" {
 		c.refuse("%s: %s", name, refusal)
+		return
+	}
+	if _, link := p.has("-s", "--symbolic-link"); link { // cp's; mv has no such option
+		c.refuse("%s -s is not allowed: it makes a symbolic link, which can point outside the workspace (as ln would); copy the file instead", name)
 		return
 	}
 	var written []string
